@@ -12,6 +12,7 @@ static void init_table(void) {
   iron_host_register_dot(g_table);
   iron_host_register_reduce(g_table);
   iron_host_register_rng(g_table);
+  iron_host_register_sort(g_table);
 }
 
 const iron_host_kernel_t *iron_host_kernel_lookup(iron_op_kind_t kind) {
