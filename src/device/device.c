@@ -1,0 +1,148 @@
+#include "device/device.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+// Header padded to 64 bytes so that data stays 64-byte aligned.
+#define IRON_STORAGE_HEADER 64
+_Static_assert(sizeof(iron_storage_t) <= IRON_STORAGE_HEADER,
+               "storage header too large");
+
+iron_status_t iron_storage_allocate(iron_device_t *dev, size_t nbytes,
+                                    iron_storage_t **out_storage) {
+  size_t padded;
+  if (nbytes > SIZE_MAX - IRON_STORAGE_HEADER - 63)
+    return IRON_ERR(RESOURCE_EXHAUSTED,
+                    "out of memory allocating %zu bytes (size overflow)",
+                    nbytes);
+  padded = (nbytes + 63) & ~(size_t)63;
+  size_t total = padded + IRON_STORAGE_HEADER;
+  if (dev) {
+    int64_t prev = atomic_fetch_add(&dev->bytes_in_use, (int64_t)padded);
+    if (dev->memory_limit > 0 && prev + (int64_t)padded > dev->memory_limit) {
+      atomic_fetch_sub(&dev->bytes_in_use, (int64_t)padded);
+      return IRON_ERR(RESOURCE_EXHAUSTED,
+                      "out of memory allocating %zu bytes on %s device %d "
+                      "(%lld bytes in use, limit %lld)",
+                      nbytes, dev->vtable->kind, dev->id, (long long)prev,
+                      (long long)dev->memory_limit);
+    }
+  }
+  iron_storage_t *s = aligned_alloc(64, total);
+  if (!s) {
+    if (dev) atomic_fetch_sub(&dev->bytes_in_use, (int64_t)padded);
+    return IRON_ERR(RESOURCE_EXHAUSTED, "out of memory allocating %zu bytes",
+                    nbytes);
+  }
+  atomic_init(&s->ref, 1);
+  s->dev = dev;
+  s->nbytes = nbytes;
+  s->accounted = dev ? padded : 0;
+  s->data = (char *)s + IRON_STORAGE_HEADER;
+  *out_storage = s;
+  return IRON_OK;
+}
+
+void iron_storage_release(iron_storage_t *s) {
+  if (!s) return;
+  if (atomic_fetch_sub_explicit(&s->ref, 1, memory_order_acq_rel) != 1) return;
+  if (s->dev) atomic_fetch_sub(&s->dev->bytes_in_use, (int64_t)s->accounted);
+  free(s);
+}
+
+static _Thread_local const iron_device_t *tls_worker_dev = NULL;
+
+static void *worker_main(void *arg) {
+  iron_device_t *dev = arg;
+  tls_worker_dev = dev;
+  pthread_mutex_lock(&dev->mu);
+  for (;;) {
+    while (!dev->head && !dev->shutdown) pthread_cond_wait(&dev->cv, &dev->mu);
+    if (!dev->head) break;  // shutdown with an empty queue
+    iron_job_t *job = dev->head;
+    dev->head = job->next;
+    if (!dev->head) dev->tail = NULL;
+    pthread_mutex_unlock(&dev->mu);
+    job->run(job);
+    pthread_mutex_lock(&dev->mu);
+  }
+  bool destroy = dev->destroy_on_exit;
+  pthread_mutex_unlock(&dev->mu);
+  if (destroy) dev->vtable->destroy(dev);
+  return NULL;
+}
+
+iron_status_t iron_device_init_base(iron_device_t *dev,
+                                    const iron_device_vtable_t *vtable,
+                                    iron_runtime_t *rt, int id) {
+  dev->vtable = vtable;
+  dev->runtime = rt;
+  dev->id = id;
+  atomic_init(&dev->bytes_in_use, 0);
+  const char *sync = getenv("IRON_SYNC");
+  dev->sync = sync && sync[0] && strcmp(sync, "0") != 0;
+  const char *limit = getenv("IRON_HOST_MEMORY_LIMIT");
+  dev->memory_limit = limit ? atoll(limit) : 0;
+  pthread_mutex_init(&dev->mu, NULL);
+  pthread_cond_init(&dev->cv, NULL);
+  dev->head = dev->tail = NULL;
+  dev->shutdown = false;
+  dev->has_worker = false;
+  dev->destroy_on_exit = false;
+  if (!dev->sync) {
+    if (pthread_create(&dev->worker, NULL, worker_main, dev) != 0) {
+      pthread_mutex_destroy(&dev->mu);
+      pthread_cond_destroy(&dev->cv);
+      return IRON_ERR(RESOURCE_EXHAUSTED,
+                      "cannot start the worker thread of device %d", id);
+    }
+    dev->has_worker = true;
+  }
+  return IRON_OK;
+}
+
+bool iron_device_deinit_base(iron_device_t *dev) {
+  if (dev->has_worker && iron_device_on_worker(dev)) {
+    pthread_mutex_lock(&dev->mu);
+    dev->shutdown = true;
+    dev->destroy_on_exit = true;
+    dev->has_worker = false;
+    pthread_mutex_unlock(&dev->mu);
+    pthread_detach(dev->worker);
+    return false;
+  }
+  if (dev->has_worker) {
+    pthread_mutex_lock(&dev->mu);
+    dev->shutdown = true;
+    pthread_cond_broadcast(&dev->cv);
+    pthread_mutex_unlock(&dev->mu);
+    pthread_join(dev->worker, NULL);
+    dev->has_worker = false;
+  }
+  pthread_mutex_destroy(&dev->mu);
+  pthread_cond_destroy(&dev->cv);
+  return true;
+}
+
+void iron_device_enqueue(iron_device_t *dev, iron_job_t *job) {
+  job->next = NULL;
+  if (dev->sync || !dev->has_worker) {
+    const iron_device_t *prev = tls_worker_dev;
+    tls_worker_dev = dev;
+    job->run(job);
+    tls_worker_dev = prev;
+    return;
+  }
+  pthread_mutex_lock(&dev->mu);
+  if (dev->tail)
+    dev->tail->next = job;
+  else
+    dev->head = job;
+  dev->tail = job;
+  pthread_cond_signal(&dev->cv);
+  pthread_mutex_unlock(&dev->mu);
+}
+
+bool iron_device_on_worker(const iron_device_t *dev) {
+  return tls_worker_dev == dev;
+}

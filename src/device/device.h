@@ -1,0 +1,107 @@
+// The device interface: every device (host today, CUDA later) is a struct
+// whose first member is iron_device_t with its vtable. The runtime
+// (src/runtime) owns devices; buffers and executables keep the runtime alive,
+// so a device outlives everything that points at it.
+//
+// Each device runs its work on one worker thread, FIFO (ARCHITECTURE decision
+// 7): a job enqueued after another sees all of that job's effects. With
+// IRON_SYNC=1 jobs run inline on the enqueuing thread instead (debugging).
+//
+// Storage: ref-counted, 64-byte aligned device memory; the header and the
+// bytes are one allocation, so a tensor costs one malloc.
+#ifndef IRON_DEVICE_DEVICE_H_
+#define IRON_DEVICE_DEVICE_H_
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/status.h"
+#include "base/threadpool.h"
+#include "iron/iron.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct iron_storage {
+  atomic_int ref;
+  iron_device_t *dev;  // bytes are accounted to dev (NULL: not accounted)
+  size_t nbytes;       // bytes requested
+  size_t accounted;    // bytes added to dev->bytes_in_use
+  void *data;          // 64-byte aligned; never NULL (0 bytes: a dummy)
+} iron_storage_t;
+
+// New storage of `nbytes` (contents undefined) with one reference.
+// RESOURCE_EXHAUSTED naming the byte count when memory runs out; nothing else
+// is affected then. `dev` may be NULL (unaccounted, e.g. executable
+// constants).
+iron_status_t iron_storage_allocate(iron_device_t *dev, size_t nbytes,
+                                    iron_storage_t **out_storage);
+static inline void iron_storage_retain(iron_storage_t *s) {
+  if (s) atomic_fetch_add_explicit(&s->ref, 1, memory_order_relaxed);
+}
+void iron_storage_release(iron_storage_t *s);
+static inline int iron_storage_refcount(const iron_storage_t *s) {
+  return atomic_load_explicit(&((iron_storage_t *)s)->ref,
+                              memory_order_acquire);
+}
+
+// A unit of work on a device's worker thread. `run` owns the job (frees it).
+typedef struct iron_job iron_job_t;
+struct iron_job {
+  void (*run)(iron_job_t *job);
+  iron_job_t *next;
+};
+
+typedef struct iron_device_vtable {
+  const char *kind;  // "host"
+  void (*destroy)(iron_device_t *dev);
+} iron_device_vtable_t;
+
+struct iron_device {
+  const iron_device_vtable_t *vtable;
+  iron_runtime_t *runtime;  // not retained (the runtime owns the device)
+  int id;
+  _Atomic int64_t bytes_in_use;
+  // Allocation beyond this many bytes in use fails with RESOURCE_EXHAUSTED
+  // (0: no limit). From IRON_HOST_MEMORY_LIMIT; tests set it directly.
+  int64_t memory_limit;
+  iron_threadpool_t *pool;  // kernels' thread pool (host)
+  bool sync;                // IRON_SYNC=1: run jobs inline
+  // FIFO job queue served by `worker`.
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  iron_job_t *head, *tail;
+  bool shutdown;
+  bool has_worker;
+  bool destroy_on_exit;  // see iron_device_deinit_base
+  pthread_t worker;
+};
+
+// Initializes the base part (queue and worker thread).
+iron_status_t iron_device_init_base(iron_device_t *dev,
+                                    const iron_device_vtable_t *vtable,
+                                    iron_runtime_t *rt, int id);
+// Drains the queue, joins the worker. Returns false when called on the
+// worker itself (the last reference dropped inside a job): then the worker
+// finishes the queue and calls vtable->destroy again on its way out, and the
+// caller must not free the device now.
+bool iron_device_deinit_base(iron_device_t *dev);
+// Queues `job` (or runs it inline when dev->sync). Thread-safe.
+void iron_device_enqueue(iron_device_t *dev, iron_job_t *job);
+// True when called on dev's worker thread (or inline in sync mode).
+bool iron_device_on_worker(const iron_device_t *dev);
+
+// The host (CPU) device.
+iron_status_t iron_host_device_create(iron_runtime_t *rt, int id,
+                                      int num_threads,
+                                      iron_device_t **out_device);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif  // IRON_DEVICE_DEVICE_H_
