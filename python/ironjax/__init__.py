@@ -1,0 +1,55 @@
+"""ironjax: a JAX backend written in C, loaded by jax as the PJRT plugin `iron`.
+
+Importing this package does not import jax. `library_path()` finds the PJRT
+plugin library (libiron_pjrt.so); jax registers it through
+`jax_plugins.iron.initialize()` (run by jax's plugin discovery), after which
+`JAX_PLATFORMS=iron` or `jax.devices("iron")` select it.
+"""
+from __future__ import annotations
+
+import glob
+import os
+
+__version__ = "0.1.0"
+
+PLATFORM = "iron"
+LIBRARY_NAME = "libiron_pjrt.so"
+
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
+
+
+def _installed_library() -> str | None:
+    path = os.path.join(_PACKAGE_DIR, "lib", LIBRARY_NAME)
+    return path if os.path.isfile(path) else None
+
+
+def _source_tree_library() -> str | None:
+    """The newest build-*/libiron_pjrt.so of the source tree this package
+    sits in (python/ironjax -> repository root), for running uninstalled."""
+    root = os.path.dirname(os.path.dirname(_PACKAGE_DIR))
+    if not os.path.isfile(os.path.join(root, "CMakeLists.txt")):
+        return None
+    candidates = glob.glob(os.path.join(root, "build*", LIBRARY_NAME))
+    candidates = [c for c in candidates if os.path.isfile(c)]
+    if not candidates:
+        return None
+    return max(candidates, key=os.path.getmtime)
+
+
+def library_path() -> str | None:
+    """Path of the PJRT plugin library, or None if none is found.
+
+    Order: $IRON_PLUGIN_PATH (must name an existing file), the library
+    installed with this package (ironjax/lib/), the newest build directory of
+    the source tree this package was imported from.
+    """
+    override = os.environ.get("IRON_PLUGIN_PATH")
+    if override:
+        if not os.path.isfile(override):
+            raise FileNotFoundError(
+                f"IRON_PLUGIN_PATH={override!r} does not name a file")
+        return os.path.abspath(override)
+    return _installed_library() or _source_tree_library()
+
+
+__all__ = ["LIBRARY_NAME", "PLATFORM", "__version__", "library_path"]

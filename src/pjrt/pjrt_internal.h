@@ -1,0 +1,248 @@
+// The objects behind the PJRT handles, and the slot implementations that
+// src/pjrt/pjrt_api.c puts into the function table. Nothing here is
+// exported: the shared library exports GetPjrtApi only.
+//
+// Ownership follows PJRT: objects returned through an out-parameter that have
+// a *_Destroy slot are owned by the caller (buffers, events, executables,
+// loaded executables, errors, the client); devices, memories and descriptions
+// are borrowed and live as long as the client.
+// Thread-safety: jaxlib calls these from many threads; every object is either
+// immutable after creation or guards its mutable part (buffer deletion).
+#ifndef IRON_PJRT_PJRT_INTERNAL_H_
+#define IRON_PJRT_PJRT_INTERNAL_H_
+
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include "iron/iron.h"
+#include "pjrt/pjrt_abi.h"
+
+#define IRON_PJRT_PLATFORM_NAME "iron"
+#define IRON_PJRT_PLATFORM_VERSION "ironjax 0.1.0"
+#define IRON_PJRT_MEMORY_KIND "device"
+// Format reported by Executable_OptimizedProgram.
+#define IRON_PJRT_PROGRAM_FORMAT "mlir"
+
+// ---------------------------------------------------------------------------
+// Objects
+
+struct PJRT_Error {
+  // ABI: first word is the function table (0.107+).
+  const PJRT_Error_FunctionTable *vtable;
+  iron_status_t status;  // never OK
+};
+
+struct PJRT_Event {
+  iron_event_t *event;  // one reference
+};
+
+struct PJRT_DeviceDescription {
+  int id;
+  int process_index;
+  const char *kind;
+  char text[64];  // "IronDevice(id=0, kind=host)": ToString and DebugString
+};
+
+struct PJRT_Memory {
+  // ABI: jaxlib reads the first word as a PJRT_Memory_FunctionTable* when the
+  // plugin reports minor >= 105 and calls it if non-NULL. Ours is NULL.
+  const void *vtable;
+  PJRT_Client *client;
+  PJRT_Device *device;
+  int id;
+  char text[64];  // ToString and DebugString
+};
+
+struct PJRT_Device {
+  PJRT_DeviceDescription description;  // first, so both handles coexist
+  PJRT_Client *client;
+  iron_device_t *device;  // borrowed from the runtime
+  PJRT_Memory *memory;    // its one (default) memory
+  int local_hardware_id;
+};
+
+struct PJRT_Client {
+  iron_runtime_t *runtime;
+  size_t num_devices;
+  PJRT_Device **devices;    // [num_devices]
+  PJRT_Memory **memories;   // [num_devices]: one memory per device
+  PJRT_Device *device_storage;
+  PJRT_Memory *memory_storage;
+};
+
+struct PJRT_Buffer {
+  PJRT_Client *client;
+  PJRT_Device *device;
+  pthread_mutex_t mu;     // guards the next three fields
+  iron_buffer_t *buffer;  // one reference; NULL once deleted or donated
+  // External references (numpy views, dlpack) pin the memory: a buffer
+  // deleted while some exist keeps its iron buffer here until the last one
+  // is dropped.
+  int external_refs;
+  iron_buffer_t *pinned;
+  iron_dtype_t dtype;
+  PJRT_Buffer_Type pjrt_type;
+  size_t size_in_bytes;
+  size_t rank;
+  int64_t *dims;            // [rank], points into `storage`
+  int64_t *minor_to_major;  // [rank], descending: row-major
+  int64_t storage[];
+};
+
+struct PJRT_LoadedExecutable {
+  PJRT_Client *client;
+  PJRT_Device *device;
+  iron_executable_t *executable;  // one reference
+  atomic_bool deleted;
+  PJRT_LogicalDeviceIds logical_ids[1];
+};
+
+struct PJRT_Executable {
+  iron_executable_t *executable;  // one reference
+  size_t num_inputs;
+  size_t num_outputs;
+  const char **output_memory_kinds;  // [num_outputs], all "device"
+  size_t *output_memory_kind_sizes;
+  const char **input_memory_kinds;   // [num_inputs]
+  size_t *input_memory_kind_sizes;
+  PJRT_Buffer_Type *output_types;    // [num_outputs]
+  size_t *output_ranks;              // [num_outputs]
+  int64_t *output_dims;              // all outputs' dims, concatenated
+  pthread_mutex_t mu;                // guards `text`
+  char *text;                        // iron_executable_text, made lazily
+};
+
+// ---------------------------------------------------------------------------
+// Helpers shared by the slot files
+
+// The one conversion from iron_status_t to PJRT_Error (pjrt_error.c).
+// Consumes `status`; OK gives NULL. Never fails: on allocation failure a
+// static RESOURCE_EXHAUSTED error is returned (destroying it is a no-op).
+PJRT_Error *iron_pjrt_error_from_status(iron_status_t status);
+
+// The error every unimplemented slot returns, naming the slot.
+PJRT_Error *iron_pjrt_error_unimplemented(const char *slot_name);
+
+// Wraps an iron event (takes over the caller's reference). On allocation
+// failure releases it and returns NULL.
+PJRT_Event *iron_pjrt_event_wrap(iron_event_t *event);
+
+// Makes a PJRT_Buffer around `buffer` (takes over the reference) on `device`.
+iron_status_t iron_pjrt_buffer_wrap(PJRT_Client *client, PJRT_Device *device,
+                                    iron_buffer_t *buffer,
+                                    PJRT_Buffer **out_buffer);
+// A new reference to the live iron buffer, or an error if it was deleted.
+iron_status_t iron_pjrt_buffer_acquire(PJRT_Buffer *buffer,
+                                       iron_buffer_t **out_buffer);
+// Drops the iron buffer (Delete, donation). Idempotent.
+void iron_pjrt_buffer_invalidate(PJRT_Buffer *buffer);
+
+// The PJRT_Device wrapping `device`, or NULL.
+PJRT_Device *iron_pjrt_client_find_device(PJRT_Client *client,
+                                          const iron_device_t *device);
+
+// ---------------------------------------------------------------------------
+// Slot implementations: iron_pjrt_<Slot name>, one per implemented slot.
+#define IRON_PJRT_DECLARE_SLOT_(name) \
+  PJRT_Error *iron_pjrt_##name(PJRT_##name##_Args *args);
+
+IRON_PJRT_DECLARE_SLOT_(Error_GetCode)
+IRON_PJRT_DECLARE_SLOT_(Error_ForEachPayload)
+void iron_pjrt_Error_Destroy(PJRT_Error_Destroy_Args *args);
+void iron_pjrt_Error_Message(PJRT_Error_Message_Args *args);
+
+IRON_PJRT_DECLARE_SLOT_(Plugin_Initialize)
+IRON_PJRT_DECLARE_SLOT_(Plugin_Attributes)
+
+IRON_PJRT_DECLARE_SLOT_(Event_Destroy)
+IRON_PJRT_DECLARE_SLOT_(Event_IsReady)
+IRON_PJRT_DECLARE_SLOT_(Event_Error)
+IRON_PJRT_DECLARE_SLOT_(Event_Await)
+IRON_PJRT_DECLARE_SLOT_(Event_OnReady)
+IRON_PJRT_DECLARE_SLOT_(Event_Create)
+IRON_PJRT_DECLARE_SLOT_(Event_Set)
+
+IRON_PJRT_DECLARE_SLOT_(Client_Create)
+IRON_PJRT_DECLARE_SLOT_(Client_Destroy)
+IRON_PJRT_DECLARE_SLOT_(Client_PlatformName)
+IRON_PJRT_DECLARE_SLOT_(Client_ProcessIndex)
+IRON_PJRT_DECLARE_SLOT_(Client_PlatformVersion)
+IRON_PJRT_DECLARE_SLOT_(Client_Devices)
+IRON_PJRT_DECLARE_SLOT_(Client_AddressableDevices)
+IRON_PJRT_DECLARE_SLOT_(Client_LookupDevice)
+IRON_PJRT_DECLARE_SLOT_(Client_LookupAddressableDevice)
+IRON_PJRT_DECLARE_SLOT_(Client_AddressableMemories)
+IRON_PJRT_DECLARE_SLOT_(Client_Compile)
+IRON_PJRT_DECLARE_SLOT_(Client_DefaultDeviceAssignment)
+IRON_PJRT_DECLARE_SLOT_(Client_BufferFromHostBuffer)
+
+IRON_PJRT_DECLARE_SLOT_(DeviceDescription_Id)
+IRON_PJRT_DECLARE_SLOT_(DeviceDescription_ProcessIndex)
+IRON_PJRT_DECLARE_SLOT_(DeviceDescription_Attributes)
+IRON_PJRT_DECLARE_SLOT_(DeviceDescription_Kind)
+IRON_PJRT_DECLARE_SLOT_(DeviceDescription_DebugString)
+IRON_PJRT_DECLARE_SLOT_(DeviceDescription_ToString)
+
+IRON_PJRT_DECLARE_SLOT_(Device_GetDescription)
+IRON_PJRT_DECLARE_SLOT_(Device_IsAddressable)
+IRON_PJRT_DECLARE_SLOT_(Device_LocalHardwareId)
+IRON_PJRT_DECLARE_SLOT_(Device_AddressableMemories)
+IRON_PJRT_DECLARE_SLOT_(Device_DefaultMemory)
+IRON_PJRT_DECLARE_SLOT_(Device_MemoryStats)
+IRON_PJRT_DECLARE_SLOT_(Device_ClearMemoryStats)
+IRON_PJRT_DECLARE_SLOT_(Device_GetAttributes)
+
+IRON_PJRT_DECLARE_SLOT_(Memory_Id)
+IRON_PJRT_DECLARE_SLOT_(Memory_Kind)
+IRON_PJRT_DECLARE_SLOT_(Memory_Kind_Id)
+IRON_PJRT_DECLARE_SLOT_(Memory_DebugString)
+IRON_PJRT_DECLARE_SLOT_(Memory_ToString)
+IRON_PJRT_DECLARE_SLOT_(Memory_AddressableByDevices)
+
+IRON_PJRT_DECLARE_SLOT_(Executable_Destroy)
+IRON_PJRT_DECLARE_SLOT_(Executable_Name)
+IRON_PJRT_DECLARE_SLOT_(Executable_NumReplicas)
+IRON_PJRT_DECLARE_SLOT_(Executable_NumPartitions)
+IRON_PJRT_DECLARE_SLOT_(Executable_NumOutputs)
+IRON_PJRT_DECLARE_SLOT_(Executable_SizeOfGeneratedCodeInBytes)
+IRON_PJRT_DECLARE_SLOT_(Executable_OutputMemoryKinds)
+IRON_PJRT_DECLARE_SLOT_(Executable_ParameterMemoryKinds)
+IRON_PJRT_DECLARE_SLOT_(Executable_OptimizedProgram)
+IRON_PJRT_DECLARE_SLOT_(Executable_Fingerprint)
+IRON_PJRT_DECLARE_SLOT_(Executable_OutputElementTypes)
+IRON_PJRT_DECLARE_SLOT_(Executable_OutputDimensions)
+
+IRON_PJRT_DECLARE_SLOT_(LoadedExecutable_Destroy)
+IRON_PJRT_DECLARE_SLOT_(LoadedExecutable_GetExecutable)
+IRON_PJRT_DECLARE_SLOT_(LoadedExecutable_AddressableDevices)
+IRON_PJRT_DECLARE_SLOT_(LoadedExecutable_Delete)
+IRON_PJRT_DECLARE_SLOT_(LoadedExecutable_IsDeleted)
+IRON_PJRT_DECLARE_SLOT_(LoadedExecutable_Execute)
+IRON_PJRT_DECLARE_SLOT_(LoadedExecutable_Fingerprint)
+IRON_PJRT_DECLARE_SLOT_(LoadedExecutable_GetDeviceAssignment)
+IRON_PJRT_DECLARE_SLOT_(LoadedExecutable_AddressableDeviceLogicalIds)
+
+IRON_PJRT_DECLARE_SLOT_(Buffer_Destroy)
+IRON_PJRT_DECLARE_SLOT_(Buffer_ElementType)
+IRON_PJRT_DECLARE_SLOT_(Buffer_Dimensions)
+IRON_PJRT_DECLARE_SLOT_(Buffer_UnpaddedDimensions)
+IRON_PJRT_DECLARE_SLOT_(Buffer_DynamicDimensionIndices)
+IRON_PJRT_DECLARE_SLOT_(Buffer_GetMemoryLayout)
+IRON_PJRT_DECLARE_SLOT_(Buffer_OnDeviceSizeInBytes)
+IRON_PJRT_DECLARE_SLOT_(Buffer_Device)
+IRON_PJRT_DECLARE_SLOT_(Buffer_Memory)
+IRON_PJRT_DECLARE_SLOT_(Buffer_Delete)
+IRON_PJRT_DECLARE_SLOT_(Buffer_IsDeleted)
+IRON_PJRT_DECLARE_SLOT_(Buffer_CopyToDevice)
+IRON_PJRT_DECLARE_SLOT_(Buffer_CopyToMemory)
+IRON_PJRT_DECLARE_SLOT_(Buffer_ToHostBuffer)
+IRON_PJRT_DECLARE_SLOT_(Buffer_IsOnCpu)
+IRON_PJRT_DECLARE_SLOT_(Buffer_ReadyEvent)
+IRON_PJRT_DECLARE_SLOT_(Buffer_UnsafePointer)
+IRON_PJRT_DECLARE_SLOT_(Buffer_IncreaseExternalReferenceCount)
+IRON_PJRT_DECLARE_SLOT_(Buffer_DecreaseExternalReferenceCount)
+IRON_PJRT_DECLARE_SLOT_(Buffer_OpaqueDeviceMemoryDataPointer)
+
+#undef IRON_PJRT_DECLARE_SLOT_
+
+#endif  // IRON_PJRT_PJRT_INTERNAL_H_
