@@ -255,15 +255,16 @@ static void print_dense(out_t *o, const iron_ir_attr_t *a) {
       s *= t->dims[i];
     }
     for (int64_t e = 0; e < n; ++e) {
+      // Dimension i spans strides[i] * dims[i] elements.
       int opens = 0;
       for (int32_t i = 0; i < t->rank; ++i)
-        if (e % strides[i] == 0) opens++;
+        if (e % (strides[i] * t->dims[i]) == 0) opens++;
       if (e > 0) out_puts(o, ", ");
       for (int i = 0; i < opens; ++i) out_puts(o, "[");
       print_element(o, t->dtype, d + (size_t)e * es);
       int closes = 0;
       for (int32_t i = 0; i < t->rank; ++i)
-        if ((e + 1) % strides[i] == 0) closes++;
+        if ((e + 1) % (strides[i] * t->dims[i]) == 0) closes++;
       for (int i = 0; i < closes; ++i) out_puts(o, "]");
     }
   }

@@ -723,8 +723,16 @@ static iron_status_t dense_attr(iron_bc_reader_t *r, iron_bc_cursor_t *c,
     return iron_bc_error_at(c, at, "expected %zu bytes of tensor data (got %zu)",
                             total, size);
   }
-  void *d = iron_arena_memdup(r->arena, blob, size ? size : 1);
+  uint8_t *d = iron_arena_memdup(r->arena, blob, size ? size : 1);
   if (!d) return oom();
+  // Sub-byte integers arrive as their low bits in one byte each; the host
+  // format is the value sign- or zero-extended to the byte.
+  int bits = iron_dtype_bits(type->dtype);
+  if (iron_dtype_is_int(type->dtype) && bits < 8) {
+    for (size_t i = 0; i < size; ++i)
+      d[i] = (uint8_t)extend_bits(d[i], bits,
+                                  iron_dtype_is_signed_int(type->dtype));
+  }
   a->dense.data = d;
   a->dense.size = size;
   *out = a;

@@ -1,0 +1,300 @@
+#!/usr/bin/env python3
+"""Generates tests/data/corpus: StableHLO portable artifacts of the program
+corpus (tests/python/corpus.py) plus a few programs of our own that exercise
+control flow, composites, custom calls, shardings and unusual element types,
+for the C reader tests (tests/c/test_reader.c), the printer comparison
+(tests/python/test_reader_printer.py) and the fuzz seed corpus.
+
+For every program NAME it writes
+  NAME.mlirbc   the portable artifact exactly as jaxlib hands it to a PJRT
+                plugin that asks for StableHLO TARGET (1.16.0, what the iron
+                plugin requests): xla's Serialize(), i.e. mixed serialization
+                with CHLO kept as composites.
+  NAME.txt      lowered.as_text() (what the user sees).
+  NAME.ref.txt  the artifact deserialized again by jaxlib and printed in
+                MLIR's generic form: the op-by-op reference for the printer
+                test (serialization reorders constants and rewrites CHLO, so
+                as_text is not op-for-op what the artifact holds).
+Extra artifacts cover other op versions: a few programs at targets 1.0.0,
+jaxlib's WEEK_12 default and jaxlib's current version, and jax.export.
+
+Usage: python3 tests/gen_corpus.py [--only SUBSTRING]
+"""
+import argparse
+import os
+import sys
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "python"))
+
+import jax  # noqa: E402
+import jax.numpy as jnp  # noqa: E402
+from jax import lax  # noqa: E402
+from jax._src.interpreters import mlir as jax_mlir  # noqa: E402
+from jax._src.lib import _jax  # noqa: E402
+from jaxlib.mlir import ir  # noqa: E402
+from jaxlib.mlir.dialects import stablehlo  # noqa: E402
+
+import corpus  # noqa: E402
+
+TARGET = "1.16.0"
+OUT = os.path.join(HERE, "data", "corpus")
+
+
+def serialize(lowered, target=TARGET):
+    module = lowered.compiler_ir("stablehlo")
+    bytecode = jax_mlir.module_to_bytecode(module)
+    # The same entry point jaxlib's PJRT C API client uses (xla::Serialize
+    # with mixed serialization).
+    return _jax.mlir.serialize_portable_artifact(bytecode, target, True)
+
+
+def reference_text(artifact):
+    with ir.Context() as ctx:
+        stablehlo.register_dialect(ctx)
+        try:
+            from jaxlib.mlir.dialects import sdy
+            sdy.register_dialect(ctx)
+        except Exception:  # older jaxlib without sdy bindings
+            ctx.allow_unregistered_dialects = True
+        ctx.allow_unregistered_dialects = True
+        module = stablehlo.deserialize_portable_artifact(ctx, artifact)
+        return module.operation.get_asm(print_generic_op_form=True,
+                                        large_elements_limit=64)
+
+
+def write(name, artifact, text, ref):
+    with open(os.path.join(OUT, name + ".mlirbc"), "wb") as f:
+        f.write(artifact)
+    if text is not None:
+        with open(os.path.join(OUT, name + ".txt"), "w") as f:
+            f.write(text)
+    with open(os.path.join(OUT, name + ".ref.txt"), "w") as f:
+        f.write(ref)
+
+
+# ---------------------------------------------------------------------------
+# Our own programs: every attribute/type form the reader must handle.
+
+def _rng_f32(*shape):
+    return lambda rng: (rng.standard_normal(shape).astype(np.float32),)
+
+
+EXTRA = []
+
+
+def extra(name, make_args, **kw):
+    def deco(fn):
+        EXTRA.append((name, fn, make_args, kw))
+        return fn
+    return deco
+
+
+@extra("x_while_loop", lambda rng: (np.float32(1.5),))
+def _(x):
+    return lax.while_loop(lambda c: c[0] < 10, lambda c: (c[0] + 1, c[1] * x),
+                          (0, x))
+
+
+@extra("x_fori_capture", _rng_f32(3))
+def _(x):
+    w = jnp.arange(3.0, dtype=jnp.float32)
+    return lax.fori_loop(0, 5, lambda i, c: c * w + x, x)
+
+
+@extra("x_cond", lambda rng: (np.float32(0.5), np.float32(2.0)))
+def _(p, x):
+    return lax.cond(p > 0, lambda v: v * 2, lambda v: v - 1, x)
+
+
+@extra("x_switch", lambda rng: (np.int32(1), np.float32(3.0)))
+def _(i, x):
+    return lax.switch(i, [lambda v: v + 1, lambda v: v * v, jnp.sin], x)
+
+
+@extra("x_scan", _rng_f32(6, 2))
+def _(xs):
+    return lax.scan(lambda c, x: (c + x, c * x), jnp.zeros(2, jnp.float32),
+                    xs)
+
+
+@extra("x_sort_multi", lambda rng: (rng.standard_normal(7).astype(np.float32),
+                                    np.arange(7, dtype=np.int32)))
+def _(k, v):
+    return lax.sort((k, v), num_keys=1, is_stable=True)
+
+
+@extra("x_top_k", _rng_f32(4, 9))
+def _(x):
+    return lax.top_k(x, 3)
+
+
+@extra("x_argmax_cumsum", _rng_f32(5, 4))
+def _(x):
+    return jnp.argmax(x, axis=1), jnp.cumsum(x, axis=0)
+
+
+@extra("x_custom_call_cholesky", lambda rng: (np.eye(3, dtype=np.float32) * 2,))
+def _(a):
+    return jnp.linalg.cholesky(a)
+
+
+@extra("x_sharding_constraint", _rng_f32(4, 4))
+def _(x):
+    mesh = jax.sharding.Mesh(np.array(jax.devices()[:1]), ("x",))
+    s = jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec("x"))
+    return lax.with_sharding_constraint(x * 2, s) + 1
+
+
+@extra("x_float8_int4_consts", _rng_f32(3))
+def _(x):
+    f8 = jnp.array([1.0, -2.0, 0.5], dtype=jnp.float8_e4m3fn)
+    f8b = jnp.array([3.0, 0.25, -1.0], dtype=jnp.float8_e5m2)
+    i4 = jnp.array([1, -2, 7], dtype=jnp.int4)
+    u4 = jnp.array([1, 2, 15], dtype=jnp.uint4)
+    bf = jnp.array([1.5, 2.5, -3.5], dtype=jnp.bfloat16)
+    h = jnp.array([0.1, 0.2, 0.3], dtype=jnp.float16)
+    return (x + f8.astype(jnp.float32) + f8b.astype(jnp.float32)
+            + i4.astype(jnp.float32) + u4.astype(jnp.float32)
+            + bf.astype(jnp.float32) + h.astype(jnp.float32)), x.astype(
+                jnp.float8_e4m3fn)
+
+
+@extra("x_complex_consts", _rng_f32(2))
+def _(x):
+    c = jnp.array([1 + 2j, -3.5 + 0.5j], dtype=jnp.complex64)
+    z = x.astype(jnp.complex64) * c + jnp.complex64(2 - 1j)
+    return jnp.real(z), jnp.imag(z), jnp.abs(z)
+
+
+@extra("x_bool_consts", lambda rng: (np.array([True, False, True, True, False,
+                                              False, True, False, True]),))
+def _(b):
+    m = jnp.array([True, True, False, False, True, False, True, True, False])
+    return jnp.logical_xor(b, m), jnp.logical_and(b, jnp.ones(9, bool))
+
+
+@extra("x_dot_general_precision", lambda rng: (
+    rng.standard_normal((2, 3, 4)).astype(np.float32),
+    rng.standard_normal((2, 4, 5)).astype(np.float32)))
+def _(a, b):
+    return lax.dot_general(a, b, (((2,), (1,)), ((0,), (0,))),
+                           precision=lax.Precision.HIGHEST)
+
+
+@extra("x_rng_bits", lambda rng: (np.array([1, 2], dtype=np.uint32),))
+def _(k):
+    key = jax.random.wrap_key_data(k, impl="threefry2x32")
+    return jax.random.uniform(key, (4,)), jax.random.normal(key, (2, 2))
+
+
+@extra("x_reduce_window_pad", _rng_f32(1, 6, 6, 1))
+def _(x):
+    y = lax.reduce_window(x, -jnp.inf, lax.max, (1, 2, 2, 1), (1, 2, 2, 1),
+                          "SAME")
+    return jnp.pad(y, ((0, 0), (1, 1), (0, 2), (0, 0)))
+
+
+@extra("x_gather_scatter", lambda rng: (
+    rng.standard_normal((5, 3)).astype(np.float32),
+    np.array([4, 0, 2], dtype=np.int32)))
+def _(x, idx):
+    return x[idx], x.at[idx].add(1.0)
+
+
+@extra("x_erf_tanh_exp", _rng_f32(8))
+def _(x):
+    return lax.erf(x), jnp.tanh(x), jnp.exp(x), jax.nn.gelu(x, False)
+
+
+@extra("x_iota_clamp_select", _rng_f32(6))
+def _(x):
+    i = lax.iota(jnp.int32, 6)
+    return jnp.where(i % 2 == 0, jnp.clip(x, -0.5, 0.5), x), i
+
+
+@extra("x_donated_aliasing", _rng_f32(4), donate_argnums=(0,))
+def _(x):
+    return x + 1
+
+
+# Programs re-serialized at other targets / through jax.export.
+VERSIONED = ["x_while_loop", "x_scan", "x_top_k", "x_dot_general_precision",
+             "x_erf_tanh_exp", "x_custom_call_cholesky"]
+
+
+def lower_case(c, rng):
+    with corpus.case_config(c):
+        args = c.make_args(rng)
+        return jax.jit(c.fn, **c.jit_kwargs).lower(*args), args
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--only", default="")
+    opts = ap.parse_args()
+    os.makedirs(OUT, exist_ok=True)
+    cases = list(getattr(corpus, "ALL_CASES", corpus.CASES))
+    failures = []
+    n = 0
+    for c in cases:
+        if opts.only not in c.name:
+            continue
+        rng = np.random.default_rng(0)
+        try:
+            lowered, _ = lower_case(c, rng)
+            with corpus.case_config(c):
+                art = serialize(lowered)
+            write(c.name, art, lowered.as_text(), reference_text(art))
+            n += 1
+        except Exception as e:  # report and go on: one case must not block
+            failures.append((c.name, repr(e)[:200]))
+    extra_fns = {}
+    for name, fn, make_args, kw in EXTRA:
+        if opts.only not in name:
+            continue
+        rng = np.random.default_rng(0)
+        try:
+            args = make_args(rng)
+            jitted = jax.jit(fn, **kw)
+            lowered = jitted.lower(*args)
+            art = serialize(lowered)
+            write(name, art, lowered.as_text(), reference_text(art))
+            extra_fns[name] = (jitted, args)
+            n += 1
+        except Exception as e:
+            failures.append((name, repr(e)[:200]))
+    # Other op versions.
+    week12 = str(stablehlo.get_version_from_compatibility_requirement(
+        stablehlo.StablehloCompatibilityRequirement.WEEK_12))
+    current = str(stablehlo.get_current_version())
+    for name in VERSIONED:
+        if name not in extra_fns:
+            continue
+        jitted, args = extra_fns[name]
+        lowered = jitted.lower(*args)
+        for tag, target in (("v1_0_0", "1.0.0"), ("week12", week12),
+                            ("current", current)):
+            try:
+                art = serialize(lowered, target)
+                write(f"{name}.{tag}", art, None, reference_text(art))
+                n += 1
+            except Exception as e:
+                failures.append((f"{name}.{tag}", repr(e)[:200]))
+        try:
+            exp = jax.export.export(jitted)(*args)
+            art = exp.mlir_module_serialized
+            write(f"{name}.export", art, None, reference_text(art))
+            n += 1
+        except Exception as e:
+            failures.append((f"{name}.export", repr(e)[:200]))
+    print(f"wrote {n} artifacts to {OUT}")
+    for name, err in failures:
+        print(f"FAILED {name}: {err}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
