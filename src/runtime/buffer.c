@@ -237,9 +237,9 @@ static void to_host_copy(iron_status_t status, void *arg) {
       iron_storage_release(s);
     }
   }
+  iron_buffer_release(t->buf);
   iron_event_complete(t->done, status);
   iron_event_release(t->done);
-  iron_buffer_release(t->buf);
   free(t);
 }
 

@@ -1,0 +1,115 @@
+// The executable plan: every reachable function and every op region of an IR
+// module turned into flat lists of steps with slot indices, kernel params,
+// output types and the values to free after each step (liveness, computed
+// here once). The executor (src/runtime/executor.c) walks it without name
+// lookups or IR allocation.
+//
+// Ownership: a plan borrows the module (which must outlive it) and owns its
+// kernel params, constants and compiled regions. Immutable after
+// iron_plan_create; concurrent executions are fine.
+#ifndef IRON_COMPILER_PLAN_H_
+#define IRON_COMPILER_PLAN_H_
+
+#include "base/arena.h"
+#include "device/device.h"
+#include "device/host/host_kernel.h"
+#include "ir/ir.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum iron_plan_step_kind {
+  IRON_STEP_KERNEL,    // kernel->run(inputs -> fresh outputs)
+  IRON_STEP_CONSTANT,  // output = the plan's immutable constant
+  IRON_STEP_ALIAS,     // output i = input i reinterpreted (same byte size):
+                       // reshape, bitcast, identities, sharding annotations
+  IRON_STEP_WHILE,     // blocks[0] cond, blocks[1] body
+  IRON_STEP_IF,        // blocks[0] true, blocks[1] false
+  IRON_STEP_CASE,      // blocks[i] branch i; index clamped to the last
+  IRON_STEP_CALL,      // callee (func.call, composite)
+} iron_plan_step_kind_t;
+
+typedef struct iron_plan_block iron_plan_block_t;
+typedef struct iron_plan_func iron_plan_func_t;
+
+typedef struct iron_plan_step {
+  iron_plan_step_kind_t kind;
+  const iron_ir_op_t *op;  // for error messages
+  const char *func_name;   // enclosing function, for error messages
+  uint32_t num_inputs, num_outputs, num_frees;
+  const uint32_t *inputs;   // slots
+  const uint32_t *outputs;  // slots
+  const uint32_t *frees;    // slots released after the step
+  // Output types (data NULL): dtype, rank, dims, count, nbytes.
+  const iron_tensor_t *out_types;
+  // KERNEL
+  const iron_host_kernel_t *kernel;
+  void *params;
+  // Per output: the input it may be written into (dies here, equal byte
+  // size, kernel inplace_ok), or -1. Checked again at run time (refcount).
+  const int32_t *inplace;
+  // CONSTANT: one storage per output (dev NULL, immutable).
+  iron_storage_t *constant;
+  // WHILE / IF / CASE
+  uint32_t num_blocks;
+  iron_plan_block_t *blocks;
+  // CALL
+  const iron_plan_func_t *callee;
+} iron_plan_step_t;
+
+struct iron_plan_block {
+  uint32_t num_args;
+  const uint32_t *args;  // slots of the block arguments
+  uint32_t num_entry_frees;
+  const uint32_t *entry_frees;  // arguments nobody uses
+  uint32_t num_steps;
+  iron_plan_step_t *steps;
+  uint32_t num_results;
+  const uint32_t *results;  // slots of the terminator's operands
+  uint32_t num_exit_frees;
+  const uint32_t *exit_frees;  // released after the results are taken
+};
+
+struct iron_plan_func {
+  const iron_ir_func_t *ir;
+  uint32_t num_slots;
+  iron_plan_block_t body;
+  int state;  // 0 not planned, 1 in progress, 2 done
+};
+
+struct iron_host_region {
+  const iron_ir_region_t *ir;
+  iron_plan_block_t block;
+  uint32_t num_slots;
+  bool elementwise;
+};
+
+typedef struct iron_plan_owned iron_plan_owned_t;
+
+typedef struct iron_plan {
+  iron_arena_t arena;
+  const iron_ir_module_t *module;
+  iron_plan_func_t *funcs;  // parallel to module->funcs
+  const iron_plan_func_t *main;
+  iron_plan_owned_t *owned;  // params and constants to free
+} iron_plan_t;
+
+// Plans `module` starting at its main function. Errors name the op, its
+// source line and the function, e.g. "UNIMPLEMENTED: stablehlo.fft is not
+// supported yet (f.py:12) in function main".
+iron_status_t iron_plan_create(const iron_ir_module_t *module,
+                               iron_plan_t **out_plan);
+void iron_plan_destroy(iron_plan_t *plan);
+
+// Test hook: replaces iron_host_kernel_lookup for plans created afterwards
+// (NULL restores it). Lets runtime tests run before/without real kernels.
+typedef const iron_host_kernel_t *(*iron_plan_kernel_lookup_fn_t)(
+    iron_op_kind_t kind);
+void iron_plan_set_kernel_lookup_for_testing(iron_plan_kernel_lookup_fn_t fn);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif  // IRON_COMPILER_PLAN_H_

@@ -1,0 +1,395 @@
+// Executables: compile (read + plan) and execute (validate synchronously,
+// run asynchronously on the device's FIFO worker).
+#include "runtime/executable.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "compiler/plan.h"
+#include "runtime/executor.h"
+#include "runtime/runtime_internal.h"
+#include "stablehlo/reader.h"
+
+struct iron_executable {
+  atomic_int ref;
+  iron_runtime_t *rt;  // retained
+  iron_device_t *dev;
+  iron_ir_module_t *module;  // owned; the plan borrows it
+  iron_plan_t *plan;
+  char *name;
+  char fingerprint[33];
+  uint32_t num_inputs, num_outputs;
+  iron_tensor_t *in_types, *out_types;
+  bool *donatable;
+  int32_t *alias;
+  iron_exec_ctx_t ctx;
+};
+
+// 128-bit FNV-1a (two 64-bit lanes with different offsets): stable, not
+// cryptographic; it keys caches, it does not authenticate.
+static void fingerprint(const void *bytes, size_t n, char out[33]) {
+  uint64_t h1 = 0xcbf29ce484222325ULL, h2 = 0x84222325cbf29ce4ULL;
+  const unsigned char *p = bytes;
+  for (size_t i = 0; i < n; ++i) {
+    h1 = (h1 ^ p[i]) * 0x100000001b3ULL;
+    h2 = (h2 ^ p[i]) * 0x100000001b3ULL;
+    h2 ^= h2 >> 29;
+  }
+  snprintf(out, 33, "%016llx%016llx", (unsigned long long)h1,
+           (unsigned long long)h2);
+}
+
+static void type_text(const iron_tensor_t *t, char *buf, size_t cap) {
+  size_t len = 0;
+  len += (size_t)snprintf(buf, cap, "tensor<");
+  for (int32_t i = 0; i < t->rank && len < cap; ++i)
+    len += (size_t)snprintf(buf + len, cap - len, "%lldx",
+                            (long long)t->dims[i]);
+  if (len < cap)
+    snprintf(buf + len, cap - len, "%s>", iron_dtype_name(t->dtype));
+}
+
+static void exe_destroy(iron_executable_t *exe) {
+  iron_plan_destroy(exe->plan);
+  iron_ir_module_destroy(exe->module);
+  free(exe->name);
+  free(exe->in_types);
+  free(exe->out_types);
+  free(exe->donatable);
+  free(exe->alias);
+  iron_runtime_t *rt = exe->rt;
+  free(exe);
+  iron_runtime_release(rt);
+}
+
+iron_status_t iron_executable_compile_module(
+    iron_runtime_t *rt, iron_ir_module_t *module, const void *bytes,
+    size_t size, const iron_compile_options_t *options,
+    iron_executable_t **out_executable) {
+  iron_executable_t *exe = calloc(1, sizeof(*exe));
+  if (!exe) {
+    iron_ir_module_destroy(module);
+    return IRON_ERR(RESOURCE_EXHAUSTED, "out of memory for an executable");
+  }
+  atomic_init(&exe->ref, 1);
+  iron_runtime_retain(rt);
+  exe->rt = rt;
+  exe->dev = options && options->device ? options->device
+                                         : iron_runtime_device(rt, 0);
+  exe->module = module;
+  const char *mname = module->name ? module->name : "module";
+  exe->name = strdup(mname);
+  if (bytes)
+    fingerprint(bytes, size, exe->fingerprint);
+  else
+    fingerprint(mname, strlen(mname), exe->fingerprint);
+  iron_status_t st = iron_plan_create(module, &exe->plan);
+  if (st) {
+    exe_destroy(exe);
+    return iron_status_annotate(st, "while compiling %s", mname);
+  }
+  const iron_ir_func_t *main_fn = exe->plan->main->ir;
+  exe->num_inputs = iron_ir_func_num_args(main_fn);
+  exe->num_outputs = iron_ir_func_num_results(main_fn);
+  exe->in_types = calloc(exe->num_inputs + 1, sizeof(iron_tensor_t));
+  exe->out_types = calloc(exe->num_outputs + 1, sizeof(iron_tensor_t));
+  exe->donatable = calloc(exe->num_inputs + 1, sizeof(bool));
+  exe->alias = calloc(exe->num_inputs + 1, sizeof(int32_t));
+  if (!exe->name || !exe->in_types || !exe->out_types || !exe->donatable ||
+      !exe->alias) {
+    exe_destroy(exe);
+    return IRON_ERR(RESOURCE_EXHAUSTED, "out of memory for an executable");
+  }
+  for (uint32_t i = 0; i < exe->num_inputs + exe->num_outputs && !st; ++i) {
+    bool is_in = i < exe->num_inputs;
+    const iron_ir_type_t *t =
+        is_in ? iron_ir_func_arg_type(main_fn, i)
+              : iron_ir_func_result_type(main_fn, i - exe->num_inputs);
+    iron_tensor_t *dst = is_in ? &exe->in_types[i]
+                               : &exe->out_types[i - exe->num_inputs];
+    size_t nbytes;
+    if (t->kind == IRON_TYPE_TOKEN) {
+      dst->dtype = IRON_DTYPE_TOKEN;
+      dst->count = 1;
+    } else if (t->kind == IRON_TYPE_TENSOR &&
+               iron_ir_type_byte_size(t, &nbytes)) {
+      dst->dtype = t->dtype;
+      dst->rank = t->rank;
+      memcpy(dst->dims, t->dims, sizeof(int64_t) * (size_t)t->rank);
+      dst->count = iron_ir_type_num_elements(t);
+      dst->nbytes = nbytes;
+    } else {
+      char buf[128];
+      iron_ir_type_format(t, buf, sizeof(buf));
+      st = IRON_ERR(UNIMPLEMENTED, "main %s %u has type %s (not supported yet)",
+                    is_in ? "argument" : "result",
+                    is_in ? i : i - exe->num_inputs, buf);
+    }
+  }
+  for (uint32_t i = 0; i < exe->num_inputs; ++i) {
+    exe->alias[i] = -1;
+    const iron_ir_attr_t *d = main_fn->arg_attrs ? main_fn->arg_attrs[i] : NULL;
+    if (!d) continue;
+    int64_t v;
+    const iron_ir_attr_t *a = iron_ir_dict_get(d, "tf.aliasing_output");
+    if (a && iron_ir_attr_as_i64(a, &v) && v >= 0 &&
+        v < (int64_t)exe->num_outputs) {
+      exe->alias[i] = (int32_t)v;
+      exe->donatable[i] = true;
+    }
+    a = iron_ir_dict_get(d, "jax.buffer_donor");
+    if (a && a->kind == IRON_ATTR_BOOL && a->b) exe->donatable[i] = true;
+  }
+  if (st) {
+    exe_destroy(exe);
+    return iron_status_annotate(st, "while compiling %s", mname);
+  }
+  iron_exec_ctx_init(&exe->ctx, exe->dev);
+  *out_executable = exe;
+  return IRON_OK;
+}
+
+iron_status_t iron_executable_compile(iron_runtime_t *rt, const void *bytes,
+                                      size_t size,
+                                      const iron_compile_options_t *options,
+                                      iron_executable_t **out_executable) {
+  iron_ir_module_t *module = NULL;
+  IRON_RETURN_IF_ERROR(iron_stablehlo_read(bytes, size, &module),
+                       "while reading the StableHLO artifact");
+  return iron_executable_compile_module(rt, module, bytes, size, options,
+                                        out_executable);
+}
+
+void iron_executable_retain(iron_executable_t *exe) {
+  if (exe) atomic_fetch_add_explicit(&exe->ref, 1, memory_order_relaxed);
+}
+
+void iron_executable_release(iron_executable_t *exe) {
+  if (!exe) return;
+  if (atomic_fetch_sub_explicit(&exe->ref, 1, memory_order_acq_rel) != 1)
+    return;
+  exe_destroy(exe);
+}
+
+const char *iron_executable_name(const iron_executable_t *exe) {
+  return exe->name;
+}
+const char *iron_executable_fingerprint(const iron_executable_t *exe) {
+  return exe->fingerprint;
+}
+uint32_t iron_executable_num_inputs(const iron_executable_t *exe) {
+  return exe->num_inputs;
+}
+uint32_t iron_executable_num_outputs(const iron_executable_t *exe) {
+  return exe->num_outputs;
+}
+
+void iron_executable_input_type(const iron_executable_t *exe, uint32_t i,
+                                iron_dtype_t *out_dtype, int32_t *out_rank,
+                                const int64_t **out_dims) {
+  const iron_tensor_t *t = &exe->in_types[i];
+  if (out_dtype) *out_dtype = t->dtype;
+  if (out_rank) *out_rank = t->rank;
+  if (out_dims) *out_dims = t->dims;
+}
+
+void iron_executable_output_type(const iron_executable_t *exe, uint32_t i,
+                                 iron_dtype_t *out_dtype, int32_t *out_rank,
+                                 const int64_t **out_dims) {
+  const iron_tensor_t *t = &exe->out_types[i];
+  if (out_dtype) *out_dtype = t->dtype;
+  if (out_rank) *out_rank = t->rank;
+  if (out_dims) *out_dims = t->dims;
+}
+
+bool iron_executable_input_donatable(const iron_executable_t *exe,
+                                     uint32_t i) {
+  return i < exe->num_inputs && exe->donatable[i];
+}
+
+int32_t iron_executable_input_alias(const iron_executable_t *exe,
+                                    uint32_t i) {
+  return i < exe->num_inputs ? exe->alias[i] : -1;
+}
+
+// Falls back to the signature when printing fails (out of memory).
+
+char *iron_executable_text(const iron_executable_t *exe) {
+  char *text = iron_ir_module_print_to_string(exe->module, NULL);
+  if (text) return text;
+  const iron_ir_func_t *f = exe->plan->main->ir;
+  char sig[4096];
+  iron_ir_type_format(f->type, sig, sizeof(sig));
+  size_t n = strlen(sig) + strlen(exe->name) + 64;
+  char *out = malloc(n);
+  if (out) snprintf(out, n, "// %s\nfunc.func @%s%s\n", exe->name, f->name, sig);
+  return out;
+}
+
+// --- execute ---------------------------------------------------------------
+
+typedef struct exec_job {
+  iron_job_t job;
+  iron_executable_t *exe;
+  iron_event_t *done;
+  uint32_t num_args, num_results;
+  iron_buffer_t **args;
+  bool *donate;
+  iron_buffer_t **results;
+  iron_slot_t *slots;  // num_args + num_results
+} exec_job_t;
+
+static iron_status_t run_job(exec_job_t *j) {
+  iron_executable_t *exe = j->exe;
+  iron_slot_t *args = j->slots, *res = j->slots + j->num_args;
+  iron_status_t st = IRON_OK;
+  for (uint32_t i = 0; i < j->num_args && !st; ++i) {
+    iron_storage_t *s;
+    st = iron_buffer_acquire_storage(j->args[i], j->donate && j->donate[i],
+                                     &s, NULL);
+    if (st) {
+      st = iron_status_annotate(st, "argument %u", i);
+      break;
+    }
+    args[i].t = exe->in_types[i];
+    args[i].t.data = s->data;
+    args[i].s = s;
+  }
+  if (st) {
+    for (uint32_t i = 0; i < j->num_args; ++i) {
+      iron_storage_release(args[i].s);
+      args[i].s = NULL;
+    }
+    return st;
+  }
+  IRON_RETURN_IF_ERROR_PLAIN(
+      iron_exec_run_func(&exe->ctx, exe->plan->main, args, res));
+  for (uint32_t i = 0; i < j->num_results && !st; ++i) {
+    iron_slot_t *r = &res[i];
+    if (!r->s || r->s->dev != exe->dev) {
+      // A constant, a 0-byte value or a borrowed tensor: outputs own
+      // accounted device storage.
+      iron_storage_t *s;
+      st = iron_storage_allocate(exe->dev, r->t.nbytes, &s);
+      if (st) break;
+      if (r->t.nbytes) memcpy(s->data, r->t.data, r->t.nbytes);
+      iron_storage_release(r->s);
+      r->s = s;
+    }
+  }
+  if (!st)
+    for (uint32_t i = 0; i < j->num_results; ++i) {
+      iron_buffer_set_storage(j->results[i], res[i].s);
+      res[i].s = NULL;
+    }
+  for (uint32_t i = 0; i < j->num_results; ++i) {
+    iron_storage_release(res[i].s);
+    res[i].s = NULL;
+  }
+  return st;
+}
+
+static void exec_job_run(iron_job_t *job) {
+  exec_job_t *j = (exec_job_t *)job;
+  iron_status_t st = run_job(j);
+  if (st)
+    st = iron_status_annotate(st, "while executing %s", j->exe->name);
+  // Drop our references before completing, so that whoever waits on `done`
+  // sees the memory of dead arguments already returned.
+  for (uint32_t i = 0; i < j->num_args; ++i) iron_buffer_release(j->args[i]);
+  for (uint32_t i = 0; i < j->num_results; ++i)
+    iron_buffer_release(j->results[i]);
+  iron_event_complete(j->done, st);
+  iron_event_release(j->done);
+  iron_executable_t *exe = j->exe;
+  free(j);
+  iron_executable_release(exe);
+}
+
+iron_status_t iron_executable_execute(iron_executable_t *exe,
+                                      iron_buffer_t *const *args,
+                                      uint32_t num_args, const bool *donate,
+                                      iron_buffer_t **out_results,
+                                      iron_event_t **out_done) {
+  if (num_args != exe->num_inputs)
+    return IRON_ERR(INVALID_ARGUMENT, "%s takes %u arguments, got %u",
+                    exe->name, exe->num_inputs, num_args);
+  for (uint32_t i = 0; i < num_args; ++i) {
+    const iron_buffer_t *b = args[i];
+    const iron_tensor_t *t = &exe->in_types[i];
+    if (!b) return IRON_ERR(INVALID_ARGUMENT, "argument %u is NULL", i);
+    bool ok = b->dtype == t->dtype && b->rank == t->rank;
+    for (int32_t d = 0; ok && d < t->rank; ++d) ok = b->dims[d] == t->dims[d];
+    if (!ok) {
+      char want[256], got[256];
+      iron_tensor_t bt = {0};
+      bt.dtype = b->dtype;
+      bt.rank = b->rank;
+      memcpy(bt.dims, b->dims, sizeof(int64_t) * (size_t)b->rank);
+      type_text(t, want, sizeof(want));
+      type_text(&bt, got, sizeof(got));
+      return IRON_ERR(INVALID_ARGUMENT,
+                      "argument %u of %s: expected %s, got %s", i, exe->name,
+                      want, got);
+    }
+    if (b->dev != exe->dev)
+      return IRON_ERR(INVALID_ARGUMENT,
+                      "argument %u of %s is on device %d, the executable "
+                      "runs on device %d",
+                      i, exe->name, b->dev->id, exe->dev->id);
+  }
+  // One allocation for the job and its arrays.
+  size_t na = num_args, nr = exe->num_outputs;
+  size_t size = sizeof(exec_job_t) + sizeof(iron_buffer_t *) * (na + nr) +
+                sizeof(iron_slot_t) * (na + nr) + sizeof(bool) * na + 16;
+  exec_job_t *j = malloc(size);
+  iron_event_t *done = iron_event_new();
+  if (!j || !done) {
+    free(j);
+    iron_event_release(done);
+    return IRON_ERR(RESOURCE_EXHAUSTED, "out of memory in execute");
+  }
+  char *p = (char *)(j + 1);
+  j->slots = (iron_slot_t *)p;
+  p += sizeof(iron_slot_t) * (na + nr);
+  j->args = (iron_buffer_t **)p;
+  p += sizeof(iron_buffer_t *) * na;
+  j->results = (iron_buffer_t **)p;
+  p += sizeof(iron_buffer_t *) * nr;
+  j->donate = donate ? (bool *)p : NULL;
+  if (donate) memcpy(j->donate, donate, na);
+  for (size_t i = 0; i < na + nr; ++i) j->slots[i].s = NULL;
+  j->num_args = num_args;
+  j->num_results = exe->num_outputs;
+  j->done = done;
+  for (uint32_t i = 0; i < nr; ++i) {
+    const iron_tensor_t *t = &exe->out_types[i];
+    iron_status_t st = iron_buffer_create_pending(exe->dev, t->dtype, t->rank,
+                                                  t->dims, done,
+                                                  &j->results[i]);
+    if (st) {
+      for (uint32_t k = 0; k < i; ++k) iron_buffer_release(j->results[k]);
+      free(j);
+      iron_event_release(done);
+      return st;
+    }
+  }
+  for (uint32_t i = 0; i < na; ++i) {
+    iron_buffer_retain(args[i]);
+    j->args[i] = args[i];
+  }
+  for (uint32_t i = 0; i < nr; ++i) {
+    iron_buffer_retain(j->results[i]);
+    out_results[i] = j->results[i];
+  }
+  iron_executable_retain(exe);
+  j->exe = exe;
+  if (out_done) {
+    iron_event_retain(done);
+    *out_done = done;
+  }
+  j->job.run = exec_job_run;
+  iron_device_enqueue(exe->dev, &j->job);
+  return IRON_OK;
+}

@@ -1,0 +1,417 @@
+// The plan walker. Ownership rule: every slot holds one reference on its
+// storage (or none for borrowed/0-byte tensors); copying a value into
+// another slot retains, a free releases and clears. Every step's outputs are
+// fresh slots; liveness lists release values at their last use.
+#include "runtime/executor.h"
+
+#include <stdalign.h>
+#include <stdlib.h>
+#include <string.h>
+
+static alignas(64) char g_empty[64];
+void *iron_exec_empty_data(void) { return g_empty; }
+
+typedef struct frame {
+  iron_slot_t *slots;
+  uint32_t num_slots;
+  int64_t ew_count;  // > 1: element-wise region mode with this count
+  char *scratch;     // region mode: small outputs live here (no storage)
+  size_t scratch_left;
+} frame_t;
+
+static inline void slot_clear(iron_slot_t *s) {
+  iron_storage_release(s->s);
+  s->s = NULL;
+  s->t.data = NULL;
+}
+
+static void frame_sweep(frame_t *fr) {
+  for (uint32_t i = 0; i < fr->num_slots; ++i)
+    if (fr->slots[i].s) slot_clear(&fr->slots[i]);
+}
+
+static inline void slot_copy(iron_slot_t *dst, const iron_slot_t *src) {
+  if (dst->s) slot_clear(dst);
+  *dst = *src;
+  iron_storage_retain(dst->s);
+}
+
+static inline void slot_move(iron_slot_t *dst, iron_slot_t *src) {
+  if (dst->s) slot_clear(dst);
+  *dst = *src;
+  src->s = NULL;
+  src->t.data = NULL;
+}
+
+static iron_status_t step_error(iron_status_t st, const iron_plan_step_t *s) {
+  char loc[256];
+  iron_ir_loc_format(&s->op->loc, loc, sizeof(loc));
+  return iron_status_annotate(st, "while running %s (%s) in %s", s->op->name,
+                              loc, s->func_name ? s->func_name : "?");
+}
+
+static iron_status_t alloc_output(const iron_exec_ctx_t *ctx, frame_t *fr,
+                                  const iron_tensor_t *type,
+                                  iron_slot_t *dst) {
+  if (dst->s) slot_clear(dst);
+  dst->t = *type;
+  if (fr->ew_count > 1) {
+    // Element-wise region mode: every value is a vector of ew_count.
+    dst->t.rank = 1;
+    dst->t.dims[0] = fr->ew_count;
+    dst->t.count = fr->ew_count;
+    dst->t.nbytes = (size_t)fr->ew_count * iron_dtype_size(type->dtype);
+  }
+  size_t n = dst->t.nbytes;
+  if (n == 0) {
+    dst->t.data = g_empty;
+    dst->s = NULL;
+    return IRON_OK;
+  }
+  if (fr->scratch) {
+    size_t need = (n + 63) & ~(size_t)63;
+    if (need <= fr->scratch_left) {
+      dst->t.data = fr->scratch;
+      fr->scratch += need;
+      fr->scratch_left -= need;
+      dst->s = NULL;
+      return IRON_OK;
+    }
+  }
+  iron_storage_t *s;
+  IRON_RETURN_IF_ERROR_PLAIN(iron_storage_allocate(ctx->dev, n, &s));
+  dst->t.data = s->data;
+  dst->s = s;
+  return IRON_OK;
+}
+
+static iron_status_t run_steps(const iron_exec_ctx_t *ctx, frame_t *fr,
+                               const iron_plan_block_t *b);
+
+static inline void do_frees(frame_t *fr, const uint32_t *frees, uint32_t n) {
+  for (uint32_t i = 0; i < n; ++i) slot_clear(&fr->slots[frees[i]]);
+}
+
+// Binds block arguments from `src` slots (of frame `sfr`), moving or
+// retaining, then releases unused arguments.
+static void enter_block(frame_t *fr, const iron_plan_block_t *b,
+                        frame_t *sfr, const uint32_t *src, bool move) {
+  for (uint32_t i = 0; i < b->num_args; ++i) {
+    iron_slot_t *from = &sfr->slots[src[i]];
+    if (move)
+      slot_move(&fr->slots[b->args[i]], from);
+    else
+      slot_copy(&fr->slots[b->args[i]], from);
+  }
+  do_frees(fr, b->entry_frees, b->num_entry_frees);
+}
+
+// Copies the block's results to `dst` slots of `dfr`, then releases the
+// values that die at the terminator.
+static void leave_block(frame_t *fr, const iron_plan_block_t *b, frame_t *dfr,
+                        const uint32_t *dst) {
+  if (dst)
+    for (uint32_t i = 0; i < b->num_results; ++i)
+      slot_copy(&dfr->slots[dst[i]], &fr->slots[b->results[i]]);
+  do_frees(fr, b->exit_frees, b->num_exit_frees);
+}
+
+static bool read_pred(const iron_slot_t *s) {
+  const iron_tensor_t *t = &s->t;
+  if (!t->data || t->nbytes == 0) return false;
+  switch (iron_dtype_size(t->dtype)) {
+    case 1: return *(const uint8_t *)t->data != 0;
+    case 2: return *(const uint16_t *)t->data != 0;
+    case 4: return *(const uint32_t *)t->data != 0;
+    default: return *(const uint64_t *)t->data != 0;
+  }
+}
+
+static int64_t read_index(const iron_slot_t *s) {
+  const iron_tensor_t *t = &s->t;
+  if (!t->data || t->nbytes == 0) return 0;
+  switch (t->dtype) {
+    case IRON_DTYPE_S8: return *(const int8_t *)t->data;
+    case IRON_DTYPE_U8:
+    case IRON_DTYPE_PRED: return *(const uint8_t *)t->data;
+    case IRON_DTYPE_S16: return *(const int16_t *)t->data;
+    case IRON_DTYPE_U16: return *(const uint16_t *)t->data;
+    case IRON_DTYPE_S32: return *(const int32_t *)t->data;
+    case IRON_DTYPE_U32: return *(const uint32_t *)t->data;
+    case IRON_DTYPE_U64: {
+      uint64_t v = *(const uint64_t *)t->data;
+      return v > INT64_MAX ? INT64_MAX : (int64_t)v;
+    }
+    default: return *(const int64_t *)t->data;
+  }
+}
+
+#define SMALL 16
+
+static iron_status_t run_kernel(const iron_exec_ctx_t *ctx, frame_t *fr,
+                                const iron_plan_step_t *s) {
+  const iron_tensor_t *in_small[SMALL];
+  iron_tensor_t *out_small[SMALL];
+  const iron_tensor_t **in = in_small;
+  iron_tensor_t **out = out_small;
+  if (s->num_inputs > SMALL || s->num_outputs > SMALL) {
+    in = malloc(sizeof(*in) * (s->num_inputs + 1));
+    out = malloc(sizeof(*out) * (s->num_outputs + 1));
+    if (!in || !out) {
+      if (in != in_small) free(in);
+      if (out != out_small) free(out);
+      return IRON_ERR(RESOURCE_EXHAUSTED, "out of memory for kernel args");
+    }
+  }
+  for (uint32_t k = 0; k < s->num_inputs; ++k)
+    in[k] = &fr->slots[s->inputs[k]].t;
+  iron_status_t st = IRON_OK;
+  for (uint32_t o = 0; o < s->num_outputs && !st; ++o) {
+    iron_slot_t *dst = &fr->slots[s->outputs[o]];
+    if (s->inplace && s->inplace[o] >= 0) {
+      const iron_slot_t *src = &fr->slots[s->inputs[s->inplace[o]]];
+      size_t want = fr->ew_count > 1 ? (size_t)fr->ew_count *
+                                           iron_dtype_size(s->out_types[o].dtype)
+                                     : s->out_types[o].nbytes;
+      if (src->s && iron_storage_refcount(src->s) == 1 &&
+          src->t.nbytes == want) {
+        // The input dies here and nobody else holds it: write over it.
+        iron_slot_t tmp = *src;
+        if (dst->s) slot_clear(dst);
+        dst->t = s->out_types[o];
+        dst->t.data = tmp.t.data;
+        if (fr->ew_count > 1) {
+          dst->t.rank = 1;
+          dst->t.dims[0] = dst->t.count = fr->ew_count;
+          dst->t.nbytes = want;
+        }
+        dst->s = tmp.s;
+        iron_storage_retain(dst->s);
+        out[o] = &dst->t;
+        continue;
+      }
+    }
+    st = alloc_output(ctx, fr, &s->out_types[o], dst);
+    out[o] = &dst->t;
+  }
+  if (!st)
+    st = s->kernel->run(&ctx->host, s->params,
+                        (const iron_tensor_t *const *)in,
+                        (iron_tensor_t *const *)out);
+  if (in != in_small) free(in);
+  if (out != out_small) free(out);
+  return st;
+}
+
+static iron_status_t run_call(const iron_exec_ctx_t *ctx, frame_t *fr,
+                              const iron_plan_step_t *s) {
+  const iron_plan_func_t *f = s->callee;
+  iron_slot_t args_small[SMALL], res_small[SMALL];
+  iron_slot_t *args = args_small, *res = res_small;
+  if (s->num_inputs > SMALL || s->num_outputs > SMALL) {
+    args = calloc(s->num_inputs + 1, sizeof(*args));
+    res = calloc(s->num_outputs + 1, sizeof(*res));
+    if (!args || !res) {
+      if (args != args_small) free(args);
+      if (res != res_small) free(res);
+      return IRON_ERR(RESOURCE_EXHAUSTED, "out of memory for a call");
+    }
+  }
+  for (uint32_t i = 0; i < s->num_inputs; ++i) {
+    args[i] = fr->slots[s->inputs[i]];
+    iron_storage_retain(args[i].s);
+  }
+  iron_status_t st = iron_exec_run_func(ctx, f, args, res);
+  if (!st)
+    for (uint32_t i = 0; i < s->num_outputs; ++i)
+      slot_move(&fr->slots[s->outputs[i]], &res[i]);
+  if (args != args_small) free(args);
+  if (res != res_small) free(res);
+  return st;
+}
+
+static iron_status_t run_step(const iron_exec_ctx_t *ctx, frame_t *fr,
+                              const iron_plan_step_t *s) {
+  iron_status_t st = IRON_OK;
+  switch (s->kind) {
+    case IRON_STEP_KERNEL:
+      st = run_kernel(ctx, fr, s);
+      if (st) return step_error(st, s);
+      break;
+    case IRON_STEP_CONSTANT: {
+      iron_slot_t *dst = &fr->slots[s->outputs[0]];
+      if (dst->s) slot_clear(dst);
+      dst->t = s->out_types[0];
+      dst->t.data = s->constant->data;
+      dst->s = s->constant;
+      iron_storage_retain(dst->s);
+      break;
+    }
+    case IRON_STEP_ALIAS:
+      for (uint32_t i = 0; i < s->num_outputs; ++i) {
+        iron_slot_t *src = &fr->slots[s->inputs[i]];
+        iron_slot_t *dst = &fr->slots[s->outputs[i]];
+        iron_slot_t tmp = *src;
+        iron_storage_retain(tmp.s);
+        if (dst->s) slot_clear(dst);
+        dst->t = s->out_types[i];
+        dst->t.data = tmp.t.data;
+        dst->s = tmp.s;
+      }
+      break;
+    case IRON_STEP_WHILE: {
+      const iron_plan_block_t *cond = &s->blocks[0], *body = &s->blocks[1];
+      // The carried values live in the output slots.
+      for (uint32_t i = 0; i < s->num_outputs; ++i)
+        slot_copy(&fr->slots[s->outputs[i]], &fr->slots[s->inputs[i]]);
+      for (;;) {
+        enter_block(fr, cond, fr, s->outputs, false);
+        st = run_steps(ctx, fr, cond);
+        if (st) return st;
+        bool go = read_pred(&fr->slots[cond->results[0]]);
+        leave_block(fr, cond, fr, NULL);
+        if (!go) break;
+        enter_block(fr, body, fr, s->outputs, true);
+        st = run_steps(ctx, fr, body);
+        if (st) return st;
+        leave_block(fr, body, fr, s->outputs);
+      }
+      break;
+    }
+    case IRON_STEP_IF:
+    case IRON_STEP_CASE: {
+      int64_t idx;
+      const iron_slot_t *sel = &fr->slots[s->inputs[0]];
+      if (s->kind == IRON_STEP_IF) {
+        idx = read_pred(sel) ? 0 : 1;
+      } else {
+        idx = read_index(sel);
+        // Out of range runs the last branch (XLA semantics).
+        if (idx < 0 || idx >= (int64_t)s->num_blocks)
+          idx = (int64_t)s->num_blocks - 1;
+      }
+      const iron_plan_block_t *b = &s->blocks[idx];
+      enter_block(fr, b, fr, NULL, false);
+      st = run_steps(ctx, fr, b);
+      if (st) return st;
+      leave_block(fr, b, fr, s->outputs);
+      break;
+    }
+    case IRON_STEP_CALL:
+      st = run_call(ctx, fr, s);
+      if (st) return st;
+      break;
+  }
+  do_frees(fr, s->frees, s->num_frees);
+  return IRON_OK;
+}
+
+static iron_status_t run_steps(const iron_exec_ctx_t *ctx, frame_t *fr,
+                               const iron_plan_block_t *b) {
+  for (uint32_t i = 0; i < b->num_steps; ++i)
+    IRON_RETURN_IF_ERROR_PLAIN(run_step(ctx, fr, &b->steps[i]));
+  return IRON_OK;
+}
+
+iron_status_t iron_exec_run_func(const iron_exec_ctx_t *ctx,
+                                 const iron_plan_func_t *f, iron_slot_t *args,
+                                 iron_slot_t *results) {
+  iron_slot_t small[32];
+  uint32_t n = f->num_slots;
+  iron_slot_t *slots = small;
+  if (n > 32) {
+    slots = malloc(sizeof(iron_slot_t) * n);
+    if (!slots) {
+      const iron_plan_block_t *b = &f->body;
+      for (uint32_t i = 0; i < b->num_args; ++i) slot_clear(&args[i]);
+      return IRON_ERR(RESOURCE_EXHAUSTED, "out of memory for a frame");
+    }
+  }
+  // Only .s must start clear (a slot is written before it is read).
+  for (uint32_t i = 0; i < n; ++i) slots[i].s = NULL;
+  frame_t fr = {slots, n, 0, NULL, 0};
+  const iron_plan_block_t *b = &f->body;
+  for (uint32_t i = 0; i < b->num_args; ++i) {
+    slots[b->args[i]] = args[i];
+    args[i].s = NULL;
+  }
+  do_frees(&fr, b->entry_frees, b->num_entry_frees);
+  iron_status_t st = run_steps(ctx, &fr, b);
+  if (!st) {
+    for (uint32_t i = 0; i < b->num_results; ++i) {
+      results[i] = slots[b->results[i]];
+      iron_storage_retain(results[i].s);
+    }
+    do_frees(&fr, b->exit_frees, b->num_exit_frees);
+  }
+  frame_sweep(&fr);
+  if (slots != small) free(slots);
+  return st;
+}
+
+// --- call_region ---------------------------------------------------------
+
+static void fill_broadcast(void *dst, const void *src, size_t esize,
+                           int64_t count) {
+  char *d = dst;
+  for (int64_t i = 0; i < count; ++i) memcpy(d + (size_t)i * esize, src, esize);
+}
+
+static iron_status_t call_region(const iron_host_ctx_t *hctx,
+                                 const iron_host_region_t *r,
+                                 const iron_tensor_t *const *inputs,
+                                 iron_tensor_t *const *outputs) {
+  const iron_exec_ctx_t *ctx = (const iron_exec_ctx_t *)hctx->runtime;
+  const iron_plan_block_t *b = &r->block;
+  int64_t count = 1;
+  for (uint32_t i = 0; i < b->num_args; ++i)
+    if (inputs[i]->count > count) count = inputs[i]->count;
+  for (uint32_t i = 0; i < b->num_results; ++i)
+    if (outputs[i]->count > count) count = outputs[i]->count;
+  if (count > 1 && !r->elementwise)
+    return IRON_ERR(INVALID_ARGUMENT,
+                    "call_region: vector inputs for a region that is not "
+                    "element-wise");
+  iron_slot_t small[32];
+  iron_slot_t *slots = small;
+  if (r->num_slots > 32) {
+    slots = malloc(sizeof(iron_slot_t) * r->num_slots);
+    if (!slots) return IRON_ERR(RESOURCE_EXHAUSTED, "out of memory");
+  }
+  for (uint32_t i = 0; i < r->num_slots; ++i) slots[i].s = NULL;
+  // Small intermediate values (scalars, short vectors) live on the stack:
+  // comparators and reduce bodies run without touching the allocator.
+  alignas(64) char scratch[2048];
+  frame_t fr = {slots, r->num_slots, count > 1 ? count : 0, scratch,
+                sizeof(scratch)};
+  for (uint32_t i = 0; i < b->num_args; ++i) {
+    slots[b->args[i]].t = *inputs[i];
+    slots[b->args[i]].s = NULL;  // borrowed
+  }
+  iron_status_t st = run_steps(ctx, &fr, b);
+  for (uint32_t i = 0; i < b->num_results && !st; ++i) {
+    const iron_tensor_t *src = &slots[b->results[i]].t;
+    iron_tensor_t *dst = outputs[i];
+    size_t esize = iron_dtype_size(dst->dtype);
+    if (src->count == dst->count) {
+      if (src->data != dst->data && dst->nbytes)
+        memcpy(dst->data, src->data, dst->nbytes);
+    } else if (src->count == 1) {
+      fill_broadcast(dst->data, src->data, esize, dst->count);
+    } else {
+      st = IRON_ERR(INVALID_ARGUMENT,
+                    "call_region: result %u has %lld elements, output %lld",
+                    i, (long long)src->count, (long long)dst->count);
+    }
+  }
+  frame_sweep(&fr);
+  if (slots != small) free(slots);
+  return st;
+}
+
+void iron_exec_ctx_init(iron_exec_ctx_t *ctx, iron_device_t *dev) {
+  ctx->host.pool = dev->pool;
+  ctx->host.call_region = call_region;
+  ctx->host.runtime = ctx;
+  ctx->dev = dev;
+}

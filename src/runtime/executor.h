@@ -1,0 +1,35 @@
+// Walks an iron_plan_t on the host: value slots per function invocation,
+// kernels, control flow, call_region for kernel regions. Internal to
+// src/runtime.
+#ifndef IRON_RUNTIME_EXECUTOR_H_
+#define IRON_RUNTIME_EXECUTOR_H_
+
+#include "compiler/plan.h"
+#include "device/device.h"
+#include "device/host/host_kernel.h"
+
+// A value: its tensor and the reference it holds on the storage (NULL for
+// 0-byte values and borrowed tensors).
+typedef struct iron_slot {
+  iron_tensor_t t;
+  iron_storage_t *s;
+} iron_slot_t;
+
+typedef struct iron_exec_ctx {
+  iron_host_ctx_t host;  // host.runtime points back here
+  iron_device_t *dev;
+} iron_exec_ctx_t;
+
+void iron_exec_ctx_init(iron_exec_ctx_t *ctx, iron_device_t *dev);
+
+// Runs function `f`. `args` (f's inputs) are moved in (the callee owns their
+// references); on success `results` receive owned references. On error
+// everything is released and `results` are left empty.
+iron_status_t iron_exec_run_func(const iron_exec_ctx_t *ctx,
+                                 const iron_plan_func_t *f, iron_slot_t *args,
+                                 iron_slot_t *results);
+
+// A pointer to an aligned dummy for 0-byte tensors (never dereferenced).
+void *iron_exec_empty_data(void);
+
+#endif  // IRON_RUNTIME_EXECUTOR_H_
