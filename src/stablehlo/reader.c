@@ -457,7 +457,7 @@ static iron_status_t scope_reserve(scope_t *sc, uint64_t n, size_t *out_base) {
     sc->slots = ns;
     sc->cap = ncap;
   }
-  memset(sc->slots + sc->size, 0, (size_t)n * sizeof(slot_t));
+  if (n) memset(sc->slots + sc->size, 0, (size_t)n * sizeof(slot_t));
   *out_base = sc->size;
   sc->size = need;
   return IRON_OK;
