@@ -1,0 +1,107 @@
+#!/usr/bin/env bash
+# The one test command: C unit tests (gcc, -Werror), the reader fuzz target
+# (when clang is present), then the jax-level pytest suites against the
+# installed plugin. Runs every stage, prints each runner's summary, and exits
+# non-zero if any stage failed.
+#
+# Environment: PYTHON (default python3), JOBS (default 2),
+# IRON_TEST_SKIP_INSTALL=1 to test the already-installed plugin as is,
+# PYTEST_ARGS (extra pytest arguments, e.g. "-x -k corpus").
+set -uo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+PY="${PYTHON:-python3}"
+JOBS="${JOBS:-2}"
+# Debian's system python is "externally managed"; this is a throwaway test
+# environment, so let pip install into it (ignored by pip versions without
+# PEP 668 support).
+export PIP_BREAK_SYSTEM_PACKAGES=1
+export PIP_DISABLE_PIP_VERSION_CHECK=1
+
+T0=$(date +%s)
+declare -a RESULTS=()
+FAILED=0
+
+stage_begin() { STAGE="$1"; STAGE_T0=$(date +%s); echo; echo "=== $STAGE"; }
+stage_end() {  # $1: exit status of the stage
+  local dt=$(( $(date +%s) - STAGE_T0 ))
+  if [ "$1" -eq 0 ]; then
+    RESULTS+=("ok     ${STAGE} (${dt}s)")
+  else
+    RESULTS+=("FAILED ${STAGE} (${dt}s, exit $1)")
+    FAILED=1
+  fi
+}
+
+# 1. Python test requirements, from PyPI only when something is missing.
+stage_begin "python requirements"
+if "$PY" - <<'PYEOF'
+import importlib.metadata as md, shutil, sys
+want = {"jax": "0.10.2", "jaxlib": "0.10.2"}
+for pkg in ["jax", "jaxlib", "optax", "numpy", "pytest", "scikit-build-core"]:
+    try:
+        v = md.version(pkg)
+    except md.PackageNotFoundError:
+        sys.exit(f"missing {pkg}")
+    if pkg in want and v != want[pkg]:
+        sys.exit(f"{pkg} {v} != {want[pkg]}")
+for tool in ["cmake", "ninja"]:
+    if shutil.which(tool) is None:
+        sys.exit(f"missing {tool}")
+PYEOF
+then
+  echo "all present"
+  stage_end 0
+else
+  "$PY" -m pip install -q -r requirements-test.txt
+  stage_end $?
+fi
+
+# 2. The plugin itself, built by scikit-build-core through pip. No build
+# isolation: the build requirements were installed just above, and isolation
+# would fetch them again from PyPI.
+if [ "${IRON_TEST_SKIP_INSTALL:-0}" != 1 ]; then
+  stage_begin "pip install . (plugin build)"
+  # A persistent build dir (ignored by git) makes re-runs incremental.
+  "$PY" -m pip install -q --no-build-isolation --no-deps --force-reinstall \
+    --config-settings=build-dir=build-pip . 2>&1 | tail -40
+  stage_end "${PIPESTATUS[0]}"
+fi
+
+# 3. C unit tests, warnings as errors.
+stage_begin "C unit tests (build-ci, gcc, -Werror)"
+status=0
+cmake -S . -B build-ci -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DIRON_WERROR=ON >/dev/null \
+  && cmake --build build-ci -j "$JOBS" \
+  && (cd build-ci && ctest --output-on-failure -j "$JOBS" 2>&1 | tail -60; exit "${PIPESTATUS[0]}") \
+  || status=$?
+stage_end "$status"
+
+# 4. The reader fuzz target, time-bounded by its own ctest definition.
+if command -v clang >/dev/null 2>&1; then
+  stage_begin "fuzz (build-fuzz, clang, ctest -R fuzz)"
+  status=0
+  CC=clang cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+      -DIRON_FUZZ=ON -DIRON_WERROR=OFF >/dev/null \
+    && cmake --build build-fuzz -j "$JOBS" \
+    && (cd build-fuzz && ctest -R fuzz --output-on-failure 2>&1 | tail -40; exit "${PIPESTATUS[0]}") \
+    || status=$?
+  stage_end "$status"
+else
+  echo; echo "=== fuzz: clang not found, skipped"
+  RESULTS+=("skip   fuzz (no clang)")
+fi
+
+# 5. The jax-level suites: every program on iron and on cpu, compared.
+stage_begin "pytest tests/python (JAX_PLATFORMS=iron,cpu)"
+# Run from outside the tree's python/ package dir so the installed plugin is
+# what gets imported; conftest.py falls back to the tree when none is installed.
+JAX_PLATFORMS=iron,cpu "$PY" -m pytest tests/python -q -p no:cacheprovider \
+  --durations=5 ${PYTEST_ARGS:-}
+stage_end $?
+
+echo
+echo "=== summary ($(( $(date +%s) - T0 ))s total)"
+printf '%s\n' "${RESULTS[@]}"
+exit "$FAILED"
