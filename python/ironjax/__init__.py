@@ -36,12 +36,24 @@ def _source_tree_library() -> str | None:
     return max(candidates, key=os.path.getmtime)
 
 
+def _other_installed_library() -> str | None:
+    """An installed ironjax/lib/ elsewhere on sys.path (when this package was
+    imported from a source tree that has no build)."""
+    import sys
+    for entry in sys.path:
+        path = os.path.join(entry or ".", "ironjax", "lib", LIBRARY_NAME)
+        if os.path.isfile(path):
+            return os.path.abspath(path)
+    return None
+
+
 def library_path() -> str | None:
     """Path of the PJRT plugin library, or None if none is found.
 
     Order: $IRON_PLUGIN_PATH (must name an existing file), the library
-    installed with this package (ironjax/lib/), the newest build directory of
-    the source tree this package was imported from.
+    installed with this package (ironjax/lib/), the newest build*/ directory
+    of the source tree this package was imported from, an installed ironjax
+    elsewhere on sys.path.
     """
     override = os.environ.get("IRON_PLUGIN_PATH")
     if override:
@@ -49,7 +61,8 @@ def library_path() -> str | None:
             raise FileNotFoundError(
                 f"IRON_PLUGIN_PATH={override!r} does not name a file")
         return os.path.abspath(override)
-    return _installed_library() or _source_tree_library()
+    return (_installed_library() or _source_tree_library() or
+            _other_installed_library())
 
 
 __all__ = ["LIBRARY_NAME", "PLATFORM", "__version__", "library_path"]

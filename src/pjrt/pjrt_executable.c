@@ -451,9 +451,12 @@ static iron_status_t iron_pjrt_execute(PJRT_LoadedExecutable_Execute_Args *args)
       return IRON_ERR(UNIMPLEMENTED,
                       "ironjax does not support HLO output callbacks (%s)",
                       name);
-    non_donatable = options->non_donatable_input_indices;
-    num_non_donatable =
-        non_donatable != NULL ? options->num_non_donatable_input_indices : 0;
+    if (IRON_PJRT_HAS_FIELD(options, PJRT_ExecuteOptions,
+                            num_non_donatable_input_indices) &&
+        options->non_donatable_input_indices != NULL) {
+      non_donatable = options->non_donatable_input_indices;
+      num_non_donatable = options->num_non_donatable_input_indices;
+    }
   }
 
   iron_pjrt_run_t run = {.num_args = args->num_args,

@@ -2,20 +2,18 @@
 (`iron` first, `cpu` as the reference), and the fixtures `iron_device` and
 `cpu_device` give their first devices.
 
-The plugin library is the one the package finds (ironjax.library_path()):
-$IRON_PLUGIN_PATH, else an installed ironjax, else the newest
-build*/libiron_pjrt.so of this source tree. When ironjax is not installed,
-this tree's python/ directory is put on sys.path so jax discovers
-jax_plugins.iron from it."""
-import importlib.util
+This tree's python/ directory goes first on sys.path, so jax discovers
+jax_plugins.iron from the source tree even when an ironjax wheel is
+installed, and the library is $IRON_PLUGIN_PATH, else the newest
+build*/libiron_pjrt.so of this tree, else an installed one
+(ironjax.library_path())."""
 import os
 import sys
 
 os.environ.setdefault("JAX_PLATFORMS", "iron,cpu")
 
 _ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-if importlib.util.find_spec("ironjax") is None:
-    sys.path.insert(0, os.path.join(_ROOT, "python"))
+sys.path.insert(0, os.path.join(_ROOT, "python"))
 
 import jax  # noqa: E402  (after JAX_PLATFORMS is set)
 import pytest  # noqa: E402
