@@ -2,18 +2,20 @@
 (`iron` first, `cpu` as the reference), and the fixtures `iron_device` and
 `cpu_device` give their first devices.
 
-This tree's python/ directory goes first on sys.path, so jax discovers
-jax_plugins.iron from the source tree even when an ironjax wheel is
-installed, and the library is $IRON_PLUGIN_PATH, else the newest
-build*/libiron_pjrt.so of this tree, else an installed one
-(ironjax.library_path())."""
+Which plugin is tested: an installed ironjax (what scripts/test.sh builds
+with `pip install .`); when none is installed, this tree's python/ directory
+is put on sys.path and the library is the newest build*/libiron_pjrt.so of
+this tree. Either way $IRON_PLUGIN_PATH overrides the library, e.g.
+IRON_PLUGIN_PATH=build-me/libiron_pjrt.so to test your own build."""
+import importlib.util
 import os
 import sys
 
 os.environ.setdefault("JAX_PLATFORMS", "iron,cpu")
 
 _ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-sys.path.insert(0, os.path.join(_ROOT, "python"))
+if importlib.util.find_spec("ironjax") is None:
+    sys.path.insert(0, os.path.join(_ROOT, "python"))
 
 import jax  # noqa: E402  (after JAX_PLATFORMS is set)
 import pytest  # noqa: E402
