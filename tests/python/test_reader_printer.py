@@ -41,8 +41,32 @@ KEY_ATTRS = {
     "name", "decomposition", "is_stable", "value", "call_target_name",
     "index", "fft_type", "rng_algorithm", "window_dimensions",
     "window_strides", "exponent_bits", "mantissa_bits", "version",
-    "has_side_effect", "api_version",
+    "has_side_effect", "api_version", "precision_config",
+    # Fields of StableHLO's #stablehlo.dot/gather/scatter structs, which
+    # VHLO (and our IR) keep as separate attributes.
+    "lhs_batching_dimensions", "rhs_batching_dimensions",
+    "lhs_contracting_dimensions", "rhs_contracting_dimensions",
+    "offset_dims", "collapsed_slice_dims", "operand_batching_dims",
+    "start_indices_batching_dims", "start_index_map", "index_vector_dim",
+    "update_window_dims", "inserted_window_dims", "input_batching_dims",
+    "scatter_indices_batching_dims", "scatter_dims_to_operand_dims",
 }
+STRUCT_RE = re.compile(r"^#stablehlo\.(dot|gather|scatter)<(.*)>$")
+
+
+def expand_structs(attrs):
+    """Flattens #stablehlo.dot<...> (and gather/scatter) into their fields,
+    the form VHLO stores them in."""
+    out = dict(attrs)
+    for k, v in attrs.items():
+        m = STRUCT_RE.match(v.strip())
+        if not m:
+            continue
+        for item in split_top(m.group(2)):
+            if " = " in item:
+                n, val = item.split(" = ", 1)
+                out[n.strip()] = val.strip()
+    return out
 
 
 def find_tool():
@@ -284,6 +308,11 @@ def parse_text(text, ours):
 
 def int_list(v, type_text=None):
     v = v.strip()
+    if re.match(r"^\[[-\d, ]*\]$", v):
+        return [int(x) for x in re.findall(r"-?\d+", v)]
+    m = re.match(r"^(-?\d+)(?:\s*:\s*[su]?i\d+)?$", v)
+    if m:
+        return [int(m.group(1))]
     m = re.match(r"^array<i\d+(?::\s*(.*))?>$", v)
     if m:
         body = m.group(1)
@@ -431,7 +460,7 @@ def compare(ref_text, our_text):
             problems.append(f"{where}: {len(rres)} vs {len(ores)} results")
         for a, b in zip(rres, ores):
             mapping[a] = b
-        for k, v in rattrs.items():
+        for k, v in expand_structs(rattrs).items():
             if k not in KEY_ATTRS:
                 continue
             if k not in oattrs:
