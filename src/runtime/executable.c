@@ -86,8 +86,9 @@ iron_status_t iron_executable_compile_module(
     fingerprint(mname, strlen(mname), exe->fingerprint);
   iron_status_t st = iron_plan_create(module, &exe->plan);
   if (st) {
-    exe_destroy(exe);
-    return iron_status_annotate(st, "while compiling %s", mname);
+    st = iron_status_annotate(st, "while compiling %s", mname);
+    exe_destroy(exe);  // frees mname (module memory)
+    return st;
   }
   const iron_ir_func_t *main_fn = exe->plan->main->ir;
   exe->num_inputs = iron_ir_func_num_args(main_fn);
@@ -142,8 +143,9 @@ iron_status_t iron_executable_compile_module(
     if (a && a->kind == IRON_ATTR_BOOL && a->b) exe->donatable[i] = true;
   }
   if (st) {
+    st = iron_status_annotate(st, "while compiling %s", mname);
     exe_destroy(exe);
-    return iron_status_annotate(st, "while compiling %s", mname);
+    return st;
   }
   iron_exec_ctx_init(&exe->ctx, exe->dev);
   *out_executable = exe;

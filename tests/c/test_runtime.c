@@ -7,6 +7,14 @@
 #include "runtime/runtime_internal.h"
 #include "test.h"
 
+// The out-of-memory test asks for absurd sizes on purpose: under ASan the
+// allocator must return NULL instead of aborting.
+const char *__asan_default_options(void);
+__attribute__((visibility("default"), used)) const char *
+__asan_default_options(void) {
+  return "allocator_may_return_null=1";
+}
+
 static iron_runtime_t *make_rt(void) {
   iron_runtime_t *rt = NULL;
   CHECK_OK(iron_runtime_create(NULL, &rt));

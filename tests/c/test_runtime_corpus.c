@@ -1,0 +1,170 @@
+// Every artifact of tests/data/corpus through compile and one execution on
+// synthetic inputs, with the real host kernels. Compile may only fail with
+// UNIMPLEMENTED naming an op; execution must not fail. Prints a tally of the
+// unsupported ops (numeric results are compared with jax by the pytest
+// suite; this test guards the runtime against crashes and bad plans).
+#include <dirent.h>
+
+#include "iron/iron.h"
+#include "runtime/runtime_internal.h"
+#include "test.h"
+
+static char *read_file(const char *path, size_t *out_size) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return NULL;
+  fseek(f, 0, SEEK_END);
+  long n = ftell(f);
+  fseek(f, 0, SEEK_SET);
+  char *buf = malloc((size_t)n + 1);
+  if (buf && fread(buf, 1, (size_t)n, f) != (size_t)n) {
+    free(buf);
+    buf = NULL;
+  }
+  fclose(f);
+  *out_size = (size_t)n;
+  return buf;
+}
+
+static void fill(void *data, iron_dtype_t dt, int64_t count) {
+  for (int64_t i = 0; i < count; ++i) {
+    switch (dt) {
+      case IRON_DTYPE_F32: ((float *)data)[i] = 0.25f * (float)(i % 7) - 0.5f; break;
+      case IRON_DTYPE_F64: ((double *)data)[i] = 0.25 * (double)(i % 7) - 0.5; break;
+      case IRON_DTYPE_S32: ((int32_t *)data)[i] = (int32_t)(i % 5); break;
+      case IRON_DTYPE_U32: ((uint32_t *)data)[i] = (uint32_t)(i * 2654435761u); break;
+      case IRON_DTYPE_S64: ((int64_t *)data)[i] = i % 5; break;
+      case IRON_DTYPE_U64: ((uint64_t *)data)[i] = (uint64_t)i * 0x9E3779B97F4A7C15ull; break;
+      case IRON_DTYPE_PRED: ((uint8_t *)data)[i] = (uint8_t)(i & 1); break;
+      default: {
+        size_t es = iron_dtype_size(dt);
+        memset((char *)data + (size_t)i * es, (int)(i % 3), es);
+      }
+    }
+  }
+}
+
+typedef struct {
+  char name[96];
+  int count;
+} tally_t;
+
+static void tally_add(tally_t *t, int *n, const char *msg) {
+  // "... stablehlo.fft is not supported yet ..." -> "stablehlo.fft"
+  const char *p = strstr(msg, " is not supported yet");
+  char name[96] = "other";
+  if (p) {
+    const char *b = p;
+    while (b > msg && b[-1] != ' ') --b;
+    size_t len = (size_t)(p - b) < sizeof(name) - 1 ? (size_t)(p - b)
+                                                    : sizeof(name) - 1;
+    memcpy(name, b, len);
+    name[len] = '\0';
+  }
+  for (int i = 0; i < *n; ++i)
+    if (strcmp(t[i].name, name) == 0) {
+      t[i].count++;
+      return;
+    }
+  if (*n < 128) {
+    snprintf(t[*n].name, sizeof(t[*n].name), "%s", name);
+    t[(*n)++].count = 1;
+  }
+}
+
+static void test_corpus(void) {
+  const char *dir = IRON_TEST_DATA_DIR "/corpus";
+  DIR *d = opendir(dir);
+  CHECK(d != NULL);
+  if (!d) return;
+  iron_runtime_t *rt;
+  CHECK_OK(iron_runtime_create(NULL, &rt));
+  iron_device_t *dev = iron_runtime_device(rt, 0);
+  static tally_t tally[128];
+  int ntally = 0, total = 0, compiled = 0, ran = 0;
+  struct dirent *e;
+  while ((e = readdir(d)) != NULL) {
+    size_t len = strlen(e->d_name);
+    if (len < 8 || strcmp(e->d_name + len - 7, ".mlirbc") != 0) continue;
+    char path[1024];
+    snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
+    size_t size;
+    char *bytes = read_file(path, &size);
+    CHECK(bytes != NULL);
+    if (!bytes) continue;
+    total++;
+    iron_executable_t *exe = NULL;
+    iron_status_t st = iron_executable_compile(rt, bytes, size, NULL, &exe);
+    free(bytes);
+    if (st) {
+      if (iron_status_code(st) != IRON_STATUS_UNIMPLEMENTED) {
+        fprintf(stderr, "%s: compile: %s: %s\n", e->d_name,
+                iron_status_code_name(iron_status_code(st)),
+                iron_status_message(st));
+        CHECK(iron_status_code(st) == IRON_STATUS_UNIMPLEMENTED);
+      }
+      tally_add(tally, &ntally, iron_status_message(st));
+      iron_status_free(st);
+      continue;
+    }
+    compiled++;
+    uint32_t ni = iron_executable_num_inputs(exe);
+    uint32_t no = iron_executable_num_outputs(exe);
+    iron_buffer_t **args = calloc(ni + 1, sizeof(*args));
+    iron_buffer_t **outs = calloc(no + 1, sizeof(*outs));
+    bool ok = true;
+    for (uint32_t i = 0; i < ni && ok; ++i) {
+      iron_dtype_t dt;
+      int32_t rank;
+      const int64_t *dims;
+      iron_executable_input_type(exe, i, &dt, &rank, &dims);
+      int64_t count = 1;
+      for (int32_t k = 0; k < rank; ++k) count *= dims[k];
+      size_t es = iron_dtype_size(dt);
+      void *data = calloc((size_t)count + 1, es ? es : 1);
+      fill(data, dt, count);
+      st = iron_buffer_create_from_host(dev, dt, rank, dims, data, NULL,
+                                        &args[i]);
+      free(data);
+      if (st) {
+        CHECK_OK(st);
+        ok = false;
+      }
+    }
+    if (ok) {
+      iron_event_t *done = NULL;
+      st = iron_executable_execute(exe, args, ni, NULL, outs, &done);
+      if (!st) {
+        st = iron_event_wait(done);
+        iron_event_release(done);
+      }
+      if (st) {
+        fprintf(stderr, "%s: run: %s: %s\n", e->d_name,
+                iron_status_code_name(iron_status_code(st)),
+                iron_status_message(st));
+        CHECK(iron_status_code(st) == IRON_STATUS_UNIMPLEMENTED);
+        iron_status_free(st);
+      } else {
+        ran++;
+      }
+      for (uint32_t i = 0; i < no; ++i) iron_buffer_release(outs[i]);
+    }
+    for (uint32_t i = 0; i < ni; ++i) iron_buffer_release(args[i]);
+    free(args);
+    free(outs);
+    iron_executable_release(exe);
+  }
+  closedir(d);
+  fprintf(stderr, "corpus: %d artifacts, %d compiled, %d ran\n", total,
+          compiled, ran);
+  for (int i = 0; i < ntally; ++i)
+    fprintf(stderr, "  unsupported: %-40s %d\n", tally[i].name,
+            tally[i].count);
+  CHECK(total > 0);
+  CHECK_EQ_INT(iron_device_bytes_in_use(dev), 0);
+  iron_runtime_release(rt);
+}
+
+static const iron_test_case_t kTests[] = {
+    {"corpus", test_corpus},
+};
+IRON_TEST_MAIN(kTests)
