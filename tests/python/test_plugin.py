@@ -219,6 +219,36 @@ def test_non_donated_argument_survives(iron_device):
     np.testing.assert_array_equal(np.asarray(x), np.ones(8, np.float32))
 
 
+def test_many_async_runs_chain_correctly(iron_device):
+    # Each run's input is the previous run's (possibly unfinished) output:
+    # events complete on worker threads while jax keeps enqueueing.
+    f = jax.jit(lambda x: x + 1)
+    x = jax.device_put(np.zeros((64, 64), np.int32), iron_device)
+    outs = []
+    for _ in range(200):
+        x = f(x)
+        outs.append(x)
+    jax.block_until_ready(outs)
+    assert all(o.is_ready() for o in outs)
+    np.testing.assert_array_equal(np.asarray(x), np.full((64, 64), 200))
+    np.testing.assert_array_equal(np.asarray(outs[99]), np.full((64, 64), 100))
+
+
+def test_dump_dir_captures_artifacts(iron_device, tmp_path, monkeypatch):
+    monkeypatch.setenv("IRON_DUMP_DIR", str(tmp_path))
+
+    def dumped_fn(x):
+        return x - 3
+
+    x = jax.device_put(np.ones(5, np.float32), iron_device)
+    jax.jit(dumped_fn)(x).block_until_ready()
+    files = [p.name for p in tmp_path.iterdir()]
+    assert len(files) == 1 and files[0].startswith("jit_dumped_fn.")
+    assert files[0].endswith(".mlirbc")
+    data = (tmp_path / files[0]).read_bytes()
+    assert data[:4] == b"ML\xefR"  # MLIR bytecode magic
+
+
 def test_compiled_as_text(iron_device):
     x = jax.device_put(np.ones(3, np.float32), iron_device)
     compiled = jax.jit(lambda x: x * 2 + 1).lower(x).compile()
