@@ -59,6 +59,7 @@ typedef struct op_name {
   iron_op_kind_t kind;
   const char *full_name;  // arena: "vhlo.add_v1"
   const char *printed;    // "stablehlo.add" or the full name
+  const char *props_context;  // "properties of vhlo.add_v1" for errors
   props_mode_t props_mode;
   unsigned num_props;
   const char *const *props;
@@ -89,6 +90,11 @@ typedef struct ir_state {
   uint32_t *id_counter;
   uint32_t module_ids;
   int depth;
+  // Claims made by counts, summed over the whole artifact. Every real op,
+  // region and value occupies its own bytes of the input, so in a valid
+  // artifact these sums are bounded by its size; corrupt counts in nested
+  // regions cannot multiply into huge allocations.
+  uint64_t ops_claimed, regions_claimed, values_claimed;
 } ir_state_t;
 
 static iron_status_t oom(void) {
@@ -422,6 +428,10 @@ static iron_status_t resolve_op_name(iron_bc_reader_t *r, op_name_t *on) {
   }
   on->printed = on->kind == IRON_OP_UNKNOWN ? on->full_name
                                             : iron_op_kind_name(on->kind);
+  char *ctx = iron_arena_alloc(r->arena, dlen + on->len + 32);
+  if (!ctx) return oom();
+  snprintf(ctx, dlen + on->len + 32, "properties of %s", full);
+  on->props_context = ctx;
   on->resolved = true;
   return IRON_OK;
 }
@@ -545,10 +555,9 @@ static iron_status_t append_props(ir_state_t *s, iron_bc_cursor_t *c,
   if (pidx >= r->num_props)
     return iron_bc_error_at(c, c->p, "expected a properties index < %llu",
                             (unsigned long long)r->num_props);
-  char ctx[160];
-  snprintf(ctx, sizeof(ctx), "properties of %s", on->full_name);
   iron_bc_cursor_t pc = {r->base, r->prop_data[pidx],
-                         r->prop_data[pidx] + r->prop_sizes[pidx], ctx};
+                         r->prop_data[pidx] + r->prop_sizes[pidx],
+                         on->props_context};
   if (on->props_mode == kPropsSchema) {
     for (unsigned i = 0; i < on->num_props; ++i) {
       const iron_ir_attr_t *a;
@@ -726,7 +735,9 @@ static iron_status_t parse_op(ir_state_t *s, iron_bc_cursor_t *c,
   if (mask & kOpHasRegions) {
     IRON_RETURN_IF_ERROR_PLAIN(
         iron_bc_read_varint_flag(c, "a region count", &num_regions, &isolated));
-    if (num_regions > iron_bc_remaining(c) + 1)
+    s->regions_claimed += num_regions;
+    if (num_regions > iron_bc_remaining(c) + 1 ||
+        s->regions_claimed > r->size)
       return iron_bc_error(c, "region data");
   }
 
@@ -784,7 +795,8 @@ static iron_status_t parse_block(ir_state_t *s, iron_bc_cursor_t *c,
   const uint8_t *at = c->p;
   IRON_RETURN_IF_ERROR_PLAIN(
       iron_bc_read_varint_flag(c, "a block header", &num_ops, &has_args));
-  if (num_ops > iron_bc_remaining(c) / 3)
+  s->ops_claimed += num_ops;
+  if (num_ops > iron_bc_remaining(c) / 3 || s->ops_claimed > r->size / 3)
     return iron_bc_error_at(c, at, "expected a block op count that fits the "
                                    "data (got %llu)",
                             (unsigned long long)num_ops);
@@ -856,8 +868,14 @@ static iron_status_t parse_region(ir_state_t *s, iron_bc_cursor_t *c,
       iron_bc_read_count(c, "a region block count", 1, &num_blocks));
   if (num_blocks == 0) return IRON_OK;
   uint64_t num_values;
+  const uint8_t *vat = c->p;
   IRON_RETURN_IF_ERROR_PLAIN(
       iron_bc_read_count(c, "a region value count", 1, &num_values));
+  s->values_claimed += num_values;
+  if (s->values_claimed > r->size)
+    return iron_bc_error_at(c, vat, "expected a region value count that fits "
+                                    "the data (got %llu)",
+                            (unsigned long long)num_values);
   region->blocks = iron_arena_alloc_array(r->arena, num_blocks,
                                           sizeof(*region->blocks));
   if (!region->blocks) return oom();
