@@ -1,4 +1,417 @@
-// Placeholder: filled in by the kernel work for this file.
-#include "device/host/host_kernel.h"
+// stablehlo.reduce on the host. One input whose body is a single
+// associative op runs typed loops (reduce_fast.c). Any other body (argmax's
+// variadic compare/select, ...) runs through ctx->call_region: when the body
+// is element-wise, the inputs are laid out as [reduced, kept] and combined by
+// pairwise halving, so the body runs O(log n) times on whole vectors;
+// otherwise once per element, in order.
+#include <stdlib.h>
+#include <string.h>
 
-void iron_host_register_reduce(iron_host_kernel_table_t table) { (void)table; }
+#include "device/host/host_kernel.h"
+#include "device/host/reduce_fast.h"
+#include "device/host/shape_copy.h"
+
+#define IRON_REDUCE_MAX_INPUTS 32
+#define IRON_REDUCE_COL_CHUNK 256
+
+typedef struct reduce_params {
+  uint32_t n;  // inputs (= init values = results)
+  iron_dtype_t dtypes[IRON_REDUCE_MAX_INPUTS];
+  int64_t outer, red, inner;  // fast path view [outer, red, inner]
+  int64_t kept;               // outer * inner = result elements
+  // Input -> [kept..., reduced...] (fast path, when the view needs it) or
+  // [reduced..., kept...] (generic path); one plan per input.
+  bool gather;
+  iron_host_copy_plan_t plans[IRON_REDUCE_MAX_INPUTS];
+  const iron_host_reduce_impl_t *impl;  // NULL: generic path
+  const iron_host_region_t *region;
+  bool elementwise;
+} reduce_params_t;
+
+static bool fast_enabled(void) {
+  const char *e = getenv("IRON_HOST_REDUCE_FAST");
+  return !(e && e[0] == '0');
+}
+
+// The op kind when the body is `return op(arg0, arg1)` (either order) on the
+// input dtype, else IRON_OP_UNKNOWN.
+static iron_op_kind_t single_op_body(const iron_ir_region_t *r,
+                                     iron_dtype_t dtype) {
+  if (!r || r->num_blocks != 1) return IRON_OP_UNKNOWN;
+  const iron_ir_block_t *b = &r->blocks[0];
+  if (b->num_args != 2 || b->num_ops != 2) return IRON_OP_UNKNOWN;
+  const iron_ir_op_t *op = b->ops[0], *ret = b->ops[1];
+  if ((ret->kind != IRON_OP_RETURN && ret->kind != IRON_OP_FUNC_RETURN) ||
+      ret->num_operands != 1 || op->num_results != 1 ||
+      ret->operands[0] != &op->results[0] || op->num_operands != 2)
+    return IRON_OP_UNKNOWN;
+  const iron_ir_value_t *a0 = &b->args[0], *a1 = &b->args[1];
+  if (!((op->operands[0] == a0 && op->operands[1] == a1) ||
+        (op->operands[0] == a1 && op->operands[1] == a0)))
+    return IRON_OP_UNKNOWN;
+  const iron_ir_type_t *t = op->results[0].type;
+  if (!t || t->kind != IRON_TYPE_TENSOR || t->rank != 0 || t->dtype != dtype)
+    return IRON_OP_UNKNOWN;
+  for (int i = 0; i < 2; ++i) {
+    const iron_ir_type_t *at = b->args[i].type;
+    if (!at || at->kind != IRON_TYPE_TENSOR || at->rank != 0 ||
+        at->dtype != dtype)
+      return IRON_OP_UNKNOWN;
+  }
+  switch (op->kind) {
+    case IRON_OP_ADD: case IRON_OP_MULTIPLY: case IRON_OP_MAXIMUM:
+    case IRON_OP_MINIMUM: case IRON_OP_AND: case IRON_OP_OR:
+    case IRON_OP_XOR:
+      return op->kind;
+    default: return IRON_OP_UNKNOWN;
+  }
+}
+
+// Gather plan: iteration over `first` dims then `second` dims of `t`.
+static void order_plan(const iron_ir_type_t *t, const bool *reduced,
+                       bool reduced_first, iron_host_copy_plan_t *p) {
+  memset(p, 0, sizeof(*p));
+  p->elem_size = iron_dtype_size(t->dtype);
+  int64_t strides[IRON_MAX_RANK];
+  iron_host_row_major_strides(t->rank, t->dims, strides);
+  int32_t r = 0;
+  for (int pass = 0; pass < 2; ++pass) {
+    bool want_reduced = (pass == 0) == reduced_first;
+    for (int32_t d = 0; d < t->rank; ++d) {
+      if (reduced[d] != want_reduced) continue;
+      p->dims[r] = t->dims[d];
+      p->src_strides[r] = strides[d];
+      r++;
+    }
+  }
+  p->rank = r;
+  iron_host_row_major_strides(r, p->dims, p->dst_strides);
+  iron_host_copy_plan_finalize(p);
+}
+
+static iron_status_t reduce_prepare(const iron_ir_op_t *op,
+                                    iron_host_region_t *const *regions,
+                                    void **out_params) {
+  uint32_t n = op->num_operands / 2;
+  if (op->num_operands % 2 || n == 0 || op->num_results != n ||
+      op->num_regions != 1)
+    return IRON_ERR(INVALID_ARGUMENT, "%s: bad operand/result counts",
+                    op->name);
+  if (n > IRON_REDUCE_MAX_INPUTS)
+    return iron_ir_op_unimplemented(op, "with %u inputs", n);
+  const iron_ir_type_t *t0 = op->operands[0]->type;
+  for (uint32_t i = 0; i < 2 * n; ++i) {
+    const iron_ir_type_t *t = op->operands[i]->type;
+    if (!t || t->kind != IRON_TYPE_TENSOR || !iron_ir_type_is_static(t) ||
+        iron_ir_type_num_elements(t) < 0 || iron_dtype_size(t->dtype) == 0)
+      return iron_ir_op_unimplemented(op, "for operand %u's type", i);
+    if (i < n && (t->rank != t0->rank ||
+                  memcmp(t->dims, t0->dims,
+                         sizeof(int64_t) * (size_t)t0->rank) != 0))
+      return IRON_ERR(INVALID_ARGUMENT, "%s: input shapes differ", op->name);
+    if (i >= n && (t->rank != 0 || t->dtype != op->operands[i - n]->type->dtype))
+      return IRON_ERR(INVALID_ARGUMENT, "%s: bad init value %u", op->name,
+                      i - n);
+  }
+  int64_t dims[IRON_MAX_RANK];
+  uint32_t nd = 0;
+  IRON_RETURN_IF_ERROR_PLAIN(
+      iron_ir_op_i64_list(op, "dimensions", dims, IRON_MAX_RANK, &nd));
+  bool reduced[IRON_MAX_RANK] = {false};
+  for (uint32_t k = 0; k < nd; ++k) {
+    if (dims[k] < 0 || dims[k] >= t0->rank || reduced[dims[k]])
+      return IRON_ERR(INVALID_ARGUMENT, "%s: bad dimension %lld", op->name,
+                      (long long)dims[k]);
+    reduced[dims[k]] = true;
+  }
+  for (uint32_t i = 0; i < n; ++i) {
+    const iron_ir_type_t *rt = op->results[i].type;
+    bool ok = rt && rt->kind == IRON_TYPE_TENSOR &&
+              rt->dtype == op->operands[i]->type->dtype &&
+              rt->rank == t0->rank - (int32_t)nd;
+    for (int32_t d = 0, r = 0; ok && d < t0->rank; ++d)
+      if (!reduced[d] && rt->dims[r++] != t0->dims[d]) ok = false;
+    if (!ok)
+      return IRON_ERR(INVALID_ARGUMENT, "%s: result %u type mismatch",
+                      op->name, i);
+  }
+  reduce_params_t *p = calloc(1, sizeof(*p));
+  if (!p) return IRON_ERR(RESOURCE_EXHAUSTED, "out of memory for params");
+  p->n = n;
+  for (uint32_t i = 0; i < n; ++i) p->dtypes[i] = op->operands[i]->type->dtype;
+  p->red = 1;
+  p->kept = 1;
+  for (int32_t d = 0; d < t0->rank; ++d) {
+    if (reduced[d]) p->red *= t0->dims[d]; else p->kept *= t0->dims[d];
+  }
+  const iron_ir_region_t *ir =
+      regions && regions[0] ? iron_host_region_ir(regions[0]) : &op->regions[0];
+  if (n == 1 && fast_enabled())
+    p->impl = iron_host_reduce_impl_lookup(single_op_body(ir, p->dtypes[0]),
+                                           p->dtypes[0]);
+  if (p->impl) {
+    // Group the non-unit dims into runs of kept/reduced; [K? R? K?] is a
+    // strided view, anything else is gathered to [kept, reduced].
+    int groups = 0;
+    bool last = false;
+    int64_t sizes[3] = {1, 1, 1};
+    bool kinds[3] = {false, false, false};
+    bool fits = true;
+    for (int32_t d = 0; d < t0->rank; ++d) {
+      if (t0->dims[d] == 1) continue;
+      if (groups == 0 || reduced[d] != last) {
+        if (groups == 3) { fits = false; break; }
+        kinds[groups] = reduced[d];
+        groups++;
+        last = reduced[d];
+      }
+      sizes[groups - 1] *= t0->dims[d];
+    }
+    if (fits && groups == 3 && (kinds[0] || !kinds[1])) fits = false;
+    if (fits && groups == 2 && kinds[0] && kinds[1]) fits = false;
+    if (fits) {
+      p->outer = p->inner = 1;
+      int g = 0;
+      if (g < groups && !kinds[g]) p->outer = sizes[g++];
+      if (g < groups && kinds[g]) g++;
+      if (g < groups) p->inner = sizes[g];
+    } else {
+      p->gather = true;
+      p->outer = p->kept;
+      p->inner = 1;
+      order_plan(t0, reduced, false, &p->plans[0]);
+    }
+  } else {
+    if (!regions || !regions[0]) {
+      free(p);
+      return iron_ir_op_unimplemented(op, "without a compiled body");
+    }
+    p->region = regions[0];
+    p->elementwise = iron_host_region_is_elementwise(regions[0]);
+    p->gather = true;
+    for (uint32_t i = 0; i < n; ++i)
+      order_plan(op->operands[i]->type, reduced, true, &p->plans[i]);
+  }
+  *out_params = p;
+  return IRON_OK;
+}
+
+// ---------------------------------------------------------------------------
+// Fast path
+
+typedef struct fast_job {
+  const iron_host_reduce_impl_t *impl;
+  const char *in;
+  char *acc;  // [nsplit][outer * inner] accumulation elements
+  size_t in_es;
+  int64_t outer, red, inner;
+  int64_t nchunks, nsplit;
+  bool failed;
+} fast_job_t;
+
+static void fast_tasks(void *arg, int64_t begin, int64_t end) {
+  fast_job_t *j = arg;
+  size_t as = j->impl->acc_size;
+  void *scratch = NULL;
+  if (j->inner > 1) {
+    scratch = malloc(as * 64 * IRON_REDUCE_COL_CHUNK);
+    if (!scratch) {
+      j->failed = true;  // benign race: only ever set to true
+      return;
+    }
+  }
+  for (int64_t t = begin; t < end; ++t) {
+    int64_t s = t % j->nsplit;
+    int64_t c = (t / j->nsplit) % j->nchunks;
+    int64_t o = t / (j->nsplit * j->nchunks);
+    int64_t r0 = j->red * s / j->nsplit, r1 = j->red * (s + 1) / j->nsplit;
+    int64_t i0 = c * IRON_REDUCE_COL_CHUNK;
+    const char *x =
+        j->in + (size_t)((o * j->red + r0) * j->inner + i0) * j->in_es;
+    char *out = j->acc + (size_t)((s * j->outer + o) * j->inner + i0) * as;
+    if (j->inner == 1) {
+      j->impl->row(x, r1 - r0, out);
+    } else {
+      int64_t w = j->inner - i0 < IRON_REDUCE_COL_CHUNK ? j->inner - i0
+                                                        : IRON_REDUCE_COL_CHUNK;
+      j->impl->cols(x, r1 - r0, j->inner, w, out, scratch);
+    }
+  }
+  free(scratch);
+}
+
+static iron_status_t fast_run(const iron_host_ctx_t *ctx,
+                              const reduce_params_t *p,
+                              const iron_tensor_t *const *inputs,
+                              iron_tensor_t *const *outputs) {
+  const iron_host_reduce_impl_t *impl = p->impl;
+  size_t in_es = iron_dtype_size(p->dtypes[0]);
+  int64_t kept = p->kept;
+  const char *in = inputs[0]->data;
+  void *gathered = NULL;
+  if (p->gather) {
+    gathered = malloc((size_t)p->plans[0].count * in_es + 1);
+    if (!gathered) return IRON_ERR(RESOURCE_EXHAUSTED, "reduce: out of memory");
+    iron_host_copy_run(ctx->pool, &p->plans[0], in, gathered, 0, 0);
+    in = gathered;
+  }
+  fast_job_t j = {impl, in, NULL, in_es, p->outer, p->red, p->inner, 1, 1,
+                  false};
+  j.nchunks = p->inner == 1 ? 1
+                            : (p->inner + IRON_REDUCE_COL_CHUNK - 1) /
+                                  IRON_REDUCE_COL_CHUNK;
+  int threads = ctx->pool ? iron_threadpool_size(ctx->pool) : 1;
+  int64_t tasks = p->outer * j.nchunks;
+  // Few independent outputs but long reductions: split the reduced range and
+  // combine the partial results afterwards.
+  if (threads > 1 && tasks < 2 * threads && p->red >= 16384) {
+    j.nsplit = p->red / 8192;
+    if (j.nsplit > 4 * threads) j.nsplit = 4 * threads;
+  }
+  size_t as = impl->acc_size;
+  bool direct = as == in_es && j.nsplit == 1;  // accumulate into the output
+  char *acc = direct ? outputs[0]->data
+                     : malloc((size_t)(j.nsplit * kept) * as + 1);
+  if (!acc) {
+    free(gathered);
+    return IRON_ERR(RESOURCE_EXHAUSTED, "reduce: out of memory");
+  }
+  j.acc = acc;
+  int64_t work_per_task = p->red / j.nsplit * (p->inner == 1 ? 1 : 256);
+  int64_t grain = work_per_task >= 32768 ? 1 : 32768 / (work_per_task + 1) + 1;
+  iron_threadpool_parallel_for(ctx->pool, tasks * j.nsplit, grain, fast_tasks,
+                               &j);
+  for (int64_t s = 1; s < j.nsplit; ++s)
+    impl->combine(acc, acc + (size_t)(s * kept) * as, kept);
+  impl->finish(acc, inputs[1]->data, outputs[0]->data, kept);
+  if (!direct) free(acc);
+  free(gathered);
+  return j.failed ? IRON_ERR(RESOURCE_EXHAUSTED, "reduce: out of memory")
+                  : IRON_OK;
+}
+
+// ---------------------------------------------------------------------------
+// Generic path: the body through call_region.
+
+static iron_tensor_t vec(void *data, iron_dtype_t dt, int64_t count) {
+  iron_tensor_t t;
+  memset(&t, 0, sizeof(t));
+  t.data = data;
+  t.dtype = dt;
+  t.rank = 1;
+  t.dims[0] = count;
+  t.count = count;
+  t.nbytes = (size_t)count * iron_dtype_size(dt);
+  return t;
+}
+
+static iron_status_t generic_run(const iron_host_ctx_t *ctx,
+                                 const reduce_params_t *p,
+                                 const iron_tensor_t *const *inputs,
+                                 iron_tensor_t *const *outputs) {
+  uint32_t n = p->n;
+  int64_t kept = p->kept, red = p->red;
+  if (!ctx->call_region)
+    return IRON_ERR(FAILED_PRECONDITION, "reduce: no call_region");
+  if (red == 0) {  // every result is its init value
+    for (uint32_t i = 0; i < n; ++i)
+      iron_host_fill(ctx->pool, outputs[i]->data, kept, inputs[n + i]->data,
+                     iron_dtype_size(p->dtypes[i]));
+    return IRON_OK;
+  }
+  char *bufs[2 * IRON_REDUCE_MAX_INPUTS] = {NULL};
+  iron_status_t st = IRON_OK;
+  for (uint32_t i = 0; i < n && !st; ++i) {
+    size_t es = iron_dtype_size(p->dtypes[i]);
+    bufs[i] = malloc((size_t)(red * kept) * es + 1);
+    bufs[n + i] = malloc((size_t)((red + 1) / 2 * kept) * es + 1);
+    if (!bufs[i] || !bufs[n + i])
+      st = IRON_ERR(RESOURCE_EXHAUSTED, "reduce: out of memory");
+    else
+      iron_host_copy_run(ctx->pool, &p->plans[i], inputs[i]->data, bufs[i], 0,
+                         0);
+  }
+  iron_tensor_t tin[2 * IRON_REDUCE_MAX_INPUTS], tout[IRON_REDUCE_MAX_INPUTS];
+  const iron_tensor_t *pin[2 * IRON_REDUCE_MAX_INPUTS];
+  iron_tensor_t *pout[IRON_REDUCE_MAX_INPUTS];
+  for (uint32_t i = 0; i < 2 * n; ++i) pin[i] = &tin[i];
+  for (uint32_t i = 0; i < n; ++i) pout[i] = &tout[i];
+  if (!st && p->elementwise) {
+    // cur: bufs[0..n) with `r` rows of `kept`; halve until one row is left.
+    char **cur = bufs, **nxt = bufs + n;
+    int64_t r = red;
+    while (!st && r > 1) {
+      int64_t h = r / 2;
+      for (uint32_t i = 0; i < n; ++i) {
+        size_t es = iron_dtype_size(p->dtypes[i]);
+        tin[i] = vec(cur[i], p->dtypes[i], h * kept);
+        tin[n + i] = vec(cur[i] + (size_t)(h * kept) * es, p->dtypes[i],
+                         h * kept);
+        tout[i] = vec(nxt[i], p->dtypes[i], h * kept);
+      }
+      st = ctx->call_region(ctx, p->region, pin, pout);
+      if (r % 2)  // the odd row is carried to the next round
+        for (uint32_t i = 0; i < n; ++i) {
+          size_t es = iron_dtype_size(p->dtypes[i]);
+          memcpy(nxt[i] + (size_t)(h * kept) * es,
+                 cur[i] + (size_t)(2 * h * kept) * es, (size_t)kept * es);
+        }
+      r = h + r % 2;
+      char **t = cur;
+      cur = nxt;
+      nxt = t;
+    }
+    // result = body(init, partial)
+    for (uint32_t i = 0; i < n && !st; ++i) {
+      tin[i] = *inputs[n + i];
+      tin[n + i] = vec(cur[i], p->dtypes[i], kept);
+      tout[i] = vec(outputs[i]->data, p->dtypes[i], kept);
+    }
+    if (!st) st = ctx->call_region(ctx, p->region, pin, pout);
+  } else if (!st) {
+    // One element at a time, in order: acc = body(acc, x[r]).
+    unsigned char acc[IRON_REDUCE_MAX_INPUTS][16], nacc[IRON_REDUCE_MAX_INPUTS][16];
+    for (int64_t o = 0; o < kept && !st; ++o) {
+      for (uint32_t i = 0; i < n; ++i)
+        memcpy(acc[i], inputs[n + i]->data, iron_dtype_size(p->dtypes[i]));
+      for (int64_t r = 0; r < red && !st; ++r) {
+        for (uint32_t i = 0; i < n; ++i) {
+          size_t es = iron_dtype_size(p->dtypes[i]);
+          tin[i] = vec(acc[i], p->dtypes[i], 1);
+          tin[n + i] = vec(bufs[i] + (size_t)(r * kept + o) * es,
+                           p->dtypes[i], 1);
+          tout[i] = vec(nacc[i], p->dtypes[i], 1);
+        }
+        st = ctx->call_region(ctx, p->region, pin, pout);
+        memcpy(acc, nacc, sizeof(acc));
+      }
+      for (uint32_t i = 0; i < n && !st; ++i) {
+        size_t es = iron_dtype_size(p->dtypes[i]);
+        memcpy((char *)outputs[i]->data + (size_t)o * es, acc[i], es);
+      }
+    }
+  }
+  for (uint32_t i = 0; i < 2 * n; ++i) free(bufs[i]);
+  return st;
+}
+
+static iron_status_t reduce_run(const iron_host_ctx_t *ctx, const void *params,
+                                const iron_tensor_t *const *inputs,
+                                iron_tensor_t *const *outputs) {
+  const reduce_params_t *p = params;
+  if (p->kept == 0) return IRON_OK;
+  if (!p->impl) return generic_run(ctx, p, inputs, outputs);
+  if (p->red == 0) {
+    iron_host_fill(ctx->pool, outputs[0]->data, p->kept, inputs[1]->data,
+                   iron_dtype_size(p->dtypes[0]));
+    return IRON_OK;
+  }
+  return fast_run(ctx, p, inputs, outputs);
+}
+
+static const iron_host_kernel_t kReduce = {
+    .name = "reduce", .prepare = reduce_prepare, .run = reduce_run};
+
+void iron_host_register_reduce(iron_host_kernel_table_t table) {
+  table[IRON_OP_REDUCE] = &kReduce;
+}

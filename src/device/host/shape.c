@@ -173,6 +173,7 @@ static iron_status_t iota_run(const iron_host_ctx_t *ctx, const void *params,
   char *d = outputs[0]->data;
   size_t es = p->elem_size;
   unsigned char v[16];
+  if (p->outer == 0 || p->n == 0 || p->inner == 0) return IRON_OK;
   if (p->inner == 1) {
     // One row 0..n-1, then replicate it.
     for (int64_t j = 0; j < p->n; ++j) {
