@@ -246,17 +246,22 @@ static iron_status_t run_job(exec_job_t *j) {
   iron_executable_t *exe = j->exe;
   iron_slot_t *args = j->slots, *res = j->slots + j->num_args;
   iron_status_t st = IRON_OK;
-  for (uint32_t i = 0; i < j->num_args && !st; ++i) {
-    iron_storage_t *s;
-    st = iron_buffer_acquire_storage(j->args[i], j->donate && j->donate[i],
-                                     &s, NULL);
-    if (st) {
-      st = iron_status_annotate(st, "argument %u", i);
-      break;
+  // Donated arguments last: a buffer passed twice, once donated, is then
+  // seen as shared and not stolen from under the other use.
+  for (uint32_t pass = 0; pass < 2 && !st; ++pass) {
+    for (uint32_t i = 0; i < j->num_args && !st; ++i) {
+      bool take = j->donate && j->donate[i];
+      if (take != (pass == 1)) continue;
+      iron_storage_t *s;
+      st = iron_buffer_acquire_storage(j->args[i], take, &s, NULL);
+      if (st) {
+        st = iron_status_annotate(st, "argument %u", i);
+        break;
+      }
+      args[i].t = exe->in_types[i];
+      args[i].t.data = s->data;
+      args[i].s = s;
     }
-    args[i].t = exe->in_types[i];
-    args[i].t.data = s->data;
-    args[i].s = s;
   }
   if (st) {
     for (uint32_t i = 0; i < j->num_args; ++i) {

@@ -14,6 +14,11 @@ __attribute__((visibility("default"), used)) const char *
 __asan_default_options(void) {
   return "allocator_may_return_null=1";
 }
+const char *__tsan_default_options(void);
+__attribute__((visibility("default"), used)) const char *
+__tsan_default_options(void) {
+  return "allocator_may_return_null=1";
+}
 
 static iron_runtime_t *make_rt(void) {
   iron_runtime_t *rt = NULL;
