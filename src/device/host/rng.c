@@ -15,6 +15,8 @@
 //              high = state[0]) and only its low word is written back;
 //              state u64[3]: the counter is (low = state[1], high = state[2]).
 //   DEFAULT:   PHILOX on XLA:CPU.
+//   Outputs: any 8/16/32/64-bit integer or float type; narrower than 32 bits
+//   takes the low bits of the 32-bit stream, floats are raw bits.
 #include <stdlib.h>
 #include <string.h>
 
@@ -190,8 +192,12 @@ static iron_status_t rng_prepare(const iron_ir_op_t *op,
 
   iron_dtype_class_t cls = iron_dtype_class(ot->dtype);
   int bits = iron_dtype_bits(ot->dtype);
-  if ((cls != IRON_DTYPE_CLASS_SINT && cls != IRON_DTYPE_CLASS_UINT) ||
-      (bits != 8 && bits != 16 && bits != 32 && bits != 64))
+  // Floats take the bits of the unsigned type of their width (as in XLA;
+  // jax itself only asks for unsigned outputs).
+  if ((cls != IRON_DTYPE_CLASS_SINT && cls != IRON_DTYPE_CLASS_UINT &&
+       cls != IRON_DTYPE_CLASS_FLOAT) ||
+      (bits != 8 && bits != 16 && bits != 32 && bits != 64) ||
+      iron_dtype_size(ot->dtype) * 8 != (size_t)bits)
     return iron_ir_op_unimplemented(op, "for output dtype %s",
                                     iron_dtype_name(ot->dtype));
   int64_t count = iron_ir_type_num_elements(ot);
