@@ -62,14 +62,18 @@ def values(dt, binary):
         if binary:
             vals = [0, 1, 2, 3, 7, -1, -2, -7, bw, bw + 1, info.max, info.min]
         else:
+            # 2**24 + 2**16 + 1 and 2**53 + 2**29 + 1 tell direct rounding
+            # to bf16/f32 from rounding through f32/f64 first.
             vals = [0, 1, 2, 3, 7, 8, 100, -1, -2, -7, -100, bw - 1, bw,
                     info.max, info.min, info.max - 1, info.min + 1,
-                    0x55, 0x5555 % (info.max + 1)]
+                    0x55, 0x5555 % (info.max + 1), 2 ** 24 + 2 ** 16 + 1,
+                    2 ** 53 + 2 ** 29 + 1, -(2 ** 24 + 2 ** 16 + 1),
+                    65519, 65520, 2 ** 31 + 2 ** 7 + 1]
         out = []
         for v in vals:
             if info.min <= v <= info.max:
                 out.append(v)
-            elif v < 0:  # unsigned: two's complement pattern
+            elif v < 0 and v + (1 << bw) >= 0:  # unsigned: two's complement
                 out.append(v + (1 << bw))
         return uniq(np.array(out, dtype=np_dt))
     if dt in FLOATS:
@@ -81,7 +85,11 @@ def values(dt, binary):
                     0.7, -1.7, 1e-3, 100.0, -100.0, 20.0, -20.0, 88.5,
                     -104.0, 1000.0, 3e9, -3e9, 2.0 ** 31, 2.0 ** 63, 1e20,
                     -1e20, 65519.0, 65520.0, 70000.0, 1e-8, 6e-5, 3e-39,
-                    1e-300, 1e300, np.inf, -np.inf, np.nan, -np.nan]
+                    1e-300, 1e300, np.inf, -np.inf, np.nan, -np.nan,
+                    # double rounding f64 -> f32 -> f16/bf16
+                    1 + 2.0 ** -11 + 2.0 ** -40, 1 + 2.0 ** -8 + 2.0 ** -40,
+                    255.5, -128.5, 127.5, 4294967295.5, 18446744073709551616.0,
+                    -9223372036854775808.0, 9.223372036854775e18]
         arr = np.array(vals, dtype=np.float64)
         with np.errstate(all="ignore"):
             return uniq(arr.astype(np_dt))
