@@ -38,6 +38,7 @@ static iron_ir_value_t g_sort_operands[16];
 static iron_ir_value_t *g_sort_operand_ptrs[16];
 static iron_ir_value_t g_sort_results[16];
 static iron_ir_op_t g_sort;
+static bool g_hoist_constants;
 
 static void pool_reset(void) {
   g_ntypes = g_nops = g_noperand_ptrs = g_nattrs = g_nnamed = 0;
@@ -88,8 +89,11 @@ static iron_ir_op_t *new_op(iron_op_kind_t kind, int nops,
     op->results = r;
     op->num_results = 1;
   }
-  op->parent = &g_block;
   g_nops++;
+  // jax's portable artifacts hoist comparator constants out of the region
+  // (MLIR CSE); g_hoist_constants mimics that by leaving them outside.
+  if (kind == IRON_OP_CONSTANT && g_hoist_constants) return op;
+  op->parent = &g_block;
   g_block.ops[g_block.num_ops++] = op;
   return op;
 }
@@ -326,6 +330,14 @@ static iron_status_t interp_call(const iron_host_ctx_t *ctx,
     memcpy(args[i].b, inputs[i]->data, iron_dtype_size(inputs[i]->dtype));
   }
 #define VAL(v) ((v)->def_op ? &vals[(v)->def_op - g_ops] : &args[(v)->index])
+  // Constants first: hoisted ones live outside the block.
+  for (int i = 0; i < g_nops; ++i)
+    if (g_ops[i].kind == IRON_OP_CONSTANT) {
+      const iron_ir_attr_t *a = iron_ir_op_attr(&g_ops[i], "value");
+      memset(&vals[i], 0, sizeof(vals[i]));
+      vals[i].dt = a->dense.type->dtype;
+      memcpy(vals[i].b, a->dense.data, a->dense.size);
+    }
   for (uint32_t i = 0; i < blk->num_ops; ++i) {
     const iron_ir_op_t *op = blk->ops[i];
     ival_t *r = &vals[op - g_ops];
@@ -684,6 +696,51 @@ static void test_descending_forms(void) {
   }
 }
 
+static void test_hoisted_constants(void) {
+  g_hoist_constants = true;
+  int64_t dims[2] = {5, 40};
+  static const iron_dtype_t f[] = {IRON_DTYPE_F32, IRON_DTYPE_F16,
+                                   IRON_DTYPE_BF16, IRON_DTYPE_F64,
+                                   IRON_DTYPE_C64};
+  for (size_t i = 0; i < sizeof(f) / sizeof(f[0]); ++i)
+    check_sort(1, &f[i], true, 2, dims, 1, CMP_JAX, NULL);
+  g_hoist_constants = false;
+}
+
+// jnp.argsort of f32 with NaN/-0/inf ties, as jax's CPU backend computed it
+// (NaNs last in input order, -0 and +0 tied in input order).
+static const uint32_t kJaxF32Bits[24] = {
+    0xbf800000, 0x3f000000, 0xbfc00000, 0xbf800000, 0xff800000, 0x7f800000,
+    0x7fc00000, 0x3f000000, 0xbf800000, 0xbf000000, 0xbf800000, 0x00000000,
+    0xbf800000, 0xbf800000, 0xbfc00000, 0xbf800000, 0x00000000, 0x7fc00000,
+    0x00000000, 0xff800000, 0xbf800000, 0x80000000, 0x3f800000, 0x7f800000};
+static const int32_t kJaxF32Argsort[24] = {4,  19, 2,  14, 0,  3, 8,  10,
+                                           12, 13, 15, 20, 9,  11, 16, 18,
+                                           21, 1,  7,  22, 5,  23, 6,  17};
+
+static void test_jax_cpu_argsort(void) {
+  int64_t dims[1] = {24};
+  iron_dtype_t dts[2] = {IRON_DTYPE_F32, IRON_DTYPE_S32};
+  iron_tensor_t in[2], out[2];
+  for (int i = 0; i < 2; ++i) {
+    in[i] = make_tensor(dts[i], 1, dims);
+    out[i] = make_tensor(dts[i], 1, dims);
+  }
+  memcpy(in[0].data, kJaxF32Bits, sizeof(kJaxF32Bits));
+  for (int i = 0; i < 24; ++i) ((int32_t *)in[1].data)[i] = i;
+  for (int generic = 0; generic < 2; ++generic) {
+    g_hoist_constants = true;
+    begin_sort(2, dts, 1, dims, 0);
+    ret(jax_lt(1, true));
+    g_hoist_constants = false;
+    CHECK_OK(run_sort(2, in, out, generic, NULL, NULL));
+    CHECK(memcmp(out[1].data, kJaxF32Argsort, sizeof(kJaxF32Argsort)) == 0);
+    for (int i = 0; i < 24; ++i)
+      CHECK(((uint32_t *)out[0].data)[i] == kJaxF32Bits[kJaxF32Argsort[i]]);
+  }
+  free_tensors(in, 2), free_tensors(out, 2);
+}
+
 static void test_threaded_large(void) {
   iron_threadpool_t *pool = NULL;
   CHECK_OK(iron_threadpool_create(4, &pool));
@@ -801,6 +858,8 @@ static const iron_test_case_t kTests[] = {
     {"argsort_stability", test_argsort_stability},
     {"multi_key", test_multi_key},
     {"descending_forms", test_descending_forms},
+    {"hoisted_constants", test_hoisted_constants},
+    {"jax_cpu_argsort", test_jax_cpu_argsort},
     {"threaded_large", test_threaded_large},
     {"edge_shapes", test_edge_shapes},
     {"generic_only", test_generic_only},
