@@ -5,10 +5,6 @@
 
 #include "pjrt/pjrt_internal.h"
 
-static PJRT_Error *iron_pjrt_buffer_error(iron_status_t status) {
-  return iron_pjrt_error_from_status(status);
-}
-
 iron_status_t iron_pjrt_buffer_wrap(PJRT_Client *client, PJRT_Device *device,
                                     iron_buffer_t *buffer,
                                     PJRT_Buffer **out_buffer) {
@@ -166,7 +162,7 @@ PJRT_Error *iron_pjrt_Client_BufferFromHostBuffer(
   PJRT_Buffer *buffer = NULL;
   PJRT_Event *done = NULL;
   iron_status_t status = iron_pjrt_buffer_from_host(args, &buffer, &done);
-  if (status != IRON_OK) return iron_pjrt_buffer_error(status);
+  if (status != IRON_OK) return iron_pjrt_error_from_status(status);
   args->buffer = buffer;
   args->done_with_host_buffer = done;
   return NULL;
@@ -278,7 +274,7 @@ PJRT_Error *iron_pjrt_Buffer_CopyToDevice(PJRT_Buffer_CopyToDevice_Args *args) {
   PJRT_Buffer *out = NULL;
   iron_status_t status =
       iron_pjrt_buffer_copy(args->buffer, args->dst_device, &out);
-  if (status != IRON_OK) return iron_pjrt_buffer_error(status);
+  if (status != IRON_OK) return iron_pjrt_error_from_status(status);
   args->dst_buffer = out;
   return NULL;
 }
@@ -287,7 +283,7 @@ PJRT_Error *iron_pjrt_Buffer_CopyToMemory(PJRT_Buffer_CopyToMemory_Args *args) {
   PJRT_Buffer *out = NULL;
   iron_status_t status =
       iron_pjrt_buffer_copy(args->buffer, args->dst_memory->device, &out);
-  if (status != IRON_OK) return iron_pjrt_buffer_error(status);
+  if (status != IRON_OK) return iron_pjrt_error_from_status(status);
   args->dst_buffer = out;
   return NULL;
 }
@@ -325,7 +321,7 @@ PJRT_Error *iron_pjrt_Buffer_ToHostBuffer(PJRT_Buffer_ToHostBuffer_Args *args) {
   }
   PJRT_Event *event = NULL;
   iron_status_t status = iron_pjrt_buffer_to_host(args, &event);
-  if (status != IRON_OK) return iron_pjrt_buffer_error(status);
+  if (status != IRON_OK) return iron_pjrt_error_from_status(status);
   args->event = event;
   return NULL;
 }
@@ -333,11 +329,11 @@ PJRT_Error *iron_pjrt_Buffer_ToHostBuffer(PJRT_Buffer_ToHostBuffer_Args *args) {
 PJRT_Error *iron_pjrt_Buffer_ReadyEvent(PJRT_Buffer_ReadyEvent_Args *args) {
   iron_buffer_t *live = NULL;
   iron_status_t status = iron_pjrt_buffer_acquire(args->buffer, &live);
-  if (status != IRON_OK) return iron_pjrt_buffer_error(status);
+  if (status != IRON_OK) return iron_pjrt_error_from_status(status);
   PJRT_Event *event = iron_pjrt_event_wrap(iron_buffer_ready_event(live));
   iron_buffer_release(live);
   if (event == NULL)
-    return iron_pjrt_buffer_error(
+    return iron_pjrt_error_from_status(
         IRON_ERR(RESOURCE_EXHAUSTED, "out of memory"));
   args->event = event;
   return NULL;
@@ -366,7 +362,7 @@ static iron_status_t iron_pjrt_buffer_host_address(PJRT_Buffer *buffer,
 PJRT_Error *iron_pjrt_Buffer_UnsafePointer(PJRT_Buffer_UnsafePointer_Args *args) {
   void *address = NULL;
   iron_status_t status = iron_pjrt_buffer_host_address(args->buffer, &address);
-  if (status != IRON_OK) return iron_pjrt_buffer_error(status);
+  if (status != IRON_OK) return iron_pjrt_error_from_status(status);
   args->buffer_pointer = (uintptr_t)address;
   return NULL;
 }
@@ -375,7 +371,7 @@ PJRT_Error *iron_pjrt_Buffer_OpaqueDeviceMemoryDataPointer(
     PJRT_Buffer_OpaqueDeviceMemoryDataPointer_Args *args) {
   void *address = NULL;
   iron_status_t status = iron_pjrt_buffer_host_address(args->buffer, &address);
-  if (status != IRON_OK) return iron_pjrt_buffer_error(status);
+  if (status != IRON_OK) return iron_pjrt_error_from_status(status);
   args->device_memory_ptr = address;
   return NULL;
 }
@@ -407,7 +403,7 @@ PJRT_Error *iron_pjrt_Buffer_DecreaseExternalReferenceCount(
   pthread_mutex_unlock(&buffer->mu);
   if (unpinned != NULL) iron_buffer_release(unpinned);
   if (underflow)
-    return iron_pjrt_buffer_error(IRON_ERR(
+    return iron_pjrt_error_from_status(IRON_ERR(
         FAILED_PRECONDITION, "the buffer has no external reference to drop"));
   return NULL;
 }
