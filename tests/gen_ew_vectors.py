@@ -1,11 +1,12 @@
 #!/usr/bin/env python3
-"""Generates tests/data/ew/vectors.bin: element-wise op expectations from
+"""Generates tests/data/ew/vectors.bin (and with --narrow,
+vectors_narrow.bin: converts from/to the f8/f6/f4/s4/u4/s2/u2 types): element-wise op expectations from
 jax's own CPU backend (XLA:CPU), the ground truth for the host kernels.
 
 Each case is one StableHLO op on rank-1 tensors, compiled as raw StableHLO
 text by XLA:CPU (so we test the op itself, not jax's lowering of it). A
 dtype combination the StableHLO verifier rejects is not written (the kernel
-may refuse it). Run:  python3 tests/gen_ew_vectors.py
+may refuse it). Run: python3 tests/gen_ew_vectors.py [--narrow]
 Format (little endian), read by tests/c/test_host_elementwise.c:
   "IEWV" u32 version=1 u32 num_cases, then per case:
   str op (vhlo base name), u8 num_inputs, str dtype per input, str out dtype,
@@ -38,6 +39,42 @@ INTS = ["i8", "i16", "i32", "i64", "ui8", "ui16", "ui32", "ui64"]
 FLOATS = ["f16", "bf16", "f32", "f64"]
 COMPLEX = ["complex<f32>", "complex<f64>"]
 ALL = ["i1"] + INTS + FLOATS + COMPLEX
+# Narrow types (one element per byte, low bits): convert cases only, in
+# vectors_narrow.bin.
+NARROW = {
+    "f8E4M3FN": ml_dtypes.float8_e4m3fn, "f8E5M2": ml_dtypes.float8_e5m2,
+    "f8E4M3B11FNUZ": ml_dtypes.float8_e4m3b11fnuz,
+    "f8E5M2FNUZ": ml_dtypes.float8_e5m2fnuz,
+    "f8E4M3FNUZ": ml_dtypes.float8_e4m3fnuz, "f8E4M3": ml_dtypes.float8_e4m3,
+    "f8E3M4": ml_dtypes.float8_e3m4, "f8E8M0FNU": ml_dtypes.float8_e8m0fnu,
+    "f4E2M1FN": ml_dtypes.float4_e2m1fn, "f6E2M3FN": ml_dtypes.float6_e2m3fn,
+    "f6E3M2FN": ml_dtypes.float6_e3m2fn, "i4": ml_dtypes.int4,
+    "ui4": ml_dtypes.uint4, "i2": ml_dtypes.int2, "ui2": ml_dtypes.uint2,
+}
+DT.update(NARROW)
+NARROW_BITS = {"f4E2M1FN": 4, "f6E2M3FN": 6, "f6E3M2FN": 6, "i4": 4,
+               "ui4": 4, "i2": 2, "ui2": 2}
+
+
+def narrow_all(dt):
+    """Every value of a narrow dtype (all bit patterns)."""
+    bits = NARROW_BITS.get(dt, 8)
+    return np.arange(1 << bits, dtype=np.uint8).view(DT[dt])
+
+
+def narrow_targets(dt, src):
+    """Values of float dtype src around every representable value of the
+    narrow float dtype dt: the values, midpoints, and just off midpoints."""
+    v = narrow_all(dt).astype(np.float64)
+    v = np.unique(v[np.isfinite(v)])
+    mids = (v[1:] + v[:-1]) / 2
+    top = v[-1] + (v[-1] - v[-2])
+    extra = [top, top / 2 + v[-1] / 2, v[-1] * 1.01, v[-1] * 4, 1e30,
+             np.inf, -np.inf, np.nan, 0.0, -0.0, 1e-30, -1e-30]
+    allv = np.concatenate([v, mids, mids * (1 + 1e-6), mids * (1 - 1e-6),
+                           -mids, np.array(extra)])
+    with np.errstate(all="ignore"):
+        return uniq(allv.astype(DT[src]))
 PART = {"complex<f32>": "f32", "complex<f64>": "f64"}
 
 
@@ -130,9 +167,12 @@ def run(op, in_dts, out_dt, inputs, attrs=""):
                                   xc.CompileOptions())
     except Exception:  # rejected by the verifier: not a legal combination
         return None
-    bufs = [jax.device_put(x, DEV) for x in inputs]
-    out = exe.execute(bufs)
-    return np.asarray(out[0])
+    try:
+        bufs = [jax.device_put(x, DEV) for x in inputs]
+        out = exe.execute(bufs)
+        return np.asarray(out[0])
+    except Exception:  # dtype jax cannot transfer (f6 types)
+        return None
 
 
 CASES = []
@@ -173,9 +213,40 @@ CMP_DIRS = ["EQ", "NE", "GE", "GT", "LE", "LT"]
 CMP_TYPES = {"FLOAT": 1, "TOTALORDER": 2, "SIGNED": 3, "UNSIGNED": 4}
 
 
+def write(path):
+    with open(path, "wb") as f:
+        f.write(b"IEWV" + struct.pack("<II", 1, len(CASES)))
+        for rec in CASES:
+            f.write(rec)
+    print("%d cases, %d bytes -> %s" % (len(CASES), os.path.getsize(path),
+                                        path))
+
+
+def main_narrow(out_path):
+    CASES.clear()
+    skipped = []
+    for nd in NARROW:
+        is_float = nd.startswith("f")
+        for other in ALL:
+            if not add_case("convert", [nd], other, [narrow_all(nd)]):
+                skipped.append(("convert->" + other, nd))
+            if other in FLOATS and is_float:
+                src = narrow_targets(nd, other)
+            else:
+                src = values(other, False)
+            if not add_case("convert", [other], nd, [src]):
+                skipped.append(("convert->" + nd, other))
+    write(out_path)
+    print("rejected (narrow):", skipped, file=sys.stderr)
+
+
 def main():
-    out_path = os.path.join(os.path.dirname(os.path.abspath(__file__)),
-                            "data", "ew", "vectors.bin")
+    data = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data",
+                        "ew")
+    if len(sys.argv) > 1 and sys.argv[1] == "--narrow":
+        main_narrow(os.path.join(data, "vectors_narrow.bin"))
+        return
+    out_path = os.path.join(data, "vectors.bin")
     skipped = []
     for dt in ALL:
         u = values(dt, False)
@@ -235,12 +306,7 @@ def main():
         for to in ALL:
             if not add_case("convert", [dt], to, [u]):
                 skipped.append(("convert->" + to, dt))
-    with open(out_path, "wb") as f:
-        f.write(b"IEWV" + struct.pack("<II", 1, len(CASES)))
-        for rec in CASES:
-            f.write(rec)
-    print("%d cases, %d bytes -> %s" % (len(CASES), os.path.getsize(out_path),
-                                        out_path))
+    write(out_path)
     print("rejected by StableHLO (not written):", file=sys.stderr)
     for op, dt in skipped:
         print("  %s %s" % (op, dt), file=sys.stderr)

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 
 #include "device/host/ew_common.h"
+#include "device/host/ew_narrow.h"
 
 // Source dtypes: X(tok, DTYPE, storage, compute, load, class, dst...)
 // class: I integer/pred, F real float, C complex.
@@ -114,6 +115,15 @@ static const cv_entry_t kConvert[] = {
     {IRON_DTYPE_BF16, IRON_DTYPE_PRED, cv_half_pred},
     CV_DST_LIST(CV_ENT_DST)};
 
+static iron_ew_loop_fn_t cv_lookup(iron_dtype_t from, iron_dtype_t to) {
+  for (size_t i = 0; i < sizeof(kConvert) / sizeof(kConvert[0]); ++i) {
+    if (kConvert[i].from == from && kConvert[i].to == to) {
+      return kConvert[i].fn;
+    }
+  }
+  return NULL;
+}
+
 static iron_status_t cv_prepare(const iron_ir_op_t *op,
                                 iron_host_region_t *const *regions,
                                 void **out_params) {
@@ -121,11 +131,11 @@ static iron_status_t cv_prepare(const iron_ir_op_t *op,
   IRON_RETURN_IF_ERROR_PLAIN(iron_ew_check_shapes(op, 1));
   iron_dtype_t from = op->operands[0]->type->dtype;
   iron_dtype_t to = op->results[0].type->dtype;
-  for (size_t i = 0; i < sizeof(kConvert) / sizeof(kConvert[0]); ++i) {
-    if (kConvert[i].from == from && kConvert[i].to == to) {
-      return iron_ew_params_create(1, to, &kConvert[i].fn, 1, out_params);
-    }
+  if (iron_ew_narrow_is(from) || iron_ew_narrow_is(to)) {
+    return iron_ew_narrow_prepare(op, cv_lookup, out_params);
   }
+  iron_ew_loop_fn_t fn = cv_lookup(from, to);
+  if (fn) return iron_ew_params_create(1, to, &fn, 1, out_params);
   return iron_ir_op_unimplemented(op, "for dtype %s -> %s",
                                   iron_dtype_name(from), iron_dtype_name(to));
 }
@@ -186,10 +196,19 @@ static iron_status_t bc_run(const iron_host_ctx_t *ctx, const void *params,
   return IRON_OK;
 }
 
+static iron_status_t cv_run(const iron_host_ctx_t *ctx, const void *params,
+                            const iron_tensor_t *const *inputs,
+                            iron_tensor_t *const *outputs) {
+  if (*(const uint32_t *)params == IRON_EW_NARROW_MAGIC) {
+    return iron_ew_narrow_run(ctx, params, inputs, outputs);
+  }
+  return iron_ew_run(ctx, params, inputs, outputs);
+}
+
 static const iron_host_kernel_t kConvertKernel = {
     .name = "convert",
     .prepare = cv_prepare,
-    .run = iron_ew_run,
+    .run = cv_run,
     .destroy = NULL,
     .inplace_ok = true,
     .elementwise = true,

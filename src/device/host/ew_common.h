@@ -28,6 +28,7 @@ typedef void (*iron_ew_loop_fn_t)(void *out, const void *const *in,
 #define IRON_EW_VARIANTS 8
 
 typedef struct iron_ew_params {
+  uint32_t magic;  // 0 (see IRON_EW_NARROW_MAGIC)
   int num_inputs;
   size_t out_elem_size;
   iron_ew_loop_fn_t fn[IRON_EW_VARIANTS];
