@@ -436,10 +436,12 @@ static iron_tensor_t make_tensor(iron_dtype_t dt, int32_t rank,
 }
 
 // Runs the current g_sort on inputs; generic selects IRON_SORT_GENERIC.
-static iron_status_t run_sort(int n, iron_tensor_t *ins, iron_tensor_t *outs,
-                              bool generic, iron_threadpool_t *pool,
-                              bool *out_fast_ok) {
+static iron_status_t run_sort_env(int n, iron_tensor_t *ins,
+                                  iron_tensor_t *outs, bool generic,
+                                  bool radix, iron_threadpool_t *pool,
+                                  bool *out_fast_ok) {
   setenv("IRON_SORT_GENERIC", generic ? "1" : "0", 1);
+  setenv("IRON_SORT_RADIX", radix ? "1" : "0", 1);
   const iron_host_kernel_t *k = iron_host_kernel_lookup(IRON_OP_SORT);
   iron_host_region_t *regions[1] = {(iron_host_region_t *)&g_block};
   void *params = NULL;
@@ -460,6 +462,12 @@ static iron_status_t run_sort(int n, iron_tensor_t *ins, iron_tensor_t *outs,
   s = k->run(&ctx, params, in_ptrs, out_ptrs);
   free(params);
   return s;
+}
+
+static iron_status_t run_sort(int n, iron_tensor_t *ins, iron_tensor_t *outs,
+                              bool generic, iron_threadpool_t *pool,
+                              bool *out_fast_ok) {
+  return run_sort_env(n, ins, outs, generic, true, pool, out_fast_ok);
 }
 
 // ---------------------------------------------------------------------------
@@ -604,10 +612,11 @@ static void check_sort(int nk, const iron_dtype_t *kdt, bool with_iota,
   int n = nk;
   for (int i = 0; i < nk; ++i) dts[i] = kdt[i];
   if (with_iota) dts[n++] = IRON_DTYPE_S32;
-  iron_tensor_t ins[16], fast[16], gen[16], ref[16];
+  iron_tensor_t ins[16], fast[16], merge[16], gen[16], ref[16];
   for (int i = 0; i < n; ++i) {
     ins[i] = make_tensor(dts[i], rank, dims);
     fast[i] = make_tensor(dts[i], rank, dims);
+    merge[i] = make_tensor(dts[i], rank, dims);
     gen[i] = make_tensor(dts[i], rank, dims);
     ref[i] = make_tensor(dts[i], rank, dims);
     fill_random(&ins[i]);
@@ -631,21 +640,25 @@ static void check_sort(int nk, const iron_dtype_t *kdt, bool with_iota,
   bool fast_ok = false;
   CHECK_OK(run_sort(n, ins, fast, false, pool, &fast_ok));
   CHECK(fast_ok);
+  CHECK_OK(run_sort_env(n, ins, merge, false, false, pool, NULL));
   CHECK_OK(run_sort(n, ins, gen, true, NULL, NULL));
   ref_sort(n, ins, ref, which == CMP_JAX ? nk : 1, dim, canonical,
            which != CMP_JAX);
   for (int i = 0; i < n; ++i) {
     bool same_fast = memcmp(fast[i].data, ref[i].data, ref[i].nbytes) == 0;
     bool same_gen = memcmp(gen[i].data, ref[i].data, ref[i].nbytes) == 0;
-    if (!same_fast || !same_gen)
+    bool same_merge = memcmp(merge[i].data, ref[i].data, ref[i].nbytes) == 0;
+    if (!same_fast || !same_gen || !same_merge)
       fprintf(stderr, "  operand %d (%s) rank %d dim %lld cmp %d: fast %d "
-              "generic %d\n", i, iron_dtype_name(dts[i]), rank,
-              (long long)dim, which, same_fast, same_gen);
+              "merge %d generic %d\n", i, iron_dtype_name(dts[i]), rank,
+              (long long)dim, which, same_fast, same_merge, same_gen);
     CHECK(same_fast);
+    CHECK(same_merge);
     CHECK(same_gen);
   }
   free_tensors(ins, n);
   free_tensors(fast, n);
+  free_tensors(merge, n);
   free_tensors(gen, n);
   free_tensors(ref, n);
 }
@@ -659,11 +672,18 @@ static const iron_dtype_t kAllDtypes[] = {
 
 static void test_jnp_sort_all_dtypes_ranks(void) {
   static const int64_t shapes[][3] = {{37, 0, 0}, {5, 9, 0}, {3, 4, 5}};
+  // Rows long enough for the radix path.
+  static const int64_t big[][3] = {{300, 0, 0}, {70, 3, 0}, {2, 65, 3}};
+  static const int64_t kBigDim[3] = {0, 0, 1};
   for (size_t d = 0; d < NUM_DTYPES; ++d)
     for (int32_t rank = 1; rank <= 3; ++rank)
       for (int64_t dim = 0; dim < rank; ++dim)
         check_sort(1, &kAllDtypes[d], false, rank, shapes[rank - 1], dim,
                    CMP_JAX, NULL);
+  for (size_t d = 0; d < NUM_DTYPES; ++d)
+    for (int32_t rank = 1; rank <= 3; ++rank)
+      check_sort(1, &kAllDtypes[d], true, rank, big[rank - 1], kBigDim[rank - 1],
+                 CMP_JAX, NULL);
 }
 
 static void test_argsort_stability(void) {
@@ -677,7 +697,7 @@ static void test_argsort_stability(void) {
 }
 
 static void test_multi_key(void) {
-  int64_t dims[2] = {7, 50};
+  int64_t dims[2] = {7, 90};
   iron_dtype_t k2[2] = {IRON_DTYPE_F32, IRON_DTYPE_S32};
   check_sort(2, k2, true, 2, dims, 1, CMP_JAX, NULL);
   iron_dtype_t k3[3] = {IRON_DTYPE_PRED, IRON_DTYPE_BF16, IRON_DTYPE_U16};
@@ -688,7 +708,7 @@ static void test_multi_key(void) {
 }
 
 static void test_descending_forms(void) {
-  int64_t dims[2] = {6, 40};
+  int64_t dims[2] = {6, 80};
   for (size_t d = 0; d < NUM_DTYPES; ++d) {
     if (iron_dtype_class(kAllDtypes[d]) == IRON_DTYPE_CLASS_COMPLEX) continue;
     check_sort(1, &kAllDtypes[d], true, 2, dims, 1, CMP_GT, NULL);

@@ -19,7 +19,9 @@
 //  - Generic path: any other comparator is evaluated through
 //    ctx->call_region on rank-0 views of the elements (slow, but correct).
 //
-// IRON_SORT_GENERIC=1 turns the fast path off (for A/B comparison).
+// IRON_SORT_GENERIC=1 turns the fast path off (for A/B comparison);
+// IRON_SORT_RADIX=0 keeps the fast path's keys but sorts them by merge sort
+// instead of radix sort.
 //
 // is_stable=false is sorted stably as well (a stable order is a valid
 // unstable one; XLA's own unstable order for ties is not reproduced).
@@ -67,6 +69,7 @@ typedef struct sort_params {
   int64_t outer, n, inner;  // elements before / along / after `dimension`
   size_t elem_size[SORT_MAX_OPERANDS];
   bool fast;
+  bool radix;  // fast path with only integer-ordered keys: LSD radix sort
   int32_t num_keys;
   sort_key_t keys[SORT_MAX_KEYS];
   const iron_host_region_t *region;  // generic path
@@ -358,6 +361,59 @@ static void merge_sort(cmp_ctx_t *c, less_fn_t less, int64_t *a, int64_t *tmp,
 }
 
 // ---------------------------------------------------------------------------
+// LSD radix sort for keys whose order is an integer order (ints, and floats
+// under TOTALORDER after canonicalisation): stable, so sorting by the last key
+// first gives the lexicographic order. Keys are mapped to unsigned values in
+// the same order and offset by their minimum, so only the bytes that vary
+// within the row are passed over.
+
+#define SORT_RADIX_MIN 64
+
+static void radix_sort(const sort_params_t *p, const key_val_t *keys,
+                       int64_t n, int64_t *perm, int64_t *tmp_idx,
+                       uint64_t *val, uint64_t *tmp_val) {
+  size_t nk = (size_t)p->num_keys;
+  int64_t *cur = perm, *alt = tmp_idx;
+  for (int32_t k = p->num_keys - 1; k >= 0; --k) {
+    const sort_key_t *key = &p->keys[k];
+    uint64_t flip = key->mode == KEY_S64 ? (1ull << 63) : 0;
+    uint64_t inv = key->descending ? ~0ull : 0;
+    uint64_t mn = ~0ull, mx = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      uint64_t v = (keys[(size_t)cur[i] * nk + (size_t)k].u ^ flip) ^ inv;
+      val[i] = v;
+      if (v < mn) mn = v;
+      if (v > mx) mx = v;
+    }
+    uint64_t range = mx - mn;
+    if (range == 0) continue;
+    for (int64_t i = 0; i < n; ++i) val[i] -= mn;
+    for (int shift = 0; shift < 64 && (range >> shift) != 0; shift += 8) {
+      int64_t count[256] = {0};
+      for (int64_t i = 0; i < n; ++i) count[(val[i] >> shift) & 255]++;
+      int64_t off = 0;
+      for (int b = 0; b < 256; ++b) {
+        int64_t c = count[b];
+        count[b] = off;
+        off += c;
+      }
+      for (int64_t i = 0; i < n; ++i) {
+        int64_t d = count[(val[i] >> shift) & 255]++;
+        tmp_val[d] = val[i];
+        alt[d] = cur[i];
+      }
+      uint64_t *tv = val;
+      val = tmp_val;
+      tmp_val = tv;
+      int64_t *ti = cur;
+      cur = alt;
+      alt = ti;
+    }
+  }
+  if (cur != perm) memcpy(perm, cur, (size_t)n * sizeof(int64_t));
+}
+
+// ---------------------------------------------------------------------------
 // Run time
 
 struct cmp_ctx {
@@ -495,6 +551,9 @@ static void sort_rows(void *arg, int64_t begin, int64_t end) {
   int64_t *perm = (int64_t *)malloc((size_t)n * 2 * sizeof(int64_t));
   key_val_t *keys = nk ? (key_val_t *)malloc((size_t)n * nk * sizeof(key_val_t))
                        : NULL;
+  bool radix = p->radix && n >= SORT_RADIX_MIN;
+  uint64_t *vals = radix ? (uint64_t *)malloc((size_t)n * 2 * sizeof(uint64_t))
+                         : NULL;
   iron_tensor_t *args = NULL;
   const iron_tensor_t **arg_ptrs = NULL;
   iron_tensor_t result;
@@ -504,7 +563,8 @@ static void sort_rows(void *arg, int64_t begin, int64_t end) {
     arg_ptrs = (const iron_tensor_t **)calloc((size_t)p->num_operands * 2,
                                               sizeof(*arg_ptrs));
   }
-  if (!perm || (nk && !keys) || (!p->fast && (!args || !arg_ptrs))) {
+  if (!perm || (nk && !keys) || (radix && !vals) ||
+      (!p->fast && (!args || !arg_ptrs))) {
     atomic_store(&job->failed, 1);
     goto done;
   }
@@ -544,7 +604,10 @@ static void sort_rows(void *arg, int64_t begin, int64_t end) {
           keys[(size_t)t * nk + k] = make_key(key, bits);
         }
       }
-      merge_sort(&c, fast_less, perm, perm + n, n);
+      if (radix)
+        radix_sort(p, keys, n, perm, perm + n, vals, vals + n);
+      else
+        merge_sort(&c, fast_less, perm, perm + n, n);
     } else {
       merge_sort(&c, generic_less, perm, perm + n, n);
       if (c.status) {
@@ -557,6 +620,7 @@ static void sort_rows(void *arg, int64_t begin, int64_t end) {
 done:
   free(perm);
   free(keys);
+  free(vals);
   free(args);
   free(arg_ptrs);
 }
@@ -655,6 +719,12 @@ static iron_status_t sort_prepare(const iron_ir_op_t *op,
   const char *env = getenv("IRON_SORT_GENERIC");
   bool allow_fast = !(env && env[0] && env[0] != '0');
   p->fast = allow_fast && match_comparator(op, p);
+  if (p->fast) {
+    const char *renv = getenv("IRON_SORT_RADIX");
+    p->radix = !(renv && renv[0] == '0');
+    for (int32_t k = 0; k < p->num_keys; ++k)
+      if (p->keys[k].mode == KEY_F64) p->radix = false;
+  }
   if (!p->fast) {
     p->num_keys = 0;
     if (!regions || !regions[0]) {
