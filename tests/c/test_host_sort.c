@@ -11,9 +11,16 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <dirent.h>
+
 #include "base/half.h"
 #include "device/host/host_kernel.h"
+#include "stablehlo/reader.h"
 #include "test.h"
+
+#ifndef IRON_TEST_DATA_DIR
+#define IRON_TEST_DATA_DIR "tests/data"
+#endif
 
 // ---------------------------------------------------------------------------
 // A tiny static IR pool (reset per sort op).
@@ -873,7 +880,75 @@ static void test_not_fast(void) {
   free(p);
 }
 
+// Every sort in the committed corpus of real jax artifacts (comparator
+// constants hoisted out of the region, x64 variants, top_k's GT) must be
+// recognised by the fast path: prepare without a compiled region succeeds.
+static void walk_sorts(const iron_ir_region_t *r, int *out_sorts,
+                       int *out_fast) {
+  for (uint32_t b = 0; b < r->num_blocks; ++b)
+    for (uint32_t i = 0; i < r->blocks[b].num_ops; ++i) {
+      const iron_ir_op_t *op = r->blocks[b].ops[i];
+      if (op->kind == IRON_OP_SORT) {
+        (*out_sorts)++;
+        void *params = NULL;
+        setenv("IRON_SORT_GENERIC", "0", 1);
+        iron_status_t s =
+            iron_host_kernel_lookup(IRON_OP_SORT)->prepare(op, NULL, &params);
+        if (s) {
+          fprintf(stderr, "  not fast: %s\n", iron_status_message(s));
+          iron_status_free(s);
+        } else {
+          (*out_fast)++;
+        }
+        free(params);
+      }
+      for (uint32_t k = 0; k < op->num_regions; ++k)
+        walk_sorts(&op->regions[k], out_sorts, out_fast);
+    }
+}
+
+static void test_corpus_sorts_are_fast(void) {
+  const char *dir = IRON_TEST_DATA_DIR "/corpus";
+  DIR *d = opendir(dir);
+  CHECK(d != NULL);
+  if (!d) return;
+  int sorts = 0, fast = 0;
+  struct dirent *e;
+  while ((e = readdir(d)) != NULL) {
+    size_t len = strlen(e->d_name);
+    if (len < 8 || strcmp(e->d_name + len - 7, ".mlirbc") != 0) continue;
+    char path[1024];
+    snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
+    FILE *f = fopen(path, "rb");
+    if (!f) continue;
+    fseek(f, 0, SEEK_END);
+    long size = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    void *bytes = malloc((size_t)size);
+    size_t got = bytes ? fread(bytes, 1, (size_t)size, f) : 0;
+    fclose(f);
+    iron_ir_module_t *m = NULL;
+    if (got == (size_t)size) {
+      iron_status_t s = iron_stablehlo_read(bytes, (size_t)size, &m);
+      iron_status_free(s);
+    }
+    free(bytes);
+    if (!m) continue;
+    int before = fast;
+    int sorts_before = sorts;
+    for (uint32_t i = 0; i < m->num_funcs; ++i)
+      walk_sorts(&m->funcs[i].body, &sorts, &fast);
+    if (fast - before != sorts - sorts_before)
+      fprintf(stderr, "  in %s\n", e->d_name);
+    iron_ir_module_destroy(m);
+  }
+  closedir(d);
+  CHECK(sorts >= 10);  // the corpus has sort, argsort, top_k, permutation
+  CHECK_EQ_INT(fast, sorts);
+}
+
 static const iron_test_case_t kTests[] = {
+    {"corpus_sorts_are_fast", test_corpus_sorts_are_fast},
     {"jnp_sort_all_dtypes_ranks", test_jnp_sort_all_dtypes_ranks},
     {"argsort_stability", test_argsort_stability},
     {"multi_key", test_multi_key},
