@@ -59,6 +59,9 @@ typedef struct sort_key {
   size_t elem_size;    // bytes of one operand element
   key_mode_t mode;
   bool descending;  // GT, or LT with the operands swapped
+  bool is_float;
+  int32_t nbits;     // 8 * bytes of the compared scalar
+  size_t part_size;  // bytes of the compared scalar
   int32_t num_canon;
   canon_step_t canon[SORT_MAX_CANON];
 } sort_key_t;
@@ -311,6 +314,9 @@ static bool match_comparator(const iron_ir_op_t *op, sort_params_t *p) {
     sort_key_t *key = &p->keys[k];
     if (key->operand >= p->num_operands) return false;
     key->elem_size = p->elem_size[key->operand];
+    key->part_size = iron_dtype_size(key->dtype);
+    key->nbits = (int32_t)(key->part_size * 8);
+    key->is_float = iron_dtype_class(key->dtype) == IRON_DTYPE_CLASS_FLOAT;
     // The argument's type must be the operand's element type (or its part).
     const iron_ir_type_t *at = blk->args[2 * key->operand].type;
     iron_dtype_t want = key->part ? iron_dtype_complex_part(at->dtype)
@@ -441,8 +447,7 @@ static uint64_t read_bits(const void *base, size_t elem_size, int32_t part,
 
 static key_val_t make_key(const sort_key_t *k, uint64_t bits) {
   key_val_t out = {.u = 0};
-  size_t size = iron_dtype_size(k->dtype);
-  int nbits = (int)(size * 8);
+  int nbits = k->nbits;
   if (k->num_canon) {
     double d = bits_to_double(bits, k->dtype);
     for (int32_t i = 0; i < k->num_canon; ++i) {
@@ -464,7 +469,7 @@ static key_val_t make_key(const sort_key_t *k, uint64_t bits) {
       // Sign-extend from the element width.
       int64_t s = nbits == 64 ? (int64_t)bits
                               : (int64_t)(bits << (64 - nbits)) >> (64 - nbits);
-      if (iron_dtype_class(k->dtype) == IRON_DTYPE_CLASS_FLOAT && s < 0)
+      if (k->is_float && s < 0)
         s ^= INT64_MAX;  // total order: negative floats reverse
       out.s = s;
       break;
@@ -599,7 +604,7 @@ static void sort_rows(void *arg, int64_t begin, int64_t end) {
           const sort_key_t *key = &p->keys[k];
           uint64_t bits = read_bits(job->inputs[key->operand]->data,
                                     key->elem_size, key->part,
-                                    iron_dtype_size(key->dtype),
+                                    key->part_size,
                                     row_base + t * p->inner);
           keys[(size_t)t * nk + k] = make_key(key, bits);
         }
