@@ -667,9 +667,17 @@ static iron_status_t parse_op(ir_state_t *s, iron_bc_cursor_t *c,
                 : NULL;
   if (max_attrs && !attrs) return oom();
   uint32_t nattrs = 0;
-  if (has_props)
-    IRON_RETURN_IF_ERROR_PLAIN(
-        append_props(s, c, on, prop_idx, attrs, &nattrs));
+  if (has_props) {
+    iron_status_t pst = append_props(s, c, on, prop_idx, attrs, &nattrs);
+    if (pst && r->dialect_kinds[on->dialect] == IRON_BC_DIALECT_SDY) {
+      // Sharding properties are informative for one device; a layout we do
+      // not know (a newer shardy) must not make the program unreadable.
+      iron_status_free(pst);
+      nattrs = 0;
+    } else if (pst) {
+      return pst;
+    }
+  }
   if (prop_dict && prop_dict->kind == IRON_ATTR_DICT)
     for (uint32_t i = 0; i < prop_dict->dict.count; ++i)
       attrs[nattrs++] = prop_dict->dict.entries[i];
