@@ -209,7 +209,42 @@ EW_UINT_HELPERS(u64, uint64_t, int64_t, 64)
   }                                                                         \
   static inline CT ew_logistic##FS(CT x) {                                  \
     return (CT)1 / ((CT)1 + exp##FS(-x));                                   \
+  }                                                                         \
+  static inline CT ew_vlogistic##FS(CT x) {                                 \
+    return (CT)1 / ((CT)1 + ew_vexp##FS(-x));                               \
   }
+
+// exp for f32 as straight-line code the compiler vectorizes (libm's expf
+// is a call per element, ~10x slower). Cephes' degree-6 polynomial on
+// [-ln2/2, ln2/2] with a two-part ln2: max error ~1 ulp. Like XLA:CPU
+// (which also uses its own polynomial, with denormals flushed), results
+// below the smallest normal are 0. IRON_HOST_LIBM_EXP=1 selects libm.
+static inline float ew_vexpf(float x) {
+  const float hi = 88.72283935546875f, lo = -87.33654022216797f;
+  float xc = x > hi ? hi : (x < lo ? lo : x);
+  float n = (xc * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
+  float r = xc - n * 0.693359375f;
+  r = r - n * -2.12194440e-4f;
+  float p = 1.9875691500e-4f;
+  p = p * r + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  p = p * r * r + r + 1.0f;
+  // 2^n as two factors so that n = 128 and n = -126 both stay in range.
+  int32_t ni = (int32_t)n;
+  int32_t n1 = ni >> 1, n2 = ni - n1;
+  uint32_t b1 = (uint32_t)(n1 + 127) << 23, b2 = (uint32_t)(n2 + 127) << 23;
+  float s1, s2;
+  memcpy(&s1, &b1, 4);
+  memcpy(&s2, &b2, 4);
+  float v = p * s1 * s2;
+  v = x > hi ? (float)INFINITY : v;
+  v = x < lo ? 0.0f : v;
+  return x != x ? x : v;
+}
+static inline double ew_vexp(double x) { return exp(x); }
 
 #define EW_MIN_NORMALf 1.17549435e-38f
 #define EW_MIN_NORMAL 2.2250738585072014e-308
