@@ -220,6 +220,18 @@ def _(x):
     return x + 1
 
 
+@extra("x_old_bytecode", _rng_f32(4))
+def _(x):
+    y = lax.while_loop(lambda c: c[0] < 3, lambda c: (c[0] + 1, c[1] * 2.0),
+                       (0, x))[1]
+    return jnp.sum(y * 2 + 1), jnp.sort(x)
+
+
+# Targets older than 0.15.0 get older MLIR bytecode versions (0.9.0 -> 0,
+# 0.10.0 -> 1, 0.12.0 -> 3, 0.14.0 -> 4: no properties, inherent attributes
+# in the attribute dictionary).
+OLD_BYTECODE_TARGETS = ["0.9.0", "0.10.0", "0.12.0", "0.14.0"]
+
 # Programs re-serialized at other targets / through jax.export.
 VERSIONED = ["x_while_loop", "x_scan", "x_top_k", "x_dot_general_precision",
              "x_erf_tanh_exp", "x_custom_call_cholesky"]
@@ -290,6 +302,17 @@ def main():
             n += 1
         except Exception as e:
             failures.append((f"{name}.export", repr(e)[:200]))
+    if "x_old_bytecode" in extra_fns:
+        jitted, args = extra_fns["x_old_bytecode"]
+        lowered = jitted.lower(*args)
+        for target in OLD_BYTECODE_TARGETS:
+            tag = "t" + target.replace(".", "_")
+            try:
+                art = serialize(lowered, target)
+                write(f"x_old_bytecode.{tag}", art, None, reference_text(art))
+                n += 1
+            except Exception as e:
+                failures.append((f"x_old_bytecode.{tag}", repr(e)[:200]))
     print(f"wrote {n} artifacts to {OUT}")
     for name, err in failures:
         print(f"FAILED {name}: {err}")

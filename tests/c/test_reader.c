@@ -181,7 +181,8 @@ static void test_corpus_reads(void) {
     } else {
       CHECK_EQ_INT(check_module(m, e->d_name), 0);
       CHECK(m->producer && strncmp(m->producer, "StableHLO_v", 11) == 0);
-      CHECK_EQ_INT(m->version_major, 1);
+      CHECK(m->version_major == 1 || (m->version_major == 0 &&
+                                      m->version_minor >= 9));
       if (m->version_minor == 0) versions_seen[0]++;
       if (m->version_minor == 16) versions_seen[1]++;
       if (m->version_minor > 16) versions_seen[2]++;
@@ -478,6 +479,31 @@ static void test_types_and_literals(void) {
   }
 }
 
+static void test_old_bytecode_versions(void) {
+  // Targets before StableHLO 0.15 are written as MLIR bytecode 0, 1, 3 and
+  // 4 (no properties section; inherent attributes in the dictionary). They
+  // must read into exactly the IR of the bytecode-6 artifact.
+  iron_ir_module_t *m6 = load("x_old_bytecode.mlirbc");
+  CHECK(m6 != NULL);
+  if (!m6) return;
+  char *want = iron_ir_module_print_to_string(m6, NULL);
+  static const char *const kOld[] = {
+      "x_old_bytecode.t0_9_0.mlirbc", "x_old_bytecode.t0_10_0.mlirbc",
+      "x_old_bytecode.t0_12_0.mlirbc", "x_old_bytecode.t0_14_0.mlirbc"};
+  for (size_t i = 0; i < sizeof(kOld) / sizeof(kOld[0]); ++i) {
+    iron_ir_module_t *m = load(kOld[i]);
+    CHECK(m != NULL);
+    if (!m) continue;
+    CHECK_EQ_INT(m->version_major, 0);
+    char *got = iron_ir_module_print_to_string(m, NULL);
+    CHECK(want && got && strcmp(want, got) == 0);
+    free(got);
+    iron_ir_module_destroy(m);
+  }
+  free(want);
+  iron_ir_module_destroy(m6);
+}
+
 // ---------------------------------------------------------------------------
 // Corrupt input
 
@@ -542,7 +568,8 @@ static void test_byte_flips(void) {
   static const char *const kFiles[] = {
       "add_mul_scalar.mlirbc", "x_while_loop.mlirbc", "x_top_k.mlirbc",
       "x_sharding_constraint.mlirbc", "x_float8_int4_consts.mlirbc",
-      "x_scan.v1_0_0.mlirbc", "x_erf_tanh_exp.export.mlirbc"};
+      "x_scan.v1_0_0.mlirbc", "x_erf_tanh_exp.export.mlirbc",
+      "x_old_bytecode.t0_9_0.mlirbc", "x_old_bytecode.t0_12_0.mlirbc"};
   uint64_t seed = 0x9E3779B97F4A7C15ull;
   int bad = 0, runs = 0;
   for (size_t fi = 0; fi < sizeof(kFiles) / sizeof(kFiles[0]); ++fi) {
@@ -653,6 +680,7 @@ static const iron_test_case_t kTests[] = {
     {"add_mul_scalar", test_add_mul_scalar},
     {"control_flow_and_attrs", test_control_flow_and_attrs},
     {"types_and_literals", test_types_and_literals},
+    {"old_bytecode_versions", test_old_bytecode_versions},
     {"truncations", test_truncations},
     {"byte_flips", test_byte_flips},
     {"bad_headers", test_bad_headers},
