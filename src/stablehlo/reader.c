@@ -934,6 +934,61 @@ static void max_id_walk(const iron_ir_region_t *region, uint32_t *max_plus1) {
   }
 }
 
+static void fill_value_table(const iron_ir_region_t *region,
+                             const iron_ir_value_t **table, uint32_t n) {
+  for (uint32_t b = 0; b < region->num_blocks; ++b) {
+    const iron_ir_block_t *blk = &region->blocks[b];
+    for (uint32_t i = 0; i < blk->num_args; ++i)
+      if (blk->args[i].id < n) table[blk->args[i].id] = &blk->args[i];
+    for (uint32_t o = 0; o < blk->num_ops; ++o) {
+      const iron_ir_op_t *op = blk->ops[o];
+      for (uint32_t i = 0; i < op->num_results; ++i)
+        if (op->results[i].id < n) table[op->results[i].id] = &op->results[i];
+      for (uint32_t g = 0; g < op->num_regions; ++g)
+        fill_value_table(&op->regions[g], table, n);
+    }
+  }
+}
+
+static const iron_ir_op_t *find_foreign_operand(
+    const iron_ir_region_t *region, const iron_ir_value_t **table,
+    uint32_t n) {
+  for (uint32_t b = 0; b < region->num_blocks; ++b) {
+    const iron_ir_block_t *blk = &region->blocks[b];
+    for (uint32_t o = 0; o < blk->num_ops; ++o) {
+      const iron_ir_op_t *op = blk->ops[o];
+      for (uint32_t i = 0; i < op->num_operands; ++i) {
+        const iron_ir_value_t *v = op->operands[i];
+        if (!v || v->id >= n || table[v->id] != v) return op;
+      }
+      for (uint32_t g = 0; g < op->num_regions; ++g) {
+        const iron_ir_op_t *bad = find_foreign_operand(&op->regions[g], table, n);
+        if (bad) return bad;
+      }
+    }
+  }
+  return NULL;
+}
+
+// Value ids index per-function tables downstream: every operand must be a
+// value of this function (a corrupt artifact could mark a function body
+// non-isolated and reach values of the enclosing module).
+static iron_status_t check_func_values(const iron_ir_func_t *f) {
+  const iron_ir_value_t **table =
+      calloc(f->num_values ? f->num_values : 1, sizeof(*table));
+  if (!table) return oom();
+  fill_value_table(&f->body, table, f->num_values);
+  const iron_ir_op_t *bad = find_foreign_operand(&f->body, table,
+                                                 f->num_values);
+  free(table);
+  if (bad)
+    return IRON_ERR(INVALID_ARGUMENT,
+                    "function @%s: an operand of %s is not a value of the "
+                    "function",
+                    f->name, bad->name);
+  return IRON_OK;
+}
+
 static iron_status_t build_func(iron_bc_reader_t *r, iron_ir_op_t *op,
                                 iron_ir_func_t *f) {
   char where[64];
@@ -981,7 +1036,7 @@ static iron_status_t build_func(iron_bc_reader_t *r, iron_ir_op_t *op,
   uint32_t n = 0;
   max_id_walk(&f->body, &n);
   f->num_values = n;
-  return IRON_OK;
+  return check_func_values(f);
 }
 
 static iron_status_t build_module(iron_bc_reader_t *r, iron_ir_block_t *top) {
