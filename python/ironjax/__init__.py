@@ -23,14 +23,28 @@ def _installed_library() -> str | None:
     return path if os.path.isfile(path) else None
 
 
+def _is_sanitized(path: str) -> bool:
+    """Whether a library was built with -fsanitize (IRON_SANITIZE=ON): it only
+    loads with the sanitizer runtime preloaded, so it is never picked
+    implicitly (name it in IRON_PLUGIN_PATH to use it)."""
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except OSError:
+        return True
+    return b"libasan.so" in data or b"libtsan.so" in data
+
+
 def _source_tree_library() -> str | None:
-    """The newest build-*/libiron_pjrt.so of the source tree this package
-    sits in (python/ironjax -> repository root), for running uninstalled."""
+    """The newest build*/libiron_pjrt.so of the source tree this package
+    sits in (python/ironjax -> repository root), for running uninstalled;
+    sanitizer builds are skipped."""
     root = os.path.dirname(os.path.dirname(_PACKAGE_DIR))
     if not os.path.isfile(os.path.join(root, "CMakeLists.txt")):
         return None
     candidates = glob.glob(os.path.join(root, "build*", LIBRARY_NAME))
-    candidates = [c for c in candidates if os.path.isfile(c)]
+    candidates = [c for c in candidates
+                  if os.path.isfile(c) and not _is_sanitized(c)]
     if not candidates:
         return None
     return max(candidates, key=os.path.getmtime)
