@@ -644,7 +644,9 @@ static iron_status_t int_attr(iron_bc_reader_t *r, iron_bc_cursor_t *c,
   } else {
     a = new_attr(r, IRON_ATTR_INT);
     if (!a) return oom();
-    a->int_dtype = type->dtype;
+    // Index integers are reported as s64 (ir.h).
+    a->int_dtype =
+        type->dtype == IRON_DTYPE_INDEX ? IRON_DTYPE_S64 : type->dtype;
     a->i = extend_bits(v, bits, !iron_dtype_is_unsigned_int(type->dtype));
   }
   *out = a;
