@@ -482,6 +482,20 @@ static iron_status_t iron_pjrt_execute(PJRT_LoadedExecutable_Execute_Args *args)
                                             i) &&
                     !iron_pjrt_buffer_is_shared(inputs[i]);
   }
+  // A donated buffer passed in another position too (f(donate(a), a)) would
+  // be read while the run overwrites it. XLA:CPU refuses the call; so do we.
+  for (size_t i = 0; i < run.num_args; ++i) {
+    if (!run.donate[i]) continue;
+    for (size_t j = 0; j < run.num_args; ++j) {
+      if (j != i && run.args[j] == run.args[i]) {
+        iron_pjrt_run_free(&run);
+        return IRON_ERR(INVALID_ARGUMENT,
+                        "argument %zu of %s is donated and also passed as "
+                        "argument %zu",
+                        i, name, j);
+      }
+    }
+  }
 
   iron_event_t *done = NULL;
   iron_status_t status = iron_executable_execute(

@@ -212,6 +212,16 @@ def test_donated_argument_is_deleted(iron_device):
         np.asarray(x)
 
 
+def test_donated_argument_passed_twice_is_refused(iron_device):
+    # XLA:CPU refuses f(donate(a), a) with INVALID_ARGUMENT; so does iron.
+    f = jax.jit(lambda x, y: x + y, donate_argnums=0)
+    x = jax.device_put(np.ones(8, np.float32), iron_device)
+    with pytest.raises((ValueError, jax.errors.JaxRuntimeError),
+                       match="donated"):
+        f(x, x)
+    np.testing.assert_array_equal(np.asarray(x), np.ones(8, np.float32))
+
+
 def test_non_donated_argument_survives(iron_device):
     f = jax.jit(lambda x: x + 1)
     x = jax.device_put(np.ones(8, np.float32), iron_device)
