@@ -6,6 +6,9 @@
 // Every one of the 138 slots is filled: jaxlib calls most slots without a
 // NULL check. Slots ironjax does not implement return UNIMPLEMENTED naming
 // the function.
+#include <stdio.h>
+#include <stdlib.h>
+
 #include "pjrt/pjrt_internal.h"
 
 // One stub per slot, returning "PJRT_<slot> is not implemented by ironjax".
@@ -144,6 +147,54 @@ static const PJRT_Api iron_pjrt_api = {
 };
 #pragma GCC diagnostic pop
 
+// IRON_PJRT_TRACE=1: a second table whose every slot logs its name (and any
+// error it returns) to stderr, then calls the real slot. For finding out
+// what a jaxlib version calls and in which order; off by default.
+static void iron_pjrt_trace_result(const char *name, PJRT_Error *error) {
+  if (error == NULL) {
+    fprintf(stderr, "[iron-pjrt] %s\n", name);
+  } else {
+    const char *message = error->status ? iron_status_message(error->status)
+                                        : "out of memory";
+    fprintf(stderr, "[iron-pjrt] %s -> %s\n", name, message);
+  }
+}
+
+#define IRON_PJRT_TRACE_(name)                                           \
+  static PJRT_Error *iron_pjrt_trace_##name(PJRT_##name##_Args *args) {  \
+    PJRT_Error *error = iron_pjrt_api.PJRT_##name(args);                 \
+    iron_pjrt_trace_result("PJRT_" #name, error);                        \
+    return error;                                                        \
+  }
+#define IRON_PJRT_TRACE_VOID_(name)                                      \
+  static void iron_pjrt_trace_##name(PJRT_##name##_Args *args) {         \
+    fprintf(stderr, "[iron-pjrt] PJRT_" #name "\n");                     \
+    iron_pjrt_api.PJRT_##name(args);                                     \
+  }
+IRON_PJRT_API_SLOTS(IRON_PJRT_TRACE_, IRON_PJRT_TRACE_VOID_)
+#undef IRON_PJRT_TRACE_
+#undef IRON_PJRT_TRACE_VOID_
+
+static const PJRT_Api iron_pjrt_traced_api = {
+    .struct_size = sizeof(PJRT_Api),
+    .extension_start = NULL,
+    .pjrt_api_version =
+        {
+            .struct_size = sizeof(PJRT_Api_Version),
+            .extension_start = NULL,
+            .major_version = IRON_PJRT_API_MAJOR,
+            .minor_version = IRON_PJRT_API_MINOR,
+        },
+#define IRON_PJRT_TRACE_SLOT_(name) .PJRT_##name = iron_pjrt_trace_##name,
+    IRON_PJRT_API_SLOTS(IRON_PJRT_TRACE_SLOT_, IRON_PJRT_TRACE_SLOT_)
+#undef IRON_PJRT_TRACE_SLOT_
+};
+
 __attribute__((visibility("default"))) const PJRT_Api *GetPjrtApi(void);
 
-const PJRT_Api *GetPjrtApi(void) { return &iron_pjrt_api; }
+const PJRT_Api *GetPjrtApi(void) {
+  const char *trace = getenv("IRON_PJRT_TRACE");
+  if (trace != NULL && trace[0] != '\0' && trace[0] != '0')
+    return &iron_pjrt_traced_api;
+  return &iron_pjrt_api;
+}

@@ -4,6 +4,9 @@ readiness, memory stats, jit, donation, compiled text, errors; plus the C ABI
 of the function table itself (through ctypes)."""
 import contextlib
 import ctypes
+import os
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -275,6 +278,23 @@ def test_unsupported_op_raises_naming_it(iron_device):
     # The process and the backend survive it.
     y = jax.device_put(np.ones(2, np.float32), iron_device)
     assert_same(y, np.ones(2, np.float32))
+
+
+def test_trace_switch_logs_slot_calls():
+    # IRON_PJRT_TRACE is read when jax loads the plugin: a fresh process.
+    env = dict(os.environ, IRON_PJRT_TRACE="1", JAX_PLATFORMS="iron",
+               IRON_PLUGIN_PATH=ironjax.library_path(),
+               PYTHONPATH=os.pathsep.join(
+                   [os.path.dirname(os.path.dirname(ironjax.__file__))] +
+                   sys.path))
+    code = "import jax; jax.device_put(1.0).block_until_ready()"
+    proc = subprocess.run([sys.executable, "-c", code], env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert "[iron-pjrt] PJRT_Client_Create" in proc.stderr
+    assert "[iron-pjrt] PJRT_Client_BufferFromHostBuffer" in proc.stderr
+    assert ("PJRT_Client_TopologyDescription -> PJRT_Client_TopologyDescription"
+            " is not implemented by ironjax") in proc.stderr
 
 
 # --------------------------------------------------------------------------
