@@ -1,5 +1,7 @@
 #include "device/host/shape_copy.h"
 
+#include <stdbool.h>
+#include <stdlib.h>
 #include <string.h>
 
 void iron_host_row_major_strides(int32_t rank, const int64_t *dims,
@@ -108,6 +110,73 @@ static void copy_rows(void *arg, int64_t begin, int64_t end) {
   }
 }
 
+// Transposing copies: the innermost dim (a) is strided in the source and
+// another dim (b) is contiguous there. Copying 16x16 tiles of (b, a) keeps
+// the source lines in cache while the destination is written contiguously.
+#define IRON_TILE 16
+
+typedef struct tile_job {
+  const iron_host_copy_plan_t *plan;
+  const char *src;
+  char *dst;
+  int32_t a, b;
+  int64_t btiles;
+} tile_job_t;
+
+#define IRON_TILE_COPY_(SZ)                                                \
+  for (int64_t i = i0; i < i1; ++i)                                        \
+    for (int64_t j = 0; j < na; ++j)                                       \
+      memcpy(d + (i * dsb + j * dsa) * (SZ), s + (i * ssb + j * ssa) * (SZ), \
+             SZ);
+
+static void copy_tiles(void *arg, int64_t begin, int64_t end) {
+  const tile_job_t *job = arg;
+  const iron_host_copy_plan_t *p = job->plan;
+  int64_t es = (int64_t)p->elem_size;
+  int64_t ssa = p->src_strides[job->a], dsa = p->dst_strides[job->a];
+  int64_t ssb = p->src_strides[job->b], dsb = p->dst_strides[job->b];
+  int64_t da = p->dims[job->a], db = p->dims[job->b];
+  for (int64_t t = begin; t < end; ++t) {
+    int64_t tb = t % job->btiles, rem = t / job->btiles;
+    int64_t so = 0, doff = 0;
+    for (int32_t d = p->rank - 1; d >= 0; --d) {
+      if (d == job->a || d == job->b) continue;
+      int64_t idx = rem % p->dims[d];
+      rem /= p->dims[d];
+      so += idx * p->src_strides[d];
+      doff += idx * p->dst_strides[d];
+    }
+    int64_t i0 = tb * IRON_TILE;
+    int64_t i1 = db - i0 < IRON_TILE ? db : i0 + IRON_TILE;
+    for (int64_t j0 = 0; j0 < da; j0 += IRON_TILE) {
+      int64_t na = da - j0 < IRON_TILE ? da - j0 : IRON_TILE;
+      const char *s = job->src + (so + j0 * ssa) * es;
+      char *d = job->dst + (doff + j0 * dsa) * es;
+      switch (es) {
+        case 1: IRON_TILE_COPY_(1) break;
+        case 2: IRON_TILE_COPY_(2) break;
+        case 4: IRON_TILE_COPY_(4) break;
+        case 8: IRON_TILE_COPY_(8) break;
+        case 16: IRON_TILE_COPY_(16) break;
+        default:
+          for (int64_t i = i0; i < i1; ++i)
+            for (int64_t j = 0; j < na; ++j)
+              memcpy(d + (i * dsb + j * dsa) * es, s + (i * ssb + j * ssa) * es,
+                     (size_t)es);
+      }
+    }
+  }
+}
+
+static bool tiles_enabled(void) {
+  static int cached = -1;  // benign race: every thread computes the same
+  if (cached < 0) {
+    const char *e = getenv("IRON_HOST_TRANSPOSE_TILES");
+    cached = !(e && e[0] == '0');
+  }
+  return cached == 1;
+}
+
 void iron_host_copy_run(iron_threadpool_t *pool,
                         const iron_host_copy_plan_t *p, const void *src,
                         void *dst, int64_t src_extra, int64_t dst_extra) {
@@ -119,8 +188,24 @@ void iron_host_copy_run(iron_threadpool_t *pool,
     memcpy(d, s, p->elem_size);
     return;
   }
+  int32_t last = p->rank - 1;
+  int64_t n = p->dims[last];
+  if (p->rank >= 2 && p->src_strides[last] != 1 && n >= 8 &&
+      p->count >= 4096 && tiles_enabled()) {
+    int32_t b = -1;
+    for (int32_t i = 0; i < last; ++i)
+      if (p->src_strides[i] == 1 && p->dims[i] >= 8) b = i;
+    if (b >= 0) {
+      tile_job_t job = {p, s, d, last, b,
+                        (p->dims[b] + IRON_TILE - 1) / IRON_TILE};
+      int64_t tasks = p->count / (p->dims[b] * n) * job.btiles;
+      int64_t per_task = IRON_TILE * n * es;
+      int64_t grain = per_task >= (256 << 10) ? 1 : (256 << 10) / per_task;
+      iron_threadpool_parallel_for(pool, tasks, grain, copy_tiles, &job);
+      return;
+    }
+  }
   copy_job_t job = {p, s, d};
-  int64_t n = p->dims[p->rank - 1];
   int64_t rows = p->count / n;
   // Chunks of about 256 KiB keep the thread hand-off cost negligible.
   int64_t row_bytes = n * es;
