@@ -259,6 +259,9 @@ static void test_add_mul_scalar(void) {
   CHECK(f->res_attrs && f->res_attrs[0] &&
         iron_ir_dict_get(f->res_attrs[0], "jax.result_info") != NULL);
   const iron_ir_block_t *b = &f->body.blocks[0];
+  // Block-argument NameLocs name the jax parameters.
+  CHECK(b->args[0].loc.name && strcmp(b->args[0].loc.name, "x") == 0);
+  CHECK(f->num_values == 7);  // %arg0 + 2 constants + 4 ops
   // Two scalar constants 2.0 and 1.0 (order not fixed by serialization).
   int found2 = 0, found1 = 0;
   for (uint32_t i = 0; i < b->num_ops; ++i) {
