@@ -4,7 +4,9 @@ artifacts for the C reader/printer tests (tests/gen_corpus.py).
 
 Each Case has a unique name, a function, and make_args(rng) returning a tuple
 of numpy arrays (the positional arguments). Tolerances apply to floats;
-integers and bools compare exactly.
+integers and bools compare exactly. Every program must terminate for ANY
+argument values (the C corpus runner executes the artifacts with all-zero
+inputs), so data-dependent loops carry an iteration bound.
 
 Two lists:
 - CASES: programs lowered with jax's default config (x64 disabled), so every
@@ -1002,7 +1004,10 @@ def _(n):
     def body(c):
         v, steps = c
         return jnp.where(v % 2 == 0, v // 2, 3 * v + 1), steps + 1
-    return lax.while_loop(lambda c: c[0] != 1, body, (n, jnp.int32(0)))
+    # The step bound keeps it finite for every input (0 is a fixed point);
+    # the C corpus runner executes these artifacts with all-zero arguments.
+    return lax.while_loop(lambda c: (c[0] != 1) & (c[1] < 1000), body,
+                          (n, jnp.int32(0)))
 
 
 @case("cond", lambda rng: (np.float32(0.3), rng.standard_normal(4).astype(np.float32)))
@@ -1039,7 +1044,9 @@ def _(x):
 @case("while_in_scan_with_cond", args(((5,), np.float32, 0.5, 3.0)), **ACC["f32"])
 def _(xs):
     def step(c, x):
-        y = lax.while_loop(lambda v: v < 10.0, lambda v: v * 1.5, x)
+        # Bounded trip count: with x <= 0 the condition alone never ends.
+        y, _ = lax.while_loop(lambda c: (c[0] < 10.0) & (c[1] < 64),
+                              lambda c: (c[0] * 1.5, c[1] + 1), (x, 0))
         c = lax.cond(y > 12.0, lambda: c + y, lambda: c - y)
         return c, y
     return lax.scan(step, jnp.float32(0), xs)
