@@ -18,7 +18,7 @@ For every program NAME it writes
 Extra artifacts cover other op versions: a few programs at targets 1.0.0,
 jaxlib's WEEK_12 default and jaxlib's current version, and jax.export.
 
-Usage: python3 tests/gen_corpus.py [--only SUBSTRING]
+Usage: python3 tests/gen_corpus.py [--only SUBSTRING] [--out DIR]
 """
 import argparse
 import os
@@ -244,9 +244,13 @@ def lower_case(c, rng):
 
 
 def main():
+    global OUT
     ap = argparse.ArgumentParser()
     ap.add_argument("--only", default="")
+    ap.add_argument("--out", default=OUT,
+                    help="output directory (default tests/data/corpus)")
     opts = ap.parse_args()
+    OUT = opts.out
     os.makedirs(OUT, exist_ok=True)
     cases = list(getattr(corpus, "ALL_CASES", corpus.CASES))
     failures = []
