@@ -89,6 +89,38 @@ static void test_transpose(void) {
       ht_tensor_free(out);
     }
   }
+  // Larger transposes (tiled copies with outer dims and partial tiles) in
+  // every permutation of rank 3 and 4, several element sizes.
+  static const int64_t big3[3] = {9, 17, 40}, big4[4] = {3, 12, 10, 20};
+  for (int rank = 3; rank <= 4; ++rank) {
+    int64_t perm[4] = {0, 1, 2, 3};
+    int nperm = rank == 3 ? 6 : 24;
+    for (int pi = 0; pi < nperm; ++pi, next_perm(rank, perm)) {
+      int64_t in_dims[4], out_dims[4];
+      for (int i = 0; i < rank; ++i) in_dims[i] = rank == 3 ? big3[i] : big4[i];
+      for (int i = 0; i < rank; ++i) out_dims[i] = in_dims[perm[i]];
+      iron_dtype_t dt = kDtypes[pi % 6];
+      ht_op_t b;
+      ht_init(&b, IRON_OP_TRANSPOSE);
+      ht_operand(&b, dt, rank, in_dims);
+      ht_result(&b, dt, rank, out_dims);
+      ht_attr_i64(&b, "permutation", rank, perm);
+      iron_tensor_t *in = ht_tensor(dt, rank, in_dims);
+      iron_tensor_t *out = ht_tensor(dt, rank, out_dims);
+      ht_fill_bytes(in);
+      CHECK_OK(ht_run(&b, g_pool, NULL, &in, &out));
+      int bad = 0;
+      for (int64_t f = 0; f < out->count; ++f) {
+        int64_t oi[IRON_MAX_RANK], ii[IRON_MAX_RANK];
+        unravel(f, rank, out_dims, oi);
+        for (int i = 0; i < rank; ++i) ii[perm[i]] = oi[i];
+        if (!elem_eq(out, f, in, ravel(rank, in_dims, ii))) bad++;
+      }
+      CHECK_EQ_INT(bad, 0);
+      ht_tensor_free(in);
+      ht_tensor_free(out);
+    }
+  }
   // A large 2-D transpose through the thread pool.
   int64_t d[2] = {300, 517}, e[2] = {517, 300}, p[2] = {1, 0};
   ht_op_t b;
