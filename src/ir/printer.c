@@ -126,6 +126,43 @@ static void print_double(out_t *o, double v) {
   out_puts(o, tmp);
 }
 
+// Small float formats (f8/f6/f4): value of a bit pattern. flavor: 0 IEEE
+// (inf and NaN at the top exponent), 1 FN (NaN only at all ones), 2 FNUZ
+// (NaN is the negative-zero pattern), 3 finite only.
+static double minifloat(unsigned bits, int ebits, int mbits, int bias,
+                        int flavor) {
+  int total = 1 + ebits + mbits;
+  unsigned sign = (bits >> (total - 1)) & 1;
+  unsigned e = (bits >> mbits) & ((1u << ebits) - 1);
+  unsigned m = bits & ((1u << mbits) - 1);
+  unsigned emax = (1u << ebits) - 1;
+  if (flavor == 2 && sign && e == 0 && m == 0) return __builtin_nan("");
+  if (flavor == 0 && e == emax)
+    return m ? __builtin_nan("") : (sign ? -__builtin_inf() : __builtin_inf());
+  if (flavor == 1 && e == emax && m == (1u << mbits) - 1)
+    return __builtin_nan("");
+  double v = e == 0 ? __builtin_ldexp((double)m, 1 - bias - mbits)
+                    : __builtin_ldexp((double)((1u << mbits) | m),
+                                      (int)e - bias - mbits);
+  return sign ? -v : v;
+}
+
+static bool small_float_value(iron_dtype_t dt, unsigned b, double *out) {
+  switch (dt) {
+    case IRON_DTYPE_F8E5M2: *out = minifloat(b, 5, 2, 15, 0); return true;
+    case IRON_DTYPE_F8E4M3FN: *out = minifloat(b, 4, 3, 7, 1); return true;
+    case IRON_DTYPE_F8E4M3: *out = minifloat(b, 4, 3, 7, 0); return true;
+    case IRON_DTYPE_F8E3M4: *out = minifloat(b, 3, 4, 3, 0); return true;
+    case IRON_DTYPE_F8E4M3FNUZ: *out = minifloat(b, 4, 3, 8, 2); return true;
+    case IRON_DTYPE_F8E5M2FNUZ: *out = minifloat(b, 5, 2, 16, 2); return true;
+    case IRON_DTYPE_F8E4M3B11FNUZ: *out = minifloat(b, 4, 3, 11, 2); return true;
+    case IRON_DTYPE_F4E2M1FN: *out = minifloat(b & 0xf, 2, 1, 1, 3); return true;
+    case IRON_DTYPE_F6E2M3FN: *out = minifloat(b & 0x3f, 2, 3, 1, 3); return true;
+    case IRON_DTYPE_F6E3M2FN: *out = minifloat(b & 0x3f, 3, 2, 3, 3); return true;
+    default: return false;
+  }
+}
+
 // One element of a dense literal.
 static void print_element(out_t *o, iron_dtype_t dt, const unsigned char *p) {
   switch (dt) {
@@ -220,7 +257,12 @@ static void print_element(out_t *o, iron_dtype_t dt, const unsigned char *p) {
       return;
     }
     default: {
-      // Small float formats: raw bits.
+      double v;
+      if (small_float_value(dt, p[0], &v)) {
+        print_double(o, v);
+        return;
+      }
+      // Anything else: raw bits.
       size_t n = iron_dtype_size(dt);
       out_puts(o, "0x");
       for (size_t i = n; i-- > 0;) out_printf(o, "%02X", p[i]);
