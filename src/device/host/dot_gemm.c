@@ -413,6 +413,29 @@ static iron_status_t blocked_gemm(iron_threadpool_t *pool, size_t es,
   return IRON_OK;
 }
 
+typedef struct batch_job {
+  size_t es;
+  int64_t m, n, k;
+  const iron_host_gemm_view_t *a, *b;
+  void *c;
+  bool failed;
+} batch_job_t;
+
+static void blocked_batches(void *arg, int64_t begin, int64_t end) {
+  batch_job_t *j = arg;
+  for (int64_t bi = begin; bi < end; ++bi) {
+    iron_host_gemm_view_t a = *j->a, b = *j->b;
+    a.data = (const char *)a.data + (size_t)(bi * a.bs) * j->es;
+    b.data = (const char *)b.data + (size_t)(bi * b.bs) * j->es;
+    void *c = (char *)j->c + (size_t)(bi * j->m * j->n) * j->es;
+    iron_status_t st = blocked_gemm(NULL, j->es, 1, j->m, j->n, j->k, &a, &b, c);
+    if (st) {
+      iron_status_free(st);
+      j->failed = true;  // benign race: only ever set to true
+    }
+  }
+}
+
 // ---------------------------------------------------------------------------
 
 iron_status_t iron_host_gemm(iron_threadpool_t *pool,
@@ -437,8 +460,17 @@ iron_status_t iron_host_gemm(iron_threadpool_t *pool,
     }
     // Packing costs O(MK + KN); worth it once every packed element is reused
     // a few times.
-    if (m >= IRON_MR && n >= 16 && k >= 8 && m * n * k >= 16384)
+    if (m >= IRON_MR && n >= 16 && k >= 8 && m * n * k >= 16384) {
+      // Many small products (attention heads, vmapped layers): one task per
+      // product instead of three synchronised parallel steps per product.
+      if (batch > 1 && pool && m * n * k <= (1 << 21)) {
+        batch_job_t bj = {es, m, n, k, a, b, c, false};
+        iron_threadpool_parallel_for(pool, batch, 1, blocked_batches, &bj);
+        return bj.failed ? IRON_ERR(RESOURCE_EXHAUSTED, "dot: out of memory")
+                         : IRON_OK;
+      }
       return blocked_gemm(pool, es, batch, m, n, k, a, b, c);
+    }
   }
   iron_parallel_fn_t fn = NULL;
   switch (type) {
