@@ -39,11 +39,15 @@ typedef struct {
 } func_ctx_t;
 
 // A slot space: a function frame or a kernel region's private frame.
-typedef struct {
+typedef struct scope {
   func_ctx_t *fc;
   uint32_t *slot_of;  // per value id; UINT32_MAX: not defined yet
   uint32_t num_slots;
-  bool is_region;  // kernel region: captures are not allowed
+  bool is_region;  // a kernel region's private frame
+  struct scope *parent;  // kernel region: the scope that runs the op
+  // Kernel region: pairs (parent slot, local slot) of captured values.
+  uint32_t num_captures, cap_captures;
+  uint32_t *captures;
 } scope_t;
 
 #define NO_SLOT UINT32_MAX
@@ -99,11 +103,24 @@ static iron_status_t use(scope_t *sc, const iron_ir_op_t *op,
                          const iron_ir_value_t *v, uint32_t *out_slot) {
   uint32_t id = 0;
   IRON_RETURN_IF_ERROR_PLAIN(value_id(sc->fc, v, &id));
+  if (sc->slot_of[id] == NO_SLOT && sc->is_region && sc->parent) {
+    // A capture: borrow the value from the frame that runs the op.
+    uint32_t pslot;
+    IRON_RETURN_IF_ERROR_PLAIN(use(sc->parent, op, v, &pslot));
+    if (sc->num_captures == sc->cap_captures) {
+      uint32_t cap = sc->cap_captures ? sc->cap_captures * 2 : 8;
+      uint32_t *c = realloc(sc->captures, sizeof(uint32_t) * 2 * cap);
+      if (!c) return oom();
+      sc->captures = c;
+      sc->cap_captures = cap;
+    }
+    sc->slot_of[id] = sc->num_slots++;
+    sc->captures[2 * sc->num_captures] = pslot;
+    sc->captures[2 * sc->num_captures + 1] = sc->slot_of[id];
+    sc->num_captures++;
+  }
   if (sc->slot_of[id] == NO_SLOT) {
     char loc[256];
-    if (sc->is_region)
-      return iron_ir_op_unimplemented(
-          op, "(its region uses a value defined outside the region)");
     return IRON_ERR(INVALID_ARGUMENT,
                     "%s (%s) uses a value before it is defined", op->name,
                     loc_str(op, loc, sizeof(loc)));
@@ -174,9 +191,10 @@ static iron_status_t plan_region_block(scope_t *sc, const iron_ir_op_t *op,
 }
 
 // A kernel op's region: its own slot space and frame.
-static iron_status_t plan_host_region(func_ctx_t *fc, const iron_ir_op_t *op,
+static iron_status_t plan_host_region(scope_t *parent, const iron_ir_op_t *op,
                                       uint32_t r, const char *func_name,
                                       iron_host_region_t **out) {
+  func_ctx_t *fc = parent->fc;
   iron_plan_t *plan = fc->plan;
   iron_host_region_t *hr = iron_arena_alloc(&plan->arena, sizeof(*hr));
   uint32_t *map = malloc(sizeof(uint32_t) * (fc->num_values + 1));
@@ -185,10 +203,17 @@ static iron_status_t plan_host_region(func_ctx_t *fc, const iron_ir_op_t *op,
     return oom();
   }
   memset(map, 0xff, sizeof(uint32_t) * (fc->num_values + 1));
-  scope_t sc = {fc, map, 0, true};
+  scope_t sc = {fc, map, 0, true, parent, 0, 0, NULL};
   hr->ir = &op->regions[r];
   iron_status_t st = plan_region_block(&sc, op, r, func_name, &hr->block);
   free(map);
+  if (!st && sc.num_captures) {
+    hr->captures = iron_arena_memdup(&plan->arena, sc.captures,
+                                     sizeof(uint32_t) * 2 * sc.num_captures);
+    if (!hr->captures) st = oom();
+    hr->num_captures = sc.num_captures;
+  }
+  free(sc.captures);
   if (st) return st;
   hr->num_slots = sc.num_slots;
   // Element-wise: every step is an element-wise kernel or a constant.
@@ -299,12 +324,15 @@ static iron_status_t plan_op(scope_t *sc, const iron_ir_op_t *op,
                                         op->num_results);
       s->kind = IRON_STEP_CONSTANT;
       return make_constant(plan, op, &s->out_types[0], s);
-    case IRON_OP_WHILE:
+    case IRON_OP_WHILE: {
       if (op->num_regions != 2)
         return iron_ir_op_unimplemented(op, "with %u regions",
                                         op->num_regions);
       s->kind = IRON_STEP_WHILE;
+      const char *cap = getenv("IRON_MAX_WHILE_ITERATIONS");
+      s->max_iterations = cap ? atoll(cap) : 0;
       break;
+    }
     case IRON_OP_IF:
       if (op->num_regions != 2 || op->num_operands != 1)
         return iron_ir_op_unimplemented(op, "with %u regions",
@@ -414,7 +442,7 @@ static iron_status_t plan_op(scope_t *sc, const iron_ir_op_t *op,
     if (!regions) return oom();
     for (uint32_t r = 0; r < op->num_regions; ++r)
       IRON_RETURN_IF_ERROR_PLAIN(
-          plan_host_region(sc->fc, op, r, func_name, &regions[r]));
+          plan_host_region(sc, op, r, func_name, &regions[r]));
   }
   void *params = NULL;
   iron_status_t st = k->prepare ? k->prepare(op, regions, &params) : IRON_OK;
@@ -632,7 +660,7 @@ static iron_status_t plan_func(iron_plan_t *plan, uint32_t index) {
                   f->body.num_blocks);
   } else {
     memset(map, 0xff, n * sizeof(uint32_t));
-    scope_t sc = {&fc, map, 0, false};
+    scope_t sc = {&fc, map, 0, false, NULL, 0, 0, NULL};
     st = plan_block(&sc, &f->body.blocks[0], f->name, &pf->body);
     pf->num_slots = sc.num_slots;
     if (!st && pf->body.num_results != iron_ir_func_num_results(f))

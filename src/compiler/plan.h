@@ -56,6 +56,9 @@ typedef struct iron_plan_step {
   iron_plan_block_t *blocks;
   // CALL
   const iron_plan_func_t *callee;
+  // WHILE: fail after this many iterations (0: no limit). From
+  // IRON_MAX_WHILE_ITERATIONS at plan time, to find runaway loops.
+  int64_t max_iterations;
 } iron_plan_step_t;
 
 struct iron_plan_block {
@@ -83,6 +86,12 @@ struct iron_host_region {
   iron_plan_block_t block;
   uint32_t num_slots;
   bool elementwise;
+  // Values of the enclosing frame the region uses (regions of kernel ops are
+  // not isolated: the artifact may hoist constants out of them). At each
+  // call, slot captures[2k+1] of the region frame borrows slot captures[2k]
+  // of the frame that runs the op.
+  uint32_t num_captures;
+  uint32_t *captures;
 };
 
 typedef struct iron_plan_owned iron_plan_owned_t;

@@ -19,6 +19,13 @@ typedef struct frame {
   size_t scratch_left;
 } frame_t;
 
+// What a kernel's ctx->runtime points at: the frame running the op, so that
+// call_region can bind the values its region captures.
+typedef struct exec_call {
+  const iron_exec_ctx_t *ctx;
+  const frame_t *frame;
+} exec_call_t;
+
 static inline void slot_clear(iron_slot_t *s) {
   iron_storage_release(s->s);
   s->s = NULL;
@@ -194,8 +201,11 @@ static iron_status_t run_kernel(const iron_exec_ctx_t *ctx, frame_t *fr,
     st = alloc_output(ctx, fr, &s->out_types[o], dst);
     out[o] = &dst->t;
   }
+  exec_call_t call = {ctx, fr};
+  iron_host_ctx_t host = ctx->host;
+  host.runtime = &call;
   if (!st)
-    st = s->kernel->run(&ctx->host, s->params,
+    st = s->kernel->run(&host, s->params,
                         (const iron_tensor_t *const *)in,
                         (iron_tensor_t *const *)out);
   if (in != in_small) free(in);
@@ -264,7 +274,14 @@ static iron_status_t run_step(const iron_exec_ctx_t *ctx, frame_t *fr,
       // The carried values live in the output slots.
       for (uint32_t i = 0; i < s->num_outputs; ++i)
         slot_copy(&fr->slots[s->outputs[i]], &fr->slots[s->inputs[i]]);
-      for (;;) {
+      for (int64_t it = 0;; ++it) {
+        if (s->max_iterations > 0 && it >= s->max_iterations)
+          return step_error(
+              IRON_ERR(ABORTED,
+                       "loop ran %lld iterations "
+                       "(IRON_MAX_WHILE_ITERATIONS)",
+                       (long long)it),
+              s);
         enter_block(fr, cond, fr, s->outputs, false);
         st = run_steps(ctx, fr, cond);
         if (st) return st;
@@ -361,7 +378,8 @@ static iron_status_t call_region(const iron_host_ctx_t *hctx,
                                  const iron_host_region_t *r,
                                  const iron_tensor_t *const *inputs,
                                  iron_tensor_t *const *outputs) {
-  const iron_exec_ctx_t *ctx = (const iron_exec_ctx_t *)hctx->runtime;
+  const exec_call_t *call = (const exec_call_t *)hctx->runtime;
+  const iron_exec_ctx_t *ctx = call->ctx;
   const iron_plan_block_t *b = &r->block;
   int64_t count = 1;
   for (uint32_t i = 0; i < b->num_args; ++i)
@@ -388,6 +406,11 @@ static iron_status_t call_region(const iron_host_ctx_t *hctx,
     slots[b->args[i]].t = *inputs[i];
     slots[b->args[i]].s = NULL;  // borrowed
   }
+  for (uint32_t k = 0; k < r->num_captures; ++k) {
+    iron_slot_t *dst = &slots[r->captures[2 * k + 1]];
+    dst->t = call->frame->slots[r->captures[2 * k]].t;
+    dst->s = NULL;  // borrowed from the frame that runs the op
+  }
   iron_status_t st = run_steps(ctx, &fr, b);
   for (uint32_t i = 0; i < b->num_results && !st; ++i) {
     const iron_tensor_t *src = &slots[b->results[i]].t;
@@ -412,6 +435,6 @@ static iron_status_t call_region(const iron_host_ctx_t *hctx,
 void iron_exec_ctx_init(iron_exec_ctx_t *ctx, iron_device_t *dev) {
   ctx->host.pool = dev->pool;
   ctx->host.call_region = call_region;
-  ctx->host.runtime = ctx;
+  ctx->host.runtime = NULL;  // set per kernel call (exec_call_t)
   ctx->dev = dev;
 }

@@ -16,7 +16,7 @@ typedef struct iron_slot {
 } iron_slot_t;
 
 typedef struct iron_exec_ctx {
-  iron_host_ctx_t host;  // host.runtime points back here
+  iron_host_ctx_t host;  // template; runtime is set per kernel call
   iron_device_t *dev;
 } iron_exec_ctx_t;
 

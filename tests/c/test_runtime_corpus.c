@@ -4,6 +4,7 @@
 // unsupported ops (numeric results are compared with jax by the pytest
 // suite; this test guards the runtime against crashes and bad plans).
 #include <dirent.h>
+#include <stdlib.h>
 
 #include "iron/iron.h"
 #include "runtime/runtime_internal.h"
@@ -76,6 +77,9 @@ static void test_corpus(void) {
   DIR *d = opendir(dir);
   CHECK(d != NULL);
   if (!d) return;
+  // Synthetic inputs can make data-dependent loops run forever.
+  setenv("IRON_MAX_WHILE_ITERATIONS", "100000", 1);
+  bool verbose = getenv("IRON_TEST_VERBOSE") != NULL;
   iron_runtime_t *rt;
   CHECK_OK(iron_runtime_create(NULL, &rt));
   iron_device_t *dev = iron_runtime_device(rt, 0);
@@ -92,6 +96,7 @@ static void test_corpus(void) {
     CHECK(bytes != NULL);
     if (!bytes) continue;
     total++;
+    if (verbose) fprintf(stderr, "%s\n", e->d_name);
     iron_executable_t *exe = NULL;
     iron_status_t st = iron_executable_compile(rt, bytes, size, NULL, &exe);
     free(bytes);
@@ -141,7 +146,8 @@ static void test_corpus(void) {
         fprintf(stderr, "%s: run: %s: %s\n", e->d_name,
                 iron_status_code_name(iron_status_code(st)),
                 iron_status_message(st));
-        CHECK(iron_status_code(st) == IRON_STATUS_UNIMPLEMENTED);
+        CHECK(iron_status_code(st) == IRON_STATUS_UNIMPLEMENTED ||
+              iron_status_code(st) == IRON_STATUS_ABORTED);
         iron_status_free(st);
       } else {
         ran++;

@@ -682,8 +682,8 @@ static void test_region_and_misc(void) {
   const iron_ir_type_t *ts = iron_ir_builder_scalar_type(m, IRON_DTYPE_F32);
   const iron_ir_type_t *tu = iron_ir_builder_scalar_type(m, IRON_DTYPE_U32);
   const iron_ir_type_t *tk = iron_ir_builder_token_type(m);
-  const iron_ir_type_t *outs[6] = {ts, ts, ts, tv, tu, tk};
-  iron_ir_func_t *f = iron_ir_builder_func(m, "main", true, 1, &tv, 6, outs);
+  const iron_ir_type_t *outs[7] = {ts, ts, ts, tv, tu, tk, ts};
+  iron_ir_func_t *f = iron_ir_builder_func(m, "main", true, 1, &tv, 7, outs);
   iron_ir_block_t *b = iron_ir_builder_func_block(f);
   float zero = 0, big = -1e30f, three = 3;
   iron_ir_value_t *init = iron_ir_builder_constant(m, f, b, ts, &zero, 4, false);
@@ -709,13 +709,33 @@ static void test_region_and_misc(void) {
   iron_ir_value_t *tok =
       &iron_ir_builder_op(m, f, b, IRON_OP_CREATE_TOKEN, 0, NULL, 1, &tk, 0)
            ->results[0];
-  iron_ir_value_t *ret[6] = {results[0], results[1], results[2], x, rid, tok};
-  iron_ir_builder_return(m, f, b, IRON_OP_FUNC_RETURN, 6, ret);
+  // A region that captures a value of the enclosing function (computed, not
+  // a constant): body = max(max(p, q), 2 * 10), associative so that the
+  // test kernel's vector mode folds it correctly too.
+  float two = 2, ten = 10;
+  iron_ir_value_t *c2 = iron_ir_builder_constant(m, f, b, ts, &two, 4, false);
+  iron_ir_value_t *c10 = iron_ir_builder_constant(m, f, b, ts, &ten, 4, false);
+  iron_ir_value_t *cc[2] = {c2, c10};
+  iron_ir_value_t *twenty =
+      iron_ir_builder_op1(m, f, b, IRON_OP_MULTIPLY, 2, cc, ts);
+  iron_ir_value_t *rops[2] = {x, init};
+  iron_ir_op_t *red = iron_ir_builder_op(m, f, b, IRON_OP_REDUCE, 2, rops, 1, &ts, 1);
+  iron_ir_block_t *rb = iron_ir_builder_region_block(red, 0);
+  iron_ir_value_t *p = iron_ir_builder_block_arg(m, f, rb, ts);
+  iron_ir_value_t *q = iron_ir_builder_block_arg(m, f, rb, ts);
+  iron_ir_value_t *pq[2] = {p, q};
+  iron_ir_value_t *mx1 = iron_ir_builder_op1(m, f, rb, IRON_OP_MAXIMUM, 2, pq, ts);
+  iron_ir_value_t *mt[2] = {mx1, twenty};
+  iron_ir_value_t *mx2 = iron_ir_builder_op1(m, f, rb, IRON_OP_MAXIMUM, 2, mt, ts);
+  iron_ir_builder_return(m, f, rb, IRON_OP_RETURN, 1, &mx2);
+  iron_ir_value_t *ret[7] = {results[0], results[1], results[2], x,
+                             rid,        tok,        &red->results[0]};
+  iron_ir_builder_return(m, f, b, IRON_OP_FUNC_RETURN, 7, ret);
   iron_executable_t *exe = compile(m);
   if (!exe) return;
   int64_t base = iron_device_bytes_in_use(g_dev);
   float v[7] = {1, 2, 3, 4, 5, 6, 10};
-  iron_buffer_t *in = buf_f32(1, d, v), *out[6];
+  iron_buffer_t *in = buf_f32(1, d, v), *out[7];
   CHECK_OK(iron_executable_execute(exe, &in, 1, NULL, out, NULL));
   float s = 0, mx = 0, c = 0, back[7];
   uint32_t id = 99;
@@ -731,7 +751,10 @@ static void test_region_and_misc(void) {
   CHECK(memcmp(back, v, 28) == 0);
   CHECK_EQ_INT(id, 0);
   CHECK_EQ_INT(iron_buffer_dtype(out[5]), IRON_DTYPE_TOKEN);
-  for (int k = 0; k < 6; ++k) iron_buffer_release(out[k]);
+  float s4 = 0;
+  CHECK_OK(read_buf(out[6], &s4, 4));
+  CHECK(s4 == 20);
+  for (int k = 0; k < 7; ++k) iron_buffer_release(out[k]);
   iron_buffer_release(in);
   CHECK_EQ_INT(iron_device_bytes_in_use(g_dev), base);
   iron_executable_release(exe);
