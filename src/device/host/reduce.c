@@ -12,7 +12,7 @@
 #include "device/host/shape_copy.h"
 
 #define IRON_REDUCE_MAX_INPUTS 32
-#define IRON_REDUCE_COL_CHUNK 256
+#define IRON_REDUCE_COL_CHUNK 4096
 
 typedef struct reduce_params {
   uint32_t n;  // inputs (= init values = results)
@@ -206,6 +206,8 @@ typedef struct fast_job {
   size_t in_es;
   int64_t outer, red, inner;
   int64_t nchunks, nsplit;
+  int64_t chunk;   // columns per task (inner > 1)
+  int64_t levels;  // cascade depth of the column kernel
   bool failed;
 } fast_job_t;
 
@@ -214,7 +216,7 @@ static void fast_tasks(void *arg, int64_t begin, int64_t end) {
   size_t as = j->impl->acc_size;
   void *scratch = NULL;
   if (j->inner > 1) {
-    scratch = malloc(as * 64 * IRON_REDUCE_COL_CHUNK);
+    scratch = malloc(as * (size_t)(j->levels * j->chunk));
     if (!scratch) {
       j->failed = true;  // benign race: only ever set to true
       return;
@@ -225,15 +227,14 @@ static void fast_tasks(void *arg, int64_t begin, int64_t end) {
     int64_t c = (t / j->nsplit) % j->nchunks;
     int64_t o = t / (j->nsplit * j->nchunks);
     int64_t r0 = j->red * s / j->nsplit, r1 = j->red * (s + 1) / j->nsplit;
-    int64_t i0 = c * IRON_REDUCE_COL_CHUNK;
+    int64_t i0 = c * j->chunk;
     const char *x =
         j->in + (size_t)((o * j->red + r0) * j->inner + i0) * j->in_es;
     char *out = j->acc + (size_t)((s * j->outer + o) * j->inner + i0) * as;
     if (j->inner == 1) {
       j->impl->row(x, r1 - r0, out);
     } else {
-      int64_t w = j->inner - i0 < IRON_REDUCE_COL_CHUNK ? j->inner - i0
-                                                        : IRON_REDUCE_COL_CHUNK;
+      int64_t w = j->inner - i0 < j->chunk ? j->inner - i0 : j->chunk;
       j->impl->cols(x, r1 - r0, j->inner, w, out, scratch);
     }
   }
@@ -256,11 +257,20 @@ static iron_status_t fast_run(const iron_host_ctx_t *ctx,
     in = gathered;
   }
   fast_job_t j = {impl, in, NULL, in_es, p->outer, p->red, p->inner, 1, 1,
-                  false};
-  j.nchunks = p->inner == 1 ? 1
-                            : (p->inner + IRON_REDUCE_COL_CHUNK - 1) /
-                                  IRON_REDUCE_COL_CHUNK;
+                  1, 2, false};
   int threads = ctx->pool ? iron_threadpool_size(ctx->pool) : 1;
+  if (p->inner > 1) {
+    // Whole rows per task stream memory contiguously; split the columns only
+    // as far as the threads need.
+    j.chunk = p->inner < IRON_REDUCE_COL_CHUNK ? p->inner
+                                               : IRON_REDUCE_COL_CHUNK;
+    if (threads > 1 && p->outer < threads && p->inner > 512) {
+      int64_t want = (p->inner + threads - 1) / threads;
+      want = (want + 63) / 64 * 64;
+      if (want < j.chunk) j.chunk = want < 256 ? 256 : want;
+    }
+    j.nchunks = (p->inner + j.chunk - 1) / j.chunk;
+  }
   int64_t tasks = p->outer * j.nchunks;
   // Few independent outputs but long reductions: split the reduced range and
   // combine the partial results afterwards.
@@ -268,6 +278,11 @@ static iron_status_t fast_run(const iron_host_ctx_t *ctx,
     j.nsplit = p->red / 8192;
     if (j.nsplit > 4 * threads) j.nsplit = 4 * threads;
   }
+  // The column kernel's cascade holds one partial per level of a binary
+  // counter over 16-row blocks.
+  for (int64_t blocks = (p->red / j.nsplit + 15) / 16; blocks > 1;
+       blocks = (blocks + 1) / 2)
+    j.levels++;
   size_t as = impl->acc_size;
   bool direct = as == in_es && j.nsplit == 1;  // accumulate into the output
   char *acc = direct ? outputs[0]->data
@@ -277,7 +292,7 @@ static iron_status_t fast_run(const iron_host_ctx_t *ctx,
     return IRON_ERR(RESOURCE_EXHAUSTED, "reduce: out of memory");
   }
   j.acc = acc;
-  int64_t work_per_task = p->red / j.nsplit * (p->inner == 1 ? 1 : 256);
+  int64_t work_per_task = p->red / j.nsplit * (p->inner == 1 ? 1 : j.chunk);
   int64_t grain = work_per_task >= 32768 ? 1 : 32768 / (work_per_task + 1) + 1;
   iron_threadpool_parallel_for(ctx->pool, tasks * j.nsplit, grain, fast_tasks,
                                &j);

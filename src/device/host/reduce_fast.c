@@ -82,36 +82,42 @@ static inline rc128_t c128_mul(rc128_t a, rc128_t b) {
   static void NAME##_row(const void *x, int64_t n, void *out) {                \
     *(TA *)out = NAME##_row_((const TI *)x, n);                                \
   }                                                                            \
-  static void NAME##_cols(const void *xv, int64_t n, int64_t stride,           \
-                          int64_t w, void *out, void *scratch) {               \
-    const TI *x = xv;                                                          \
-    TA *s = scratch;                                                           \
-    int lvl[64];                                                               \
-    int top = 0;                                                               \
-    for (int64_t r0 = 0; r0 < n; r0 += 16) {                                   \
-      int64_t r1 = n - r0 < 16 ? n : r0 + 16;                                  \
-      TA *cur = s + (int64_t)top * w;                                          \
-      const TI *row = x + r0 * stride;                                         \
-      for (int64_t i = 0; i < w; ++i) cur[i] = LD(row[i]);                     \
-      for (int64_t r = r0 + 1; r < r1; ++r) {                                  \
-        row = x + r * stride;                                                  \
-        for (int64_t i = 0; i < w; ++i) cur[i] = OP(cur[i], LD(row[i]));       \
-      }                                                                        \
-      lvl[top++] = 0;                                                          \
-      while (top >= 2 && lvl[top - 1] == lvl[top - 2]) {                       \
-        TA *a = s + (int64_t)(top - 2) * w, *b = a + w;                        \
-        for (int64_t i = 0; i < w; ++i) a[i] = OP(a[i], b[i]);                 \
-        lvl[top - 2]++;                                                        \
-        top--;                                                                 \
-      }                                                                        \
-    }                                                                          \
-    while (top >= 2) {                                                         \
-      TA *a = s + (int64_t)(top - 2) * w, *b = a + w;                          \
-      for (int64_t i = 0; i < w; ++i) a[i] = OP(a[i], b[i]);                   \
-      top--;                                                                   \
-    }                                                                          \
-    memcpy(out, s, sizeof(TA) * (size_t)w);                                    \
-  }                                                                            \
+  static inline void NAME##_acc_(TA *restrict cur, const TI *restrict row,   \
+                                 int64_t w) {                                \
+    for (int64_t i = 0; i < w; ++i) cur[i] = OP(cur[i], LD(row[i]));         \
+  }                                                                          \
+  static inline void NAME##_merge_(TA *restrict a, const TA *restrict b,     \
+                                   int64_t w) {                              \
+    for (int64_t i = 0; i < w; ++i) a[i] = OP(a[i], b[i]);                   \
+  }                                                                          \
+  static void NAME##_cols(const void *xv, int64_t n, int64_t stride,         \
+                          int64_t w, void *out, void *scratch) {             \
+    const TI *x = xv;                                                        \
+    TA *s = scratch;                                                         \
+    int lvl[64];                                                             \
+    int top = 0;                                                             \
+    for (int64_t r0 = 0; r0 < n; r0 += 16) {                                 \
+      int64_t r1 = n - r0 < 16 ? n : r0 + 16;                                \
+      TA *cur = s + (int64_t)top * w;                                        \
+      const TI *row = x + r0 * stride;                                       \
+      for (int64_t i = 0; i < w; ++i) cur[i] = LD(row[i]);                   \
+      for (int64_t r = r0 + 1; r < r1; ++r)                                  \
+        NAME##_acc_(cur, x + r * stride, w);                                 \
+      lvl[top++] = 0;                                                        \
+      while (top >= 2 && lvl[top - 1] == lvl[top - 2]) {                     \
+        TA *a = s + (int64_t)(top - 2) * w;                                  \
+        NAME##_merge_(a, a + w, w);                                          \
+        lvl[top - 2]++;                                                      \
+        top--;                                                               \
+      }                                                                      \
+    }                                                                        \
+    while (top >= 2) {                                                       \
+      TA *a = s + (int64_t)(top - 2) * w;                                    \
+      NAME##_merge_(a, a + w, w);                                            \
+      top--;                                                                 \
+    }                                                                        \
+    memcpy(out, s, sizeof(TA) * (size_t)w);                                  \
+  }                                                                          \
   static void NAME##_combine(void *av, const void *bv, int64_t n) {            \
     TA *a = av;                                                                \
     const TA *b = bv;                                                          \
