@@ -326,8 +326,9 @@ static void test_fast_long(void) {
   // Long rows (pairwise), long columns (cascade), and a full reduction that
   // is split across threads: sums of 0.1 stay within a few ulps.
   static const int64_t shapes[][3] = {
-      {3, 200000, 1}, {1, 100000, 3}, {1, 300000, 1}, {2, 5000, 300}};
-  for (size_t s = 0; s < 4; ++s) {
+      {3, 200000, 1}, {1, 100000, 3}, {1, 300000, 1}, {2, 5000, 300},
+      {1, 40, 1000},  {1, 20000, 600}};
+  for (size_t s = 0; s < sizeof(shapes) / sizeof(shapes[0]); ++s) {
     int64_t dims[3] = {shapes[s][0], shapes[s][1], shapes[s][2]};
     bool red[3] = {false, true, false};
     iron_tensor_t *in = ht_tensor(IRON_DTYPE_F32, 3, dims);
