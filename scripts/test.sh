@@ -74,18 +74,19 @@ stage_begin "C unit tests (build-ci, gcc, -Werror)"
 status=0
 cmake -S . -B build-ci -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DIRON_WERROR=ON >/dev/null \
   && cmake --build build-ci -j "$JOBS" \
-  && (cd build-ci && ctest --output-on-failure -j "$JOBS" 2>&1 | tail -60; exit "${PIPESTATUS[0]}") \
+  && (cd build-ci && ctest --output-on-failure --timeout 300 -j "$JOBS" 2>&1 | tail -60; exit "${PIPESTATUS[0]}") \
   || status=$?
 stage_end "$status"
 
 # 4. The reader fuzz target, time-bounded by its own ctest definition.
+# (Each ctest has a timeout so a hang fails the stage instead of stalling CI.)
 if command -v clang >/dev/null 2>&1; then
   stage_begin "fuzz (build-fuzz, clang, ctest -R fuzz)"
   status=0
   CC=clang cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
       -DIRON_FUZZ=ON -DIRON_WERROR=OFF >/dev/null \
     && cmake --build build-fuzz -j "$JOBS" \
-    && (cd build-fuzz && ctest -R fuzz --output-on-failure 2>&1 | tail -40; exit "${PIPESTATUS[0]}") \
+    && (cd build-fuzz && ctest -R fuzz --output-on-failure --timeout 900 2>&1 | tail -40; exit "${PIPESTATUS[0]}") \
     || status=$?
   stage_end "$status"
 else
@@ -97,7 +98,8 @@ fi
 stage_begin "pytest tests/python (JAX_PLATFORMS=iron,cpu)"
 # Run from outside the tree's python/ package dir so the installed plugin is
 # what gets imported; conftest.py falls back to the tree when none is installed.
-JAX_PLATFORMS=iron,cpu "$PY" -m pytest tests/python -q -p no:cacheprovider \
+# A hung program must fail the run, not stall CI: bound the whole suite.
+JAX_PLATFORMS=iron,cpu timeout 2400 "$PY" -m pytest tests/python -q -p no:cacheprovider \
   --durations=5 ${PYTEST_ARGS:-}
 stage_end $?
 
