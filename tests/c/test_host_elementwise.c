@@ -278,7 +278,24 @@ static bool complex_nonfinite_input(const ew_case_t *c, int64_t i) {
 // Runs case `c` and compares with the expectation. Also re-runs it with each
 // input broadcast from one element (expected: the kernel's own full-vector
 // result on that broadcast input) and in place.
-static void check_case(const ew_case_t *c, iron_op_kind_t kind) {
+static void check_case_aligned(const ew_case_t *c, iron_op_kind_t kind);
+
+// The file packs cases back to back; kernels may assume the runtime's
+// aligned buffers, so each input gets an aligned copy.
+static void check_case(const ew_case_t *c0, iron_op_kind_t kind) {
+  ew_case_t c = *c0;
+  void *copies[3] = {NULL, NULL, NULL};
+  for (int k = 0; k < c.nin; ++k) {
+    size_t bytes = (size_t)c.n * iron_dtype_size(c.in_dt[k]);
+    copies[k] = malloc(bytes + 16);
+    memcpy(copies[k], c.in[k], bytes);
+    c.in[k] = copies[k];
+  }
+  check_case_aligned(&c, kind);
+  for (int k = 0; k < 3; ++k) free(copies[k]);
+}
+
+static void check_case_aligned(const ew_case_t *c, iron_op_kind_t kind) {
   size_t osz = iron_dtype_size(c->out_dt);
   uint8_t *out = calloc((size_t)c->n + 1, osz);
   int64_t counts[3] = {c->n, c->n, c->n};
