@@ -44,6 +44,25 @@
     if (m == 0) return MK(0, 0);                                            \
     return MK(creal##FS(x) / m, cimag##FS(x) / m);                          \
   }                                                                         \
+  /* exp/log/sin/cos by their textbook formulas: on infinite and NaN */   \
+  /* parts they give what XLA:CPU gives (NaN where Annex G recovers).  */   \
+  static inline CT ew_cexp##FS(CT x) {                                      \
+    RT a = creal##FS(x), b = cimag##FS(x), e = exp##FS(a);                  \
+    if (b == 0) return MK(e, b);                                            \
+    return MK(e * cos##FS(b), e * sin##FS(b));                              \
+  }                                                                         \
+  static inline CT ew_clog##FS(CT x) {                                      \
+    return MK(log##FS(ew_cabs##FS(x)),                                      \
+              atan2##FS(cimag##FS(x), creal##FS(x)));                       \
+  }                                                                         \
+  static inline CT ew_csin##FS(CT x) {                                      \
+    RT a = creal##FS(x), b = cimag##FS(x);                                  \
+    return MK(sin##FS(a) * cosh##FS(b), cos##FS(a) * sinh##FS(b));          \
+  }                                                                         \
+  static inline CT ew_ccos##FS(CT x) {                                      \
+    RT a = creal##FS(x), b = cimag##FS(x);                                  \
+    return MK(cos##FS(a) * cosh##FS(b), -sin##FS(a) * sinh##FS(b));         \
+  }                                                                         \
   static inline CT ew_cexpm1##FS(CT x) {                                    \
     RT a = creal##FS(x), b = cimag##FS(x);                                  \
     RT s = sin##FS(b * (RT)0.5);                                            \
