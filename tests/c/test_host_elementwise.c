@@ -257,9 +257,9 @@ static bool refusal_allowed(const ew_case_t *c) {
 static int g_cases, g_refused, g_variant_runs, g_complex_nonfinite;
 
 // True when input element i of a complex case has an infinite or NaN part,
-// or one so large (>= 1e18) that the result overflows. XLA:CPU's complex
-// formulas (division, transcendental functions, power) differ from ours on
-// such inputs; those are counted, not failed (see the test output).
+// or one so large (>= 1e18) that the result overflows. For complex power,
+// tan and tanh, XLA:CPU's formulas differ from ours on such inputs; those
+// are counted, not failed (see the test output).
 static bool complex_nonfinite_input(const ew_case_t *c, int64_t i) {
   for (int k = 0; k < c->nin; ++k) {
     iron_dtype_t dt = c->in_dt[k];
@@ -326,7 +326,9 @@ static void check_case_aligned(const ew_case_t *c, iron_op_kind_t kind) {
     const uint8_t *g = out + (size_t)i * osz, *w = c->out + (size_t)i * osz;
     iron_test_checks_++;
     if (elem_match(c->out_dt, g, w, c->approx)) continue;
-    if (c->approx && complex_nonfinite_input(c, i)) {
+    if (c->approx && complex_nonfinite_input(c, i) &&
+        (strcmp(c->op, "power") == 0 || strcmp(c->op, "tan") == 0 ||
+         strcmp(c->op, "tanh") == 0)) {
       g_complex_nonfinite++;
       if (getenv("IRON_TEST_EW_VERBOSE")) {
         char h0[40] = "", h1[40] = "", hg[40], hw[40];

@@ -24,12 +24,31 @@
     RT a = creal##FS(x), b = cimag##FS(x), c = creal##FS(y),                \
        d = cimag##FS(y);                                                    \
     if (c == 0 && d == 0) return MK(a / (RT)0, b / (RT)0);                  \
+    RT re, im;                                                              \
     if (fabs##FS(c) >= fabs##FS(d)) {                                       \
       RT r = d / c, den = c + d * r;                                        \
-      return MK((a + b * r) / den, (b - a * r) / den);                      \
+      re = (a + b * r) / den;                                               \
+      im = (b - a * r) / den;                                               \
+    } else {                                                                \
+      RT r = c / d, den = c * r + d;                                        \
+      re = (a * r + b) / den;                                               \
+      im = (b * r - a) / den;                                               \
     }                                                                       \
-    RT r = c / d, den = c * r + d;                                          \
-    return MK((a * r + b) / den, (b * r - a) / den);                        \
+    if (re != re && im != im) {                                             \
+      /* Recover infinities and zeros (C99 Annex G), as XLA:CPU does. */    \
+      if ((isinf(a) || isinf(b)) && isfinite(c) && isfinite(d)) {           \
+        a = copysign##FS(isinf(a) ? (RT)1 : (RT)0, a);                      \
+        b = copysign##FS(isinf(b) ? (RT)1 : (RT)0, b);                      \
+        re = (RT)INFINITY * (a * c + b * d);                                \
+        im = (RT)INFINITY * (b * c - a * d);                                \
+      } else if ((isinf(c) || isinf(d)) && isfinite(a) && isfinite(b)) {    \
+        c = copysign##FS(isinf(c) ? (RT)1 : (RT)0, c);                      \
+        d = copysign##FS(isinf(d) ? (RT)1 : (RT)0, d);                      \
+        re = (RT)0 * (a * c + b * d);                                       \
+        im = (RT)0 * (b * c - a * d);                                       \
+      }                                                                     \
+    }                                                                       \
+    return MK(re, im);                                                      \
   }                                                                         \
   static inline RT ew_cabs##FS(CT x) {                                      \
     RT a = fabs##FS(creal##FS(x)), b = fabs##FS(cimag##FS(x));              \
@@ -66,6 +85,7 @@
   static inline CT ew_cexpm1##FS(CT x) {                                    \
     RT a = creal##FS(x), b = cimag##FS(x);                                  \
     RT s = sin##FS(b * (RT)0.5);                                            \
+    if (b == 0) return MK(expm1##FS(a), b);                                 \
     return MK(expm1##FS(a) * cos##FS(b) - (RT)2 * s * s,                    \
               exp##FS(a) * sin##FS(b));                                     \
   }                                                                         \
@@ -80,13 +100,14 @@
     return MK(re, atan2##FS(b, a + (RT)1));                                 \
   }                                                                         \
   static inline CT ew_clogistic##FS(CT x) {                                 \
-    return ew_cdiv##FS(MK(1, 0), MK(1, 0) + cexp##FS(-x));                  \
+    return ew_cdiv##FS(MK(1, 0), MK(1, 0) + ew_cexp##FS(-x));               \
   }                                                                         \
   /* sqrt with the principal branch chosen by b < 0 (so -0 counts as  */  \
   /* +0: sqrt(-1 - 0i) = +i, as XLA:CPU; C99 csqrt gives -i).          */  \
   static inline CT ew_csqrt##FS(CT x) {                                     \
     RT a = creal##FS(x), b = cimag##FS(x);                                  \
     if (a == 0 && b == 0) return MK(0, b);                                  \
+    if (isinf(b) && a == a) return MK((RT)INFINITY, b);                               \
     RT t = sqrt##FS((fabs##FS(a) + ew_cabs##FS(x)) * (RT)0.5);              \
     if (a >= 0) return MK(t, b / ((RT)2 * t));                              \
     return MK(fabs##FS(b) / ((RT)2 * t), b < 0 ? -t : t);                   \
@@ -97,6 +118,7 @@
     if (creal##FS(x) == 0 && cimag##FS(x) == 0) {                           \
       return MK((RT)INFINITY, (RT)NAN);                                     \
     }                                                                       \
+    if (isinf(creal##FS(x)) || isinf(cimag##FS(x))) return MK(0, 0);        \
     RT m = (RT)1 / sqrt##FS(ew_cabs##FS(x));                                \
     RT h = (RT)-0.5 * atan2##FS(cimag##FS(x), creal##FS(x));                \
     return MK(m * cos##FS(h), m * sin##FS(h));                              \
