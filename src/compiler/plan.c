@@ -178,7 +178,8 @@ static bool is_terminator(iron_op_kind_t k) {
 static iron_status_t plan_block(scope_t *sc, const iron_ir_block_t *blk,
                                 const char *func_name,
                                 iron_plan_block_t *out);
-static iron_status_t plan_func(iron_plan_t *plan, uint32_t index);
+static iron_status_t plan_func(iron_plan_t *plan, uint32_t index,
+                               const iron_ir_op_t *caller);
 
 static iron_status_t plan_region_block(scope_t *sc, const iron_ir_op_t *op,
                                        uint32_t r, const char *func_name,
@@ -290,7 +291,7 @@ static iron_status_t find_callee(iron_plan_t *plan, const iron_ir_op_t *op,
   const iron_ir_module_t *m = plan->module;
   for (uint32_t i = 0; i < m->num_funcs; ++i) {
     if (m->funcs[i].name && strcmp(m->funcs[i].name, name) == 0) {
-      IRON_RETURN_IF_ERROR_PLAIN(plan_func(plan, i));
+      IRON_RETURN_IF_ERROR_PLAIN(plan_func(plan, i, op));
       const iron_plan_func_t *f = &plan->funcs[i];
       if (iron_ir_func_num_args(f->ir) != op->num_operands ||
           iron_ir_func_num_results(f->ir) != op->num_results)
@@ -639,7 +640,8 @@ done:
   return st;
 }
 
-static iron_status_t plan_func(iron_plan_t *plan, uint32_t index) {
+static iron_status_t plan_func(iron_plan_t *plan, uint32_t index,
+                               const iron_ir_op_t *caller) {
   iron_plan_func_t *pf = &plan->funcs[index];
   const iron_ir_func_t *f = &plan->module->funcs[index];
   if (pf->state == 2) return IRON_OK;
@@ -671,7 +673,16 @@ static iron_status_t plan_func(iron_plan_t *plan, uint32_t index) {
   free(fc.last_use);
   free(fc.stamp);
   free(map);
-  if (st) return iron_status_annotate(st, "in function %s", f->name);
+  if (st) {
+    // Ops inside called functions often carry only a name location; the
+    // call site has the user's file:line.
+    if (caller && caller->loc.file) {
+      char loc[256];
+      return iron_status_annotate(st, "in function %s (called at %s)",
+                                  f->name, loc_str(caller, loc, sizeof(loc)));
+    }
+    return iron_status_annotate(st, "in function %s", f->name);
+  }
   pf->state = 2;
   return IRON_OK;
 }
@@ -694,7 +705,7 @@ iron_status_t iron_plan_create(const iron_ir_module_t *module,
     return oom();
   }
   uint32_t main_index = (uint32_t)(main_fn - module->funcs);
-  iron_status_t st = plan_func(plan, main_index);
+  iron_status_t st = plan_func(plan, main_index, NULL);
   if (st) {
     iron_plan_destroy(plan);
     return st;
