@@ -1,9 +1,11 @@
 // stablehlo.reduce on the host. One input whose body is a single
 // associative op runs typed loops (reduce_fast.c). Any other body (argmax's
 // variadic compare/select, ...) runs through ctx->call_region: when the body
-// is element-wise, the inputs are laid out as [reduced, kept] and combined by
-// pairwise halving, so the body runs O(log n) times on whole vectors;
-// otherwise once per element, in order.
+// is element-wise, the inputs are laid out as [reduced, kept] and the body
+// runs on whole rows of outputs, in XLA's sequential order while that is
+// cheap (few reduced elements or wide rows), else by pairwise halving
+// (O(log n) calls); a body that is not element-wise runs once per element,
+// in order.
 #include <stdlib.h>
 #include <string.h>
 
@@ -13,6 +15,10 @@
 
 #define IRON_REDUCE_MAX_INPUTS 32
 #define IRON_REDUCE_COL_CHUNK 4096
+// Generic bodies run in XLA's sequential order when the reduced size is at
+// most this, or the rows at least IRON_REDUCE_WIDE wide; else pairwise.
+#define IRON_REDUCE_SEQUENTIAL_MAX_R 64
+#define IRON_REDUCE_WIDE 64
 
 typedef struct reduce_params {
   uint32_t n;  // inputs (= init values = results)
@@ -351,7 +357,42 @@ static iron_status_t generic_run(const iron_host_ctx_t *ctx,
   iron_tensor_t *pout[IRON_REDUCE_MAX_INPUTS];
   for (uint32_t i = 0; i < 2 * n; ++i) pin[i] = &tin[i];
   for (uint32_t i = 0; i < n; ++i) pout[i] = &tout[i];
-  if (!st && p->elementwise) {
+  if (!st && p->elementwise &&
+      (red <= IRON_REDUCE_SEQUENTIAL_MAX_R || kept >= IRON_REDUCE_WIDE)) {
+    // XLA's order (acc = body(acc, x[r]) from init, r ascending), on whole
+    // rows of `kept` outputs: exact even for bodies that are not associative
+    // (e.g. a + b*b), and cheap while rows are wide or few.
+    char *ping[IRON_REDUCE_MAX_INPUTS] = {NULL}, *pong[IRON_REDUCE_MAX_INPUTS] = {NULL};
+    for (uint32_t i = 0; i < n && !st; ++i) {
+      size_t es = iron_dtype_size(p->dtypes[i]);
+      ping[i] = malloc((size_t)kept * es + 1);
+      pong[i] = malloc((size_t)kept * es + 1);
+      if (!ping[i] || !pong[i])
+        st = IRON_ERR(RESOURCE_EXHAUSTED, "reduce: out of memory");
+    }
+    for (int64_t r = 0; r < red && !st; ++r) {
+      bool last = r == red - 1;
+      for (uint32_t i = 0; i < n; ++i) {
+        size_t es = iron_dtype_size(p->dtypes[i]);
+        tin[i] = r == 0 ? *inputs[n + i] : vec(ping[i], p->dtypes[i], kept);
+        tin[n + i] = vec(bufs[i] + (size_t)(r * kept) * es, p->dtypes[i], kept);
+        tout[i] = vec(last ? outputs[i]->data : pong[i], p->dtypes[i], kept);
+      }
+      st = ctx->call_region(ctx, p->region, pin, pout);
+      for (uint32_t i = 0; i < n; ++i) {
+        char *t = ping[i];
+        ping[i] = pong[i];
+        pong[i] = t;
+      }
+    }
+    for (uint32_t i = 0; i < n; ++i) {
+      free(ping[i]);
+      free(pong[i]);
+    }
+  } else if (!st && p->elementwise) {
+    // Long reductions of few outputs: the body is taken to be associative,
+    // as StableHLO requires, and combined by pairwise halving so it runs
+    // O(log n) times on vectors.
     // cur: bufs[0..n) with `r` rows of `kept`; halve until one row is left.
     char **cur = bufs, **nxt = bufs + n;
     int64_t r = red;
