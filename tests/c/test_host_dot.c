@@ -22,6 +22,7 @@ static val_t load(const iron_tensor_t *t, int64_t k) {
   switch (t->dtype) {
     case IRON_DTYPE_PRED: case IRON_DTYPE_U8: v.i = ((uint8_t *)p)[k]; break;
     case IRON_DTYPE_S8: v.i = ((int8_t *)p)[k]; break;
+    case IRON_DTYPE_S4: v.i = (int8_t)(uint8_t)(((uint8_t *)p)[k] << 4) >> 4; break;
     case IRON_DTYPE_S16: v.i = ((int16_t *)p)[k]; break;
     case IRON_DTYPE_S32: v.i = ((int32_t *)p)[k]; break;
     case IRON_DTYPE_U32: v.i = ((uint32_t *)p)[k]; break;
@@ -55,6 +56,7 @@ static void fill_random(iron_tensor_t *t) {
       case IRON_DTYPE_PRED: ((uint8_t *)p)[k] = iv & 1; break;
       case IRON_DTYPE_U8: ((uint8_t *)p)[k] = (uint8_t)iv; break;
       case IRON_DTYPE_S8: ((int8_t *)p)[k] = (int8_t)iv; break;
+      case IRON_DTYPE_S4: ((uint8_t *)p)[k] = (uint8_t)iv; break;  // nibble + junk
       case IRON_DTYPE_S16: ((int16_t *)p)[k] = (int16_t)iv; break;
       case IRON_DTYPE_S32: ((int32_t *)p)[k] = (int32_t)iv; break;
       case IRON_DTYPE_U32: ((uint32_t *)p)[k] = (uint32_t)iv; break;
@@ -90,6 +92,7 @@ static const combo_t kCombos[] = {
     {IRON_DTYPE_F16, IRON_DTYPE_F16, IRON_DTYPE_F32, 2e-6},
     {IRON_DTYPE_S8, IRON_DTYPE_S8, IRON_DTYPE_S32, 0},
     {IRON_DTYPE_S8, IRON_DTYPE_S8, IRON_DTYPE_S8, 0},
+    {IRON_DTYPE_S4, IRON_DTYPE_S4, IRON_DTYPE_S32, 0},
     {IRON_DTYPE_U8, IRON_DTYPE_U8, IRON_DTYPE_U32, 0},
     {IRON_DTYPE_S32, IRON_DTYPE_S32, IRON_DTYPE_S32, 0},
     {IRON_DTYPE_S64, IRON_DTYPE_S64, IRON_DTYPE_S64, 0},

@@ -55,10 +55,9 @@ static iron_dtype_t compute_dtype(iron_dtype_t out) {
 }
 
 static bool operand_ok(iron_dtype_t op, iron_dtype_t comp) {
+  // Sub-byte ints (s2/s4/u2/u4) are stored one per byte: fine as operands.
   bool intlike = op == IRON_DTYPE_PRED ||
-                 (iron_dtype_is_int(op) && iron_dtype_size(op) >= 1 &&
-                  op != IRON_DTYPE_S2 && op != IRON_DTYPE_S4 &&
-                  op != IRON_DTYPE_U2 && op != IRON_DTYPE_U4);
+                 (iron_dtype_is_int(op) && op != IRON_DTYPE_INDEX);
   bool realf = op == IRON_DTYPE_F16 || op == IRON_DTYPE_BF16 ||
                op == IRON_DTYPE_F32 || op == IRON_DTYPE_F64;
   bool cplx = op == IRON_DTYPE_C64 || op == IRON_DTYPE_C128;
@@ -80,6 +79,16 @@ static void load_elem(const void *p, iron_dtype_t dt, int64_t i, double *re,
     case IRON_DTYPE_PRED:
     case IRON_DTYPE_U8: *iv = ((const uint8_t *)p)[i]; break;
     case IRON_DTYPE_S8: *iv = ((const int8_t *)p)[i]; break;
+    // Sub-byte ints: the low bits of a byte (ml_dtypes' layout); the upper
+    // bits are ignored.
+    case IRON_DTYPE_S4:
+      *iv = (int8_t)(uint8_t)(((const uint8_t *)p)[i] << 4) >> 4;
+      break;
+    case IRON_DTYPE_S2:
+      *iv = (int8_t)(uint8_t)(((const uint8_t *)p)[i] << 6) >> 6;
+      break;
+    case IRON_DTYPE_U4: *iv = ((const uint8_t *)p)[i] & 0xf; break;
+    case IRON_DTYPE_U2: *iv = ((const uint8_t *)p)[i] & 0x3; break;
     case IRON_DTYPE_S16: *iv = ((const int16_t *)p)[i]; break;
     case IRON_DTYPE_U16: *iv = ((const uint16_t *)p)[i]; break;
     case IRON_DTYPE_S32: *iv = ((const int32_t *)p)[i]; break;
