@@ -27,6 +27,12 @@ iron_status_t iron_storage_allocate(iron_device_t *dev, size_t nbytes,
                       nbytes, dev->vtable->kind, dev->id, (long long)prev,
                       (long long)dev->memory_limit);
     }
+    int64_t now = prev + (int64_t)padded;
+    int64_t peak = atomic_load_explicit(&dev->peak_bytes_in_use,
+                                        memory_order_relaxed);
+    while (now > peak &&
+           !atomic_compare_exchange_weak(&dev->peak_bytes_in_use, &peak, now)) {
+    }
   }
   iron_storage_t *s = aligned_alloc(64, total);
   if (!s) {
@@ -79,6 +85,7 @@ iron_status_t iron_device_init_base(iron_device_t *dev,
   dev->runtime = rt;
   dev->id = id;
   atomic_init(&dev->bytes_in_use, 0);
+  atomic_init(&dev->peak_bytes_in_use, 0);
   const char *sync = getenv("IRON_SYNC");
   dev->sync = sync && sync[0] && strcmp(sync, "0") != 0;
   const char *limit = getenv("IRON_HOST_MEMORY_LIMIT");

@@ -69,6 +69,8 @@ struct iron_device {
   // Allocation beyond this many bytes in use fails with RESOURCE_EXHAUSTED
   // (0: no limit). From IRON_HOST_MEMORY_LIMIT; tests set it directly.
   int64_t memory_limit;
+  // Highest bytes_in_use seen (tests reset it to measure a run's peak).
+  _Atomic int64_t peak_bytes_in_use;
   iron_threadpool_t *pool;  // kernels' thread pool (host)
   bool sync;                // IRON_SYNC=1: run jobs inline
   // FIFO job queue served by `worker`.
