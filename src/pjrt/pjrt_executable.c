@@ -48,6 +48,25 @@ static void iron_pjrt_dump_artifact(const char *name, const char *fingerprint,
 // ---------------------------------------------------------------------------
 // Compile
 
+static iron_pjrt_blob_t *iron_pjrt_blob_create(const void *data,
+                                               size_t size) {
+  iron_pjrt_blob_t *blob = malloc(sizeof(*blob) + size);
+  if (blob == NULL) return NULL;
+  atomic_init(&blob->refs, 1);
+  blob->size = size;
+  if (size) memcpy(blob->data, data, size);
+  return blob;
+}
+
+static iron_pjrt_blob_t *iron_pjrt_blob_retain(iron_pjrt_blob_t *blob) {
+  if (blob) atomic_fetch_add(&blob->refs, 1);
+  return blob;
+}
+
+static void iron_pjrt_blob_release(iron_pjrt_blob_t *blob) {
+  if (blob && atomic_fetch_sub(&blob->refs, 1) == 1) free(blob);
+}
+
 static iron_status_t iron_pjrt_compile(PJRT_Client_Compile_Args *args,
                                        PJRT_LoadedExecutable **out_executable) {
   const PJRT_Program *program = args->program;
@@ -82,10 +101,15 @@ static iron_status_t iron_pjrt_compile(PJRT_Client_Compile_Args *args,
                           program->code, program->code_size);
 
   PJRT_LoadedExecutable *loaded = calloc(1, sizeof(*loaded));
-  if (loaded == NULL) {
+  iron_pjrt_blob_t *artifact =
+      iron_pjrt_blob_create(program->code, program->code_size);
+  if (loaded == NULL || artifact == NULL) {
+    free(loaded);
+    iron_pjrt_blob_release(artifact);
     iron_executable_release(executable);
     return IRON_ERR(RESOURCE_EXHAUSTED, "out of memory");
   }
+  loaded->artifact = artifact;
   loaded->client = client;
   loaded->device = device;
   loaded->executable = executable;
@@ -116,18 +140,18 @@ static void iron_pjrt_executable_free(PJRT_Executable *executable) {
   free(executable->output_types);
   free(executable->output_ranks);
   free(executable->output_dims);
-  free(executable->text);
-  pthread_mutex_destroy(&executable->mu);
+  iron_pjrt_blob_release(executable->artifact);
   if (executable->executable != NULL)
     iron_executable_release(executable->executable);
   free(executable);
 }
 
 static iron_status_t iron_pjrt_executable_make(iron_executable_t *exe,
+                                               iron_pjrt_blob_t *artifact,
                                                PJRT_Executable **out) {
   PJRT_Executable *executable = calloc(1, sizeof(*executable));
   if (executable == NULL) return IRON_ERR(RESOURCE_EXHAUSTED, "out of memory");
-  pthread_mutex_init(&executable->mu, NULL);
+  executable->artifact = iron_pjrt_blob_retain(artifact);
   iron_executable_retain(exe);
   executable->executable = exe;
   size_t num_outputs = iron_executable_num_outputs(exe);
@@ -271,27 +295,26 @@ PJRT_Error *iron_pjrt_Executable_OptimizedProgram(
   if (program == NULL)
     return iron_pjrt_error_from_status(
         IRON_ERR(INVALID_ARGUMENT, "PJRT_Executable_OptimizedProgram: no program"));
-  pthread_mutex_lock(&executable->mu);
-  if (executable->text == NULL)
-    executable->text = iron_executable_text(executable->executable);
-  const char *text = executable->text;
-  pthread_mutex_unlock(&executable->mu);
-  if (text == NULL)
+  // The portable artifact itself, in the "mlir" format: jaxlib parses what
+  // it gets here as MLIR (bytecode included) to answer as_text(), layouts
+  // and shardings. Our own IR is printed by iron-dump and
+  // iron_executable_text.
+  const iron_pjrt_blob_t *artifact = executable->artifact;
+  if (artifact == NULL)
     return iron_pjrt_error_from_status(IRON_ERR(
-        RESOURCE_EXHAUSTED, "out of memory while printing the program"));
-  size_t size = strlen(text);
+        FAILED_PRECONDITION, "PJRT_Executable_OptimizedProgram: no program"));
   program->format = IRON_PJRT_PROGRAM_FORMAT;
   program->format_size = sizeof(IRON_PJRT_PROGRAM_FORMAT) - 1;
   if (program->code == NULL) {
-    program->code_size = size;
+    program->code_size = artifact->size;
     return NULL;
   }
-  if (program->code_size < size)
+  if (program->code_size < artifact->size)
     return iron_pjrt_error_from_status(IRON_ERR(
         INVALID_ARGUMENT, "program buffer of %zu bytes is too small for %zu",
-        program->code_size, size));
-  memcpy(program->code, text, size);
-  program->code_size = size;
+        program->code_size, artifact->size));
+  memcpy(program->code, artifact->data, artifact->size);
+  program->code_size = artifact->size;
   return NULL;
 }
 
@@ -303,6 +326,7 @@ PJRT_Error *iron_pjrt_LoadedExecutable_Destroy(
   PJRT_LoadedExecutable *loaded = args->executable;
   if (loaded == NULL) return NULL;
   iron_executable_release(loaded->executable);
+  iron_pjrt_blob_release(loaded->artifact);
   free(loaded);
   return NULL;
 }
@@ -311,7 +335,8 @@ PJRT_Error *iron_pjrt_LoadedExecutable_GetExecutable(
     PJRT_LoadedExecutable_GetExecutable_Args *args) {
   PJRT_Executable *executable = NULL;
   iron_status_t status = iron_pjrt_executable_make(
-      args->loaded_executable->executable, &executable);
+      args->loaded_executable->executable,
+      args->loaded_executable->artifact, &executable);
   if (status != IRON_OK) return iron_pjrt_error_from_status(status);
   args->executable = executable;
   return NULL;

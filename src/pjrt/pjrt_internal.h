@@ -89,7 +89,19 @@ struct PJRT_Buffer {
   int64_t storage[];
 };
 
+// The artifact bytes a program was compiled from, shared by the loaded
+// executable and every PJRT_Executable made from it (either may outlive the
+// other). Returned by Executable_OptimizedProgram: jaxlib parses that program
+// as MLIR (for as_text(), layouts and shardings), and the portable artifact
+// is the one form it can read back exactly.
+typedef struct iron_pjrt_blob {
+  atomic_int refs;
+  size_t size;
+  unsigned char data[];
+} iron_pjrt_blob_t;
+
 struct PJRT_LoadedExecutable {
+  iron_pjrt_blob_t *artifact;  // one reference
   PJRT_Client *client;
   PJRT_Device *device;
   iron_executable_t *executable;  // one reference
@@ -99,6 +111,7 @@ struct PJRT_LoadedExecutable {
 
 struct PJRT_Executable {
   iron_executable_t *executable;  // one reference
+  iron_pjrt_blob_t *artifact;     // one reference
   size_t num_inputs;
   size_t num_outputs;
   const char **output_memory_kinds;  // [num_outputs], all "device"
@@ -108,8 +121,6 @@ struct PJRT_Executable {
   PJRT_Buffer_Type *output_types;    // [num_outputs]
   size_t *output_ranks;              // [num_outputs]
   int64_t *output_dims;              // all outputs' dims, concatenated
-  pthread_mutex_t mu;                // guards `text`
-  char *text;                        // iron_executable_text, made lazily
 };
 
 // ---------------------------------------------------------------------------
