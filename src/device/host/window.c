@@ -265,8 +265,23 @@ DEF_INT(u64, uint64_t, uint64_t)
 
 DEF_FLT(f32, float, float, ID_, ID_)
 DEF_FLT(f64, double, double, ID_, ID_)
-DEF_FLT(f16, uint16_t, float, iron_f16_to_f32, iron_f32_to_f16)
-DEF_FLT(bf16, uint16_t, float, iron_bf16_to_f32, iron_f32_to_bf16)
+// Half types: XLA:CPU computes each body op in f32 and rounds its result to
+// the half type (the reduce_window stays in the half type), so do we.
+#define F16R_(x) iron_f16_to_f32(iron_f32_to_f16(x))
+#define BF16R_(x) iron_bf16_to_f32(iron_f32_to_bf16(x))
+#define ADD_F16_(a, b) F16R_((a) + (b))
+#define MUL_F16_(a, b) F16R_((a) * (b))
+#define ADD_BF16_(a, b) BF16R_((a) + (b))
+#define MUL_BF16_(a, b) BF16R_((a) * (b))
+
+#define DEF_HALF(SUF, LOAD, STORE, ADD, MUL)                           \
+  DEF_FAST(f_add_##SUF, uint16_t, float, LOAD, STORE, ADD)            \
+  DEF_FAST(f_mul_##SUF, uint16_t, float, LOAD, STORE, MUL)            \
+  DEF_FAST(f_max_##SUF, uint16_t, float, LOAD, STORE, FMAX_)          \
+  DEF_FAST(f_min_##SUF, uint16_t, float, LOAD, STORE, FMIN_)
+
+DEF_HALF(f16, iron_f16_to_f32, iron_f32_to_f16, ADD_F16_, MUL_F16_)
+DEF_HALF(bf16, iron_bf16_to_f32, iron_f32_to_bf16, ADD_BF16_, MUL_BF16_)
 
 #define DEF_CPLX(SUF, F)                                                   \
   static void f_add_##SUF(const void *xv, const int64_t *offs, int64_t n,  \
@@ -354,6 +369,141 @@ static win_fast_fn_t fast_lookup(iron_op_kind_t kind, iron_dtype_t dt) {
 }
 
 // ---------------------------------------------------------------------------
+// Cumulative windows (window = whole dim n, padding n-1 low or high, stride
+// 1, every other dim trivial): what jnp.cumsum & co. lower to. XLA:CPU
+// rewrites these (ReduceWindowRewriter, base length 16) into a two-level
+// scan: the line is padded with init to a multiple of 16, each block of 16
+// is scanned in window order, the block totals get an exclusive scan (itself
+// rewritten the same way when longer than 16), and each element becomes
+// op(within-block, across-blocks). We compute exactly that, so float sums
+// round like jax's CPU backend, in O(n). Half types compute each op in f32
+// and round its result, like XLA's float normalization.
+
+#define SCAN_BASE 16
+
+typedef void (*win_scan_fn_t)(const void *x, void *y, int64_t n,
+                              int64_t stride, const void *init, bool rev,
+                              void *buf);
+
+#define DEF_SCAN(NAME, T, ACC, LOAD, STORE, OP)                              \
+  static void NAME##_rec(ACC *v, int64_t n, ACC init, bool rev, ACC *tmp) {  \
+    if (n <= SCAN_BASE) {                                                    \
+      if (!rev) {                                                            \
+        ACC a = init;                                                        \
+        for (int64_t j = 0; j < n; ++j) {                                    \
+          a = OP(a, v[j]);                                                   \
+          v[j] = a;                                                          \
+        }                                                                    \
+      } else {                                                               \
+        for (int64_t j = 0; j < n; ++j) {                                    \
+          ACC a = init;                                                      \
+          for (int64_t k = j; k < n; ++k) a = OP(a, v[k]);                   \
+          v[j] = a;                                                          \
+        }                                                                    \
+      }                                                                      \
+      return;                                                                \
+    }                                                                        \
+    int64_t nb = (n + SCAN_BASE - 1) / SCAN_BASE;                            \
+    ACC *col = tmp;                                                          \
+    for (int64_t b = 0; b < nb; ++b) {                                       \
+      ACC w[SCAN_BASE];                                                      \
+      for (int64_t j = 0; j < SCAN_BASE; ++j) {                              \
+        int64_t i = b * SCAN_BASE + j;                                       \
+        w[j] = i < n ? v[i] : init;                                          \
+      }                                                                      \
+      NAME##_rec(w, SCAN_BASE, init, rev, NULL);                             \
+      col[b] = rev ? w[0] : w[SCAN_BASE - 1];                                \
+      for (int64_t j = 0; j < SCAN_BASE; ++j) {                              \
+        int64_t i = b * SCAN_BASE + j;                                       \
+        if (i < n) v[i] = w[j];                                              \
+      }                                                                      \
+    }                                                                        \
+    NAME##_rec(col, nb, init, rev, col + nb);                                \
+    for (int64_t b = 0; b < nb; ++b) {                                       \
+      ACC across = rev ? (b + 1 == nb ? init : col[b + 1])                   \
+                       : (b == 0 ? init : col[b - 1]);                       \
+      for (int64_t j = 0; j < SCAN_BASE; ++j) {                              \
+        int64_t i = b * SCAN_BASE + j;                                       \
+        if (i < n) v[i] = OP(v[i], across);                                  \
+      }                                                                      \
+    }                                                                        \
+  }                                                                          \
+  static void NAME(const void *xv, void *yv, int64_t n, int64_t stride,      \
+                   const void *initv, bool rev, void *buf) {                 \
+    const T *x = xv;                                                         \
+    T *y = yv;                                                               \
+    ACC *v = buf;                                                            \
+    for (int64_t i = 0; i < n; ++i) v[i] = (ACC)LOAD(x[i * stride]);         \
+    NAME##_rec(v, n, (ACC)LOAD(*(const T *)initv), rev, v + n);              \
+    for (int64_t i = 0; i < n; ++i) y[i * stride] = (T)STORE(v[i]);          \
+  }
+
+#define DEF_SCAN_INT(SUF, T, UT)                    \
+  DEF_SCAN(s_add_##SUF, T, UT, ID_, ID_, ADD_)      \
+  DEF_SCAN(s_mul_##SUF, T, UT, ID_, ID_, MUL_)      \
+  DEF_SCAN(s_max_##SUF, T, T, ID_, ID_, IMAX_)      \
+  DEF_SCAN(s_min_##SUF, T, T, ID_, ID_, IMIN_)
+
+DEF_SCAN_INT(s8, int8_t, uint8_t)
+DEF_SCAN_INT(s16, int16_t, uint16_t)
+DEF_SCAN_INT(s32, int32_t, uint32_t)
+DEF_SCAN_INT(s64, int64_t, uint64_t)
+DEF_SCAN_INT(u8, uint8_t, uint8_t)
+DEF_SCAN_INT(u16, uint16_t, uint16_t)
+DEF_SCAN_INT(u32, uint32_t, uint32_t)
+DEF_SCAN_INT(u64, uint64_t, uint64_t)
+
+#define DEF_SCAN_FLT(SUF, T, ACC, LOAD, STORE)            \
+  DEF_SCAN(s_add_##SUF, T, ACC, LOAD, STORE, ADD_)        \
+  DEF_SCAN(s_mul_##SUF, T, ACC, LOAD, STORE, MUL_)        \
+  DEF_SCAN(s_max_##SUF, T, ACC, LOAD, STORE, FMAX_)       \
+  DEF_SCAN(s_min_##SUF, T, ACC, LOAD, STORE, FMIN_)
+
+DEF_SCAN_FLT(f32, float, float, ID_, ID_)
+DEF_SCAN_FLT(f64, double, double, ID_, ID_)
+DEF_SCAN(s_add_f16, uint16_t, float, iron_f16_to_f32, iron_f32_to_f16,
+         ADD_F16_)
+DEF_SCAN(s_mul_f16, uint16_t, float, iron_f16_to_f32, iron_f32_to_f16,
+         MUL_F16_)
+DEF_SCAN(s_max_f16, uint16_t, float, iron_f16_to_f32, iron_f32_to_f16, FMAX_)
+DEF_SCAN(s_min_f16, uint16_t, float, iron_f16_to_f32, iron_f32_to_f16, FMIN_)
+DEF_SCAN(s_add_bf16, uint16_t, float, iron_bf16_to_f32, iron_f32_to_bf16,
+         ADD_BF16_)
+DEF_SCAN(s_mul_bf16, uint16_t, float, iron_bf16_to_f32, iron_f32_to_bf16,
+         MUL_BF16_)
+DEF_SCAN(s_max_bf16, uint16_t, float, iron_bf16_to_f32, iron_f32_to_bf16,
+         FMAX_)
+DEF_SCAN(s_min_bf16, uint16_t, float, iron_bf16_to_f32, iron_f32_to_bf16,
+         FMIN_)
+
+#define PICK_SCAN(SUF)                                     \
+  switch (kind) {                                          \
+    case IRON_OP_ADD: return s_add_##SUF;                  \
+    case IRON_OP_MULTIPLY: return s_mul_##SUF;             \
+    case IRON_OP_MAXIMUM: return s_max_##SUF;              \
+    case IRON_OP_MINIMUM: return s_min_##SUF;              \
+    default: return NULL;                                  \
+  }
+
+static win_scan_fn_t scan_lookup(iron_op_kind_t kind, iron_dtype_t dt) {
+  switch (dt) {
+    case IRON_DTYPE_S8: PICK_SCAN(s8)
+    case IRON_DTYPE_S16: PICK_SCAN(s16)
+    case IRON_DTYPE_S32: PICK_SCAN(s32)
+    case IRON_DTYPE_S64: PICK_SCAN(s64)
+    case IRON_DTYPE_U8: PICK_SCAN(u8)
+    case IRON_DTYPE_U16: PICK_SCAN(u16)
+    case IRON_DTYPE_U32: PICK_SCAN(u32)
+    case IRON_DTYPE_U64: PICK_SCAN(u64)
+    case IRON_DTYPE_F16: PICK_SCAN(f16)
+    case IRON_DTYPE_BF16: PICK_SCAN(bf16)
+    case IRON_DTYPE_F32: PICK_SCAN(f32)
+    case IRON_DTYPE_F64: PICK_SCAN(f64)
+    default: return NULL;
+  }
+}
+
+// ---------------------------------------------------------------------------
 // reduce_window
 
 typedef struct rw_params {
@@ -361,6 +511,11 @@ typedef struct rw_params {
   iron_dtype_t dtypes[WIN_MAX_INPUTS];
   win_geom_t g;
   win_fast_fn_t fast;  // NULL: generic path
+  // Cumulative pattern (see DEF_SCAN): lines of scan_n elements along
+  // scan_dim, `scan_outer` x `scan_inner` of them.
+  win_scan_fn_t scan;
+  int64_t scan_n, scan_outer, scan_inner;
+  bool scan_rev;
   const iron_host_region_t *region;
   bool elementwise;
 } rw_params_t;
@@ -375,6 +530,44 @@ static void rw_destroy(void *params) {
 static bool tensor_type_ok(const iron_ir_type_t *t) {
   return t && t->kind == IRON_TYPE_TENSOR && iron_ir_type_is_static(t) &&
          iron_ir_type_num_elements(t) >= 0 && iron_dtype_size(t->dtype) > 0;
+}
+
+// Fills p->scan when the window is a cumulative one along a single dim.
+static iron_status_t detect_scan(const iron_ir_op_t *op,
+                                 const iron_ir_type_t *in, iron_op_kind_t kind,
+                                 rw_params_t *p) {
+  int32_t rank = in->rank;
+  int64_t wd[IRON_MAX_RANK], st[IRON_MAX_RANK], bd[IRON_MAX_RANK],
+      wdl[IRON_MAX_RANK], pad[2 * IRON_MAX_RANK] = {0};
+  uint32_t np = 0;
+  IRON_RETURN_IF_ERROR_PLAIN(read_list(op, "window_dimensions", rank, 1, wd));
+  IRON_RETURN_IF_ERROR_PLAIN(read_list(op, "window_strides", rank, 1, st));
+  IRON_RETURN_IF_ERROR_PLAIN(read_list(op, "base_dilations", rank, 1, bd));
+  IRON_RETURN_IF_ERROR_PLAIN(read_list(op, "window_dilations", rank, 1, wdl));
+  IRON_RETURN_IF_ERROR_PLAIN(iron_ir_op_i64_list(op, "padding", pad,
+                                                 2 * IRON_MAX_RANK, &np));
+  int32_t sd = -1;
+  for (int32_t d = 0; d < rank; ++d) {
+    bool trivial = wd[d] == 1 && st[d] == 1 && bd[d] == 1 && wdl[d] == 1 &&
+                   pad[2 * d] == 0 && pad[2 * d + 1] == 0;
+    if (trivial) continue;
+    if (sd >= 0) return IRON_OK;
+    sd = d;
+  }
+  if (sd < 0) return IRON_OK;
+  int64_t n = in->dims[sd];
+  if (n < 1 || wd[sd] != n || st[sd] != 1 || bd[sd] != 1 || wdl[sd] != 1)
+    return IRON_OK;
+  bool fwd = pad[2 * sd] == n - 1 && pad[2 * sd + 1] == 0;
+  bool rev = pad[2 * sd + 1] == n - 1 && pad[2 * sd] == 0;
+  if (!fwd && !rev) return IRON_OK;
+  p->scan = scan_lookup(kind, p->dtypes[0]);
+  p->scan_n = n;
+  p->scan_rev = !fwd;
+  p->scan_outer = p->scan_inner = 1;
+  for (int32_t d = 0; d < sd; ++d) p->scan_outer *= in->dims[d];
+  for (int32_t d = sd + 1; d < rank; ++d) p->scan_inner *= in->dims[d];
+  return IRON_OK;
 }
 
 static iron_status_t rw_prepare(const iron_ir_op_t *op,
@@ -425,6 +618,10 @@ static iron_status_t rw_prepare(const iron_ir_op_t *op,
   if (n == 1 && fast_enabled())
     p->fast = fast_lookup(single_op_body(ir, p->dtypes[0], NULL, NULL),
                           p->dtypes[0]);
+  if (p->fast) {
+    iron_op_kind_t k = single_op_body(ir, p->dtypes[0], NULL, NULL);
+    IRON_RETURN_IF_ERROR_PLAIN(detect_scan(op, t0, k, p));
+  }
   if (!p->fast) {
     if (!regions || !regions[0]) {
       rw_destroy(p);
@@ -459,6 +656,25 @@ static void rw_fast_task(void *arg, int64_t begin, int64_t end) {
     j->p->fast(j->x, offs, m, j->init, j->out + (size_t)o * j->es);
   }
   free(offs);
+}
+
+static void rw_scan_task(void *arg, int64_t begin, int64_t end) {
+  rw_job_t *j = arg;
+  const rw_params_t *p = j->p;
+  int64_t n = p->scan_n;
+  // Values, then the block-total levels (< n/15 + 16 per level chain).
+  void *buf = malloc(8 * (size_t)(n + n / 8 + 64));
+  if (!buf) {
+    j->failed = true;  // benign race: only ever set to true
+    return;
+  }
+  for (int64_t l = begin; l < end; ++l) {
+    int64_t o = l / p->scan_inner, i = l % p->scan_inner;
+    size_t off = (size_t)(o * n * p->scan_inner + i) * j->es;
+    p->scan((const char *)j->x + off, j->out + off, n, p->scan_inner, j->init,
+            p->scan_rev, buf);
+  }
+  free(buf);
 }
 
 static iron_tensor_t vec(void *data, iron_dtype_t dt, int64_t count) {
@@ -607,6 +823,15 @@ static iron_status_t rw_run(const iron_host_ctx_t *ctx, const void *params,
                             iron_tensor_t *const *outputs) {
   const rw_params_t *p = params;
   if (p->g.out_count == 0) return IRON_OK;
+  if (p->scan) {
+    rw_job_t j = {p, inputs[0]->data, inputs[1]->data, outputs[0]->data,
+                  iron_dtype_size(p->dtypes[0]), false};
+    int64_t grain = 16384 / (p->scan_n + 1) + 1;
+    iron_threadpool_parallel_for(ctx->pool, p->scan_outer * p->scan_inner,
+                                 grain, rw_scan_task, &j);
+    return j.failed ? IRON_ERR(RESOURCE_EXHAUSTED, "reduce_window: oom")
+                    : IRON_OK;
+  }
   if (p->fast) {
     rw_job_t j = {p, inputs[0]->data, inputs[1]->data, outputs[0]->data,
                   iron_dtype_size(p->dtypes[0]), false};
