@@ -15,6 +15,8 @@ extern const iron_host_kernel_t iron_host_scatter_kernel;
 
 static inline bool iron_gather_index_dtype_ok(iron_dtype_t dt) {
   switch (dt) {
+    case IRON_DTYPE_S2: case IRON_DTYPE_S4: case IRON_DTYPE_U2:
+    case IRON_DTYPE_U4:
     case IRON_DTYPE_S8: case IRON_DTYPE_S16: case IRON_DTYPE_S32:
     case IRON_DTYPE_S64: case IRON_DTYPE_U8: case IRON_DTYPE_U16:
     case IRON_DTYPE_U32: case IRON_DTYPE_U64:
@@ -30,10 +32,15 @@ static inline bool iron_gather_index_dtype_ok(iron_dtype_t dt) {
 static inline int64_t iron_gather_index_read(const void *data, iron_dtype_t dt,
                                              int64_t i) {
   switch (dt) {
+    // Sub-byte integers are stored one per byte (sign-extended for s2/s4).
+    case IRON_DTYPE_S2:
+    case IRON_DTYPE_S4:
     case IRON_DTYPE_S8: return ((const int8_t *)data)[i];
     case IRON_DTYPE_S16: return ((const int16_t *)data)[i];
     case IRON_DTYPE_S32: return ((const int32_t *)data)[i];
     case IRON_DTYPE_S64: return ((const int64_t *)data)[i];
+    case IRON_DTYPE_U2:
+    case IRON_DTYPE_U4:
     case IRON_DTYPE_U8: return ((const uint8_t *)data)[i];
     case IRON_DTYPE_U16: return ((const uint16_t *)data)[i];
     case IRON_DTYPE_U32: return ((const uint32_t *)data)[i];
