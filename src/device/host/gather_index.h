@@ -32,15 +32,18 @@ static inline bool iron_gather_index_dtype_ok(iron_dtype_t dt) {
 static inline int64_t iron_gather_index_read(const void *data, iron_dtype_t dt,
                                              int64_t i) {
   switch (dt) {
-    // Sub-byte integers are stored one per byte (sign-extended for s2/s4).
+    // Sub-byte integers are stored one per byte in the low bits (the upper
+    // bits are not necessarily a sign extension: jax hands s4 -1 as 0x0F).
     case IRON_DTYPE_S2:
+      return (int8_t)(uint8_t)(((const uint8_t *)data)[i] << 6) >> 6;
     case IRON_DTYPE_S4:
+      return (int8_t)(uint8_t)(((const uint8_t *)data)[i] << 4) >> 4;
     case IRON_DTYPE_S8: return ((const int8_t *)data)[i];
     case IRON_DTYPE_S16: return ((const int16_t *)data)[i];
     case IRON_DTYPE_S32: return ((const int32_t *)data)[i];
     case IRON_DTYPE_S64: return ((const int64_t *)data)[i];
-    case IRON_DTYPE_U2:
-    case IRON_DTYPE_U4:
+    case IRON_DTYPE_U2: return ((const uint8_t *)data)[i] & 0x3;
+    case IRON_DTYPE_U4: return ((const uint8_t *)data)[i] & 0xF;
     case IRON_DTYPE_U8: return ((const uint8_t *)data)[i];
     case IRON_DTYPE_U16: return ((const uint16_t *)data)[i];
     case IRON_DTYPE_U32: return ((const uint32_t *)data)[i];
