@@ -15,6 +15,7 @@
 // one associative op run typed loops; any other body goes through
 // ctx->call_region (vectorized over all outputs when element-wise).
 // IRON_HOST_WINDOW_FAST=0 disables the typed loops (read at prepare).
+#include <complex.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -476,6 +477,18 @@ DEF_SCAN(s_max_bf16, uint16_t, float, iron_bf16_to_f32, iron_f32_to_bf16,
 DEF_SCAN(s_min_bf16, uint16_t, float, iron_bf16_to_f32, iron_f32_to_bf16,
          FMIN_)
 
+// Complex add/multiply (plain formula, like the typed reduce loops above).
+#define CMULF_(a, b)                                        \
+  CMPLXF(crealf(a) * crealf(b) - cimagf(a) * cimagf(b),     \
+         crealf(a) * cimagf(b) + cimagf(a) * crealf(b))
+#define CMUL_(a, b)                                         \
+  CMPLX(creal(a) * creal(b) - cimag(a) * cimag(b),          \
+        creal(a) * cimag(b) + cimag(a) * creal(b))
+DEF_SCAN(s_add_c64, float _Complex, float _Complex, ID_, ID_, ADD_)
+DEF_SCAN(s_mul_c64, float _Complex, float _Complex, ID_, ID_, CMULF_)
+DEF_SCAN(s_add_c128, double _Complex, double _Complex, ID_, ID_, ADD_)
+DEF_SCAN(s_mul_c128, double _Complex, double _Complex, ID_, ID_, CMUL_)
+
 #define PICK_SCAN(SUF)                                     \
   switch (kind) {                                          \
     case IRON_OP_ADD: return s_add_##SUF;                  \
@@ -499,6 +512,12 @@ static win_scan_fn_t scan_lookup(iron_op_kind_t kind, iron_dtype_t dt) {
     case IRON_DTYPE_BF16: PICK_SCAN(bf16)
     case IRON_DTYPE_F32: PICK_SCAN(f32)
     case IRON_DTYPE_F64: PICK_SCAN(f64)
+    case IRON_DTYPE_C64:
+      return kind == IRON_OP_ADD ? s_add_c64
+             : kind == IRON_OP_MULTIPLY ? s_mul_c64 : NULL;
+    case IRON_DTYPE_C128:
+      return kind == IRON_OP_ADD ? s_add_c128
+             : kind == IRON_OP_MULTIPLY ? s_mul_c128 : NULL;
     default: return NULL;
   }
 }
@@ -514,8 +533,10 @@ typedef struct rw_params {
   // Cumulative pattern (see DEF_SCAN): lines of scan_n elements along
   // scan_dim, `scan_outer` x `scan_inner` of them.
   win_scan_fn_t scan;
+  // Exclusive form (padding n, n+1 results): init then the inclusive scan
+  // (forward) or the inclusive scan then init (reverse), as XLA pads it.
   int64_t scan_n, scan_outer, scan_inner;
-  bool scan_rev;
+  bool scan_rev, scan_excl;
   const iron_host_region_t *region;
   bool elementwise;
 } rw_params_t;
@@ -558,12 +579,15 @@ static iron_status_t detect_scan(const iron_ir_op_t *op,
   int64_t n = in->dims[sd];
   if (n < 1 || wd[sd] != n || st[sd] != 1 || bd[sd] != 1 || wdl[sd] != 1)
     return IRON_OK;
-  bool fwd = pad[2 * sd] == n - 1 && pad[2 * sd + 1] == 0;
-  bool rev = pad[2 * sd + 1] == n - 1 && pad[2 * sd] == 0;
+  bool fwd = (pad[2 * sd] == n - 1 || pad[2 * sd] == n) &&
+             pad[2 * sd + 1] == 0;
+  bool rev = (pad[2 * sd + 1] == n - 1 || pad[2 * sd + 1] == n) &&
+             pad[2 * sd] == 0;
   if (!fwd && !rev) return IRON_OK;
   p->scan = scan_lookup(kind, p->dtypes[0]);
   p->scan_n = n;
   p->scan_rev = !fwd;
+  p->scan_excl = pad[2 * sd] + pad[2 * sd + 1] == n;
   p->scan_outer = p->scan_inner = 1;
   for (int32_t d = 0; d < sd; ++d) p->scan_outer *= in->dims[d];
   for (int32_t d = sd + 1; d < rank; ++d) p->scan_inner *= in->dims[d];
@@ -663,16 +687,22 @@ static void rw_scan_task(void *arg, int64_t begin, int64_t end) {
   const rw_params_t *p = j->p;
   int64_t n = p->scan_n;
   // Values, then the block-total levels (< n/15 + 16 per level chain).
-  void *buf = malloc(8 * (size_t)(n + n / 8 + 64));
+  void *buf = malloc(16 * (size_t)(n + n / 8 + 64));
   if (!buf) {
     j->failed = true;  // benign race: only ever set to true
     return;
   }
+  int64_t inner = p->scan_inner, n_out = n + p->scan_excl;
   for (int64_t l = begin; l < end; ++l) {
-    int64_t o = l / p->scan_inner, i = l % p->scan_inner;
-    size_t off = (size_t)(o * n * p->scan_inner + i) * j->es;
-    p->scan((const char *)j->x + off, j->out + off, n, p->scan_inner, j->init,
-            p->scan_rev, buf);
+    int64_t o = l / inner, i = l % inner;
+    size_t off = (size_t)(o * n * inner + i) * j->es;
+    char *y = j->out + (size_t)(o * n_out * inner + i) * j->es;
+    if (p->scan_excl) {
+      char *slot = p->scan_rev ? y + (size_t)(n * inner) * j->es : y;
+      memcpy(slot, j->init, j->es);
+      if (!p->scan_rev) y += (size_t)inner * j->es;
+    }
+    p->scan((const char *)j->x + off, y, n, inner, j->init, p->scan_rev, buf);
   }
   free(buf);
 }
