@@ -451,6 +451,31 @@ static iron_status_t generic_apply(const scatter_params_t *p,
   return NULL;
 }
 
+typedef struct copy_job {
+  char *dst;
+  const char *src;
+  size_t nbytes;
+} copy_job_t;
+
+#define COPY_CHUNK ((size_t)1 << 20)
+
+static void copy_chunks(void *arg, int64_t begin, int64_t end) {
+  const copy_job_t *j = arg;
+  size_t lo = (size_t)begin * COPY_CHUNK;
+  size_t hi = (size_t)end * COPY_CHUNK;
+  if (hi > j->nbytes) hi = j->nbytes;
+  memcpy(j->dst + lo, j->src + lo, hi - lo);
+}
+
+// The result starts as the operand; large copies (embedding gradients into
+// a big table) are split over the pool, 1 MiB chunks.
+static void copy_bytes(iron_threadpool_t *pool, void *dst, const void *src,
+                       size_t nbytes) {
+  copy_job_t j = {dst, src, nbytes};
+  int64_t chunks = (int64_t)((nbytes + COPY_CHUNK - 1) / COPY_CHUNK);
+  iron_threadpool_parallel_for(pool, chunks, 4, copy_chunks, &j);
+}
+
 static iron_status_t scatter_run(const iron_host_ctx_t *ctx,
                                  const void *params,
                                  const iron_tensor_t *const *inputs,
@@ -459,7 +484,8 @@ static iron_status_t scatter_run(const iron_host_ctx_t *ctx,
   int32_t n = p->n;
   for (int32_t i = 0; i < n; ++i)
     if (outputs[i]->data != inputs[i]->data && inputs[i]->nbytes)
-      memcpy(outputs[i]->data, inputs[i]->data, inputs[i]->nbytes);
+      copy_bytes(ctx ? ctx->pool : NULL, outputs[i]->data, inputs[i]->data,
+                 inputs[i]->nbytes);
   if (p->op_count == 0 || p->box.count == 0 || p->num_points == 0)
     return NULL;
   const void *idx = inputs[n]->data;
