@@ -63,14 +63,18 @@ static void *worker_main(void *arg) {
   tls_worker_dev = dev;
   pthread_mutex_lock(&dev->mu);
   for (;;) {
-    while (!dev->head && !dev->shutdown) pthread_cond_wait(&dev->cv, &dev->mu);
+    while ((!dev->head || dev->inline_busy) && !dev->shutdown)
+      pthread_cond_wait(&dev->cv, &dev->mu);
+    while (dev->inline_busy) pthread_cond_wait(&dev->cv, &dev->mu);
     if (!dev->head) break;  // shutdown with an empty queue
     iron_job_t *job = dev->head;
     dev->head = job->next;
     if (!dev->head) dev->tail = NULL;
+    dev->worker_busy = true;
     pthread_mutex_unlock(&dev->mu);
     job->run(job);
     pthread_mutex_lock(&dev->mu);
+    dev->worker_busy = false;
   }
   bool destroy = dev->destroy_on_exit;
   pthread_mutex_unlock(&dev->mu);
@@ -96,6 +100,10 @@ iron_status_t iron_device_init_base(iron_device_t *dev,
   dev->shutdown = false;
   dev->has_worker = false;
   dev->destroy_on_exit = false;
+  dev->worker_busy = false;
+  dev->inline_busy = false;
+  const char *inl = getenv("IRON_INLINE_SMALL");
+  dev->inline_small = !(inl && strcmp(inl, "0") == 0);
   if (!dev->sync) {
     if (pthread_create(&dev->worker, NULL, worker_main, dev) != 0) {
       pthread_mutex_destroy(&dev->mu);
@@ -131,16 +139,32 @@ bool iron_device_deinit_base(iron_device_t *dev) {
   return true;
 }
 
-void iron_device_enqueue(iron_device_t *dev, iron_job_t *job) {
+static void run_inline(iron_device_t *dev, iron_job_t *job) {
+  const iron_device_t *prev = tls_worker_dev;
+  tls_worker_dev = dev;
+  job->run(job);
+  tls_worker_dev = prev;
+}
+
+void iron_device_enqueue(iron_device_t *dev, iron_job_t *job, bool small) {
   job->next = NULL;
   if (dev->sync || !dev->has_worker) {
-    const iron_device_t *prev = tls_worker_dev;
-    tls_worker_dev = dev;
-    job->run(job);
-    tls_worker_dev = prev;
+    run_inline(dev, job);
     return;
   }
   pthread_mutex_lock(&dev->mu);
+  // A job enqueued from inside a job (on the worker) must queue.
+  if (small && dev->inline_small && !dev->head && !dev->worker_busy &&
+      !dev->inline_busy && tls_worker_dev != dev) {
+    dev->inline_busy = true;
+    pthread_mutex_unlock(&dev->mu);
+    run_inline(dev, job);
+    pthread_mutex_lock(&dev->mu);
+    dev->inline_busy = false;
+    if (dev->head) pthread_cond_signal(&dev->cv);
+    pthread_mutex_unlock(&dev->mu);
+    return;
+  }
   if (dev->tail)
     dev->tail->next = job;
   else

@@ -23,8 +23,52 @@ struct iron_executable {
   iron_tensor_t *in_types, *out_types;
   bool *donatable;
   int32_t *alias;
+  // No loops and few bytes produced: may run on the caller's thread when the
+  // device is idle (iron_device_enqueue).
+  bool small;
   iron_exec_ctx_t ctx;
 };
+
+// Bytes produced by kernel steps of `block` and everything it calls, or -1
+// when it holds a loop (whose cost is unknown before it runs).
+static int64_t block_cost(const iron_plan_block_t *block, int depth) {
+  if (depth > 32) return -1;
+  int64_t bytes = 0;
+  for (uint32_t i = 0; i < block->num_steps; ++i) {
+    const iron_plan_step_t *s = &block->steps[i];
+    int64_t c = 0;
+    switch (s->kind) {
+      case IRON_STEP_WHILE:
+        return -1;
+      case IRON_STEP_KERNEL:
+        for (uint32_t o = 0; o < s->num_outputs; ++o)
+          c += (int64_t)s->out_types[o].nbytes;
+        // Kernels with regions call back into the runtime per element.
+        if (s->op && s->op->num_regions) return -1;
+        break;
+      case IRON_STEP_IF:
+      case IRON_STEP_CASE:
+        for (uint32_t b = 0; b < s->num_blocks; ++b) {
+          int64_t bc = block_cost(&s->blocks[b], depth + 1);
+          if (bc < 0) return -1;
+          c += bc;
+        }
+        break;
+      case IRON_STEP_CALL:
+        c = block_cost(&s->callee->body, depth + 1);
+        if (c < 0) return -1;
+        break;
+      default:
+        break;
+    }
+    bytes += c;
+  }
+  return bytes;
+}
+
+// Up to this many bytes written by kernels, a program costs less to run than
+// a hand-off to the worker thread and back (~15 us here).
+enum { IRON_SMALL_PROGRAM_BYTES = 64 * 1024 };
 
 // 128-bit FNV-1a (two 64-bit lanes with different offsets): stable, not
 // cryptographic; it keys caches, it does not authenticate.
@@ -91,6 +135,8 @@ iron_status_t iron_executable_compile_module(
     return st;
   }
   const iron_ir_func_t *main_fn = exe->plan->main->ir;
+  int64_t cost = block_cost(&exe->plan->main->body, 0);
+  exe->small = cost >= 0 && cost <= IRON_SMALL_PROGRAM_BYTES;
   exe->num_inputs = iron_ir_func_num_args(main_fn);
   exe->num_outputs = iron_ir_func_num_results(main_fn);
   exe->in_types = calloc(exe->num_inputs + 1, sizeof(iron_tensor_t));
@@ -397,6 +443,6 @@ iron_status_t iron_executable_execute(iron_executable_t *exe,
     *out_done = done;
   }
   j->job.run = exec_job_run;
-  iron_device_enqueue(exe->dev, &j->job);
+  iron_device_enqueue(exe->dev, &j->job, exe->small);
   return IRON_OK;
 }
