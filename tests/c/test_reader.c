@@ -53,9 +53,9 @@ typedef struct {
 
 static void walk_error(walk_t *w, const char *what, const iron_ir_op_t *op) {
   if (w->errors++ < 5)
-    fprintf(stderr, "%s: @%s: %s (%s)\n", w->file,
-            w->func->name ? w->func->name : "?", what,
-            op ? op->name : "-");
+    fprintf(stderr, "%s: @%s: %s (%s)\n", w->file ? w->file : "?",
+            w->func->name ? w->func->name : "?", what ? what : "?",
+            op && op->name ? op->name : "-");
 }
 
 static void define(walk_t *w, const iron_ir_value_t *v,
