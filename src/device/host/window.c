@@ -41,6 +41,9 @@ typedef struct win_geom {
   int64_t *starts[IRON_MAX_RANK];
   int64_t *list_off[IRON_MAX_RANK];
   int64_t *list_k[IRON_MAX_RANK];
+  // The window formula per dim (for random access by window position).
+  int64_t stride[IRON_MAX_RANK], wdil[IRON_MAX_RANK], pad_lo[IRON_MAX_RANK],
+      bdil[IRON_MAX_RANK], dil_in[IRON_MAX_RANK], in_stride[IRON_MAX_RANK];
 } win_geom_t;
 
 static void geom_free(win_geom_t *g) {
@@ -74,9 +77,11 @@ static iron_status_t read_list(const iron_ir_op_t *op, const char *name,
 // Builds the geometry for an input type and the window attributes of op.
 // On error the caller still frees *g with geom_free (it is always valid).
 // `allow_dilation` is false for select_and_scatter (it has none).
+// Without `lists` only the output shape and counts are computed (the
+// cumulative scan path needs no per-output offset lists).
 static iron_status_t geom_build(const iron_ir_op_t *op,
                                 const iron_ir_type_t *in, bool allow_dilation,
-                                win_geom_t *g) {
+                                bool lists, win_geom_t *g) {
   memset(g, 0, sizeof(*g));
   int32_t rank = in->rank;
   g->rank = rank;
@@ -117,10 +122,17 @@ static iron_status_t geom_build(const iron_ir_op_t *op,
     int64_t out = padded < ext ? 0 : (padded - ext) / st[d] + 1;
     g->in_dims[d] = n;
     g->out_dims[d] = out;
+    g->stride[d] = st[d];
+    g->wdil[d] = wdl[d];
+    g->pad_lo[d] = pad[2 * d];
+    g->bdil[d] = bd[d];
+    g->dil_in[d] = dil_in;
+    g->in_stride[d] = in_strides[d];
     g->wdims[d] = wd[d];
     if (__builtin_mul_overflow(g->out_count, out, &g->out_count) ||
         __builtin_mul_overflow(g->win_count, wd[d], &g->win_count))
       return IRON_ERR(INVALID_ARGUMENT, "%s: window too large", op->name);
+    if (!lists) continue;
     int64_t cap;
     if (__builtin_mul_overflow(out, wd[d], &cap) || cap > (1ll << 32))
       return IRON_ERR(RESOURCE_EXHAUSTED, "%s: window too large", op->name);
@@ -142,7 +154,7 @@ static iron_status_t geom_build(const iron_ir_op_t *op,
     }
     g->starts[d][out] = c;
   }
-  if (g->win_count > (1ll << 28))
+  if (lists && g->win_count > (1ll << 28))
     return IRON_ERR(RESOURCE_EXHAUSTED, "%s: window too large", op->name);
   return IRON_OK;
 }
@@ -620,14 +632,34 @@ static iron_status_t rw_prepare(const iron_ir_op_t *op,
   }
   rw_params_t *p = calloc(1, sizeof(*p));
   if (!p) return IRON_ERR(RESOURCE_EXHAUSTED, "out of memory for params");
-  iron_status_t st = geom_build(op, t0, true, &p->g);
+  p->n = n;
+  for (uint32_t i = 0; i < n; ++i) p->dtypes[i] = op->operands[i]->type->dtype;
+  const iron_ir_region_t *ir =
+      regions && regions[0] ? iron_host_region_ir(regions[0]) : &op->regions[0];
+  iron_status_t st = IRON_OK;
+  if (n == 1 && fast_enabled()) {
+    iron_op_kind_t k = single_op_body(ir, p->dtypes[0], NULL, NULL);
+    p->fast = fast_lookup(k, p->dtypes[0]);
+    if (p->fast) st = detect_scan(op, t0, k, p);
+  }
+  if (!st && !p->fast) {
+    if (!regions || !regions[0]) {
+      st = iron_ir_op_unimplemented(op, "without a compiled body");
+    } else {
+      p->region = regions[0];
+      p->elementwise = iron_host_region_is_elementwise(regions[0]);
+    }
+  }
+  // The scan and the vectorized generic path compute offsets from the
+  // window formula; only the others need the per-output lists.
+  if (!st)
+    st = geom_build(op, t0, true, !p->scan && !(p->region && p->elementwise),
+                    &p->g);
   if (st) {
     rw_destroy(p);
     return st;
   }
-  p->n = n;
   for (uint32_t i = 0; i < n; ++i) {
-    p->dtypes[i] = op->operands[i]->type->dtype;
     const iron_ir_type_t *rt = op->results[i].type;
     if (!rt || rt->kind != IRON_TYPE_TENSOR || rt->dtype != p->dtypes[i] ||
         rt->rank != t0->rank ||
@@ -636,23 +668,6 @@ static iron_status_t rw_prepare(const iron_ir_op_t *op,
       return IRON_ERR(INVALID_ARGUMENT, "%s: result %u type mismatch",
                       op->name, i);
     }
-  }
-  const iron_ir_region_t *ir =
-      regions && regions[0] ? iron_host_region_ir(regions[0]) : &op->regions[0];
-  if (n == 1 && fast_enabled())
-    p->fast = fast_lookup(single_op_body(ir, p->dtypes[0], NULL, NULL),
-                          p->dtypes[0]);
-  if (p->fast) {
-    iron_op_kind_t k = single_op_body(ir, p->dtypes[0], NULL, NULL);
-    IRON_RETURN_IF_ERROR_PLAIN(detect_scan(op, t0, k, p));
-  }
-  if (!p->fast) {
-    if (!regions || !regions[0]) {
-      rw_destroy(p);
-      return iron_ir_op_unimplemented(op, "without a compiled body");
-    }
-    p->region = regions[0];
-    p->elementwise = iron_host_region_is_elementwise(regions[0]);
   }
   *out_params = p;
   return IRON_OK;
@@ -762,13 +777,9 @@ static iron_status_t rw_generic_vec(const iron_host_ctx_t *ctx,
       for (int32_t d = g->rank - 1; d >= 0 && ok; --d) {
         int64_t od = rem % g->out_dims[d];
         rem /= g->out_dims[d];
-        ok = false;
-        for (int64_t e = g->starts[d][od]; e < g->starts[d][od + 1]; ++e)
-          if (g->list_k[d][e] == k[d]) {
-            off += g->list_off[d][e];
-            ok = true;
-            break;
-          }
+        int64_t pos = od * g->stride[d] + k[d] * g->wdil[d] - g->pad_lo[d];
+        ok = pos >= 0 && pos < g->dil_in[d] && pos % g->bdil[d] == 0;
+        off += pos / g->bdil[d] * g->in_stride[d];
       }
       src[o] = ok ? off : -1;
       any += ok;
@@ -876,8 +887,7 @@ static iron_status_t rw_run(const iron_host_ctx_t *ctx, const void *params,
   for (uint32_t i = 0; i < p->n; ++i)
     if (iron_dtype_size(p->dtypes[i]) > 16)
       return IRON_ERR(UNIMPLEMENTED, "reduce_window: element too large");
-  if (p->elementwise && p->g.out_count > 1)
-    return rw_generic_vec(ctx, p, inputs, outputs);
+  if (p->elementwise) return rw_generic_vec(ctx, p, inputs, outputs);
   return rw_generic_scalar(ctx, p, inputs, outputs);
 }
 
@@ -1023,7 +1033,7 @@ static iron_status_t sas_prepare(const iron_ir_op_t *op,
                     op->name);
   sas_params_t *p = calloc(1, sizeof(*p));
   if (!p) return IRON_ERR(RESOURCE_EXHAUSTED, "out of memory for params");
-  iron_status_t s = geom_build(op, ot, false, &p->g);
+  iron_status_t s = geom_build(op, ot, false, true, &p->g);
   if (s) {
     sas_destroy(p);
     return s;
