@@ -15,18 +15,9 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "base/cplx.h"
 #include "base/half.h"
 #include "device/host/host_kernel.h"
-
-// glibc defines CMPLX/CMPLXF only for gcc; clang has the builtin that they
-// expand to. Both keep a signed zero or infinite imaginary part intact,
-// which x + y*I does not.
-#ifndef CMPLXF
-#define CMPLXF(x, y) __builtin_complex((float)(x), (float)(y))
-#endif
-#ifndef CMPLX
-#define CMPLX(x, y) __builtin_complex((double)(x), (double)(y))
-#endif
 
 typedef void (*iron_ew_loop_fn_t)(void *out, const void *const *in,
                                   int64_t begin, int64_t end);

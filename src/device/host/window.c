@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/cplx.h"
 #include "base/half.h"
 #include "device/host/host_kernel.h"
 #include "device/host/shape_copy.h"
