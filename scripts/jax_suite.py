@@ -1,0 +1,370 @@
+#!/usr/bin/env python3
+"""Run jax's own test suite against the iron PJRT plugin, file by file.
+
+jax's tests live in a jax source checkout at the tag matching the installed
+jax (e.g. jax-v0.10.2), outside this repository; we never copy them in.
+Each test file runs in its own pytest process (a crash or hang in one file
+cannot take the others down) with JAX_PLATFORMS=iron,cpu, so the tests run on
+iron and CPU stays available for reference computations. Files run one after
+another: the machine has 2 cores.
+
+Per-test outcomes come from pytest's junit XML; if a file hits its timeout
+pytest never writes that XML, so the streamed `-v` lines are parsed instead
+and the test running when the timeout fired is recorded as TIMEOUT.
+
+Output: per file `file: N passed, N failed, N skipped (Ts)`, the total line,
+then the difference against tests/jax_suite/known_failures.txt (one test id a
+line, `#` comments). Exit status 1 when there are failures not listed there.
+
+Usage:
+  IRON_PLUGIN_PATH=build-x/libiron_pjrt.so PYTHONPATH=python \\
+    python3 scripts/jax_suite.py --jax-src /tmp/jax-src [--all | --files a,b]
+"""
+
+import argparse
+import collections
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+import xml.etree.ElementTree as ET
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+KNOWN_DEFAULT = os.path.join(ROOT, "tests", "jax_suite", "known_failures.txt")
+
+# A representative subset: core API, numpy surface, lax ops, control flow,
+# random, nn, dtype/x64 plumbing. Fits a few tens of minutes on 2 cores with
+# a small JAX_NUM_GENERATED_CASES.
+DEFAULT_FILES = [
+    "x64_context_test.py",
+    "nn_test.py",
+    "random_test.py",
+    "lax_control_flow_test.py",
+    "lax_test.py",
+    "lax_numpy_test.py",
+    "api_test.py",
+]
+
+# `-v` progress lines: "tests/x_test.py::Cls::test_name PASSED   [ 12%]".
+# A parametrised id may contain spaces inside [...]; the outcome word is the
+# last upper-case word before the optional percentage.
+_V_LINE = re.compile(
+    r"^(?P<id>tests/\S+?::.+?) (?P<out>PASSED|FAILED|SKIPPED|ERROR|XFAIL|XPASS)"
+    r"(?: .*)?$")
+_V_START = re.compile(r"^(?P<id>tests/\S+?::\S+)")
+
+
+def parse_args():
+    p = argparse.ArgumentParser(description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--jax-src", default="/tmp/jax-src",
+                   help="jax source checkout (holds tests/ and pyproject.toml)")
+    g = p.add_mutually_exclusive_group()
+    g.add_argument("--all", action="store_true", help="every tests/*_test.py")
+    g.add_argument("--files", default="",
+                   help="comma-separated test files (names under tests/)")
+    p.add_argument("--exclude", default="",
+                   help="comma-separated files to leave out (with --all)")
+    p.add_argument("--timeout", type=float, default=600,
+                   help="per-file timeout in seconds (default 600)")
+    p.add_argument("--cases", type=int, default=3,
+                   help="JAX_NUM_GENERATED_CASES (default 3)")
+    p.add_argument("-k", dest="keyword", default="",
+                   help="pytest -k expression applied to every file")
+    p.add_argument("--platforms", default="iron,cpu",
+                   help="JAX_PLATFORMS for the run (default iron,cpu)")
+    p.add_argument("--known", default=KNOWN_DEFAULT,
+                   help="known-failures list to diff against")
+    p.add_argument("--rerun-on-cpu", action="store_true",
+                   help="rerun each failure with JAX_PLATFORMS=cpu to classify "
+                        "'also fails on cpu'")
+    p.add_argument("--json", default="",
+                   help="write every outcome and failure message here")
+    p.add_argument("--workdir", default="/tmp/jax_suite_out",
+                   help="where per-file junit XML and logs go")
+    p.add_argument("--write-known", default="",
+                   help="write the current failures as a known-failures file")
+    return p.parse_args()
+
+
+def list_files(args):
+    tests_dir = os.path.join(args.jax_src, "tests")
+    if not os.path.isdir(tests_dir):
+        sys.exit(f"jax_suite: no tests/ under {args.jax_src}; check out jax's "
+                 "source at the tag matching the installed jax there")
+    if args.all:
+        files = sorted(f for f in os.listdir(tests_dir) if f.endswith("_test.py"))
+    elif args.files:
+        files = [f.strip() for f in args.files.split(",") if f.strip()]
+    else:
+        files = list(DEFAULT_FILES)
+    excl = {f.strip() for f in args.exclude.split(",") if f.strip()}
+    files = [f if f.endswith(".py") else f + ".py" for f in files]
+    files = [f[len("tests/"):] if f.startswith("tests/") else f for f in files]
+    return [f for f in files if f not in excl]
+
+
+def suite_env(args, platforms):
+    env = dict(os.environ)
+    env["JAX_PLATFORMS"] = platforms
+    env["JAX_NUM_GENERATED_CASES"] = str(args.cases)
+    # Keep each pytest process to the machine's cores and out of our repo.
+    env.setdefault("PYTHONDONTWRITEBYTECODE", "1")
+    return env
+
+
+def first_line(text):
+    for line in (text or "").splitlines():
+        line = line.strip()
+        if line:
+            return line[:400]
+    return ""
+
+
+def parse_junit(path):
+    """Returns {test_id: (outcome, message)} from pytest's junit XML."""
+    out = {}
+    tree = ET.parse(path)
+    for tc in tree.iter("testcase"):
+        cls = tc.get("classname", "")
+        name = tc.get("name", "")
+        # pytest's classname is "tests.api_test.APITest" (dotted path + class)
+        # under importlib mode; rebuild the node id the -v output prints.
+        parts = cls.split(".")
+        mod_idx = max((i for i, p in enumerate(parts) if p.endswith("_test")),
+                      default=len(parts) - 1)
+        path_part = "/".join(parts[:mod_idx + 1]) + ".py"
+        if not path_part.startswith("tests/"):
+            path_part = "tests/" + path_part.split("tests/", 1)[-1]
+        node = "::".join([path_part] + parts[mod_idx + 1:] + [name])
+        outcome, msg = "passed", ""
+        for child in tc:
+            if child.tag == "failure":
+                outcome, msg = "failed", child.get("message") or first_line(child.text)
+            elif child.tag == "error":
+                outcome, msg = "error", child.get("message") or first_line(child.text)
+            elif child.tag == "skipped":
+                typ = child.get("type", "")
+                outcome = "xfailed" if "xfail" in typ else "skipped"
+                msg = child.get("message", "")
+        out[node] = (outcome, msg)
+    return out
+
+
+def parse_verbose(text):
+    """Returns ({test_id: (outcome, "")}, last_started_id) from -v output."""
+    out = {}
+    last_started = None
+    for line in text.splitlines():
+        m = _V_LINE.match(line)
+        if m:
+            out[m.group("id").strip()] = (m.group("out").lower(), "")
+            last_started = None
+            continue
+        m = _V_START.match(line)
+        if m:
+            last_started = m.group("id")
+    return out, last_started
+
+
+def run_pytest(args, jax_src, targets, platforms, tag):
+    """Runs one pytest process; returns (results, seconds, status_str)."""
+    os.makedirs(args.workdir, exist_ok=True)
+    xml = os.path.join(args.workdir, tag + ".xml")
+    log = os.path.join(args.workdir, tag + ".log")
+    if os.path.exists(xml):
+        os.remove(xml)
+    cmd = [sys.executable, "-m", "pytest", "-v", "-p", "no:cacheprovider",
+           "--junitxml", xml, "-o", "junit_family=xunit1",
+           "--tb=short", "--no-header"]
+    if args.keyword:
+        cmd += ["-k", args.keyword]
+    cmd += targets
+    t0 = time.time()
+    status = "ok"
+    with open(log, "w") as logf:
+        # Own process group, so a timeout kills pytest and anything it forked.
+        proc = subprocess.Popen(cmd, cwd=jax_src, env=suite_env(args, platforms),
+                                stdout=logf, stderr=subprocess.STDOUT,
+                                start_new_session=True)
+        try:
+            rc = proc.wait(timeout=args.timeout)
+            if rc not in (0, 1, 5):  # 5: nothing collected
+                status = f"exit {rc}"
+            if rc < 0:
+                status = f"killed by signal {-rc}"
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+            status = "TIMEOUT"
+    dt = time.time() - t0
+    with open(log, errors="replace") as f:
+        text = f.read()
+    if os.path.exists(xml) and status != "TIMEOUT":
+        try:
+            results = parse_junit(xml)
+        except ET.ParseError:
+            results, _ = parse_verbose(text)
+    else:
+        results, last = parse_verbose(text)
+        if last and last not in results:
+            results[last] = ("timeout" if status == "TIMEOUT" else "crashed",
+                             f"{status} while this test ran")
+    if not results:
+        # Import/collection failure or a crash before any test: keep the tail.
+        tail = [l for l in text.splitlines() if l.strip()][-3:]
+        results["tests/" + targets[0].split("tests/")[-1].split("::")[0] +
+                "::<file>"] = ("error", f"{status}: " + " | ".join(tail)[:400])
+    return results, dt, status
+
+
+def read_known(path):
+    known = set()
+    if os.path.exists(path):
+        with open(path) as f:
+            for line in f:
+                line = line.split("#", 1)[0].strip()
+                if line:
+                    known.add(line)
+    return known
+
+
+_COMPILE_CTX = re.compile(
+    r"while compiling \S+: |in function [^:(]*(?:\(called at [^)]*\))?: ")
+
+_NORM = [
+    (re.compile(r"0x[0-9a-fA-F]+"), "0x?"),
+    (re.compile(r"\b\d+(\.\d+)?(e[-+]?\d+)?\b"), "N"),
+    (re.compile(r"\s+"), " "),
+]
+
+
+def cause_key(msg):
+    """Collapses a failure message to a groupable cause."""
+    m = first_line(msg)
+    # Compile errors name the jitted function and the call chain down to the
+    # op; the op and reason after them is the cause, the chain is per test.
+    m = _COMPILE_CTX.sub("", m)
+    # Mismatch reports carry array dumps after the first line; keep the head.
+    m = m.split("Mismatched elements")[0].split("Max absolute difference")[0]
+    for rx, rep in _NORM:
+        m = rx.sub(rep, m)
+    return m[:160].strip()
+
+
+def main():
+    args = parse_args()
+    files = list_files(args)
+    jax_src = os.path.abspath(args.jax_src)
+    all_results = {}
+    file_stats = []
+    t_total = time.time()
+    print(f"jax_suite: {len(files)} files, JAX_PLATFORMS={args.platforms}, "
+          f"JAX_NUM_GENERATED_CASES={args.cases}, timeout {args.timeout:.0f}s/file",
+          flush=True)
+    for f in files:
+        tag = f[:-3]
+        res, dt, status = run_pytest(args, jax_src, ["tests/" + f],
+                                     args.platforms, tag)
+        c = collections.Counter(o for o, _ in res.values())
+        failed = c["failed"] + c["error"] + c["timeout"] + c["crashed"]
+        extra = "" if status == "ok" else f" [{status}]"
+        print(f"{f}: {c['passed']} passed, {failed} failed, "
+              f"{c['skipped'] + c['xfailed']} skipped ({dt:.0f}s){extra}",
+              flush=True)
+        file_stats.append({"file": f, "passed": c["passed"], "failed": failed,
+                           "skipped": c["skipped"] + c["xfailed"],
+                           "seconds": round(dt, 1), "status": status})
+        all_results.update(res)
+
+    failures = {t: m for t, (o, m) in all_results.items()
+                if o in ("failed", "error", "timeout", "crashed")}
+    passed = sum(1 for o, _ in all_results.values() if o in ("passed", "xpass"))
+    skipped = sum(1 for o, _ in all_results.values() if o in ("skipped", "xfailed"))
+
+    also_cpu = {}
+    if args.rerun_on_cpu and failures:
+        by_file = collections.defaultdict(list)
+        for t in failures:
+            if not t.endswith("::<file>"):
+                by_file[t.split("::")[0]].append(t)
+        for path, ids in sorted(by_file.items()):
+            for i in range(0, len(ids), 200):
+                chunk = ids[i:i + 200]
+                res, _, _ = run_pytest(args, jax_src, chunk, "cpu",
+                                       os.path.basename(path)[:-3] + f"_cpu{i}")
+                for t in chunk:
+                    o = res.get(t, ("missing", ""))[0]
+                    also_cpu[t] = o in ("failed", "error", "timeout", "crashed")
+
+    dt_total = time.time() - t_total
+    print()
+    print(f"{passed} passed, {len(failures)} failed, {skipped} skipped "
+          f"({dt_total:.0f}s)")
+    executed = passed + len(failures)
+    if executed:
+        print(f"pass rate of executed tests: {100.0 * passed / executed:.2f}%")
+
+    causes = collections.Counter(cause_key(m) for m in failures.values())
+    examples = collections.defaultdict(list)
+    for t, m in sorted(failures.items()):
+        k = cause_key(m)
+        if len(examples[k]) < 3:
+            examples[k].append(t)
+    if causes:
+        print("\ntop failure causes:")
+        for k, n in causes.most_common(25):
+            cpu = ""
+            if also_cpu:
+                ts = [t for t, m in failures.items() if cause_key(m) == k]
+                ncpu = sum(1 for t in ts if also_cpu.get(t))
+                cpu = f" (also on cpu: {ncpu}/{len(ts)})"
+            print(f"  {n:5d}  {k or '(no message)'}{cpu}")
+            for e in examples[k]:
+                print(f"         e.g. {e}")
+
+    # Skips show how jax's device checks treat iron (an unknown platform to
+    # them: device_under_test() is "iron", so skip_on_devices("cpu") runs the
+    # test and run_on_devices("cpu") skips it).
+    skips = collections.Counter(cause_key(m) for o, m in all_results.values()
+                                if o in ("skipped", "xfailed"))
+    if skips:
+        print("\ntop skip reasons:")
+        for k, n in skips.most_common(10):
+            print(f"  {n:5d}  {k or '(no message)'}")
+
+    ran_files = {"tests/" + f for f in files}
+    known = read_known(args.known)
+    known_here = {t for t in known if t.split("::")[0] in ran_files}
+    new = sorted(set(failures) - known)
+    fixed = sorted(t for t in known_here
+                   if all_results.get(t, ("", ""))[0] in ("passed", "xpass"))
+    print(f"\nvs {os.path.relpath(args.known, ROOT) if args.known.startswith(ROOT) else args.known}: "
+          f"{len(new)} new failures, {len(fixed)} fixed")
+    for t in new[:50]:
+        print(f"  NEW   {t}")
+    if len(new) > 50:
+        print(f"  ... and {len(new) - 50} more new failures")
+    for t in fixed:
+        print(f"  FIXED {t}")
+
+    if args.write_known:
+        with open(args.write_known, "w") as f:
+            f.write("# jax test-suite failures on iron (scripts/jax_suite.py)\n")
+            for t in sorted(failures):
+                tail = "  # also fails on cpu" if also_cpu.get(t) else ""
+                f.write(t + tail + "\n")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"files": file_stats,
+                       "cases": args.cases, "platforms": args.platforms,
+                       "results": {t: list(v) for t, v in all_results.items()},
+                       "also_fails_on_cpu": also_cpu}, f, indent=1)
+    return 1 if new else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
