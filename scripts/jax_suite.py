@@ -54,8 +54,71 @@ DEFAULT_FILES = [
 _V_LINE = re.compile(
     r"^(?P<id>tests/\S+?::.+?) (?P<out>PASSED|FAILED|SKIPPED|ERROR|XFAIL|XPASS)"
     r"(?: .*)?$")
-_V_START = re.compile(r"^(?P<id>tests/\S+?::\S+)")
+_V_START = re.compile(r"^(?P<id>tests/\S+?::.+?)\s*$")
 
+
+# --- pytest plugin side -----------------------------------------------------
+# Each pytest process loads this module as a plugin (`-p jax_suite`) and
+# appends one JSON line per test phase to $JAX_SUITE_EVENTS as it happens, so
+# outcomes and failure messages survive a file that is killed at its timeout
+# (pytest writes junit XML only at the very end).
+
+def _event(obj):
+    path = os.environ.get("JAX_SUITE_EVENTS")
+    if path:
+        with open(path, "a") as f:
+            f.write(json.dumps(obj) + "\n")
+
+
+def pytest_runtest_logstart(nodeid, location):
+    _event({"start": nodeid})
+
+
+def pytest_runtest_logreport(report):
+    if report.when != "call" and report.passed:
+        return
+    msg = ""
+    if report.failed:
+        crash = getattr(report.longrepr, "reprcrash", None)
+        msg = crash.message if crash is not None else str(report.longrepr)
+    elif report.skipped:
+        lr = report.longrepr
+        msg = lr[2] if isinstance(lr, tuple) and len(lr) == 3 else str(lr)
+    if hasattr(report, "wasxfail"):
+        outcome = "xfailed" if report.skipped else "xpass"
+    elif report.failed:
+        outcome = "failed" if report.when == "call" else "error"
+    else:
+        outcome = report.outcome
+    _event({"id": report.nodeid, "when": report.when, "outcome": outcome,
+            "msg": first_line(msg)})
+
+
+def parse_events(path):
+    """Returns ({test_id: (outcome, message)}, last_started_id)."""
+    out = {}
+    last_started = None
+    rank = {"passed": 0, "xpass": 0, "skipped": 1, "xfailed": 1,
+            "failed": 2, "error": 3}
+    with open(path, errors="replace") as f:
+        for line in f:
+            try:
+                ev = json.loads(line)
+            except ValueError:
+                continue  # a line cut by the kill at timeout
+            if "start" in ev:
+                last_started = ev["start"]
+                continue
+            tid = ev["id"]
+            prev = out.get(tid)
+            if prev is None or rank[ev["outcome"]] > rank[prev[0]]:
+                out[tid] = (ev["outcome"], ev["msg"])
+            if tid == last_started and ev["when"] == "teardown":
+                last_started = None
+    return out, last_started
+
+
+# --- runner side ---------------------------------------------------------------
 
 def parse_args():
     p = argparse.ArgumentParser(description=__doc__,
@@ -175,9 +238,12 @@ def run_pytest(args, jax_src, targets, platforms, tag):
     os.makedirs(args.workdir, exist_ok=True)
     xml = os.path.join(args.workdir, tag + ".xml")
     log = os.path.join(args.workdir, tag + ".log")
-    if os.path.exists(xml):
-        os.remove(xml)
+    events = os.path.join(args.workdir, tag + ".events")
+    for stale in (xml, events):
+        if os.path.exists(stale):
+            os.remove(stale)
     cmd = [sys.executable, "-m", "pytest", "-v", "-p", "no:cacheprovider",
+           "-p", "jax_suite",
            "--junitxml", xml, "-o", "junit_family=xunit1",
            "--tb=short", "--no-header"]
     if args.keyword:
@@ -187,7 +253,12 @@ def run_pytest(args, jax_src, targets, platforms, tag):
     status = "ok"
     with open(log, "w") as logf:
         # Own process group, so a timeout kills pytest and anything it forked.
-        proc = subprocess.Popen(cmd, cwd=jax_src, env=suite_env(args, platforms),
+        env = suite_env(args, platforms)
+        env["JAX_SUITE_EVENTS"] = events
+        here = os.path.dirname(os.path.abspath(__file__))
+        env["PYTHONPATH"] = os.pathsep.join(
+            p for p in (here, env.get("PYTHONPATH", "")) if p)
+        proc = subprocess.Popen(cmd, cwd=jax_src, env=env,
                                 stdout=logf, stderr=subprocess.STDOUT,
                                 start_new_session=True)
         try:
@@ -203,13 +274,17 @@ def run_pytest(args, jax_src, targets, platforms, tag):
     dt = time.time() - t0
     with open(log, errors="replace") as f:
         text = f.read()
-    if os.path.exists(xml) and status != "TIMEOUT":
+    last = None
+    if os.path.exists(events):
+        results, last = parse_events(events)
+    elif os.path.exists(xml) and status != "TIMEOUT":
         try:
             results = parse_junit(xml)
         except ET.ParseError:
-            results, _ = parse_verbose(text)
+            results, last = parse_verbose(text)
     else:
         results, last = parse_verbose(text)
+    if status != "ok":
         if last and last not in results:
             results[last] = ("timeout" if status == "TIMEOUT" else "crashed",
                              f"{status} while this test ran")
