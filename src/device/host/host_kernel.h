@@ -11,6 +11,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "base/status.h"
 #include "base/threadpool.h"
@@ -100,6 +101,21 @@ void iron_host_register_gather(iron_host_kernel_table_t table);
 void iron_host_register_reduce_precision(iron_host_kernel_table_t table);
 
 // Helpers shared by kernels.
+
+// A rank-1 view of `count` elements at `data` (for call_region on vectors).
+static inline iron_tensor_t iron_tensor_vector(void *data, iron_dtype_t dt,
+                                               int64_t count) {
+  iron_tensor_t t;
+  memset(&t, 0, sizeof(t));
+  t.data = data;
+  t.dtype = dt;
+  t.rank = 1;
+  t.dims[0] = count;
+  t.count = count;
+  t.nbytes = (size_t)count * iron_dtype_size(dt);
+  return t;
+}
+
 static inline void iron_tensor_strides(const iron_tensor_t *t,
                                        int64_t *out_strides) {
   int64_t s = 1;

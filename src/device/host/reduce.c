@@ -314,18 +314,6 @@ static iron_status_t fast_run(const iron_host_ctx_t *ctx,
 // ---------------------------------------------------------------------------
 // Generic path: the body through call_region.
 
-static iron_tensor_t vec(void *data, iron_dtype_t dt, int64_t count) {
-  iron_tensor_t t;
-  memset(&t, 0, sizeof(t));
-  t.data = data;
-  t.dtype = dt;
-  t.rank = 1;
-  t.dims[0] = count;
-  t.count = count;
-  t.nbytes = (size_t)count * iron_dtype_size(dt);
-  return t;
-}
-
 static iron_status_t generic_run(const iron_host_ctx_t *ctx,
                                  const reduce_params_t *p,
                                  const iron_tensor_t *const *inputs,
@@ -374,9 +362,9 @@ static iron_status_t generic_run(const iron_host_ctx_t *ctx,
       bool last = r == red - 1;
       for (uint32_t i = 0; i < n; ++i) {
         size_t es = iron_dtype_size(p->dtypes[i]);
-        tin[i] = r == 0 ? *inputs[n + i] : vec(ping[i], p->dtypes[i], kept);
-        tin[n + i] = vec(bufs[i] + (size_t)(r * kept) * es, p->dtypes[i], kept);
-        tout[i] = vec(last ? outputs[i]->data : pong[i], p->dtypes[i], kept);
+        tin[i] = r == 0 ? *inputs[n + i] : iron_tensor_vector(ping[i], p->dtypes[i], kept);
+        tin[n + i] = iron_tensor_vector(bufs[i] + (size_t)(r * kept) * es, p->dtypes[i], kept);
+        tout[i] = iron_tensor_vector(last ? outputs[i]->data : pong[i], p->dtypes[i], kept);
       }
       st = ctx->call_region(ctx, p->region, pin, pout);
       for (uint32_t i = 0; i < n; ++i) {
@@ -400,10 +388,10 @@ static iron_status_t generic_run(const iron_host_ctx_t *ctx,
       int64_t h = r / 2;
       for (uint32_t i = 0; i < n; ++i) {
         size_t es = iron_dtype_size(p->dtypes[i]);
-        tin[i] = vec(cur[i], p->dtypes[i], h * kept);
-        tin[n + i] = vec(cur[i] + (size_t)(h * kept) * es, p->dtypes[i],
+        tin[i] = iron_tensor_vector(cur[i], p->dtypes[i], h * kept);
+        tin[n + i] = iron_tensor_vector(cur[i] + (size_t)(h * kept) * es, p->dtypes[i],
                          h * kept);
-        tout[i] = vec(nxt[i], p->dtypes[i], h * kept);
+        tout[i] = iron_tensor_vector(nxt[i], p->dtypes[i], h * kept);
       }
       st = ctx->call_region(ctx, p->region, pin, pout);
       if (r % 2)  // the odd row is carried to the next round
@@ -420,8 +408,8 @@ static iron_status_t generic_run(const iron_host_ctx_t *ctx,
     // result = body(init, partial)
     for (uint32_t i = 0; i < n && !st; ++i) {
       tin[i] = *inputs[n + i];
-      tin[n + i] = vec(cur[i], p->dtypes[i], kept);
-      tout[i] = vec(outputs[i]->data, p->dtypes[i], kept);
+      tin[n + i] = iron_tensor_vector(cur[i], p->dtypes[i], kept);
+      tout[i] = iron_tensor_vector(outputs[i]->data, p->dtypes[i], kept);
     }
     if (!st) st = ctx->call_region(ctx, p->region, pin, pout);
   } else if (!st) {
@@ -433,10 +421,10 @@ static iron_status_t generic_run(const iron_host_ctx_t *ctx,
       for (int64_t r = 0; r < red && !st; ++r) {
         for (uint32_t i = 0; i < n; ++i) {
           size_t es = iron_dtype_size(p->dtypes[i]);
-          tin[i] = vec(acc[i], p->dtypes[i], 1);
-          tin[n + i] = vec(bufs[i] + (size_t)(r * kept + o) * es,
+          tin[i] = iron_tensor_vector(acc[i], p->dtypes[i], 1);
+          tin[n + i] = iron_tensor_vector(bufs[i] + (size_t)(r * kept + o) * es,
                            p->dtypes[i], 1);
-          tout[i] = vec(nacc[i], p->dtypes[i], 1);
+          tout[i] = iron_tensor_vector(nacc[i], p->dtypes[i], 1);
         }
         st = ctx->call_region(ctx, p->region, pin, pout);
         memcpy(acc, nacc, sizeof(acc));

@@ -723,18 +723,6 @@ static void rw_scan_task(void *arg, int64_t begin, int64_t end) {
   free(buf);
 }
 
-static iron_tensor_t vec(void *data, iron_dtype_t dt, int64_t count) {
-  iron_tensor_t t;
-  memset(&t, 0, sizeof(t));
-  t.data = data;
-  t.dtype = dt;
-  t.rank = 1;
-  t.dims[0] = count;
-  t.count = count;
-  t.nbytes = (size_t)count * iron_dtype_size(dt);
-  return t;
-}
-
 // Element-wise body: one region call per window position over all outputs;
 // positions that fall on padding/holes keep the accumulator.
 static iron_status_t rw_generic_vec(const iron_host_ctx_t *ctx,
@@ -761,9 +749,9 @@ static iron_status_t rw_generic_vec(const iron_host_ctx_t *ctx,
   const iron_tensor_t *pin[2 * WIN_MAX_INPUTS];
   iron_tensor_t *pout[WIN_MAX_INPUTS];
   for (uint32_t i = 0; i < n; ++i) {
-    tin[i] = vec(outputs[i]->data, p->dtypes[i], O);
-    tin[n + i] = vec(xs[i], p->dtypes[i], O);
-    tout[i] = vec(tmp[i], p->dtypes[i], O);
+    tin[i] = iron_tensor_vector(outputs[i]->data, p->dtypes[i], O);
+    tin[n + i] = iron_tensor_vector(xs[i], p->dtypes[i], O);
+    tout[i] = iron_tensor_vector(tmp[i], p->dtypes[i], O);
     pin[i] = &tin[i];
     pin[n + i] = &tin[n + i];
     pout[i] = &tout[i];
@@ -843,10 +831,10 @@ static iron_status_t rw_generic_scalar(const iron_host_ctx_t *ctx,
     for (int64_t e = 0; e < m && !st; ++e) {
       for (uint32_t i = 0; i < n; ++i) {
         size_t es = iron_dtype_size(p->dtypes[i]);
-        tin[i] = vec(acc[i], p->dtypes[i], 1);
-        tin[n + i] = vec((char *)inputs[i]->data + (size_t)offs[e] * es,
+        tin[i] = iron_tensor_vector(acc[i], p->dtypes[i], 1);
+        tin[n + i] = iron_tensor_vector((char *)inputs[i]->data + (size_t)offs[e] * es,
                          p->dtypes[i], 1);
-        tout[i] = vec(nacc[i], p->dtypes[i], 1);
+        tout[i] = iron_tensor_vector(nacc[i], p->dtypes[i], 1);
       }
       st = ctx->call_region(ctx, p->region, pin, pout);
       memcpy(acc, nacc, sizeof(acc));
@@ -1111,9 +1099,9 @@ static iron_status_t sas_run(const iron_host_ctx_t *ctx, const void *params,
     int64_t best = 0;
     unsigned char pred = 0;
     for (int64_t e = 1; e < m && !st; ++e) {
-      iron_tensor_t a = vec((char *)x + (size_t)offs[best] * es, p->dtype, 1);
-      iron_tensor_t c = vec((char *)x + (size_t)offs[e] * es, p->dtype, 1);
-      iron_tensor_t r = vec(&pred, IRON_DTYPE_PRED, 1);
+      iron_tensor_t a = iron_tensor_vector((char *)x + (size_t)offs[best] * es, p->dtype, 1);
+      iron_tensor_t c = iron_tensor_vector((char *)x + (size_t)offs[e] * es, p->dtype, 1);
+      iron_tensor_t r = iron_tensor_vector(&pred, IRON_DTYPE_PRED, 1);
       const iron_tensor_t *in2[2] = {&a, &c};
       iron_tensor_t *o1[1] = {&r};
       st = ctx->call_region(ctx, p->select_region, in2, o1);
@@ -1121,9 +1109,9 @@ static iron_status_t sas_run(const iron_host_ctx_t *ctx, const void *params,
     }
     if (st) break;
     unsigned char res[16];
-    iron_tensor_t a = vec(out + (size_t)offs[best] * es, p->dtype, 1);
-    iron_tensor_t c = vec((char *)src + (size_t)s * es, p->dtype, 1);
-    iron_tensor_t r = vec(res, p->dtype, 1);
+    iron_tensor_t a = iron_tensor_vector(out + (size_t)offs[best] * es, p->dtype, 1);
+    iron_tensor_t c = iron_tensor_vector((char *)src + (size_t)s * es, p->dtype, 1);
+    iron_tensor_t r = iron_tensor_vector(res, p->dtype, 1);
     const iron_tensor_t *in2[2] = {&a, &c};
     iron_tensor_t *o1[1] = {&r};
     st = ctx->call_region(ctx, p->scatter_region, in2, o1);
