@@ -1,0 +1,725 @@
+"""The op-conformance case table: one OpCase per StableHLO op and variant,
+each with the dtypes it accepts. tests/conformance/test_conformance.py runs
+every (case, dtype) on the device under test (jax.devices("iron")[0]) and on
+jax's CPU backend (XLA:CPU, the ground truth) with identical inputs.
+
+An OpCase:
+- name: the test id prefix ("exp" -> "exp[float32]");
+- fn(dtype) -> the jax function to jit, built from jax.lax primitives so it
+  lowers to (essentially only) the op under test;
+- dtypes: the dtypes the op accepts (np.dtype-able: ml_dtypes' bfloat16 too);
+- args(rng, dtype) -> tuple of numpy arrays, the inputs (edge values first:
+  0, -0, +-inf, NaN, denormals, min/max, large/small magnitudes; then random);
+- tol: "exact" (bit-exact up to NaN payloads, signed zeros compared) or a
+  dict {dtype name or class: (rtol, atol)} looked up by tolerance();
+- x64: True forces jax.enable_x64 (64-bit dtypes force it anyway).
+
+Unsupported ops are in REFUSED: each must raise an error naming the op
+("stablehlo.fft is not supported yet"), never crash or return a value.
+"""
+import os
+from dataclasses import dataclass
+from typing import Callable, Optional
+
+import numpy as np
+import jax
+import jax.numpy as jnp
+from jax import lax
+import ml_dtypes
+
+bf16 = np.dtype(ml_dtypes.bfloat16)
+BOOL = [np.dtype(np.bool_)]
+SINT = [np.dtype(t) for t in (np.int8, np.int16, np.int32, np.int64)]
+UINT = [np.dtype(t) for t in (np.uint8, np.uint16, np.uint32, np.uint64)]
+INT = SINT + UINT
+FLOAT = [np.dtype(np.float16), bf16, np.dtype(np.float32), np.dtype(np.float64)]
+CPLX = [np.dtype(np.complex64), np.dtype(np.complex128)]
+NUM = INT + FLOAT
+ALL = BOOL + INT + FLOAT + CPLX
+# One dtype per storage width (1, 2, 4, 8, 16 bytes) plus bool: enough for
+# data-movement ops, whose kernels only see element sizes.
+MOVE = [np.dtype(np.bool_), np.dtype(np.uint8), bf16, np.dtype(np.float32),
+        np.dtype(np.int64), np.dtype(np.complex128)]
+
+
+def is_float(dt):
+    return dt in FLOAT
+
+
+def is_cplx(dt):
+    return dt in CPLX
+
+
+def is_int(dt):
+    return dt in INT
+
+
+def needs_x64(dt):
+    return np.dtype(dt).itemsize >= 8 and np.dtype(dt) != np.dtype(np.complex64)
+
+
+@dataclass
+class OpCase:
+    name: str
+    fn: Callable           # dtype -> function of the args
+    dtypes: list
+    args: Callable         # (rng, dtype) -> tuple of np.ndarray
+    tol: object = "exact"  # "exact" or {key: (rtol, atol)}
+    x64: bool = False
+    # Per-dtype reason the op is expected to refuse (unused for now).
+    note: Optional[str] = None
+
+
+CASES: list[OpCase] = []
+
+
+def case(name, fn, dtypes, args, tol="exact", x64=False):
+    assert all(c.name != name for c in CASES), name
+    CASES.append(OpCase(name, fn, [np.dtype(d) for d in dtypes], args, tol, x64))
+
+
+def tolerance(c, dt):
+    """(rtol, atol) for case c at dtype dt, or None for bit-exact."""
+    if c.tol == "exact" or dt in BOOL or dt in INT:
+        return None
+    t = c.tol
+    for key in (dt.name, "cplx" if is_cplx(dt) else "float"):
+        if key in t:
+            return t[key]
+    return None
+
+
+# --- tolerances -------------------------------------------------------------
+# f16/bf16 results are computed in f32 and rounded (on XLA:CPU too), so they
+# may differ by one rounding of the narrow type: rtol = its epsilon.
+EPS16 = {"float16": (9.8e-4, 1e-7), "bfloat16": (7.9e-3, 1e-7)}
+# Transcendentals: XLA:CPU uses its own vectorized approximations (a few ulp
+# from libm); f32 rtol 2e-6 is ~16 ulp, f64 ~50 ulp.
+TRANS = dict(EPS16, float32=(2e-6, 1e-37), float64=(1e-14, 1e-300),
+             complex64=(4e-6, 1e-37), complex128=(2e-14, 1e-300))
+# Sums/products whose association order differs between backends.
+ACCUM = {"float16": (2e-3, 1e-3), "bfloat16": (1.6e-2, 1e-2),
+         "float32": (1e-5, 1e-5), "float64": (1e-13, 1e-13),
+         "complex64": (1e-5, 1e-5), "complex128": (1e-13, 1e-13)}
+
+
+# --- input generators -------------------------------------------------------
+
+def float_edges(dt):
+    fi = ml_dtypes.finfo(dt) if dt == bf16 else np.finfo(dt)
+    sub = float(fi.smallest_subnormal)
+    v = [0.0, -0.0, np.inf, -np.inf, np.nan, 1.0, -1.0, 0.5, -2.5, 3.5, 2.5,
+         sub, -sub, float(fi.tiny), -float(fi.tiny), float(fi.max), -float(fi.max),
+         float(fi.eps), 1e-3, -7.75, 100.0, 0.1]
+    return np.array(v, dtype=np.float64).astype(dt)
+
+
+def int_edges(dt):
+    ii = np.iinfo(dt)
+    v = {0, 1, 2, 3, 7, ii.max, ii.max - 1, ii.min, ii.min + 1,
+         ii.max // 2, ii.max // 2 + 1}
+    if ii.min < 0:
+        v |= {-1, -2, -3, -7}
+    return np.array(sorted(v), dtype=dt)
+
+
+def edges(dt):
+    if dt in BOOL:
+        return np.array([False, True])
+    if is_int(dt):
+        return int_edges(dt)
+    if is_float(dt):
+        return float_edges(dt)
+    part = np.float32 if dt == np.complex64 else np.float64
+    e = np.array([0.0, -0.0, 1.0, -1.0, 0.5, -2.5, 3.0, 1e-3, 1e3, np.inf, np.nan],
+                 dtype=part)
+    return (e[:, None] + 1j * e[None, :]).ravel().astype(dt)
+
+
+def rand(rng, dt, n, scale=3.0, lo=None, hi=None):
+    """n random values of dt: full range for ints (or [lo, hi)), mixed
+    magnitudes for floats."""
+    if dt in BOOL:
+        return rng.random(n) < 0.5
+    if is_int(dt):
+        ii = np.iinfo(dt)
+        lo = ii.min if lo is None else lo
+        hi = ii.max if hi is None else hi - 1
+        return rng.integers(lo, hi, size=n, endpoint=True, dtype=dt)
+    if is_cplx(dt):
+        part = np.float32 if dt == np.complex64 else np.float64
+        return (rand(rng, np.dtype(part), n, scale) +
+                1j * rand(rng, np.dtype(part), n, scale)).astype(dt)
+    v = rng.standard_normal(n) * scale
+    if lo is not None:
+        v = rng.uniform(lo, hi, n)
+    return v.astype(dt)
+
+
+def unary_arg(rng, dt, extra=48):
+    e = edges(dt)
+    return (np.concatenate([e, rand(rng, dt, extra)]).astype(dt),)
+
+
+def binary_args(rng, dt, extra=48):
+    """Every pair of edge values (a cross product), then random pairs."""
+    e = edges(dt)
+    if is_cplx(dt):
+        e = e[::3]  # the complex edge set is already a product
+    x = np.concatenate([np.tile(e, len(e)), rand(rng, dt, extra)]).astype(dt)
+    y = np.concatenate([np.repeat(e, len(e)), rand(rng, dt, extra)]).astype(dt)
+    return x, y
+
+
+def finite(rng, dt, shape, scale=3.0):
+    """Random finite values; integer-valued for floats when exact sums are wanted."""
+    n = int(np.prod(shape))
+    return rand(rng, dt, n, scale).reshape(shape)
+
+
+def small_ints(rng, dt, shape, lo=-8, hi=8):
+    """Small integer values in any dtype (exactly representable everywhere,
+    so sums and products are exact whatever the order)."""
+    if dt in BOOL:
+        return rng.random(shape) < 0.5
+    if dt in UINT:
+        lo = 0
+    v = rng.integers(lo, hi, size=shape)
+    if is_cplx(dt):
+        v = v + 1j * rng.integers(lo, hi, size=shape)
+    return v.astype(dt)
+
+
+# --- element-wise -----------------------------------------------------------
+
+def un(name, f, dtypes, tol="exact", gen=unary_arg):
+    case(name, lambda dt: f, dtypes, gen, tol)
+
+
+def bi(name, f, dtypes, tol="exact", gen=binary_args):
+    case(name, lambda dt: f, dtypes, gen, tol)
+
+
+# Correctly rounded IEEE operations are exact on both backends.
+bi("add", lax.add, NUM + CPLX)  # jax refuses add on bool
+bi("subtract", lax.sub, NUM + CPLX)
+bi("multiply", lax.mul, NUM, )
+bi("multiply_complex", lax.mul, CPLX, tol=ACCUM)
+bi("divide", lax.div, NUM)  # ints: x/0 and INT_MIN/-1 per XLA
+bi("divide_complex", lax.div, CPLX, tol=TRANS)
+bi("remainder", lax.rem, NUM)
+bi("maximum", lax.max, BOOL + NUM)
+bi("minimum", lax.min, BOOL + NUM)
+bi("atan2", lax.atan2, FLOAT, tol=TRANS)
+bi("and", lax.bitwise_and, BOOL + INT)
+bi("or", lax.bitwise_or, BOOL + INT)
+bi("xor", lax.bitwise_xor, BOOL + INT)
+
+
+def pow_args(rng, dt):
+    if is_int(dt):  # integer exponents: small, some negative
+        x, _ = binary_args(rng, dt)
+        lo = 0 if dt in UINT else -3
+        return x, rng.integers(lo, 9, size=x.shape).astype(dt)
+    return binary_args(rng, dt)
+
+
+# jax 0.10 lax.pow takes only float/complex bases (integer powers lower to
+# multiplies via integer_pow), so stablehlo.power on integers is not reachable.
+case("power", lambda dt: lax.pow, FLOAT, pow_args, tol=TRANS)
+case("integer_pow", lambda dt: lambda x: lax.integer_pow(x, 3), INT + FLOAT, unary_arg)
+case("power_complex", lambda dt: lax.pow, CPLX,
+     lambda rng, dt: (finite(rng, dt, (40,), 1.0), finite(rng, dt, (40,), 1.0)),
+     tol={"complex64": (2e-5, 1e-6), "complex128": (1e-13, 1e-13)})
+
+
+def shift_args(rng, dt):
+    bits = dt.itemsize * 8
+    x = np.tile(edges(dt), 6)[:64]
+    s = np.concatenate([np.arange(-2, bits + 3), rng.integers(0, bits, 64)])[:len(x)]
+    return x, s.astype(dt)
+
+
+for nm, f in (("shift_left", lax.shift_left),
+              ("shift_right_arithmetic", lax.shift_right_arithmetic),
+              ("shift_right_logical", lax.shift_right_logical)):
+    case(nm, lambda dt, f=f: f, INT, shift_args)
+
+un("not", lax.bitwise_not, BOOL + INT)
+un("abs", lax.abs, SINT + FLOAT)
+un("abs_complex", lax.abs, CPLX, tol=TRANS)
+un("negate", lax.neg, NUM + CPLX)
+un("sign", lax.sign, SINT + FLOAT + CPLX, tol={"cplx": TRANS["complex64"]})
+un("floor", lax.floor, FLOAT)
+un("ceil", lax.ceil, FLOAT)
+un("round_away", lambda x: lax.round(x, lax.RoundingMethod.AWAY_FROM_ZERO), FLOAT)
+un("round_even", lambda x: lax.round(x, lax.RoundingMethod.TO_NEAREST_EVEN), FLOAT)
+un("sqrt", lax.sqrt, FLOAT)  # correctly rounded
+un("sqrt_complex", lax.sqrt, CPLX, tol=TRANS)
+for nm, f in (("rsqrt", lax.rsqrt), ("cbrt", lax.cbrt), ("exp", lax.exp),
+              ("expm1", lax.expm1), ("log", lax.log), ("log1p", lax.log1p),
+              ("logistic", lax.logistic), ("sin", lax.sin), ("cos", lax.cos),
+              ("tan", lax.tan), ("tanh", lax.tanh)):
+    un(nm, f, FLOAT, tol=TRANS)
+for nm, f in (("exp_complex", lax.exp), ("log_complex", lax.log),
+              ("sin_complex", lax.sin), ("tanh_complex", lax.tanh)):
+    case(nm, lambda dt, f=f: f, CPLX, lambda rng, dt: (finite(rng, dt, (48,), 2.0),),
+         tol=TRANS)
+un("is_finite", lax.is_finite, FLOAT)
+un("popcnt", lax.population_count, INT)
+un("count_leading_zeros", lax.clz, INT)
+un("real", lax.real, CPLX)
+un("imag", lax.imag, CPLX)
+bi("complex", lax.complex, [np.float32, np.float64])
+
+# compare: every direction in one program (one output per direction).
+CMP = (lax.eq, lax.ne, lax.lt, lax.le, lax.gt, lax.ge)
+case("compare", lambda dt: lambda x, y: tuple(f(x, y) for f in CMP),
+     BOOL + NUM, binary_args)
+case("compare_eq_ne_complex", lambda dt: lambda x, y: (lax.eq(x, y), lax.ne(x, y)),
+     CPLX, binary_args)
+
+
+def select_args(rng, dt):
+    x, y = binary_args(rng, dt)
+    return rng.random(x.shape) < 0.5, x, y
+
+
+case("select", lambda dt: lax.select, ALL, select_args)
+case("select_scalar_pred", lambda dt: lambda p, x, y: lax.select(p, x, y),
+     [np.float32, np.int8],
+     lambda rng, dt: (np.array(True), finite(rng, dt, (3, 0)), finite(rng, dt, (3, 0))))
+
+
+def clamp_args(rng, dt):
+    x = unary_arg(rng, dt)[0]
+    e = edges(dt)
+    lo, hi = (e[1], e[-2]) if is_int(dt) else (np.array(-2.5, dt), np.array(3.5, dt))
+    return np.minimum(lo, hi), x, np.maximum(lo, hi)
+
+
+case("clamp", lambda dt: lax.clamp, NUM, clamp_args)
+case("clamp_array_bounds", lambda dt: lax.clamp, [np.float32, np.int32],
+     lambda rng, dt: (finite(rng, dt, (5, 4)) // 2 - 1, finite(rng, dt, (5, 4)),
+                      finite(rng, dt, (5, 4)) // 2 + 1))
+
+# Rank 0 and zero-size element-wise programs.
+case("add_rank0", lambda dt: lax.add, [np.float32, np.int8, np.complex64],
+     lambda rng, dt: (finite(rng, dt, ()), finite(rng, dt, ())))
+case("exp_zero_size", lambda dt: lax.exp, [np.float32, np.float16],
+     lambda rng, dt: (finite(rng, dt, (0, 3)),))
+case("add_broadcast_chain_2d", lambda dt: lambda x, y: lax.mul(lax.add(x, y), y),
+     [np.float32, np.int32], lambda rng, dt: (finite(rng, dt, (7, 9)), finite(rng, dt, (7, 9))),
+     tol={"float32": (0, 0)})
+
+# --- conversions ------------------------------------------------------------
+
+CONV_TARGETS = [np.dtype(d) for d in ALL]
+
+
+def convert_fn(src):
+    def f(x):
+        return tuple(lax.convert_element_type(x, t) for t in CONV_TARGETS
+                     if not (is_cplx(src) and not is_cplx(t)))
+    return f
+
+
+def convert_args(rng, dt):
+    x = unary_arg(rng, dt)[0]
+    if is_float(dt) or is_cplx(dt):  # values near every integer type's limits
+        extra = np.array([127.5, 128.0, -128.5, -129.0, 255.9, 256.0, 32767.0,
+                          65535.0, 65536.0, 2147483647.0, 2147483648.0,
+                          -2147483649.0, 4294967296.0, 9.3e18, -9.3e18, 1.9e19,
+                          -0.9, 0.9], np.float64)
+        with np.errstate(over="ignore"):
+            x = np.concatenate([x, extra.astype(dt)])
+    return (x,)
+
+
+# Complex sources only convert to complex (jax refuses complex -> real
+# without an explicit real()). All under x64 so int64/f64 targets exist.
+case("convert", convert_fn, ALL, convert_args, x64=True)
+
+BITCASTS = [  # (src, dst): same width, then width-changing
+    (np.float32, np.int32), (np.int32, np.float32), (np.float32, np.uint32),
+    (np.float16, np.int16), (bf16, np.uint16), (np.uint16, np.float16),
+    (np.float64, np.int64), (np.uint64, np.float64), (np.int8, np.uint8),
+    (np.float32, np.uint8), (np.float64, np.float32), (np.float64, np.uint16),
+    (np.int16, np.int8), (np.uint8, np.float32), (np.float32, np.float64),
+    (np.int8, np.int32), (np.float16, np.float32)]
+
+
+def bitcast_args(src, dst):
+    src, dst = np.dtype(src), np.dtype(dst)
+    k = dst.itemsize // src.itemsize
+
+    def gen(rng, dt):
+        x = unary_arg(rng, src)[0]
+        n = len(x) // max(k, 1) * max(k, 1)
+        x = x[:n]
+        return (x.reshape(-1, k) if k > 1 else x,)
+    return gen
+
+
+for s, d in BITCASTS:
+    s, d = np.dtype(s), np.dtype(d)
+    case(f"bitcast_{s.name}_to_{d.name}",
+         lambda dt, d=d: lambda x: lax.bitcast_convert_type(x, d), [s], bitcast_args(s, d))
+
+case("reduce_precision_e5m10", lambda dt: lambda x: lax.reduce_precision(x, 5, 10),
+     [np.float32, np.float64], unary_arg)
+case("reduce_precision_e8m7", lambda dt: lambda x: lax.reduce_precision(x, 8, 7),
+     [np.float32, np.float64], unary_arg)
+case("reduce_precision_e4m3", lambda dt: lambda x: lax.reduce_precision(x, 4, 3),
+     [np.float16, np.float32], unary_arg)
+
+# --- linear algebra ---------------------------------------------------------
+DOT_T = [np.float16, bf16, np.float32, np.float64, np.int8, np.int32, np.int64,
+         np.uint8, np.uint32, np.complex64, np.complex128]
+
+
+def dot(dn, pref=None):
+    return lambda dt: lambda a, b: lax.dot_general(a, b, dn, preferred_element_type=pref)
+
+
+def dot_args(sa, sb, gen=small_ints):
+    return lambda rng, dt: (gen(rng, dt, sa), gen(rng, dt, sb))
+
+
+# Small-integer inputs: every partial sum is exact, so results are exact in
+# any accumulation order (bf16/f16 sums stay below 256/2048).
+case("dot_matmul", dot((((1,), (0,)), ((), ()))), DOT_T, dot_args((5, 7), (7, 3)),
+     tol={"float": (0, 0), "cplx": (0, 0)})
+case("dot_vector", dot((((0,), (0,)), ((), ()))), DOT_T, dot_args((9,), (9,)),
+     tol={"float": (0, 0), "cplx": (0, 0)})
+case("dot_batch_transposed", dot((((1,), (2,)), ((0,), (0,)))), DOT_T,
+     dot_args((2, 4, 3), (2, 5, 4)), tol={"float": (0, 0), "cplx": (0, 0)})
+case("dot_two_contracting", dot((((0, 2), (1, 0)), ((), ()))),
+     [np.float32, np.int32, np.complex64], dot_args((3, 2, 4), (4, 3, 5)),
+     tol={"float": (0, 0), "cplx": (0, 0)})
+case("dot_empty_contraction", dot((((1,), (0,)), ((), ()))),
+     [np.float32, np.int32], dot_args((3, 0), (0, 4)))
+case("dot_random_floats", dot((((1,), (0,)), ((), ()))),
+     [np.float16, bf16, np.float32, np.float64, np.complex64],
+     lambda rng, dt: (finite(rng, dt, (6, 33), 1.0), finite(rng, dt, (33, 5), 1.0)),
+     tol=ACCUM)
+case("dot_int8_to_int32", dot((((1,), (0,)), ((), ())), np.int32), [np.int8],
+     lambda rng, dt: (rand(rng, dt, 4 * 20).reshape(4, 20), rand(rng, dt, 20 * 3).reshape(20, 3)))
+case("dot_bf16_to_f32", dot((((1,), (0,)), ((), ())), np.float32), [bf16],
+     lambda rng, dt: (finite(rng, dt, (4, 16), 1.0), finite(rng, dt, (16, 3), 1.0)),
+     tol={"bfloat16": (1e-5, 1e-5)})
+
+# --- reductions -------------------------------------------------------------
+
+
+def red_args(shape, gen=small_ints):
+    return lambda rng, dt: (gen(rng, dt, shape),)
+
+
+def reducer(op, init, dims):
+    return lambda dt: lambda x: lax.reduce(x, np.array(init(dt), dt), op, dims)
+
+
+def lowest(dt):
+    if dt in BOOL:
+        return False
+    return np.iinfo(dt).min if is_int(dt) else -np.inf
+
+
+def highest(dt):
+    if dt in BOOL:
+        return True
+    return np.iinfo(dt).max if is_int(dt) else np.inf
+
+
+# Small-integer data: sums are exact in any order, so floats compare exactly.
+case("reduce_add", reducer(lax.add, lambda dt: 0, (1,)), NUM + CPLX, red_args((4, 24)),
+     tol={"float": (0, 0), "cplx": (0, 0)})
+case("reduce_add_all_dims", reducer(lax.add, lambda dt: 0, (0, 1, 2)),
+     [np.float32, np.int32, np.int64], red_args((3, 4, 5)), tol={"float": (0, 0)})
+case("reduce_add_random_f", reducer(lax.add, lambda dt: 0, (0,)),
+     [np.float16, bf16, np.float32, np.float64],
+     lambda rng, dt: (finite(rng, dt, (200, 3)),), tol=ACCUM)
+case("reduce_mul", reducer(lax.mul, lambda dt: 1, (0,)), NUM,
+     red_args((5, 6), lambda rng, dt, s: small_ints(rng, dt, s, -3, 4)),
+     tol={"float": (0, 0)})
+case("reduce_max", reducer(lax.max, lowest, (1,)), BOOL + NUM,
+     lambda rng, dt: (unary_arg(rng, dt, 66 - len(edges(dt)) % 6)[0][:60].reshape(6, 10),))
+case("reduce_min", reducer(lax.min, highest, (0,)), BOOL + NUM,
+     lambda rng, dt: (unary_arg(rng, dt, 66 - len(edges(dt)) % 6)[0][:60].reshape(6, 10),))
+case("reduce_and", reducer(lax.bitwise_and, lambda dt: True if dt in BOOL else np.iinfo(dt).max, (1,)),
+     BOOL + [np.int32, np.uint8], red_args((4, 5)))
+case("reduce_or", reducer(lax.bitwise_or, lambda dt: False if dt in BOOL else 0, (1,)),
+     BOOL + [np.int32, np.uint8], red_args((4, 5)))
+case("reduce_xor_generic", reducer(lax.bitwise_xor, lambda dt: 0, (0,)),
+     [np.int32, np.uint16, np.int64], red_args((7, 3)))
+case("reduce_zero_size", reducer(lax.add, lambda dt: 0, (1,)), [np.float32, np.int32],
+     red_args((3, 0)))
+case("reduce_no_dims", reducer(lax.add, lambda dt: 0, ()), [np.float32], red_args((3, 2)))
+
+
+def maxabs(a, b):  # not a pattern any backend special-cases
+    return lax.select(lax.gt(lax.abs(a), lax.abs(b)), a, b)
+
+
+case("reduce_custom_body", reducer(maxabs, lambda dt: 0, (1,)),
+     [np.float32, np.float64, np.int32, bf16],
+     lambda rng, dt: (rng.permutation(np.arange(1, 61) * (rng.integers(0, 2, 60) * 2 - 1))
+                      .reshape(3, 20).astype(dt),))
+
+
+def argmax_fn(dt):
+    def body(a, b):
+        (av, ai), (bv, bi_) = a, b
+        pick_a = lax.bitwise_or(lax.gt(av, bv),
+                                lax.bitwise_and(lax.eq(av, bv), lax.lt(ai, bi_)))
+        return lax.select(pick_a, av, bv), lax.select(pick_a, ai, bi_)
+
+    def f(x):
+        idx = lax.broadcasted_iota(np.int32, x.shape, 1)
+        return lax.reduce((x, idx), (np.array(lowest(dt), dt), np.int32(0)), body, (1,))
+    return f
+
+
+case("reduce_variadic_argmax", argmax_fn, [np.float32, np.int8, np.uint32, bf16],
+     red_args((5, 9)))
+case("argmax_jnp", lambda dt: lambda x: (jnp.argmax(x, axis=0), jnp.argmin(x, axis=1)),
+     [np.float32, np.float64, np.int16, np.float16],
+     lambda rng, dt: (unary_arg(rng, dt, 90)[0][:72].reshape(8, 9),))
+
+# --- windows ----------------------------------------------------------------
+
+
+def rw(op, init, dims, strides, padding, base_dil=None, win_dil=None):
+    return lambda dt: lambda x: lax.reduce_window(
+        x, np.array(init(dt), dt), op, dims, strides, padding, base_dil, win_dil)
+
+
+case("reduce_window_max_pool", rw(lax.max, lowest, (2, 2), (2, 2), "VALID"),
+     [np.float32, np.float16, np.int32, np.uint8, np.float64],
+     lambda rng, dt: (unary_arg(rng, dt, 80)[0][:64].reshape(8, 8),))
+case("reduce_window_sum_padded", rw(lax.add, lambda dt: 0, (3, 2), (1, 2),
+                                    ((1, 2), (0, 1))),
+     [np.float32, np.int32, bf16, np.float64], red_args((6, 7)), tol={"float": (0, 0)})
+case("reduce_window_dilated", rw(lax.add, lambda dt: 0, (2, 2), (1, 1), "VALID",
+                                 (2, 1), (1, 2)),
+     [np.float32, np.int16], red_args((4, 6)), tol={"float": (0, 0)})
+case("reduce_window_custom", rw(maxabs, lambda dt: 0, (1, 3), (1, 1), "SAME"),
+     [np.float32], lambda rng, dt: (rng.permutation(np.arange(1, 25) *
+                                    (rng.integers(0, 2, 24) * 2 - 1)).reshape(4, 6).astype(dt),))
+# README: cumulative sums are bit-exact with XLA:CPU's scan, so random
+# floats compare exactly.
+case("cumsum", lambda dt: lambda x: lax.cumsum(x, axis=1),
+     [np.float32, np.int32, np.float16, np.float64, np.uint8],
+     lambda rng, dt: (finite(rng, dt, (3, 70)),), tol={"float": (0, 0)})
+case("cumsum_reverse", lambda dt: lambda x: lax.cumsum(x, axis=0, reverse=True),
+     [np.float32, np.int64], lambda rng, dt: (finite(rng, dt, (33, 2)),), tol={"float": (0, 0)})
+case("cumprod", lambda dt: lambda x: lax.cumprod(x, axis=0), [np.float32, np.int32],
+     red_args((6, 4), lambda rng, dt, s: small_ints(rng, dt, s, -3, 4)), tol={"float": (0, 0)})
+case("cummax", lambda dt: lambda x: lax.cummax(x, axis=0), [np.float32, np.int8, bf16],
+     lambda rng, dt: (unary_arg(rng, dt, 60)[0][:60].reshape(20, 3),))
+case("cummin", lambda dt: lambda x: lax.cummin(x, axis=1), [np.float32, np.uint16],
+     lambda rng, dt: (unary_arg(rng, dt, 60)[0][:60].reshape(3, 20),))
+
+
+def pool_grad(dt):
+    def f(x, g):
+        pool = lambda v: lax.reduce_window(v, np.array(-np.inf, dt), lax.max,
+                                           (2, 2), (2, 2), "VALID")
+        return jax.vjp(pool, x)[1](g)[0]
+    return f
+
+
+# Distinct values in each window: the selected position is unambiguous.
+case("select_and_scatter_maxpool_grad", pool_grad, [np.float32, np.float64, bf16],
+     lambda rng, dt: (rng.permutation(64).reshape(8, 8).astype(dt),
+                      small_ints(rng, dt, (4, 4))))
+
+# --- data movement ----------------------------------------------------------
+
+
+def mv(name, f, shape=(4, 6), dtypes=MOVE):
+    case(name, lambda dt: f, dtypes,
+         lambda rng, dt: (rand(rng, dt, int(np.prod(shape))).reshape(shape),))
+
+
+case("iota", lambda dt: lambda: (lax.iota(dt, 7), lax.broadcasted_iota(dt, (3, 4), 1)),
+     [np.int8, np.uint8, np.int32, np.int64, np.uint32, np.float16, bf16, np.float32,
+      np.float64], lambda rng, dt: ())
+mv("broadcast_in_dim", lambda x: lax.broadcast_in_dim(x, (3, 4, 2, 6), (1, 3)))
+mv("broadcast_scalar", lambda x: lax.broadcast_in_dim(x, (2, 3), ()), shape=())
+mv("reshape", lambda x: lax.reshape(x, (2, 3, 4)))
+mv("transpose", lambda x: lax.transpose(x, (1, 0)))
+mv("transpose_3d", lambda x: lax.transpose(x, (2, 0, 1)), shape=(3, 20, 17))
+mv("slice_strided", lambda x: lax.slice(x, (1, 0), (4, 6), (2, 3)))
+mv("concatenate", lambda x: lax.concatenate([x, x[:, :2], x[:, :0]], 1))
+mv("pad_negative_interior",
+   lambda x: lax.pad(x, lax.convert_element_type(1, x.dtype), ((1, -1, 1), (-2, 2, 2))))
+mv("reverse", lambda x: lax.rev(x, (0, 1)))
+mv("zero_size_slice", lambda x: lax.slice(x, (1, 2), (1, 6)))
+case("dynamic_slice_clamped", lambda dt: lambda x, i, j: lax.dynamic_slice(x, (i, j), (2, 3)),
+     MOVE, lambda rng, dt: (rand(rng, dt, 24).reshape(4, 6), np.int32(3), np.int32(-5)))
+case("dynamic_update_slice_clamped",
+     lambda dt: lambda x, u, i, j: lax.dynamic_update_slice(x, u, (i, j)),
+     MOVE, lambda rng, dt: (rand(rng, dt, 24).reshape(4, 6), rand(rng, dt, 6).reshape(2, 3),
+                            np.int32(7), np.int32(1)))
+
+# --- gather / scatter -------------------------------------------------------
+GS = [np.float32, np.int32, bf16, np.uint8, np.float64, np.complex64]
+
+
+def gs_args(rng, dt):
+    x = rand(rng, dt, 40).reshape(8, 5)
+    idx = np.array([3, 0, 7, 3, -1, 9, -12, 2], np.int32)  # repeats, negative, OOB
+    return x, idx
+
+
+case("gather_index", lambda dt: lambda x, i: x[i], GS, gs_args)
+case("gather_take_clip", lambda dt: lambda x, i: jnp.take(x, i, axis=1, mode="clip"),
+     GS, gs_args)
+case("gather_take_fill", lambda dt: lambda x, i: jnp.take(x, i, axis=0, mode="fill"),
+     [np.float32, np.int32], gs_args)
+case("gather_take_along_axis",
+     lambda dt: lambda x, i: jnp.take_along_axis(x, (i[:, None] % 5 + jnp.zeros((8, 3), np.int32)) % 5, axis=1),
+     GS, gs_args)
+case("gather_2d_points", lambda dt: lambda x, i: x[i, i[::-1] % 5], GS, gs_args)
+case("scatter_set_unique", lambda dt: lambda x, i: x.at[jnp.array([1, 6, 30, 4])].set(x[0]),
+     GS, gs_args)  # index 30 is out of bounds: its update is dropped
+
+
+def scat_args(rng, dt):
+    x = small_ints(rng, dt, (8, 5))
+    idx = np.array([3, 0, 7, 3, 3, 9, -12, 2], np.int32)
+    return x, idx, small_ints(rng, dt, (8, 5))
+
+
+for nm, meth in (("add", "add"), ("mul", "multiply"), ("min", "min"), ("max", "max")):
+    dts = [d for d in GS + [np.int64] if not (is_cplx(np.dtype(d)) and meth in ("min", "max"))]
+    case(f"scatter_{nm}_duplicates",
+         lambda dt, meth=meth: lambda x, i, u: getattr(x.at[i], meth)(u, mode="drop"),
+         dts, scat_args)
+
+
+def scatter_custom(dt):
+    def f(x, i, u):
+        dn = lax.ScatterDimensionNumbers(update_window_dims=(1,), inserted_window_dims=(0,),
+                                         scatter_dims_to_operand_dims=(0,))
+        return lax.scatter_apply(x, i[:, None], lambda v: v * 2 + 1, dn,
+                                 update_shape=(8, 5), mode="drop")
+    return f
+
+
+case("scatter_apply_custom_body", scatter_custom, [np.int32, np.float32], scat_args)
+case("segment_sum", lambda dt: lambda x, i: jax.ops.segment_sum(x, i % 4, 4),
+     [np.float32, np.int32], lambda rng, dt: (small_ints(rng, dt, (8, 5)),
+                                              rng.integers(0, 4, 8).astype(np.int32)))
+
+# --- sort -------------------------------------------------------------------
+
+
+def sort_args(rng, dt):
+    return (unary_arg(rng, dt, 40)[0],)
+
+
+case("sort", lambda dt: lambda x: lax.sort(x), BOOL + NUM, sort_args)
+case("sort_2d_axis0", lambda dt: lambda x: lax.sort(x, dimension=0),
+     [np.float32, np.int32, np.float16], lambda rng, dt: (finite(rng, dt, (30, 3)),))
+case("sort_key_value_stable",
+     lambda dt: lambda k, v: lax.sort((k, v), num_keys=1, is_stable=True),
+     [np.float32, np.int8, np.uint64, bf16, np.float64],
+     lambda rng, dt: (small_ints(rng, dt, (50,), -4, 4), np.arange(50, dtype=np.int32)))
+case("sort_two_keys", lambda dt: lambda a, b, v: lax.sort((a, b, v), num_keys=2),
+     [np.float32, np.int32], lambda rng, dt: (small_ints(rng, dt, (40,), -3, 3),
+                                             small_ints(rng, dt, (40,), -3, 3),
+                                             np.arange(40, dtype=np.int32)))
+case("argsort", lambda dt: lambda x: jnp.argsort(x, stable=True),
+     [np.float32, np.int16, np.float64], sort_args)
+case("sort_descending", lambda dt: lambda x: jnp.sort(x, descending=True),
+     [np.float32, np.int32], sort_args)
+
+# --- random bits ------------------------------------------------------------
+KEY = lambda rng, dt: (rng.integers(0, 2**32, 4, dtype=np.uint64).astype(np.uint32),)
+for alg_name, alg in (("threefry", lax.RandomAlgorithm.RNG_THREE_FRY),
+                      ("philox", lax.RandomAlgorithm.RNG_PHILOX)):
+    case(f"rng_bit_generator_{alg_name}",
+         lambda dt, alg=alg: lambda k: lax.rng_bit_generator(k, (5, 7), dt, alg),
+         UINT, KEY)
+case("random_uniform_normal",
+     lambda dt: lambda k: (jax.random.uniform(jax.random.wrap_key_data(k), (64,), dt),
+                           jax.random.normal(jax.random.wrap_key_data(k), (64,), dt)),
+     [np.float32, np.float16], lambda rng, dt: (rng.integers(0, 2**32, 2, dtype=np.uint64)
+                                                 .astype(np.uint32),), tol=TRANS)
+case("random_bits_rbg",
+     lambda dt: lambda k: jax.random.bits(jax.random.wrap_key_data(k, impl="rbg"), (33,), dt),
+     [np.uint32, np.uint8], lambda rng, dt: (rng.integers(0, 2**32, 4, dtype=np.uint64)
+                                             .astype(np.uint32),))
+
+# --- control flow and structure ---------------------------------------------
+case("while_fori", lambda dt: lambda x: lax.fori_loop(0, 5, lambda i, v: v * 2 + 1, x),
+     [np.float32, np.int32, np.uint8], red_args((3,)))
+case("while_data_dependent",
+     lambda dt: lambda x: lax.while_loop(lambda c: (c[0] < 100) & (c[1] < 20),
+                                         lambda c: (c[0] + c[0] // 3 + 1, c[1] + 1),
+                                         (x, np.int32(0))),
+     [np.int32, np.int64], lambda rng, dt: (np.array(3, dt),))
+case("if_cond", lambda dt: lambda p, x: lax.cond(p, lambda v: v + 1, lambda v: v * 3, x),
+     [np.float32, np.int16], lambda rng, dt: (np.array(False), small_ints(rng, dt, (4,))))
+case("case_switch", lambda dt: lambda i, x: lax.switch(i, [lambda v: v - 1, lambda v: -v,
+                                                             lambda v: v * v], x),
+     [np.float32, np.int32], lambda rng, dt: (np.int32(5), small_ints(rng, dt, (4,))))
+case("scan_carry", lambda dt: lambda x: lax.scan(lambda c, v: (c + v, c * v), x[0], x),
+     [np.float32, np.int32], red_args((6, 3)), tol={"float": (0, 0)})
+case("call_and_barrier",
+     lambda dt: lambda x: lax.optimization_barrier(jax.jit(lambda v: v + v)(x) * x),
+     [np.float32, np.int32], red_args((5,)))
+
+# --- refused ops ------------------------------------------------------------
+
+
+@dataclass
+class Refused:
+    name: str
+    op: str                # the op the error must name
+    fn: Callable
+    args: Callable         # rng -> tuple of np.ndarray
+
+
+REFUSED = [
+    Refused("fft", "stablehlo.fft", lambda x: jnp.fft.fft(x),
+            lambda rng: (finite(rng, np.dtype(np.complex64), (8,)),)),
+    Refused("rfft", "stablehlo.fft", lambda x: jnp.fft.rfft(x),
+            lambda rng: (finite(rng, np.dtype(np.float32), (8,)),)),
+    Refused("conv_general_dilated", "stablehlo.convolution",
+            lambda x, w: lax.conv_general_dilated(x, w, (1, 1), "SAME"),
+            lambda rng: (finite(rng, np.dtype(np.float32), (1, 2, 5, 5)),
+                         finite(rng, np.dtype(np.float32), (3, 2, 3, 3)))),
+]
+
+
+# Default: every case runs one dtype of each class it accepts (bool, signed,
+# unsigned, 16-bit float, f32, f64, complex), rotating through each class's
+# members from case to case so that every dtype is still exercised by many
+# ops; that keeps the suite to a few hundred programs (XLA:CPU alone needs
+# ~0.1 s to compile each reference). CONFORMANCE_ALL_DTYPES=1 runs every
+# dtype of every case.
+ALL_DTYPES = os.environ.get("CONFORMANCE_ALL_DTYPES", "0") == "1"
+CLASSES = [BOOL, SINT, UINT, [np.dtype(np.float16), bf16], [np.dtype(np.float32)],
+           [np.dtype(np.float64)], CPLX]
+
+
+def pick_dtypes(c, k):
+    if ALL_DTYPES:
+        return list(c.dtypes)
+    out = []
+    for cls in CLASSES:
+        members = [d for d in c.dtypes if d in cls]
+        if members:
+            out.append(members[k % len(members)])
+    # Any dtype outside the classes above would be kept as is.
+    out += [d for d in c.dtypes if not any(d in cls for cls in CLASSES)]
+    return [d for d in c.dtypes if d in out]
+
+
+def all_params():
+    """(case, dtype) pairs in table order."""
+    return [(c, dt) for k, c in enumerate(CASES) for dt in pick_dtypes(c, k)]
