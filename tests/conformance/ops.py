@@ -105,12 +105,14 @@ ACCUM = {"float16": (2e-3, 1e-3), "bfloat16": (1.6e-2, 1e-2),
 
 # --- input generators -------------------------------------------------------
 
-def float_edges(dt):
+def float_edges(dt, denormals=False):
     fi = ml_dtypes.finfo(dt) if dt == bf16 else np.finfo(dt)
     sub = float(fi.smallest_subnormal)
     v = [0.0, -0.0, np.inf, -np.inf, np.nan, 1.0, -1.0, 0.5, -2.5, 3.5, 2.5,
-         sub, -sub, float(fi.tiny), -float(fi.tiny), float(fi.max), -float(fi.max),
+         float(fi.tiny), -float(fi.tiny), float(fi.max), -float(fi.max),
          float(fi.eps), 1e-3, -7.75, 100.0, 0.1]
+    if denormals:  # (the *_denormals cases use denormal_edges instead)
+        v += [sub, -sub, 3 * sub, float(fi.tiny) - sub]
     return np.array(v, dtype=np.float64).astype(dt)
 
 
@@ -192,12 +194,44 @@ def small_ints(rng, dt, shape, lo=-8, hi=8):
 
 # --- element-wise -----------------------------------------------------------
 
+# Every float element-wise op also gets a "<op>_denormals" case (f32, f64):
+# its own program, as XLA:CPU's denormal handling depends on the kernel
+# (some flush to zero, some do not), and the plain cases stay meaningful
+# for normal numbers whatever a device does with denormals.
+DENORMAL_DTYPES = [np.dtype(np.float32), np.dtype(np.float64)]
+
+
+def denormal_edges(dt):
+    fi = np.finfo(dt)
+    sub = float(fi.smallest_subnormal)
+    v = [sub, -sub, 3 * sub, float(fi.tiny) - sub, -float(fi.tiny) / 4, 0.0, -0.0,
+         1.0, -1.0, 0.5, float(fi.tiny), -float(fi.tiny), np.inf, np.nan]
+    return np.array(v, np.float64).astype(dt)
+
+
+def denormal_unary(rng, dt):
+    return (denormal_edges(dt),)
+
+
+def denormal_binary(rng, dt):
+    e = denormal_edges(dt)
+    return np.tile(e, len(e)), np.repeat(e, len(e))
+
+
+def with_denormals(name, f, dtypes, tol, gen):
+    dts = [d for d in DENORMAL_DTYPES if d in [np.dtype(x) for x in dtypes]]
+    if dts:
+        case(name + "_denormals", lambda dt: f, dts, gen, tol)
+
+
 def un(name, f, dtypes, tol="exact", gen=unary_arg):
     case(name, lambda dt: f, dtypes, gen, tol)
+    with_denormals(name, f, dtypes, tol, denormal_unary)
 
 
 def bi(name, f, dtypes, tol="exact", gen=binary_args):
     case(name, lambda dt: f, dtypes, gen, tol)
+    with_denormals(name, f, dtypes, tol, denormal_binary)
 
 
 # Correctly rounded IEEE operations are exact on both backends.
@@ -227,6 +261,7 @@ def pow_args(rng, dt):
 # jax 0.10 lax.pow takes only float/complex bases (integer powers lower to
 # multiplies via integer_pow), so stablehlo.power on integers is not reachable.
 case("power", lambda dt: lax.pow, FLOAT, pow_args, tol=TRANS)
+with_denormals("power", lax.pow, FLOAT, TRANS, denormal_binary)
 case("integer_pow", lambda dt: lambda x: lax.integer_pow(x, 3), INT + FLOAT, unary_arg)
 case("power_complex", lambda dt: lax.pow, CPLX,
      lambda rng, dt: (finite(rng, dt, (40,), 1.0), finite(rng, dt, (40,), 1.0)),
@@ -276,6 +311,8 @@ bi("complex", lax.complex, [np.float32, np.float64])
 CMP = (lax.eq, lax.ne, lax.lt, lax.le, lax.gt, lax.ge)
 case("compare", lambda dt: lambda x, y: tuple(f(x, y) for f in CMP),
      BOOL + NUM, binary_args)
+with_denormals("compare", lambda x, y: tuple(f(x, y) for f in CMP), FLOAT, "exact",
+               denormal_binary)
 case("compare_eq_ne_complex", lambda dt: lambda x, y: (lax.eq(x, y), lax.ne(x, y)),
      CPLX, binary_args)
 
@@ -299,6 +336,9 @@ def clamp_args(rng, dt):
 
 
 case("clamp", lambda dt: lax.clamp, NUM, clamp_args)
+with_denormals("clamp", lambda x: lax.clamp(lax.convert_element_type(-1, x.dtype), x,
+                                            lax.convert_element_type(1, x.dtype)),
+               FLOAT, "exact", denormal_unary)
 case("clamp_array_bounds", lambda dt: lax.clamp, [np.float32, np.int32],
      lambda rng, dt: (finite(rng, dt, (5, 4)) // 2 - 1, finite(rng, dt, (5, 4)),
                       finite(rng, dt, (5, 4)) // 2 + 1))
@@ -622,6 +662,10 @@ def sort_args(rng, dt):
 
 
 case("sort", lambda dt: lambda x: lax.sort(x), BOOL + NUM, sort_args)
+with_denormals("sort", lax.sort, FLOAT, "exact", denormal_unary)
+with_denormals("convert_to_int32", lambda x: (lax.convert_element_type(x, np.int32),
+                                              lax.convert_element_type(x, np.float16)),
+               FLOAT, "exact", denormal_unary)
 case("sort_2d_axis0", lambda dt: lambda x: lax.sort(x, dimension=0),
      [np.float32, np.int32, np.float16], lambda rng, dt: (finite(rng, dt, (30, 3)),))
 case("sort_key_value_stable",

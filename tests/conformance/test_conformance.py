@@ -109,10 +109,17 @@ def test_op(p, iron_device, cpu_device):
         got_l, got_t = jax.tree_util.tree_flatten(got)
         assert got_t == want_t, f"{name}: output tree {got_t} != {want_t}"
         tol = ops.tolerance(c, dt)
-        for i, (g, w) in enumerate(zip(got_l, want_l)):
-            where = f"{name} output {i}"
+        paths = [jax.tree_util.keystr(k) for k, _ in
+                 jax.tree_util.tree_flatten_with_path(want)[0]]
+        errors = []
+        for path, g, w in zip(paths, got_l, want_l):
+            where = f"{name} output {path or 0}"
             assert g.devices() == {iron_device}, f"{where} lives on {g.devices()}"
-            compare(g, w, tol, where)
+            try:
+                compare(g, w, tol, where)
+            except AssertionError as e:  # report every differing output
+                errors.append(str(e).splitlines()[0] if len(got_l) > 1 else str(e))
+        assert not errors, "\n".join(errors)
 
 
 @pytest.mark.parametrize("r", ops.REFUSED, ids=lambda r: r.name)
