@@ -135,7 +135,9 @@ def edges(dt):
     part = np.float32 if dt == np.complex64 else np.float64
     e = np.array([0.0, -0.0, 1.0, -1.0, 0.5, -2.5, 3.0, 1e-3, 1e3, np.inf, np.nan],
                  dtype=part)
-    return (e[:, None] + 1j * e[None, :]).ravel().astype(dt)
+    out = np.empty((len(e), len(e)), dt)  # not e + 1j*e: 1j*inf is nan+infj
+    out.real, out.imag = e[:, None], e[None, :]
+    return out.ravel()
 
 
 def rand(rng, dt, n, scale=3.0, lo=None, hi=None):
@@ -404,7 +406,8 @@ def bitcast_args(src, dst):
 for s, d in BITCASTS:
     s, d = np.dtype(s), np.dtype(d)
     case(f"bitcast_{s.name}_to_{d.name}",
-         lambda dt, d=d: lambda x: lax.bitcast_convert_type(x, d), [s], bitcast_args(s, d))
+         lambda dt, d=d: lambda x: lax.bitcast_convert_type(x, d), [s], bitcast_args(s, d),
+         x64=needs_x64(s) or needs_x64(d))
 
 case("reduce_precision_e5m10", lambda dt: lambda x: lax.reduce_precision(x, 5, 10),
      [np.float32, np.float64], unary_arg)
