@@ -91,7 +91,19 @@ def pytest_runtest_logreport(report):
     else:
         outcome = report.outcome
     _event({"id": report.nodeid, "when": report.when, "outcome": outcome,
-            "msg": first_line(msg)})
+            "msg": _summary(msg)})
+
+
+def _summary(text):
+    """First line of a message; a bare 'AssertionError:' head takes the next
+    lines too, since numerical mismatches say what differs there."""
+    lines = [l.strip() for l in (text or "").splitlines() if l.strip()]
+    out = lines[:1]
+    for l in lines[1:4]:
+        if len(" | ".join(out)) >= 80:
+            break
+        out.append(l)
+    return " | ".join(out)[:400]
 
 
 def parse_events(path):
@@ -310,6 +322,8 @@ def read_known(path):
 _COMPILE_CTX = re.compile(
     r"while compiling \S+: |in function [^:(]*(?:\(called at [^)]*\))?: ")
 
+_SRC_LOC = re.compile(r"\s*\([\w./-]+\.py:\d+\)")
+
 _NORM = [
     (re.compile(r"0x[0-9a-fA-F]+"), "0x?"),
     (re.compile(r"\b\d+(\.\d+)?(e[-+]?\d+)?\b"), "N"),
@@ -323,6 +337,7 @@ def cause_key(msg):
     # Compile errors name the jitted function and the call chain down to the
     # op; the op and reason after them is the cause, the chain is per test.
     m = _COMPILE_CTX.sub("", m)
+    m = _SRC_LOC.sub("", m)
     # Mismatch reports carry array dumps after the first line; keep the head.
     m = m.split("Mismatched elements")[0].split("Max absolute difference")[0]
     for rx, rep in _NORM:
@@ -345,7 +360,7 @@ def main():
         res, dt, status = run_pytest(args, jax_src, ["tests/" + f],
                                      args.platforms, tag)
         c = collections.Counter(o for o, _ in res.values())
-        failed = c["failed"] + c["error"] + c["timeout"] + c["crashed"]
+        failed = c["failed"] + c["error"] + c["crashed"]
         extra = "" if status == "ok" else f" [{status}]"
         print(f"{f}: {c['passed']} passed, {failed} failed, "
               f"{c['skipped'] + c['xfailed']} skipped ({dt:.0f}s){extra}",
@@ -355,8 +370,11 @@ def main():
                            "seconds": round(dt, 1), "status": status})
         all_results.update(res)
 
+    # A test still running when its file hit the timeout did not fail; it is
+    # reported as cut off and left out of the pass rate.
     failures = {t: m for t, (o, m) in all_results.items()
-                if o in ("failed", "error", "timeout", "crashed")}
+                if o in ("failed", "error", "crashed")}
+    cut_off = sorted(t for t, (o, _) in all_results.items() if o == "timeout")
     passed = sum(1 for o, _ in all_results.values() if o in ("passed", "xpass"))
     skipped = sum(1 for o, _ in all_results.values() if o in ("skipped", "xfailed"))
 
@@ -373,12 +391,18 @@ def main():
                                        os.path.basename(path)[:-3] + f"_cpu{i}")
                 for t in chunk:
                     o = res.get(t, ("missing", ""))[0]
-                    also_cpu[t] = o in ("failed", "error", "timeout", "crashed")
+                    also_cpu[t] = o in ("failed", "error", "crashed")
 
     dt_total = time.time() - t_total
     print()
     print(f"{passed} passed, {len(failures)} failed, {skipped} skipped "
           f"({dt_total:.0f}s)")
+    timed_out = [s["file"] for s in file_stats if s["status"] == "TIMEOUT"]
+    if timed_out:
+        print(f"files cut off by the {args.timeout:.0f}s timeout (partial "
+              f"results): {', '.join(timed_out)}")
+        for t in cut_off:
+            print(f"  running at the timeout: {t}")
     executed = passed + len(failures)
     if executed:
         print(f"pass rate of executed tests: {100.0 * passed / executed:.2f}%")
