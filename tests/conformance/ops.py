@@ -293,8 +293,12 @@ un("round_away", lambda x: lax.round(x, lax.RoundingMethod.AWAY_FROM_ZERO), FLOA
 un("round_even", lambda x: lax.round(x, lax.RoundingMethod.TO_NEAREST_EVEN), FLOAT)
 un("sqrt", lax.sqrt, FLOAT)  # correctly rounded
 un("sqrt_complex", lax.sqrt, CPLX, tol=TRANS)
+# XLA:CPU's float16 expm1 is up to 2 ulp from the correctly rounded result
+# (expm1(0.1729) = 0.18869: it returns 0.1885, the correctly rounded value is
+# 0.1887), so expm1 allows 2 ulp in the 16-bit types.
+un("expm1", lax.expm1, FLOAT, tol=dict(TRANS, float16=(2e-3, 1e-7), bfloat16=(1.6e-2, 1e-7)))
 for nm, f in (("rsqrt", lax.rsqrt), ("cbrt", lax.cbrt), ("exp", lax.exp),
-              ("expm1", lax.expm1), ("log", lax.log), ("log1p", lax.log1p),
+              ("log", lax.log), ("log1p", lax.log1p),
               ("logistic", lax.logistic), ("sin", lax.sin), ("cos", lax.cos),
               ("tan", lax.tan), ("tanh", lax.tanh)):
     un(nm, f, FLOAT, tol=TRANS)
