@@ -103,6 +103,14 @@ JAX_PLATFORMS=iron,cpu timeout 2400 "$PY" -m pytest tests/python -q -p no:cachep
   --durations=5 ${PYTEST_ARGS:-}
 stage_end $?
 
+# 6. Op conformance: every op x dtype class on iron vs XLA:CPU, bit-exact
+# where XLA is; known mismatches (tests/conformance/known_mismatches.txt) run
+# as strict xfails.
+stage_begin "op conformance tests/conformance (JAX_PLATFORMS=iron,cpu)"
+JAX_PLATFORMS=iron,cpu timeout 1800 "$PY" -m pytest tests/conformance -q \
+  -p no:cacheprovider ${PYTEST_ARGS:-}
+stage_end $?
+
 echo
 echo "=== summary ($(( $(date +%s) - T0 ))s total)"
 printf '%s\n' "${RESULTS[@]}"
