@@ -288,6 +288,19 @@ typedef struct exec_job {
   iron_slot_t *slots;  // num_args + num_results
 } exec_job_t;
 
+// True when `s` is the storage of one of the job's argument buffers (one
+// that was donated has none left, so donation still aliases).
+static bool shares_argument_storage(exec_job_t *j, const iron_storage_t *s) {
+  for (uint32_t k = 0; k < j->num_args; ++k) {
+    iron_buffer_t *b = j->args[k];
+    pthread_mutex_lock(&b->mu);
+    bool same = b->storage == s;
+    pthread_mutex_unlock(&b->mu);
+    if (same) return true;
+  }
+  return false;
+}
+
 static iron_status_t run_job(exec_job_t *j) {
   iron_executable_t *exe = j->exe;
   iron_slot_t *args = j->slots, *res = j->slots + j->num_args;
@@ -320,9 +333,12 @@ static iron_status_t run_job(exec_job_t *j) {
       iron_exec_run_func(&exe->ctx, exe->plan->main, args, res));
   for (uint32_t i = 0; i < j->num_results && !st; ++i) {
     iron_slot_t *r = &res[i];
-    if (!r->s || r->s->dev != exe->dev) {
+    if (!r->s || r->s->dev != exe->dev || shares_argument_storage(j, r->s)) {
       // A constant, a 0-byte value or a borrowed tensor: outputs own
-      // accounted device storage.
+      // accounted device storage. An output that is an argument's storage
+      // (jit(lambda x: x), reshapes of an input) is copied too, as XLA
+      // does: results never alias live, undonated inputs, so deleting the
+      // input leaves the result intact and their addresses differ.
       iron_storage_t *s;
       st = iron_storage_allocate(exe->dev, r->t.nbytes, &s);
       if (st) break;

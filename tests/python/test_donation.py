@@ -82,3 +82,18 @@ def test_explicit_delete(iron):
     with pytest.raises(Exception, match="deleted"):
         np.asarray(x)
     np.testing.assert_array_equal(np.asarray(keep * 2), np.arange(5) * 2.0)
+
+
+def test_identity_result_does_not_alias_undonated_input():
+    # XLA returns a fresh buffer for an output that is an undonated input:
+    # deleting the input must leave the result intact (jax's own
+    # test_trivial_computations checks this).
+    dev = jax.devices("iron")[0]
+    x = jax.device_put(np.arange(6, dtype=np.float32).reshape(2, 3), dev)
+    y = jax.jit(lambda a: a)(x)
+    r = jax.jit(lambda a: a.reshape(3, 2))(x)
+    assert y.unsafe_buffer_pointer() != x.unsafe_buffer_pointer()
+    assert r.unsafe_buffer_pointer() != x.unsafe_buffer_pointer()
+    x.delete()
+    np.testing.assert_array_equal(np.asarray(y), np.arange(6).reshape(2, 3))
+    np.testing.assert_array_equal(np.asarray(r), np.arange(6).reshape(3, 2))
