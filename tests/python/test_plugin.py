@@ -367,3 +367,19 @@ def test_unimplemented_slot_names_itself(api_slots):
     destroy = ErrorDestroyArgs(ctypes.sizeof(ErrorDestroyArgs), None, error)
     ctypes.CFUNCTYPE(None, ctypes.c_void_p)(slots[SLOT_ERROR_DESTROY])(
         ctypes.addressof(destroy))
+
+
+def test_token_arguments_and_results():
+    # jax hands a token parameter over as an empty bool buffer.
+    dev = jax.devices("iron")[0]
+
+    @jax.jit
+    def noop(arr, token):
+        return arr, token
+
+    arr = jax.device_put(np.ones(10, np.float32), dev)
+    token = jax.lax.create_token()
+    out, tok = noop(arr, token)
+    np.testing.assert_array_equal(np.asarray(out), np.ones(10, np.float32))
+    tok.block_until_ready()
+    assert type(tok) is type(token)
