@@ -17,7 +17,7 @@
 // IRON_HOST_DENORMALS=keep turns this off (IEEE gradual underflow).
 static atomic_int g_flush = -1;
 
-static bool iron_ew_flush_enabled(void) {
+bool iron_ew_flush_enabled(void) {
   int f = atomic_load_explicit(&g_flush, memory_order_relaxed);
   if (f < 0) {
     const char *e = getenv("IRON_HOST_DENORMALS");

@@ -48,6 +48,9 @@ iron_status_t iron_ew_check_shapes(const iron_ir_op_t *op,
 // Sets the calling thread's FP environment to XLA:CPU's (denormals flushed
 // to zero) and returns what to restore; see ew_common.c. Cheap (a few
 // cycles); kernels outside this file may use it too.
+// True unless IRON_HOST_DENORMALS=keep: kernels then treat f32/f64
+// denormal inputs as zero, as XLA:CPU does.
+bool iron_ew_flush_enabled(void);
 uint64_t iron_ew_fpenv_enter(void);
 void iron_ew_fpenv_leave(uint64_t saved);
 

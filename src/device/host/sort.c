@@ -25,11 +25,13 @@
 //
 // is_stable=false is sorted stably as well (a stable order is a valid
 // unstable one; XLA's own unstable order for ties is not reproduced).
+#include <math.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "base/half.h"
+#include "device/host/ew_common.h"
 #include "device/host/host_kernel.h"
 
 #define SORT_MAX_KEYS 16
@@ -64,6 +66,9 @@ typedef struct sort_key {
   size_t part_size;  // bytes of the compared scalar
   int32_t num_canon;
   canon_step_t canon[SORT_MAX_CANON];
+  // The canonicalisation's `x == 0` sees denormals (of the f32/f64 compute
+  // type) as zero, as XLA:CPU's compare does with denormals flushed.
+  bool daz;
 } sort_key_t;
 
 typedef struct sort_params {
@@ -259,6 +264,7 @@ static bool match_order_cmp(const iron_ir_op_t *c, const iron_ir_block_t *blk,
   if (!key_mode_for(ct, a.dtype, &key->mode)) return false;
   key->num_canon = a.num_canon;
   memcpy(key->canon, a.canon, sizeof(key->canon));
+  key->daz = iron_ew_flush_enabled();
   return true;
 }
 
@@ -445,6 +451,20 @@ static uint64_t read_bits(const void *base, size_t elem_size, int32_t part,
   return v;
 }
 
+// f16 computes in f32, where its denormals are normal numbers; bf16's
+// denormals stay denormal in f32.
+static bool is_compute_denormal(double d, iron_dtype_t dt) {
+  switch (dt) {
+    case IRON_DTYPE_F32:
+    case IRON_DTYPE_BF16:
+      return fpclassify((float)d) == FP_SUBNORMAL;
+    case IRON_DTYPE_F64:
+      return fpclassify(d) == FP_SUBNORMAL;
+    default:
+      return false;
+  }
+}
+
 static key_val_t make_key(const sort_key_t *k, uint64_t bits) {
   key_val_t out = {.u = 0};
   int nbits = k->nbits;
@@ -452,7 +472,10 @@ static key_val_t make_key(const sort_key_t *k, uint64_t bits) {
     double d = bits_to_double(bits, k->dtype);
     for (int32_t i = 0; i < k->num_canon; ++i) {
       const canon_step_t *st = &k->canon[i];
-      if (st->is_nan_test ? d != d : d == st->eq_value) {
+      bool hit = st->is_nan_test ? d != d : d == st->eq_value;
+      if (!hit && k->daz && !st->is_nan_test && st->eq_value == 0)
+        hit = is_compute_denormal(d, k->dtype);
+      if (hit) {
         bits = st->repl_bits;
         break;
       }
