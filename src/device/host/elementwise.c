@@ -108,11 +108,13 @@
 #define E_mul(t, FS, CT) (x * y)
 #define E_div(t, FS, CT) (x / y)
 #define E_neg(t, FS, CT) (-x)
-#define E_frem(t, FS, CT) fmod##FS(ew_daz##FS(x), ew_daz##FS(y))
+// XLA:CPU's remainder keeps denormals (rem(d, 1) = d).
+#define E_frem(t, FS, CT) fmod##FS(x, y)
 #define E_fpow(t, FS, CT) pow##FS(ew_daz##FS(x), ew_daz##FS(y))
 #define E_atan2(t, FS, CT) atan2##FS(ew_daz##FS(x), ew_daz##FS(y))
-#define E_fmax(t, FS, CT) ew_fmax##FS(x, y)
-#define E_fmin(t, FS, CT) ew_fmin##FS(x, y)
+// XLA:CPU's max/min/clamp see denormal operands as zero (max(d, d) = 0).
+#define E_fmax(t, FS, CT) ew_fmax##FS(ew_daz##FS(x), ew_daz##FS(y))
+#define E_fmin(t, FS, CT) ew_fmin##FS(ew_daz##FS(x), ew_daz##FS(y))
 #define E_fabs(t, FS, CT) fabs##FS(x)
 #define E_fsign(t, FS, CT) ew_fsign##FS(x)
 #define E_floor(t, FS, CT) floor##FS(ew_daz##FS(x))
@@ -405,9 +407,9 @@ static const iron_ew_loop_fn_t kSelect[5][IRON_EW_VARIANTS] = {
 #define EW_IMAX(a, b) ((a) > (b) ? (a) : (b))
 #define EW_IMIN(a, b) ((a) < (b) ? (a) : (b))
 #define EW_CLAMP_Ff(CT, LD, SV, lo, v, hi) \
-  SV(ew_fminf(ew_fmaxf(LD(v), LD(lo)), LD(hi)))
+  SV(ew_fminf(ew_fmaxf(ew_dazf(LD(v)), ew_dazf(LD(lo))), ew_dazf(LD(hi))))
 #define EW_CLAMP_F(CT, LD, SV, lo, v, hi) \
-  SV(ew_fmin(ew_fmax(LD(v), LD(lo)), LD(hi)))
+  SV(ew_fmin(ew_fmax(ew_daz(LD(v)), ew_daz(LD(lo))), ew_daz(LD(hi))))
 #define EW_DEF_CLAMP_I(tok, DT, ST, CT, FS, LD, SV, u) \
   EW_LOOP3(ew_clamp_##tok, ST, ST, ST, ST, CT, LD, SV, EW_CLAMP_I)
 #define EW_DEF_CLAMP_F(tok, DT, ST, CT, FS, LD, SV, u) \
