@@ -17,3 +17,4 @@ export IRON_PLUGIN_PATH=$root/build-dev/libiron_pjrt.so
 export PYTHONPATH=$root/python${PYTHONPATH:+:$PYTHONPATH}
 export JAX_PLATFORMS=iron,cpu IRON_DEVICE=host
 python3 -m pytest tests/python -q -p no:cacheprovider "$@" 2>&1 | tee "$out/pytest.txt" | tail -30
+python3 -m pytest tests/conformance -q -p no:cacheprovider 2>&1 | tee "$out/conformance.txt" | tail -5
