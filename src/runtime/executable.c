@@ -333,7 +333,10 @@ static iron_status_t run_job(exec_job_t *j) {
       iron_exec_run_func(&exe->ctx, exe->plan->main, args, res));
   for (uint32_t i = 0; i < j->num_results && !st; ++i) {
     iron_slot_t *r = &res[i];
-    if (!r->s || r->s->dev != exe->dev || shares_argument_storage(j, r->s)) {
+    // Storage held by nothing but this result (ref 1) cannot be an
+    // argument's: only shared storage pays for the argument scan.
+    if (!r->s || r->s->dev != exe->dev ||
+        (atomic_load(&r->s->ref) > 1 && shares_argument_storage(j, r->s))) {
       // A constant, a 0-byte value or a borrowed tensor: outputs own
       // accounted device storage. An output that is an argument's storage
       // (jit(lambda x: x), reshapes of an input) is copied too, as XLA
