@@ -111,4 +111,25 @@ static inline void iron_gather_copy_strided(char *dst, int64_t ds,
     memcpy(dst + (size_t)(i * ds) * es, src + (size_t)(i * ss) * es, es);
 }
 
+// Dimension-number list helpers shared by gather and scatter prepare.
+static inline bool list_has(const int64_t *v, uint32_t n, int64_t x) {
+  for (uint32_t i = 0; i < n; ++i)
+    if (v[i] == x) return true;
+  return false;
+}
+
+static inline int32_t list_pos(const int64_t *v, uint32_t n, int64_t x) {
+  for (uint32_t i = 0; i < n; ++i)
+    if (v[i] == x) return (int32_t)i;
+  return -1;
+}
+
+static inline void strides_of(const iron_ir_type_t *t, int64_t *out) {
+  int64_t s = 1;
+  for (int32_t i = t->rank - 1; i >= 0; --i) {
+    out[i] = s;
+    s *= t->dims[i];
+  }
+}
+
 #endif  // IRON_DEVICE_HOST_GATHER_INDEX_H_

@@ -232,26 +232,6 @@ static bool fast_enabled(void) {
 // ---------------------------------------------------------------------------
 // Prepare
 
-static bool list_has(const int64_t *v, uint32_t n, int64_t x) {
-  for (uint32_t i = 0; i < n; ++i)
-    if (v[i] == x) return true;
-  return false;
-}
-
-static int32_t list_pos(const int64_t *v, uint32_t n, int64_t x) {
-  for (uint32_t i = 0; i < n; ++i)
-    if (v[i] == x) return (int32_t)i;
-  return -1;
-}
-
-static void strides_of(const iron_ir_type_t *t, int64_t *out) {
-  int64_t s = 1;
-  for (int32_t i = t->rank - 1; i >= 0; --i) {
-    out[i] = s;
-    s *= t->dims[i];
-  }
-}
-
 #define SCATTER_BAD(...) \
   IRON_ERR(INVALID_ARGUMENT, "stablehlo.scatter: " __VA_ARGS__)
 
