@@ -20,6 +20,7 @@
 
 #include "base/status.h"
 #include "base/threadpool.h"
+#include "device/host/host_kernel.h"
 #include "iron/iron.h"
 
 #ifdef __cplusplus
@@ -56,9 +57,46 @@ struct iron_job {
   iron_job_t *next;
 };
 
+typedef enum iron_copy_kind {
+  IRON_COPY_HOST_TO_DEVICE,
+  IRON_COPY_DEVICE_TO_HOST,
+  IRON_COPY_DEVICE_TO_DEVICE,
+} iron_copy_kind_t;
+
+// A device's entry points. Everything after `destroy` is optional: NULL means
+// "as the host does" (memory the CPU addresses directly, memcpy, host
+// kernels). Devices with their own memory (CUDA) fill them in.
 typedef struct iron_device_vtable {
-  const char *kind;  // "host"
+  const char *kind;  // "host", "cuda"
   void (*destroy)(iron_device_t *dev);
+
+  // Device memory for storage (nbytes > 0). Thread-safe. May be
+  // stream-ordered: the memory is valid for work enqueued on this device
+  // after the call. RESOURCE_EXHAUSTED naming the size when it runs out.
+  iron_status_t (*mem_alloc)(iron_device_t *dev, size_t nbytes,
+                             void **out_ptr);
+  // Frees after all work enqueued on the device so far. Thread-safe; never
+  // fails (a sticky device error is kept by the device).
+  void (*mem_free)(iron_device_t *dev, void *ptr, size_t nbytes);
+  // Copies `n` bytes, ordered after the work enqueued on the device so far.
+  // Any thread. HOST_TO_DEVICE may return before the copy ran only if `src`
+  // was already captured (callers may free `src` on return);
+  // DEVICE_TO_HOST returns once the bytes are in `dst`.
+  iron_status_t (*memcpy)(iron_device_t *dev, void *dst, const void *src,
+                          size_t n, iron_copy_kind_t kind);
+  // Called at the end of every job, on the thread that ran it: returns once
+  // the device work the job enqueued has completed, or with the device's
+  // (sticky) asynchronous error.
+  iron_status_t (*job_sync)(iron_device_t *dev);
+  // The device's kernel for an op kind (NULL: none, the op is refused at
+  // compile time). Kernels of such devices get tensors whose `data` are
+  // device pointers, and ctx->dev.
+  const iron_host_kernel_t *(*kernel_lookup)(iron_op_kind_t kind);
+  // Called once after every kernel of a plan was prepared (e.g. compile the
+  // plan's generated sources in one parallel batch). May be NULL.
+  iron_status_t (*plan_finish)(iron_device_t *dev);
+  // Human-readable device kind, e.g. "NVIDIA H200" (NULL: `kind`).
+  const char *(*description)(const iron_device_t *dev);
 } iron_device_vtable_t;
 
 struct iron_device {

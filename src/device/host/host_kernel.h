@@ -51,6 +51,8 @@ struct iron_host_ctx {
                                const iron_tensor_t *const *inputs,
                                iron_tensor_t *const *outputs);
   void *runtime;  // opaque to kernels
+  // The device running the kernel (CUDA kernels find their stream here).
+  struct iron_device *dev;
 };
 
 // True when every op in the region is element-wise (so call_region can run it
@@ -81,6 +83,11 @@ typedef struct iron_host_kernel {
   bool inplace_ok;
   // True if the op is element-wise (usable in vectorized regions).
   bool elementwise;
+  // Optional: used instead of `prepare` when set, for kernels that need their
+  // device at compile time (CUDA: generated code for its architecture).
+  iron_status_t (*prepare_on)(struct iron_device *dev, const iron_ir_op_t *op,
+                              iron_host_region_t *const *regions,
+                              void **out_params);
 } iron_host_kernel_t;
 
 // The kernel for an op kind, or NULL if the host has none.

@@ -1,0 +1,245 @@
+// The CUDA libraries ironjax uses, loaded at run time (ARCHITECTURE decision
+// 6): libcuda (driver API), libnvrtc, libcublasLt. Our own declarations of
+// the few types and entry points we call, so the plugin builds without CUDA
+// headers and loads without CUDA libraries; the values below are the ABI of
+// CUDA 12/13 (driver API v2 entry points).
+//
+// Each X-macro row is X(field, "exported symbol", return type, (params)).
+// iron_cuda_api_get loads every library once per process; when one is
+// missing, the error names the library and where it looked, and when a
+// symbol is missing, it names the symbol and the library.
+#ifndef IRON_DEVICE_CUDA_CUDA_API_H_
+#define IRON_DEVICE_CUDA_CUDA_API_H_
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+// --- driver API types ------------------------------------------------------
+typedef int CUresult;  // 0 == CUDA_SUCCESS
+typedef int CUdevice;
+typedef struct CUctx_st *CUcontext;
+typedef struct CUmod_st *CUmodule;
+typedef struct CUfunc_st *CUfunction;
+typedef struct CUstream_st *CUstream;
+typedef struct CUevent_st *CUevent;
+typedef struct CUmemPoolHandle_st *CUmemoryPool;
+typedef struct CUgraph_st *CUgraph;
+typedef struct CUgraphExec_st *CUgraphExec;
+typedef unsigned long long CUdeviceptr;
+
+enum {
+  IRON_CU_SUCCESS = 0,
+  IRON_CU_ERROR_OUT_OF_MEMORY = 2,
+  IRON_CU_ERROR_NOT_READY = 600,
+  // CUdevice_attribute values
+  IRON_CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT = 16,
+  IRON_CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR = 75,
+  IRON_CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR = 76,
+  IRON_CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN = 97,
+  // CUmemPool_attribute
+  IRON_CU_MEMPOOL_ATTR_RELEASE_THRESHOLD = 4,
+  // cuStreamCreate flags
+  IRON_CU_STREAM_NON_BLOCKING = 1,
+  // cuEventCreate flags
+  IRON_CU_EVENT_DISABLE_TIMING = 2,
+  // CUfunction_attribute
+  IRON_CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8,
+};
+
+// --- NVRTC types -------------------------------------------------------------
+typedef int nvrtcResult;  // 0 == NVRTC_SUCCESS
+typedef struct _nvrtcProgram *nvrtcProgram;
+
+// --- cuBLASLt types ----------------------------------------------------------
+typedef int cublasStatus_t;  // 0 == CUBLAS_STATUS_SUCCESS
+typedef struct cublasLtContext *cublasLtHandle_t;
+typedef struct cublasLtMatmulDescOpaque_st *cublasLtMatmulDesc_t;
+typedef struct cublasLtMatrixLayoutOpaque_st *cublasLtMatrixLayout_t;
+typedef struct cublasLtMatmulPreferenceOpaque_st *cublasLtMatmulPreference_t;
+typedef struct {
+  uint64_t data[8];
+} cublasLtMatmulAlgo_t;
+typedef struct {
+  cublasLtMatmulAlgo_t algo;
+  size_t workspaceSize;
+  cublasStatus_t state;
+  float wavesCount;
+  int reserved[4];
+} cublasLtMatmulHeuristicResult_t;
+
+#define IRON_CUDA_DRIVER_SYMBOLS(X)                                          \
+  X(cuInit, "cuInit", CUresult, (unsigned int flags))                        \
+  X(cuDriverGetVersion, "cuDriverGetVersion", CUresult, (int *version))      \
+  X(cuGetErrorName, "cuGetErrorName", CUresult, (CUresult e, const char **s)) \
+  X(cuGetErrorString, "cuGetErrorString", CUresult,                          \
+    (CUresult e, const char **s))                                            \
+  X(cuDeviceGetCount, "cuDeviceGetCount", CUresult, (int *count))            \
+  X(cuDeviceGet, "cuDeviceGet", CUresult, (CUdevice * d, int ordinal))       \
+  X(cuDeviceGetName, "cuDeviceGetName", CUresult,                            \
+    (char *name, int len, CUdevice d))                                       \
+  X(cuDeviceGetAttribute, "cuDeviceGetAttribute", CUresult,                  \
+    (int *v, int attrib, CUdevice d))                                        \
+  X(cuDeviceTotalMem, "cuDeviceTotalMem_v2", CUresult,                       \
+    (size_t * bytes, CUdevice d))                                            \
+  X(cuDevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain", CUresult,          \
+    (CUcontext * ctx, CUdevice d))                                           \
+  X(cuDevicePrimaryCtxRelease, "cuDevicePrimaryCtxRelease_v2", CUresult,     \
+    (CUdevice d))                                                            \
+  X(cuCtxSetCurrent, "cuCtxSetCurrent", CUresult, (CUcontext ctx))           \
+  X(cuCtxGetCurrent, "cuCtxGetCurrent", CUresult, (CUcontext * ctx))         \
+  X(cuCtxSynchronize, "cuCtxSynchronize", CUresult, (void))                  \
+  X(cuMemGetInfo, "cuMemGetInfo_v2", CUresult, (size_t * free, size_t *total)) \
+  X(cuMemAlloc, "cuMemAlloc_v2", CUresult, (CUdeviceptr * p, size_t n))      \
+  X(cuMemFree, "cuMemFree_v2", CUresult, (CUdeviceptr p))                    \
+  X(cuMemAllocAsync, "cuMemAllocAsync", CUresult,                            \
+    (CUdeviceptr * p, size_t n, CUstream s))                                 \
+  X(cuMemFreeAsync, "cuMemFreeAsync", CUresult, (CUdeviceptr p, CUstream s)) \
+  X(cuDeviceGetDefaultMemPool, "cuDeviceGetDefaultMemPool", CUresult,        \
+    (CUmemoryPool * pool, CUdevice d))                                       \
+  X(cuMemPoolSetAttribute, "cuMemPoolSetAttribute", CUresult,                \
+    (CUmemoryPool pool, int attr, void *value))                              \
+  X(cuMemAllocHost, "cuMemAllocHost_v2", CUresult, (void **p, size_t n))     \
+  X(cuMemFreeHost, "cuMemFreeHost", CUresult, (void *p))                     \
+  X(cuMemcpyHtoDAsync, "cuMemcpyHtoDAsync_v2", CUresult,                     \
+    (CUdeviceptr dst, const void *src, size_t n, CUstream s))                \
+  X(cuMemcpyDtoHAsync, "cuMemcpyDtoHAsync_v2", CUresult,                     \
+    (void *dst, CUdeviceptr src, size_t n, CUstream s))                      \
+  X(cuMemcpyDtoDAsync, "cuMemcpyDtoDAsync_v2", CUresult,                     \
+    (CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s))                \
+  X(cuMemsetD8Async, "cuMemsetD8Async", CUresult,                            \
+    (CUdeviceptr dst, unsigned char v, size_t n, CUstream s))                \
+  X(cuMemsetD32Async, "cuMemsetD32Async", CUresult,                          \
+    (CUdeviceptr dst, unsigned int v, size_t n, CUstream s))                 \
+  X(cuStreamCreate, "cuStreamCreate", CUresult,                              \
+    (CUstream * s, unsigned int flags))                                      \
+  X(cuStreamDestroy, "cuStreamDestroy_v2", CUresult, (CUstream s))           \
+  X(cuStreamSynchronize, "cuStreamSynchronize", CUresult, (CUstream s))      \
+  X(cuStreamWaitEvent, "cuStreamWaitEvent", CUresult,                        \
+    (CUstream s, CUevent e, unsigned int flags))                             \
+  X(cuEventCreate, "cuEventCreate", CUresult, (CUevent * e, unsigned int f)) \
+  X(cuEventDestroy, "cuEventDestroy_v2", CUresult, (CUevent e))              \
+  X(cuEventRecord, "cuEventRecord", CUresult, (CUevent e, CUstream s))       \
+  X(cuEventSynchronize, "cuEventSynchronize", CUresult, (CUevent e))         \
+  X(cuEventQuery, "cuEventQuery", CUresult, (CUevent e))                     \
+  X(cuEventElapsedTime, "cuEventElapsedTime", CUresult,                      \
+    (float *ms, CUevent a, CUevent b))                                       \
+  X(cuModuleLoadData, "cuModuleLoadData", CUresult,                          \
+    (CUmodule * m, const void *image))                                       \
+  X(cuModuleUnload, "cuModuleUnload", CUresult, (CUmodule m))                \
+  X(cuModuleGetFunction, "cuModuleGetFunction", CUresult,                    \
+    (CUfunction * f, CUmodule m, const char *name))                          \
+  X(cuFuncSetAttribute, "cuFuncSetAttribute", CUresult,                      \
+    (CUfunction f, int attrib, int value))                                   \
+  X(cuLaunchKernel, "cuLaunchKernel", CUresult,                              \
+    (CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,       \
+     unsigned by, unsigned bz, unsigned shmem, CUstream s, void **params,    \
+     void **extra))
+
+#define IRON_NVRTC_SYMBOLS(X)                                                \
+  X(nvrtcVersion, "nvrtcVersion", nvrtcResult, (int *major, int *minor))     \
+  X(nvrtcGetErrorString, "nvrtcGetErrorString", const char *,               \
+    (nvrtcResult r))                                                         \
+  X(nvrtcCreateProgram, "nvrtcCreateProgram", nvrtcResult,                   \
+    (nvrtcProgram * p, const char *src, const char *name, int num_headers,   \
+     const char *const *headers, const char *const *include_names))          \
+  X(nvrtcDestroyProgram, "nvrtcDestroyProgram", nvrtcResult,                 \
+    (nvrtcProgram * p))                                                      \
+  X(nvrtcCompileProgram, "nvrtcCompileProgram", nvrtcResult,                 \
+    (nvrtcProgram p, int num_options, const char *const *options))           \
+  X(nvrtcGetProgramLogSize, "nvrtcGetProgramLogSize", nvrtcResult,           \
+    (nvrtcProgram p, size_t *n))                                             \
+  X(nvrtcGetProgramLog, "nvrtcGetProgramLog", nvrtcResult,                   \
+    (nvrtcProgram p, char *log))                                             \
+  X(nvrtcGetCUBINSize, "nvrtcGetCUBINSize", nvrtcResult,                     \
+    (nvrtcProgram p, size_t *n))                                             \
+  X(nvrtcGetCUBIN, "nvrtcGetCUBIN", nvrtcResult, (nvrtcProgram p, char *out))
+
+#define IRON_CUBLASLT_SYMBOLS(X)                                             \
+  X(cublasLtGetVersion, "cublasLtGetVersion", size_t, (void))                \
+  X(cublasLtCreate, "cublasLtCreate", cublasStatus_t, (cublasLtHandle_t * h)) \
+  X(cublasLtDestroy, "cublasLtDestroy", cublasStatus_t, (cublasLtHandle_t h)) \
+  X(cublasLtMatmulDescCreate, "cublasLtMatmulDescCreate", cublasStatus_t,    \
+    (cublasLtMatmulDesc_t * d, int compute_type, int scale_type))            \
+  X(cublasLtMatmulDescDestroy, "cublasLtMatmulDescDestroy", cublasStatus_t,  \
+    (cublasLtMatmulDesc_t d))                                                \
+  X(cublasLtMatmulDescSetAttribute, "cublasLtMatmulDescSetAttribute",        \
+    cublasStatus_t,                                                          \
+    (cublasLtMatmulDesc_t d, int attr, const void *buf, size_t n))           \
+  X(cublasLtMatrixLayoutCreate, "cublasLtMatrixLayoutCreate", cublasStatus_t, \
+    (cublasLtMatrixLayout_t * l, int type, uint64_t rows, uint64_t cols,     \
+     int64_t ld))                                                            \
+  X(cublasLtMatrixLayoutDestroy, "cublasLtMatrixLayoutDestroy",              \
+    cublasStatus_t, (cublasLtMatrixLayout_t l))                              \
+  X(cublasLtMatrixLayoutSetAttribute, "cublasLtMatrixLayoutSetAttribute",    \
+    cublasStatus_t,                                                          \
+    (cublasLtMatrixLayout_t l, int attr, const void *buf, size_t n))         \
+  X(cublasLtMatmulPreferenceCreate, "cublasLtMatmulPreferenceCreate",        \
+    cublasStatus_t, (cublasLtMatmulPreference_t * p))                        \
+  X(cublasLtMatmulPreferenceDestroy, "cublasLtMatmulPreferenceDestroy",      \
+    cublasStatus_t, (cublasLtMatmulPreference_t p))                          \
+  X(cublasLtMatmulPreferenceSetAttribute,                                    \
+    "cublasLtMatmulPreferenceSetAttribute", cublasStatus_t,                  \
+    (cublasLtMatmulPreference_t p, int attr, const void *buf, size_t n))     \
+  X(cublasLtMatmulAlgoGetHeuristic, "cublasLtMatmulAlgoGetHeuristic",        \
+    cublasStatus_t,                                                          \
+    (cublasLtHandle_t h, cublasLtMatmulDesc_t d, cublasLtMatrixLayout_t a,   \
+     cublasLtMatrixLayout_t b, cublasLtMatrixLayout_t c,                     \
+     cublasLtMatrixLayout_t dd, cublasLtMatmulPreference_t p, int requested, \
+     cublasLtMatmulHeuristicResult_t *results, int *returned))               \
+  X(cublasLtMatmul, "cublasLtMatmul", cublasStatus_t,                        \
+    (cublasLtHandle_t h, cublasLtMatmulDesc_t d, const void *alpha,          \
+     const void *a, cublasLtMatrixLayout_t la, const void *b,                \
+     cublasLtMatrixLayout_t lb, const void *beta, const void *c,             \
+     cublasLtMatrixLayout_t lc, void *dd, cublasLtMatrixLayout_t ld,         \
+     const cublasLtMatmulAlgo_t *algo, void *workspace, size_t ws_size,      \
+     CUstream s))
+
+typedef struct iron_cuda_api {
+#define IRON_CUDA_API_FIELD(field, sym, ret, params) ret(*field) params;
+  IRON_CUDA_DRIVER_SYMBOLS(IRON_CUDA_API_FIELD)
+  IRON_NVRTC_SYMBOLS(IRON_CUDA_API_FIELD)
+  IRON_CUBLASLT_SYMBOLS(IRON_CUDA_API_FIELD)
+#undef IRON_CUDA_API_FIELD
+  bool has_driver, has_nvrtc, has_cublaslt;
+  // Paths the libraries were loaded from (empty when absent).
+  char driver_path[512], nvrtc_path[512], cublaslt_path[512];
+  // Why a library is absent (empty when loaded).
+  char driver_error[512], nvrtc_error[512], cublaslt_error[512];
+} iron_cuda_api_t;
+
+// The process-wide table, loaded on first call (thread-safe). Never fails:
+// the has_* flags and *_error say what is there. Search order per library:
+// $IRON_CUDA_LIB_DIR, the system loader path (dlopen by soname),
+// $CUDA_HOME/lib64 and $CUDA_PATH/lib64, /usr/local/cuda/lib64, and the
+// `nvidia/*/lib` directories of the running Python's site-packages
+// (nvidia-*-cu12/cu13 wheels).
+const iron_cuda_api_t *iron_cuda_api_get(void);
+
+// OK when the driver, NVRTC and cuBLASLt are all loaded; otherwise
+// FAILED_PRECONDITION naming each missing library or symbol and where it
+// looked.
+iron_status_t iron_cuda_api_require(const iron_cuda_api_t *api);
+
+// For tests: loads the three libraries from the given file names/paths
+// (NULL: the default search) into *out_api, without touching the
+// process-wide table.
+void iron_cuda_api_load_from(const char *driver, const char *nvrtc,
+                             const char *cublaslt, iron_cuda_api_t *out_api);
+
+// A CUresult as an iron_status_t: OK for 0, else INTERNAL (RESOURCE_EXHAUSTED
+// for out of memory) with "<what>: CUDA_ERROR_X (description)".
+iron_status_t iron_cuda_status(const iron_cuda_api_t *api, CUresult r,
+                               const char *what);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif  // IRON_DEVICE_CUDA_CUDA_API_H_

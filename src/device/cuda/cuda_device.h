@@ -1,0 +1,76 @@
+// The CUDA device: one iron_device_t per NVIDIA GPU (ARCHITECTURE: devices
+// behind one vtable). Storage is device memory from the device's
+// stream-ordered pool; all work (kernels, copies, frees) goes to one stream
+// per device, in FIFO job order; events complete when the stream reaches
+// them. An asynchronous fault is kept (sticky) and returned by every later
+// call.
+#ifndef IRON_DEVICE_CUDA_CUDA_DEVICE_H_
+#define IRON_DEVICE_CUDA_CUDA_DEVICE_H_
+
+#include <pthread.h>
+
+#include "device/cuda/cuda_api.h"
+#include "device/device.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct iron_cuda_compiler iron_cuda_compiler_t;  // cuda_compile.h
+
+typedef struct iron_cuda_device {
+  iron_device_t base;  // first: (iron_device_t *) casts both ways
+  const iron_cuda_api_t *api;
+  int ordinal;
+  CUdevice cu_dev;
+  CUcontext ctx;  // the primary context (retained)
+  CUstream stream;
+  CUmemoryPool pool;
+  int cc_major, cc_minor;  // compute capability (9, 0 on H200)
+  int num_sms;
+  int max_smem_optin;  // bytes of shared memory per block (opt-in)
+  size_t total_mem;
+  char name[128];         // "NVIDIA H200"
+  char arch[16];          // NVRTC arch for SASS, e.g. "sm_90a"
+  cublasLtHandle_t lt;    // cuBLASLt handle (NULL until first GEMM)
+  CUdeviceptr lt_workspace;
+  size_t lt_workspace_size;
+  iron_cuda_compiler_t *compiler;  // generated kernels (cuda_compile.h)
+  pthread_mutex_t mu;
+  iron_status_t sticky;  // first asynchronous fault (guarded by mu)
+} iron_cuda_device_t;
+
+// Number of CUDA devices usable by ironjax: 0 when the driver or a GPU is
+// absent (then *out_reason, if not NULL, says why; static string storage
+// owned by the API table).
+int iron_cuda_device_count(const char **out_reason);
+
+// Creates the device for GPU `ordinal` as runtime device `id`. Errors name
+// a missing library/symbol (iron_cuda_api_require) or the failing call.
+iron_status_t iron_cuda_device_create(iron_runtime_t *rt, int id, int ordinal,
+                                      iron_device_t **out_device);
+
+static inline iron_cuda_device_t *iron_cuda_device_cast(iron_device_t *dev) {
+  return (iron_cuda_device_t *)dev;
+}
+
+// Makes the device's context current on the calling thread (cheap when it
+// already is). Every entry point that calls the driver does this first.
+iron_status_t iron_cuda_device_enter(iron_cuda_device_t *d);
+
+// Records `st` as the device's sticky error if it has none (takes
+// ownership); returns a copy of the sticky error (or OK).
+iron_status_t iron_cuda_device_fail(iron_cuda_device_t *d, iron_status_t st);
+
+// The CUDA device's kernel table (filled by the iron_cuda_register_* hooks).
+const iron_host_kernel_t *iron_cuda_kernel_lookup(iron_op_kind_t kind);
+typedef const iron_host_kernel_t *iron_cuda_kernel_table_t[IRON_OP_COUNT];
+void iron_cuda_register_elementwise(iron_cuda_kernel_table_t table);
+void iron_cuda_register_shape(iron_cuda_kernel_table_t table);
+void iron_cuda_register_ops(iron_cuda_kernel_table_t table);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif  // IRON_DEVICE_CUDA_CUDA_DEVICE_H_
