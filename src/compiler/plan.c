@@ -23,8 +23,13 @@ void iron_plan_set_kernel_lookup_for_testing(iron_plan_kernel_lookup_fn_t fn) {
   g_lookup_override = fn;
 }
 
-static const iron_host_kernel_t *lookup_kernel(iron_op_kind_t kind) {
+// The kernel for `kind` on `dev` (NULL: the host). Regions of kernel ops
+// (reduce bodies, comparators) always get host kernels: the host runs them
+// through call_region, and other devices generate code from their IR.
+static const iron_host_kernel_t *lookup_kernel_on(const iron_device_t *dev,
+                                                  iron_op_kind_t kind) {
   if (g_lookup_override) return g_lookup_override(kind);
+  if (dev && dev->vtable->kernel_lookup) return dev->vtable->kernel_lookup(kind);
   return iron_host_kernel_lookup(kind);
 }
 
@@ -51,6 +56,12 @@ typedef struct scope {
 } scope_t;
 
 #define NO_SLOT UINT32_MAX
+
+// The device the ops of scope `sc` run on: NULL (host) inside kernel
+// regions.
+static iron_device_t *scope_device(const scope_t *sc) {
+  return sc->is_region ? NULL : sc->fc->plan->dev;
+}
 
 static iron_status_t oom(void) {
   return IRON_ERR(RESOURCE_EXHAUSTED, "out of memory while planning");
@@ -246,16 +257,42 @@ static bool env_flag(const char *name) {
   return v && v[0] && strcmp(v, "0") != 0;
 }
 
-static iron_status_t make_constant(iron_plan_t *plan, const iron_ir_op_t *op,
+static iron_status_t fill_constant(const iron_ir_op_t *op,
+                                   const iron_tensor_t *type, void *data);
+
+// A constant's storage: host memory filled from the op, then (for devices
+// with their own memory) uploaded once, at compile time.
+static iron_status_t make_constant(iron_plan_t *plan, iron_device_t *dev,
+                                   const iron_ir_op_t *op,
                                    const iron_tensor_t *type,
                                    iron_plan_step_t *s) {
   iron_storage_t *st;
   IRON_RETURN_IF_ERROR_PLAIN(iron_storage_allocate(NULL, type->nbytes, &st));
+  iron_status_t status = fill_constant(op, type, st->data);
+  if (!status && dev && dev->vtable->mem_alloc && type->nbytes) {
+    iron_storage_t *d;
+    status = iron_storage_allocate(dev, type->nbytes, &d);
+    if (!status) {
+      status = dev->vtable->memcpy(dev, d->data, st->data, type->nbytes,
+                                   IRON_COPY_HOST_TO_DEVICE);
+      iron_storage_release(st);
+      st = d;
+    }
+  }
+  if (status) {
+    iron_storage_release(st);
+    return status;
+  }
   IRON_RETURN_IF_ERROR_PLAIN(own(plan, NULL, NULL, st));
   s->constant = st;
+  return IRON_OK;
+}
+
+static iron_status_t fill_constant(const iron_ir_op_t *op,
+                                   const iron_tensor_t *type, void *data) {
   if (type->nbytes == 0) return IRON_OK;
   if (op->kind == IRON_OP_REPLICA_ID || op->kind == IRON_OP_PARTITION_ID) {
-    memset(st->data, 0, type->nbytes);
+    memset(data, 0, type->nbytes);
     return IRON_OK;
   }
   const iron_ir_attr_t *a = iron_ir_op_attr(op, "value");
@@ -266,7 +303,7 @@ static iron_status_t make_constant(iron_plan_t *plan, const iron_ir_op_t *op,
     if (a->dense.size < esize)
       return IRON_ERR(INVALID_ARGUMENT, "constant splat has %zu bytes",
                       a->dense.size);
-    char *d = st->data;
+    char *d = data;
     for (int64_t i = 0; i < type->count; ++i)
       memcpy(d + (size_t)i * esize, a->dense.data, esize);
     return IRON_OK;
@@ -278,7 +315,7 @@ static iron_status_t make_constant(iron_plan_t *plan, const iron_ir_op_t *op,
                     loc_str(op, loc, sizeof(loc)), a->dense.size,
                     type->nbytes);
   }
-  memcpy(st->data, a->dense.data, type->nbytes);
+  memcpy(data, a->dense.data, type->nbytes);
   return IRON_OK;
 }
 
@@ -324,7 +361,7 @@ static iron_status_t plan_op(scope_t *sc, const iron_ir_op_t *op,
         return iron_ir_op_unimplemented(op, "with %u results",
                                         op->num_results);
       s->kind = IRON_STEP_CONSTANT;
-      return make_constant(plan, op, &s->out_types[0], s);
+      return make_constant(plan, scope_device(sc), op, &s->out_types[0], s);
     case IRON_OP_WHILE: {
       if (op->num_regions != 2)
         return iron_ir_op_unimplemented(op, "with %u regions",
@@ -376,7 +413,8 @@ static iron_status_t plan_op(scope_t *sc, const iron_ir_op_t *op,
                    ? (size_t)iron_ir_type_num_elements(op->operands[0]->type) *
                          iron_dtype_size(op->operands[0]->type->dtype)
                    : (size_t)-1) &&
-          !(env_flag("IRON_NO_ALIAS") && lookup_kernel(op->kind))) {
+          !(env_flag("IRON_NO_ALIAS") &&
+            lookup_kernel_on(scope_device(sc), op->kind))) {
         s->kind = IRON_STEP_ALIAS;
         break;
       }
@@ -433,8 +471,14 @@ static iron_status_t plan_op(scope_t *sc, const iron_ir_op_t *op,
   }
 
   // Kernel.
-  const iron_host_kernel_t *k = lookup_kernel(op->kind);
-  if (!k) return iron_ir_op_unimplemented(op, NULL);
+  iron_device_t *dev = scope_device(sc);
+  const iron_host_kernel_t *k = lookup_kernel_on(dev, op->kind);
+  if (!k) {
+    if (dev)
+      return iron_ir_op_unimplemented(op, "on the %s device",
+                                      dev->vtable->kind);
+    return iron_ir_op_unimplemented(op, NULL);
+  }
   s->kernel = k;
   iron_host_region_t **regions = NULL;
   if (op->num_regions) {
@@ -446,7 +490,11 @@ static iron_status_t plan_op(scope_t *sc, const iron_ir_op_t *op,
           plan_host_region(sc, op, r, func_name, &regions[r]));
   }
   void *params = NULL;
-  iron_status_t st = k->prepare ? k->prepare(op, regions, &params) : IRON_OK;
+  iron_status_t st = IRON_OK;
+  if (k->prepare_on)
+    st = k->prepare_on(dev, op, regions, &params);
+  else if (k->prepare)
+    st = k->prepare(op, regions, &params);
   if (st) {
     if (iron_status_code(st) == IRON_STATUS_UNIMPLEMENTED) return st;
     char loc[256];
@@ -689,6 +737,11 @@ static iron_status_t plan_func(iron_plan_t *plan, uint32_t index,
 
 iron_status_t iron_plan_create(const iron_ir_module_t *module,
                                iron_plan_t **out_plan) {
+  return iron_plan_create_on(module, NULL, out_plan);
+}
+
+iron_status_t iron_plan_create_on(const iron_ir_module_t *module,
+                                  iron_device_t *dev, iron_plan_t **out_plan) {
   const iron_ir_func_t *main_fn = iron_ir_module_main(module);
   if (!main_fn)
     return IRON_ERR(INVALID_ARGUMENT,
@@ -698,6 +751,9 @@ iron_status_t iron_plan_create(const iron_ir_module_t *module,
   if (!plan) return oom();
   iron_arena_init(&plan->arena);
   plan->module = module;
+  plan->dev = dev && (dev->vtable->kernel_lookup || dev->vtable->mem_alloc)
+                  ? dev
+                  : NULL;
   plan->funcs = iron_arena_alloc_array(&plan->arena, module->num_funcs + 1,
                                        sizeof(iron_plan_func_t));
   if (!plan->funcs) {
@@ -706,6 +762,9 @@ iron_status_t iron_plan_create(const iron_ir_module_t *module,
   }
   uint32_t main_index = (uint32_t)(main_fn - module->funcs);
   iron_status_t st = plan_func(plan, main_index, NULL);
+  // Devices that generate code compile the plan's kernels in one batch.
+  if (!st && plan->dev && plan->dev->vtable->plan_finish)
+    st = plan->dev->vtable->plan_finish(plan->dev);
   if (st) {
     iron_plan_destroy(plan);
     return st;

@@ -102,6 +102,9 @@ typedef struct iron_plan {
   iron_plan_func_t *funcs;  // parallel to module->funcs
   const iron_plan_func_t *main;
   iron_plan_owned_t *owned;  // params and constants to free
+  // The device the plan's kernels and constants are for; NULL: the host
+  // (also for devices that use host memory and host kernels).
+  iron_device_t *dev;
 } iron_plan_t;
 
 // Plans `module` starting at its main function. Errors name the op, its
@@ -109,6 +112,12 @@ typedef struct iron_plan {
 // supported yet (f.py:12) in function main".
 iron_status_t iron_plan_create(const iron_ir_module_t *module,
                                iron_plan_t **out_plan);
+// The same for device `dev` (NULL: host): kernels from
+// dev->vtable->kernel_lookup, constants uploaded with dev->vtable->memcpy,
+// dev->vtable->plan_finish called at the end. Regions of kernel ops are
+// always planned for the host (see iron_host_region_ir).
+iron_status_t iron_plan_create_on(const iron_ir_module_t *module,
+                                  iron_device_t *dev, iron_plan_t **out_plan);
 void iron_plan_destroy(iron_plan_t *plan);
 
 // Test hook: replaces iron_host_kernel_lookup for plans created afterwards

@@ -128,7 +128,7 @@ iron_status_t iron_executable_compile_module(
     fingerprint(bytes, size, exe->fingerprint);
   else
     fingerprint(mname, strlen(mname), exe->fingerprint);
-  iron_status_t st = iron_plan_create(module, &exe->plan);
+  iron_status_t st = iron_plan_create_on(module, exe->dev, &exe->plan);
   if (st) {
     st = iron_status_annotate(st, "while compiling %s", mname);
     exe_destroy(exe);  // frees mname (module memory)
@@ -365,6 +365,16 @@ static iron_status_t run_job(exec_job_t *j) {
 static void exec_job_run(iron_job_t *job) {
   exec_job_t *j = (exec_job_t *)job;
   iron_status_t st = run_job(j);
+  // Devices that run work asynchronously (CUDA): the results are ready
+  // once the device has finished what the job enqueued.
+  iron_device_t *dev = j->exe->dev;
+  if (dev->vtable->job_sync) {
+    iron_status_t sync = dev->vtable->job_sync(dev);
+    if (!st)
+      st = sync;
+    else
+      iron_status_free(sync);
+  }
   if (st)
     st = iron_status_annotate(st, "while executing %s", j->exe->name);
   // Drop our references before completing, so that whoever waits on `done`

@@ -17,6 +17,9 @@ typedef struct frame {
   int64_t ew_count;  // > 1: element-wise region mode with this count
   char *scratch;     // region mode: small outputs live here (no storage)
   size_t scratch_left;
+  // Values live in device memory the CPU cannot read (CUDA): predicates
+  // and case indices are copied back through the device.
+  bool device_mem;
 } frame_t;
 
 // What a kernel's ctx->runtime points at: the frame running the op, so that
@@ -123,34 +126,48 @@ static void leave_block(frame_t *fr, const iron_plan_block_t *b, frame_t *dfr,
   do_frees(fr, b->exit_frees, b->num_exit_frees);
 }
 
-static bool read_pred(const iron_slot_t *s) {
+// The first element of a scalar control value, as host bytes in *buf
+// (zero-filled when the value is empty). On devices with their own memory
+// this waits for the value (a copy back; loops pay it per iteration).
+static iron_status_t read_scalar(const iron_exec_ctx_t *ctx, const frame_t *fr,
+                                 const iron_slot_t *s, uint64_t *buf) {
   const iron_tensor_t *t = &s->t;
-  if (!t->data || t->nbytes == 0) return false;
-  switch (iron_dtype_size(t->dtype)) {
-    case 1: return *(const uint8_t *)t->data != 0;
-    case 2: return *(const uint16_t *)t->data != 0;
-    case 4: return *(const uint32_t *)t->data != 0;
-    default: return *(const uint64_t *)t->data != 0;
-  }
+  *buf = 0;
+  size_t n = iron_dtype_size(t->dtype);
+  if (!t->data || t->nbytes == 0 || n == 0) return IRON_OK;
+  if (n > sizeof(*buf)) n = sizeof(*buf);
+  if (fr->device_mem)
+    return ctx->dev->vtable->memcpy(ctx->dev, buf, t->data, n,
+                                    IRON_COPY_DEVICE_TO_HOST);
+  memcpy(buf, t->data, n);
+  return IRON_OK;
 }
 
-static int64_t read_index(const iron_slot_t *s) {
-  const iron_tensor_t *t = &s->t;
-  if (!t->data || t->nbytes == 0) return 0;
-  switch (t->dtype) {
-    case IRON_DTYPE_S8: return *(const int8_t *)t->data;
+static iron_status_t read_pred(const iron_exec_ctx_t *ctx, const frame_t *fr,
+                               const iron_slot_t *s, bool *out) {
+  uint64_t v;
+  IRON_RETURN_IF_ERROR_PLAIN(read_scalar(ctx, fr, s, &v));
+  *out = v != 0;  // the bytes past the element are zero
+  return IRON_OK;
+}
+
+static iron_status_t read_index(const iron_exec_ctx_t *ctx, const frame_t *fr,
+                                const iron_slot_t *s, int64_t *out) {
+  uint64_t v;
+  IRON_RETURN_IF_ERROR_PLAIN(read_scalar(ctx, fr, s, &v));
+  const void *p = &v;
+  switch (s->t.dtype) {
+    case IRON_DTYPE_S8: *out = *(const int8_t *)p; break;
     case IRON_DTYPE_U8:
-    case IRON_DTYPE_PRED: return *(const uint8_t *)t->data;
-    case IRON_DTYPE_S16: return *(const int16_t *)t->data;
-    case IRON_DTYPE_U16: return *(const uint16_t *)t->data;
-    case IRON_DTYPE_S32: return *(const int32_t *)t->data;
-    case IRON_DTYPE_U32: return *(const uint32_t *)t->data;
-    case IRON_DTYPE_U64: {
-      uint64_t v = *(const uint64_t *)t->data;
-      return v > INT64_MAX ? INT64_MAX : (int64_t)v;
-    }
-    default: return *(const int64_t *)t->data;
+    case IRON_DTYPE_PRED: *out = *(const uint8_t *)p; break;
+    case IRON_DTYPE_S16: *out = *(const int16_t *)p; break;
+    case IRON_DTYPE_U16: *out = *(const uint16_t *)p; break;
+    case IRON_DTYPE_S32: *out = *(const int32_t *)p; break;
+    case IRON_DTYPE_U32: *out = *(const uint32_t *)p; break;
+    case IRON_DTYPE_U64: *out = v > INT64_MAX ? INT64_MAX : (int64_t)v; break;
+    default: *out = (int64_t)v; break;
   }
+  return IRON_OK;
 }
 
 #define SMALL 16
@@ -285,7 +302,9 @@ static iron_status_t run_step(const iron_exec_ctx_t *ctx, frame_t *fr,
         enter_block(fr, cond, fr, s->outputs, false);
         st = run_steps(ctx, fr, cond);
         if (st) return st;
-        bool go = read_pred(&fr->slots[cond->results[0]]);
+        bool go;
+        st = read_pred(ctx, fr, &fr->slots[cond->results[0]], &go);
+        if (st) return step_error(st, s);
         leave_block(fr, cond, fr, NULL);
         if (!go) break;
         enter_block(fr, body, fr, s->outputs, true);
@@ -300,9 +319,13 @@ static iron_status_t run_step(const iron_exec_ctx_t *ctx, frame_t *fr,
       int64_t idx;
       const iron_slot_t *sel = &fr->slots[s->inputs[0]];
       if (s->kind == IRON_STEP_IF) {
-        idx = read_pred(sel) ? 0 : 1;
+        bool p;
+        st = read_pred(ctx, fr, sel, &p);
+        if (st) return step_error(st, s);
+        idx = p ? 0 : 1;
       } else {
-        idx = read_index(sel);
+        st = read_index(ctx, fr, sel, &idx);
+        if (st) return step_error(st, s);
         // Out of range runs the last branch (XLA semantics).
         if (idx < 0 || idx >= (int64_t)s->num_blocks)
           idx = (int64_t)s->num_blocks - 1;
@@ -346,7 +369,8 @@ iron_status_t iron_exec_run_func(const iron_exec_ctx_t *ctx,
   }
   // Only .s must start clear (a slot is written before it is read).
   for (uint32_t i = 0; i < n; ++i) slots[i].s = NULL;
-  frame_t fr = {slots, n, 0, NULL, 0};
+  frame_t fr = {slots, n, 0, NULL, 0,
+                ctx->dev && ctx->dev->vtable->memcpy != NULL};
   const iron_plan_block_t *b = &f->body;
   for (uint32_t i = 0; i < b->num_args; ++i) {
     slots[b->args[i]] = args[i];
@@ -401,7 +425,7 @@ static iron_status_t call_region(const iron_host_ctx_t *hctx,
   // comparators and reduce bodies run without touching the allocator.
   alignas(64) char scratch[2048];
   frame_t fr = {slots, r->num_slots, count > 1 ? count : 0, scratch,
-                sizeof(scratch)};
+                sizeof(scratch), false};
   for (uint32_t i = 0; i < b->num_args; ++i) {
     slots[b->args[i]].t = *inputs[i];
     slots[b->args[i]].s = NULL;  // borrowed
@@ -436,5 +460,6 @@ void iron_exec_ctx_init(iron_exec_ctx_t *ctx, iron_device_t *dev) {
   ctx->host.pool = dev->pool;
   ctx->host.call_region = call_region;
   ctx->host.runtime = NULL;  // set per kernel call (exec_call_t)
+  ctx->host.dev = dev;
   ctx->dev = dev;
 }
