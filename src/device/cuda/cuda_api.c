@@ -370,6 +370,23 @@ iron_status_t iron_cuda_status(const iron_cuda_api_t *api, CUresult r,
     snprintf(fallback, sizeof(fallback), "CUresult %d", (int)r);
     name = fallback;
   }
+  if (!desc) {
+    // cuGetErrorString fails before cuInit succeeded, which is exactly when
+    // these are the answer.
+    switch (r) {
+      case 3: desc = "CUDA_ERROR_NOT_INITIALIZED"; break;
+      case 34:
+        desc = "CUDA_ERROR_STUB_LIBRARY: this libcuda is the toolkit's stub, "
+               "not an NVIDIA driver";
+        break;
+      case 35:
+        desc = "CUDA_ERROR_INSUFFICIENT_DRIVER: the driver is older than the "
+               "CUDA runtime";
+        break;
+      case 100: desc = "CUDA_ERROR_NO_DEVICE: no CUDA-capable GPU"; break;
+      default: break;
+    }
+  }
   iron_status_code_t code = r == IRON_CU_ERROR_OUT_OF_MEMORY
                                 ? IRON_STATUS_RESOURCE_EXHAUSTED
                                 : IRON_STATUS_INTERNAL;
