@@ -131,6 +131,116 @@ static void cuda_mem_free(iron_device_t *dev, void *ptr, size_t nbytes) {
   if (st) iron_status_free(iron_cuda_device_fail(d, st));
 }
 
+// --- staged host-to-device copies -------------------------------------------
+//
+// Copying from pageable memory, the driver may read `src` after
+// cuMemcpyHtoDAsync returns, so a plain copy has to wait for the stream,
+// i.e. for all work queued before it: device_put would stall behind a
+// running program. Small copies are instead memcpy'd into a pinned buffer
+// and enqueued from there; the buffer is reused once its event says the
+// copy ran. Large copies (bandwidth-bound anyway) and copies beyond the
+// buffer budget take the waiting path. IRON_CUDA_STAGING=0 turns staging off.
+
+#define STAGING_MAX_COPY ((size_t)4 << 20)  // larger copies are not staged
+#define STAGING_MIN_CHUNK ((size_t)64 << 10)
+#define STAGING_MAX_CHUNKS 32
+
+typedef struct iron_cuda_staging {
+  struct iron_cuda_staging *next;
+  void *host;  // pinned
+  size_t cap;
+  CUevent done;  // recorded after the copy from `host`
+  // FREE; FILLING: a thread is copying into it; QUEUED: free once `done`
+  // has completed.
+  enum { STAGING_FREE, STAGING_FILLING, STAGING_QUEUED } state;
+} staging_t;
+
+static pthread_once_t g_staging_once = PTHREAD_ONCE_INIT;
+static bool g_staging_enabled;
+static void staging_init(void) {
+  const char *e = getenv("IRON_CUDA_STAGING");
+  g_staging_enabled = !(e && strcmp(e, "0") == 0);
+}
+static bool staging_enabled(void) {
+  pthread_once(&g_staging_once, staging_init);
+  return g_staging_enabled;
+}
+
+// A free chunk of at least n bytes, marked busy; NULL: copy unstaged.
+static staging_t *staging_take(iron_cuda_device_t *d, size_t n) {
+  const iron_cuda_api_t *api = d->api;
+  staging_t *found = NULL;
+  pthread_mutex_lock(&d->mu);
+  for (staging_t *c = d->staging; c && !found; c = c->next) {
+    if (c->cap < n) continue;
+    if (c->state == STAGING_FILLING) continue;
+    if (c->state == STAGING_QUEUED &&
+        api->cuEventQuery(c->done) != IRON_CU_SUCCESS)
+      continue;
+    c->state = STAGING_FILLING;
+    found = c;
+  }
+  if (!found && d->num_staging < STAGING_MAX_CHUNKS) {
+    size_t cap = STAGING_MIN_CHUNK;
+    while (cap < n) cap *= 2;
+    staging_t *c = calloc(1, sizeof(*c));
+    if (c && api->cuMemAllocHost(&c->host, cap) == IRON_CU_SUCCESS) {
+      if (api->cuEventCreate(&c->done, IRON_CU_EVENT_DISABLE_TIMING) ==
+          IRON_CU_SUCCESS) {
+        c->cap = cap;
+        c->state = STAGING_FILLING;
+        c->next = d->staging;
+        d->staging = c;
+        d->num_staging++;
+        found = c;
+      } else {
+        api->cuMemFreeHost(c->host);
+        free(c);
+      }
+    } else {
+      free(c);
+    }
+  }
+  pthread_mutex_unlock(&d->mu);
+  return found;
+}
+
+static void staging_free_all(iron_cuda_device_t *d) {
+  for (staging_t *c = d->staging, *next; c; c = next) {
+    next = c->next;
+    d->api->cuEventDestroy(c->done);
+    d->api->cuMemFreeHost(c->host);
+    free(c);
+  }
+  d->staging = NULL;
+  d->num_staging = 0;
+}
+
+// Enqueues the copy from a staging buffer; false: not staged (the caller
+// copies the slow way).
+static bool staged_h2d(iron_cuda_device_t *d, CUdeviceptr dst, const void *src,
+                       size_t n, iron_status_t *out_status) {
+  if (n > STAGING_MAX_COPY || !staging_enabled()) return false;
+  staging_t *c = staging_take(d, n);
+  if (!c) return false;
+  const iron_cuda_api_t *api = d->api;
+  memcpy(c->host, src, n);
+  iron_status_t st = iron_cuda_status(
+      api, api->cuMemcpyHtoDAsync(dst, c->host, n, d->stream),
+      "cuMemcpyHtoDAsync");
+  if (!st)
+    st = iron_cuda_status(api, api->cuEventRecord(c->done, d->stream),
+                          "cuEventRecord");
+  // The copy may or may not be queued after an error: wait for the stream
+  // before the chunk can be reused.
+  if (st) iron_status_free(stream_sync(d));
+  pthread_mutex_lock(&d->mu);
+  c->state = st ? STAGING_FREE : STAGING_QUEUED;
+  pthread_mutex_unlock(&d->mu);
+  *out_status = st;
+  return true;
+}
+
 static iron_status_t cuda_memcpy(iron_device_t *dev, void *dst,
                                  const void *src, size_t n,
                                  iron_copy_kind_t kind) {
@@ -140,7 +250,9 @@ static iron_status_t cuda_memcpy(iron_device_t *dev, void *dst,
   IRON_RETURN_IF_ERROR_PLAIN(iron_cuda_device_enter(d));
   const iron_cuda_api_t *api = d->api;
   switch (kind) {
-    case IRON_COPY_HOST_TO_DEVICE:
+    case IRON_COPY_HOST_TO_DEVICE: {
+      iron_status_t st;
+      if (staged_h2d(d, (CUdeviceptr)(uintptr_t)dst, src, n, &st)) return st;
       // From pageable memory the driver may still read `src` after the call
       // returns; waiting lets the caller free it (contract of memcpy).
       IRON_RETURN_IF_ERROR_PLAIN(iron_cuda_status(
@@ -149,6 +261,7 @@ static iron_status_t cuda_memcpy(iron_device_t *dev, void *dst,
                                  d->stream),
           "cuMemcpyHtoDAsync"));
       return stream_sync(d);
+    }
     case IRON_COPY_DEVICE_TO_HOST:
       IRON_RETURN_IF_ERROR_PLAIN(iron_cuda_status(
           api,
@@ -199,6 +312,7 @@ static void release_fields(iron_cuda_device_t *d) {
     if (d->compiler && iron_cuda_compiler_destroy)
       iron_cuda_compiler_destroy(d->compiler);
     d->compiler = NULL;
+    staging_free_all(d);
     if (d->lt_workspace) api->cuMemFree(d->lt_workspace);
     if (d->lt) api->cublasLtDestroy(d->lt);
     if (d->stream) api->cuStreamDestroy(d->stream);
