@@ -36,8 +36,10 @@ typedef struct iron_runtime_options {
   int num_threads;  // host thread pool size; <= 0: IRON_NUM_THREADS or #CPUs
 } iron_runtime_options_t;
 
-// Creates the runtime with its devices (today: one host device). `options`
-// may be NULL.
+// Creates the runtime with its devices: one CUDA device per GPU when CUDA is
+// usable, else one host device; IRON_DEVICE=host or =cuda forces the kind
+// (=cuda fails with FAILED_PRECONDITION saying why CUDA is not usable).
+// `options` may be NULL.
 iron_status_t iron_runtime_create(const iron_runtime_options_t *options,
                                   iron_runtime_t **out_runtime);
 void iron_runtime_retain(iron_runtime_t *rt);
@@ -48,8 +50,11 @@ int iron_runtime_device_count(const iron_runtime_t *rt);
 iron_device_t *iron_runtime_device(const iron_runtime_t *rt, int index);
 
 int iron_device_id(const iron_device_t *dev);
-// "host" for the CPU device.
+// "host" for the CPU device, "cuda" for a GPU.
 const char *iron_device_kind(const iron_device_t *dev);
+// Human-readable kind: "NVIDIA H200" for a GPU, else the same as
+// iron_device_kind. Borrowed; lives as long as the device.
+const char *iron_device_description(const iron_device_t *dev);
 // Bytes currently allocated for buffers on the device (for memory stats).
 int64_t iron_device_bytes_in_use(const iron_device_t *dev);
 
@@ -105,8 +110,8 @@ iron_status_t iron_buffer_to_host(iron_buffer_t *buf, void *dst,
 iron_status_t iron_buffer_copy_to_device(iron_buffer_t *buf,
                                          iron_device_t *dst_dev,
                                          iron_buffer_t **out_buffer);
-// Host address of the contents (host device only; NULL otherwise or while
-// not ready).
+// Host address of the contents (host device only; NULL for devices with their
+// own memory, and while not ready).
 void *iron_buffer_host_pointer(iron_buffer_t *buf);
 
 // ---------------------------------------------------------------------------

@@ -34,6 +34,9 @@ typedef struct iron_storage {
   size_t accounted;    // bytes added to dev->bytes_in_use
   void *data;          // 64-byte aligned; never NULL (0 bytes: a dummy)
 } iron_storage_t;
+// On a device with vtable->mem_alloc, `data` of a storage of nbytes > 0 is
+// device memory (from mem_alloc, returned by mem_free), not addressable by
+// the CPU: read and write it with vtable->memcpy.
 
 // New storage of `nbytes` (contents undefined) with one reference.
 // RESOURCE_EXHAUSTED naming the byte count when memory runs out; nothing else
@@ -101,6 +104,10 @@ typedef struct iron_device_vtable {
   // NULL: the device does not fuse. Fusions then reach kernel_lookup as
   // IRON_OP_FUSION ops. IRON_NO_FUSION=1 turns fusion off.
   bool (*fusable)(const iron_ir_op_t *op);
+  // Called on the thread that is about to run a job (the worker, or the
+  // caller for inline jobs), e.g. to make the device's context current
+  // there. Never fails (a device keeps its own error). May be NULL.
+  void (*thread_enter)(iron_device_t *dev);
 } iron_device_vtable_t;
 
 struct iron_device {

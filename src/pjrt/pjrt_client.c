@@ -105,7 +105,7 @@ static iron_status_t iron_pjrt_client_make(const PJRT_Client_Create_Args *args,
     device->local_hardware_id = (int)i;
     device->description.id = iron_device_id(dev);
     device->description.process_index = 0;
-    device->description.kind = iron_device_kind(dev);
+    device->description.kind = iron_device_description(dev);
     if (device->description.kind == NULL) device->description.kind = "unknown";
     snprintf(device->description.text, sizeof(device->description.text),
              "IronDevice(id=%d, kind=%s)", device->description.id,

@@ -350,7 +350,12 @@ static iron_status_t run_job(exec_job_t *j) {
       iron_storage_t *s;
       st = iron_storage_allocate(exe->dev, r->t.nbytes, &s);
       if (st) break;
-      if (r->t.nbytes) memcpy(s->data, r->t.data, r->t.nbytes);
+      st = iron_storage_copy(s->data, exe->dev, r->t.data, exe->dev,
+                             r->t.nbytes);
+      if (st) {
+        iron_storage_release(s);
+        break;
+      }
       iron_storage_release(r->s);
       r->s = s;
     }

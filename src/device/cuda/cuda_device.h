@@ -38,6 +38,10 @@ typedef struct iron_cuda_device {
   iron_cuda_compiler_t *compiler;  // generated kernels (cuda_compile.h)
   pthread_mutex_t mu;
   iron_status_t sticky;  // first asynchronous fault (guarded by mu)
+  // Pinned buffers that host-to-device copies are staged through, so that
+  // they need not wait for the stream (cuda_device.c; guarded by mu).
+  struct iron_cuda_staging *staging;
+  int num_staging;
 } iron_cuda_device_t;
 
 // Number of CUDA devices usable by ironjax: 0 when the driver or a GPU is
