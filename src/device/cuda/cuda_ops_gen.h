@@ -1,0 +1,228 @@
+// Generators of CUDA C text for the CUDA device's non-element-wise kernels
+// (dot packing, reductions, gather/scatter, rng, sort). Pure functions of
+// shapes, dtypes and region IR: they never touch a GPU, so a GPU-free test
+// (tests/c/test_cuda_ops_codegen.c) compiles every generated source with
+// NVRTC. The kernel glue (cuda_dot.c, cuda_reduce.c, ...) requests the text
+// with iron_cuda_function_request at prepare time and launches at run time.
+//
+// Every generated translation unit is self-contained: it starts with
+// iron_cuda_ops_prelude() (our own iop_* helpers and typedefs, no CUDA
+// headers), so these generators do not depend on the element-wise prelude.
+#ifndef IRON_DEVICE_CUDA_CUDA_OPS_GEN_H_
+#define IRON_DEVICE_CUDA_CUDA_OPS_GEN_H_
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/dtype.h"
+#include "base/status.h"
+#include "ir/ir.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+// A growable text buffer. Appending never fails; an allocation failure is
+// remembered and reported by iron_cuda_text_finish.
+typedef struct iron_cuda_text {
+  char *s;
+  size_t len, cap;
+  int oom;
+} iron_cuda_text_t;
+void iron_cuda_text_init(iron_cuda_text_t *t);
+void iron_cuda_text_printf(iron_cuda_text_t *t, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+// On success *out_text is the malloc'ed text and the buffer is reset; on
+// failure the buffer is freed.
+iron_status_t iron_cuda_text_finish(iron_cuda_text_t *t, char **out_text);
+void iron_cuda_text_free(iron_cuda_text_t *t);
+
+// Typedefs (iop_s8 ... iop_u64, iop_c64, iop_c128), f16/bf16 <-> f32
+// conversions bit-exact with src/base/half.h, XLA:CPU max/min for floats.
+const char *iron_cuda_ops_prelude(void);
+
+// How generated code holds one dtype: `store` is the element type in
+// memory, `comp` the type arithmetic runs in, `ld`/`st` the conversion
+// functions between them ("" when the same type). NULL store: the dtype is
+// not supported by these generators.
+typedef struct iron_cuda_gen_type {
+  const char *store, *comp, *ld, *st;
+  bool is_float;    // f16, bf16, f32, f64
+  bool is_complex;  // c64, c128
+  bool is_signed;   // signed integers
+} iron_cuda_gen_type_t;
+iron_cuda_gen_type_t iron_cuda_gen_type(iron_dtype_t dt);
+
+// --- dot_general ------------------------------------------------------------
+
+// Packs a strided view into a dense row-major array, converting the dtype:
+// dst[i] (row-major over dims[0..rank)) = convert(src[sum idx_d *
+// src_strides[d]]). Kernel `name(const S *src, D *dst)`, 1-D grid of
+// 256-thread blocks, grid-stride loop over the product of dims.
+// real -> complex conversions set the imaginary part to 0; complex -> real
+// is refused.
+iron_status_t iron_cuda_gen_pack(const char *name, iron_dtype_t src_dt,
+                                 iron_dtype_t dst_dt, int32_t rank,
+                                 const int64_t *dims,
+                                 const int64_t *src_strides, char **out_src);
+
+// Integer (and pred) batched matmul: out[b,m,n] = sum_k lhs[b,m,k] *
+// rhs[b,k,n] computed in wrapping 64-bit arithmetic, stored as the low bits
+// of out_dt (pred: != 0). Operands are read through strides (bs, rs, cs),
+// the output is dense. Kernel `name(const L *lhs, const R *rhs, O *out)`,
+// 16x16 shared-memory tiles: grid (ceil(n/16), ceil(m/16), batch), block
+// 256.
+iron_status_t iron_cuda_gen_dot_int(const char *name, iron_dtype_t lhs_dt,
+                                    iron_dtype_t rhs_dt, iron_dtype_t out_dt,
+                                    int64_t batch, int64_t m, int64_t n,
+                                    int64_t k, const int64_t lhs_strides[3],
+                                    const int64_t rhs_strides[3],
+                                    char **out_src);
+
+// --- reduce -----------------------------------------------------------------
+
+// The combiner of a reduce body whose region is `return op(arg0, argN)`.
+typedef enum iron_cuda_reduce_op {
+  IRON_CUDA_REDUCE_GENERIC = 0,  // anything else: body generated from IR
+  IRON_CUDA_REDUCE_ADD,
+  IRON_CUDA_REDUCE_MUL,
+  IRON_CUDA_REDUCE_MAX,
+  IRON_CUDA_REDUCE_MIN,
+  IRON_CUDA_REDUCE_AND,
+  IRON_CUDA_REDUCE_OR,
+  IRON_CUDA_REDUCE_XOR,
+} iron_cuda_reduce_op_t;
+
+// Classifies a single-op body for operands of dtype `dt`.
+iron_cuda_reduce_op_t iron_cuda_reduce_classify(const iron_ir_region_t *body);
+
+// A reduce canonicalised as [outer, reduced, inner] (reduced dims made
+// adjacent by a transposition of the operand when needed: `perm` lists
+// operand dims in the order they are read; identity when not needed).
+typedef struct iron_cuda_reduce_shape {
+  int32_t rank;
+  int64_t dims[IRON_MAX_RANK];  // operand dims
+  int32_t perm[IRON_MAX_RANK];  // read order: kept dims..., reduced dims...
+  int32_t num_reduced;          // the last num_reduced entries of perm
+  int64_t outer, reduced, inner;  // when `contiguous`
+  bool contiguous;  // reduced dims adjacent in the operand: no gather
+} iron_cuda_reduce_shape_t;
+
+// Fills `shape` from operand dims and the reduced dims list.
+iron_status_t iron_cuda_reduce_shape_init(int32_t rank, const int64_t *dims,
+                                          const int64_t *rdims,
+                                          uint32_t num_rdims,
+                                          iron_cuda_reduce_shape_t *shape);
+
+// Reduction of `num` operands (each with its init value, a rank-0 device
+// tensor) over the reduced dims. Kernel `name(const T0 *in0, ..., const
+// T0 *init0, ..., T0 *out0, ...)`.
+// Launch: *out_grid blocks of *out_block threads, no dynamic shared memory.
+// `op` != GENERIC needs num == 1; GENERIC generates the body from `body`.
+iron_status_t iron_cuda_gen_reduce(const char *name,
+                                   const iron_cuda_reduce_shape_t *shape,
+                                   uint32_t num, const iron_dtype_t *dtypes,
+                                   iron_cuda_reduce_op_t op,
+                                   const iron_ir_region_t *body,
+                                   char **out_src, unsigned *out_grid,
+                                   unsigned *out_block);
+
+// A region as a __device__ function `fname(const A0 a0, ..., R0 *r0, ...)`
+// in comp types (see iron_cuda_gen_type), appended to `t`. Supports the
+// element-wise ops bodies use (arith, compare, select, and/or/xor/not,
+// max/min, convert, constant, return). UNIMPLEMENTED naming the op
+// otherwise.
+iron_status_t iron_cuda_gen_region_fn(iron_cuda_text_t *t, const char *fname,
+                                      const iron_ir_region_t *region);
+
+// --- gather / scatter -------------------------------------------------------
+
+// Gather with the host's semantics (src/device/host/gather.c): start
+// indices clamped so the slice is in bounds. All sizes baked in.
+typedef struct iron_cuda_gather_desc {
+  iron_dtype_t dtype, index_dtype;
+  int32_t operand_rank;
+  int64_t operand_dims[IRON_MAX_RANK];
+  int32_t out_rank;
+  int64_t out_dims[IRON_MAX_RANK];
+  int32_t index_rank;
+  int64_t index_dims[IRON_MAX_RANK];
+  int64_t index_vector_dim;  // == index_rank: implicit trailing 1
+  uint32_t num_offset_dims, num_collapsed, num_start_index_map;
+  uint32_t num_operand_batching, num_start_indices_batching;
+  int64_t offset_dims[IRON_MAX_RANK];
+  int64_t collapsed_slice_dims[IRON_MAX_RANK];
+  int64_t start_index_map[IRON_MAX_RANK];
+  int64_t operand_batching_dims[IRON_MAX_RANK];
+  int64_t start_indices_batching_dims[IRON_MAX_RANK];
+  int64_t slice_sizes[IRON_MAX_RANK];
+} iron_cuda_gather_desc_t;
+
+// Kernel `name(const T *operand, const I *indices, T *out)`, one thread per
+// output element, 1-D grid of 256-thread blocks (grid-stride).
+iron_status_t iron_cuda_gen_gather(const char *name,
+                                   const iron_cuda_gather_desc_t *g,
+                                   char **out_src);
+
+// Scatter: the result starts as a copy of the operand (the glue copies);
+// this kernel combines each update element into it; out-of-bounds windows
+// are skipped as a whole (XLA semantics).
+typedef enum iron_cuda_scatter_op {
+  IRON_CUDA_SCATTER_REPLACE = 0,  // body returns its second argument
+  IRON_CUDA_SCATTER_ADD,
+  IRON_CUDA_SCATTER_MUL,
+  IRON_CUDA_SCATTER_MAX,
+  IRON_CUDA_SCATTER_MIN,
+  IRON_CUDA_SCATTER_GENERIC,  // body from IR, under a per-element lock-free
+                              // CAS loop (4/8-byte types only)
+} iron_cuda_scatter_op_t;
+
+typedef struct iron_cuda_scatter_desc {
+  iron_dtype_t dtype, index_dtype;
+  int32_t operand_rank;
+  int64_t operand_dims[IRON_MAX_RANK];
+  int32_t updates_rank;
+  int64_t updates_dims[IRON_MAX_RANK];
+  int32_t index_rank;
+  int64_t index_dims[IRON_MAX_RANK];
+  int64_t index_vector_dim;
+  uint32_t num_window_dims, num_inserted, num_sd_map;
+  uint32_t num_input_batching, num_indices_batching;
+  int64_t update_window_dims[IRON_MAX_RANK];
+  int64_t inserted_window_dims[IRON_MAX_RANK];
+  int64_t scatter_dims_to_operand_dims[IRON_MAX_RANK];
+  int64_t input_batching_dims[IRON_MAX_RANK];
+  int64_t scatter_indices_batching_dims[IRON_MAX_RANK];
+  iron_cuda_scatter_op_t op;
+  // REPLACE with possibly repeated indices: XLA:CPU applies updates in
+  // order, so the last one wins; we run sequentially over scatter points
+  // (one thread per window element) unless unique_indices.
+  bool unique_indices;
+} iron_cuda_scatter_desc_t;
+
+// Kernel `name(T *result, const I *indices, const T *updates)`.
+// *out_grid/*out_block for the launch.
+iron_status_t iron_cuda_gen_scatter(const char *name,
+                                    const iron_cuda_scatter_desc_t *s,
+                                    const iron_ir_region_t *body,
+                                    char **out_src, unsigned *out_grid,
+                                    unsigned *out_block);
+
+// --- rng_bit_generator ------------------------------------------------------
+
+// Bit-exact with src/device/host/rng.c. `algorithm` IRON_RNG_*; `state_words`
+// u64 words of state in and out (2 for THREE_FRY, 2 or 3 for PHILOX);
+// `count` output elements of `out_dt` (1, 2, 4 or 8 bytes). Kernel
+// `name(const uint64 *state_in, uint64 *state_out, T *out)`; *out_grid
+// blocks of 256 threads.
+iron_status_t iron_cuda_gen_rng(const char *name, int32_t algorithm,
+                                int64_t state_words, iron_dtype_t out_dt,
+                                int64_t count, char **out_src,
+                                unsigned *out_grid);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif  // IRON_DEVICE_CUDA_CUDA_OPS_GEN_H_
