@@ -76,7 +76,7 @@ static void compile_one(int i) {
     pthread_mutex_unlock(&g_mu);
     free(log);
   } else {
-    g_src[i].ok = true;
+    g_src[i].ok = true; if (getenv("DUMP") && strstr(g_src[i].name, getenv("DUMP"))) printf("%s\n", g_src[i].src);
   }
   g_nvrtc.destroy(&prog);
 }
@@ -157,8 +157,240 @@ static void test_dot_sources(void) {
                                    7, ls, rs, &src); add_source("dot_pred", st_, src); }
 }
 
+
+// --- region builder ----------------------------------------------------------
+
+// A one-block region built by hand: arguments, scalar ops, return.
+#define RB_MAX 24
+typedef struct rb {
+  iron_ir_region_t region;
+  iron_ir_block_t block;
+  iron_ir_value_t args[8];
+  iron_ir_type_t types[RB_MAX + 8];
+  int ntypes;
+  iron_ir_op_t ops[RB_MAX];
+  iron_ir_op_t *op_ptrs[RB_MAX];
+  iron_ir_value_t results[RB_MAX];
+  iron_ir_value_t *operands[RB_MAX][8];
+  iron_ir_attr_t attrs[RB_MAX][2];
+  iron_ir_named_attr_t named[RB_MAX][2];
+  iron_ir_type_t attr_types[RB_MAX];
+  int64_t consts[RB_MAX];
+} rb_t;
+
+static rb_t *rb_new(void) {
+  rb_t *b = calloc(1, sizeof(*b));
+  b->block.args = b->args;
+  b->block.ops = b->op_ptrs;
+  b->block.parent = &b->region;
+  b->region.num_blocks = 1;
+  b->region.blocks = &b->block;
+  return b;
+}
+
+static const iron_ir_type_t *rb_type(rb_t *b, iron_dtype_t dt) {
+  iron_ir_type_t *t = &b->types[b->ntypes++];
+  ht_type(t, dt, 0, NULL);
+  return t;
+}
+
+static iron_ir_value_t *rb_arg(rb_t *b, iron_dtype_t dt) {
+  uint32_t i = b->block.num_args++;
+  b->args[i].type = rb_type(b, dt);
+  b->args[i].def_block = &b->block;
+  b->args[i].index = i;
+  return &b->args[i];
+}
+
+static iron_ir_op_t *rb_op_n(rb_t *b, iron_op_kind_t kind, iron_dtype_t rdt,
+                             int n, iron_ir_value_t *const *vals) {
+  uint32_t i = b->block.num_ops++;
+  iron_ir_op_t *op = &b->ops[i];
+  op->kind = kind;
+  op->name = iron_op_kind_name(kind);
+  op->num_operands = (uint32_t)n;
+  op->operands = b->operands[i];
+  for (int k = 0; k < n; ++k) b->operands[i][k] = vals[k];
+  if (kind != IRON_OP_RETURN) {
+    op->num_results = 1;
+    op->results = &b->results[i];
+    b->results[i].type = rb_type(b, rdt);
+    b->results[i].def_op = op;
+  }
+  op->attrs = b->named[i];
+  op->parent = &b->block;
+  b->op_ptrs[i] = op;
+  return op;
+}
+
+static iron_ir_value_t *rb_op(rb_t *b, iron_op_kind_t kind, iron_dtype_t rdt,
+                              iron_ir_value_t *x, iron_ir_value_t *y,
+                              iron_ir_value_t *z) {
+  iron_ir_value_t *v[3] = {x, y, z};
+  int n = z ? 3 : y ? 2 : 1;
+  return rb_op_n(b, kind, rdt, n, v)->results;
+}
+
+static iron_ir_value_t *rb_cmp(rb_t *b, int32_t dir, int32_t type,
+                               iron_ir_value_t *x, iron_ir_value_t *y) {
+  iron_ir_value_t *v[2] = {x, y};
+  iron_ir_op_t *op = rb_op_n(b, IRON_OP_COMPARE, IRON_DTYPE_PRED, 2, v);
+  uint32_t i = b->block.num_ops - 1;
+  b->attrs[i][0].kind = IRON_ATTR_ENUM;
+  b->attrs[i][0].enumv.kind = IRON_ENUM_COMPARISON_DIRECTION;
+  b->attrs[i][0].enumv.value = dir;
+  b->attrs[i][1].kind = IRON_ATTR_ENUM;
+  b->attrs[i][1].enumv.kind = IRON_ENUM_COMPARISON_TYPE;
+  b->attrs[i][1].enumv.value = type;
+  b->named[i][0].name = "comparison_direction";
+  b->named[i][0].value = &b->attrs[i][0];
+  b->named[i][1].name = "compare_type";
+  b->named[i][1].value = &b->attrs[i][1];
+  op->num_attrs = 2;
+  return op->results;
+}
+
+static iron_ir_value_t *rb_const_i64(rb_t *b, iron_dtype_t dt, int64_t v) {
+  iron_ir_op_t *op = rb_op_n(b, IRON_OP_CONSTANT, dt, 0, NULL);
+  uint32_t i = b->block.num_ops - 1;
+  b->consts[i] = v;
+  ht_type(&b->attr_types[i], dt, 0, NULL);
+  b->attrs[i][0].kind = IRON_ATTR_DENSE;
+  b->attrs[i][0].dense.type = &b->attr_types[i];
+  b->attrs[i][0].dense.data = &b->consts[i];
+  b->attrs[i][0].dense.size = iron_dtype_size(dt);
+  b->named[i][0].name = "value";
+  b->named[i][0].value = &b->attrs[i][0];
+  op->num_attrs = 1;
+  return op->results;
+}
+
+static void rb_return(rb_t *b, int n, iron_ir_value_t *const *vals) {
+  rb_op_n(b, IRON_OP_RETURN, IRON_DTYPE_INVALID, n, vals);
+}
+
+// return op(a0, a1)
+static rb_t *rb_binary(iron_op_kind_t kind, iron_dtype_t dt) {
+  rb_t *b = rb_new();
+  iron_ir_value_t *x = rb_arg(b, dt), *y = rb_arg(b, dt);
+  iron_ir_value_t *r = rb_op(b, kind, dt, x, y, NULL);
+  rb_return(b, 1, &r);
+  return b;
+}
+
+// jnp.argmax's body: (value, index) pairs; NaN wins, ties take the lower
+// index.
+static rb_t *rb_argmax(iron_dtype_t vdt, iron_dtype_t idt) {
+  rb_t *b = rb_new();
+  iron_ir_value_t *av = rb_arg(b, vdt), *ai = rb_arg(b, idt);
+  iron_ir_value_t *bv = rb_arg(b, vdt), *bi = rb_arg(b, idt);
+  iron_ir_value_t *gt = rb_cmp(b, IRON_CMP_GT, IRON_CMP_TYPE_FLOAT, av, bv);
+  iron_ir_value_t *nan = rb_cmp(b, IRON_CMP_NE, IRON_CMP_TYPE_FLOAT, av, av);
+  iron_ir_value_t *pick = rb_op(b, IRON_OP_OR, IRON_DTYPE_PRED, gt, nan, NULL);
+  iron_ir_value_t *eq = rb_cmp(b, IRON_CMP_EQ, IRON_CMP_TYPE_FLOAT, av, bv);
+  iron_ir_value_t *lt = rb_cmp(b, IRON_CMP_LT, IRON_CMP_TYPE_SIGNED, ai, bi);
+  iron_ir_value_t *tie = rb_op(b, IRON_OP_AND, IRON_DTYPE_PRED, eq, lt, NULL);
+  iron_ir_value_t *v = rb_op(b, IRON_OP_SELECT, vdt, pick, av, bv);
+  iron_ir_value_t *pi = rb_op(b, IRON_OP_OR, IRON_DTYPE_PRED, pick, tie, NULL);
+  iron_ir_value_t *i = rb_op(b, IRON_OP_SELECT, idt, pi, ai, bi);
+  iron_ir_value_t *one = rb_const_i64(b, idt, 1);
+  iron_ir_value_t *unused = rb_op(b, IRON_OP_ADD, idt, i, one, NULL);
+  (void)unused;
+  iron_ir_value_t *rets[2] = {v, i};
+  rb_return(b, 2, rets);
+  return b;
+}
+
+// --- reduce ------------------------------------------------------------------
+
+static void add_reduce(const char *name, int32_t rank, const int64_t *dims,
+                       const bool *reduced, uint32_t num,
+                       const iron_dtype_t *dts, rb_t *body) {
+  char *src = NULL;
+  unsigned grid = 0, block = 0;
+  iron_status_t st = iron_cuda_gen_reduce(name, rank, dims, reduced, num, dts,
+                                          &body->region, &src, &grid, &block);
+  add_source(name, st, src);
+  CHECK(st || (grid >= 1 && block == 256));
+  free(body);
+}
+
+static void test_reduce_sources(void) {
+  const iron_op_kind_t kinds[] = {IRON_OP_ADD, IRON_OP_MULTIPLY,
+                                  IRON_OP_MAXIMUM, IRON_OP_MINIMUM};
+  const iron_dtype_t fdts[] = {IRON_DTYPE_F32, IRON_DTYPE_BF16,
+                               IRON_DTYPE_F16, IRON_DTYPE_F64, IRON_DTYPE_S32,
+                               IRON_DTYPE_U8, IRON_DTYPE_S64};
+  // Every single-op body over the layouts: warp rows, block rows, columns
+  // (thread per output), non-adjacent dims, everything.
+  int64_t d3[3] = {64, 33, 300};
+  bool last[3] = {false, false, true}, mid[3] = {false, true, false},
+       outer_inner[3] = {true, false, true}, all[3] = {true, true, true};
+  int64_t big[2] = {8, 4096};
+  bool big_row[2] = {false, true};
+  int64_t col[2] = {100000, 3};
+  bool col0[2] = {true, false};
+  int n = 0;
+  for (size_t k = 0; k < sizeof(kinds) / sizeof(kinds[0]); ++k)
+    for (size_t d = 0; d < sizeof(fdts) / sizeof(fdts[0]); ++d) {
+      char name[64];
+      snprintf(name, sizeof(name), "reduce_%d", n);
+      const bool *shapes[4] = {last, mid, outer_inner, all};
+      int which = n % 6;
+      iron_dtype_t dt = fdts[d];
+      if (which < 4)
+        add_reduce(name, 3, d3, shapes[which], 1, &dt, rb_binary(kinds[k], dt));
+      else if (which == 4)
+        add_reduce(name, 2, big, big_row, 1, &dt, rb_binary(kinds[k], dt));
+      else
+        add_reduce(name, 2, col, col0, 1, &dt, rb_binary(kinds[k], dt));
+      ++n;
+    }
+  // Bitwise bodies on pred and ints.
+  const iron_op_kind_t bits[] = {IRON_OP_AND, IRON_OP_OR, IRON_OP_XOR};
+  const iron_dtype_t bdts[] = {IRON_DTYPE_PRED, IRON_DTYPE_U32,
+                               IRON_DTYPE_S16};
+  for (size_t k = 0; k < 3; ++k)
+    for (size_t d = 0; d < 3; ++d) {
+      char name[64];
+      snprintf(name, sizeof(name), "reduce_bits_%zu_%zu", k, d);
+      iron_dtype_t dt = bdts[d];
+      add_reduce(name, 3, d3, k == 0 ? last : k == 1 ? mid : all, 1, &dt,
+                 rb_binary(bits[k], dt));
+    }
+  // Variadic argmax in every mode.
+  iron_dtype_t am[2] = {IRON_DTYPE_F32, IRON_DTYPE_S32};
+  add_reduce("argmax_warp", 3, d3, last, 2, am,
+             rb_argmax(IRON_DTYPE_F32, IRON_DTYPE_S32));
+  add_reduce("argmax_block", 2, big, big_row, 2, am,
+             rb_argmax(IRON_DTYPE_F32, IRON_DTYPE_S32));
+  add_reduce("argmax_thread", 3, d3, mid, 2, am,
+             rb_argmax(IRON_DTYPE_F32, IRON_DTYPE_S32));
+  iron_dtype_t am16[2] = {IRON_DTYPE_BF16, IRON_DTYPE_S64};
+  add_reduce("argmax_bf16", 3, d3, all, 2, am16,
+             rb_argmax(IRON_DTYPE_BF16, IRON_DTYPE_S64));
+  // Empty reduced dims and empty outputs still generate.
+  int64_t e[2] = {0, 5};
+  iron_dtype_t f32 = IRON_DTYPE_F32;
+  add_reduce("reduce_empty_out", 2, e, big_row, 1, &f32,
+             rb_binary(IRON_OP_ADD, f32));
+  add_reduce("reduce_empty_red", 2, e, col0, 1, &f32,
+             rb_binary(IRON_OP_ADD, f32));
+  // Complex reductions are refused by name.
+  char *src = NULL;
+  unsigned g, bl;
+  iron_dtype_t c64 = IRON_DTYPE_C64;
+  rb_t *cb = rb_binary(IRON_OP_ADD, c64);
+  iron_status_t st = iron_cuda_gen_reduce("x", 3, d3, last, 1, &c64,
+                                          &cb->region, &src, &g, &bl);
+  CHECK(st != IRON_OK);
+  iron_status_free(st);
+  free(cb);
+}
+
 static const iron_test_case_t kTests[] = {
     {"dot_sources", test_dot_sources},
+    {"reduce_sources", test_reduce_sources},
 };
 
 int main(void) {

@@ -82,48 +82,18 @@ iron_status_t iron_cuda_gen_dot_int(const char *name, iron_dtype_t lhs_dt,
 
 // --- reduce -----------------------------------------------------------------
 
-// The combiner of a reduce body whose region is `return op(arg0, argN)`.
-typedef enum iron_cuda_reduce_op {
-  IRON_CUDA_REDUCE_GENERIC = 0,  // anything else: body generated from IR
-  IRON_CUDA_REDUCE_ADD,
-  IRON_CUDA_REDUCE_MUL,
-  IRON_CUDA_REDUCE_MAX,
-  IRON_CUDA_REDUCE_MIN,
-  IRON_CUDA_REDUCE_AND,
-  IRON_CUDA_REDUCE_OR,
-  IRON_CUDA_REDUCE_XOR,
-} iron_cuda_reduce_op_t;
-
-// Classifies a single-op body for operands of dtype `dt`.
-iron_cuda_reduce_op_t iron_cuda_reduce_classify(const iron_ir_region_t *body);
-
-// A reduce canonicalised as [outer, reduced, inner] (reduced dims made
-// adjacent by a transposition of the operand when needed: `perm` lists
-// operand dims in the order they are read; identity when not needed).
-typedef struct iron_cuda_reduce_shape {
-  int32_t rank;
-  int64_t dims[IRON_MAX_RANK];  // operand dims
-  int32_t perm[IRON_MAX_RANK];  // read order: kept dims..., reduced dims...
-  int32_t num_reduced;          // the last num_reduced entries of perm
-  int64_t outer, reduced, inner;  // when `contiguous`
-  bool contiguous;  // reduced dims adjacent in the operand: no gather
-} iron_cuda_reduce_shape_t;
-
-// Fills `shape` from operand dims and the reduced dims list.
-iron_status_t iron_cuda_reduce_shape_init(int32_t rank, const int64_t *dims,
-                                          const int64_t *rdims,
-                                          uint32_t num_rdims,
-                                          iron_cuda_reduce_shape_t *shape);
-
-// Reduction of `num` operands (each with its init value, a rank-0 device
-// tensor) over the reduced dims. Kernel `name(const T0 *in0, ..., const
-// T0 *init0, ..., T0 *out0, ...)`.
-// Launch: *out_grid blocks of *out_block threads, no dynamic shared memory.
-// `op` != GENERIC needs num == 1; GENERIC generates the body from `body`.
-iron_status_t iron_cuda_gen_reduce(const char *name,
-                                   const iron_cuda_reduce_shape_t *shape,
+// Reduction of `num` operands of the same dims (each with its init value,
+// a rank-0 device tensor) over the dims flagged in `reduced`; results are
+// the kept dims in order, row-major. Kernel `name(const S0 *in0, ...,
+// const S0 *init0, ..., S0 *out0, ...)`: the body is generated from the
+// region (iron_cuda_gen_region_fn) and folded as XLA does (init first).
+// Three shapes, chosen from the layout: one warp or one block per output
+// (shuffle trees) when the innermost dim is reduced, one thread per output
+// (coalesced across the kept inner dim) otherwise. Launch: *out_grid blocks
+// of *out_block threads, no dynamic shared memory.
+iron_status_t iron_cuda_gen_reduce(const char *name, int32_t rank,
+                                   const int64_t *dims, const bool *reduced,
                                    uint32_t num, const iron_dtype_t *dtypes,
-                                   iron_cuda_reduce_op_t op,
                                    const iron_ir_region_t *body,
                                    char **out_src, unsigned *out_grid,
                                    unsigned *out_block);
