@@ -55,10 +55,25 @@ static int g_nsrc;
 static int g_next;
 static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
 
-static void compile_one(int i) {
+// NVRTC's start-up cost dominates small programs, so sources are compiled
+// in groups of GROUP, each wrapped in its own namespace (the kernels'
+// extern "C" names are unique).
+#define GROUP 8
+
+static void compile_one(int unit) {
+  int lo = unit * GROUP, hi = lo + GROUP < g_nsrc ? lo + GROUP : g_nsrc;
+  size_t len = 1;
+  for (int i = lo; i < hi; ++i) len += strlen(g_src[i].src) + 64;
+  char *text = malloc(len);
+  if (!text) return;
+  size_t at = 0;
+  for (int i = lo; i < hi; ++i)
+    at += (size_t)snprintf(text + at, len - at, "namespace u%d {\n%s\n}\n", i,
+                           g_src[i].src);
   void *prog = NULL;
-  if (g_nvrtc.create(&prog, g_src[i].src, g_src[i].name, 0, NULL, NULL)) {
-    fprintf(stderr, "nvrtcCreateProgram failed for %s\n", g_src[i].name);
+  if (g_nvrtc.create(&prog, text, g_src[lo].name, 0, NULL, NULL)) {
+    fprintf(stderr, "nvrtcCreateProgram failed for %s\n", g_src[lo].name);
+    free(text);
     return;
   }
   const char *opts[] = {"--gpu-architecture=sm_90a", "-std=c++17"};
@@ -71,14 +86,20 @@ static void compile_one(int i) {
     char *log = calloc(n + 1, 1);
     if (log) g_nvrtc.log(prog, log);
     pthread_mutex_lock(&g_mu);
-    fprintf(stderr, "NVRTC failed for %s:\n%s\n--- source ---\n%s\n",
-            g_src[i].name, log ? log : "", g_src[i].src);
+    fprintf(stderr, "NVRTC failed for the group of %s .. %s:\n%s\n",
+            g_src[lo].name, g_src[hi - 1].name, log ? log : "");
+    if (getenv("DUMP")) fprintf(stderr, "--- source ---\n%s\n", text);
     pthread_mutex_unlock(&g_mu);
     free(log);
   } else {
-    g_src[i].ok = true; if (getenv("DUMP") && strstr(g_src[i].name, getenv("DUMP"))) printf("%s\n", g_src[i].src);
+    for (int i = lo; i < hi; ++i) {
+      g_src[i].ok = true;
+      if (getenv("DUMP") && strstr(g_src[i].name, getenv("DUMP")))
+        printf("%s\n", g_src[i].src);
+    }
   }
   g_nvrtc.destroy(&prog);
+  free(text);
 }
 
 static void *compile_worker(void *arg) {
@@ -87,7 +108,7 @@ static void *compile_worker(void *arg) {
     pthread_mutex_lock(&g_mu);
     int i = g_next++;
     pthread_mutex_unlock(&g_mu);
-    if (i >= g_nsrc) return NULL;
+    if (i * GROUP >= g_nsrc) return NULL;
     compile_one(i);
   }
 }
@@ -388,9 +409,167 @@ static void test_reduce_sources(void) {
   free(cb);
 }
 
+
+// --- gather / scatter ----------------------------------------------------------
+
+static void make_gather(ht_op_t *b, iron_dtype_t dt, int orank,
+                        const int64_t *odims, iron_dtype_t idt, int irank,
+                        const int64_t *idims, int rrank, const int64_t *rdims,
+                        int noff, const int64_t *off, int ncol,
+                        const int64_t *col, int nsm, const int64_t *sm,
+                        const int64_t *slice, int64_t ivd, int nbatch,
+                        const int64_t *obatch, const int64_t *ibatch) {
+  ht_init(b, IRON_OP_GATHER);
+  ht_operand(b, dt, orank, odims);
+  ht_operand(b, idt, irank, idims);
+  ht_result(b, dt, rrank, rdims);
+  ht_attr_i64(b, "offset_dims", noff, off);
+  ht_attr_i64(b, "collapsed_slice_dims", ncol, col);
+  ht_attr_i64(b, "start_index_map", nsm, sm);
+  ht_attr_i64(b, "slice_sizes", orank, slice);
+  ht_attr_i64(b, "index_vector_dim", 1, &ivd);
+  ht_attr_i64(b, "operand_batching_dims", nbatch, obatch);
+  ht_attr_i64(b, "start_indices_batching_dims", nbatch, ibatch);
+}
+
+static void add_gather(const char *name, ht_op_t *b) {
+  iron_cuda_gs_plan_t plan;
+  iron_status_t st = iron_cuda_gather_plan(&b->op, &plan);
+  CHECK_OK(st);
+  if (st) return;
+  char *src = NULL;
+  st = iron_cuda_gen_gather(name, &plan, &src);
+  add_source(name, st, src);
+}
+
+static void test_gather_sources(void) {
+  ht_op_t b;
+  // Embedding lookup: [1000, 64][idx [8, 16]] -> [8, 16, 64].
+  int64_t od[2] = {1000, 64}, id[2] = {8, 16}, rd[3] = {8, 16, 64};
+  int64_t off[1] = {2}, col[1] = {0}, sm[1] = {0}, sl[2] = {1, 64};
+  const iron_dtype_t dts[] = {IRON_DTYPE_F32, IRON_DTYPE_BF16, IRON_DTYPE_PRED,
+                              IRON_DTYPE_F64, IRON_DTYPE_C128};
+  const iron_dtype_t idts[] = {IRON_DTYPE_S32, IRON_DTYPE_S64, IRON_DTYPE_U64,
+                               IRON_DTYPE_S4, IRON_DTYPE_U8};
+  for (int i = 0; i < 5; ++i) {
+    make_gather(&b, dts[i], 2, od, idts[i], 2, id, 3, rd, 1, off, 1, col, 1,
+                sm, sl, 2, 0, NULL, NULL);
+    char name[32];
+    snprintf(name, sizeof(name), "gather_embed_%d", i);
+    add_gather(name, &b);
+  }
+  // take_along_axis with batching dims (cross-entropy's label pick):
+  // [32, 100][idx [32, 1]] -> [32].
+  int64_t od2[2] = {32, 100}, id2[2] = {32, 1}, rd2[1] = {32};
+  int64_t col2[1] = {1}, sm2[1] = {1}, sl2[2] = {1, 1}, ob[1] = {0},
+          ib[1] = {0};
+  make_gather(&b, IRON_DTYPE_F32, 2, od2, IRON_DTYPE_S32, 2, id2, 1, rd2, 0,
+              NULL, 1, col2, 1, sm2, sl2, 1, 1, ob, ib);
+  add_gather("gather_batching", &b);
+  // A bad dimension number is an error, not a kernel.
+  int64_t bad_sl[2] = {2, 64};
+  make_gather(&b, IRON_DTYPE_F32, 2, od, IRON_DTYPE_S32, 2, id, 3, rd, 1, off,
+              1, col, 1, sm, bad_sl, 2, 0, NULL, NULL);
+  iron_cuda_gs_plan_t plan;
+  iron_status_t st = iron_cuda_gather_plan(&b.op, &plan);
+  CHECK(st != IRON_OK);
+  iron_status_free(st);
+}
+
+static void make_scatter(ht_op_t *b, iron_dtype_t dt, int orank,
+                         const int64_t *odims, int irank, const int64_t *idims,
+                         int urank, const int64_t *udims, int nuwd,
+                         const int64_t *uwd, int niwd, const int64_t *iwd,
+                         int nsd, const int64_t *sd, int64_t ivd) {
+  ht_init(b, IRON_OP_SCATTER);
+  ht_operand(b, dt, orank, odims);
+  ht_operand(b, IRON_DTYPE_S32, irank, idims);
+  ht_operand(b, dt, urank, udims);
+  ht_result(b, dt, orank, odims);
+  ht_attr_i64(b, "update_window_dims", nuwd, uwd);
+  ht_attr_i64(b, "inserted_window_dims", niwd, iwd);
+  ht_attr_i64(b, "scatter_dims_to_operand_dims", nsd, sd);
+  ht_attr_i64(b, "index_vector_dim", 1, &ivd);
+}
+
+static void add_scatter(const char *name, ht_op_t *b, rb_t *body,
+                        bool unique, bool expect_overlap) {
+  iron_cuda_gs_plan_t plan;
+  iron_status_t st = iron_cuda_scatter_plan(&b->op, &plan);
+  CHECK_OK(st);
+  if (!st) {
+    CHECK(plan.overlap == expect_overlap);
+    char *src = NULL;
+    unsigned grid = 0;
+    iron_cuda_scatter_op_t op = iron_cuda_scatter_classify(&body->region);
+    st = iron_cuda_gen_scatter(name, &plan, op, &body->region, unique, &src,
+                               &grid);
+    add_source(name, st, src);
+    CHECK(st || grid >= 1);
+  }
+  free(body);
+}
+
+// return a1 (scatter "set")
+static rb_t *rb_set(iron_dtype_t dt) {
+  rb_t *b = rb_new();
+  rb_arg(b, dt);
+  iron_ir_value_t *y = rb_arg(b, dt);
+  rb_return(b, 1, &y);
+  return b;
+}
+
+static void test_scatter_sources(void) {
+  ht_op_t b;
+  // Embedding gradient: [1000, 64] += updates [128, 64] at idx [128, 1].
+  int64_t od[2] = {1000, 64}, id[2] = {128, 1}, ud[2] = {128, 64};
+  int64_t uwd[1] = {1}, iwd[1] = {0}, sd[1] = {0};
+  struct {
+    iron_dtype_t dt;
+    iron_op_kind_t kind;
+  } cases[] = {
+      {IRON_DTYPE_F32, IRON_OP_ADD},     {IRON_DTYPE_BF16, IRON_OP_ADD},
+      {IRON_DTYPE_F16, IRON_OP_MAXIMUM}, {IRON_DTYPE_S8, IRON_OP_ADD},
+      {IRON_DTYPE_F64, IRON_OP_ADD},     {IRON_DTYPE_C64, IRON_OP_ADD},
+      {IRON_DTYPE_S64, IRON_OP_MAXIMUM}, {IRON_DTYPE_F32, IRON_OP_MINIMUM},
+      {IRON_DTYPE_PRED, IRON_OP_OR},     {IRON_DTYPE_U16, IRON_OP_MULTIPLY},
+      {IRON_DTYPE_F64, IRON_OP_MULTIPLY}, {IRON_DTYPE_S32, IRON_OP_ADD},
+  };
+  for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); ++i) {
+    char name[32];
+    snprintf(name, sizeof(name), "scatter_%zu", i);
+    make_scatter(&b, cases[i].dt, 2, od, 2, id, 2, ud, 1, uwd, 1, iwd, 1, sd,
+                 1);
+    add_scatter(name, &b, rb_binary(cases[i].kind, cases[i].dt), false, false);
+  }
+  // Set: in order (serial over points) and with unique indices (parallel).
+  make_scatter(&b, IRON_DTYPE_F32, 2, od, 2, id, 2, ud, 1, uwd, 1, iwd, 1, sd,
+               1);
+  add_scatter("scatter_set", &b, rb_set(IRON_DTYPE_F32), false, false);
+  add_scatter("scatter_set_unique", &b, rb_set(IRON_DTYPE_F32), true, false);
+  add_scatter("scatter_set_c128", &b, rb_set(IRON_DTYPE_F32), false, false);
+  // A generic body: argmax-like select on f32.
+  rb_t *g = rb_new();
+  iron_ir_value_t *x = rb_arg(g, IRON_DTYPE_F32), *y = rb_arg(g, IRON_DTYPE_F32);
+  iron_ir_value_t *s = rb_op(g, IRON_OP_SUBTRACT, IRON_DTYPE_F32, x, y, NULL);
+  rb_return(g, 1, &s);
+  add_scatter("scatter_generic", &b, g, false, false);
+  // Overlapping windows: [10] with windows of 2 at 3 points.
+  int64_t od1[1] = {10}, id1[2] = {3, 1}, ud1[2] = {3, 2}, uwd1[1] = {1};
+  make_scatter(&b, IRON_DTYPE_F32, 1, od1, 2, id1, 2, ud1, 1, uwd1, 0, NULL, 1,
+               sd, 1);
+  add_scatter("scatter_overlap", &b, rb_set(IRON_DTYPE_F32), false, true);
+  make_scatter(&b, IRON_DTYPE_S32, 1, od1, 2, id1, 2, ud1, 1, uwd1, 0, NULL, 1,
+               sd, 1);
+  add_scatter("scatter_overlap_add", &b, rb_binary(IRON_OP_ADD, IRON_DTYPE_S32),
+              false, true);
+}
+
 static const iron_test_case_t kTests[] = {
     {"dot_sources", test_dot_sources},
     {"reduce_sources", test_reduce_sources},
+    {"gather_sources", test_gather_sources},
+    {"scatter_sources", test_scatter_sources},
 };
 
 int main(void) {

@@ -108,76 +108,75 @@ iron_status_t iron_cuda_gen_region_fn(iron_cuda_text_t *t, const char *fname,
 
 // --- gather / scatter -------------------------------------------------------
 
-// Gather with the host's semantics (src/device/host/gather.c): start
-// indices clamped so the slice is in bounds. All sizes baked in.
-typedef struct iron_cuda_gather_desc {
-  iron_dtype_t dtype, index_dtype;
-  int32_t operand_rank;
-  int64_t operand_dims[IRON_MAX_RANK];
-  int32_t out_rank;
-  int64_t out_dims[IRON_MAX_RANK];
-  int32_t index_rank;
-  int64_t index_dims[IRON_MAX_RANK];
-  int64_t index_vector_dim;  // == index_rank: implicit trailing 1
-  uint32_t num_offset_dims, num_collapsed, num_start_index_map;
-  uint32_t num_operand_batching, num_start_indices_batching;
-  int64_t offset_dims[IRON_MAX_RANK];
-  int64_t collapsed_slice_dims[IRON_MAX_RANK];
-  int64_t start_index_map[IRON_MAX_RANK];
-  int64_t operand_batching_dims[IRON_MAX_RANK];
-  int64_t start_indices_batching_dims[IRON_MAX_RANK];
-  int64_t slice_sizes[IRON_MAX_RANK];
-} iron_cuda_gather_desc_t;
+// Index points (the index tensor's dims without index_vector_dim) and the
+// window box, as the host's gather.c/scatter_kernel.c plan them ("small" is
+// the gather result or the scatter updates; box a = operand, b = small).
+typedef struct iron_cuda_gs_plan {
+  iron_dtype_t dtype, idx_dtype;
+  int32_t nbatch;
+  int64_t bdims[IRON_MAX_RANK];
+  int64_t b_idx_stride[IRON_MAX_RANK];
+  int64_t b_small_stride[IRON_MAX_RANK];
+  int64_t b_op_stride[IRON_MAX_RANK];  // non-zero for batching dims
+  int64_t b_op_dim[IRON_MAX_RANK];     // operand size of a batching dim
+  int64_t num_points;
+  int32_t nstart;
+  int64_t idx_vec_stride;
+  int64_t start_op_stride[IRON_MAX_RANK];
+  int64_t start_max[IRON_MAX_RANK];
+  int32_t box_rank;
+  int64_t box_size[IRON_MAX_RANK];
+  int64_t box_a_stride[IRON_MAX_RANK];
+  int64_t box_b_stride[IRON_MAX_RANK];
+  int64_t box_count;
+  int64_t op_count, small_count;
+  // Scatter: an indexed operand dim has a window wider than 1, so windows
+  // of different points may partially overlap.
+  bool overlap;
+} iron_cuda_gs_plan_t;
 
-// Kernel `name(const T *operand, const I *indices, T *out)`, one thread per
-// output element, 1-D grid of 256-thread blocks (grid-stride).
+// Plans a stablehlo.gather / single-operand stablehlo.scatter (validating
+// dimension numbers as the host does).
+iron_status_t iron_cuda_gather_plan(const iron_ir_op_t *op,
+                                    iron_cuda_gs_plan_t *out_plan);
+iron_status_t iron_cuda_scatter_plan(const iron_ir_op_t *op,
+                                     iron_cuda_gs_plan_t *out_plan);
+
+// Gather with XLA's start index clamping. Kernel `name(const T *operand,
+// const I *indices, T *out)`, one thread per output element, 1-D grid of
+// 256-thread blocks (grid-stride; iron_cuda_ops_grid of the output count).
 iron_status_t iron_cuda_gen_gather(const char *name,
-                                   const iron_cuda_gather_desc_t *g,
+                                   const iron_cuda_gs_plan_t *g,
                                    char **out_src);
 
-// Scatter: the result starts as a copy of the operand (the glue copies);
-// this kernel combines each update element into it; out-of-bounds windows
-// are skipped as a whole (XLA semantics).
+// The update body of a scatter: `return update` (SET), a single-op body of
+// the two arguments, or anything else (GENERIC, from the region IR).
 typedef enum iron_cuda_scatter_op {
-  IRON_CUDA_SCATTER_REPLACE = 0,  // body returns its second argument
+  IRON_CUDA_SCATTER_GENERIC = 0,
+  IRON_CUDA_SCATTER_SET,
   IRON_CUDA_SCATTER_ADD,
   IRON_CUDA_SCATTER_MUL,
   IRON_CUDA_SCATTER_MAX,
   IRON_CUDA_SCATTER_MIN,
-  IRON_CUDA_SCATTER_GENERIC,  // body from IR, under a per-element lock-free
-                              // CAS loop (4/8-byte types only)
+  IRON_CUDA_SCATTER_OR,
+  IRON_CUDA_SCATTER_AND,
 } iron_cuda_scatter_op_t;
+iron_cuda_scatter_op_t iron_cuda_scatter_classify(const iron_ir_region_t *b);
 
-typedef struct iron_cuda_scatter_desc {
-  iron_dtype_t dtype, index_dtype;
-  int32_t operand_rank;
-  int64_t operand_dims[IRON_MAX_RANK];
-  int32_t updates_rank;
-  int64_t updates_dims[IRON_MAX_RANK];
-  int32_t index_rank;
-  int64_t index_dims[IRON_MAX_RANK];
-  int64_t index_vector_dim;
-  uint32_t num_window_dims, num_inserted, num_sd_map;
-  uint32_t num_input_batching, num_indices_batching;
-  int64_t update_window_dims[IRON_MAX_RANK];
-  int64_t inserted_window_dims[IRON_MAX_RANK];
-  int64_t scatter_dims_to_operand_dims[IRON_MAX_RANK];
-  int64_t input_batching_dims[IRON_MAX_RANK];
-  int64_t scatter_indices_batching_dims[IRON_MAX_RANK];
-  iron_cuda_scatter_op_t op;
-  // REPLACE with possibly repeated indices: XLA:CPU applies updates in
-  // order, so the last one wins; we run sequentially over scatter points
-  // (one thread per window element) unless unique_indices.
-  bool unique_indices;
-} iron_cuda_scatter_desc_t;
-
-// Kernel `name(T *result, const I *indices, const T *updates)`.
-// *out_grid/*out_block for the launch.
+// Scatter into `result` (already a copy of the operand). Windows not fully
+// in bounds are skipped (XLA). Commutative single-op bodies run one thread
+// per update element with atomics (CAS loops where no native atomic
+// exists); SET and GENERIC bodies keep XLA:CPU's order (points in order,
+// the last duplicate wins) by giving each thread one window element and
+// looping over the points, unless `unique_indices` makes them parallel.
+// Kernel `name(T *result, const I *indices, const T *updates)`; launch
+// *out_grid blocks of 256 threads.
 iron_status_t iron_cuda_gen_scatter(const char *name,
-                                    const iron_cuda_scatter_desc_t *s,
+                                    const iron_cuda_gs_plan_t *s,
+                                    iron_cuda_scatter_op_t op,
                                     const iron_ir_region_t *body,
-                                    char **out_src, unsigned *out_grid,
-                                    unsigned *out_block);
+                                    bool unique_indices, char **out_src,
+                                    unsigned *out_grid);
 
 // --- rng_bit_generator ------------------------------------------------------
 
