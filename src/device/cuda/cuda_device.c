@@ -335,16 +335,17 @@ static void cuda_destroy(iron_device_t *dev) {
 }
 
 static const iron_device_vtable_t kCudaVtable = {
-    /* .kind = */ "cuda",
-    /* .destroy = */ cuda_destroy,
-    /* .mem_alloc = */ cuda_mem_alloc,
-    /* .mem_free = */ cuda_mem_free,
-    /* .memcpy = */ cuda_memcpy,
-    /* .job_sync = */ cuda_job_sync,
-    /* .kernel_lookup = */ iron_cuda_kernel_lookup,
-    /* .plan_finish = */ cuda_plan_finish,
-    /* .description = */ cuda_description,
-    /* .thread_enter = */ cuda_thread_enter,
+    .kind = "cuda",
+    .destroy = cuda_destroy,
+    .mem_alloc = cuda_mem_alloc,
+    .mem_free = cuda_mem_free,
+    .memcpy = cuda_memcpy,
+    .job_sync = cuda_job_sync,
+    .kernel_lookup = iron_cuda_kernel_lookup,
+    .plan_finish = cuda_plan_finish,
+    .description = cuda_description,
+    .fusable = iron_cuda_fusable,
+    .thread_enter = cuda_thread_enter,
 };
 
 // --- creation ----------------------------------------------------------------
