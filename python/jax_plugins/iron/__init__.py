@@ -35,6 +35,33 @@ def _enable_donation() -> None:
                        "jax has no mlir._platforms_with_donation list")
 
 
+def _enable_compilation_cache() -> None:
+    # jax's persistent compilation cache serves only the platforms named in
+    # compilation_cache.is_cache_used ("tpu", "gpu", "cpu", "neuron"). The
+    # plugin serializes executables (PJRT_Executable_Serialize), so iron
+    # uses the cache whenever it is enabled; other backends keep jax's rule.
+    try:
+        from jax._src import compilation_cache as cc
+    except ImportError:  # pragma: no cover - layout of jax changed
+        return
+    original = getattr(cc, "is_cache_used", None)
+    enabled = getattr(cc, "_is_cache_enabled", None)
+    if original is None or enabled is None or getattr(
+            original, "_ironjax_wrapped", False):
+        if original is None or enabled is None:
+            logger.warning("ironjax: cannot enable the persistent "
+                           "compilation cache (jax layout changed)")
+        return
+
+    def is_cache_used(backend) -> bool:
+        if getattr(backend, "platform", None) == ironjax.PLATFORM:
+            return bool(enabled())
+        return original(backend)
+
+    is_cache_used._ironjax_wrapped = True
+    cc.is_cache_used = is_cache_used
+
+
 def initialize() -> None:
     """Registers the `iron` backend with jax (idempotent)."""
     global _initialized
@@ -57,4 +84,5 @@ def initialize() -> None:
             xb.register_plugin(ironjax.PLATFORM, priority=-1,
                                library_path=path)
         _enable_donation()
+        _enable_compilation_cache()
         _initialized = True
