@@ -150,3 +150,70 @@ def test_persistent_compilation_cache_across_processes(tmp_path):
     assert "[iron-pjrt] PJRT_Executable_DeserializeAndLoad\n" in second.stderr
     hits = int(second.stdout.split("HITS")[1].split()[0])
     assert hits >= 1
+
+
+# --------------------------------------------------------------------------
+# Compile options: the same errors as XLA:CPU
+
+
+def _compile_error(device, compiler_options):
+    lowered = jax.jit(lambda x: jnp.sqrt(x ** 2) + 1.0).lower(
+        jax.device_put(np.float32(1), device))
+    try:
+        lowered.compile(compiler_options=compiler_options)
+    except jax.errors.JaxRuntimeError as e:
+        return str(e)
+    return None
+
+
+@pytest.mark.parametrize("options", [
+    {"invalid_key": "invalid_value"},
+    {"exec_time_compilation_effort": 0.0},
+    {"xla_embed_ir_in_executable": "invalid_value"},
+    {"xla_embed_ir_in_executable": 3},
+    {"xla_dump_max_hlo_modules": "abc"},
+    {"xla_dump_max_hlo_modules": 1.5},
+    {"xla_dump_max_hlo_modules": True},
+    {"xla_dump_to": 3},
+    {"xla_gpu_auto_spmd_partitioning_memory_budget_ratio": "x"},
+    # Valid ones compile on both.
+    {"xla_embed_ir_in_executable": True},
+    {"xla_dump_max_hlo_modules": 200},
+    {"exec_time_optimization_effort": 0.0},
+    {"optimization_level": 1},
+    {"xla_cpu_enable_fast_math": True},
+])
+def test_compile_options_checked_as_xla_cpu(iron_device, cpu_device, options):
+    expected = _compile_error(cpu_device, options)
+    assert _compile_error(iron_device, options) == expected
+
+
+def _compile_with(device, **kwargs):
+    from jax._src import compiler
+    from jax._src.interpreters import mlir
+    lowered = jax.jit(lambda x: x + 1).lower(np.float32(1))
+    code = mlir.module_to_bytecode(lowered.compiler_ir("stablehlo"))
+    options = compiler.get_compile_options(**kwargs)
+    try:
+        device.client.compile_and_load(code, xc.DeviceList((device,)), options)
+    except jax.errors.JaxRuntimeError as e:
+        return str(e)
+    return None
+
+
+@pytest.mark.parametrize("kwargs", [
+    dict(num_replicas=2, num_partitions=1),
+    dict(num_replicas=1, num_partitions=2),
+    dict(num_replicas=1, num_partitions=1, device_assignment=np.array([[5]])),
+    dict(num_replicas=1, num_partitions=1),
+])
+def test_replicas_partitions_checked_as_xla_cpu(iron_device, cpu_device,
+                                                 kwargs):
+    assert _compile_with(iron_device, **kwargs) == \
+        _compile_with(cpu_device, **kwargs)
+
+
+def test_more_replicas_than_one_device_is_unimplemented(iron_device):
+    msg = _compile_with(iron_device, num_replicas=2, num_partitions=1,
+                        device_assignment=np.array([[0], [0]]))
+    assert msg.startswith("UNIMPLEMENTED: ironjax runs a program on one device")

@@ -45,17 +45,21 @@ def _enable_compilation_cache() -> None:
     except ImportError:  # pragma: no cover - layout of jax changed
         return
     original = getattr(cc, "is_cache_used", None)
-    enabled = getattr(cc, "_is_cache_enabled", None)
-    if original is None or enabled is None or getattr(
-            original, "_ironjax_wrapped", False):
-        if original is None or enabled is None:
+    if original is None or getattr(original, "_ironjax_wrapped", False):
+        if original is None:
             logger.warning("ironjax: cannot enable the persistent "
                            "compilation cache (jax layout changed)")
         return
 
+    class _SupportedPlatform:
+        # What jax's check sees for iron: a platform it lists, so its
+        # metrics and its once-per-task decision are exactly those of one.
+        platform = "cpu"
+        supports_executable_serialization = True
+
     def is_cache_used(backend) -> bool:
         if getattr(backend, "platform", None) == ironjax.PLATFORM:
-            return bool(enabled())
+            return original(_SupportedPlatform())
         return original(backend)
 
     is_cache_used._ironjax_wrapped = True
