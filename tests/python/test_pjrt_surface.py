@@ -217,3 +217,42 @@ def test_more_replicas_than_one_device_is_unimplemented(iron_device):
     msg = _compile_with(iron_device, num_replicas=2, num_partitions=1,
                         device_assignment=np.array([[0], [0]]))
     assert msg.startswith("UNIMPLEMENTED: ironjax runs a program on one device")
+
+
+# --------------------------------------------------------------------------
+# Memory stats and cost analysis
+
+
+def test_memory_stats_peak(iron_device):
+    stats = iron_device.memory_stats()
+    assert set(stats) >= {"bytes_in_use", "peak_bytes_in_use"}
+    assert "bytes_limit" not in stats  # no limit unless IRON_HOST_MEMORY_LIMIT
+    x = jax.device_put(np.zeros((512, 1024), np.float32), iron_device)
+    x.block_until_ready()
+    during = iron_device.memory_stats()
+    assert during["peak_bytes_in_use"] >= during["bytes_in_use"]
+    assert during["peak_bytes_in_use"] >= 512 * 1024 * 4
+    x.delete()
+    after = iron_device.memory_stats()
+    assert after["bytes_in_use"] < during["bytes_in_use"]
+    assert after["peak_bytes_in_use"] >= during["bytes_in_use"]
+
+
+def test_memory_stats_limit_when_set():
+    code = ("import jax, numpy as np; d = jax.devices('iron')[0]; "
+            "print('LIMIT', d.memory_stats()['bytes_limit'])")
+    env = dict(os.environ, IRON_HOST_MEMORY_LIMIT="123456789")
+    env.setdefault("JAX_PLATFORMS", "iron,cpu")
+    env["PYTHONPATH"] = os.pathsep.join(
+        [os.path.join(_ROOT, "python"), env.get("PYTHONPATH", "")])
+    proc = subprocess.run([sys.executable, "-c", code], env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "LIMIT 123456789" in proc.stdout
+
+
+def test_cost_analysis_is_an_empty_dict(iron_device):
+    # XLA:CPU returns estimates; iron has no cost model and says so with an
+    # empty result rather than None (jax's API tests only check for one).
+    x = jax.device_put(np.float32(1), iron_device)
+    assert jax.jit(lambda a: a + 4).lower(x).compile().cost_analysis() == {}
