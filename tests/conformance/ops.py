@@ -68,14 +68,18 @@ class OpCase:
     x64: bool = False
     # Per-dtype reason the op is expected to refuse (unused for now).
     note: Optional[str] = None
+    # True: atol is relative to the largest |want| of the output (transforms
+    # whose every output sums every input, e.g. FFTs).
+    atol_by_max: bool = False
 
 
 CASES: list[OpCase] = []
 
 
-def case(name, fn, dtypes, args, tol="exact", x64=False):
+def case(name, fn, dtypes, args, tol="exact", x64=False, atol_by_max=False):
     assert all(c.name != name for c in CASES), name
-    CASES.append(OpCase(name, fn, [np.dtype(d) for d in dtypes], args, tol, x64))
+    CASES.append(OpCase(name, fn, [np.dtype(d) for d in dtypes], args, tol, x64,
+                        atol_by_max=atol_by_max))
 
 
 def tolerance(c, dt):
@@ -817,6 +821,52 @@ case("call_and_barrier",
      lambda dt: lambda x: lax.optimization_barrier(jax.jit(lambda v: v + v)(x) * x),
      [np.float32, np.int32], red_args((5,)))
 
+# --- fft ----------------------------------------------------------------------
+# lax.fft lowers to stablehlo.fft directly (jnp.fft wraps it in a private
+# function). XLA:CPU computes with DUCC in the operand's precision; an FFT's
+# rounding error grows like log N relative to the largest output, so the
+# tolerance is a few ulps * log2 N of the largest |want| (atol_by_max). IRFFT
+# inputs are random, i.e. not Hermitian: the imaginary parts of the DC and
+# Nyquist entries must be ignored as XLA does.
+
+def fft_tol(lengths):
+    lg = max(1.0, float(np.log2(max(2, int(np.prod(lengths))))))
+    e32, e64 = float(np.finfo(np.float32).eps), float(np.finfo(np.float64).eps)
+    return {"complex64": (0, 4 * e32 * lg), "float32": (0, 4 * e32 * lg),
+            "complex128": (0, 4 * e64 * lg), "float64": (0, 4 * e64 * lg)}
+
+
+def fft_case(name, kind, lengths, batch=(), dtypes=None):
+    lengths = tuple(lengths)
+    t = {"fft": lax.FftType.FFT, "ifft": lax.FftType.IFFT,
+         "rfft": lax.FftType.RFFT, "irfft": lax.FftType.IRFFT}[kind]
+    shape = tuple(batch) + lengths
+    if kind == "irfft":
+        shape = shape[:-1] + (lengths[-1] // 2 + 1,)
+    if dtypes is None:
+        dtypes = [np.float32, np.float64] if kind == "rfft" else CPLX
+
+    def args(rng, dt):
+        return (finite(rng, dt, shape, 1.0),)
+
+    case(name, lambda dt: (lambda x: lax.fft(x, t, lengths)), dtypes, args,
+         tol=fft_tol(lengths), atol_by_max=True)
+
+
+for _kind in ("fft", "ifft", "rfft", "irfft"):
+    for _n in (1, 2, 7, 8, 12, 17, 64, 97, 1000):
+        fft_case(f"{_kind}_n{_n}", _kind, (_n,), batch=(3,))
+    fft_case(f"{_kind}_2d", _kind, (12, 17), batch=(2,))
+    fft_case(f"{_kind}_3d", _kind, (4, 7, 8), batch=(2,))
+    fft_case(f"{_kind}_3d_odd", _kind, (5, 3, 9))
+    fft_case(f"{_kind}_batched", _kind, (64,), batch=(2, 3, 5))
+    fft_case(f"{_kind}_n1024", _kind, (1024,),
+             dtypes=[np.float64] if _kind == "rfft" else [np.complex128])
+fft_case("fft_2d_batched_c128", "fft", (8, 6), batch=(4,), dtypes=[np.complex128])
+fft_case("irfft_2d_even_c64", "irfft", (6, 10), batch=(3,), dtypes=[np.complex64])
+fft_case("fft_empty_batch", "fft", (8,), batch=(0,), dtypes=[np.complex64])
+
+
 # --- refused ops ------------------------------------------------------------
 
 
@@ -829,10 +879,6 @@ class Refused:
 
 
 REFUSED = [
-    Refused("fft", "stablehlo.fft", lambda x: jnp.fft.fft(x),
-            lambda rng: (finite(rng, np.dtype(np.complex64), (8,)),)),
-    Refused("rfft", "stablehlo.fft", lambda x: jnp.fft.rfft(x),
-            lambda rng: (finite(rng, np.dtype(np.float32), (8,)),)),
 ]
 
 

@@ -18,12 +18,12 @@ Two lists:
   and some of them (bitcasts) would not even trace.
 ALL_CASES is both lists; names are unique across it.
 
-Deliberately absent (they produce stablehlo.gather/scatter, fft or linalg
+Deliberately absent (they produce stablehlo.gather/scatter or linalg
 custom calls, which belong to a later issue): integer-array
 indexing x[idx], jnp.take, jnp.take_along_axis, .at[idx].set/add with array
 indices, jnp.diagonal/diag (gather), jax.random.permutation/choice of an
 array (x[perm] is a gather; permutation of an integer n is used instead),
-jnp.fft.*, jnp.linalg.*.
+jnp.linalg.*.
 """
 import contextlib
 from dataclasses import dataclass, field
@@ -1472,6 +1472,42 @@ def _(x, w):
     return (lax.conv_general_dilated(x, w, (1, 1, 2), "SAME",
                                      preferred_element_type=jnp.int32),
             lax.conv_general_dilated(x, w, (1, 1, 1), "VALID"))
+
+# ---------------------------------------------------------------- fft
+# jnp.fft.* lowers to stablehlo.fft inside a private function. Errors grow
+# like log N relative to the largest output: atol is set for outputs of
+# magnitude ~10-100.
+
+@case("fft_c64", args(((3, 24), np.complex64)), rtol=1e-5, atol=2e-5)
+def _(x):
+    return jnp.fft.fft(x), jnp.fft.ifft(x), jnp.fft.fft(x, n=17)
+
+
+@case("rfft_irfft", args(((4, 30), np.float32)), rtol=1e-5, atol=2e-5)
+def _(x):
+    X = jnp.fft.rfft(x)
+    return X, jnp.fft.irfft(X, n=30), jnp.fft.irfft(X, n=29), jnp.fft.rfft(x, n=7)
+
+
+@case("fftn_3d", args(((2, 6, 5, 8), np.complex64)), rtol=1e-5, atol=5e-5)
+def _(x):
+    return jnp.fft.fftn(x, axes=(1, 2, 3)), jnp.fft.ifft2(x), \
+        jnp.fft.irfftn(x[..., :5], s=(5, 8), axes=(2, 3))
+
+
+@case("grad_rfft", args(((16,), np.float32)), rtol=1e-5, atol=2e-5)
+def _(x):
+    def loss(v):
+        X = jnp.fft.rfft(v * jnp.hanning(16).astype(v.dtype))
+        return jnp.sum(jnp.abs(X) ** 2) + jnp.sum(jnp.real(X) * jnp.arange(9.0))
+    return jax.value_and_grad(loss)(x)
+
+
+@case("fft_c128", args(((2, 12), np.complex128), ((3, 20), np.float64)),
+      x64=True, rtol=1e-12, atol=1e-12)
+def _(x, r):
+    return jnp.fft.fft(x), jnp.fft.ifft(x), jnp.fft.rfft(r), \
+        jnp.fft.irfft(jnp.fft.rfft(r), n=20)
 
 
 ALL_CASES: list[Case] = CASES + X64_CASES
