@@ -16,6 +16,8 @@ python3 -c "import jax, jaxlib; print('jax', jax.__version__, 'jaxlib', jaxlib._
 cmake -S . -B build-dev -G Ninja -DCMAKE_BUILD_TYPE=Release -DIRON_WERROR=OFF >"$out/cmake.log" 2>&1 &&
   ninja -C build-dev >>"$out/cmake.log" 2>&1 || { tail -50 "$out/cmake.log"; exit 1; }
 export IRON_TEST_REQUIRE_CUDA=1
+# The suites compare with XLA:CPU (exact f32 GEMMs): no TF32 here.
+export IRON_CUDA_TF32=${IRON_CUDA_TF32:-0}
 export IRON_PLUGIN_PATH=$root/build-dev/libiron_pjrt.so
 export PYTHONPATH=$root/python${PYTHONPATH:+:$PYTHONPATH}
 export IRON_CACHE_DIR=${IRON_CACHE_DIR:-$root/build-dev/kcache}
