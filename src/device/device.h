@@ -100,6 +100,10 @@ typedef struct iron_device_vtable {
   iron_status_t (*plan_finish)(iron_device_t *dev);
   // Human-readable device kind, e.g. "NVIDIA H200" (NULL: `kind`).
   const char *(*description)(const iron_device_t *dev);
+  // Whether `op` can go into a generated fused kernel (src/compiler/fuse.h).
+  // NULL: the device does not fuse. Fusions then reach kernel_lookup as
+  // IRON_OP_FUSION ops. IRON_NO_FUSION=1 turns fusion off.
+  bool (*fusable)(const iron_ir_op_t *op);
   // Called on the thread that is about to run a job (the worker, or the
   // caller for inline jobs), e.g. to make the device's context current
   // there. Never fails (a device keeps its own error). May be NULL.

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "compiler/fuse.h"
 #include "compiler/plan.h"
 #include "runtime/executor.h"
 #include "runtime/runtime_internal.h"
@@ -128,7 +129,11 @@ iron_status_t iron_executable_compile_module(
     fingerprint(bytes, size, exe->fingerprint);
   else
     fingerprint(mname, strlen(mname), exe->fingerprint);
-  iron_status_t st = iron_plan_create_on(module, exe->dev, &exe->plan);
+  iron_status_t st = IRON_OK;
+  const char *nofuse = getenv("IRON_NO_FUSION");
+  if (exe->dev->vtable->fusable && !(nofuse && nofuse[0] && nofuse[0] != '0'))
+    st = iron_compiler_fuse(module, exe->dev->vtable->fusable, NULL);
+  if (!st) st = iron_plan_create_on(module, exe->dev, &exe->plan);
   if (st) {
     st = iron_status_annotate(st, "while compiling %s", mname);
     exe_destroy(exe);  // frees mname (module memory)

@@ -74,6 +74,30 @@ typedef struct {
   int reserved[4];
 } cublasLtMatmulHeuristicResult_t;
 
+// cuBLASLt / library_types.h enum values (cublasLt.h, cublas_api.h,
+// library_types.h of CUDA 12/13).
+enum {
+  IRON_CUDA_R_32F = 0,
+  IRON_CUDA_R_64F = 1,
+  IRON_CUDA_R_16F = 2,
+  IRON_CUDA_C_32F = 4,
+  IRON_CUDA_C_64F = 5,
+  IRON_CUDA_R_16BF = 14,
+  IRON_CUBLAS_COMPUTE_32F = 68,
+  IRON_CUBLAS_COMPUTE_64F = 70,
+  IRON_CUBLAS_COMPUTE_32F_FAST_TF32 = 77,
+  IRON_CUBLAS_OP_N = 0,
+  IRON_CUBLAS_OP_T = 1,
+  // cublasLtMatmulDescAttributes_t
+  IRON_CUBLASLT_MATMUL_DESC_TRANSA = 3,
+  IRON_CUBLASLT_MATMUL_DESC_TRANSB = 4,
+  // cublasLtMatrixLayoutAttribute_t
+  IRON_CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT = 5,
+  IRON_CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET = 6,
+  // cublasLtMatmulPreferenceAttributes_t
+  IRON_CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES = 1,
+};
+
 #define IRON_CUDA_DRIVER_SYMBOLS(X)                                          \
   X(cuInit, "cuInit", CUresult, (unsigned int flags))                        \
   X(cuDriverGetVersion, "cuDriverGetVersion", CUresult, (int *version))      \

@@ -1,4 +1,9 @@
-// CUDA kernels: dot_general (cuBLASLt), reductions, gather/scatter, sort, rng.
-#include "device/cuda/cuda_device.h"
+// CUDA kernels: dot_general (cuBLASLt), reductions, gather/scatter, rng.
+// Each family lives in its own file; this registers them all.
+#include "device/cuda/cuda_ops_internal.h"
 
-void iron_cuda_register_ops(iron_cuda_kernel_table_t table) { (void)table; }
+void iron_cuda_register_ops(iron_cuda_kernel_table_t table) {
+  iron_cuda_register_dot(table);
+  iron_cuda_register_reduce(table);
+  iron_cuda_register_gather(table);
+}

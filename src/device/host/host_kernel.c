@@ -6,6 +6,7 @@ static iron_host_kernel_table_t g_table;
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
 
 static void init_table(void) {
+  iron_host_register_fusion(g_table);
   iron_host_register_elementwise(g_table);
   iron_host_register_convert(g_table);
   iron_host_register_shape(g_table);

@@ -1,0 +1,130 @@
+// stablehlo.gather / stablehlo.scatter on the CUDA device: plans as the
+// host's (cuda_gen_gather.c), one generated kernel each. Scatter copies the
+// operand into the result first (stream-ordered device copy), then combines
+// the updates into it.
+#include <stdlib.h>
+#include <string.h>
+
+#include "device/cuda/cuda_compile.h"
+#include "device/cuda/cuda_ops_gen.h"
+#include "device/cuda/cuda_ops_internal.h"
+
+typedef struct gs_params {
+  iron_cuda_function_t *fn;
+  unsigned grid;
+  bool skip;        // nothing to do in the kernel
+  size_t op_bytes;  // scatter: operand bytes copied into the result
+} gs_params_t;
+
+static iron_status_t gather_prepare_on(iron_device_t *base,
+                                       const iron_ir_op_t *op,
+                                       iron_host_region_t *const *regions,
+                                       void **out_params) {
+  (void)regions;
+  iron_cuda_device_t *dev = iron_cuda_device_cast(base);
+  iron_cuda_gs_plan_t plan;
+  IRON_RETURN_IF_ERROR_PLAIN(iron_cuda_gather_plan(op, &plan));
+  gs_params_t *p = calloc(1, sizeof(*p));
+  if (!p) return IRON_ERR(RESOURCE_EXHAUSTED, "out of memory for params");
+  p->skip = plan.small_count == 0;
+  // An empty operand with a non-empty result cannot happen (slice sizes
+  // bound the result), so the kernel always reads in bounds.
+  p->grid = iron_cuda_ops_grid(plan.small_count);
+  char *src = NULL;
+  iron_status_t st = iron_cuda_gen_gather("iron_gather", &plan, &src);
+  if (!st) st = iron_cuda_function_request(dev, src, "iron_gather", &p->fn);
+  free(src);
+  if (st) {
+    free(p);
+    return st;
+  }
+  *out_params = p;
+  return IRON_OK;
+}
+
+static iron_status_t gather_run(const iron_host_ctx_t *ctx, const void *params,
+                                const iron_tensor_t *const *inputs,
+                                iron_tensor_t *const *outputs) {
+  const gs_params_t *p = params;
+  if (p->skip) return IRON_OK;
+  iron_cuda_device_t *dev = iron_cuda_device_cast(ctx->dev);
+  void *ptrs[3] = {inputs[0]->data, inputs[1]->data, outputs[0]->data};
+  void *args[3] = {&ptrs[0], &ptrs[1], &ptrs[2]};
+  return iron_cuda_launch(dev, p->fn, p->grid, 1, 1, 256, 0, args);
+}
+
+static bool attr_true(const iron_ir_op_t *op, const char *name) {
+  const iron_ir_attr_t *a = iron_ir_op_attr(op, name);
+  int64_t v = 0;
+  return a && iron_ir_attr_as_i64(a, &v) && v != 0;
+}
+
+static iron_status_t scatter_prepare_on(iron_device_t *base,
+                                        const iron_ir_op_t *op,
+                                        iron_host_region_t *const *regions,
+                                        void **out_params) {
+  iron_cuda_device_t *dev = iron_cuda_device_cast(base);
+  iron_cuda_gs_plan_t plan;
+  IRON_RETURN_IF_ERROR_PLAIN(iron_cuda_scatter_plan(op, &plan));
+  if (op->num_regions != 1)
+    return IRON_ERR(INVALID_ARGUMENT, "%s: expects one body", op->name);
+  const iron_ir_region_t *body =
+      regions && regions[0] ? iron_host_region_ir(regions[0]) : &op->regions[0];
+  gs_params_t *p = calloc(1, sizeof(*p));
+  if (!p) return IRON_ERR(RESOURCE_EXHAUSTED, "out of memory for params");
+  p->op_bytes = (size_t)plan.op_count * iron_dtype_size(plan.dtype);
+  p->skip = plan.op_count == 0 || plan.box_count == 0 || plan.num_points == 0;
+  char *src = NULL;
+  iron_status_t st = iron_cuda_gen_scatter(
+      "iron_scatter", &plan, iron_cuda_scatter_classify(body), body,
+      attr_true(op, "unique_indices"), &src, &p->grid);
+  if (st) {
+    free(p);
+    iron_status_t u = iron_ir_op_unimplemented(op, "on cuda: %s",
+                                               iron_status_message(st));
+    iron_status_free(st);
+    return u;
+  }
+  st = iron_cuda_function_request(dev, src, "iron_scatter", &p->fn);
+  free(src);
+  if (st) {
+    free(p);
+    return st;
+  }
+  *out_params = p;
+  return IRON_OK;
+}
+
+static iron_status_t scatter_run(const iron_host_ctx_t *ctx,
+                                 const void *params,
+                                 const iron_tensor_t *const *inputs,
+                                 iron_tensor_t *const *outputs) {
+  const gs_params_t *p = params;
+  iron_cuda_device_t *dev = iron_cuda_device_cast(ctx->dev);
+  if (p->op_bytes && outputs[0]->data != inputs[0]->data)
+    IRON_RETURN_IF_ERROR_PLAIN(iron_cuda_status(
+        dev->api,
+        dev->api->cuMemcpyDtoDAsync((CUdeviceptr)(uintptr_t)outputs[0]->data,
+                                    (CUdeviceptr)(uintptr_t)inputs[0]->data,
+                                    p->op_bytes, dev->stream),
+        "cuMemcpyDtoDAsync (scatter operand)"));
+  if (p->skip) return IRON_OK;
+  void *ptrs[3] = {outputs[0]->data, inputs[1]->data, inputs[2]->data};
+  void *args[3] = {&ptrs[0], &ptrs[1], &ptrs[2]};
+  return iron_cuda_launch(dev, p->fn, p->grid, 1, 1, 256, 0, args);
+}
+
+static const iron_host_kernel_t kGather = {.name = "cuda_gather",
+                                           .run = gather_run,
+                                           .prepare_on = gather_prepare_on};
+// The result may share the operand's storage (donated buffers): every
+// element is copied before it is combined.
+static const iron_host_kernel_t kScatter = {.name = "cuda_scatter",
+                                            .run = scatter_run,
+                                            .inplace_ok = true,
+                                            .prepare_on = scatter_prepare_on};
+
+void iron_cuda_register_gather(iron_cuda_kernel_table_t table) {
+  table[IRON_OP_GATHER] = &kGather;
+  table[IRON_OP_SCATTER] = &kScatter;
+}

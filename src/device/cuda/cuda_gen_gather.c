@@ -1,0 +1,628 @@
+// stablehlo.gather / stablehlo.scatter as generated CUDA C. The plans
+// follow the host kernels (gather.c, scatter_kernel.c) step by step, so the
+// two devices agree on every dimension-number corner case.
+#include <stdio.h>
+#include <string.h>
+
+#include "device/cuda/cuda_ops_gen.h"
+#include "device/host/gather_index.h"
+
+#define GS_BAD(what, ...) \
+  IRON_ERR(INVALID_ARGUMENT, "stablehlo." what ": " __VA_ARGS__)
+
+static void box_store(iron_cuda_gs_plan_t *p, const iron_gather_box_t *box) {
+  iron_gather_box_t b = *box;
+  iron_gather_box_simplify(&b);
+  p->box_rank = b.rank;
+  p->box_count = b.count;
+  for (int32_t i = 0; i < b.rank; ++i) {
+    p->box_size[i] = b.size[i];
+    p->box_a_stride[i] = b.a_stride[i];
+    p->box_b_stride[i] = b.b_stride[i];
+  }
+}
+
+iron_status_t iron_cuda_gather_plan(const iron_ir_op_t *op,
+                                    iron_cuda_gs_plan_t *p) {
+  memset(p, 0, sizeof(*p));
+  if (op->num_operands != 2 || op->num_results != 1)
+    return GS_BAD("gather", "expects 2 operands and 1 result");
+  const iron_ir_type_t *ot = op->operands[0]->type;
+  const iron_ir_type_t *it = op->operands[1]->type;
+  const iron_ir_type_t *rt = op->results[0].type;
+  if (ot->kind != IRON_TYPE_TENSOR || it->kind != IRON_TYPE_TENSOR ||
+      rt->kind != IRON_TYPE_TENSOR || !iron_ir_type_is_static(ot) ||
+      !iron_ir_type_is_static(it) || !iron_ir_type_is_static(rt))
+    return iron_ir_op_unimplemented(op, "for dynamic or non-tensor types");
+  if (rt->dtype != ot->dtype) return GS_BAD("gather", "result dtype differs");
+  if (!iron_gather_index_dtype_ok(it->dtype))
+    return iron_ir_op_unimplemented(op, "for index dtype %s",
+                                    iron_dtype_name(it->dtype));
+  size_t es = iron_dtype_size(ot->dtype);
+  if (es != 1 && es != 2 && es != 4 && es != 8 && es != 16)
+    return iron_ir_op_unimplemented(op, "on cuda for dtype %s",
+                                    iron_dtype_name(ot->dtype));
+  p->dtype = ot->dtype;
+  p->idx_dtype = it->dtype;
+  int64_t offset_dims[IRON_MAX_RANK], collapsed[IRON_MAX_RANK],
+      op_batch[IRON_MAX_RANK], idx_batch[IRON_MAX_RANK],
+      start_map[IRON_MAX_RANK], slice[IRON_MAX_RANK], ivd_list[1];
+  uint32_t n_off, n_col, n_ob, n_ib, n_sm, n_sl, n_ivd;
+  IRON_RETURN_IF_ERROR_PLAIN(iron_ir_op_i64_list(op, "offset_dims", offset_dims,
+                                                 IRON_MAX_RANK, &n_off));
+  IRON_RETURN_IF_ERROR_PLAIN(iron_ir_op_i64_list(
+      op, "collapsed_slice_dims", collapsed, IRON_MAX_RANK, &n_col));
+  IRON_RETURN_IF_ERROR_PLAIN(iron_ir_op_i64_list(
+      op, "operand_batching_dims", op_batch, IRON_MAX_RANK, &n_ob));
+  IRON_RETURN_IF_ERROR_PLAIN(iron_ir_op_i64_list(
+      op, "start_indices_batching_dims", idx_batch, IRON_MAX_RANK, &n_ib));
+  IRON_RETURN_IF_ERROR_PLAIN(iron_ir_op_i64_list(op, "start_index_map",
+                                                 start_map, IRON_MAX_RANK,
+                                                 &n_sm));
+  IRON_RETURN_IF_ERROR_PLAIN(
+      iron_ir_op_i64_list(op, "slice_sizes", slice, IRON_MAX_RANK, &n_sl));
+  IRON_RETURN_IF_ERROR_PLAIN(
+      iron_ir_op_i64_list(op, "index_vector_dim", ivd_list, 1, &n_ivd));
+  if (n_ivd != 1) return GS_BAD("gather", "missing index_vector_dim");
+  int64_t ivd = ivd_list[0];
+  int32_t orank = ot->rank, irank = it->rank, rrank = rt->rank;
+  if (ivd < 0 || ivd > irank) return GS_BAD("gather", "bad index_vector_dim");
+  if ((int32_t)n_sl != orank)
+    return GS_BAD("gather", "slice_sizes rank mismatch");
+  if (n_ob != n_ib) return GS_BAD("gather", "batching dims count mismatch");
+  int64_t vec_len = ivd < irank ? it->dims[ivd] : 1;
+  if ((int64_t)n_sm != vec_len)
+    return GS_BAD("gather", "start_index_map length mismatch");
+  for (int32_t d = 0; d < orank; ++d)
+    if (slice[d] < 0 || slice[d] > ot->dims[d])
+      return GS_BAD("gather", "slice size out of range");
+  for (uint32_t i = 0; i < n_col; ++i)
+    if (collapsed[i] < 0 || collapsed[i] >= orank || slice[collapsed[i]] > 1)
+      return GS_BAD("gather", "bad collapsed_slice_dims");
+  for (uint32_t i = 0; i < n_ob; ++i)
+    if (op_batch[i] < 0 || op_batch[i] >= orank || slice[op_batch[i]] > 1 ||
+        idx_batch[i] < 0 || idx_batch[i] >= irank || idx_batch[i] == ivd)
+      return GS_BAD("gather", "bad batching dims");
+  for (uint32_t i = 0; i < n_sm; ++i)
+    if (start_map[i] < 0 || start_map[i] >= orank)
+      return GS_BAD("gather", "bad start_index_map");
+  int32_t nbatch = irank - (ivd < irank ? 1 : 0);
+  if (rrank != nbatch + (int32_t)n_off) return GS_BAD("gather", "result rank");
+  for (uint32_t i = 0; i < n_off; ++i)
+    if (offset_dims[i] < 0 || offset_dims[i] >= rrank)
+      return GS_BAD("gather", "bad offset_dims");
+  int64_t op_strides[IRON_MAX_RANK], idx_strides[IRON_MAX_RANK],
+      out_strides[IRON_MAX_RANK];
+  strides_of(ot, op_strides);
+  strides_of(it, idx_strides);
+  strides_of(rt, out_strides);
+  p->op_count = iron_ir_type_num_elements(ot);
+  p->small_count = iron_ir_type_num_elements(rt);
+  int32_t j = 0, od = 0;
+  p->num_points = 1;
+  for (int32_t d = 0; d < irank; ++d) {
+    if (d == ivd) continue;
+    while (od < rrank && list_has(offset_dims, n_off, od)) ++od;
+    if (od >= rrank || rt->dims[od] != it->dims[d])
+      return GS_BAD("gather", "batch dim %d size mismatch", d);
+    p->bdims[j] = it->dims[d];
+    p->b_idx_stride[j] = idx_strides[d];
+    p->b_small_stride[j] = out_strides[od];
+    int32_t bp = list_pos(idx_batch, n_ib, d);
+    if (bp >= 0) {
+      int64_t opd = op_batch[bp];
+      if (ot->dims[opd] != it->dims[d])
+        return GS_BAD("gather", "batching dim size mismatch");
+      p->b_op_stride[j] = op_strides[opd];
+      p->b_op_dim[j] = ot->dims[opd];
+    }
+    p->num_points *= it->dims[d];
+    ++j;
+    ++od;
+  }
+  p->nbatch = nbatch;
+  p->nstart = (int32_t)n_sm;
+  p->idx_vec_stride = ivd < irank ? idx_strides[ivd] : 0;
+  for (uint32_t k = 0; k < n_sm; ++k) {
+    p->start_op_stride[k] = op_strides[start_map[k]];
+    p->start_max[k] = ot->dims[start_map[k]] - slice[start_map[k]];
+  }
+  iron_gather_box_t box;
+  memset(&box, 0, sizeof(box));
+  uint32_t k = 0;
+  for (int32_t d = 0; d < orank; ++d) {
+    if (list_has(collapsed, n_col, d) || list_has(op_batch, n_ob, d))
+      continue;
+    if (k >= n_off || rt->dims[offset_dims[k]] != slice[d])
+      return GS_BAD("gather", "offset dim size mismatch");
+    box.size[box.rank] = slice[d];
+    box.a_stride[box.rank] = op_strides[d];
+    box.b_stride[box.rank] = out_strides[offset_dims[k]];
+    ++box.rank;
+    ++k;
+  }
+  if (k != n_off) return GS_BAD("gather", "offset_dims count mismatch");
+  box_store(p, &box);
+  return IRON_OK;
+}
+
+iron_status_t iron_cuda_scatter_plan(const iron_ir_op_t *op,
+                                     iron_cuda_gs_plan_t *p) {
+  memset(p, 0, sizeof(*p));
+  if (op->num_operands != 3 || op->num_results != 1)
+    return iron_ir_op_unimplemented(op, "on cuda with more than one operand");
+  const iron_ir_type_t *ot = op->operands[0]->type;
+  const iron_ir_type_t *it = op->operands[1]->type;
+  const iron_ir_type_t *ut = op->operands[2]->type;
+  for (uint32_t i = 0; i < op->num_operands; ++i) {
+    const iron_ir_type_t *t = op->operands[i]->type;
+    if (t->kind != IRON_TYPE_TENSOR || !iron_ir_type_is_static(t))
+      return iron_ir_op_unimplemented(op, "for dynamic or non-tensor types");
+  }
+  if (!iron_ir_type_equal(ot, op->results[0].type) || ut->dtype != ot->dtype)
+    return GS_BAD("scatter", "result/update type differs from operand");
+  size_t es = iron_dtype_size(ot->dtype);
+  if (es != 1 && es != 2 && es != 4 && es != 8 && es != 16)
+    return iron_ir_op_unimplemented(op, "on cuda for dtype %s",
+                                    iron_dtype_name(ot->dtype));
+  if (!iron_gather_index_dtype_ok(it->dtype))
+    return iron_ir_op_unimplemented(op, "for index dtype %s",
+                                    iron_dtype_name(it->dtype));
+  p->dtype = ot->dtype;
+  p->idx_dtype = it->dtype;
+  int64_t uwd[IRON_MAX_RANK], iwd[IRON_MAX_RANK], ib[IRON_MAX_RANK],
+      sib[IRON_MAX_RANK], sdod[IRON_MAX_RANK], ivd_list[1];
+  uint32_t n_uwd, n_iwd, n_ib, n_sib, n_sdod, n_ivd;
+  IRON_RETURN_IF_ERROR_PLAIN(iron_ir_op_i64_list(op, "update_window_dims", uwd,
+                                                 IRON_MAX_RANK, &n_uwd));
+  IRON_RETURN_IF_ERROR_PLAIN(iron_ir_op_i64_list(
+      op, "inserted_window_dims", iwd, IRON_MAX_RANK, &n_iwd));
+  IRON_RETURN_IF_ERROR_PLAIN(iron_ir_op_i64_list(op, "input_batching_dims", ib,
+                                                 IRON_MAX_RANK, &n_ib));
+  IRON_RETURN_IF_ERROR_PLAIN(iron_ir_op_i64_list(
+      op, "scatter_indices_batching_dims", sib, IRON_MAX_RANK, &n_sib));
+  IRON_RETURN_IF_ERROR_PLAIN(iron_ir_op_i64_list(
+      op, "scatter_dims_to_operand_dims", sdod, IRON_MAX_RANK, &n_sdod));
+  IRON_RETURN_IF_ERROR_PLAIN(
+      iron_ir_op_i64_list(op, "index_vector_dim", ivd_list, 1, &n_ivd));
+  if (n_ivd != 1) return GS_BAD("scatter", "missing index_vector_dim");
+  int64_t ivd = ivd_list[0];
+  int32_t orank = ot->rank, irank = it->rank, urank = ut->rank;
+  if (ivd < 0 || ivd > irank) return GS_BAD("scatter", "bad index_vector_dim");
+  if (n_ib != n_sib) return GS_BAD("scatter", "batching dims count mismatch");
+  int64_t vec_len = ivd < irank ? it->dims[ivd] : 1;
+  if ((int64_t)n_sdod != vec_len)
+    return GS_BAD("scatter", "scatter_dims_to_operand_dims length mismatch");
+  for (uint32_t i = 0; i < n_sdod; ++i)
+    if (sdod[i] < 0 || sdod[i] >= orank)
+      return GS_BAD("scatter", "bad scatter_dims_to_operand_dims");
+  for (uint32_t i = 0; i < n_iwd; ++i)
+    if (iwd[i] < 0 || iwd[i] >= orank)
+      return GS_BAD("scatter", "bad inserted_window_dims");
+  for (uint32_t i = 0; i < n_ib; ++i)
+    if (ib[i] < 0 || ib[i] >= orank || sib[i] < 0 || sib[i] >= irank ||
+        sib[i] == ivd)
+      return GS_BAD("scatter", "bad batching dims");
+  for (uint32_t i = 0; i < n_uwd; ++i)
+    if (uwd[i] < 0 || uwd[i] >= urank)
+      return GS_BAD("scatter", "bad update_window_dims");
+  int32_t nbatch = irank - (ivd < irank ? 1 : 0);
+  if (urank != nbatch + (int32_t)n_uwd) return GS_BAD("scatter", "updates rank");
+  int64_t op_strides[IRON_MAX_RANK], idx_strides[IRON_MAX_RANK],
+      upd_strides[IRON_MAX_RANK];
+  strides_of(ot, op_strides);
+  strides_of(it, idx_strides);
+  strides_of(ut, upd_strides);
+  p->op_count = iron_ir_type_num_elements(ot);
+  p->small_count = iron_ir_type_num_elements(ut);
+  int32_t j = 0, ud = 0;
+  p->num_points = 1;
+  for (int32_t d = 0; d < irank; ++d) {
+    if (d == ivd) continue;
+    while (ud < urank && list_has(uwd, n_uwd, ud)) ++ud;
+    if (ud >= urank || ut->dims[ud] != it->dims[d])
+      return GS_BAD("scatter", "update scatter dim %d size mismatch", d);
+    p->bdims[j] = it->dims[d];
+    p->b_idx_stride[j] = idx_strides[d];
+    p->b_small_stride[j] = upd_strides[ud];
+    int32_t bp = list_pos(sib, n_sib, d);
+    if (bp >= 0) {
+      p->b_op_stride[j] = op_strides[ib[bp]];
+      p->b_op_dim[j] = ot->dims[ib[bp]];
+    }
+    p->num_points *= it->dims[d];
+    ++j;
+    ++ud;
+  }
+  p->nbatch = nbatch;
+  int64_t window[IRON_MAX_RANK];
+  iron_gather_box_t box;
+  memset(&box, 0, sizeof(box));
+  uint32_t k = 0;
+  for (int32_t d = 0; d < orank; ++d) {
+    window[d] = 1;
+    if (list_has(iwd, n_iwd, d) || list_has(ib, n_ib, d)) continue;
+    if (k >= n_uwd)
+      return GS_BAD("scatter", "update_window_dims count mismatch");
+    int64_t sz = ut->dims[uwd[k]];
+    if (sz > ot->dims[d])
+      return GS_BAD("scatter", "window larger than operand");
+    window[d] = sz;
+    box.size[box.rank] = sz;
+    box.a_stride[box.rank] = op_strides[d];
+    box.b_stride[box.rank] = upd_strides[uwd[k]];
+    ++box.rank;
+    ++k;
+  }
+  if (k != n_uwd) return GS_BAD("scatter", "update_window_dims count mismatch");
+  box_store(p, &box);
+  p->nstart = (int32_t)n_sdod;
+  p->idx_vec_stride = ivd < irank ? idx_strides[ivd] : 0;
+  for (uint32_t s = 0; s < n_sdod; ++s) {
+    p->start_op_stride[s] = op_strides[sdod[s]];
+    p->start_max[s] = ot->dims[sdod[s]] - window[sdod[s]];
+    if (window[sdod[s]] > 1) p->overlap = true;
+  }
+  return IRON_OK;
+}
+
+iron_cuda_scatter_op_t iron_cuda_scatter_classify(const iron_ir_region_t *r) {
+  if (!r || r->num_blocks != 1) return IRON_CUDA_SCATTER_GENERIC;
+  const iron_ir_block_t *blk = &r->blocks[0];
+  if (blk->num_args != 2 || blk->num_ops == 0) return IRON_CUDA_SCATTER_GENERIC;
+  const iron_ir_op_t *ret = blk->ops[blk->num_ops - 1];
+  if (ret->kind != IRON_OP_RETURN || ret->num_operands != 1)
+    return IRON_CUDA_SCATTER_GENERIC;
+  const iron_ir_value_t *v = ret->operands[0];
+  const iron_ir_value_t *a0 = &blk->args[0], *a1 = &blk->args[1];
+  if (v == a1) return IRON_CUDA_SCATTER_SET;
+  const iron_ir_op_t *d = v->def_op;
+  if (!d || d->num_operands != 2) return IRON_CUDA_SCATTER_GENERIC;
+  bool args = (d->operands[0] == a0 && d->operands[1] == a1) ||
+              (d->operands[0] == a1 && d->operands[1] == a0);
+  if (!args) return IRON_CUDA_SCATTER_GENERIC;
+  switch (d->kind) {
+    case IRON_OP_ADD: return IRON_CUDA_SCATTER_ADD;
+    case IRON_OP_MULTIPLY: return IRON_CUDA_SCATTER_MUL;
+    case IRON_OP_MAXIMUM: return IRON_CUDA_SCATTER_MAX;
+    case IRON_OP_MINIMUM: return IRON_CUDA_SCATTER_MIN;
+    case IRON_OP_OR: return IRON_CUDA_SCATTER_OR;
+    case IRON_OP_AND: return IRON_CUDA_SCATTER_AND;
+    default: return IRON_CUDA_SCATTER_GENERIC;
+  }
+}
+
+// --- generation ---------------------------------------------------------------
+
+static const char *copy_type(size_t es) {
+  switch (es) {
+    case 1: return "iop_u8";
+    case 2: return "iop_u16";
+    case 4: return "iop_u32";
+    case 8: return "iop_u64";
+    default: return "iop_c128";  // 16 bytes, copied as bits
+  }
+}
+
+// `iop_s64 iop_idx(const I *p, iop_s64 i)` for the index dtype (host
+// gather_index.h semantics: sub-byte ints in the low bits, u64 saturates).
+static void emit_index_reader(iron_cuda_text_t *t, iron_dtype_t dt) {
+  const char *st = copy_type(iron_dtype_size(dt));
+  const char *expr;
+  switch (dt) {
+    case IRON_DTYPE_S2: expr = "(iop_s64)((iop_s8)(iop_u8)(p[i] << 6) >> 6)"; break;
+    case IRON_DTYPE_S4: expr = "(iop_s64)((iop_s8)(iop_u8)(p[i] << 4) >> 4)"; break;
+    case IRON_DTYPE_U2: expr = "(iop_s64)(p[i] & 3)"; break;
+    case IRON_DTYPE_U4: expr = "(iop_s64)(p[i] & 15)"; break;
+    case IRON_DTYPE_S8: expr = "(iop_s64)(iop_s8)p[i]"; break;
+    case IRON_DTYPE_S16: expr = "(iop_s64)(iop_s16)p[i]"; break;
+    case IRON_DTYPE_S32: expr = "(iop_s64)(iop_s32)p[i]"; break;
+    case IRON_DTYPE_S64: expr = "(iop_s64)p[i]"; break;
+    case IRON_DTYPE_U64:
+      expr = "p[i] > 0x7fffffffffffffffull ? 0x7fffffffffffffffLL : "
+             "(iop_s64)p[i]";
+      break;
+    default: expr = "(iop_s64)p[i]"; break;  // u8, u16, u32
+  }
+  iron_cuda_text_printf(
+      t,
+      "__device__ __forceinline__ iop_s64 iop_idx(const %s *p, iop_s64 i) {\n"
+      "  return %s;\n}\n",
+      st, expr);
+}
+
+// Decomposes `pt` over the points: sets idx_off, small_off, op_off and
+// `ok` (false when a batching coordinate is outside the operand).
+static void emit_point(iron_cuda_text_t *t, const iron_cuda_gs_plan_t *p) {
+  iron_cuda_text_printf(t,
+                        "iop_s64 rem = pt, idx_off = 0, small_off = 0, "
+                        "op_off = 0;\nbool ok = true;\n");
+  for (int32_t d = p->nbatch - 1; d >= 0; --d) {
+    iron_cuda_text_printf(
+        t,
+        "{ iop_s64 q = rem / %lldLL, c = rem - q * %lldLL; rem = q;\n"
+        "idx_off += c * %lldLL; small_off += c * %lldLL;\n",
+        (long long)p->bdims[d], (long long)p->bdims[d],
+        (long long)p->b_idx_stride[d], (long long)p->b_small_stride[d]);
+    if (p->b_op_stride[d])
+      iron_cuda_text_printf(t, "if (c >= %lldLL) ok = false; op_off += c * %lldLL;\n",
+                            (long long)p->b_op_dim[d],
+                            (long long)p->b_op_stride[d]);
+    iron_cuda_text_printf(t, "}\n");
+  }
+  iron_cuda_text_printf(t, "(void)rem;\n");
+}
+
+// Start indices of the point: gather clamps them, scatter drops the point.
+static void emit_starts(iron_cuda_text_t *t, const iron_cuda_gs_plan_t *p,
+                        bool clamp) {
+  for (int32_t k = 0; k < p->nstart; ++k) {
+    iron_cuda_text_printf(t, "{ iop_s64 s = iop_idx(indices, idx_off + %lldLL);\n",
+                          (long long)(k * p->idx_vec_stride));
+    if (clamp)
+      iron_cuda_text_printf(t,
+                            "if (s < 0) s = 0; if (s > %lldLL) s = %lldLL;\n"
+                            "op_off += s * %lldLL; }\n",
+                            (long long)p->start_max[k],
+                            (long long)p->start_max[k],
+                            (long long)p->start_op_stride[k]);
+    else
+      iron_cuda_text_printf(t,
+                            "if (s < 0 || s > %lldLL) ok = false;\n"
+                            "else op_off += s * %lldLL; }\n",
+                            (long long)p->start_max[k],
+                            (long long)p->start_op_stride[k]);
+  }
+}
+
+// Window element `w`: a_off (operand) and b_off (small tensor).
+static void emit_window(iron_cuda_text_t *t, const iron_cuda_gs_plan_t *p) {
+  iron_cuda_text_printf(t, "iop_s64 a_off = 0, b_off = 0;\n{ iop_s64 r = w;\n");
+  for (int32_t d = p->box_rank - 1; d >= 0; --d)
+    iron_cuda_text_printf(t,
+                          "{ iop_s64 q = r / %lldLL, c = r - q * %lldLL; r = q;\n"
+                          "a_off += c * %lldLL; b_off += c * %lldLL; }\n",
+                          (long long)p->box_size[d], (long long)p->box_size[d],
+                          (long long)p->box_a_stride[d],
+                          (long long)p->box_b_stride[d]);
+  iron_cuda_text_printf(t, "(void)r; }\n");
+}
+
+iron_status_t iron_cuda_gen_gather(const char *name,
+                                   const iron_cuda_gs_plan_t *p,
+                                   char **out_src) {
+  const char *ct = copy_type(iron_dtype_size(p->dtype));
+  iron_cuda_text_t t;
+  iron_cuda_text_init(&t);
+  iron_cuda_text_printf(&t, "%s", iron_cuda_ops_prelude());
+  emit_index_reader(&t, p->idx_dtype);
+  iron_cuda_text_printf(
+      &t,
+      "extern \"C\" __global__ void __launch_bounds__(256) %s(const %s "
+      "*__restrict__ operand, const %s *__restrict__ indices, %s "
+      "*__restrict__ out) {\n"
+      "for (iop_s64 e = (iop_s64)blockIdx.x * blockDim.x + threadIdx.x; e < "
+      "%lldLL; e += (iop_s64)gridDim.x * blockDim.x) {\n"
+      "iop_s64 pt = e / %lldLL, w = e - pt * %lldLL;\n",
+      name, ct, copy_type(iron_dtype_size(p->idx_dtype)), ct,
+      (long long)(p->num_points * p->box_count),
+      (long long)(p->box_count ? p->box_count : 1),
+      (long long)(p->box_count ? p->box_count : 1));
+  emit_point(&t, p);
+  emit_starts(&t, p, true);
+  emit_window(&t, p);
+  iron_cuda_text_printf(&t, "(void)ok;\nout[small_off + b_off] = operand[op_off "
+                            "+ a_off];\n}\n}\n");
+  return iron_cuda_text_finish(&t, out_src);
+}
+
+// `void iop_apply(S *dst, S upd)`: dst = combine(dst, upd) atomically.
+static iron_status_t emit_atomic(iron_cuda_text_t *t, iron_dtype_t dt,
+                                 iron_cuda_scatter_op_t op) {
+  iron_cuda_gen_type_t ty = iron_cuda_gen_type(dt);
+  if (!ty.store)
+    return IRON_ERR(UNIMPLEMENTED, "cuda scatter for dtype %s",
+                    iron_dtype_name(dt));
+  bool pred = dt == IRON_DTYPE_PRED;
+  if (pred) {  // on i1 add/max/or are "or"; multiply/min/and are "and"
+    if (op == IRON_CUDA_SCATTER_ADD || op == IRON_CUDA_SCATTER_MAX)
+      op = IRON_CUDA_SCATTER_OR;
+    if (op == IRON_CUDA_SCATTER_MUL || op == IRON_CUDA_SCATTER_MIN)
+      op = IRON_CUDA_SCATTER_AND;
+  }
+  iron_cuda_text_printf(t, "__device__ __forceinline__ void iop_apply(%s *dst, %s upd) {\n",
+                        ty.store, ty.store);
+  if (ty.is_complex) {
+    if (op != IRON_CUDA_SCATTER_ADD)
+      return IRON_ERR(UNIMPLEMENTED, "cuda scatter: complex only adds");
+    // Components add independently, so two atomics are exact.
+    iron_cuda_text_printf(t, "atomicAdd(&dst->re, upd.re); atomicAdd(&dst->im, "
+                             "upd.im);\n}\n");
+    return IRON_OK;
+  }
+  // Native atomics.
+  if (op == IRON_CUDA_SCATTER_ADD) {
+    const char *cast = NULL;
+    switch (dt) {
+      case IRON_DTYPE_F32: cast = "float"; break;
+      case IRON_DTYPE_F64: cast = "double"; break;
+      case IRON_DTYPE_S32: cast = "int"; break;
+      case IRON_DTYPE_U32: cast = "unsigned"; break;
+      case IRON_DTYPE_S64:
+      case IRON_DTYPE_U64: cast = "unsigned long long"; break;
+      default: break;
+    }
+    if (cast) {
+      iron_cuda_text_printf(t, "atomicAdd((%s *)dst, (%s)upd);\n}\n", cast, cast);
+      return IRON_OK;
+    }
+  }
+  if (op == IRON_CUDA_SCATTER_MAX || op == IRON_CUDA_SCATTER_MIN) {
+    const char *cast = NULL;
+    switch (dt) {
+      case IRON_DTYPE_S32: cast = "int"; break;
+      case IRON_DTYPE_U32: cast = "unsigned"; break;
+      case IRON_DTYPE_S64: cast = "long long"; break;
+      case IRON_DTYPE_U64: cast = "unsigned long long"; break;
+      default: break;
+    }
+    if (cast) {
+      iron_cuda_text_printf(t, "atomic%s((%s *)dst, (%s)upd);\n}\n",
+                            op == IRON_CUDA_SCATTER_MAX ? "Max" : "Min", cast,
+                            cast);
+      return IRON_OK;
+    }
+  }
+  // CAS loop on the aligned 32/64-bit word holding the element.
+  char comb[256];
+  const char *c = ty.comp;
+  switch (op) {
+    case IRON_CUDA_SCATTER_ADD:
+    case IRON_CUDA_SCATTER_MUL: {
+      const char *sym = op == IRON_CUDA_SCATTER_ADD ? "+" : "*";
+      if (ty.is_float)
+        snprintf(comb, sizeof(comb), "x %s y", sym);
+      else
+        snprintf(comb, sizeof(comb), "(%s)((iop_u64)x %s (iop_u64)y)", c, sym);
+      break;
+    }
+    case IRON_CUDA_SCATTER_MAX:
+    case IRON_CUDA_SCATTER_MIN:
+      snprintf(comb, sizeof(comb), "%s<%s>(x, y)",
+               ty.is_float ? (op == IRON_CUDA_SCATTER_MAX ? "iop_fmax" : "iop_fmin")
+                           : (op == IRON_CUDA_SCATTER_MAX ? "iop_imax" : "iop_imin"),
+               c);
+      break;
+    case IRON_CUDA_SCATTER_OR:
+    case IRON_CUDA_SCATTER_AND:
+      if (ty.is_float)
+        return IRON_ERR(UNIMPLEMENTED, "cuda scatter: bitwise on floats");
+      snprintf(comb, sizeof(comb), "(%s)(x %s y)", c,
+               op == IRON_CUDA_SCATTER_OR ? "|" : "&");
+      break;
+    default:
+      return IRON_ERR(UNIMPLEMENTED, "cuda scatter: no atomic for this body");
+  }
+  size_t es = iron_dtype_size(dt);
+  if (es == 8) {
+    iron_cuda_text_printf(
+        t,
+        "unsigned long long *wp = (unsigned long long *)dst;\n"
+        "unsigned long long old = *wp, as;\n"
+        "%s y = %s(upd);\n"
+        "do { as = old; %s cur; iop_bitcopy(&cur, &as, 8); %s x = %s(cur);\n"
+        "%s nv = %s(%s); unsigned long long nb; iop_bitcopy(&nb, &nv, 8);\n"
+        "old = atomicCAS(wp, as, nb); } while (old != as);\n}\n",
+        c, ty.ld, ty.store, c, ty.ld, ty.store, ty.st, comb);
+  } else {
+    // 1, 2 or 4 bytes inside the aligned word (storage is 64-byte padded, so
+    // the word never leaves the allocation).
+    iron_cuda_text_printf(
+        t,
+        "iop_u64 addr = (iop_u64)dst;\n"
+        "unsigned *wp = (unsigned *)(addr & ~3ull);\n"
+        "unsigned sh = (unsigned)(addr & 3) * 8;\n"
+        "unsigned mask = %s;\n"
+        "%s y = %s(upd);\n"
+        "unsigned old = *wp, as;\n"
+        "do { as = old; unsigned bits = (as >> sh) & mask; %s cur; "
+        "iop_bitcopy(&cur, &bits, %zu); %s x = %s(cur);\n"
+        "%s nv = %s(%s); unsigned nb = 0; iop_bitcopy(&nb, &nv, %zu);\n"
+        "old = atomicCAS(wp, as, (as & ~(mask << sh)) | ((nb & mask) << sh)); "
+        "} while (old != as);\n}\n",
+        es == 4 ? "0xffffffffu" : es == 2 ? "0xffffu" : "0xffu", c, ty.ld,
+        ty.store, es, c, ty.ld, ty.store, ty.st, comb, es);
+  }
+  return IRON_OK;
+}
+
+iron_status_t iron_cuda_gen_scatter(const char *name,
+                                    const iron_cuda_gs_plan_t *p,
+                                    iron_cuda_scatter_op_t op,
+                                    const iron_ir_region_t *body,
+                                    bool unique_indices, char **out_src,
+                                    unsigned *out_grid) {
+  iron_cuda_gen_type_t ty = iron_cuda_gen_type(p->dtype);
+  size_t es = iron_dtype_size(p->dtype);
+  const char *st = ty.store ? ty.store : copy_type(es);
+  bool atomic = op != IRON_CUDA_SCATTER_SET && op != IRON_CUDA_SCATTER_GENERIC;
+  bool parallel = atomic || unique_indices;
+  iron_cuda_text_t t;
+  iron_cuda_text_init(&t);
+  iron_cuda_text_printf(&t, "%s", iron_cuda_ops_prelude());
+  emit_index_reader(&t, p->idx_dtype);
+  iron_status_t s = IRON_OK;
+  if (atomic && !unique_indices) {
+    s = emit_atomic(&t, p->dtype, op);
+  } else if (op == IRON_CUDA_SCATTER_SET) {
+    iron_cuda_text_printf(&t,
+                          "__device__ __forceinline__ void iop_apply(%s *dst, "
+                          "%s upd) { *dst = upd; }\n",
+                          st, st);
+  } else {
+    // Plain read-modify-write: unique indices, or one thread per window
+    // element walking the points in order.
+    if (!ty.store || ty.is_complex)
+      s = IRON_ERR(UNIMPLEMENTED, "cuda scatter body for dtype %s",
+                   iron_dtype_name(p->dtype));
+    if (!s) s = iron_cuda_gen_region_fn(&t, "iop_body", body);
+    if (!s)
+      iron_cuda_text_printf(&t,
+                            "__device__ __forceinline__ void iop_apply(%s *dst, "
+                            "%s upd) { %s r; iop_body(%s(*dst), %s(upd), &r); "
+                            "*dst = %s(r); }\n",
+                            st, st, ty.comp, ty.ld, ty.ld, ty.st);
+  }
+  if (s) {
+    iron_cuda_text_free(&t);
+    return s;
+  }
+  const char *it = copy_type(iron_dtype_size(p->idx_dtype));
+  iron_cuda_text_printf(&t,
+                        "extern \"C\" __global__ void __launch_bounds__(256) "
+                        "%s(%s *__restrict__ result, const %s *__restrict__ "
+                        "indices, const %s *__restrict__ updates) {\n",
+                        name, st, it, st);
+  int64_t bc = p->box_count ? p->box_count : 1;
+  int64_t threads;
+  if (parallel) {
+    threads = p->num_points * p->box_count;
+    iron_cuda_text_printf(
+        &t,
+        "for (iop_s64 e = (iop_s64)blockIdx.x * blockDim.x + threadIdx.x; e < "
+        "%lldLL; e += (iop_s64)gridDim.x * blockDim.x) {\n"
+        "iop_s64 pt = e / %lldLL, w = e - pt * %lldLL;\n",
+        (long long)threads, (long long)bc, (long long)bc);
+    emit_point(&t, p);
+    emit_starts(&t, p, false);
+    iron_cuda_text_printf(&t, "if (!ok) continue;\n");
+    emit_window(&t, p);
+    iron_cuda_text_printf(&t, "iop_apply(&result[op_off + a_off], "
+                              "updates[small_off + b_off]);\n}\n}\n");
+  } else {
+    // In order: thread w owns window element w of every point. When windows
+    // of different points may overlap partially, one thread does it all.
+    threads = p->overlap ? 1 : p->box_count;
+    iron_cuda_text_printf(
+        &t,
+        "for (iop_s64 w0 = (iop_s64)blockIdx.x * blockDim.x + threadIdx.x; "
+        "w0 < %lldLL; w0 += (iop_s64)gridDim.x * blockDim.x) {\n"
+        "for (iop_s64 pt = 0; pt < %lldLL; ++pt) {\n",
+        (long long)threads, (long long)p->num_points);
+    emit_point(&t, p);
+    emit_starts(&t, p, false);
+    iron_cuda_text_printf(&t, "if (!ok) continue;\n");
+    if (p->overlap)
+      iron_cuda_text_printf(&t, "for (iop_s64 w = 0; w < %lldLL; ++w) {\n",
+                            (long long)p->box_count);
+    else
+      iron_cuda_text_printf(&t, "for (iop_s64 w = w0; w < w0 + 1; ++w) {\n");
+    emit_window(&t, p);
+    iron_cuda_text_printf(&t, "iop_apply(&result[op_off + a_off], "
+                              "updates[small_off + b_off]);\n}\n}\n}\n}\n");
+  }
+  *out_grid = (unsigned)(threads < 1 ? 1 : (threads + 255) / 256 > (1 << 20)
+                                                ? (1 << 20)
+                                                : (threads + 255) / 256);
+  return iron_cuda_text_finish(&t, out_src);
+}

@@ -1,0 +1,274 @@
+// stablehlo.reduce as generated CUDA C: the body is translated from the
+// region IR; all sizes and strides are baked in. Dims are simplified first
+// (size-1 dims dropped, adjacent dims of the same role merged) so a
+// contiguous row reduce decomposes no index at all.
+#include <stdio.h>
+#include <string.h>
+
+#include "device/cuda/cuda_ops_gen.h"
+
+enum { MODE_THREAD, MODE_WARP, MODE_BLOCK };
+
+typedef struct group {
+  int32_t n;
+  int64_t dims[IRON_MAX_RANK], strides[IRON_MAX_RANK];
+  int64_t count;
+} group_t;
+
+// Appends (dim, stride) as the new innermost entry of g, merging it into
+// the previous one when they compose.
+static void group_push(group_t *g, int64_t dim, int64_t stride) {
+  g->count *= dim;
+  if (dim == 1) return;
+  if (g->n > 0 && g->strides[g->n - 1] == stride * dim) {
+    g->dims[g->n - 1] *= dim;
+    g->strides[g->n - 1] = stride;
+    return;
+  }
+  g->dims[g->n] = dim;
+  g->strides[g->n] = stride;
+  g->n++;
+}
+
+// `var` += offset of linear index `lin` decomposed over g.
+static void emit_offset(iron_cuda_text_t *t, const group_t *g, const char *lin,
+                        const char *var) {
+  if (g->n == 0) return;
+  if (g->n == 1) {
+    iron_cuda_text_printf(t, "%s += (%s) * %lldLL;\n", var, lin,
+                          (long long)g->strides[0]);
+    return;
+  }
+  iron_cuda_text_printf(t, "{ iop_s64 r_ = %s;\n", lin);
+  for (int32_t d = g->n - 1; d >= 0; --d) {
+    if (d == 0) {
+      iron_cuda_text_printf(t, "%s += r_ * %lldLL; }\n", var,
+                            (long long)g->strides[0]);
+    } else {
+      iron_cuda_text_printf(
+          t, "{ iop_s64 q_ = r_ / %lldLL; %s += (r_ - q_ * %lldLL) * %lldLL; "
+             "r_ = q_; }\n",
+          (long long)g->dims[d], var, (long long)g->dims[d],
+          (long long)g->strides[d]);
+    }
+  }
+}
+
+// body(acc..., x..., &n...); acc = n.
+static void emit_combine(iron_cuda_text_t *t, uint32_t num,
+                         const iron_cuda_gen_type_t *ty, const char *acc,
+                         const char *x) {
+  iron_cuda_text_printf(t, "{ ");
+  for (uint32_t i = 0; i < num; ++i)
+    iron_cuda_text_printf(t, "%s n%u_; ", ty[i].comp, i);
+  iron_cuda_text_printf(t, "iop_body(");
+  for (uint32_t i = 0; i < num; ++i) iron_cuda_text_printf(t, "%s%u, ", acc, i);
+  for (uint32_t i = 0; i < num; ++i) iron_cuda_text_printf(t, "%s%u, ", x, i);
+  for (uint32_t i = 0; i < num; ++i)
+    iron_cuda_text_printf(t, "&n%u_%s", i, i + 1 < num ? ", " : "");
+  iron_cuda_text_printf(t, "); ");
+  for (uint32_t i = 0; i < num; ++i)
+    iron_cuda_text_printf(t, "%s%u = n%u_; ", acc, i, i);
+  iron_cuda_text_printf(t, "}\n");
+}
+
+// Folds a "maybe empty" partial (y, yh) into (acc, have).
+static void emit_merge(iron_cuda_text_t *t, uint32_t num,
+                       const iron_cuda_gen_type_t *ty, const char *y,
+                       const char *yh) {
+  iron_cuda_text_printf(t, "if (%s) { if (have) ", yh);
+  emit_combine(t, num, ty, "acc", y);
+  iron_cuda_text_printf(t, "else { ");
+  for (uint32_t i = 0; i < num; ++i)
+    iron_cuda_text_printf(t, "acc%u = %s%u; ", i, y, i);
+  iron_cuda_text_printf(t, "have = 1; } }\n");
+}
+
+// Loads the reduced element `r` of every operand into x<i> and folds it.
+static void emit_load_fold(iron_cuda_text_t *t, uint32_t num,
+                           const iron_cuda_gen_type_t *ty, const group_t *red,
+                           bool maybe_empty) {
+  iron_cuda_text_printf(t, "iop_s64 off = base;\n");
+  emit_offset(t, red, "r", "off");
+  for (uint32_t i = 0; i < num; ++i)
+    iron_cuda_text_printf(t, "%s x%u = %s(in%u[off]);\n", ty[i].comp, i,
+                          ty[i].ld, i);
+  if (maybe_empty) {
+    iron_cuda_text_printf(t, "if (have) ");
+    emit_combine(t, num, ty, "acc", "x");
+    iron_cuda_text_printf(t, "else { ");
+    for (uint32_t i = 0; i < num; ++i)
+      iron_cuda_text_printf(t, "acc%u = x%u; ", i, i);
+    iron_cuda_text_printf(t, "have = 1; }\n");
+  } else {
+    emit_combine(t, num, ty, "acc", "x");
+  }
+}
+
+// Writes init (+) acc (or init alone when nothing was reduced) to out<i>[o].
+static void emit_finish(iron_cuda_text_t *t, uint32_t num,
+                        const iron_cuda_gen_type_t *ty) {
+  for (uint32_t i = 0; i < num; ++i)
+    iron_cuda_text_printf(t, "%s i%u = %s(init%u[0]);\n", ty[i].comp, i,
+                          ty[i].ld, i);
+  iron_cuda_text_printf(t, "if (have) ");
+  emit_combine(t, num, ty, "i", "acc");
+  for (uint32_t i = 0; i < num; ++i)
+    iron_cuda_text_printf(t, "out%u[o] = %s(i%u);\n", i, ty[i].st, i);
+}
+
+iron_status_t iron_cuda_gen_reduce(const char *name, int32_t rank,
+                                   const int64_t *dims, const bool *reduced,
+                                   uint32_t num, const iron_dtype_t *dtypes,
+                                   const iron_ir_region_t *body,
+                                   char **out_src, unsigned *out_grid,
+                                   unsigned *out_block) {
+  if (num == 0 || num > 8)
+    return IRON_ERR(UNIMPLEMENTED, "cuda reduce of %u operands", num);
+  iron_cuda_gen_type_t ty[8];
+  for (uint32_t i = 0; i < num; ++i) {
+    ty[i] = iron_cuda_gen_type(dtypes[i]);
+    if (!ty[i].store || ty[i].is_complex)
+      return IRON_ERR(UNIMPLEMENTED, "cuda reduce for dtype %s",
+                      iron_dtype_name(dtypes[i]));
+  }
+  group_t kept, red;
+  memset(&kept, 0, sizeof(kept));
+  memset(&red, 0, sizeof(red));
+  kept.count = red.count = 1;
+  int64_t strides[IRON_MAX_RANK];
+  int64_t s = 1;
+  for (int32_t d = rank - 1; d >= 0; --d) {
+    strides[d] = s;
+    s *= dims[d];
+  }
+  bool inner_reduced = true;  // the innermost non-1 dim is reduced
+  bool seen = false;
+  for (int32_t d = rank - 1; d >= 0; --d)
+    if (dims[d] != 1 && !seen) {
+      inner_reduced = reduced[d];
+      seen = true;
+    }
+  for (int32_t d = 0; d < rank; ++d)
+    group_push(reduced[d] ? &red : &kept, dims[d], strides[d]);
+  int64_t nout = kept.count, nred = red.count;
+  int mode = MODE_THREAD;
+  if (nout > 0 && nred > 0) {
+    if (inner_reduced && nred >= 2048)
+      mode = MODE_BLOCK;
+    else if (inner_reduced && nred > 8)
+      mode = MODE_WARP;
+    else if (!inner_reduced && nout < 1024 && nred >= 4096)
+      mode = MODE_BLOCK;
+  }
+  iron_cuda_text_t t;
+  iron_cuda_text_init(&t);
+  iron_cuda_text_printf(&t, "%s", iron_cuda_ops_prelude());
+  iron_status_t st = iron_cuda_gen_region_fn(&t, "iop_body", body);
+  if (st) {
+    iron_cuda_text_free(&t);
+    return st;
+  }
+  iron_cuda_text_printf(&t,
+                        "extern \"C\" __global__ void __launch_bounds__(256) "
+                        "%s(",
+                        name);
+  for (uint32_t i = 0; i < num; ++i)
+    iron_cuda_text_printf(&t, "const %s *__restrict__ in%u, ", ty[i].store, i);
+  for (uint32_t i = 0; i < num; ++i)
+    iron_cuda_text_printf(&t, "const %s *__restrict__ init%u, ", ty[i].store,
+                          i);
+  for (uint32_t i = 0; i < num; ++i)
+    iron_cuda_text_printf(&t, "%s *__restrict__ out%u%s", ty[i].store, i,
+                          i + 1 < num ? ", " : ") {\n");
+  int64_t blocks;
+  if (mode == MODE_THREAD) {
+    iron_cuda_text_printf(
+        &t,
+        "for (iop_s64 o = (iop_s64)blockIdx.x * blockDim.x + threadIdx.x; "
+        "o < %lldLL; o += (iop_s64)gridDim.x * blockDim.x) {\n"
+        "iop_s64 base = 0;\n",
+        (long long)nout);
+    emit_offset(&t, &kept, "o", "base");
+    for (uint32_t i = 0; i < num; ++i)
+      iron_cuda_text_printf(&t, "%s acc%u = %s(init%u[0]);\n", ty[i].comp, i,
+                            ty[i].ld, i);
+    iron_cuda_text_printf(&t, "for (iop_s64 r = 0; r < %lldLL; ++r) {\n",
+                          (long long)nred);
+    emit_load_fold(&t, num, ty, &red, false);
+    iron_cuda_text_printf(&t, "}\n");
+    for (uint32_t i = 0; i < num; ++i)
+      iron_cuda_text_printf(&t, "out%u[o] = %s(acc%u);\n", i, ty[i].st, i);
+    iron_cuda_text_printf(&t, "}\n}\n");
+    blocks = (nout + 255) / 256;
+  } else {
+    bool warp = mode == MODE_WARP;
+    if (warp)
+      iron_cuda_text_printf(
+          &t,
+          "const int lane = threadIdx.x & 31;\n"
+          "for (iop_s64 o = ((iop_s64)blockIdx.x * blockDim.x + threadIdx.x) "
+          ">> 5; o < %lldLL; o += ((iop_s64)gridDim.x * blockDim.x) >> 5) {\n",
+          (long long)nout);
+    else
+      iron_cuda_text_printf(
+          &t,
+          "const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;\n"
+          "__shared__ int sh_have[8];\n");
+    if (!warp) {
+      for (uint32_t i = 0; i < num; ++i)
+        iron_cuda_text_printf(&t, "__shared__ %s sh%u[8];\n", ty[i].comp, i);
+      iron_cuda_text_printf(&t,
+                            "for (iop_s64 o = blockIdx.x; o < %lldLL; o += "
+                            "gridDim.x) {\n",
+                            (long long)nout);
+    }
+    iron_cuda_text_printf(&t, "iop_s64 base = 0;\n");
+    emit_offset(&t, &kept, "o", "base");
+    iron_cuda_text_printf(&t, "int have = 0;\n");
+    for (uint32_t i = 0; i < num; ++i)
+      iron_cuda_text_printf(&t, "%s acc%u = 0;\n", ty[i].comp, i);
+    iron_cuda_text_printf(
+        &t, "for (iop_s64 r = %s; r < %lldLL; r += %d) {\n",
+        warp ? "lane" : "threadIdx.x", (long long)nred, warp ? 32 : 256);
+    emit_load_fold(&t, num, ty, &red, true);
+    iron_cuda_text_printf(&t, "}\n");
+    // Warp tree: lane l takes lane l + d's partial.
+    const char *tree =
+        "for (int d = 16; d >= 1; d >>= 1) {\n"
+        "int yh = __shfl_down_sync(0xffffffffu, have, d);\n";
+    iron_cuda_text_printf(&t, "%s", tree);
+    for (uint32_t i = 0; i < num; ++i)
+      iron_cuda_text_printf(&t, "%s y%u = iop_shfl(acc%u, d);\n", ty[i].comp,
+                            i, i);
+    iron_cuda_text_printf(&t, "if (lane + d < 32) ");
+    emit_merge(&t, num, ty, "y", "yh");
+    iron_cuda_text_printf(&t, "}\n");
+    if (warp) {
+      iron_cuda_text_printf(&t, "if (lane == 0) {\n");
+      emit_finish(&t, num, ty);
+      iron_cuda_text_printf(&t, "}\n}\n}\n");
+      blocks = (nout + 7) / 8;
+    } else {
+      iron_cuda_text_printf(&t, "if (lane == 0) { sh_have[warp] = have; ");
+      for (uint32_t i = 0; i < num; ++i)
+        iron_cuda_text_printf(&t, "sh%u[warp] = acc%u; ", i, i);
+      iron_cuda_text_printf(&t,
+                            "}\n__syncthreads();\n"
+                            "if (threadIdx.x == 0) {\nhave = 0;\n"
+                            "for (int w = 0; w < 8; ++w) {\n");
+      for (uint32_t i = 0; i < num; ++i)
+        iron_cuda_text_printf(&t, "%s z%u = sh%u[w];\n", ty[i].comp, i, i);
+      emit_merge(&t, num, ty, "z", "sh_have[w]");
+      iron_cuda_text_printf(&t, "}\n");
+      emit_finish(&t, num, ty);
+      iron_cuda_text_printf(&t, "}\n__syncthreads();\n}\n}\n");
+      blocks = nout;
+    }
+  }
+  if (blocks < 1) blocks = 1;
+  if (blocks > (1 << 20)) blocks = 1 << 20;
+  *out_grid = (unsigned)blocks;
+  *out_block = 256;
+  return iron_cuda_text_finish(&t, out_src);
+}

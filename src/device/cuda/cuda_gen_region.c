@@ -1,0 +1,277 @@
+// A region (reduce/scatter/sort body) as a CUDA __device__ function over
+// scalars in comp types (iron_cuda_gen_type). CUDA kernels never call back
+// into the runtime: the body's ops are translated one by one.
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "base/half.h"
+#include "device/cuda/cuda_ops_gen.h"
+
+// The C name of a value used inside `blk`: block arguments are a<i>, op
+// results t<op>_<result>.
+static bool value_name(const iron_ir_block_t *blk, const iron_ir_value_t *v,
+                       char *buf, size_t cap) {
+  if (!v->def_op) {
+    if (v->def_block != blk && v->def_block) return false;
+    snprintf(buf, cap, "a%u", v->index);
+    return true;
+  }
+  for (uint32_t i = 0; i < blk->num_ops; ++i)
+    if (blk->ops[i] == v->def_op) {
+      snprintf(buf, cap, "t%u_%u", i, v->index);
+      return true;
+    }
+  return false;
+}
+
+static bool scalar_type(const iron_ir_type_t *t) {
+  return t && t->kind == IRON_TYPE_TENSOR && t->rank == 0;
+}
+
+// A literal of a rank-0 dense constant, as an expression of its comp type.
+static iron_status_t emit_constant(iron_cuda_text_t *t, const char *dst,
+                                   const iron_ir_op_t *op) {
+  const iron_ir_attr_t *a = iron_ir_op_attr(op, "value");
+  if (!a || a->kind != IRON_ATTR_DENSE || !a->dense.data)
+    return iron_ir_op_unimplemented(op, "in a cuda region (non-dense value)");
+  iron_dtype_t dt = a->dense.type->dtype;
+  const void *p = a->dense.data;
+  iron_cuda_gen_type_t ct = iron_cuda_gen_type(dt);
+  switch (dt) {
+    case IRON_DTYPE_PRED:
+    case IRON_DTYPE_U8:
+      iron_cuda_text_printf(t, "%s %s = %u;\n", ct.comp, dst,
+                            (unsigned)*(const uint8_t *)p);
+      break;
+    case IRON_DTYPE_S8:
+      iron_cuda_text_printf(t, "%s %s = %d;\n", ct.comp, dst,
+                            (int)*(const int8_t *)p);
+      break;
+    case IRON_DTYPE_S16:
+      iron_cuda_text_printf(t, "%s %s = %d;\n", ct.comp, dst,
+                            (int)*(const int16_t *)p);
+      break;
+    case IRON_DTYPE_U16:
+      iron_cuda_text_printf(t, "%s %s = %u;\n", ct.comp, dst,
+                            (unsigned)*(const uint16_t *)p);
+      break;
+    case IRON_DTYPE_S32:
+      iron_cuda_text_printf(t, "%s %s = (iop_s32)%" PRId32 ";\n", ct.comp, dst,
+                            *(const int32_t *)p);
+      break;
+    case IRON_DTYPE_U32:
+      iron_cuda_text_printf(t, "%s %s = %" PRIu32 "u;\n", ct.comp, dst,
+                            *(const uint32_t *)p);
+      break;
+    case IRON_DTYPE_S64:
+    case IRON_DTYPE_U64: {
+      uint64_t u;
+      memcpy(&u, p, 8);
+      iron_cuda_text_printf(t, "%s %s = (%s)0x%" PRIx64 "ull;\n", ct.comp, dst,
+                            ct.comp, u);
+      break;
+    }
+    case IRON_DTYPE_F16:
+    case IRON_DTYPE_BF16:
+      iron_cuda_text_printf(t, "%s %s = %s((iop_u16)0x%x);\n", ct.comp, dst,
+                            ct.ld, (unsigned)*(const uint16_t *)p);
+      break;
+    case IRON_DTYPE_F32: {
+      uint32_t u;
+      memcpy(&u, p, 4);
+      iron_cuda_text_printf(t, "float %s = __uint_as_float(0x%" PRIx32 "u);\n",
+                            dst, u);
+      break;
+    }
+    case IRON_DTYPE_F64: {
+      uint64_t u;
+      memcpy(&u, p, 8);
+      iron_cuda_text_printf(
+          t, "double %s = __longlong_as_double((iop_s64)0x%" PRIx64 "ull);\n",
+          dst, u);
+      break;
+    }
+    default:
+      return iron_ir_op_unimplemented(op, "in a cuda region for dtype %s",
+                                      iron_dtype_name(dt));
+  }
+  return IRON_OK;
+}
+
+static const char *cmp_op(int32_t dir) {
+  switch (dir) {
+    case IRON_CMP_EQ: return "==";
+    case IRON_CMP_NE: return "!=";
+    case IRON_CMP_GE: return ">=";
+    case IRON_CMP_GT: return ">";
+    case IRON_CMP_LE: return "<=";
+    case IRON_CMP_LT: return "<";
+    default: return NULL;
+  }
+}
+
+iron_status_t iron_cuda_gen_region_fn(iron_cuda_text_t *t, const char *fname,
+                                      const iron_ir_region_t *region) {
+  if (!region || region->num_blocks != 1)
+    return IRON_ERR(UNIMPLEMENTED, "cuda region: expected one block");
+  const iron_ir_block_t *blk = &region->blocks[0];
+  if (blk->num_ops == 0 || blk->ops[blk->num_ops - 1]->kind != IRON_OP_RETURN)
+    return IRON_ERR(UNIMPLEMENTED, "cuda region: no return");
+  const iron_ir_op_t *ret = blk->ops[blk->num_ops - 1];
+  // Signature.
+  iron_cuda_text_printf(t, "__device__ __forceinline__ void %s(", fname);
+  for (uint32_t i = 0; i < blk->num_args; ++i) {
+    const iron_ir_type_t *ty = blk->args[i].type;
+    iron_cuda_gen_type_t ct = iron_cuda_gen_type(ty ? ty->dtype : 0);
+    if (!scalar_type(ty) || !ct.store || ct.is_complex)
+      return IRON_ERR(UNIMPLEMENTED,
+                      "cuda region: argument %u is not a real scalar", i);
+    iron_cuda_text_printf(t, "%sconst %s a%u", i ? ", " : "", ct.comp, i);
+  }
+  for (uint32_t i = 0; i < ret->num_operands; ++i) {
+    iron_cuda_gen_type_t ct = iron_cuda_gen_type(ret->operands[i]->type->dtype);
+    if (!ct.store || ct.is_complex)
+      return IRON_ERR(UNIMPLEMENTED, "cuda region: result %u unsupported", i);
+    iron_cuda_text_printf(t, "%s%s *r%u", (i || blk->num_args) ? ", " : "",
+                          ct.comp, i);
+  }
+  iron_cuda_text_printf(t, ") {\n");
+  char a[32], b[32], c[32], dst[32];
+  for (uint32_t oi = 0; oi + 1 < blk->num_ops; ++oi) {
+    const iron_ir_op_t *op = blk->ops[oi];
+    if (op->num_results != 1 || !scalar_type(op->results[0].type))
+      return iron_ir_op_unimplemented(op, "in a cuda region (non-scalar)");
+    snprintf(dst, sizeof(dst), "t%u_0", oi);
+    iron_dtype_t rdt = op->results[0].type->dtype;
+    iron_cuda_gen_type_t rt = iron_cuda_gen_type(rdt);
+    if (!rt.store || rt.is_complex)
+      return iron_ir_op_unimplemented(op, "in a cuda region for dtype %s",
+                                      iron_dtype_name(rdt));
+    for (uint32_t k = 0; k < op->num_operands && k < 3; ++k) {
+      char *nb = k == 0 ? a : k == 1 ? b : c;
+      if (!value_name(blk, op->operands[k], nb, 32))
+        return iron_ir_op_unimplemented(op, "in a cuda region (outer value)");
+    }
+    iron_dtype_t odt =
+        op->num_operands ? op->operands[0]->type->dtype : IRON_DTYPE_INVALID;
+    iron_cuda_gen_type_t ot = iron_cuda_gen_type(odt);
+    bool fl = ot.is_float;
+    bool un = !fl && !ot.is_signed;  // unsigned ints and pred
+    switch (op->kind) {
+      case IRON_OP_CONSTANT:
+        IRON_RETURN_IF_ERROR_PLAIN(emit_constant(t, dst, op));
+        break;
+      case IRON_OP_ADD:
+      case IRON_OP_SUBTRACT:
+      case IRON_OP_MULTIPLY: {
+        const char *sym = op->kind == IRON_OP_ADD        ? "+"
+                          : op->kind == IRON_OP_SUBTRACT ? "-"
+                                                         : "*";
+        if (rdt == IRON_DTYPE_PRED) {
+          // XLA: pred add is or, multiply is and.
+          if (op->kind == IRON_OP_SUBTRACT)
+            return iron_ir_op_unimplemented(op, "in a cuda region for pred");
+          iron_cuda_text_printf(t, "iop_u8 %s = %s %s %s;\n", dst, a,
+                                op->kind == IRON_OP_ADD ? "|" : "&", b);
+        } else if (fl) {
+          iron_cuda_text_printf(t, "%s %s = %s %s %s;\n", rt.comp, dst, a, sym,
+                                b);
+        } else {  // wrap-around integer arithmetic without UB
+          iron_cuda_text_printf(t, "%s %s = (%s)((iop_u64)%s %s (iop_u64)%s);\n",
+                                rt.comp, dst, rt.comp, a, sym, b);
+        }
+        break;
+      }
+      case IRON_OP_DIVIDE:
+        if (!fl) return iron_ir_op_unimplemented(op, "in a cuda region (int)");
+        iron_cuda_text_printf(t, "%s %s = %s / %s;\n", rt.comp, dst, a, b);
+        break;
+      case IRON_OP_MAXIMUM:
+      case IRON_OP_MINIMUM: {
+        const char *f = fl ? (op->kind == IRON_OP_MAXIMUM ? "iop_fmax" : "iop_fmin")
+                           : (op->kind == IRON_OP_MAXIMUM ? "iop_imax" : "iop_imin");
+        iron_cuda_text_printf(t, "%s %s = %s<%s>(%s, %s);\n", rt.comp, dst, f,
+                              rt.comp, a, b);
+        break;
+      }
+      case IRON_OP_AND:
+      case IRON_OP_OR:
+      case IRON_OP_XOR: {
+        if (fl) return iron_ir_op_unimplemented(op, "in a cuda region (float)");
+        const char *sym = op->kind == IRON_OP_AND  ? "&"
+                          : op->kind == IRON_OP_OR ? "|"
+                                                   : "^";
+        iron_cuda_text_printf(t, "%s %s = (%s)(%s %s %s);\n", rt.comp, dst,
+                              rt.comp, a, sym, b);
+        break;
+      }
+      case IRON_OP_NOT:
+        if (fl) return iron_ir_op_unimplemented(op, "in a cuda region (float)");
+        if (rdt == IRON_DTYPE_PRED)
+          iron_cuda_text_printf(t, "iop_u8 %s = !%s;\n", dst, a);
+        else
+          iron_cuda_text_printf(t, "%s %s = (%s)~%s;\n", rt.comp, dst,
+                                rt.comp, a);
+        break;
+      case IRON_OP_NEGATE:
+        if (fl)
+          iron_cuda_text_printf(t, "%s %s = -%s;\n", rt.comp, dst, a);
+        else
+          iron_cuda_text_printf(t, "%s %s = (%s)(0ull - (iop_u64)%s);\n",
+                                rt.comp, dst, rt.comp, a);
+        break;
+      case IRON_OP_ABS:
+        if (fl)
+          iron_cuda_text_printf(t, "%s %s = fabs(%s);\n", rt.comp, dst, a);
+        else
+          iron_cuda_text_printf(t, "%s %s = %s < 0 ? (%s)(0ull - (iop_u64)%s) : %s;\n",
+                                rt.comp, dst, a, rt.comp, a, a);
+        break;
+      case IRON_OP_SELECT:
+        iron_cuda_text_printf(t, "%s %s = %s ? %s : %s;\n", rt.comp, dst, a, b,
+                              c);
+        break;
+      case IRON_OP_COMPARE: {
+        const char *sym =
+            cmp_op(iron_ir_op_enum(op, "comparison_direction", -1));
+        int32_t ctype = iron_ir_op_enum(op, "compare_type", 0);
+        if (!sym) return iron_ir_op_unimplemented(op, "(bad direction)");
+        if (fl && ctype == IRON_CMP_TYPE_TOTALORDER) {
+          // bf16/f16 are exact in float, so the float total order is
+          // theirs.
+          iron_cuda_text_printf(t, "iop_u8 %s = iop_total(%s) %s iop_total(%s);\n",
+                                dst, a, sym, b);
+        } else if (!fl && ctype == IRON_CMP_TYPE_UNSIGNED && ot.is_signed) {
+          iron_cuda_text_printf(t, "iop_u8 %s = (iop_u64)%s %s (iop_u64)%s;\n",
+                                dst, a, sym, b);
+        } else {
+          iron_cuda_text_printf(t, "iop_u8 %s = %s %s %s;\n", dst, a, sym, b);
+        }
+        (void)un;
+        break;
+      }
+      case IRON_OP_CONVERT: {
+        // Float -> integer conversions need XLA's saturation rules: not in
+        // bodies yet.
+        if (fl && !rt.is_float)
+          return iron_ir_op_unimplemented(op, "in a cuda region (float->int)");
+        if (rdt == IRON_DTYPE_PRED)
+          iron_cuda_text_printf(t, "iop_u8 %s = %s != 0;\n", dst, a);
+        else
+          iron_cuda_text_printf(t, "%s %s = (%s)%s;\n", rt.comp, dst, rt.comp,
+                                a);
+        break;
+      }
+      default:
+        return iron_ir_op_unimplemented(op, "in a cuda region");
+    }
+  }
+  for (uint32_t i = 0; i < ret->num_operands; ++i) {
+    if (!value_name(blk, ret->operands[i], a, sizeof(a)))
+      return IRON_ERR(UNIMPLEMENTED, "cuda region: returns an outer value");
+    iron_cuda_text_printf(t, "*r%u = %s;\n", i, a);
+  }
+  iron_cuda_text_printf(t, "}\n");
+  return IRON_OK;
+}

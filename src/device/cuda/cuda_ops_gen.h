@@ -1,0 +1,197 @@
+// Generators of CUDA C text for the CUDA device's non-element-wise kernels
+// (dot packing, reductions, gather/scatter, rng, sort). Pure functions of
+// shapes, dtypes and region IR: they never touch a GPU, so a GPU-free test
+// (tests/c/test_cuda_ops_codegen.c) compiles every generated source with
+// NVRTC. The kernel glue (cuda_dot.c, cuda_reduce.c, ...) requests the text
+// with iron_cuda_function_request at prepare time and launches at run time.
+//
+// Every generated translation unit is self-contained: it starts with
+// iron_cuda_ops_prelude() (our own iop_* helpers and typedefs, no CUDA
+// headers), so these generators do not depend on the element-wise prelude.
+#ifndef IRON_DEVICE_CUDA_CUDA_OPS_GEN_H_
+#define IRON_DEVICE_CUDA_CUDA_OPS_GEN_H_
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/dtype.h"
+#include "base/status.h"
+#include "ir/ir.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+// A growable text buffer. Appending never fails; an allocation failure is
+// remembered and reported by iron_cuda_text_finish.
+typedef struct iron_cuda_text {
+  char *s;
+  size_t len, cap;
+  int oom;
+} iron_cuda_text_t;
+void iron_cuda_text_init(iron_cuda_text_t *t);
+void iron_cuda_text_printf(iron_cuda_text_t *t, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+// On success *out_text is the malloc'ed text and the buffer is reset; on
+// failure the buffer is freed.
+iron_status_t iron_cuda_text_finish(iron_cuda_text_t *t, char **out_text);
+void iron_cuda_text_free(iron_cuda_text_t *t);
+
+// Typedefs (iop_s8 ... iop_u64, iop_c64, iop_c128), f16/bf16 <-> f32
+// conversions bit-exact with src/base/half.h, XLA:CPU max/min for floats.
+const char *iron_cuda_ops_prelude(void);
+
+// How generated code holds one dtype: `store` is the element type in
+// memory, `comp` the type arithmetic runs in, `ld`/`st` the conversion
+// functions between them ("" when the same type). NULL store: the dtype is
+// not supported by these generators.
+typedef struct iron_cuda_gen_type {
+  const char *store, *comp, *ld, *st;
+  bool is_float;    // f16, bf16, f32, f64
+  bool is_complex;  // c64, c128
+  bool is_signed;   // signed integers
+} iron_cuda_gen_type_t;
+iron_cuda_gen_type_t iron_cuda_gen_type(iron_dtype_t dt);
+
+// --- dot_general ------------------------------------------------------------
+
+// Packs a strided view into a dense row-major array, converting the dtype:
+// dst[i] (row-major over dims[0..rank)) = convert(src[sum idx_d *
+// src_strides[d]]). Kernel `name(const S *src, D *dst)`, 1-D grid of
+// 256-thread blocks, grid-stride loop over the product of dims.
+// real -> complex conversions set the imaginary part to 0; complex -> real
+// is refused.
+iron_status_t iron_cuda_gen_pack(const char *name, iron_dtype_t src_dt,
+                                 iron_dtype_t dst_dt, int32_t rank,
+                                 const int64_t *dims,
+                                 const int64_t *src_strides, char **out_src);
+
+// Integer (and pred) batched matmul: out[b,m,n] = sum_k lhs[b,m,k] *
+// rhs[b,k,n] computed in wrapping 64-bit arithmetic, stored as the low bits
+// of out_dt (pred: != 0). Operands are read through strides (bs, rs, cs),
+// the output is dense. Kernel `name(const L *lhs, const R *rhs, O *out)`,
+// 16x16 shared-memory tiles: grid (ceil(n/16), ceil(m/16), batch), block
+// 256.
+iron_status_t iron_cuda_gen_dot_int(const char *name, iron_dtype_t lhs_dt,
+                                    iron_dtype_t rhs_dt, iron_dtype_t out_dt,
+                                    int64_t batch, int64_t m, int64_t n,
+                                    int64_t k, const int64_t lhs_strides[3],
+                                    const int64_t rhs_strides[3],
+                                    char **out_src);
+
+// --- reduce -----------------------------------------------------------------
+
+// Reduction of `num` operands of the same dims (each with its init value,
+// a rank-0 device tensor) over the dims flagged in `reduced`; results are
+// the kept dims in order, row-major. Kernel `name(const S0 *in0, ...,
+// const S0 *init0, ..., S0 *out0, ...)`: the body is generated from the
+// region (iron_cuda_gen_region_fn) and folded as XLA does (init first).
+// Three shapes, chosen from the layout: one warp or one block per output
+// (shuffle trees) when the innermost dim is reduced, one thread per output
+// (coalesced across the kept inner dim) otherwise. Launch: *out_grid blocks
+// of *out_block threads, no dynamic shared memory.
+iron_status_t iron_cuda_gen_reduce(const char *name, int32_t rank,
+                                   const int64_t *dims, const bool *reduced,
+                                   uint32_t num, const iron_dtype_t *dtypes,
+                                   const iron_ir_region_t *body,
+                                   char **out_src, unsigned *out_grid,
+                                   unsigned *out_block);
+
+// A region as a __device__ function `fname(const A0 a0, ..., R0 *r0, ...)`
+// in comp types (see iron_cuda_gen_type), appended to `t`. Supports the
+// element-wise ops bodies use (arith, compare, select, and/or/xor/not,
+// max/min, convert, constant, return). UNIMPLEMENTED naming the op
+// otherwise.
+iron_status_t iron_cuda_gen_region_fn(iron_cuda_text_t *t, const char *fname,
+                                      const iron_ir_region_t *region);
+
+// --- gather / scatter -------------------------------------------------------
+
+// Index points (the index tensor's dims without index_vector_dim) and the
+// window box, as the host's gather.c/scatter_kernel.c plan them ("small" is
+// the gather result or the scatter updates; box a = operand, b = small).
+typedef struct iron_cuda_gs_plan {
+  iron_dtype_t dtype, idx_dtype;
+  int32_t nbatch;
+  int64_t bdims[IRON_MAX_RANK];
+  int64_t b_idx_stride[IRON_MAX_RANK];
+  int64_t b_small_stride[IRON_MAX_RANK];
+  int64_t b_op_stride[IRON_MAX_RANK];  // non-zero for batching dims
+  int64_t b_op_dim[IRON_MAX_RANK];     // operand size of a batching dim
+  int64_t num_points;
+  int32_t nstart;
+  int64_t idx_vec_stride;
+  int64_t start_op_stride[IRON_MAX_RANK];
+  int64_t start_max[IRON_MAX_RANK];
+  int32_t box_rank;
+  int64_t box_size[IRON_MAX_RANK];
+  int64_t box_a_stride[IRON_MAX_RANK];
+  int64_t box_b_stride[IRON_MAX_RANK];
+  int64_t box_count;
+  int64_t op_count, small_count;
+  // Scatter: an indexed operand dim has a window wider than 1, so windows
+  // of different points may partially overlap.
+  bool overlap;
+} iron_cuda_gs_plan_t;
+
+// Plans a stablehlo.gather / single-operand stablehlo.scatter (validating
+// dimension numbers as the host does).
+iron_status_t iron_cuda_gather_plan(const iron_ir_op_t *op,
+                                    iron_cuda_gs_plan_t *out_plan);
+iron_status_t iron_cuda_scatter_plan(const iron_ir_op_t *op,
+                                     iron_cuda_gs_plan_t *out_plan);
+
+// Gather with XLA's start index clamping. Kernel `name(const T *operand,
+// const I *indices, T *out)`, one thread per output element, 1-D grid of
+// 256-thread blocks (grid-stride; iron_cuda_ops_grid of the output count).
+iron_status_t iron_cuda_gen_gather(const char *name,
+                                   const iron_cuda_gs_plan_t *g,
+                                   char **out_src);
+
+// The update body of a scatter: `return update` (SET), a single-op body of
+// the two arguments, or anything else (GENERIC, from the region IR).
+typedef enum iron_cuda_scatter_op {
+  IRON_CUDA_SCATTER_GENERIC = 0,
+  IRON_CUDA_SCATTER_SET,
+  IRON_CUDA_SCATTER_ADD,
+  IRON_CUDA_SCATTER_MUL,
+  IRON_CUDA_SCATTER_MAX,
+  IRON_CUDA_SCATTER_MIN,
+  IRON_CUDA_SCATTER_OR,
+  IRON_CUDA_SCATTER_AND,
+} iron_cuda_scatter_op_t;
+iron_cuda_scatter_op_t iron_cuda_scatter_classify(const iron_ir_region_t *b);
+
+// Scatter into `result` (already a copy of the operand). Windows not fully
+// in bounds are skipped (XLA). Commutative single-op bodies run one thread
+// per update element with atomics (CAS loops where no native atomic
+// exists); SET and GENERIC bodies keep XLA:CPU's order (points in order,
+// the last duplicate wins) by giving each thread one window element and
+// looping over the points, unless `unique_indices` makes them parallel.
+// Kernel `name(T *result, const I *indices, const T *updates)`; launch
+// *out_grid blocks of 256 threads.
+iron_status_t iron_cuda_gen_scatter(const char *name,
+                                    const iron_cuda_gs_plan_t *s,
+                                    iron_cuda_scatter_op_t op,
+                                    const iron_ir_region_t *body,
+                                    bool unique_indices, char **out_src,
+                                    unsigned *out_grid);
+
+// --- rng_bit_generator ------------------------------------------------------
+
+// Bit-exact with src/device/host/rng.c. `algorithm` IRON_RNG_*; `state_words`
+// u64 words of state in and out (2 for THREE_FRY, 2 or 3 for PHILOX);
+// `count` output elements of `out_dt` (1, 2, 4 or 8 bytes). Kernel
+// `name(const uint64 *state_in, uint64 *state_out, T *out)`; *out_grid
+// blocks of 256 threads.
+iron_status_t iron_cuda_gen_rng(const char *name, int32_t algorithm,
+                                int64_t state_words, iron_dtype_t out_dt,
+                                int64_t count, char **out_src,
+                                unsigned *out_grid);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif  // IRON_DEVICE_CUDA_CUDA_OPS_GEN_H_

@@ -1,0 +1,26 @@
+// Registration hooks and helpers shared by the CUDA op kernel files
+// (cuda_dot.c, cuda_reduce.c, cuda_gather.c, cuda_rng.c); cuda_ops.c calls
+// every hook from iron_cuda_register_ops.
+#ifndef IRON_DEVICE_CUDA_CUDA_OPS_INTERNAL_H_
+#define IRON_DEVICE_CUDA_CUDA_OPS_INTERNAL_H_
+
+#include "device/cuda/cuda_device.h"
+
+void iron_cuda_register_dot(iron_cuda_kernel_table_t table);
+void iron_cuda_register_reduce(iron_cuda_kernel_table_t table);
+void iron_cuda_register_gather(iron_cuda_kernel_table_t table);
+void iron_cuda_register_rng(iron_cuda_kernel_table_t table);
+
+// A cublasStatus_t as a status naming the call (INTERNAL unless 0).
+iron_status_t iron_cuda_lt_status(cublasStatus_t s, const char *what);
+
+// Blocks of 256 threads covering `count` elements with a grid-stride loop
+// (at least 1, at most 2^20 blocks).
+static inline unsigned iron_cuda_ops_grid(int64_t count) {
+  int64_t g = (count + 255) / 256;
+  if (g < 1) g = 1;
+  if (g > (1 << 20)) g = 1 << 20;
+  return (unsigned)g;
+}
+
+#endif  // IRON_DEVICE_CUDA_CUDA_OPS_INTERNAL_H_

@@ -1,0 +1,99 @@
+// stablehlo.reduce on the CUDA device: one generated kernel per op
+// (cuda_gen_reduce.c), body translated from the region IR.
+#include <stdlib.h>
+#include <string.h>
+
+#include "device/cuda/cuda_compile.h"
+#include "device/cuda/cuda_ops_gen.h"
+#include "device/cuda/cuda_ops_internal.h"
+
+typedef struct reduce_params {
+  uint32_t num;
+  iron_cuda_function_t *fn;
+  unsigned grid, block;
+  bool empty;  // no output elements
+} reduce_params_t;
+
+static iron_status_t reduce_prepare_on(iron_device_t *base,
+                                       const iron_ir_op_t *op,
+                                       iron_host_region_t *const *regions,
+                                       void **out_params) {
+  iron_cuda_device_t *dev = iron_cuda_device_cast(base);
+  if (op->num_operands == 0 || op->num_operands % 2 ||
+      op->num_results != op->num_operands / 2 || op->num_regions != 1)
+    return IRON_ERR(INVALID_ARGUMENT, "%s: bad operand/result counts",
+                    op->name);
+  uint32_t num = op->num_results;
+  if (num > 8) return iron_ir_op_unimplemented(op, "on cuda for %u operands", num);
+  const iron_ir_type_t *in0 = op->operands[0]->type;
+  iron_dtype_t dts[8];
+  for (uint32_t i = 0; i < num; ++i) {
+    const iron_ir_type_t *t = op->operands[i]->type;
+    if (!t || t->kind != IRON_TYPE_TENSOR || !iron_ir_type_is_static(t) ||
+        t->rank != in0->rank || memcmp(t->dims, in0->dims,
+                                       sizeof(int64_t) * (size_t)t->rank))
+      return iron_ir_op_unimplemented(op, "on cuda for these operand types");
+    dts[i] = t->dtype;
+    if (op->operands[num + i]->type->dtype != dts[i] ||
+        op->results[i].type->dtype != dts[i])
+      return iron_ir_op_unimplemented(op, "on cuda with mixed init dtypes");
+  }
+  int64_t rd[IRON_MAX_RANK];
+  uint32_t nrd = 0;
+  IRON_RETURN_IF_ERROR_PLAIN(
+      iron_ir_op_i64_list(op, "dimensions", rd, IRON_MAX_RANK, &nrd));
+  bool reduced[IRON_MAX_RANK] = {false};
+  for (uint32_t i = 0; i < nrd; ++i) {
+    if (rd[i] < 0 || rd[i] >= in0->rank || reduced[rd[i]])
+      return IRON_ERR(INVALID_ARGUMENT, "%s: bad dimensions", op->name);
+    reduced[rd[i]] = true;
+  }
+  const iron_ir_region_t *body =
+      regions && regions[0] ? iron_host_region_ir(regions[0]) : &op->regions[0];
+  reduce_params_t *p = calloc(1, sizeof(*p));
+  if (!p) return IRON_ERR(RESOURCE_EXHAUSTED, "out of memory for params");
+  p->num = num;
+  p->empty = iron_ir_type_num_elements(op->results[0].type) == 0;
+  char *src = NULL;
+  iron_status_t st = iron_cuda_gen_reduce("iron_reduce", in0->rank, in0->dims,
+                                          reduced, num, dts, body, &src,
+                                          &p->grid, &p->block);
+  if (st) {
+    free(p);
+    // Name the op: the generator's message says which part is missing.
+    iron_status_t u = iron_ir_op_unimplemented(op, "on cuda: %s",
+                                               iron_status_message(st));
+    iron_status_free(st);
+    return u;
+  }
+  st = iron_cuda_function_request(dev, src, "iron_reduce", &p->fn);
+  free(src);
+  if (st) {
+    free(p);
+    return st;
+  }
+  *out_params = p;
+  return IRON_OK;
+}
+
+static iron_status_t reduce_run(const iron_host_ctx_t *ctx, const void *params,
+                                const iron_tensor_t *const *inputs,
+                                iron_tensor_t *const *outputs) {
+  const reduce_params_t *p = params;
+  if (p->empty) return IRON_OK;
+  iron_cuda_device_t *dev = iron_cuda_device_cast(ctx->dev);
+  void *ptrs[24];
+  void *args[24];
+  for (uint32_t i = 0; i < 2 * p->num; ++i) ptrs[i] = inputs[i]->data;
+  for (uint32_t i = 0; i < p->num; ++i) ptrs[2 * p->num + i] = outputs[i]->data;
+  for (uint32_t i = 0; i < 3 * p->num; ++i) args[i] = &ptrs[i];
+  return iron_cuda_launch(dev, p->fn, p->grid, 1, 1, p->block, 0, args);
+}
+
+static const iron_host_kernel_t kReduce = {.name = "cuda_reduce",
+                                           .run = reduce_run,
+                                           .prepare_on = reduce_prepare_on};
+
+void iron_cuda_register_reduce(iron_cuda_kernel_table_t table) {
+  table[IRON_OP_REDUCE] = &kReduce;
+}

@@ -1,0 +1,595 @@
+// GPU-free test of the CUDA op generators (src/device/cuda/cuda_ops_gen*.c):
+// every generated source of a representative set (dot pack/transposes and
+// integer matmul, each reduce variant, gather/scatter, rng) is compiled by
+// NVRTC to an sm_90a CUBIN. NVRTC runs without a GPU; the test loads it
+// itself (dlopen) so it needs nothing but libnvrtc.
+#include <dlfcn.h>
+#include <pthread.h>
+
+#include "device/cuda/cuda_ops_gen.h"
+#include "host_test_ops.h"
+#include "test.h"
+
+typedef int (*nvrtc_create_t)(void **, const char *, const char *, int,
+                              const char *const *, const char *const *);
+typedef int (*nvrtc_compile_t)(void *, int, const char *const *);
+typedef int (*nvrtc_size_t)(void *, size_t *);
+typedef int (*nvrtc_log_t)(void *, char *);
+typedef int (*nvrtc_destroy_t)(void **);
+
+static struct {
+  void *lib;
+  nvrtc_create_t create;
+  nvrtc_compile_t compile;
+  nvrtc_size_t log_size, cubin_size;
+  nvrtc_log_t log;
+  nvrtc_destroy_t destroy;
+} g_nvrtc;
+
+static bool nvrtc_load(void) {
+  const char *names[] = {"libnvrtc.so", "libnvrtc.so.13", "libnvrtc.so.12",
+                         "/usr/local/cuda/lib64/libnvrtc.so"};
+  for (size_t i = 0; i < sizeof(names) / sizeof(names[0]) && !g_nvrtc.lib;
+       ++i)
+    g_nvrtc.lib = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
+  if (!g_nvrtc.lib) return false;
+  g_nvrtc.create = (nvrtc_create_t)dlsym(g_nvrtc.lib, "nvrtcCreateProgram");
+  g_nvrtc.compile = (nvrtc_compile_t)dlsym(g_nvrtc.lib, "nvrtcCompileProgram");
+  g_nvrtc.log_size = (nvrtc_size_t)dlsym(g_nvrtc.lib, "nvrtcGetProgramLogSize");
+  g_nvrtc.log = (nvrtc_log_t)dlsym(g_nvrtc.lib, "nvrtcGetProgramLog");
+  g_nvrtc.cubin_size = (nvrtc_size_t)dlsym(g_nvrtc.lib, "nvrtcGetCUBINSize");
+  g_nvrtc.destroy = (nvrtc_destroy_t)dlsym(g_nvrtc.lib, "nvrtcDestroyProgram");
+  return g_nvrtc.create && g_nvrtc.compile && g_nvrtc.log_size &&
+         g_nvrtc.log && g_nvrtc.cubin_size && g_nvrtc.destroy;
+}
+
+// Sources are collected and compiled at the end on two threads (CI has two
+// cores; NVRTC takes ~0.3 s per source).
+#define MAX_SOURCES 128
+static struct {
+  char *src;
+  char name[96];
+  bool ok;
+} g_src[MAX_SOURCES];
+static int g_nsrc;
+static int g_next;
+static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
+
+// NVRTC's start-up cost dominates small programs, so sources are compiled
+// in groups of GROUP, each wrapped in its own namespace (the kernels'
+// extern "C" names are unique).
+#define GROUP 8
+
+static void compile_one(int unit) {
+  int lo = unit * GROUP, hi = lo + GROUP < g_nsrc ? lo + GROUP : g_nsrc;
+  size_t len = 1;
+  for (int i = lo; i < hi; ++i) len += strlen(g_src[i].src) + 64;
+  char *text = malloc(len);
+  if (!text) return;
+  size_t at = 0;
+  for (int i = lo; i < hi; ++i)
+    at += (size_t)snprintf(text + at, len - at, "namespace u%d {\n%s\n}\n", i,
+                           g_src[i].src);
+  void *prog = NULL;
+  if (g_nvrtc.create(&prog, text, g_src[lo].name, 0, NULL, NULL)) {
+    fprintf(stderr, "nvrtcCreateProgram failed for %s\n", g_src[lo].name);
+    free(text);
+    return;
+  }
+  const char *opts[] = {"--gpu-architecture=sm_90a", "-std=c++17"};
+  int r = g_nvrtc.compile(prog, 2, opts);
+  size_t cubin = 0;
+  if (r == 0) g_nvrtc.cubin_size(prog, &cubin);
+  if (r != 0 || cubin == 0) {
+    size_t n = 0;
+    g_nvrtc.log_size(prog, &n);
+    char *log = calloc(n + 1, 1);
+    if (log) g_nvrtc.log(prog, log);
+    pthread_mutex_lock(&g_mu);
+    fprintf(stderr, "NVRTC failed for the group of %s .. %s:\n%s\n",
+            g_src[lo].name, g_src[hi - 1].name, log ? log : "");
+    if (getenv("DUMP")) fprintf(stderr, "--- source ---\n%s\n", text);
+    pthread_mutex_unlock(&g_mu);
+    free(log);
+  } else {
+    for (int i = lo; i < hi; ++i) {
+      g_src[i].ok = true;
+      if (getenv("DUMP") && strstr(g_src[i].name, getenv("DUMP")))
+        printf("%s\n", g_src[i].src);
+    }
+  }
+  g_nvrtc.destroy(&prog);
+  free(text);
+}
+
+static void *compile_worker(void *arg) {
+  (void)arg;
+  for (;;) {
+    pthread_mutex_lock(&g_mu);
+    int i = g_next++;
+    pthread_mutex_unlock(&g_mu);
+    if (i * GROUP >= g_nsrc) return NULL;
+    compile_one(i);
+  }
+}
+
+// Takes ownership of src (NULL when generation failed: a failure).
+static void add_source(const char *name, iron_status_t st, char *src) {
+  CHECK_OK(st);
+  if (st || !src) return;
+  CHECK(g_nsrc < MAX_SOURCES);
+  if (g_nsrc >= MAX_SOURCES) {
+    free(src);
+    return;
+  }
+  g_src[g_nsrc].src = src;
+  snprintf(g_src[g_nsrc].name, sizeof(g_src[g_nsrc].name), "%s.cu", name);
+  ++g_nsrc;
+}
+
+// --- dot -------------------------------------------------------------------
+
+static void test_dot_sources(void) {
+  char *src = NULL;
+  // Transposed [B, M, K] gather of a [K, B, M] operand (f32 -> f32).
+  int64_t dims3[3] = {4, 5, 6}, strides3[3] = {6, 1, 20};
+  { iron_status_t st_ = iron_cuda_gen_pack("pack_f32", IRON_DTYPE_F32,
+                                            IRON_DTYPE_F32, 3, dims3,
+                                            strides3, &src); add_source("pack_f32", st_, src); }
+  // Conversions the dot glue uses: bf16/f16/ints -> f32, f32 -> bf16/f16
+  // (result rounding), f32 -> f64, real -> complex.
+  const iron_dtype_t conv[][2] = {
+      {IRON_DTYPE_BF16, IRON_DTYPE_F32}, {IRON_DTYPE_F16, IRON_DTYPE_F32},
+      {IRON_DTYPE_S8, IRON_DTYPE_F32},   {IRON_DTYPE_F32, IRON_DTYPE_BF16},
+      {IRON_DTYPE_F32, IRON_DTYPE_F16},  {IRON_DTYPE_F32, IRON_DTYPE_F64},
+      {IRON_DTYPE_F32, IRON_DTYPE_C64},  {IRON_DTYPE_C128, IRON_DTYPE_C128},
+      {IRON_DTYPE_U64, IRON_DTYPE_F64},  {IRON_DTYPE_PRED, IRON_DTYPE_F32},
+  };
+  for (size_t i = 0; i < sizeof(conv) / sizeof(conv[0]); ++i) {
+    char name[64];
+    snprintf(name, sizeof(name), "pack_%s_%s", iron_dtype_name(conv[i][0]),
+             iron_dtype_name(conv[i][1]));
+    for (char *c = name; *c; ++c)
+      if (!((*c >= 'a' && *c <= 'z') || (*c >= '0' && *c <= '9'))) *c = '_';
+    src = NULL;
+    int64_t d2[2] = {7, 9}, s2[2] = {1, 7};
+    { iron_status_t st_ = iron_cuda_gen_pack(name, conv[i][0], conv[i][1], 2, d2,
+                                        s2, &src); add_source(name, st_, src); }
+  }
+  // complex -> real is refused.
+  src = NULL;
+  int64_t d1[1] = {3}, s1[1] = {1};
+  iron_status_t st = iron_cuda_gen_pack("x", IRON_DTYPE_C64, IRON_DTYPE_F32,
+                                        1, d1, s1, &src);
+  CHECK(st != IRON_OK);
+  iron_status_free(st);
+  // Integer matmuls.
+  int64_t ls[3] = {35, 7, 1}, rs[3] = {21, 1, 7};
+  src = NULL;
+  { iron_status_t st_ = iron_cuda_gen_dot_int("dot_s32", IRON_DTYPE_S32,
+                                              IRON_DTYPE_S32, IRON_DTYPE_S32,
+                                              2, 5, 3, 7, ls, rs, &src); add_source("dot_s32", st_, src); }
+  src = NULL;
+  { iron_status_t st_ = iron_cuda_gen_dot_int("dot_s8_s32", IRON_DTYPE_S8, IRON_DTYPE_S8,
+                                   IRON_DTYPE_S32, 2, 5, 3, 7, ls, rs, &src); add_source("dot_s8_s32", st_, src); }
+  src = NULL;
+  { iron_status_t st_ = iron_cuda_gen_dot_int("dot_pred", IRON_DTYPE_PRED,
+                                   IRON_DTYPE_PRED, IRON_DTYPE_PRED, 2, 5, 3,
+                                   7, ls, rs, &src); add_source("dot_pred", st_, src); }
+}
+
+
+// --- region builder ----------------------------------------------------------
+
+// A one-block region built by hand: arguments, scalar ops, return.
+#define RB_MAX 24
+typedef struct rb {
+  iron_ir_region_t region;
+  iron_ir_block_t block;
+  iron_ir_value_t args[8];
+  iron_ir_type_t types[RB_MAX + 8];
+  int ntypes;
+  iron_ir_op_t ops[RB_MAX];
+  iron_ir_op_t *op_ptrs[RB_MAX];
+  iron_ir_value_t results[RB_MAX];
+  iron_ir_value_t *operands[RB_MAX][8];
+  iron_ir_attr_t attrs[RB_MAX][2];
+  iron_ir_named_attr_t named[RB_MAX][2];
+  iron_ir_type_t attr_types[RB_MAX];
+  int64_t consts[RB_MAX];
+} rb_t;
+
+static rb_t *rb_new(void) {
+  rb_t *b = calloc(1, sizeof(*b));
+  b->block.args = b->args;
+  b->block.ops = b->op_ptrs;
+  b->block.parent = &b->region;
+  b->region.num_blocks = 1;
+  b->region.blocks = &b->block;
+  return b;
+}
+
+static const iron_ir_type_t *rb_type(rb_t *b, iron_dtype_t dt) {
+  iron_ir_type_t *t = &b->types[b->ntypes++];
+  ht_type(t, dt, 0, NULL);
+  return t;
+}
+
+static iron_ir_value_t *rb_arg(rb_t *b, iron_dtype_t dt) {
+  uint32_t i = b->block.num_args++;
+  b->args[i].type = rb_type(b, dt);
+  b->args[i].def_block = &b->block;
+  b->args[i].index = i;
+  return &b->args[i];
+}
+
+static iron_ir_op_t *rb_op_n(rb_t *b, iron_op_kind_t kind, iron_dtype_t rdt,
+                             int n, iron_ir_value_t *const *vals) {
+  uint32_t i = b->block.num_ops++;
+  iron_ir_op_t *op = &b->ops[i];
+  op->kind = kind;
+  op->name = iron_op_kind_name(kind);
+  op->num_operands = (uint32_t)n;
+  op->operands = b->operands[i];
+  for (int k = 0; k < n; ++k) b->operands[i][k] = vals[k];
+  if (kind != IRON_OP_RETURN) {
+    op->num_results = 1;
+    op->results = &b->results[i];
+    b->results[i].type = rb_type(b, rdt);
+    b->results[i].def_op = op;
+  }
+  op->attrs = b->named[i];
+  op->parent = &b->block;
+  b->op_ptrs[i] = op;
+  return op;
+}
+
+static iron_ir_value_t *rb_op(rb_t *b, iron_op_kind_t kind, iron_dtype_t rdt,
+                              iron_ir_value_t *x, iron_ir_value_t *y,
+                              iron_ir_value_t *z) {
+  iron_ir_value_t *v[3] = {x, y, z};
+  int n = z ? 3 : y ? 2 : 1;
+  return rb_op_n(b, kind, rdt, n, v)->results;
+}
+
+static iron_ir_value_t *rb_cmp(rb_t *b, int32_t dir, int32_t type,
+                               iron_ir_value_t *x, iron_ir_value_t *y) {
+  iron_ir_value_t *v[2] = {x, y};
+  iron_ir_op_t *op = rb_op_n(b, IRON_OP_COMPARE, IRON_DTYPE_PRED, 2, v);
+  uint32_t i = b->block.num_ops - 1;
+  b->attrs[i][0].kind = IRON_ATTR_ENUM;
+  b->attrs[i][0].enumv.kind = IRON_ENUM_COMPARISON_DIRECTION;
+  b->attrs[i][0].enumv.value = dir;
+  b->attrs[i][1].kind = IRON_ATTR_ENUM;
+  b->attrs[i][1].enumv.kind = IRON_ENUM_COMPARISON_TYPE;
+  b->attrs[i][1].enumv.value = type;
+  b->named[i][0].name = "comparison_direction";
+  b->named[i][0].value = &b->attrs[i][0];
+  b->named[i][1].name = "compare_type";
+  b->named[i][1].value = &b->attrs[i][1];
+  op->num_attrs = 2;
+  return op->results;
+}
+
+static iron_ir_value_t *rb_const_i64(rb_t *b, iron_dtype_t dt, int64_t v) {
+  iron_ir_op_t *op = rb_op_n(b, IRON_OP_CONSTANT, dt, 0, NULL);
+  uint32_t i = b->block.num_ops - 1;
+  b->consts[i] = v;
+  ht_type(&b->attr_types[i], dt, 0, NULL);
+  b->attrs[i][0].kind = IRON_ATTR_DENSE;
+  b->attrs[i][0].dense.type = &b->attr_types[i];
+  b->attrs[i][0].dense.data = &b->consts[i];
+  b->attrs[i][0].dense.size = iron_dtype_size(dt);
+  b->named[i][0].name = "value";
+  b->named[i][0].value = &b->attrs[i][0];
+  op->num_attrs = 1;
+  return op->results;
+}
+
+static void rb_return(rb_t *b, int n, iron_ir_value_t *const *vals) {
+  rb_op_n(b, IRON_OP_RETURN, IRON_DTYPE_INVALID, n, vals);
+}
+
+// return op(a0, a1)
+static rb_t *rb_binary(iron_op_kind_t kind, iron_dtype_t dt) {
+  rb_t *b = rb_new();
+  iron_ir_value_t *x = rb_arg(b, dt), *y = rb_arg(b, dt);
+  iron_ir_value_t *r = rb_op(b, kind, dt, x, y, NULL);
+  rb_return(b, 1, &r);
+  return b;
+}
+
+// jnp.argmax's body: (value, index) pairs; NaN wins, ties take the lower
+// index.
+static rb_t *rb_argmax(iron_dtype_t vdt, iron_dtype_t idt) {
+  rb_t *b = rb_new();
+  iron_ir_value_t *av = rb_arg(b, vdt), *ai = rb_arg(b, idt);
+  iron_ir_value_t *bv = rb_arg(b, vdt), *bi = rb_arg(b, idt);
+  iron_ir_value_t *gt = rb_cmp(b, IRON_CMP_GT, IRON_CMP_TYPE_FLOAT, av, bv);
+  iron_ir_value_t *nan = rb_cmp(b, IRON_CMP_NE, IRON_CMP_TYPE_FLOAT, av, av);
+  iron_ir_value_t *pick = rb_op(b, IRON_OP_OR, IRON_DTYPE_PRED, gt, nan, NULL);
+  iron_ir_value_t *eq = rb_cmp(b, IRON_CMP_EQ, IRON_CMP_TYPE_FLOAT, av, bv);
+  iron_ir_value_t *lt = rb_cmp(b, IRON_CMP_LT, IRON_CMP_TYPE_SIGNED, ai, bi);
+  iron_ir_value_t *tie = rb_op(b, IRON_OP_AND, IRON_DTYPE_PRED, eq, lt, NULL);
+  iron_ir_value_t *v = rb_op(b, IRON_OP_SELECT, vdt, pick, av, bv);
+  iron_ir_value_t *pi = rb_op(b, IRON_OP_OR, IRON_DTYPE_PRED, pick, tie, NULL);
+  iron_ir_value_t *i = rb_op(b, IRON_OP_SELECT, idt, pi, ai, bi);
+  iron_ir_value_t *one = rb_const_i64(b, idt, 1);
+  iron_ir_value_t *unused = rb_op(b, IRON_OP_ADD, idt, i, one, NULL);
+  (void)unused;
+  iron_ir_value_t *rets[2] = {v, i};
+  rb_return(b, 2, rets);
+  return b;
+}
+
+// --- reduce ------------------------------------------------------------------
+
+static void add_reduce(const char *name, int32_t rank, const int64_t *dims,
+                       const bool *reduced, uint32_t num,
+                       const iron_dtype_t *dts, rb_t *body) {
+  char *src = NULL;
+  unsigned grid = 0, block = 0;
+  iron_status_t st = iron_cuda_gen_reduce(name, rank, dims, reduced, num, dts,
+                                          &body->region, &src, &grid, &block);
+  add_source(name, st, src);
+  CHECK(st || (grid >= 1 && block == 256));
+  free(body);
+}
+
+static void test_reduce_sources(void) {
+  const iron_op_kind_t kinds[] = {IRON_OP_ADD, IRON_OP_MULTIPLY,
+                                  IRON_OP_MAXIMUM, IRON_OP_MINIMUM};
+  const iron_dtype_t fdts[] = {IRON_DTYPE_F32, IRON_DTYPE_BF16,
+                               IRON_DTYPE_F16, IRON_DTYPE_F64, IRON_DTYPE_S32,
+                               IRON_DTYPE_U8, IRON_DTYPE_S64};
+  // Every single-op body over the layouts: warp rows, block rows, columns
+  // (thread per output), non-adjacent dims, everything.
+  int64_t d3[3] = {64, 33, 300};
+  bool last[3] = {false, false, true}, mid[3] = {false, true, false},
+       outer_inner[3] = {true, false, true}, all[3] = {true, true, true};
+  int64_t big[2] = {8, 4096};
+  bool big_row[2] = {false, true};
+  int64_t col[2] = {100000, 3};
+  bool col0[2] = {true, false};
+  int n = 0;
+  for (size_t k = 0; k < sizeof(kinds) / sizeof(kinds[0]); ++k)
+    for (size_t d = 0; d < sizeof(fdts) / sizeof(fdts[0]); ++d) {
+      char name[64];
+      snprintf(name, sizeof(name), "reduce_%d", n);
+      const bool *shapes[4] = {last, mid, outer_inner, all};
+      int which = n % 6;
+      iron_dtype_t dt = fdts[d];
+      if (which < 4)
+        add_reduce(name, 3, d3, shapes[which], 1, &dt, rb_binary(kinds[k], dt));
+      else if (which == 4)
+        add_reduce(name, 2, big, big_row, 1, &dt, rb_binary(kinds[k], dt));
+      else
+        add_reduce(name, 2, col, col0, 1, &dt, rb_binary(kinds[k], dt));
+      ++n;
+    }
+  // Bitwise bodies on pred and ints.
+  const iron_op_kind_t bits[] = {IRON_OP_AND, IRON_OP_OR, IRON_OP_XOR};
+  const iron_dtype_t bdts[] = {IRON_DTYPE_PRED, IRON_DTYPE_U32,
+                               IRON_DTYPE_S16};
+  for (size_t k = 0; k < 3; ++k)
+    for (size_t d = 0; d < 3; ++d) {
+      char name[64];
+      snprintf(name, sizeof(name), "reduce_bits_%zu_%zu", k, d);
+      iron_dtype_t dt = bdts[d];
+      add_reduce(name, 3, d3, k == 0 ? last : k == 1 ? mid : all, 1, &dt,
+                 rb_binary(bits[k], dt));
+    }
+  // Variadic argmax in every mode.
+  iron_dtype_t am[2] = {IRON_DTYPE_F32, IRON_DTYPE_S32};
+  add_reduce("argmax_warp", 3, d3, last, 2, am,
+             rb_argmax(IRON_DTYPE_F32, IRON_DTYPE_S32));
+  add_reduce("argmax_block", 2, big, big_row, 2, am,
+             rb_argmax(IRON_DTYPE_F32, IRON_DTYPE_S32));
+  add_reduce("argmax_thread", 3, d3, mid, 2, am,
+             rb_argmax(IRON_DTYPE_F32, IRON_DTYPE_S32));
+  iron_dtype_t am16[2] = {IRON_DTYPE_BF16, IRON_DTYPE_S64};
+  add_reduce("argmax_bf16", 3, d3, all, 2, am16,
+             rb_argmax(IRON_DTYPE_BF16, IRON_DTYPE_S64));
+  // Empty reduced dims and empty outputs still generate.
+  int64_t e[2] = {0, 5};
+  iron_dtype_t f32 = IRON_DTYPE_F32;
+  add_reduce("reduce_empty_out", 2, e, big_row, 1, &f32,
+             rb_binary(IRON_OP_ADD, f32));
+  add_reduce("reduce_empty_red", 2, e, col0, 1, &f32,
+             rb_binary(IRON_OP_ADD, f32));
+  // Complex reductions are refused by name.
+  char *src = NULL;
+  unsigned g, bl;
+  iron_dtype_t c64 = IRON_DTYPE_C64;
+  rb_t *cb = rb_binary(IRON_OP_ADD, c64);
+  iron_status_t st = iron_cuda_gen_reduce("x", 3, d3, last, 1, &c64,
+                                          &cb->region, &src, &g, &bl);
+  CHECK(st != IRON_OK);
+  iron_status_free(st);
+  free(cb);
+}
+
+
+// --- gather / scatter ----------------------------------------------------------
+
+static void make_gather(ht_op_t *b, iron_dtype_t dt, int orank,
+                        const int64_t *odims, iron_dtype_t idt, int irank,
+                        const int64_t *idims, int rrank, const int64_t *rdims,
+                        int noff, const int64_t *off, int ncol,
+                        const int64_t *col, int nsm, const int64_t *sm,
+                        const int64_t *slice, int64_t ivd, int nbatch,
+                        const int64_t *obatch, const int64_t *ibatch) {
+  ht_init(b, IRON_OP_GATHER);
+  ht_operand(b, dt, orank, odims);
+  ht_operand(b, idt, irank, idims);
+  ht_result(b, dt, rrank, rdims);
+  ht_attr_i64(b, "offset_dims", noff, off);
+  ht_attr_i64(b, "collapsed_slice_dims", ncol, col);
+  ht_attr_i64(b, "start_index_map", nsm, sm);
+  ht_attr_i64(b, "slice_sizes", orank, slice);
+  ht_attr_i64(b, "index_vector_dim", 1, &ivd);
+  ht_attr_i64(b, "operand_batching_dims", nbatch, obatch);
+  ht_attr_i64(b, "start_indices_batching_dims", nbatch, ibatch);
+}
+
+static void add_gather(const char *name, ht_op_t *b) {
+  iron_cuda_gs_plan_t plan;
+  iron_status_t st = iron_cuda_gather_plan(&b->op, &plan);
+  CHECK_OK(st);
+  if (st) return;
+  char *src = NULL;
+  st = iron_cuda_gen_gather(name, &plan, &src);
+  add_source(name, st, src);
+}
+
+static void test_gather_sources(void) {
+  ht_op_t b;
+  // Embedding lookup: [1000, 64][idx [8, 16]] -> [8, 16, 64].
+  int64_t od[2] = {1000, 64}, id[2] = {8, 16}, rd[3] = {8, 16, 64};
+  int64_t off[1] = {2}, col[1] = {0}, sm[1] = {0}, sl[2] = {1, 64};
+  const iron_dtype_t dts[] = {IRON_DTYPE_F32, IRON_DTYPE_BF16, IRON_DTYPE_PRED,
+                              IRON_DTYPE_F64, IRON_DTYPE_C128};
+  const iron_dtype_t idts[] = {IRON_DTYPE_S32, IRON_DTYPE_S64, IRON_DTYPE_U64,
+                               IRON_DTYPE_S4, IRON_DTYPE_U8};
+  for (int i = 0; i < 5; ++i) {
+    make_gather(&b, dts[i], 2, od, idts[i], 2, id, 3, rd, 1, off, 1, col, 1,
+                sm, sl, 2, 0, NULL, NULL);
+    char name[32];
+    snprintf(name, sizeof(name), "gather_embed_%d", i);
+    add_gather(name, &b);
+  }
+  // take_along_axis with batching dims (cross-entropy's label pick):
+  // [32, 100][idx [32, 1]] -> [32].
+  int64_t od2[2] = {32, 100}, id2[2] = {32, 1}, rd2[1] = {32};
+  int64_t col2[1] = {1}, sm2[1] = {1}, sl2[2] = {1, 1}, ob[1] = {0},
+          ib[1] = {0};
+  make_gather(&b, IRON_DTYPE_F32, 2, od2, IRON_DTYPE_S32, 2, id2, 1, rd2, 0,
+              NULL, 1, col2, 1, sm2, sl2, 1, 1, ob, ib);
+  add_gather("gather_batching", &b);
+  // A bad dimension number is an error, not a kernel.
+  int64_t bad_sl[2] = {2, 64};
+  make_gather(&b, IRON_DTYPE_F32, 2, od, IRON_DTYPE_S32, 2, id, 3, rd, 1, off,
+              1, col, 1, sm, bad_sl, 2, 0, NULL, NULL);
+  iron_cuda_gs_plan_t plan;
+  iron_status_t st = iron_cuda_gather_plan(&b.op, &plan);
+  CHECK(st != IRON_OK);
+  iron_status_free(st);
+}
+
+static void make_scatter(ht_op_t *b, iron_dtype_t dt, int orank,
+                         const int64_t *odims, int irank, const int64_t *idims,
+                         int urank, const int64_t *udims, int nuwd,
+                         const int64_t *uwd, int niwd, const int64_t *iwd,
+                         int nsd, const int64_t *sd, int64_t ivd) {
+  ht_init(b, IRON_OP_SCATTER);
+  ht_operand(b, dt, orank, odims);
+  ht_operand(b, IRON_DTYPE_S32, irank, idims);
+  ht_operand(b, dt, urank, udims);
+  ht_result(b, dt, orank, odims);
+  ht_attr_i64(b, "update_window_dims", nuwd, uwd);
+  ht_attr_i64(b, "inserted_window_dims", niwd, iwd);
+  ht_attr_i64(b, "scatter_dims_to_operand_dims", nsd, sd);
+  ht_attr_i64(b, "index_vector_dim", 1, &ivd);
+}
+
+static void add_scatter(const char *name, ht_op_t *b, rb_t *body,
+                        bool unique, bool expect_overlap) {
+  iron_cuda_gs_plan_t plan;
+  iron_status_t st = iron_cuda_scatter_plan(&b->op, &plan);
+  CHECK_OK(st);
+  if (!st) {
+    CHECK(plan.overlap == expect_overlap);
+    char *src = NULL;
+    unsigned grid = 0;
+    iron_cuda_scatter_op_t op = iron_cuda_scatter_classify(&body->region);
+    st = iron_cuda_gen_scatter(name, &plan, op, &body->region, unique, &src,
+                               &grid);
+    add_source(name, st, src);
+    CHECK(st || grid >= 1);
+  }
+  free(body);
+}
+
+// return a1 (scatter "set")
+static rb_t *rb_set(iron_dtype_t dt) {
+  rb_t *b = rb_new();
+  rb_arg(b, dt);
+  iron_ir_value_t *y = rb_arg(b, dt);
+  rb_return(b, 1, &y);
+  return b;
+}
+
+static void test_scatter_sources(void) {
+  ht_op_t b;
+  // Embedding gradient: [1000, 64] += updates [128, 64] at idx [128, 1].
+  int64_t od[2] = {1000, 64}, id[2] = {128, 1}, ud[2] = {128, 64};
+  int64_t uwd[1] = {1}, iwd[1] = {0}, sd[1] = {0};
+  struct {
+    iron_dtype_t dt;
+    iron_op_kind_t kind;
+  } cases[] = {
+      {IRON_DTYPE_F32, IRON_OP_ADD},     {IRON_DTYPE_BF16, IRON_OP_ADD},
+      {IRON_DTYPE_F16, IRON_OP_MAXIMUM}, {IRON_DTYPE_S8, IRON_OP_ADD},
+      {IRON_DTYPE_F64, IRON_OP_ADD},     {IRON_DTYPE_C64, IRON_OP_ADD},
+      {IRON_DTYPE_S64, IRON_OP_MAXIMUM}, {IRON_DTYPE_F32, IRON_OP_MINIMUM},
+      {IRON_DTYPE_PRED, IRON_OP_OR},     {IRON_DTYPE_U16, IRON_OP_MULTIPLY},
+      {IRON_DTYPE_F64, IRON_OP_MULTIPLY}, {IRON_DTYPE_S32, IRON_OP_ADD},
+  };
+  for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); ++i) {
+    char name[32];
+    snprintf(name, sizeof(name), "scatter_%zu", i);
+    make_scatter(&b, cases[i].dt, 2, od, 2, id, 2, ud, 1, uwd, 1, iwd, 1, sd,
+                 1);
+    add_scatter(name, &b, rb_binary(cases[i].kind, cases[i].dt), false, false);
+  }
+  // Set: in order (serial over points) and with unique indices (parallel).
+  make_scatter(&b, IRON_DTYPE_F32, 2, od, 2, id, 2, ud, 1, uwd, 1, iwd, 1, sd,
+               1);
+  add_scatter("scatter_set", &b, rb_set(IRON_DTYPE_F32), false, false);
+  add_scatter("scatter_set_unique", &b, rb_set(IRON_DTYPE_F32), true, false);
+  add_scatter("scatter_set_c128", &b, rb_set(IRON_DTYPE_F32), false, false);
+  // A generic body: argmax-like select on f32.
+  rb_t *g = rb_new();
+  iron_ir_value_t *x = rb_arg(g, IRON_DTYPE_F32), *y = rb_arg(g, IRON_DTYPE_F32);
+  iron_ir_value_t *s = rb_op(g, IRON_OP_SUBTRACT, IRON_DTYPE_F32, x, y, NULL);
+  rb_return(g, 1, &s);
+  add_scatter("scatter_generic", &b, g, false, false);
+  // Overlapping windows: [10] with windows of 2 at 3 points.
+  int64_t od1[1] = {10}, id1[2] = {3, 1}, ud1[2] = {3, 2}, uwd1[1] = {1};
+  make_scatter(&b, IRON_DTYPE_F32, 1, od1, 2, id1, 2, ud1, 1, uwd1, 0, NULL, 1,
+               sd, 1);
+  add_scatter("scatter_overlap", &b, rb_set(IRON_DTYPE_F32), false, true);
+  make_scatter(&b, IRON_DTYPE_S32, 1, od1, 2, id1, 2, ud1, 1, uwd1, 0, NULL, 1,
+               sd, 1);
+  add_scatter("scatter_overlap_add", &b, rb_binary(IRON_OP_ADD, IRON_DTYPE_S32),
+              false, true);
+}
+
+static const iron_test_case_t kTests[] = {
+    {"dot_sources", test_dot_sources},
+    {"reduce_sources", test_reduce_sources},
+    {"gather_sources", test_gather_sources},
+    {"scatter_sources", test_scatter_sources},
+};
+
+int main(void) {
+  if (!nvrtc_load()) {
+    fprintf(stderr, "FAIL: libnvrtc not found (needed by this test)\n");
+    return 1;
+  }
+  for (size_t i = 0; i < sizeof(kTests) / sizeof(kTests[0]); ++i) {
+    iron_test_current_ = kTests[i].name;
+    kTests[i].fn();
+  }
+  iron_test_current_ = "nvrtc";
+  pthread_t th[2];
+  for (int i = 0; i < 2; ++i) pthread_create(&th[i], NULL, compile_worker, NULL);
+  for (int i = 0; i < 2; ++i) pthread_join(th[i], NULL);
+  for (int i = 0; i < g_nsrc; ++i) {
+    CHECK(g_src[i].ok);
+    free(g_src[i].src);
+  }
+  printf("%d sources compiled; %d checks, %d failed\n", g_nsrc,
+         iron_test_checks_, iron_test_failures_);
+  return iron_test_failures_ ? 1 : 0;
+}
