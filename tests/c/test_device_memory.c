@@ -77,16 +77,16 @@ static void fake_thread_enter(iron_device_t *dev) {
 }
 
 static const iron_device_vtable_t kFakeVtable = {
-    /* .kind = */ "fake",
-    /* .destroy = */ fake_destroy,
-    /* .mem_alloc = */ fake_alloc,
-    /* .mem_free = */ fake_free,
-    /* .memcpy = */ fake_memcpy,
-    /* .job_sync = */ fake_job_sync,
-    /* .kernel_lookup = */ fake_lookup,
-    /* .plan_finish = */ NULL,
-    /* .description = */ fake_description,
-    /* .thread_enter = */ fake_thread_enter,
+    .kind = "fake",
+    .destroy = fake_destroy,
+    .mem_alloc = fake_alloc,
+    .mem_free = fake_free,
+    .memcpy = fake_memcpy,
+    .job_sync = fake_job_sync,
+    .kernel_lookup = fake_lookup,
+    .plan_finish = NULL,
+    .description = fake_description,
+    .thread_enter = fake_thread_enter,
 };
 
 static iron_runtime_t *g_rt;
