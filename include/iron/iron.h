@@ -57,6 +57,16 @@ const char *iron_device_kind(const iron_device_t *dev);
 const char *iron_device_description(const iron_device_t *dev);
 // Bytes currently allocated for buffers on the device (for memory stats).
 int64_t iron_device_bytes_in_use(const iron_device_t *dev);
+// Allocation statistics of a device (PJRT_Device_MemoryStats).
+typedef struct iron_device_memory_stats {
+  int64_t bytes_in_use;       // as iron_device_bytes_in_use
+  int64_t peak_bytes_in_use;  // highest bytes_in_use since creation or reset
+  int64_t bytes_limit;        // allocation limit (IRON_HOST_MEMORY_LIMIT); 0: none
+} iron_device_memory_stats_t;
+void iron_device_memory_stats(const iron_device_t *dev,
+                              iron_device_memory_stats_t *out_stats);
+// Restarts the peak at the current bytes in use.
+void iron_device_reset_peak_memory(iron_device_t *dev);
 
 // ---------------------------------------------------------------------------
 // Events: complete once, with OK or an error.

@@ -102,3 +102,19 @@ const char *iron_device_description(const iron_device_t *dev) {
 int64_t iron_device_bytes_in_use(const iron_device_t *dev) {
   return atomic_load(&((iron_device_t *)dev)->bytes_in_use);
 }
+
+void iron_device_memory_stats(const iron_device_t *dev,
+                              iron_device_memory_stats_t *out_stats) {
+  iron_device_t *d = (iron_device_t *)dev;
+  int64_t in_use = atomic_load(&d->bytes_in_use);
+  int64_t peak = atomic_load(&d->peak_bytes_in_use);
+  out_stats->bytes_in_use = in_use;
+  // The peak is raised after the in-use count, so a concurrent allocation
+  // may show in one before the other.
+  out_stats->peak_bytes_in_use = peak > in_use ? peak : in_use;
+  out_stats->bytes_limit = d->memory_limit > 0 ? d->memory_limit : 0;
+}
+
+void iron_device_reset_peak_memory(iron_device_t *dev) {
+  atomic_store(&dev->peak_bytes_in_use, atomic_load(&dev->bytes_in_use));
+}

@@ -84,7 +84,6 @@ static const iron_device_vtable_t kFakeVtable = {
     .memcpy = fake_memcpy,
     .job_sync = fake_job_sync,
     .kernel_lookup = fake_lookup,
-    .plan_finish = NULL,
     .description = fake_description,
     .thread_enter = fake_thread_enter,
 };

@@ -18,12 +18,12 @@ Two lists:
   and some of them (bitcasts) would not even trace.
 ALL_CASES is both lists; names are unique across it.
 
-Deliberately absent (they produce stablehlo.gather/scatter, fft, convolution
-or linalg custom calls, which belong to a later issue): integer-array
+Deliberately absent (they produce stablehlo.gather/scatter, fft or linalg
+custom calls, which belong to a later issue): integer-array
 indexing x[idx], jnp.take, jnp.take_along_axis, .at[idx].set/add with array
 indices, jnp.diagonal/diag (gather), jax.random.permutation/choice of an
 array (x[perm] is a gather; permutation of an integer n is used instead),
-jnp.fft.*, jnp.linalg.*, jnp.convolve/lax.conv*.
+jnp.fft.*, jnp.linalg.*.
 """
 import contextlib
 from dataclasses import dataclass, field
@@ -1424,6 +1424,54 @@ def _(n):
         return acc + jnp.arange(4, dtype=jnp.int64) * i
     return lax.fori_loop(jnp.int64(0), n, body, jnp.zeros(4, jnp.int64)), \
         jnp.linspace(0.0, 1.0, 5, dtype=jnp.float64) * n
+
+
+# ------------------------------------------------------------ convolution
+
+def cnn_args(rng):
+    r = lambda *s: (rng.standard_normal(s) * 0.3).astype(np.float32)
+    return (r(4, 12, 12, 3), r(3, 3, 3, 8), r(8), r(3, 3, 1, 8), r(8 * 3 * 3, 5),
+            np.eye(5, dtype=np.float32)[rng.integers(0, 5, 4)])
+
+
+def cnn_loss(params, x, y):
+    w1, b1, wd, wf = params
+    dn = ("NHWC", "HWIO", "NHWC")
+    h = jax.nn.relu(lax.conv_general_dilated(x, w1, (1, 1), "SAME", dimension_numbers=dn) + b1)
+    # depthwise, strided: feature groups (and batch groups in its gradient)
+    h = jax.nn.relu(lax.conv_general_dilated(h, wd, (2, 2), "SAME", dimension_numbers=dn,
+                                             feature_group_count=8))
+    h = lax.reduce_window(h, -jnp.inf, lax.max, (1, 2, 2, 1), (1, 2, 2, 1), "VALID")
+    logits = h.reshape(h.shape[0], -1) @ wf
+    return -jnp.mean(jnp.sum(jax.nn.log_softmax(logits) * y, axis=-1))
+
+
+@case("program_cnn_grad", cnn_args, rtol=1e-4, atol=1e-5)
+def _(x, w1, b1, wd, wf, y):
+    return jax.value_and_grad(cnn_loss)((w1, b1, wd, wf), x, y)
+
+
+@case("conv_nchw_dilated_transpose", args(((2, 3, 9, 8), np.float32), ((4, 3, 3, 2), np.float32),
+                                          ((2, 4, 5, 5), np.float32)), **ACC["f32"])
+def _(x, w, z):
+    a = lax.conv_general_dilated(x, w, (2, 1), ((1, 1), (0, -1)), rhs_dilation=(1, 2))
+    b = lax.conv_transpose(z, w, (2, 2), "SAME", dimension_numbers=("NCHW", "OIHW", "NCHW"),
+                           transpose_kernel=True)
+    return a, b
+
+
+@case("jnp_convolve_correlate", args(((17,), np.float32), ((5,), np.float32)), **ACC["f32"])
+def _(x, k):
+    return (jnp.convolve(x, k), jnp.convolve(x, k, mode="same"),
+            jnp.correlate(x, k, mode="valid"))
+
+
+@case("conv_int8_to_int32_3d", lambda rng: (small_ints(rng, (2, 3, 4, 5, 4), np.int8, -100, 100),
+                                             small_ints(rng, (2, 3, 2, 2, 3), np.int8, -100, 100)))
+def _(x, w):
+    return (lax.conv_general_dilated(x, w, (1, 1, 2), "SAME",
+                                     preferred_element_type=jnp.int32),
+            lax.conv_general_dilated(x, w, (1, 1, 1), "VALID"))
 
 
 ALL_CASES: list[Case] = CASES + X64_CASES

@@ -9,7 +9,6 @@ import numpy as np
 import pytest
 import jax
 import jax.numpy as jnp
-from jax import lax
 
 THIS_FILE = os.path.basename(__file__)
 
@@ -29,11 +28,6 @@ def iron(request):
 def fft_fn(x):
     return jnp.fft.fft(x) * 2.0
 FFT_LINE = fft_fn.__code__.co_firstlineno + 1  # the jnp.fft.fft line
-
-
-def conv_fn(x, w):
-    return lax.conv(x, w, (1, 1), "SAME")
-CONV_LINE = conv_fn.__code__.co_firstlineno + 1
 
 
 def assert_names_op_and_line(message, op, line):
@@ -68,17 +62,6 @@ def test_unsupported_op_fails_at_compile_time(iron):
     with pytest.raises(Exception) as info:
         lowered.compile()  # the backend refuses here, before any execute
     assert_names_op_and_line(str(info.value), "stablehlo.fft", FFT_LINE)
-
-
-def test_unsupported_convolution_names_op_and_line(iron):
-    keep_value = np.full((2, 3), 7, np.int32)
-    keep = jax.device_put(keep_value, iron)
-    x = jax.device_put(np.ones((1, 2, 5, 5), np.float32), iron)
-    w = jax.device_put(np.ones((3, 2, 3, 3), np.float32), iron)
-    with pytest.raises(Exception) as info:
-        jax.jit(conv_fn)(x, w)
-    assert_names_op_and_line(str(info.value), "stablehlo.convolution", CONV_LINE)
-    check_still_usable(iron, keep, keep_value)
 
 
 def test_repeated_failures_then_success(iron):

@@ -35,6 +35,37 @@ def _enable_donation() -> None:
                        "jax has no mlir._platforms_with_donation list")
 
 
+def _enable_compilation_cache() -> None:
+    # jax's persistent compilation cache serves only the platforms named in
+    # compilation_cache.is_cache_used ("tpu", "gpu", "cpu", "neuron"). The
+    # plugin serializes executables (PJRT_Executable_Serialize), so iron
+    # uses the cache whenever it is enabled; other backends keep jax's rule.
+    try:
+        from jax._src import compilation_cache as cc
+    except ImportError:  # pragma: no cover - layout of jax changed
+        return
+    original = getattr(cc, "is_cache_used", None)
+    if original is None or getattr(original, "_ironjax_wrapped", False):
+        if original is None:
+            logger.warning("ironjax: cannot enable the persistent "
+                           "compilation cache (jax layout changed)")
+        return
+
+    class _SupportedPlatform:
+        # What jax's check sees for iron: a platform it lists, so its
+        # metrics and its once-per-task decision are exactly those of one.
+        platform = "cpu"
+        supports_executable_serialization = True
+
+    def is_cache_used(backend) -> bool:
+        if getattr(backend, "platform", None) == ironjax.PLATFORM:
+            return original(_SupportedPlatform())
+        return original(backend)
+
+    is_cache_used._ironjax_wrapped = True
+    cc.is_cache_used = is_cache_used
+
+
 def initialize() -> None:
     """Registers the `iron` backend with jax (idempotent)."""
     global _initialized
@@ -57,4 +88,5 @@ def initialize() -> None:
             xb.register_plugin(ironjax.PLATFORM, priority=-1,
                                library_path=path)
         _enable_donation()
+        _enable_compilation_cache()
         _initialized = True

@@ -338,6 +338,7 @@ static const iron_device_vtable_t kCudaVtable = {
     .kernel_lookup = iron_cuda_kernel_lookup,
     .plan_finish = cuda_plan_finish,
     .description = cuda_description,
+    .fusable = iron_cuda_fusable,
     .thread_enter = cuda_thread_enter,
 };
 
