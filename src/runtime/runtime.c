@@ -1,3 +1,5 @@
+#include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -20,6 +22,16 @@ static iron_status_t create_devices(iron_runtime_t *rt, int threads) {
     return IRON_ERR(FAILED_PRECONDITION,
                     "IRON_DEVICE=cuda, but no CUDA device is usable: %s",
                     reason ? reason : "unknown reason");
+  if (gpus <= 0 && !force_host && iron_cuda_api_get()->has_driver) {
+    // An NVIDIA driver but no usable CUDA (say, NVRTC missing): falling back
+    // to the host is the documented default, but should not go unnoticed.
+    static atomic_bool warned;
+    if (!atomic_exchange(&warned, true))
+      fprintf(stderr,
+              "ironjax: using the host device, CUDA is not usable: %s "
+              "(IRON_DEVICE=host silences this)\n",
+              reason ? reason : "unknown reason");
+  }
   if (gpus <= 0) {
     IRON_RETURN_IF_ERROR_PLAIN(
         iron_host_device_create(rt, 0, threads, &rt->devices[0]));

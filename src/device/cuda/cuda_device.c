@@ -8,11 +8,6 @@
 
 #include "device/cuda/cuda_compile.h"
 
-// The compiler (cuda_compile.c) is linked in through the kernels that
-// request functions; until a tree has it, these references stay weak so the
-// device still links (then nothing is ever compiled and `compiler` is NULL).
-#pragma weak iron_cuda_compiler_flush
-#pragma weak iron_cuda_compiler_destroy
 
 // --- device count ------------------------------------------------------------
 
@@ -287,7 +282,6 @@ static iron_status_t cuda_job_sync(iron_device_t *dev) {
 }
 
 static iron_status_t cuda_plan_finish(iron_device_t *dev) {
-  if (!iron_cuda_compiler_flush) return IRON_OK;  // no compiler linked in
   return iron_cuda_compiler_flush(iron_cuda_device_cast(dev));
 }
 
@@ -309,8 +303,8 @@ static void release_fields(iron_cuda_device_t *d) {
   if (d->ctx) {
     iron_status_free(iron_cuda_device_enter(d));
     if (d->stream) api->cuStreamSynchronize(d->stream);
-    if (d->compiler && iron_cuda_compiler_destroy)
-      iron_cuda_compiler_destroy(d->compiler);
+    iron_cuda_compiler_unload(d);  // modules need the context
+    iron_cuda_compiler_destroy(d->compiler);
     d->compiler = NULL;
     staging_free_all(d);
     if (d->lt_workspace) api->cuMemFree(d->lt_workspace);
