@@ -628,6 +628,16 @@ static void test_compile_all(void) {
   if (!g_have_nvrtc) return;
   setenv("IRON_CUDA_CACHE", "0", 1);
   const char *prelude = iron_cuda_prelude();
+  // IRON_TEST_DUMP=file writes every generated kernel there (for reading).
+  const char *dump = getenv("IRON_TEST_DUMP");
+  if (dump) {
+    FILE *df = fopen(dump, "w");
+    if (df) {
+      fputs(prelude, df);
+      for (size_t k = 0; k < g_num_bodies; ++k) fputs(g_bodies[k], df);
+      fclose(df);
+    }
+  }
   const size_t per = 160;
   size_t nprog = (g_num_bodies + per - 1) / per;
   char **srcs = calloc(nprog ? nprog : 1, sizeof(*srcs));

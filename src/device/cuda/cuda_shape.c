@@ -749,6 +749,7 @@ static iron_status_t dynamic_slice_prepare(iron_device_t *dev,
 typedef struct dus_params {
   iron_cuda_ew_params_t ew;  // first: the update kernel
   size_t full_bytes;
+  bool full_update;  // the update covers the operand: the result is it
 } dus_params_t;
 
 static iron_status_t device_copy(const iron_host_ctx_t *ctx, void *dst,
@@ -831,6 +832,7 @@ static iron_status_t dynamic_update_slice_prepare(
   p->ew = *(iron_cuda_ew_params_t *)ew;
   free(ew);
   p->full_bytes = full_bytes;
+  p->full_update = count == iron_ir_type_num_elements(in);
   *out_params = p;
   return IRON_OK;
 }
@@ -839,6 +841,22 @@ static iron_status_t dynamic_update_slice_run(
     const iron_host_ctx_t *ctx, const void *params,
     const iron_tensor_t *const *inputs, iron_tensor_t *const *outputs) {
   const dus_params_t *p = params;
+  // An update as large as the operand starts at 0 (clamped): the result is
+  // the update (whichever input the runtime let the result share).
+  if (p->full_update) {
+    return device_copy(ctx, outputs[0]->data, inputs[1]->data, p->full_bytes);
+  }
+  // The runtime may give the result the storage of any dying input of the
+  // same size; only the operand's works (the copy below would clobber the
+  // others before the kernel reads them).
+  for (uint32_t k = 1; k < p->ew.num_inputs; ++k) {
+    if (p->full_bytes && outputs[0]->data == inputs[k]->data) {
+      return IRON_ERR(INTERNAL,
+                      "dynamic_update_slice: result shares input %u's "
+                      "storage (only the operand's is supported)",
+                      k);
+    }
+  }
   // In place when the runtime gave the operand's storage to the result.
   IRON_RETURN_IF_ERROR_PLAIN(
       device_copy(ctx, outputs[0]->data, inputs[0]->data, p->full_bytes));
