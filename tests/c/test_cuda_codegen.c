@@ -304,6 +304,159 @@ static void test_elementwise_sweep(void) {
   fake_device_free(d);
 }
 
+
+// Data movement: every shape op for dtypes of each element size.
+static void test_shape_sweep(void) {
+  iron_cuda_device_t *d = fake_device();
+  prep_stats_t stats = {0};
+  const iron_dtype_t dts[] = {IRON_DTYPE_PRED, IRON_DTYPE_S4,
+                              IRON_DTYPE_F8E4M3FN, IRON_DTYPE_BF16,
+                              IRON_DTYPE_F32, IRON_DTYPE_F64, IRON_DTYPE_C128};
+  ht_op_t b;
+  for (size_t t = 0; t < sizeof(dts) / sizeof(dts[0]); ++t) {
+    iron_dtype_t dt = dts[t];
+    {  // broadcast_in_dim [3] -> [2,3,4]; [1,4] -> [3,4]; [] -> [5]
+      int64_t i1[1] = {3}, o1[3] = {2, 3, 4}, bd1[1] = {1};
+      ht_init(&b, IRON_OP_BROADCAST_IN_DIM);
+      ht_operand(&b, dt, 1, i1);
+      ht_result(&b, dt, 3, o1);
+      ht_attr_i64(&b, "broadcast_dimensions", 1, bd1);
+      CHECK_OK(prepare(d, &b.op, &stats));
+      int64_t i2[2] = {1, 4}, o2[2] = {3, 4}, bd2[2] = {0, 1};
+      ht_init(&b, IRON_OP_BROADCAST_IN_DIM);
+      ht_operand(&b, dt, 2, i2);
+      ht_result(&b, dt, 2, o2);
+      ht_attr_i64(&b, "broadcast_dimensions", 2, bd2);
+      CHECK_OK(prepare(d, &b.op, &stats));
+      int64_t o3[1] = {5};
+      ht_init(&b, IRON_OP_BROADCAST_IN_DIM);
+      ht_operand(&b, dt, 0, o3);
+      ht_result(&b, dt, 1, o3);
+      ht_attr_i64(&b, "broadcast_dimensions", 0, bd2);
+      CHECK_OK(prepare(d, &b.op, &stats));
+      int64_t sz[1] = {2}, o4[2] = {2, 3};
+      ht_init(&b, IRON_OP_BROADCAST);
+      ht_operand(&b, dt, 1, i1);
+      ht_result(&b, dt, 2, o4);
+      ht_attr_i64(&b, "broadcast_sizes", 1, sz);
+      CHECK_OK(prepare(d, &b.op, &stats));
+    }
+    {  // transpose: general and tiled
+      int64_t i1[3] = {4, 5, 6}, o1[3] = {6, 4, 5}, p1[3] = {2, 0, 1};
+      ht_init(&b, IRON_OP_TRANSPOSE);
+      ht_operand(&b, dt, 3, i1);
+      ht_result(&b, dt, 3, o1);
+      ht_attr_i64(&b, "permutation", 3, p1);
+      CHECK_OK(prepare(d, &b.op, &stats));
+      int64_t i2[3] = {3, 40, 64}, o2[3] = {3, 64, 40}, p2[3] = {0, 2, 1};
+      ht_init(&b, IRON_OP_TRANSPOSE);
+      ht_operand(&b, dt, 3, i2);
+      ht_result(&b, dt, 3, o2);
+      ht_attr_i64(&b, "permutation", 3, p2);
+      CHECK_OK(prepare(d, &b.op, &stats));
+    }
+    {  // slice with strides; reverse
+      int64_t i1[2] = {10, 12}, o1[2] = {4, 4};
+      int64_t st[2] = {1, 2}, li[2] = {9, 12}, sr[2] = {2, 3};
+      ht_init(&b, IRON_OP_SLICE);
+      ht_operand(&b, dt, 2, i1);
+      ht_result(&b, dt, 2, o1);
+      ht_attr_i64(&b, "start_indices", 2, st);
+      ht_attr_i64(&b, "limit_indices", 2, li);
+      ht_attr_i64(&b, "strides", 2, sr);
+      CHECK_OK(prepare(d, &b.op, &stats));
+      int64_t rd[2] = {0, 1};
+      ht_init(&b, IRON_OP_REVERSE);
+      ht_operand(&b, dt, 2, i1);
+      ht_result(&b, dt, 2, i1);
+      ht_attr_i64(&b, "dimensions", 1, rd + 1);
+      CHECK_OK(prepare(d, &b.op, &stats));
+      ht_init(&b, IRON_OP_REVERSE);
+      ht_operand(&b, dt, 2, i1);
+      ht_result(&b, dt, 2, i1);
+      ht_attr_i64(&b, "dimensions", 2, rd);
+      CHECK_OK(prepare(d, &b.op, &stats));
+    }
+    {  // concatenate along 0 and 1
+      int64_t a[2] = {2, 3}, c[2] = {4, 3}, o[2] = {6, 3}, dim0 = 0;
+      ht_init(&b, IRON_OP_CONCATENATE);
+      ht_operand(&b, dt, 2, a);
+      ht_operand(&b, dt, 2, c);
+      ht_result(&b, dt, 2, o);
+      ht_attr_i64(&b, "dimension", 1, &dim0);
+      CHECK_OK(prepare(d, &b.op, &stats));
+      int64_t e[2] = {2, 5}, z[2] = {2, 0}, o2[2] = {2, 8}, dim1 = 1;
+      ht_init(&b, IRON_OP_CONCATENATE);
+      ht_operand(&b, dt, 2, a);
+      ht_operand(&b, dt, 2, z);
+      ht_operand(&b, dt, 2, e);
+      ht_result(&b, dt, 2, o2);
+      ht_attr_i64(&b, "dimension", 1, &dim1);
+      CHECK_OK(prepare(d, &b.op, &stats));
+    }
+    {  // pad with negative and interior padding
+      int64_t i1[2] = {3, 4}, o1[2] = {8, 3};
+      int64_t lo[2] = {1, -1}, hi[2] = {2, 0}, ip[2] = {1, 0};
+      ht_init(&b, IRON_OP_PAD);
+      ht_operand(&b, dt, 2, i1);
+      ht_operand(&b, dt, 0, i1);
+      ht_result(&b, dt, 2, o1);
+      ht_attr_i64(&b, "edge_padding_low", 2, lo);
+      ht_attr_i64(&b, "edge_padding_high", 2, hi);
+      ht_attr_i64(&b, "interior_padding", 2, ip);
+      CHECK_OK(prepare(d, &b.op, &stats));
+    }
+    {  // dynamic_slice (s32 and u64 starts), dynamic_update_slice (s64)
+      int64_t i1[2] = {8, 9}, o1[2] = {3, 4};
+      ht_init(&b, IRON_OP_DYNAMIC_SLICE);
+      ht_operand(&b, dt, 2, i1);
+      ht_operand(&b, IRON_DTYPE_S32, 0, i1);
+      ht_operand(&b, IRON_DTYPE_U64, 0, i1);
+      ht_result(&b, dt, 2, o1);
+      ht_attr_i64(&b, "slice_sizes", 2, o1);
+      CHECK_OK(prepare(d, &b.op, &stats));
+      ht_init(&b, IRON_OP_DYNAMIC_UPDATE_SLICE);
+      ht_operand(&b, dt, 2, i1);
+      ht_operand(&b, dt, 2, o1);
+      ht_operand(&b, IRON_DTYPE_S64, 0, i1);
+      ht_operand(&b, IRON_DTYPE_S64, 0, i1);
+      ht_result(&b, dt, 2, i1);
+      CHECK_OK(prepare(d, &b.op, &stats));
+    }
+    {  // iota (typed: refused for dtypes without arithmetic)
+      int64_t o1[2] = {4, 5}, dim = 1;
+      ht_init(&b, IRON_OP_IOTA);
+      ht_result(&b, dt, 2, o1);
+      ht_attr_i64(&b, "iota_dimension", 1, &dim);
+      iron_status_t st = prepare(d, &b.op, &stats);
+      if (iron_cuda_ctype(dt)) {
+        CHECK(st == IRON_OK);
+      } else {
+        CHECK(iron_status_code(st) == IRON_STATUS_UNIMPLEMENTED);
+      }
+      iron_status_free(st);
+    }
+    {  // reshape (a copy when not aliased)
+      int64_t i1[1] = {6}, o1[2] = {2, 3};
+      ht_init(&b, IRON_OP_RESHAPE);
+      ht_operand(&b, dt, 1, i1);
+      ht_result(&b, dt, 2, o1);
+      CHECK_OK(prepare(d, &b.op, &stats));
+    }
+  }
+  // The tiled transpose uses shared memory.
+  bool tiled = false;
+  for (size_t i = 0; i < iron_cuda_compiler_pending_count(d); ++i) {
+    const char *s = iron_cuda_compiler_pending_source(d, i);
+    if (strstr(s, "__shared__") && strstr(s, "iron_transpose_")) tiled = true;
+  }
+  CHECK(tiled);
+  fprintf(stderr, "shape sweep: %d prepared, %d refused, %zu sources\n",
+          stats.ok, stats.refused, iron_cuda_compiler_pending_count(d));
+  collect_pending(d);
+  fake_device_free(d);
+}
+
 // A fusion: y = select(x > 0, x * c, exp(x)) + broadcast(b), two outputs,
 // built with the IR builder and prepared as a fusion op region.
 static void test_fusion(void) {
@@ -475,6 +628,16 @@ static void test_compile_all(void) {
   if (!g_have_nvrtc) return;
   setenv("IRON_CUDA_CACHE", "0", 1);
   const char *prelude = iron_cuda_prelude();
+  // IRON_TEST_DUMP=file writes every generated kernel there (for reading).
+  const char *dump = getenv("IRON_TEST_DUMP");
+  if (dump) {
+    FILE *df = fopen(dump, "w");
+    if (df) {
+      fputs(prelude, df);
+      for (size_t k = 0; k < g_num_bodies; ++k) fputs(g_bodies[k], df);
+      fclose(df);
+    }
+  }
   const size_t per = 160;
   size_t nprog = (g_num_bodies + per - 1) / per;
   char **srcs = calloc(nprog ? nprog : 1, sizeof(*srcs));
@@ -656,6 +819,7 @@ static const iron_test_case_t kTests[] = {
     {"disk_cache", test_disk_cache},
     {"elementwise_sweep", test_elementwise_sweep},
     {"fusion", test_fusion},
+    {"shape_sweep", test_shape_sweep},
     {"corpus", test_corpus},
     {"compile_all", test_compile_all},
 };

@@ -109,6 +109,11 @@ static const char kPreludeBody[] =
     "  IRON_D R iron_logistic(R x) { return (R)1 / ((R)1 + exp##F(-x)); } \\\n"
     "  IRON_D R iron_rsqrt(R x) { return (R)1 / sqrt##F(x); }\n"
     "IRON_FLOAT_HELPERS(float, f)\n"
+    // XLA:CPU's remainder keeps denormals (rem(d, 1) = d); under -ftz
+    // fmodf would read d as 0. |x| < |y| (false for NaNs) returns x as is.
+    "IRON_D float iron_frem(float x, float y) {\n"
+    "  return fabsf(x) < fabsf(y) ? x : fmodf(x, y);\n"
+    "}\n"
     "IRON_FLOAT_HELPERS(double, )\n"
     // float -> int: NaN -> 0, saturate at the bounds (XLA:CPU).
     "template <class T> IRON_D T iron_f2s(double v, int bits) {\n"

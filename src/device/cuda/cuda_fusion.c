@@ -247,6 +247,7 @@ static iron_dtype_t unary_result(iron_op_kind_t k, iron_dtype_t dt) {
 static bool binary_expr(iron_op_kind_t k, iron_dtype_t dt, const char *x,
                         const char *y, fz_expr_t *e) {
   const char *F = fs(dt);
+  (void)F;
   if (dt == IRON_DTYPE_PRED) {
     switch (k) {
       case IRON_OP_ADD: case IRON_OP_OR: case IRON_OP_MAXIMUM:
@@ -288,7 +289,11 @@ static bool binary_expr(iron_op_kind_t k, iron_dtype_t dt, const char *x,
       case IRON_OP_SUBTRACT: EXPR("(%s - %s)", x, y); return true;
       case IRON_OP_MULTIPLY: EXPR("(%s * %s)", x, y); return true;
       case IRON_OP_DIVIDE: EXPR("(%s / %s)", x, y); return true;
-      case IRON_OP_REMAINDER: EXPR("fmod%s(%s, %s)", F, x, y); return true;
+      case IRON_OP_REMAINDER:
+        // iron_frem keeps f32 denormal dividends that -ftz would flush.
+        if (is_f32ish(dt)) EXPR("iron_frem(%s, %s)", x, y);
+        else EXPR("fmod(%s, %s)", x, y);
+        return true;
       case IRON_OP_POWER: EXPR("pow%s(%s, %s)", F, x, y); return true;
       case IRON_OP_ATAN2: EXPR("atan2%s(%s, %s)", F, x, y); return true;
       case IRON_OP_MAXIMUM: EXPR("iron_fmax(%s, %s)", x, y); return true;
@@ -522,7 +527,13 @@ static iron_status_t arg_text(fz_gen_t *g, const iron_ir_op_t *op,
   }
   iron_dtype_t dt = v->type->dtype;
   bool flush = g->flush && is_real_float(dt) && !op_keeps_denormals(op->kind);
-  if (op->kind == IRON_OP_SELECT && i == 0) flush = false;
+  if (op->kind == IRON_OP_CONVERT) {
+    // XLA:CPU converts between f16/bf16/f32 with integer code (denormals
+    // kept); f32 <-> f64 and float -> int/pred go through the FPU (flushed).
+    iron_dtype_t to = op->results[0].type->dtype;
+    const char *a = iron_cuda_compute_ctype(dt), *b = iron_cuda_compute_ctype(to);
+    flush = flush && !(a && b && strcmp(a, b) == 0);
+  }
   snprintf(buf, cap, flush ? "iron_daz(%s)" : "%s", n);
   return IRON_OK;
 }
@@ -542,7 +553,8 @@ static void emit_def(fz_gen_t *g, const iron_ir_op_t *op, iron_dtype_t out,
   bool flush_out = g->flush && is_real_float(out) &&
                    !op_keeps_denormals(op->kind) &&
                    op->kind != IRON_OP_CONSTANT && op->kind != IRON_OP_IOTA &&
-                   op->kind != IRON_OP_BROADCAST_IN_DIM;
+                   op->kind != IRON_OP_BROADCAST_IN_DIM &&
+                   op->kind != IRON_OP_CONVERT;
   if (out == IRON_DTYPE_F16) {
     iron_cuda_src_printf(g->s, "    const float %s = iron_rnd_f16(%s);\n", var,
                          expr);
