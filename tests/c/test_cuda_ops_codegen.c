@@ -565,11 +565,45 @@ static void test_scatter_sources(void) {
               false, true);
 }
 
+
+// --- rng ---------------------------------------------------------------------------
+
+static void test_rng_sources(void) {
+  struct {
+    int32_t alg, words, bytes, rank;
+    int64_t dims[2];
+  } cases[] = {
+      {IRON_RNG_THREE_FRY, 2, 4, 2, {4, 5}}, {IRON_RNG_THREE_FRY, 2, 4, 2, {3, 5}},
+      {IRON_RNG_THREE_FRY, 2, 8, 1, {7, 0}}, {IRON_RNG_THREE_FRY, 2, 1, 0, {0, 0}},
+      {IRON_RNG_PHILOX, 2, 4, 2, {3, 3}},    {IRON_RNG_PHILOX, 2, 8, 1, {5, 0}},
+      {IRON_RNG_PHILOX, 3, 2, 1, {9, 0}},    {IRON_RNG_PHILOX, 3, 8, 2, {2, 2}},
+  };
+  for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); ++i) {
+    char name[32];
+    snprintf(name, sizeof(name), "rng_%zu", i);
+    char *src = NULL;
+    unsigned grid = 0;
+    iron_status_t st =
+        iron_cuda_gen_rng(name, cases[i].alg, cases[i].words, cases[i].bytes,
+                          cases[i].rank, cases[i].dims, &src, &grid);
+    add_source(name, st, src);
+    CHECK(st || grid >= 1);
+  }
+  char *src = NULL;
+  unsigned grid = 0;
+  int64_t d[1] = {4};
+  iron_status_t st =
+      iron_cuda_gen_rng("x", IRON_RNG_THREE_FRY, 3, 4, 1, d, &src, &grid);
+  CHECK(st != IRON_OK);
+  iron_status_free(st);
+}
+
 static const iron_test_case_t kTests[] = {
     {"dot_sources", test_dot_sources},
     {"reduce_sources", test_reduce_sources},
     {"gather_sources", test_gather_sources},
     {"scatter_sources", test_scatter_sources},
+    {"rng_sources", test_rng_sources},
 };
 
 int main(void) {
