@@ -191,6 +191,25 @@ iron_status_t iron_cuda_gen_rng(const char *name, int32_t algorithm,
                                 int32_t rank, const int64_t *dims,
                                 char **out_src, unsigned *out_grid);
 
+// --- sort ---------------------------------------------------------------------
+
+// Rows longer than this are refused (one block sorts a row in shared
+// memory).
+#define IRON_CUDA_SORT_MAX_ROW 8192
+
+// Stable sort of `num` operands of the same dims along `dimension` with the
+// comparator region (args: lhs0, rhs0, lhs1, rhs1, ...; returns pred):
+// bitonic network over an index permutation in shared memory, ties broken
+// by index (so the result is the stable order, as the host's merge sort).
+// Kernel `name(const S0 *in0, ..., S0 *out0, ...)`; outputs must not alias
+// inputs. Launch *out_grid blocks of *out_block threads.
+iron_status_t iron_cuda_gen_sort(const char *name, int32_t rank,
+                                 const int64_t *dims, int32_t dimension,
+                                 uint32_t num, const iron_dtype_t *dtypes,
+                                 const iron_ir_region_t *comparator,
+                                 char **out_src, unsigned *out_grid,
+                                 unsigned *out_block);
+
 #ifdef __cplusplus
 }
 #endif
