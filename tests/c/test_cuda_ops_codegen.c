@@ -565,11 +565,99 @@ static void test_scatter_sources(void) {
               false, true);
 }
 
+
+// --- rng ---------------------------------------------------------------------------
+
+static void test_rng_sources(void) {
+  struct {
+    int32_t alg, words, bytes, rank;
+    int64_t dims[2];
+  } cases[] = {
+      {IRON_RNG_THREE_FRY, 2, 4, 2, {4, 5}}, {IRON_RNG_THREE_FRY, 2, 4, 2, {3, 5}},
+      {IRON_RNG_THREE_FRY, 2, 8, 1, {7, 0}}, {IRON_RNG_THREE_FRY, 2, 1, 0, {0, 0}},
+      {IRON_RNG_PHILOX, 2, 4, 2, {3, 3}},    {IRON_RNG_PHILOX, 2, 8, 1, {5, 0}},
+      {IRON_RNG_PHILOX, 3, 2, 1, {9, 0}},    {IRON_RNG_PHILOX, 3, 8, 2, {2, 2}},
+  };
+  for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); ++i) {
+    char name[32];
+    snprintf(name, sizeof(name), "rng_%zu", i);
+    char *src = NULL;
+    unsigned grid = 0;
+    iron_status_t st =
+        iron_cuda_gen_rng(name, cases[i].alg, cases[i].words, cases[i].bytes,
+                          cases[i].rank, cases[i].dims, &src, &grid);
+    add_source(name, st, src);
+    CHECK(st || grid >= 1);
+  }
+  char *src = NULL;
+  unsigned grid = 0;
+  int64_t d[1] = {4};
+  iron_status_t st =
+      iron_cuda_gen_rng("x", IRON_RNG_THREE_FRY, 3, 4, 1, d, &src, &grid);
+  CHECK(st != IRON_OK);
+  iron_status_free(st);
+}
+
+
+// --- sort --------------------------------------------------------------------------
+
+// lt(a0, a1) on the first operand; other operands' arguments unused.
+static rb_t *rb_sort_cmp(uint32_t num, const iron_dtype_t *dts, int32_t type) {
+  rb_t *b = rb_new();
+  iron_ir_value_t *x = NULL, *y = NULL;
+  for (uint32_t i = 0; i < num; ++i) {
+    iron_ir_value_t *l = rb_arg(b, dts[i]), *r = rb_arg(b, dts[i]);
+    if (i == 0) x = l, y = r;
+  }
+  iron_ir_value_t *lt = rb_cmp(b, IRON_CMP_LT, type, x, y);
+  rb_return(b, 1, &lt);
+  return b;
+}
+
+static void add_sort(const char *name, int32_t rank, const int64_t *dims,
+                     int32_t dim, uint32_t num, const iron_dtype_t *dts,
+                     int32_t type) {
+  rb_t *cmp = rb_sort_cmp(num, dts, type);
+  char *src = NULL;
+  unsigned grid = 0, block = 0;
+  iron_status_t st = iron_cuda_gen_sort(name, rank, dims, dim, num, dts,
+                                        &cmp->region, &src, &grid, &block);
+  add_source(name, st, src);
+  CHECK(st || (grid >= 1 && block >= 32 && block <= 512));
+  free(cmp);
+}
+
+static void test_sort_sources(void) {
+  int64_t d2[2] = {16, 1000};
+  iron_dtype_t f32 = IRON_DTYPE_F32, bf = IRON_DTYPE_BF16, s64 = IRON_DTYPE_S64;
+  add_sort("sort_f32_last", 2, d2, 1, 1, &f32, IRON_CMP_TYPE_TOTALORDER);
+  add_sort("sort_bf16_first", 2, d2, 0, 1, &bf, IRON_CMP_TYPE_FLOAT);
+  add_sort("sort_s64", 2, d2, 1, 1, &s64, IRON_CMP_TYPE_SIGNED);
+  iron_dtype_t argsort[2] = {IRON_DTYPE_F32, IRON_DTYPE_S32};
+  add_sort("argsort", 2, d2, 1, 2, argsort, IRON_CMP_TYPE_TOTALORDER);
+  int64_t d1[1] = {IRON_CUDA_SORT_MAX_ROW};
+  add_sort("sort_max_row", 1, d1, 0, 1, &f32, IRON_CMP_TYPE_FLOAT);
+  int64_t one[1] = {1};
+  add_sort("sort_one", 1, one, 0, 1, &f32, IRON_CMP_TYPE_FLOAT);
+  // Longer rows are refused.
+  int64_t big[1] = {IRON_CUDA_SORT_MAX_ROW + 1};
+  rb_t *cmp = rb_sort_cmp(1, &f32, IRON_CMP_TYPE_FLOAT);
+  char *src = NULL;
+  unsigned g, bl;
+  iron_status_t st = iron_cuda_gen_sort("x", 1, big, 0, 1, &f32, &cmp->region,
+                                        &src, &g, &bl);
+  CHECK(st != IRON_OK);
+  iron_status_free(st);
+  free(cmp);
+}
+
 static const iron_test_case_t kTests[] = {
     {"dot_sources", test_dot_sources},
     {"reduce_sources", test_reduce_sources},
     {"gather_sources", test_gather_sources},
     {"scatter_sources", test_scatter_sources},
+    {"rng_sources", test_rng_sources},
+    {"sort_sources", test_sort_sources},
 };
 
 int main(void) {

@@ -6,4 +6,6 @@ void iron_cuda_register_ops(iron_cuda_kernel_table_t table) {
   iron_cuda_register_dot(table);
   iron_cuda_register_reduce(table);
   iron_cuda_register_gather(table);
+  iron_cuda_register_rng(table);
+  iron_cuda_register_sort(table);
 }

@@ -180,15 +180,35 @@ iron_status_t iron_cuda_gen_scatter(const char *name,
 
 // --- rng_bit_generator ------------------------------------------------------
 
-// Bit-exact with src/device/host/rng.c. `algorithm` IRON_RNG_*; `state_words`
-// u64 words of state in and out (2 for THREE_FRY, 2 or 3 for PHILOX);
-// `count` output elements of `out_dt` (1, 2, 4 or 8 bytes). Kernel
-// `name(const uint64 *state_in, uint64 *state_out, T *out)`; *out_grid
-// blocks of 256 threads.
+// Bit-exact with src/device/host/rng.c (XLA:CPU's expansion). `algorithm`
+// IRON_RNG_THREE_FRY or IRON_RNG_PHILOX (DEFAULT resolved by the caller);
+// `state_words` 2 (or 3 with PHILOX); `out_bytes` 1, 2, 4 or 8; the output
+// dims matter for THREE_FRY's split shape. Kernel `name(const iop_u64
+// *state, iop_u64 *new_state, T *out)`; state and new_state must not alias.
+// *out_grid blocks of 256 threads.
 iron_status_t iron_cuda_gen_rng(const char *name, int32_t algorithm,
-                                int64_t state_words, iron_dtype_t out_dt,
-                                int64_t count, char **out_src,
-                                unsigned *out_grid);
+                                int32_t state_words, int32_t out_bytes,
+                                int32_t rank, const int64_t *dims,
+                                char **out_src, unsigned *out_grid);
+
+// --- sort ---------------------------------------------------------------------
+
+// Rows longer than this are refused (one block sorts a row in shared
+// memory).
+#define IRON_CUDA_SORT_MAX_ROW 8192
+
+// Stable sort of `num` operands of the same dims along `dimension` with the
+// comparator region (args: lhs0, rhs0, lhs1, rhs1, ...; returns pred):
+// bitonic network over an index permutation in shared memory, ties broken
+// by index (so the result is the stable order, as the host's merge sort).
+// Kernel `name(const S0 *in0, ..., S0 *out0, ...)`; outputs must not alias
+// inputs. Launch *out_grid blocks of *out_block threads.
+iron_status_t iron_cuda_gen_sort(const char *name, int32_t rank,
+                                 const int64_t *dims, int32_t dimension,
+                                 uint32_t num, const iron_dtype_t *dtypes,
+                                 const iron_ir_region_t *comparator,
+                                 char **out_src, unsigned *out_grid,
+                                 unsigned *out_block);
 
 #ifdef __cplusplus
 }
