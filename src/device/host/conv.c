@@ -36,7 +36,7 @@
 
 #define CONV_MAX_SP (IRON_MAX_RANK - 2)
 // Upper bound of the im2col scratch per chunk of rows (bytes).
-#define CONV_PATCH_BYTES ((int64_t)32 << 20)
+#define CONV_PATCH_BYTES ((int64_t)8 << 20)
 
 typedef struct conv_params {
   iron_dtype_t lhs_dtype, rhs_dtype, out_dtype, comp_dtype;
