@@ -280,6 +280,19 @@ static void test_random_geometries(void) {
   unsetenv("IRON_HOST_CONV_FAST");
 }
 
+// Tiny im2col chunks: many row chunks and kernel-position chunks whose
+// partial products are summed.
+static void test_small_chunks(void) {
+  setenv("IRON_HOST_CONV_PATCH_BYTES", "200", 1);
+  for (int it = 0; it < 150; ++it) {
+    geom_t g;
+    random_geom(&g);
+    CHECK_EQ_INT(run_case(&g, IRON_DTYPE_F32, IRON_DTYPE_F32, -4, 4), 0);
+    CHECK_EQ_INT(run_case(&g, IRON_DTYPE_S8, IRON_DTYPE_S32, -128, 127), 0);
+  }
+  unsetenv("IRON_HOST_CONV_PATCH_BYTES");
+}
+
 static void test_integer_wraparound(void) {
   for (int fast = 1; fast >= 0; --fast) {
     setenv("IRON_HOST_CONV_FAST", fast ? "1" : "0", 1);
@@ -345,6 +358,7 @@ static const iron_test_case_t kTests[] = {
     {"setup", setup},
     {"random_geometries", test_random_geometries},
     {"integer_wraparound", test_integer_wraparound},
+    {"small_chunks", test_small_chunks},
     {"refusals", test_refusals},
     {"teardown", teardown},
 };

@@ -35,13 +35,15 @@
 #include "device/host/host_kernel.h"
 
 #define CONV_MAX_SP (IRON_MAX_RANK - 2)
-// Upper bound of the im2col scratch per chunk of rows (bytes).
-#define CONV_PATCH_BYTES ((int64_t)32 << 20)
+// Upper bound of the im2col scratch per chunk (bytes); the default of
+// IRON_HOST_CONV_PATCH_BYTES (tests set it tiny to exercise the chunking).
+#define CONV_PATCH_BYTES ((int64_t)8 << 20)
 
 typedef struct conv_params {
   iron_dtype_t lhs_dtype, rhs_dtype, out_dtype, comp_dtype;
   iron_host_gemm_type_t gemm_type;
   bool fast;
+  int64_t patch_bytes;  // im2col scratch bound
   int32_t nsp;
   int64_t groups;          // feature_group_count * batch_group_count
   bool batch_groups;       // groups split the lhs batch (else its features)
@@ -69,6 +71,12 @@ static void conv_destroy(void *params) {
   if (!p) return;
   free(p->tab);
   free(p);
+}
+
+static int64_t patch_bytes(void) {
+  const char *e = getenv("IRON_HOST_CONV_PATCH_BYTES");
+  long long v = e ? atoll(e) : 0;
+  return v > 0 ? (int64_t)v : CONV_PATCH_BYTES;
 }
 
 static bool fast_enabled(void) {
@@ -383,6 +391,7 @@ static iron_status_t conv_prepare(const iron_ir_op_t *op,
     default: p->gemm_type = IRON_HOST_GEMM_S64; break;
   }
   p->fast = fast_enabled();
+  p->patch_bytes = patch_bytes();
   p->nsp = nsp;
   p->groups = groups;
   p->batch_groups = bgc > 1;
@@ -468,6 +477,8 @@ typedef struct conv_job {
   void *c;          // [G, rows, Cout/G]
   int64_t row0;     // first row of the chunk
   int64_t rows;     // rows in the chunk
+  int64_t kp0;      // first kernel position of the chunk (row-major)
+  int64_t kpn;      // kernel positions in the chunk
 } conv_job_t;
 
 // Splits row r into its batch index and the lhs spatial offset of each
@@ -575,14 +586,20 @@ static void ref_rows(void *arg, int64_t begin, int64_t end) {
   }
 }
 
-// im2col: patches[g, r - row0, kpos * Cin_g + c] for rows [begin, end) of
-// the chunk (zeros for padding and holes).
+// im2col: patches[g, r - row0, (kpos - kp0) * Cin_g + c] for rows
+// [begin, end) of the chunk and its kernel positions (zeros for padding and
+// holes).
 static void fill_rows(void *arg, int64_t begin, int64_t end) {
   const conv_job_t *j = arg;
   const conv_params_t *p = j->p;
   size_t ces = iron_dtype_size(p->comp_dtype);
-  int64_t kdim = p->ks_count * p->c_in_g;
+  int64_t kdim = j->kpn * p->c_in_g;
   const char *x = j->lhs;
+  int64_t k0[CONV_MAX_SP], rem = j->kp0;
+  for (int32_t d = p->nsp - 1; d >= 0; --d) {
+    k0[d] = rem % p->k_sp[d];
+    rem /= p->k_sp[d];
+  }
   for (int64_t rr = begin; rr < end; ++rr) {
     int64_t o[CONV_MAX_SP], k[CONV_MAX_SP], b;
     (void)row_coords(p, j->row0 + rr, &b, o);
@@ -590,7 +607,8 @@ static void fill_rows(void *arg, int64_t begin, int64_t end) {
       char *dst =
           (char *)j->patches + (size_t)((g * j->rows + rr) * kdim) * ces;
       const char *xb = x + (size_t)lhs_base(p, b, g) * ces;
-      for (int32_t d = 0; d < p->nsp; ++d) k[d] = 0;
+      for (int32_t d = 0; d < p->nsp; ++d) k[d] = k0[d];
+      int64_t left = j->kpn;
       do {
         int64_t k_off;
         int64_t sp = window_offset(p, o, k, &k_off);
@@ -618,7 +636,7 @@ static void fill_rows(void *arg, int64_t begin, int64_t end) {
           }
         }
         dst += n;
-      } while (next_window(p, k));
+      } while (--left > 0 && next_window(p, k));
     }
   }
 }
@@ -676,24 +694,59 @@ static iron_status_t to_compute(iron_threadpool_t *pool,
   return IRON_OK;
 }
 
+// c[i] += t[i] for `n` compute-dtype elements (integers wrap around).
+static void add_into(iron_dtype_t cdt, void *c, const void *t, int64_t n) {
+  switch (cdt) {
+    case IRON_DTYPE_F32:
+    case IRON_DTYPE_C64: {
+      int64_t m = cdt == IRON_DTYPE_C64 ? 2 * n : n;
+      for (int64_t i = 0; i < m; ++i) ((float *)c)[i] += ((const float *)t)[i];
+      break;
+    }
+    case IRON_DTYPE_F64:
+    case IRON_DTYPE_C128: {
+      int64_t m = cdt == IRON_DTYPE_C128 ? 2 * n : n;
+      for (int64_t i = 0; i < m; ++i)
+        ((double *)c)[i] += ((const double *)t)[i];
+      break;
+    }
+    default:
+      for (int64_t i = 0; i < n; ++i)
+        ((uint64_t *)c)[i] += ((const uint64_t *)t)[i];
+      break;
+  }
+}
+
+// im2col + GEMM over chunks of rows and, when one row of patches alone is
+// large (weight gradients: the kernel spans the whole image), chunks of
+// kernel positions whose partial products are summed.
 static iron_status_t run_fast(const iron_host_ctx_t *ctx, conv_job_t *j) {
   const conv_params_t *p = j->p;
   size_t ces = iron_dtype_size(p->comp_dtype);
   int64_t kdim = p->ks_count * p->c_in_g;
   int64_t m_total = p->n_out * p->os_count;
-  // Rows per chunk: bounded scratch, at least one row.
-  int64_t row_bytes = p->groups * kdim * (int64_t)ces;
-  int64_t chunk = row_bytes > 0 ? CONV_PATCH_BYTES / row_bytes : m_total;
-  if (chunk < 1) chunk = 1;
-  if (chunk > m_total) chunk = m_total;
+  int64_t pos_bytes = p->groups * p->c_in_g * (int64_t)ces;  // per row
+  int64_t min_rows = m_total < 256 ? m_total : 256;
+  int64_t chunk, kpc;  // rows and kernel positions per chunk
+  if (pos_bytes * p->ks_count * min_rows <= p->patch_bytes) {
+    kpc = p->ks_count;
+    chunk = p->patch_bytes / (pos_bytes * p->ks_count);
+    if (chunk > m_total) chunk = m_total;
+  } else {
+    chunk = min_rows;
+    kpc = p->patch_bytes / (pos_bytes * chunk);
+    if (kpc < 1) kpc = 1;
+  }
+  bool ksplit = kpc < p->ks_count;
   bool direct = p->groups == 1 && p->out_dtype == p->comp_dtype &&
                 p->out_rows_contiguous;
+  size_t cbytes = (size_t)(chunk * p->c_out) * ces + 1;
   void *wpack = malloc((size_t)p->rhs_count * ces + 1);
-  void *patches = malloc((size_t)(chunk * row_bytes) + 1);
-  void *cbuf = direct ? NULL
-                      : malloc((size_t)(chunk * p->c_out) * ces + 1);
+  void *patches = malloc((size_t)(chunk * kpc * pos_bytes) + 1);
+  void *cbuf = direct ? NULL : malloc(cbytes);
+  void *tbuf = ksplit ? malloc(cbytes) : NULL;
   iron_status_t st = IRON_OK;
-  if (!wpack || !patches || (!direct && !cbuf)) {
+  if (!wpack || !patches || (!direct && !cbuf) || (ksplit && !tbuf)) {
     st = IRON_ERR(RESOURCE_EXHAUSTED, "convolution: out of memory");
     goto done;
   }
@@ -703,13 +756,23 @@ static iron_status_t run_fast(const iron_host_ctx_t *ctx, conv_job_t *j) {
     int64_t rows = m_total - r0 < chunk ? m_total - r0 : chunk;
     j->row0 = r0;
     j->rows = rows;
-    int64_t grain = 4096 / (kdim * p->groups + 1) + 1;
-    iron_threadpool_parallel_for(ctx->pool, rows, grain, fill_rows, j);
-    iron_host_gemm_view_t a = {patches, rows * kdim, kdim, 1};
-    iron_host_gemm_view_t bv = {wpack, kdim * p->c_out_g, p->c_out_g, 1};
     void *c = direct ? (char *)j->out + (size_t)(r0 * p->c_out) * ces : cbuf;
-    st = iron_host_gemm(ctx->pool, p->gemm_type, true, p->groups, rows,
-                        p->c_out_g, kdim, &a, &bv, c);
+    for (int64_t kp0 = 0; kp0 < p->ks_count && !st; kp0 += kpc) {
+      int64_t kpn = p->ks_count - kp0 < kpc ? p->ks_count - kp0 : kpc;
+      int64_t kd = kpn * p->c_in_g;
+      j->kp0 = kp0;
+      j->kpn = kpn;
+      int64_t grain = 4096 / (kd * p->groups + 1) + 1;
+      iron_threadpool_parallel_for(ctx->pool, rows, grain, fill_rows, j);
+      iron_host_gemm_view_t a = {patches, rows * kd, kd, 1};
+      iron_host_gemm_view_t bv = {
+          (const char *)wpack + (size_t)(kp0 * p->c_in_g * p->c_out_g) * ces,
+          kdim * p->c_out_g, p->c_out_g, 1};
+      void *dst = kp0 == 0 ? c : tbuf;
+      st = iron_host_gemm(ctx->pool, p->gemm_type, true, p->groups, rows,
+                          p->c_out_g, kd, &a, &bv, dst);
+      if (!st && kp0 > 0) add_into(p->comp_dtype, c, tbuf, rows * p->c_out);
+    }
     if (!st && !direct) {
       j->c = cbuf;
       iron_threadpool_parallel_for(ctx->pool, rows,
@@ -720,6 +783,7 @@ done:
   free(wpack);
   free(patches);
   free(cbuf);
+  free(tbuf);
   return st;
 }
 
