@@ -35,6 +35,21 @@ def _enable_donation() -> None:
                        "jax has no mlir._platforms_with_donation list")
 
 
+def _enable_linalg(path: str) -> None:
+    # jax has no lowering of eigh/svd/qr/... for our platform: reuse its CPU
+    # rules (LAPACK FFI custom calls, implemented by the plugin) and give the
+    # plugin scipy's LAPACK.
+    from ironjax import linalg
+    try:
+        linalg.register_lowerings(ironjax.PLATFORM)
+    except Exception as e:  # pragma: no cover - jax internals changed
+        logger.warning("ironjax: linalg lowerings not registered: %s", e)
+    try:
+        linalg.register_lapack(path)
+    except Exception as e:  # pragma: no cover
+        logger.warning("ironjax: LAPACK not registered: %s", e)
+
+
 def initialize() -> None:
     """Registers the `iron` backend with jax (idempotent)."""
     global _initialized
@@ -57,4 +72,5 @@ def initialize() -> None:
             xb.register_plugin(ironjax.PLATFORM, priority=-1,
                                library_path=path)
         _enable_donation()
+        _enable_linalg(path)
         _initialized = True
