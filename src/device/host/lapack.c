@@ -45,7 +45,9 @@ void *iron_host_lapack_lookup(const char *name) {
 iron_status_t iron_host_lapack_require(const char *name, void **out_fn) {
   void *fn = iron_host_lapack_lookup(name);
   if (!fn)
-    return IRON_ERR(NOT_FOUND,
+    // UNIMPLEMENTED: like an unsupported op, the program cannot run in
+    // this process (a C program without LAPACK, or an old ironjax).
+    return IRON_ERR(UNIMPLEMENTED,
                     "LAPACK routine %s is not registered with the plugin "
                     "(the ironjax package registers scipy's LAPACK through "
                     "iron_register_lapack when jax initializes the plugin)",

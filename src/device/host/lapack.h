@@ -24,7 +24,7 @@ iron_status_t iron_host_lapack_register(const char *name, void *fn);
 // The routine registered as `name`, or NULL.
 void *iron_host_lapack_lookup(const char *name);
 
-// NOT_FOUND naming the routine when it is not registered; else sets *out_fn.
+// UNIMPLEMENTED naming the routine when it is not registered; else sets *out_fn.
 iron_status_t iron_host_lapack_require(const char *name, void **out_fn);
 
 #ifdef __cplusplus
