@@ -249,7 +249,8 @@ static bool custom_call_is_identity(const char *t) {
   return strcmp(t, "Sharding") == 0 || strcmp(t, "SPMDFullToShardShape") == 0 ||
          strcmp(t, "SPMDShardToFullShape") == 0 ||
          strncmp(t, "xla.sdy.", 8) == 0 || strncmp(t, "sdy", 3) == 0 ||
-         strcmp(t, "MoveToHost") == 0 || strcmp(t, "MoveToDevice") == 0;
+         strcmp(t, "MoveToHost") == 0 || strcmp(t, "MoveToDevice") == 0 ||
+         strcmp(t, "annotate_device_placement") == 0;
 }
 
 static bool env_flag(const char *name) {
@@ -469,9 +470,14 @@ static iron_status_t plan_op(scope_t *sc, const iron_ir_op_t *op,
       return find_callee(plan, op, "decomposition", &s->callee);
     case IRON_OP_CUSTOM_CALL: {
       const char *target = iron_ir_op_string(op, "call_target_name");
-      if (!custom_call_is_identity(target))
-        return iron_ir_op_unimplemented(op, "for target \"%s\"",
-                                        target ? target : "");
+      if (!custom_call_is_identity(target)) {
+        // Other targets are the device's business (host: custom_call.c).
+        if (!lookup_kernel(op->kind))
+          return iron_ir_op_unimplemented(op, "for target \"%s\"",
+                                          target ? target : "");
+        s->kind = IRON_STEP_KERNEL;
+        break;
+      }
       s->kind = IRON_STEP_ALIAS;
       break;
     }

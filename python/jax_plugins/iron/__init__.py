@@ -64,6 +64,19 @@ def _enable_compilation_cache() -> None:
 
     is_cache_used._ironjax_wrapped = True
     cc.is_cache_used = is_cache_used
+def _enable_linalg(path: str) -> None:
+    # jax has no lowering of eigh/svd/qr/... for our platform: reuse its CPU
+    # rules (LAPACK FFI custom calls, implemented by the plugin) and give the
+    # plugin scipy's LAPACK.
+    from ironjax import linalg
+    try:
+        linalg.register_lowerings(ironjax.PLATFORM)
+    except Exception as e:  # pragma: no cover - jax internals changed
+        logger.warning("ironjax: linalg lowerings not registered: %s", e)
+    try:
+        linalg.register_lapack(path)
+    except Exception as e:  # pragma: no cover
+        logger.warning("ironjax: LAPACK not registered: %s", e)
 
 
 def initialize() -> None:
@@ -89,4 +102,5 @@ def initialize() -> None:
                                library_path=path)
         _enable_donation()
         _enable_compilation_cache()
+        _enable_linalg(path)
         _initialized = True

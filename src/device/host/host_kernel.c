@@ -19,6 +19,8 @@ static void init_table(void) {
   iron_host_register_reduce_precision(g_table);
   iron_host_register_conv(g_table);
   iron_host_register_fft(g_table);
+  iron_host_register_custom_call(g_table);
+  iron_host_register_linalg(g_table);
 }
 
 const iron_host_kernel_t *iron_host_kernel_lookup(iron_op_kind_t kind) {
