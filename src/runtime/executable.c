@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "compiler/plan.h"
+#include "compiler/tuple_forward.h"
 #include "runtime/executor.h"
 #include "runtime/runtime_internal.h"
 #include "stablehlo/reader.h"
@@ -128,7 +129,8 @@ iron_status_t iron_executable_compile_module(
     fingerprint(bytes, size, exe->fingerprint);
   else
     fingerprint(mname, strlen(mname), exe->fingerprint);
-  iron_status_t st = iron_plan_create(module, &exe->plan);
+  iron_status_t st = iron_compiler_tuple_forward(module);
+  if (!st) st = iron_plan_create(module, &exe->plan);
   if (st) {
     st = iron_status_annotate(st, "while compiling %s", mname);
     exe_destroy(exe);  // frees mname (module memory)

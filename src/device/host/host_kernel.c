@@ -16,6 +16,7 @@ static void init_table(void) {
   iron_host_register_window(g_table);
   iron_host_register_gather(g_table);
   iron_host_register_reduce_precision(g_table);
+  iron_host_register_collective(g_table);
 }
 
 const iron_host_kernel_t *iron_host_kernel_lookup(iron_op_kind_t kind) {

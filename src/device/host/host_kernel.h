@@ -99,6 +99,7 @@ void iron_host_register_sort(iron_host_kernel_table_t table);
 void iron_host_register_window(iron_host_kernel_table_t table);
 void iron_host_register_gather(iron_host_kernel_table_t table);
 void iron_host_register_reduce_precision(iron_host_kernel_table_t table);
+void iron_host_register_collective(iron_host_kernel_table_t table);
 
 // Helpers shared by kernels.
 
