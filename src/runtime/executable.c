@@ -8,6 +8,7 @@
 
 #include "compiler/fuse.h"
 #include "compiler/plan.h"
+#include "compiler/tuple_forward.h"
 #include "runtime/executor.h"
 #include "runtime/runtime_internal.h"
 #include "stablehlo/reader.h"
@@ -129,9 +130,10 @@ iron_status_t iron_executable_compile_module(
     fingerprint(bytes, size, exe->fingerprint);
   else
     fingerprint(mname, strlen(mname), exe->fingerprint);
-  iron_status_t st = IRON_OK;
+  iron_status_t st = iron_compiler_tuple_forward(module);
   const char *nofuse = getenv("IRON_NO_FUSION");
-  if (exe->dev->vtable->fusable && !(nofuse && nofuse[0] && nofuse[0] != '0'))
+  if (!st && exe->dev->vtable->fusable &&
+      !(nofuse && nofuse[0] && nofuse[0] != '0'))
     st = iron_compiler_fuse(module, exe->dev->vtable->fusable, NULL);
   if (!st) st = iron_plan_create_on(module, exe->dev, &exe->plan);
   if (st) {

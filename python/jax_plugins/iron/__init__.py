@@ -57,10 +57,10 @@ def _enable_compilation_cache() -> None:
         platform = "cpu"
         supports_executable_serialization = True
 
-    def is_cache_used(backend) -> bool:
+    def is_cache_used(backend, *args, **kwargs) -> bool:
         if getattr(backend, "platform", None) == ironjax.PLATFORM:
-            return original(_SupportedPlatform())
-        return original(backend)
+            backend = _SupportedPlatform()
+        return original(backend, *args, **kwargs)
 
     is_cache_used._ironjax_wrapped = True
     cc.is_cache_used = is_cache_used

@@ -21,6 +21,7 @@ static void init_table(void) {
   iron_host_register_fft(g_table);
   iron_host_register_custom_call(g_table);
   iron_host_register_linalg(g_table);
+  iron_host_register_collective(g_table);
 }
 
 const iron_host_kernel_t *iron_host_kernel_lookup(iron_op_kind_t kind) {

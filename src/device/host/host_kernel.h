@@ -113,6 +113,7 @@ void iron_host_register_conv(iron_host_kernel_table_t table);
 void iron_host_register_fft(iron_host_kernel_table_t table);
 void iron_host_register_custom_call(iron_host_kernel_table_t table);
 void iron_host_register_linalg(iron_host_kernel_table_t table);
+void iron_host_register_collective(iron_host_kernel_table_t table);
 
 // Helpers shared by kernels.
 
