@@ -7,6 +7,8 @@
 //     (value ids are per function), kernel regions in their own space.
 #include "compiler/plan.h"
 
+#include "device/host/callback.h"
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -314,6 +316,7 @@ static iron_status_t find_callee(iron_plan_t *plan, const iron_ir_op_t *op,
 static iron_status_t plan_op(scope_t *sc, const iron_ir_op_t *op,
                              const char *func_name, iron_plan_step_t *s) {
   iron_plan_t *plan = sc->fc->plan;
+  const iron_host_kernel_t *custom_kernel = NULL;  // custom_call targets
   switch (op->kind) {
     case IRON_OP_CONSTANT:
     case IRON_OP_REPLICA_ID:
@@ -354,10 +357,16 @@ static iron_status_t plan_op(scope_t *sc, const iron_ir_op_t *op,
       return find_callee(plan, op, "decomposition", &s->callee);
     case IRON_OP_CUSTOM_CALL: {
       const char *target = iron_ir_op_string(op, "call_target_name");
-      if (!custom_call_is_identity(target))
+      if (custom_call_is_identity(target)) {
+        s->kind = IRON_STEP_ALIAS;
+        break;
+      }
+      // Targets with a host kernel of their own (host callbacks).
+      custom_kernel = iron_host_callback_kernel_for_target(target);
+      if (!custom_kernel)
         return iron_ir_op_unimplemented(op, "for target \"%s\"",
                                         target ? target : "");
-      s->kind = IRON_STEP_ALIAS;
+      s->kind = IRON_STEP_KERNEL;
       break;
     }
     case IRON_OP_OPTIMIZATION_BARRIER:
@@ -433,7 +442,8 @@ static iron_status_t plan_op(scope_t *sc, const iron_ir_op_t *op,
   }
 
   // Kernel.
-  const iron_host_kernel_t *k = lookup_kernel(op->kind);
+  const iron_host_kernel_t *k =
+      custom_kernel ? custom_kernel : lookup_kernel(op->kind);
   if (!k) return iron_ir_op_unimplemented(op, NULL);
   s->kernel = k;
   iron_host_region_t **regions = NULL;

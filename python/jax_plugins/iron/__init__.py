@@ -35,6 +35,16 @@ def _enable_donation() -> None:
                        "jax has no mlir._platforms_with_donation list")
 
 
+def _install_callbacks(path: str) -> None:
+    # Host callbacks (jax.debug.print, pure_callback, io_callback): the
+    # plugin's handler and the lowering for platform 'iron'.
+    try:
+        from ironjax import callback
+        callback.install(path)
+    except (ImportError, AttributeError, OSError) as e:  # pragma: no cover
+        logger.warning("ironjax: host callbacks are unavailable: %s", e)
+
+
 def initialize() -> None:
     """Registers the `iron` backend with jax (idempotent)."""
     global _initialized
@@ -57,4 +67,5 @@ def initialize() -> None:
             xb.register_plugin(ironjax.PLATFORM, priority=-1,
                                library_path=path)
         _enable_donation()
+        _install_callbacks(path)
         _initialized = True
