@@ -210,6 +210,25 @@ def _ir_type(mlir, ctx, aval):
     return mlir.aval_to_ir_type(aval)
 
 
+def _set_sharding(ctx, op, sharding, token_and_results):
+    from jax._src import config
+    from jax._src.interpreters import mlir
+    try:
+        from jax._src.sharding_impls import SdyArray, SdyArrayList
+    except ImportError:  # pragma: no cover - older jax
+        SdyArray = SdyArrayList = None
+    if (token_and_results and SdyArrayList is not None and
+            config.use_shardy_partitioner.value and
+            isinstance(sharding, SdyArrayList)):
+        # One more entry for the token result, as jax's CPU lowering does.
+        sharding = SdyArrayList((
+            SdyArray(mesh_shape=(), dim_shardings=(),
+                     logical_device_ids=sharding.shardings[0]
+                     .logical_device_ids),
+            *sharding.shardings))
+    mlir.set_sharding(ctx.module_context, op, sharding)
+
+
 def emit_iron_python_callback(ctx, callback, token, operands, operand_avals,
                               result_avals, *, has_side_effect,
                               returns_token=True, partitioned=False,
@@ -220,7 +239,7 @@ def emit_iron_python_callback(ctx, callback, token, operands, operand_avals,
     from jax._src.interpreters import mlir
     from jax._src.lib.mlir.dialects import hlo
 
-    del returns_token, partitioned, sharding  # one device: nothing to do
+    del returns_token, partitioned  # one device: nothing to do
     if len(ctx.module_context.platforms) > 1:
         raise NotImplementedError("multi-platform lowering for python_callback")
     handle = register(_wrap_with_checks(callback, result_avals, dtypes),
@@ -238,6 +257,10 @@ def emit_iron_python_callback(ctx, callback, token, operands, operand_avals,
         backend_config=str(handle.id),
         has_side_effect=has_side_effect,
     )
+    if sharding is not None:
+        # Kept as jax writes it (the plugin ignores it: one device); tests
+        # and tools read it from the lowered text.
+        _set_sharding(ctx, op, sharding, token is not None and result_avals)
     results = list(op.results)
     if token is not None:
         token, *results = results

@@ -366,6 +366,7 @@ static iron_status_t plan_op(scope_t *sc, const iron_ir_op_t *op,
       if (!custom_kernel)
         return iron_ir_op_unimplemented(op, "for target \"%s\"",
                                         target ? target : "");
+      plan->has_host_callbacks = true;
       s->kind = IRON_STEP_KERNEL;
       break;
     }

@@ -102,6 +102,10 @@ typedef struct iron_plan {
   iron_plan_func_t *funcs;  // parallel to module->funcs
   const iron_plan_func_t *main;
   iron_plan_owned_t *owned;  // params and constants to free
+  // Some reachable step runs a host callback (custom_call
+  // @iron_python_callback): the PJRT layer then runs the program
+  // synchronously, as XLA:CPU does (see src/device/host/callback.h).
+  bool has_host_callbacks;
 } iron_plan_t;
 
 // Plans `module` starting at its main function. Errors name the op, its

@@ -2,6 +2,8 @@
 // callback.h for the contract between the plugin and ironjax.
 #include "device/host/callback.h"
 
+#include "device/device.h"
+
 #include <errno.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -110,8 +112,10 @@ static iron_status_t callback_run(const iron_host_ctx_t *ctx,
     sizes[k] = outputs[i]->nbytes;
     ++k;
   }
+  iron_device_host_callback_enter();
   int32_t rc = handler(p->id, ni, ptrs, sizes, no, ptrs + ni, sizes + ni,
                        error, CALLBACK_ERROR_CAPACITY);
+  iron_device_host_callback_leave();
   iron_status_t st = IRON_OK;
   if (rc != 0) {
     error[CALLBACK_ERROR_CAPACITY - 1] = '\0';
