@@ -160,6 +160,10 @@ void iron_executable_output_type(const iron_executable_t *exe, uint32_t i,
 bool iron_executable_input_donatable(const iron_executable_t *exe,
                                      uint32_t i);
 int32_t iron_executable_input_alias(const iron_executable_t *exe, uint32_t i);
+// Whether the program calls back into the host process (jax callbacks:
+// custom_call @iron_python_callback); such runs need the callback handler
+// that ironjax installs.
+bool iron_executable_has_host_callbacks(const iron_executable_t *exe);
 // The program as readable text (iron IR); caller frees with free().
 char *iron_executable_text(const iron_executable_t *exe);
 

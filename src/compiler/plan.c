@@ -7,6 +7,8 @@
 //     (value ids are per function), kernel regions in their own space.
 #include "compiler/plan.h"
 
+#include "device/host/callback.h"
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -430,6 +432,7 @@ static void analyze_counted_loop(const iron_ir_op_t *op, iron_plan_step_t *s) {
 static iron_status_t plan_op(scope_t *sc, const iron_ir_op_t *op,
                              const char *func_name, iron_plan_step_t *s) {
   iron_plan_t *plan = sc->fc->plan;
+  const iron_host_kernel_t *custom_kernel = NULL;  // custom_call targets
   switch (op->kind) {
     case IRON_OP_CONSTANT:
     case IRON_OP_REPLICA_ID:
@@ -470,15 +473,27 @@ static iron_status_t plan_op(scope_t *sc, const iron_ir_op_t *op,
       return find_callee(plan, op, "decomposition", &s->callee);
     case IRON_OP_CUSTOM_CALL: {
       const char *target = iron_ir_op_string(op, "call_target_name");
-      if (!custom_call_is_identity(target)) {
-        // Other targets are the device's business (host: custom_call.c).
-        if (!lookup_kernel(op->kind))
-          return iron_ir_op_unimplemented(op, "for target \"%s\"",
-                                          target ? target : "");
+      if (custom_call_is_identity(target)) {
+        s->kind = IRON_STEP_ALIAS;
+        break;
+      }
+      // Targets with a host kernel of their own (host callbacks).
+      custom_kernel = iron_host_callback_kernel_for_target(target);
+      if (custom_kernel) {
+        if (scope_device(sc) && scope_device(sc)->vtable->mem_alloc)
+          return iron_ir_op_unimplemented(
+              op, "for target \"%s\" on the %s device (host callbacks run "
+                  "on the host device only)",
+              target, scope_device(sc)->vtable->kind);
+        plan->has_host_callbacks = true;
         s->kind = IRON_STEP_KERNEL;
         break;
       }
-      s->kind = IRON_STEP_ALIAS;
+      // Other targets are the device's business (host: custom_call.c).
+      if (!lookup_kernel_on(scope_device(sc), op->kind))
+        return iron_ir_op_unimplemented(op, "for target \"%s\"",
+                                        target ? target : "");
+      s->kind = IRON_STEP_KERNEL;
       break;
     }
     case IRON_OP_OPTIMIZATION_BARRIER:
@@ -558,7 +573,8 @@ static iron_status_t plan_op(scope_t *sc, const iron_ir_op_t *op,
 
   // Kernel.
   iron_device_t *dev = scope_device(sc);
-  const iron_host_kernel_t *k = lookup_kernel_on(dev, op->kind);
+  const iron_host_kernel_t *k =
+      custom_kernel ? custom_kernel : lookup_kernel_on(dev, op->kind);
   if (!k) {
     if (dev)
       return iron_ir_op_unimplemented(op, "on the %s device",

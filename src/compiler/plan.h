@@ -120,6 +120,10 @@ typedef struct iron_plan {
   // The device the plan's kernels and constants are for; NULL: the host
   // (also for devices that use host memory and host kernels).
   iron_device_t *dev;
+  // Some reachable step runs a host callback (custom_call
+  // @iron_python_callback): the PJRT layer then runs the program
+  // synchronously, as XLA:CPU does (see src/device/host/callback.h).
+  bool has_host_callbacks;
 } iron_plan_t;
 
 // Plans `module` starting at its main function. Errors name the op, its

@@ -82,6 +82,10 @@ void iron_storage_release(iron_storage_t *s) {
 }
 
 static _Thread_local const iron_device_t *tls_worker_dev = NULL;
+static _Thread_local int tls_host_callback_depth = 0;
+
+void iron_device_host_callback_enter(void) { ++tls_host_callback_depth; }
+void iron_device_host_callback_leave(void) { --tls_host_callback_depth; }
 
 static void *worker_main(void *arg) {
   iron_device_t *dev = arg;
@@ -175,7 +179,8 @@ static void run_inline(iron_device_t *dev, iron_job_t *job) {
 
 void iron_device_enqueue(iron_device_t *dev, iron_job_t *job, bool small) {
   job->next = NULL;
-  if (dev->sync || !dev->has_worker) {
+  if (dev->sync || !dev->has_worker ||
+      (tls_host_callback_depth > 0 && tls_worker_dev == dev)) {
     run_inline(dev, job);
     return;
   }

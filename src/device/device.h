@@ -155,6 +155,13 @@ bool iron_device_deinit_base(iron_device_t *dev);
 void iron_device_enqueue(iron_device_t *dev, iron_job_t *job, bool small);
 // True when called on dev's worker thread (or inline in sync mode).
 bool iron_device_on_worker(const iron_device_t *dev);
+// Bracket a host callback (Python code called from a running job). Work the
+// callback submits to the device running that job (a jitted function on
+// iron, a device_put) runs at once on the same thread, nested: the queue
+// cannot advance until the callback returns, so queuing it would deadlock.
+// Thread-local; calls nest.
+void iron_device_host_callback_enter(void);
+void iron_device_host_callback_leave(void);
 
 // The host (CPU) device.
 iron_status_t iron_host_device_create(iron_runtime_t *rt, int id,

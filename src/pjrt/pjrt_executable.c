@@ -464,6 +464,13 @@ static void iron_pjrt_run_free(iron_pjrt_run_t *run) {
   free(run->results);
 }
 
+// IRON_HOST_CALLBACK_SYNC=0 runs programs with host callbacks asynchronously
+// like any other (errors then surface when a result is read).
+static bool iron_pjrt_host_callback_sync(void) {
+  const char *v = getenv("IRON_HOST_CALLBACK_SYNC");
+  return !(v && strcmp(v, "0") == 0);
+}
+
 static iron_status_t iron_pjrt_execute(PJRT_LoadedExecutable_Execute_Args *args) {
   PJRT_LoadedExecutable *loaded = args->executable;
   iron_executable_t *exe = loaded->executable;
@@ -541,10 +548,16 @@ static iron_status_t iron_pjrt_execute(PJRT_LoadedExecutable_Execute_Args *args)
     }
   }
 
+  // Programs with host callbacks run synchronously, as on XLA:CPU: their
+  // output (debug.print) appears before the call returns, and an exception
+  // raised in a callback fails this call. jaxlib releases the GIL around
+  // Execute, so the callback (on the device's worker thread) can take it.
+  const bool wait = iron_executable_has_host_callbacks(exe) &&
+                    iron_pjrt_host_callback_sync();
   iron_event_t *done = NULL;
   iron_status_t status = iron_executable_execute(
       exe, run.args, (uint32_t)run.num_args, run.donate, run.results,
-      args->device_complete_events != NULL ? &done : NULL);
+      (args->device_complete_events != NULL || wait) ? &done : NULL);
   if (status != IRON_OK) {
     iron_pjrt_run_free(&run);
     return status;
@@ -553,6 +566,23 @@ static iron_status_t iron_pjrt_execute(PJRT_LoadedExecutable_Execute_Args *args)
   // jax does not delete donated arrays itself: the plugin does.
   for (size_t i = 0; i < run.num_args; ++i)
     if (run.donate[i]) iron_pjrt_buffer_invalidate(inputs[i]);
+
+  if (wait) {
+    status = iron_event_wait(done);
+    if (status != IRON_OK) {
+      for (size_t j = 0; j < run.num_outputs; ++j) {
+        iron_buffer_release(run.results[j]);
+        run.results[j] = NULL;
+      }
+      iron_event_release(done);
+      iron_pjrt_run_free(&run);
+      return status;
+    }
+    if (args->device_complete_events == NULL) {
+      iron_event_release(done);
+      done = NULL;
+    }
+  }
 
   PJRT_Buffer **outputs = args->output_lists[0];
   for (size_t j = 0; j < run.num_outputs; ++j) {

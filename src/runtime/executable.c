@@ -258,6 +258,10 @@ void iron_executable_output_type(const iron_executable_t *exe, uint32_t i,
   if (out_dims) *out_dims = t->dims;
 }
 
+bool iron_executable_has_host_callbacks(const iron_executable_t *exe) {
+  return exe->plan->has_host_callbacks;
+}
+
 bool iron_executable_input_donatable(const iron_executable_t *exe,
                                      uint32_t i) {
   return i < exe->num_inputs && exe->donatable[i];

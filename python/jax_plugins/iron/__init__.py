@@ -77,6 +77,14 @@ def _enable_linalg(path: str) -> None:
         linalg.register_lapack(path)
     except Exception as e:  # pragma: no cover
         logger.warning("ironjax: LAPACK not registered: %s", e)
+def _install_callbacks(path: str) -> None:
+    # Host callbacks (jax.debug.print, pure_callback, io_callback): the
+    # plugin's handler and the lowering for platform 'iron'.
+    try:
+        from ironjax import callback
+        callback.install(path)
+    except (ImportError, AttributeError, OSError) as e:  # pragma: no cover
+        logger.warning("ironjax: host callbacks are unavailable: %s", e)
 
 
 def initialize() -> None:
@@ -103,4 +111,5 @@ def initialize() -> None:
         _enable_donation()
         _enable_compilation_cache()
         _enable_linalg(path)
+        _install_callbacks(path)
         _initialized = True
