@@ -22,7 +22,7 @@ static iron_status_t create_devices(iron_runtime_t *rt, int threads) {
     return IRON_ERR(FAILED_PRECONDITION,
                     "IRON_DEVICE=cuda, but no CUDA device is usable: %s",
                     reason ? reason : "unknown reason");
-  if (gpus <= 0 && !force_host && iron_cuda_api_get()->has_driver) {
+  if (gpus <= 0 && !force_host && iron_cuda_api_get_driver()->has_driver) {
     // An NVIDIA driver but no usable CUDA (say, NVRTC missing): falling back
     // to the host is the documented default, but should not go unnoticed.
     static atomic_bool warned;
