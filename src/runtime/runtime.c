@@ -22,7 +22,7 @@ static iron_status_t create_devices(iron_runtime_t *rt, int threads) {
     return IRON_ERR(FAILED_PRECONDITION,
                     "IRON_DEVICE=cuda, but no CUDA device is usable: %s",
                     reason ? reason : "unknown reason");
-  if (gpus <= 0 && !force_host && iron_cuda_api_get()->has_driver) {
+  if (gpus <= 0 && !force_host && iron_cuda_api_get_driver()->has_driver) {
     // An NVIDIA driver but no usable CUDA (say, NVRTC missing): falling back
     // to the host is the documented default, but should not go unnoticed.
     static atomic_bool warned;
@@ -113,6 +113,9 @@ void iron_device_memory_stats(const iron_device_t *dev,
   // may show in one before the other.
   out_stats->peak_bytes_in_use = peak > in_use ? peak : in_use;
   out_stats->bytes_limit = d->memory_limit > 0 ? d->memory_limit : 0;
+  // Without a configured limit, a GPU's limit is its memory.
+  if (!out_stats->bytes_limit && strcmp(d->vtable->kind, "cuda") == 0)
+    out_stats->bytes_limit = (int64_t)iron_cuda_device_cast(d)->total_mem;
 }
 
 void iron_device_reset_peak_memory(iron_device_t *dev) {

@@ -89,6 +89,11 @@ static void test_search_order_message(void) {
 static void test_stub_driver(void) {
   // The stub exports the driver API but is no driver: cuInit fails, and the
   // failure reads as a status naming the call.
+  if (access(STUB_LIBCUDA, R_OK) != 0 && gpu_present()) {
+    // A GPU machine need not have the toolkit (wheels suffice); CI has it.
+    fprintf(stderr, "stub_driver: no %s here, not exercised\n", STUB_LIBCUDA);
+    return;
+  }
   CHECK(access(STUB_LIBCUDA, R_OK) == 0);
   iron_cuda_api_t api;
   iron_cuda_api_load_from(STUB_LIBCUDA, NULL, NULL, &api);

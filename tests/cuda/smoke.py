@@ -96,7 +96,7 @@ def main():
     try:
         got = np.asarray(jax.jit(jnp.sin)(jax.device_put(v, dev)))
         want = np.asarray(jax.jit(jnp.sin)(jax.device_put(v, cpu)))
-        check(np.allclose(got, want, rtol=1e-6, atol=1e-6), "jnp.sin on the GPU")
+        check(np.allclose(got, want, rtol=1e-5, atol=1e-6), "jnp.sin on the GPU")
     except Exception as e:  # noqa: BLE001
         msg = str(e).splitlines()[0]
         print(f"note  jnp.sin not runnable yet: {msg}")

@@ -334,13 +334,39 @@ void iron_cuda_api_load_from(const char *driver, const char *nvrtc,
                                    out_api->cublaslt_error, resolve_cublaslt);
 }
 
+// The process-wide table, filled library by library: a machine without a
+// driver never pays for loading NVRTC and cuBLASLt (half a gigabyte) just
+// to find out there is no GPU.
 static iron_cuda_api_t g_api;
-static pthread_once_t g_api_once = PTHREAD_ONCE_INIT;
+static pthread_once_t g_driver_once = PTHREAD_ONCE_INIT;
+static pthread_once_t g_nvrtc_once = PTHREAD_ONCE_INIT;
+static pthread_once_t g_cublaslt_once = PTHREAD_ONCE_INIT;
 
-static void api_init(void) { iron_cuda_api_load_from(NULL, NULL, NULL, &g_api); }
+static void init_driver(void) {
+  g_api.has_driver =
+      load_one(&g_api, "libcuda (the NVIDIA driver)", kDriverNames, NULL,
+               g_api.driver_path, g_api.driver_error, resolve_driver);
+}
+static void init_nvrtc(void) {
+  g_api.has_nvrtc = load_one(&g_api, "libnvrtc", kNvrtcNames, NULL,
+                             g_api.nvrtc_path, g_api.nvrtc_error,
+                             resolve_nvrtc);
+}
+static void init_cublaslt(void) {
+  g_api.has_cublaslt =
+      load_one(&g_api, "libcublasLt", kCublasLtNames, NULL,
+               g_api.cublaslt_path, g_api.cublaslt_error, resolve_cublaslt);
+}
+
+const iron_cuda_api_t *iron_cuda_api_get_driver(void) {
+  pthread_once(&g_driver_once, init_driver);
+  return &g_api;
+}
 
 const iron_cuda_api_t *iron_cuda_api_get(void) {
-  pthread_once(&g_api_once, api_init);
+  pthread_once(&g_driver_once, init_driver);
+  pthread_once(&g_nvrtc_once, init_nvrtc);
+  pthread_once(&g_cublaslt_once, init_cublaslt);
   return &g_api;
 }
 

@@ -16,14 +16,19 @@ static int g_count;
 static char g_reason[2048];
 
 static void count_init(void) {
-  const iron_cuda_api_t *api = iron_cuda_api_get();
-  iron_status_t st = iron_cuda_api_require(api);
+  // The driver first: without it (or a GPU) NVRTC and cuBLASLt stay unloaded.
+  const iron_cuda_api_t *api = iron_cuda_api_get_driver();
+  iron_status_t st = IRON_OK;
+  if (!api->has_driver)
+    st = IRON_ERR(FAILED_PRECONDITION, "CUDA is not usable: %s",
+                  api->driver_error);
   if (!st) st = iron_cuda_status(api, api->cuInit(0), "cuInit");
   int n = 0;
   if (!st) st = iron_cuda_status(api, api->cuDeviceGetCount(&n), "cuDeviceGetCount");
   if (!st && n <= 0)
     st = IRON_ERR(NOT_FOUND, "the CUDA driver (%s) reports no GPU",
                   api->driver_path);
+  if (!st) st = iron_cuda_api_require(iron_cuda_api_get());
   if (st) {
     snprintf(g_reason, sizeof(g_reason), "%s", iron_status_message(st));
     iron_status_free(st);
