@@ -150,6 +150,9 @@ static iron_status_t prepare(iron_cuda_device_t *d, const iron_ir_op_t *op,
   }
   if (iron_status_code(st) == IRON_STATUS_UNIMPLEMENTED) {
     stats->refused++;
+    if (getenv("IRON_TEST_VERBOSE")) {
+      fprintf(stderr, "refused: %s\n", iron_status_message(st));
+    }
   } else {
     fprintf(stderr, "prepare %s: %s\n", op->name, iron_status_message(st));
   }
@@ -268,6 +271,37 @@ static void test_elementwise_sweep(void) {
       ht_result(&b, kDtypes[j], 2, dims);
       CHECK_OK(prepare(d, &b.op, &stats));
     }
+  }
+  // convert to/from the narrow types (not f8E8M0FNU / f6: refused).
+  {
+    const iron_dtype_t narrow[] = {
+        IRON_DTYPE_F8E5M2,     IRON_DTYPE_F8E4M3,     IRON_DTYPE_F8E3M4,
+        IRON_DTYPE_F8E4M3FN,   IRON_DTYPE_F8E4M3FNUZ, IRON_DTYPE_F8E5M2FNUZ,
+        IRON_DTYPE_F8E4M3B11FNUZ, IRON_DTYPE_F4E2M1FN, IRON_DTYPE_S4,
+        IRON_DTYPE_U4,         IRON_DTYPE_S2,         IRON_DTYPE_U2};
+    for (size_t i = 0; i < sizeof(narrow) / sizeof(narrow[0]); ++i) {
+      for (size_t j = 0; j < NDT; ++j) {
+        for (int dir = 0; dir < 2; ++dir) {
+          ht_init(&b, IRON_OP_CONVERT);
+          ht_operand(&b, dir ? kDtypes[j] : narrow[i], 2, dims);
+          ht_result(&b, dir ? narrow[i] : kDtypes[j], 2, dims);
+          CHECK_OK(prepare(d, &b.op, &stats));
+        }
+      }
+      // narrow -> narrow: each to its neighbour in the list (a float and
+      // an int pair among them), to bound the test's compile time.
+      ht_init(&b, IRON_OP_CONVERT);
+      ht_operand(&b, narrow[i], 2, dims);
+      ht_result(&b, narrow[(i + 1) % (sizeof(narrow) / sizeof(narrow[0]))],
+                2, dims);
+      CHECK_OK(prepare(d, &b.op, &stats));
+    }
+    ht_init(&b, IRON_OP_CONVERT);
+    ht_operand(&b, IRON_DTYPE_F8E8M0FNU, 2, dims);
+    ht_result(&b, IRON_DTYPE_F32, 2, dims);
+    iron_status_t st8 = prepare(d, &b.op, &stats);
+    CHECK(iron_status_code(st8) == IRON_STATUS_UNIMPLEMENTED);
+    iron_status_free(st8);
   }
   // select / clamp (scalar bounds too).
   for (size_t i = 0; i < NDT; ++i) {
