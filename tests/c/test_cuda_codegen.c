@@ -323,6 +323,40 @@ static void test_elementwise_sweep(void) {
                     : iron_status_code(st) == IRON_STATUS_UNIMPLEMENTED);
     iron_status_free(st);
   }
+  // Larger arrays take the vectorized path (16-byte loads/stores).
+  {
+    int64_t big[2] = {64, 33};
+    ht_init(&b, IRON_OP_ADD);
+    ht_operand(&b, IRON_DTYPE_F32, 2, big);
+    ht_operand(&b, IRON_DTYPE_F32, 0, big);
+    ht_result(&b, IRON_DTYPE_F32, 2, big);
+    CHECK_OK(prepare(d, &b.op, &stats));
+    ht_init(&b, IRON_OP_CONVERT);
+    ht_operand(&b, IRON_DTYPE_F32, 2, big);
+    ht_result(&b, IRON_DTYPE_BF16, 2, big);
+    CHECK_OK(prepare(d, &b.op, &stats));
+    ht_init(&b, IRON_OP_SELECT);
+    ht_operand(&b, IRON_DTYPE_PRED, 2, big);
+    ht_operand(&b, IRON_DTYPE_C64, 2, big);
+    ht_operand(&b, IRON_DTYPE_C64, 0, big);
+    ht_result(&b, IRON_DTYPE_C64, 2, big);
+    CHECK_OK(prepare(d, &b.op, &stats));
+    ht_init(&b, IRON_OP_COMPARE);
+    ht_operand(&b, IRON_DTYPE_U8, 2, big);
+    ht_operand(&b, IRON_DTYPE_U8, 2, big);
+    ht_result(&b, IRON_DTYPE_PRED, 2, big);
+    attr_enum(&b, "comparison_direction", IRON_ENUM_COMPARISON_DIRECTION,
+              IRON_CMP_LT);
+    CHECK_OK(prepare(d, &b.op, &stats));
+    size_t nvec = 0;
+    for (size_t i = 0; i < iron_cuda_compiler_pending_count(d); ++i) {
+      const char *s = iron_cuda_compiler_pending_source(d, i);
+      if (strstr(s, "iron_vec<float, 4>") || strstr(s, "iron_vec<uint8_t, 16>") ||
+          strstr(s, "iron_vec<iron_c64, 2>"))
+        nvec++;
+    }
+    CHECK(nvec >= 3);
+  }
   // bitcast_convert
   {
     int64_t d4[1] = {4}, d44[2] = {4, 4};

@@ -421,6 +421,8 @@ static const char kPreludeBody[] =
     "  if (enc > maxbits) return (uint8_t)overflow;\n"
     "  return (uint8_t)(sign | enc);\n"
     "}\n"
+    // V elements moved by one vector load/store.
+    "template <class T, int V> struct alignas(sizeof(T) * V) iron_vec { T v[V]; };\n"
     // Grid-stride loop over [0, n).
     "#define IRON_LOOP(I, IDX, n) \\\n"
     "  for (IDX I = (IDX)blockIdx.x * blockDim.x + threadIdx.x; I < (IDX)(n); \\\n"

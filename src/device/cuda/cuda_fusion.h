@@ -83,6 +83,10 @@ iron_status_t iron_cuda_convert_narrow_prepare(iron_device_t *dev,
                                                const iron_ir_op_t *op,
                                                void **out_params);
 
+// False when IRON_CUDA_VECTORIZE=0: element-wise kernels then move one
+// element per thread instead of 16-byte vectors.
+bool iron_cuda_vectorize_enabled(void);
+
 // Launch shape for `count` elements on `dev` (grid-stride).
 void iron_cuda_launch_dims(const iron_device_t *dev, int64_t count,
                            unsigned *out_grid, unsigned *out_block);
