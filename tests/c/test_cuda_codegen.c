@@ -150,6 +150,9 @@ static iron_status_t prepare(iron_cuda_device_t *d, const iron_ir_op_t *op,
   }
   if (iron_status_code(st) == IRON_STATUS_UNIMPLEMENTED) {
     stats->refused++;
+    if (getenv("IRON_TEST_VERBOSE")) {
+      fprintf(stderr, "refused: %s\n", iron_status_message(st));
+    }
   } else {
     fprintf(stderr, "prepare %s: %s\n", op->name, iron_status_message(st));
   }
@@ -269,6 +272,37 @@ static void test_elementwise_sweep(void) {
       CHECK_OK(prepare(d, &b.op, &stats));
     }
   }
+  // convert to/from the narrow types (not f8E8M0FNU / f6: refused).
+  {
+    const iron_dtype_t narrow[] = {
+        IRON_DTYPE_F8E5M2,     IRON_DTYPE_F8E4M3,     IRON_DTYPE_F8E3M4,
+        IRON_DTYPE_F8E4M3FN,   IRON_DTYPE_F8E4M3FNUZ, IRON_DTYPE_F8E5M2FNUZ,
+        IRON_DTYPE_F8E4M3B11FNUZ, IRON_DTYPE_F4E2M1FN, IRON_DTYPE_S4,
+        IRON_DTYPE_U4,         IRON_DTYPE_S2,         IRON_DTYPE_U2};
+    for (size_t i = 0; i < sizeof(narrow) / sizeof(narrow[0]); ++i) {
+      for (size_t j = 0; j < NDT; ++j) {
+        for (int dir = 0; dir < 2; ++dir) {
+          ht_init(&b, IRON_OP_CONVERT);
+          ht_operand(&b, dir ? kDtypes[j] : narrow[i], 2, dims);
+          ht_result(&b, dir ? narrow[i] : kDtypes[j], 2, dims);
+          CHECK_OK(prepare(d, &b.op, &stats));
+        }
+      }
+      // narrow -> narrow: each to its neighbour in the list (a float and
+      // an int pair among them), to bound the test's compile time.
+      ht_init(&b, IRON_OP_CONVERT);
+      ht_operand(&b, narrow[i], 2, dims);
+      ht_result(&b, narrow[(i + 1) % (sizeof(narrow) / sizeof(narrow[0]))],
+                2, dims);
+      CHECK_OK(prepare(d, &b.op, &stats));
+    }
+    ht_init(&b, IRON_OP_CONVERT);
+    ht_operand(&b, IRON_DTYPE_F8E8M0FNU, 2, dims);
+    ht_result(&b, IRON_DTYPE_F32, 2, dims);
+    iron_status_t st8 = prepare(d, &b.op, &stats);
+    CHECK(iron_status_code(st8) == IRON_STATUS_UNIMPLEMENTED);
+    iron_status_free(st8);
+  }
   // select / clamp (scalar bounds too).
   for (size_t i = 0; i < NDT; ++i) {
     ht_init(&b, IRON_OP_SELECT);
@@ -288,6 +322,40 @@ static void test_elementwise_sweep(void) {
     CHECK(expect_ok ? st == IRON_OK
                     : iron_status_code(st) == IRON_STATUS_UNIMPLEMENTED);
     iron_status_free(st);
+  }
+  // Larger arrays take the vectorized path (16-byte loads/stores).
+  {
+    int64_t big[2] = {64, 33};
+    ht_init(&b, IRON_OP_ADD);
+    ht_operand(&b, IRON_DTYPE_F32, 2, big);
+    ht_operand(&b, IRON_DTYPE_F32, 0, big);
+    ht_result(&b, IRON_DTYPE_F32, 2, big);
+    CHECK_OK(prepare(d, &b.op, &stats));
+    ht_init(&b, IRON_OP_CONVERT);
+    ht_operand(&b, IRON_DTYPE_F32, 2, big);
+    ht_result(&b, IRON_DTYPE_BF16, 2, big);
+    CHECK_OK(prepare(d, &b.op, &stats));
+    ht_init(&b, IRON_OP_SELECT);
+    ht_operand(&b, IRON_DTYPE_PRED, 2, big);
+    ht_operand(&b, IRON_DTYPE_C64, 2, big);
+    ht_operand(&b, IRON_DTYPE_C64, 0, big);
+    ht_result(&b, IRON_DTYPE_C64, 2, big);
+    CHECK_OK(prepare(d, &b.op, &stats));
+    ht_init(&b, IRON_OP_COMPARE);
+    ht_operand(&b, IRON_DTYPE_U8, 2, big);
+    ht_operand(&b, IRON_DTYPE_U8, 2, big);
+    ht_result(&b, IRON_DTYPE_PRED, 2, big);
+    attr_enum(&b, "comparison_direction", IRON_ENUM_COMPARISON_DIRECTION,
+              IRON_CMP_LT);
+    CHECK_OK(prepare(d, &b.op, &stats));
+    size_t nvec = 0;
+    for (size_t i = 0; i < iron_cuda_compiler_pending_count(d); ++i) {
+      const char *s = iron_cuda_compiler_pending_source(d, i);
+      if (strstr(s, "iron_vec<float, 4>") || strstr(s, "iron_vec<uint8_t, 16>") ||
+          strstr(s, "iron_vec<iron_c64, 2>"))
+        nvec++;
+    }
+    CHECK(nvec >= 3);
   }
   // bitcast_convert
   {

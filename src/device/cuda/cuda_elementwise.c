@@ -30,6 +30,11 @@ static iron_status_t ew_prepare_on(iron_device_t *dev, const iron_ir_op_t *op,
                       op->name, i, (long long)c, (long long)n);
     }
   }
+  if (op->kind == IRON_OP_CONVERT && op->num_operands == 1 &&
+      (iron_cuda_dtype_is_narrow(op->operands[0]->type->dtype) ||
+       iron_cuda_dtype_is_narrow(rt->dtype))) {
+    return iron_cuda_convert_narrow_prepare(dev, op, out_params);
+  }
   const iron_ir_op_t *ops[1] = {op};
   const iron_ir_value_t *outs[1] = {&op->results[0]};
   iron_cuda_fusion_t f = {

@@ -501,6 +501,11 @@ static iron_status_t constant_literal(const iron_ir_op_t *op, char *buf,
 // ---------------------------------------------------------------------------
 // Generator
 
+bool iron_cuda_vectorize_enabled(void) {
+  const char *e = getenv("IRON_CUDA_VECTORIZE");
+  return !(e && strcmp(e, "0") == 0);
+}
+
 bool iron_cuda_fusion_op_supported(iron_op_kind_t kind) {
   iron_op_class_t c = iron_op_kind_class(kind);
   if (c == IRON_OP_CLASS_UNARY || c == IRON_OP_CLASS_BINARY) return true;
@@ -844,9 +849,10 @@ iron_status_t iron_cuda_codegen_fusion(const iron_cuda_fusion_t *f,
   g.s = &body;
   iron_status_t st = IRON_OK;
 
-  // Signature.
-  iron_cuda_src_printf(&body, "extern \"C\" __global__ void __launch_bounds__(256) %s(",
-                       IRON_CUDA_KERNEL_PLACEHOLDER);
+  // Types first (refusals), then the vector width: kernels without
+  // coordinates (no broadcast/iota) move V elements per thread with one
+  // vector load/store per operand (16 bytes for the widest element).
+  size_t widest = 1;
   for (uint32_t i = 0; i < f->num_inputs; ++i) {
     const iron_ir_type_t *t = f->inputs[i]->type;
     const char *ct = t ? iron_cuda_ctype(t->dtype) : NULL;
@@ -857,7 +863,8 @@ iron_status_t iron_cuda_codegen_fusion(const iron_cuda_fusion_t *f,
                  : IRON_ERR(UNIMPLEMENTED, "CUDA fusion input type");
       goto fail;
     }
-    iron_cuda_src_printf(&body, "%sconst %s *in%u", i ? ", " : "", ct, i);
+    if (type_count(t) == g.count && iron_dtype_size(t->dtype) > widest)
+      widest = iron_dtype_size(t->dtype);
   }
   for (uint32_t j = 0; j < f->num_outputs; ++j) {
     const iron_ir_type_t *t = f->outputs[j]->type;
@@ -874,17 +881,47 @@ iron_status_t iron_cuda_codegen_fusion(const iron_cuda_fusion_t *f,
                     "CUDA fusion: outputs have different element counts");
       goto fail;
     }
-    iron_cuda_src_printf(&body, "%s%s *out%u",
-                         (f->num_inputs || j) ? ", " : "", ct, j);
+    if (iron_dtype_size(t->dtype) > widest) widest = iron_dtype_size(t->dtype);
   }
-  iron_cuda_src_printf(&body, ") {\n  IRON_LOOP(i, %s, %lldLL) {\n", g.idx,
-                       (long long)g.count);
+  int vw = (int)(16 / widest);
+  if (vw > 8) vw = 8;
+  bool vec = vw >= 2 && !needs_coords(f) && g.count >= 4 * vw &&
+             iron_cuda_vectorize_enabled();
+
+  if (vec) {
+    // The element function: storage values in, storage values out.
+    iron_cuda_src_printf(&body, "static __device__ __forceinline__ void %s_f(",
+                         IRON_CUDA_KERNEL_PLACEHOLDER);
+    for (uint32_t i = 0; i < f->num_inputs; ++i) {
+      iron_cuda_src_printf(&body, "%sconst %s s%u", i ? ", " : "",
+                           iron_cuda_ctype(f->inputs[i]->type->dtype), i);
+    }
+    for (uint32_t j = 0; j < f->num_outputs; ++j) {
+      iron_cuda_src_printf(&body, "%s%s &r%u", (f->num_inputs || j) ? ", " : "",
+                           iron_cuda_ctype(f->outputs[j]->type->dtype), j);
+    }
+    iron_cuda_src_printf(&body, ") {\n  {\n");
+  } else {
+    iron_cuda_src_printf(&body,
+                         "extern \"C\" __global__ void __launch_bounds__(256) %s(",
+                         IRON_CUDA_KERNEL_PLACEHOLDER);
+    for (uint32_t i = 0; i < f->num_inputs; ++i) {
+      iron_cuda_src_printf(&body, "%sconst %s *in%u", i ? ", " : "",
+                           iron_cuda_ctype(f->inputs[i]->type->dtype), i);
+    }
+    for (uint32_t j = 0; j < f->num_outputs; ++j) {
+      iron_cuda_src_printf(&body, "%s%s *out%u",
+                           (f->num_inputs || j) ? ", " : "",
+                           iron_cuda_ctype(f->outputs[j]->type->dtype), j);
+    }
+    iron_cuda_src_printf(&body, ") {\n  IRON_LOOP(i, %s, %lldLL) {\n", g.idx,
+                         (long long)g.count);
+  }
   if (needs_coords(f) && g.rank > 0) {
     iron_cuda_src_printf(&body, "    %s r_ = i;\n", g.idx);
     for (int32_t d = g.rank - 1; d >= 0; --d) {
-      iron_cuda_src_printf(&body, "    const %s c%d = r_ %% (%s)%lld;%s\n",
-                           g.idx, d, g.idx, (long long)g.dims[d],
-                           d ? "" : "");
+      iron_cuda_src_printf(&body, "    const %s c%d = r_ %% (%s)%lld;\n",
+                           g.idx, d, g.idx, (long long)g.dims[d]);
       if (d) {
         iron_cuda_src_printf(&body, "    r_ /= (%s)%lld;\n", g.idx,
                              (long long)g.dims[d]);
@@ -899,20 +936,18 @@ iron_status_t iron_cuda_codegen_fusion(const iron_cuda_fusion_t *f,
     if (input_read_directly(f, i)) {
       int64_t c = type_count(v->type);
       char lv[64];
-      if (c == 1) {
-        snprintf(lv, sizeof(lv), "in%u[0]", i);
-      } else if (c == g.count && (dims_equal(&g, v->type) || g.rank <= 1 ||
-                                  v->type->rank <= 1)) {
-        snprintf(lv, sizeof(lv), "in%u[i]", i);
-      } else if (c == g.count) {
-        // Same count, other dims: element-wise ops see one linear order.
-        snprintf(lv, sizeof(lv), "in%u[i]", i);
-      } else {
+      if (c != 1 && c != g.count) {
         st = IRON_ERR(INVALID_ARGUMENT,
                       "CUDA fusion: input %u has %lld elements, the fusion "
                       "%lld",
                       i, (long long)c, (long long)g.count);
         goto fail;
+      }
+      // Same count with other dims: element-wise ops see one linear order.
+      if (vec) {
+        snprintf(lv, sizeof(lv), "s%u", i);
+      } else {
+        snprintf(lv, sizeof(lv), c == 1 ? "in%u[0]" : "in%u[i]", i);
       }
       emit_load(&body, v->type->dtype, name, lv);
     }
@@ -931,9 +966,109 @@ iron_status_t iron_cuda_codegen_fusion(const iron_cuda_fusion_t *f,
     }
     char se[128];
     store_expr(f->outputs[j]->type->dtype, n, se, sizeof(se));
-    iron_cuda_src_printf(&body, "    out%u[i] = %s;\n", j, se);
+    iron_cuda_src_printf(&body, vec ? "    r%u = %s;\n" : "    out%u[i] = %s;\n",
+                         j, se);
   }
-  iron_cuda_src_printf(&body, "  }\n}\n");
+  if (vec) {
+    // The kernel: vector loop when every full operand is aligned to its
+    // vector, then the tail; otherwise element by element.
+    const char *I = g.idx;
+    iron_cuda_src_printf(&body,
+                         "  }\n}\n"
+                         "extern \"C\" __global__ void __launch_bounds__(256) %s(",
+                         IRON_CUDA_KERNEL_PLACEHOLDER);
+    for (uint32_t i = 0; i < f->num_inputs; ++i) {
+      iron_cuda_src_printf(&body, "%sconst %s *in%u", i ? ", " : "",
+                           iron_cuda_ctype(f->inputs[i]->type->dtype), i);
+    }
+    for (uint32_t j = 0; j < f->num_outputs; ++j) {
+      iron_cuda_src_printf(&body, "%s%s *out%u",
+                           (f->num_inputs || j) ? ", " : "",
+                           iron_cuda_ctype(f->outputs[j]->type->dtype), j);
+    }
+    iron_cuda_src_printf(&body,
+                         ") {\n"
+                         "  const %s n = %lldLL, nv = n / %d;\n"
+                         "  const %s tid = (%s)blockIdx.x * blockDim.x + threadIdx.x;\n"
+                         "  const %s nt = (%s)gridDim.x * blockDim.x;\n"
+                         "  bool al = true;\n",
+                         I, (long long)g.count, vw, I, I, I, I);
+    for (uint32_t i = 0; i < f->num_inputs; ++i) {
+      if (type_count(f->inputs[i]->type) != g.count) continue;
+      iron_cuda_src_printf(&body,
+                           "  al = al && ((unsigned long long)in%u %% "
+                           "(sizeof(*in%u) * %d)) == 0;\n",
+                           i, i, vw);
+    }
+    for (uint32_t j = 0; j < f->num_outputs; ++j) {
+      iron_cuda_src_printf(&body,
+                           "  al = al && ((unsigned long long)out%u %% "
+                           "(sizeof(*out%u) * %d)) == 0;\n",
+                           j, j, vw);
+    }
+    // Arguments of the element function, per element k of vector j.
+    iron_cuda_src_t va, sa;
+    iron_cuda_src_init(&va);
+    iron_cuda_src_init(&sa);
+    for (uint32_t i = 0; i < f->num_inputs; ++i) {
+      bool full = type_count(f->inputs[i]->type) == g.count && g.count != 1;
+      iron_cuda_src_printf(&va, "%s%s", i ? ", " : "", full ? "" : "");
+      if (full) {
+        iron_cuda_src_printf(&va, "a%u.v[k]", i);
+        iron_cuda_src_printf(&sa, "%sin%u[i]", i ? ", " : "", i);
+      } else {
+        iron_cuda_src_printf(&va, "in%u[0]", i);
+        iron_cuda_src_printf(&sa, "%sin%u[0]", i ? ", " : "", i);
+      }
+    }
+    for (uint32_t j = 0; j < f->num_outputs; ++j) {
+      const char *sep = (f->num_inputs || j) ? ", " : "";
+      iron_cuda_src_printf(&va, "%sb%u.v[k]", sep, j);
+      iron_cuda_src_printf(&sa, "%sout%u[i]", sep, j);
+    }
+    char *vas = NULL, *sas = NULL;
+    st = iron_cuda_src_finish(&va, &vas);
+    if (!st) st = iron_cuda_src_finish(&sa, &sas);
+    if (st) {
+      free(vas);
+      iron_cuda_src_free(&sa);
+      goto fail;
+    }
+    iron_cuda_src_printf(&body, "  if (al) {\n    for (%s j = tid; j < nv; j += nt) {\n", I);
+    for (uint32_t i = 0; i < f->num_inputs; ++i) {
+      if (type_count(f->inputs[i]->type) != g.count) continue;
+      const char *ct = iron_cuda_ctype(f->inputs[i]->type->dtype);
+      iron_cuda_src_printf(&body,
+                           "      const iron_vec<%s, %d> a%u = "
+                           "((const iron_vec<%s, %d> *)in%u)[j];\n",
+                           ct, vw, i, ct, vw, i);
+    }
+    for (uint32_t j = 0; j < f->num_outputs; ++j) {
+      iron_cuda_src_printf(&body, "      iron_vec<%s, %d> b%u;\n",
+                           iron_cuda_ctype(f->outputs[j]->type->dtype), vw, j);
+    }
+    iron_cuda_src_printf(&body,
+                         "#pragma unroll\n"
+                         "      for (int k = 0; k < %d; ++k) %s_f(%s);\n",
+                         vw, IRON_CUDA_KERNEL_PLACEHOLDER, vas);
+    for (uint32_t j = 0; j < f->num_outputs; ++j) {
+      const char *ct = iron_cuda_ctype(f->outputs[j]->type->dtype);
+      iron_cuda_src_printf(&body, "      ((iron_vec<%s, %d> *)out%u)[j] = b%u;\n",
+                           ct, vw, j, j);
+    }
+    iron_cuda_src_printf(&body,
+                         "    }\n"
+                         "    for (%s i = nv * %d + tid; i < n; i += nt) %s_f(%s);\n"
+                         "  } else {\n"
+                         "    for (%s i = tid; i < n; i += nt) %s_f(%s);\n"
+                         "  }\n}\n",
+                         I, vw, IRON_CUDA_KERNEL_PLACEHOLDER, sas, I,
+                         IRON_CUDA_KERNEL_PLACEHOLDER, sas);
+    free(vas);
+    free(sas);
+  } else {
+    iron_cuda_src_printf(&body, "  }\n}\n");
+  }
   free(g.vals);
   return iron_cuda_source_make(&body, "iron_ew", out_source, out_name);
 fail:
@@ -1062,3 +1197,177 @@ const iron_host_kernel_t iron_cuda_fusion_kernel = {
     .elementwise = false,
     .prepare_on = fusion_op_prepare,
 };
+
+// ---------------------------------------------------------------------------
+// convert from/to the narrow dtypes (f8 family, f4E2M1FN, s4/u4/s2/u2; one
+// element per byte), as the host's ew_narrow.c: values pass through f64
+// (floats) or s64 (ints) and the regular conversions on the other side.
+
+typedef struct nf_fmt {
+  iron_dtype_t dt;
+  int ebits, mbits, bias, kind;
+} nf_fmt_t;
+
+static const nf_fmt_t kNarrowFloats[] = {
+    {IRON_DTYPE_F8E5M2, 5, 2, 15, 0},       {IRON_DTYPE_F8E4M3, 4, 3, 7, 0},
+    {IRON_DTYPE_F8E3M4, 3, 4, 3, 0},        {IRON_DTYPE_F8E4M3FN, 4, 3, 7, 1},
+    {IRON_DTYPE_F8E4M3FNUZ, 4, 3, 8, 2},    {IRON_DTYPE_F8E5M2FNUZ, 5, 2, 16, 2},
+    {IRON_DTYPE_F8E4M3B11FNUZ, 4, 3, 11, 2}, {IRON_DTYPE_F4E2M1FN, 2, 1, 1, 3},
+};
+
+static const nf_fmt_t *narrow_float(iron_dtype_t dt) {
+  for (size_t i = 0; i < sizeof(kNarrowFloats) / sizeof(kNarrowFloats[0]);
+       ++i) {
+    if (kNarrowFloats[i].dt == dt) return &kNarrowFloats[i];
+  }
+  return NULL;
+}
+
+static bool narrow_int(iron_dtype_t dt, int *bits, bool *sgn) {
+  switch (dt) {
+    case IRON_DTYPE_S4: *bits = 4; *sgn = true; return true;
+    case IRON_DTYPE_U4: *bits = 4; *sgn = false; return true;
+    case IRON_DTYPE_S2: *bits = 2; *sgn = true; return true;
+    case IRON_DTYPE_U2: *bits = 2; *sgn = false; return true;
+    default: return false;
+  }
+}
+
+bool iron_cuda_dtype_is_narrow(iron_dtype_t dt) {
+  int b;
+  bool s;
+  return narrow_float(dt) || narrow_int(dt, &b, &s);
+}
+
+iron_status_t iron_cuda_convert_narrow_prepare(iron_device_t *dev,
+                                               const iron_ir_op_t *op,
+                                               void **out_params) {
+  iron_dtype_t from = op->operands[0]->type->dtype;
+  iron_dtype_t to = op->results[0].type->dtype;
+  const nf_fmt_t *sf = narrow_float(from), *df = narrow_float(to);
+  int sbits = 0, dbits = 0;
+  bool ssg = false, dsg = false;
+  bool si = narrow_int(from, &sbits, &ssg), di = narrow_int(to, &dbits, &dsg);
+  bool sn = sf || si, dn = df || di;
+  if ((!sn && !iron_cuda_ctype(from)) || (!dn && !iron_cuda_ctype(to)) ||
+      (!sn && !dn)) {
+    return iron_ir_op_unimplemented(op, "on the CUDA device for dtype %s -> %s",
+                                    iron_dtype_name(from),
+                                    iron_dtype_name(to));
+  }
+  bool src_is_int = si || (!sn && (is_int(from) || from == IRON_DTYPE_PRED));
+  bool via_int = src_is_int && !df;
+  bool nan_all_ones = df && df->dt == IRON_DTYPE_F8E5M2 && is_half(from);
+  bool sat_max_is_inf = sf && sf->kind == 3 && (di || is_int(to));
+  int64_t n = iron_ir_type_num_elements(op->results[0].type);
+  int64_t nin = iron_ir_type_num_elements(op->operands[0]->type);
+  if (n < 0 || (nin != n && nin != 1)) {
+    return IRON_ERR(INVALID_ARGUMENT, "%s: element counts differ", op->name);
+  }
+  const char *idx = n <= ((int64_t)1 << 30) ? "int" : "long long";
+  iron_cuda_src_t s;
+  iron_cuda_src_init(&s);
+  iron_cuda_src_printf(
+      &s,
+      "extern \"C\" __global__ void __launch_bounds__(256) %s(const %s *in0, "
+      "%s *out0) {\n  IRON_LOOP(i, %s, %lldLL) {\n",
+      IRON_CUDA_KERNEL_PLACEHOLDER, sn ? "uint8_t" : iron_cuda_ctype(from),
+      dn ? "uint8_t" : iron_cuda_ctype(to), idx, (long long)n);
+  const char *at = nin == 1 ? "0" : "i";
+  const char *mt = via_int ? "long long" : "double";
+  if (sf) {
+    iron_cuda_src_printf(&s,
+                         "    const unsigned b = in0[%s];\n"
+                         "    %s m = iron_nf_decode(b, %d, %d, %d, %d);\n",
+                         at, mt, sf->ebits, sf->mbits, sf->bias, sf->kind);
+    if (sat_max_is_inf) {
+      unsigned mag = (1u << (sf->ebits + sf->mbits)) - 1;
+      iron_cuda_src_printf(&s,
+                           "    if ((b & %uu) == %uu) m = m < 0 ? -IRON_INF : "
+                           "IRON_INF;\n",
+                           mag, mag);
+    }
+  } else if (si) {
+    unsigned mask = (1u << sbits) - 1, top = 1u << (sbits - 1);
+    iron_cuda_src_printf(&s,
+                         "    long long v = in0[%s] & %uu;\n"
+                         "    if (%d && (v & %uu)) v -= %uLL;\n"
+                         "    const %s m = (%s)v;\n",
+                         at, mask, ssg ? 1 : 0, top, mask + 1, mt, mt);
+  } else {
+    char lv[32];
+    snprintf(lv, sizeof(lv), "in0[%s]", at);
+    emit_load(&s, from, "x", lv);
+    const char *re = is_cplx(from) ? "x.re" : "x";
+    if (via_int) {
+      iron_cuda_src_printf(&s, "    const long long m = (long long)%s;\n", re);
+    } else if (is_f32ish(from) && iron_cuda_flush_denormals()) {
+      iron_cuda_src_printf(&s, "    const double m = (double)iron_daz(%s);\n",
+                           re);
+    } else {
+      iron_cuda_src_printf(&s, "    const double m = (double)(%s);\n", re);
+    }
+  }
+  if (df) {
+    iron_cuda_src_printf(&s,
+                         "    uint8_t r = iron_nf_encode((double)m, %d, %d, "
+                         "%d, %d);\n",
+                         df->ebits, df->mbits, df->bias, df->kind);
+    if (nan_all_ones) {
+      iron_cuda_src_printf(&s, "    if (m != m) r |= 0x7f;\n");
+    }
+    iron_cuda_src_printf(&s, "    out0[i] = r;\n");
+  } else if (di) {
+    unsigned mask = (1u << dbits) - 1;
+    if (via_int) {
+      iron_cuda_src_printf(&s,
+                           "    out0[i] = (uint8_t)((uint64_t)m & %uu);\n",
+                           mask);
+    } else if (dsg) {
+      iron_cuda_src_printf(&s,
+                           "    out0[i] = (uint8_t)((uint64_t)iron_f2s<int64_t>"
+                           "(m, %d) & %uu);\n",
+                           dbits, mask);
+    } else {
+      iron_cuda_src_printf(&s,
+                           "    out0[i] = (uint8_t)(iron_f2u<uint64_t>(m, %d) "
+                           "& %uu);\n",
+                           dbits, mask);
+    }
+  } else {
+    fz_expr_t ex;
+    iron_dtype_t mid = via_int ? IRON_DTYPE_S64 : IRON_DTYPE_F64;
+    if (!convert_expr(mid, to, "m", &ex)) {
+      iron_cuda_src_free(&s);
+      return iron_ir_op_unimplemented(op, "on the CUDA device for dtype %s -> %s",
+                                      iron_dtype_name(from),
+                                      iron_dtype_name(to));
+    }
+    char se[1200];
+    store_expr(to, ex.text, se, sizeof(se));
+    iron_cuda_src_printf(&s, "    out0[i] = %s;\n", se);
+  }
+  iron_cuda_src_printf(&s, "  }\n}\n");
+  char *src = NULL, *name = NULL;
+  IRON_RETURN_IF_ERROR_PLAIN(iron_cuda_source_make(&s, "iron_cvn", &src, &name));
+  iron_cuda_ew_params_t *p = calloc(1, sizeof(*p));
+  if (!p) {
+    free(src);
+    free(name);
+    return IRON_ERR(RESOURCE_EXHAUSTED, "out of memory (params)");
+  }
+  iron_status_t st = iron_cuda_function_request((iron_cuda_device_t *)dev, src,
+                                                name, &p->fn);
+  free(src);
+  free(name);
+  if (st) {
+    free(p);
+    return st;
+  }
+  p->num_inputs = 1;
+  p->num_outputs = 1;
+  p->count = n;
+  iron_cuda_launch_dims(dev, n, &p->grid, &p->block);
+  *out_params = p;
+  return IRON_OK;
+}

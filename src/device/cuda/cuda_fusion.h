@@ -75,6 +75,18 @@ iron_status_t iron_cuda_ew_run(const iron_host_ctx_t *ctx, const void *params,
 // region's IR; the compiled region is not used). Not in place.
 extern const iron_host_kernel_t iron_cuda_fusion_kernel;
 
+// convert where the operand or the result is a narrow dtype (f8 family,
+// f4E2M1FN, s4/u4/s2/u2, one element per byte), with the host's semantics
+// (src/device/host/ew_narrow.c). UNIMPLEMENTED for f8E8M0FNU and f6.
+bool iron_cuda_dtype_is_narrow(iron_dtype_t dt);
+iron_status_t iron_cuda_convert_narrow_prepare(iron_device_t *dev,
+                                               const iron_ir_op_t *op,
+                                               void **out_params);
+
+// False when IRON_CUDA_VECTORIZE=0: element-wise kernels then move one
+// element per thread instead of 16-byte vectors.
+bool iron_cuda_vectorize_enabled(void);
+
 // Launch shape for `count` elements on `dev` (grid-stride).
 void iron_cuda_launch_dims(const iron_device_t *dev, int64_t count,
                            unsigned *out_grid, unsigned *out_block);
