@@ -709,6 +709,30 @@ static void test_window_sources(void) {
   free(b);
 }
 
+
+// --- reduce_precision ----------------------------------------------------------------
+
+static void test_precision_sources(void) {
+  const iron_dtype_t dts[] = {IRON_DTYPE_F16, IRON_DTYPE_BF16, IRON_DTYPE_F32,
+                              IRON_DTYPE_F64};
+  const int64_t bits[][2] = {{5, 10}, {8, 7}, {8, 23}, {11, 52}, {4, 3},
+                             {2, 0}};
+  for (int i = 0; i < 4; ++i)
+    for (int j = 0; j < 6; j += 2) {
+      char name[32];
+      snprintf(name, sizeof(name), "rp_%d_%d", i, j);
+      char *src = NULL;
+      iron_status_t st = iron_cuda_gen_reduce_precision(
+          name, dts[i], bits[(i + j) % 6][0], bits[(i + j) % 6][1], 1000, &src);
+      add_source(name, st, src);
+    }
+  char *src = NULL;
+  iron_status_t st = iron_cuda_gen_reduce_precision("x", IRON_DTYPE_S32, 8, 7,
+                                                    10, &src);
+  CHECK(st != IRON_OK);
+  iron_status_free(st);
+}
+
 static const iron_test_case_t kTests[] = {
     {"dot_sources", test_dot_sources},
     {"reduce_sources", test_reduce_sources},
@@ -717,6 +741,7 @@ static const iron_test_case_t kTests[] = {
     {"rng_sources", test_rng_sources},
     {"sort_sources", test_sort_sources},
     {"window_sources", test_window_sources},
+    {"precision_sources", test_precision_sources},
 };
 
 int main(void) {

@@ -232,6 +232,18 @@ iron_status_t iron_cuda_gen_reduce_window(const char *name,
                                           const iron_ir_region_t *body,
                                           char **out_src, unsigned *out_grid);
 
+// --- reduce_precision --------------------------------------------------------
+
+// Rounds `count` floats of dtype `dt` (f16, bf16, f32, f64) to
+// exponent_bits/mantissa_bits on the storage bits, bit-exact with the host's
+// reduce_precision.c (XLA's elemental emitter). Kernel `name(const U *in,
+// U *out)` over the unsigned storage type; may run in place. 1-D grid of
+// 256-thread blocks (iron_cuda_ops_grid(count)).
+iron_status_t iron_cuda_gen_reduce_precision(const char *name, iron_dtype_t dt,
+                                             int64_t exponent_bits,
+                                             int64_t mantissa_bits,
+                                             int64_t count, char **out_src);
+
 #ifdef __cplusplus
 }
 #endif
