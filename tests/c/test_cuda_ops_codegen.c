@@ -651,6 +651,88 @@ static void test_sort_sources(void) {
   free(cmp);
 }
 
+
+// --- reduce_window -------------------------------------------------------------------
+
+static void test_window_sources(void) {
+  // cumsum along dim 1 of [4, 100] (window 100, padding 99 low), 2x2 max
+  // pooling with stride 2 and padding, dilations, a rank-0 window.
+  iron_cuda_window_t w;
+  memset(&w, 0, sizeof(w));
+  w.rank = 2;
+  int64_t in[2] = {4, 100};
+  for (int d = 0; d < 2; ++d) {
+    w.in_dims[d] = in[d];
+    w.out_dims[d] = in[d];
+    w.wdims[d] = d == 1 ? 100 : 1;
+    w.strides[d] = w.base_dil[d] = w.win_dil[d] = 1;
+    w.pad_lo[d] = d == 1 ? 99 : 0;
+  }
+  iron_dtype_t f32 = IRON_DTYPE_F32;
+  char *src = NULL;
+  unsigned grid = 0;
+  rb_t *b = rb_binary(IRON_OP_ADD, f32);
+  iron_status_t st =
+      iron_cuda_gen_reduce_window("cumsum", &w, 1, &f32, &b->region, &src, &grid);
+  add_source("cumsum", st, src);
+  free(b);
+  iron_cuda_window_t pool = w;
+  for (int d = 0; d < 2; ++d) {
+    pool.wdims[d] = 2;
+    pool.strides[d] = 2;
+    pool.pad_lo[d] = 1;
+    pool.base_dil[d] = d + 1;
+    pool.win_dil[d] = 2 - d;
+    pool.out_dims[d] = 3;
+  }
+  iron_dtype_t bf = IRON_DTYPE_BF16;
+  b = rb_binary(IRON_OP_MAXIMUM, bf);
+  src = NULL;
+  st = iron_cuda_gen_reduce_window("maxpool", &pool, 1, &bf, &b->region, &src,
+                                   &grid);
+  add_source("maxpool", st, src);
+  free(b);
+  iron_dtype_t am[2] = {IRON_DTYPE_F32, IRON_DTYPE_S32};
+  b = rb_argmax(IRON_DTYPE_F32, IRON_DTYPE_S32);
+  src = NULL;
+  st = iron_cuda_gen_reduce_window("window_argmax", &w, 2, am, &b->region,
+                                   &src, &grid);
+  add_source("window_argmax", st, src);
+  free(b);
+  iron_cuda_window_t r0;
+  memset(&r0, 0, sizeof(r0));
+  b = rb_binary(IRON_OP_ADD, f32);
+  src = NULL;
+  st = iron_cuda_gen_reduce_window("window_rank0", &r0, 1, &f32, &b->region,
+                                   &src, &grid);
+  add_source("window_rank0", st, src);
+  free(b);
+}
+
+
+// --- reduce_precision ----------------------------------------------------------------
+
+static void test_precision_sources(void) {
+  const iron_dtype_t dts[] = {IRON_DTYPE_F16, IRON_DTYPE_BF16, IRON_DTYPE_F32,
+                              IRON_DTYPE_F64};
+  const int64_t bits[][2] = {{5, 10}, {8, 7}, {8, 23}, {11, 52}, {4, 3},
+                             {2, 0}};
+  for (int i = 0; i < 4; ++i)
+    for (int j = 0; j < 6; j += 2) {
+      char name[32];
+      snprintf(name, sizeof(name), "rp_%d_%d", i, j);
+      char *src = NULL;
+      iron_status_t st = iron_cuda_gen_reduce_precision(
+          name, dts[i], bits[(i + j) % 6][0], bits[(i + j) % 6][1], 1000, &src);
+      add_source(name, st, src);
+    }
+  char *src = NULL;
+  iron_status_t st = iron_cuda_gen_reduce_precision("x", IRON_DTYPE_S32, 8, 7,
+                                                    10, &src);
+  CHECK(st != IRON_OK);
+  iron_status_free(st);
+}
+
 static const iron_test_case_t kTests[] = {
     {"dot_sources", test_dot_sources},
     {"reduce_sources", test_reduce_sources},
@@ -658,6 +740,8 @@ static const iron_test_case_t kTests[] = {
     {"scatter_sources", test_scatter_sources},
     {"rng_sources", test_rng_sources},
     {"sort_sources", test_sort_sources},
+    {"window_sources", test_window_sources},
+    {"precision_sources", test_precision_sources},
 };
 
 int main(void) {

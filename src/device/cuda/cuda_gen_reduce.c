@@ -117,6 +117,30 @@ static void emit_finish(iron_cuda_text_t *t, uint32_t num,
     iron_cuda_text_printf(t, "out%u[o] = %s(i%u);\n", i, ty[i].st, i);
 }
 
+// True when the body is `return op(arg0, arg1)` (either order) with a
+// commutative, associative op.
+static bool single_op_body(const iron_ir_region_t *body, uint32_t num) {
+  if (num != 1 || !body || body->num_blocks != 1) return false;
+  const iron_ir_block_t *blk = &body->blocks[0];
+  if (blk->num_args != 2 || blk->num_ops != 2) return false;
+  const iron_ir_op_t *op = blk->ops[0], *ret = blk->ops[1];
+  if (ret->kind != IRON_OP_RETURN || ret->num_operands != 1 ||
+      ret->operands[0] != &op->results[0] || op->num_operands != 2)
+    return false;
+  const iron_ir_value_t *a = &blk->args[0], *b = &blk->args[1];
+  if (!((op->operands[0] == a && op->operands[1] == b) ||
+        (op->operands[0] == b && op->operands[1] == a)))
+    return false;
+  switch (op->kind) {
+    case IRON_OP_ADD: case IRON_OP_MULTIPLY: case IRON_OP_MAXIMUM:
+    case IRON_OP_MINIMUM: case IRON_OP_AND: case IRON_OP_OR:
+    case IRON_OP_XOR:
+      return true;
+    default:
+      return false;
+  }
+}
+
 iron_status_t iron_cuda_gen_reduce(const char *name, int32_t rank,
                                    const int64_t *dims, const bool *reduced,
                                    uint32_t num, const iron_dtype_t *dtypes,
@@ -152,6 +176,10 @@ iron_status_t iron_cuda_gen_reduce(const char *name, int32_t rank,
   for (int32_t d = 0; d < rank; ++d)
     group_push(reduced[d] ? &red : &kept, dims[d], strides[d]);
   int64_t nout = kept.count, nred = red.count;
+  // Single-op bodies (add, max, ...) are commutative: threads may take
+  // strided (coalesced) elements. Any other body (argmax's NaN rule picks
+  // its first argument) must see the elements in order.
+  bool ordered = !single_op_body(body, num);
   int mode = MODE_THREAD;
   if (nout > 0 && nred > 0) {
     if (inner_reduced && nred >= 2048)
@@ -228,20 +256,39 @@ iron_status_t iron_cuda_gen_reduce(const char *name, int32_t rank,
     iron_cuda_text_printf(&t, "int have = 0;\n");
     for (uint32_t i = 0; i < num; ++i)
       iron_cuda_text_printf(&t, "%s acc%u = 0;\n", ty[i].comp, i);
-    iron_cuda_text_printf(
-        &t, "for (iop_s64 r = %s; r < %lldLL; r += %d) {\n",
-        warp ? "lane" : "threadIdx.x", (long long)nred, warp ? 32 : 256);
+    int nth = warp ? 32 : 256;
+    if (ordered) {
+      // Each thread folds one contiguous chunk, in order.
+      int64_t chunk = (nred + nth - 1) / nth;
+      iron_cuda_text_printf(
+          &t,
+          "const iop_s64 r0 = (iop_s64)%s * %lldLL;\n"
+          "const iop_s64 r1 = r0 + %lldLL < %lldLL ? r0 + %lldLL : %lldLL;\n"
+          "for (iop_s64 r = r0; r < r1; ++r) {\n",
+          warp ? "lane" : "threadIdx.x", (long long)chunk, (long long)chunk,
+          (long long)nred, (long long)chunk, (long long)nred);
+    } else {
+      iron_cuda_text_printf(
+          &t, "for (iop_s64 r = %s; r < %lldLL; r += %d) {\n",
+          warp ? "lane" : "threadIdx.x", (long long)nred, nth);
+    }
     emit_load_fold(&t, num, ty, &red, true);
     iron_cuda_text_printf(&t, "}\n");
-    // Warp tree: lane l takes lane l + d's partial.
-    const char *tree =
-        "for (int d = 16; d >= 1; d >>= 1) {\n"
-        "int yh = __shfl_down_sync(0xffffffffu, have, d);\n";
-    iron_cuda_text_printf(&t, "%s", tree);
+    // Warp tree. Ordered: pairs of neighbouring chunks merge first (d = 1,
+    // 2, 4, ...), so lane 0 folds the chunks left to right. Otherwise lane
+    // l takes lane l + d's partial (d = 16, 8, ...).
+    iron_cuda_text_printf(&t, "%s",
+                          ordered ? "for (int d = 1; d < 32; d <<= 1) {\n"
+                                  : "for (int d = 16; d >= 1; d >>= 1) {\n");
+    iron_cuda_text_printf(&t,
+                          "int yh = __shfl_down_sync(0xffffffffu, have, d);\n");
     for (uint32_t i = 0; i < num; ++i)
       iron_cuda_text_printf(&t, "%s y%u = iop_shfl(acc%u, d);\n", ty[i].comp,
                             i, i);
-    iron_cuda_text_printf(&t, "if (lane + d < 32) ");
+    iron_cuda_text_printf(&t, "%s",
+                          ordered ? "if ((lane & (2 * d - 1)) == 0 && lane + d "
+                                    "< 32) "
+                                  : "if (lane + d < 32) ");
     emit_merge(&t, num, ty, "y", "yh");
     iron_cuda_text_printf(&t, "}\n");
     if (warp) {

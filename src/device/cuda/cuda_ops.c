@@ -8,4 +8,6 @@ void iron_cuda_register_ops(iron_cuda_kernel_table_t table) {
   iron_cuda_register_gather(table);
   iron_cuda_register_rng(table);
   iron_cuda_register_sort(table);
+  iron_cuda_register_window(table);
+  iron_cuda_register_reduce_precision(table);
 }

@@ -210,6 +210,40 @@ iron_status_t iron_cuda_gen_sort(const char *name, int32_t rank,
                                  char **out_src, unsigned *out_grid,
                                  unsigned *out_block);
 
+// --- reduce_window -------------------------------------------------------------
+
+typedef struct iron_cuda_window {
+  int32_t rank;
+  int64_t in_dims[IRON_MAX_RANK], out_dims[IRON_MAX_RANK];
+  int64_t wdims[IRON_MAX_RANK], strides[IRON_MAX_RANK];
+  int64_t base_dil[IRON_MAX_RANK], win_dil[IRON_MAX_RANK];
+  int64_t pad_lo[IRON_MAX_RANK];
+} iron_cuda_window_t;
+
+// reduce_window with the host's semantics (window.c): padding and base
+// dilation holes are skipped; each result folds init then the real window
+// elements in row-major window order through the body. One thread per
+// output element. Kernel `name(const S0 *in0, ..., const S0 *init0, ...,
+// S0 *out0, ...)`; *out_grid blocks of 256 threads.
+iron_status_t iron_cuda_gen_reduce_window(const char *name,
+                                          const iron_cuda_window_t *w,
+                                          uint32_t num,
+                                          const iron_dtype_t *dtypes,
+                                          const iron_ir_region_t *body,
+                                          char **out_src, unsigned *out_grid);
+
+// --- reduce_precision --------------------------------------------------------
+
+// Rounds `count` floats of dtype `dt` (f16, bf16, f32, f64) to
+// exponent_bits/mantissa_bits on the storage bits, bit-exact with the host's
+// reduce_precision.c (XLA's elemental emitter). Kernel `name(const U *in,
+// U *out)` over the unsigned storage type; may run in place. 1-D grid of
+// 256-thread blocks (iron_cuda_ops_grid(count)).
+iron_status_t iron_cuda_gen_reduce_precision(const char *name, iron_dtype_t dt,
+                                             int64_t exponent_bits,
+                                             int64_t mantissa_bits,
+                                             int64_t count, char **out_src);
+
 #ifdef __cplusplus
 }
 #endif

@@ -11,6 +11,8 @@ void iron_cuda_register_reduce(iron_cuda_kernel_table_t table);
 void iron_cuda_register_gather(iron_cuda_kernel_table_t table);
 void iron_cuda_register_rng(iron_cuda_kernel_table_t table);
 void iron_cuda_register_sort(iron_cuda_kernel_table_t table);
+void iron_cuda_register_window(iron_cuda_kernel_table_t table);
+void iron_cuda_register_reduce_precision(iron_cuda_kernel_table_t table);
 
 // A cublasStatus_t as a status naming the call (INTERNAL unless 0).
 iron_status_t iron_cuda_lt_status(cublasStatus_t s, const char *what);

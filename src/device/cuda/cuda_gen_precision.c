@@ -1,0 +1,66 @@
+// stablehlo.reduce_precision as generated CUDA C: the host's bit recipe
+// (src/device/host/reduce_precision.c) with every mask computed here and
+// baked in.
+#include <stdio.h>
+
+#include "device/cuda/cuda_ops_gen.h"
+
+iron_status_t iron_cuda_gen_reduce_precision(const char *name, iron_dtype_t dt,
+                                             int64_t eb, int64_t mb,
+                                             int64_t count, char **out_src) {
+  int sm, se, nbits;
+  switch (dt) {
+    case IRON_DTYPE_F16: sm = 10; se = 5; nbits = 16; break;
+    case IRON_DTYPE_BF16: sm = 7; se = 8; nbits = 16; break;
+    case IRON_DTYPE_F32: sm = 23; se = 8; nbits = 32; break;
+    case IRON_DTYPE_F64: sm = 52; se = 11; nbits = 64; break;
+    default:
+      return IRON_ERR(UNIMPLEMENTED, "cuda reduce_precision for dtype %s",
+                      iron_dtype_name(dt));
+  }
+  if (eb < 1 || mb < 0)
+    return IRON_ERR(INVALID_ARGUMENT, "reduce_precision: bad bit counts");
+  const char *ut = nbits == 16 ? "iop_u16" : nbits == 32 ? "iop_u32" : "iop_u64";
+  unsigned long long all = nbits == 64 ? ~0ull : ((1ull << nbits) - 1);
+  unsigned long long sign_mask = 1ull << (nbits - 1);
+  unsigned long long exp_mask = ((1ull << se) - 1) << sm;
+  unsigned long long man_mask = (1ull << sm) - 1;
+  iron_cuda_text_t t;
+  iron_cuda_text_init(&t);
+  iron_cuda_text_printf(&t, "%s", iron_cuda_ops_prelude());
+  iron_cuda_text_printf(
+      &t,
+      "extern \"C\" __global__ void __launch_bounds__(256) %s(const %s *in, "
+      "%s *out) {\n"
+      "for (iop_s64 i = (iop_s64)blockIdx.x * blockDim.x + threadIdx.x; i < "
+      "%lldLL; i += (iop_s64)gridDim.x * blockDim.x) {\n"
+      "const iop_u64 x = in[i];\n"
+      "const bool is_nan = (x & 0x%llxull) == 0x%llxull && (x & 0x%llxull) "
+      "!= 0;\n"
+      "iop_u64 r = x;\n",
+      name, ut, ut, (long long)count, exp_mask, exp_mask, man_mask);
+  if (mb < sm) {
+    int shift = sm - (int)mb;
+    unsigned long long last_bit = 1ull << shift;
+    unsigned long long base_bias = (last_bit >> 1) - 1;
+    iron_cuda_text_printf(
+        &t,
+        "{ const iop_u64 bias = ((r & 0x%llxull) >> %d) + 0x%llxull;\n"
+        "r = ((r + bias) & ~0x%llxull) & 0x%llxull; }\n",
+        last_bit, shift, base_bias, last_bit - 1, all);
+  }
+  if (eb < se) {
+    unsigned long long exponent_bias = (1ull << (se - 1)) - 1;
+    unsigned long long reduced_bias = (1ull << (eb - 1)) - 1;
+    unsigned long long max_exp = exponent_bias + reduced_bias;
+    unsigned long long min_exp = exponent_bias - reduced_bias;
+    iron_cuda_text_printf(
+        &t,
+        "{ const iop_u64 e = r & 0x%llxull, sz = r & 0x%llxull;\n"
+        "if (e > 0x%llxull) r = sz | 0x%llxull;\n"
+        "else if (e <= 0x%llxull) r = sz; }\n",
+        exp_mask, sign_mask, max_exp << sm, exp_mask, min_exp << sm);
+  }
+  iron_cuda_text_printf(&t, "if (is_nan) r = x;\nout[i] = (%s)r;\n}\n}\n", ut);
+  return iron_cuda_text_finish(&t, out_src);
+}

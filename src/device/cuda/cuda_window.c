@@ -1,0 +1,145 @@
+// stablehlo.reduce_window on the CUDA device (cuda_gen_window.c). Geometry
+// checks follow the host's window.c. select_and_scatter is not on the CUDA
+// device yet (refused at compile time: no kernel).
+#include <stdlib.h>
+#include <string.h>
+
+#include "device/cuda/cuda_compile.h"
+#include "device/cuda/cuda_ops_gen.h"
+#include "device/cuda/cuda_ops_internal.h"
+
+typedef struct window_params {
+  uint32_t num;
+  iron_cuda_function_t *fn;
+  unsigned grid;
+  bool empty;
+} window_params_t;
+
+static iron_status_t read_list(const iron_ir_op_t *op, const char *name,
+                               int32_t rank, int64_t dflt, int64_t *out) {
+  uint32_t n = 0;
+  IRON_RETURN_IF_ERROR_PLAIN(
+      iron_ir_op_i64_list(op, name, out, IRON_MAX_RANK, &n));
+  if (n == 0) {
+    for (int32_t d = 0; d < rank; ++d) out[d] = dflt;
+    return IRON_OK;
+  }
+  if ((int32_t)n != rank)
+    return IRON_ERR(INVALID_ARGUMENT, "%s: %s has %u entries for rank %d",
+                    op->name, name, n, rank);
+  return IRON_OK;
+}
+
+static iron_status_t window_prepare_on(iron_device_t *base,
+                                       const iron_ir_op_t *op,
+                                       iron_host_region_t *const *regions,
+                                       void **out_params) {
+  iron_cuda_device_t *dev = iron_cuda_device_cast(base);
+  if (op->num_operands == 0 || op->num_operands % 2 ||
+      op->num_results != op->num_operands / 2 || op->num_regions != 1)
+    return IRON_ERR(INVALID_ARGUMENT, "%s: bad operand/result counts",
+                    op->name);
+  uint32_t num = op->num_results;
+  if (num > 8)
+    return iron_ir_op_unimplemented(op, "on cuda for %u operands", num);
+  const iron_ir_type_t *in = op->operands[0]->type;
+  iron_dtype_t dts[8];
+  for (uint32_t i = 0; i < num; ++i) {
+    const iron_ir_type_t *t = op->operands[i]->type;
+    if (t->kind != IRON_TYPE_TENSOR || !iron_ir_type_is_static(t) ||
+        t->rank != in->rank ||
+        memcmp(t->dims, in->dims, sizeof(int64_t) * (size_t)t->rank))
+      return iron_ir_op_unimplemented(op, "on cuda for these operand types");
+    dts[i] = t->dtype;
+    if (op->operands[num + i]->type->dtype != dts[i] ||
+        op->results[i].type->dtype != dts[i])
+      return iron_ir_op_unimplemented(op, "on cuda with mixed dtypes");
+  }
+  iron_cuda_window_t w;
+  memset(&w, 0, sizeof(w));
+  int32_t rank = in->rank;
+  w.rank = rank;
+  int64_t pad[2 * IRON_MAX_RANK] = {0};
+  IRON_RETURN_IF_ERROR_PLAIN(
+      read_list(op, "window_dimensions", rank, 1, w.wdims));
+  IRON_RETURN_IF_ERROR_PLAIN(read_list(op, "window_strides", rank, 1, w.strides));
+  IRON_RETURN_IF_ERROR_PLAIN(
+      read_list(op, "base_dilations", rank, 1, w.base_dil));
+  IRON_RETURN_IF_ERROR_PLAIN(
+      read_list(op, "window_dilations", rank, 1, w.win_dil));
+  uint32_t np = 0;
+  IRON_RETURN_IF_ERROR_PLAIN(
+      iron_ir_op_i64_list(op, "padding", pad, 2 * IRON_MAX_RANK, &np));
+  if (np != 0 && (int32_t)np != 2 * rank)
+    return IRON_ERR(INVALID_ARGUMENT, "%s: padding has %u entries for rank %d",
+                    op->name, np, rank);
+  const iron_ir_type_t *ot = op->results[0].type;
+  if (ot->rank != rank)
+    return IRON_ERR(INVALID_ARGUMENT, "%s: result rank mismatch", op->name);
+  for (int32_t d = 0; d < rank; ++d) {
+    int64_t n = in->dims[d];
+    if (w.wdims[d] < 1 || w.strides[d] < 1 || w.base_dil[d] < 1 ||
+        w.win_dil[d] < 1 || w.wdims[d] > (1 << 30) ||
+        w.strides[d] > (1ll << 40) || w.base_dil[d] > (1 << 30) ||
+        w.win_dil[d] > (1 << 30) || llabs(pad[2 * d]) > (1ll << 40) ||
+        llabs(pad[2 * d + 1]) > (1ll << 40))
+      return IRON_ERR(INVALID_ARGUMENT, "%s: bad window in dim %d", op->name,
+                      d);
+    int64_t dil_in = n == 0 ? 0 : (n - 1) * w.base_dil[d] + 1;
+    int64_t padded = dil_in + pad[2 * d] + pad[2 * d + 1];
+    int64_t ext = (w.wdims[d] - 1) * w.win_dil[d] + 1;
+    int64_t out = padded < ext ? 0 : (padded - ext) / w.strides[d] + 1;
+    if (ot->dims[d] != out)
+      return IRON_ERR(INVALID_ARGUMENT, "%s: result dim %d is %lld, not %lld",
+                      op->name, d, (long long)ot->dims[d], (long long)out);
+    w.in_dims[d] = n;
+    w.out_dims[d] = out;
+    w.pad_lo[d] = pad[2 * d];
+  }
+  const iron_ir_region_t *body =
+      regions && regions[0] ? iron_host_region_ir(regions[0]) : &op->regions[0];
+  window_params_t *p = calloc(1, sizeof(*p));
+  if (!p) return IRON_ERR(RESOURCE_EXHAUSTED, "out of memory for params");
+  p->num = num;
+  p->empty = iron_ir_type_num_elements(ot) == 0;
+  char *src = NULL;
+  iron_status_t st = iron_cuda_gen_reduce_window("iron_reduce_window", &w, num,
+                                                 dts, body, &src, &p->grid);
+  if (st) {
+    free(p);
+    iron_status_t u = iron_ir_op_unimplemented(op, "on cuda: %s",
+                                               iron_status_message(st));
+    iron_status_free(st);
+    return u;
+  }
+  st = iron_cuda_function_request(dev, src, "iron_reduce_window", &p->fn);
+  free(src);
+  if (st) {
+    free(p);
+    return st;
+  }
+  *out_params = p;
+  return IRON_OK;
+}
+
+static iron_status_t window_run(const iron_host_ctx_t *ctx, const void *params,
+                                const iron_tensor_t *const *inputs,
+                                iron_tensor_t *const *outputs) {
+  const window_params_t *p = params;
+  if (p->empty) return IRON_OK;
+  iron_cuda_device_t *dev = iron_cuda_device_cast(ctx->dev);
+  void *ptrs[24], *args[24];
+  for (uint32_t i = 0; i < 2 * p->num; ++i) ptrs[i] = inputs[i]->data;
+  for (uint32_t i = 0; i < p->num; ++i) ptrs[2 * p->num + i] = outputs[i]->data;
+  for (uint32_t i = 0; i < 3 * p->num; ++i) args[i] = &ptrs[i];
+  return iron_cuda_launch(dev, p->fn, p->grid, 1, 1, 256, 0, args);
+}
+
+static const iron_host_kernel_t kReduceWindow = {
+    .name = "cuda_reduce_window",
+    .run = window_run,
+    .prepare_on = window_prepare_on};
+
+void iron_cuda_register_window(iron_cuda_kernel_table_t table) {
+  table[IRON_OP_REDUCE_WINDOW] = &kReduceWindow;
+}
