@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "compiler/fuse.h"
 #include "compiler/plan.h"
@@ -29,7 +30,17 @@ struct iron_executable {
   // device is idle (iron_device_enqueue).
   bool small;
   iron_exec_ctx_t ctx;
+  // IRON_PROFILE=1: per-execution totals, printed to stderr when the
+  // executable is destroyed (or at exit for live ones is not attempted).
+  bool profile;
+  _Atomic uint64_t prof_runs, prof_kernels, prof_host_ns, prof_total_ns;
 };
+
+static uint64_t now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
 
 // Bytes produced by kernel steps of `block` and everything it calls, or -1
 // when it holds a loop (whose cost is unknown before it runs).
@@ -97,6 +108,17 @@ static void type_text(const iron_tensor_t *t, char *buf, size_t cap) {
 }
 
 static void exe_destroy(iron_executable_t *exe) {
+  uint64_t runs = atomic_load(&exe->prof_runs);
+  if (exe->profile && runs) {
+    // A diagnostic switch: stderr is the place for it.
+    fprintf(stderr,
+            "iron profile: %s on %s: %llu runs, %.1f kernel steps/run, "
+            "host (enqueue) %.3f ms/run, total %.3f ms/run\n",
+            exe->name, exe->dev->vtable->kind, (unsigned long long)runs,
+            (double)atomic_load(&exe->prof_kernels) / (double)runs,
+            (double)atomic_load(&exe->prof_host_ns) / 1e6 / (double)runs,
+            (double)atomic_load(&exe->prof_total_ns) / 1e6 / (double)runs);
+  }
   iron_plan_destroy(exe->plan);
   iron_ir_module_destroy(exe->module);
   free(exe->name);
@@ -144,6 +166,8 @@ iron_status_t iron_executable_compile_module(
   const iron_ir_func_t *main_fn = exe->plan->main->ir;
   int64_t cost = block_cost(&exe->plan->main->body, 0);
   exe->small = cost >= 0 && cost <= IRON_SMALL_PROGRAM_BYTES;
+  const char *prof = getenv("IRON_PROFILE");
+  exe->profile = prof && prof[0] && prof[0] != '0';
   exe->num_inputs = iron_ir_func_num_args(main_fn);
   exe->num_outputs = iron_ir_func_num_results(main_fn);
   exe->in_types = calloc(exe->num_inputs + 1, sizeof(iron_tensor_t));
@@ -380,7 +404,10 @@ static iron_status_t run_job(exec_job_t *j) {
 
 static void exec_job_run(iron_job_t *job) {
   exec_job_t *j = (exec_job_t *)job;
+  bool prof = j->exe->profile;
+  uint64_t t0 = prof ? now_ns() : 0, k0 = iron_exec_kernel_steps;
   iron_status_t st = run_job(j);
+  uint64_t t1 = prof ? now_ns() : 0;
   // Devices that run work asynchronously (CUDA): the results are ready
   // once the device has finished what the job enqueued.
   iron_device_t *dev = j->exe->dev;
@@ -390,6 +417,13 @@ static void exec_job_run(iron_job_t *job) {
       st = sync;
     else
       iron_status_free(sync);
+  }
+  if (prof) {
+    iron_executable_t *e = j->exe;
+    atomic_fetch_add(&e->prof_runs, 1);
+    atomic_fetch_add(&e->prof_kernels, iron_exec_kernel_steps - k0);
+    atomic_fetch_add(&e->prof_host_ns, t1 - t0);
+    atomic_fetch_add(&e->prof_total_ns, now_ns() - t0);
   }
   if (st)
     st = iron_status_annotate(st, "while executing %s", j->exe->name);

@@ -172,8 +172,11 @@ static iron_status_t read_index(const iron_exec_ctx_t *ctx, const frame_t *fr,
 
 #define SMALL 16
 
+_Thread_local uint64_t iron_exec_kernel_steps = 0;
+
 static iron_status_t run_kernel(const iron_exec_ctx_t *ctx, frame_t *fr,
                                 const iron_plan_step_t *s) {
+  iron_exec_kernel_steps++;
   const iron_tensor_t *in_small[SMALL];
   iron_tensor_t *out_small[SMALL];
   const iron_tensor_t **in = in_small;
