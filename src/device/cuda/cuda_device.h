@@ -38,6 +38,13 @@ typedef struct iron_cuda_device {
   iron_cuda_compiler_t *compiler;  // generated kernels (cuda_compile.h)
   pthread_mutex_t mu;
   iron_status_t sticky;  // first asynchronous fault (guarded by mu)
+  // Freed blocks kept for reuse, by rounded size (cuda_device.c): all work
+  // runs on `stream`, so a block freed by one step can be handed to the
+  // next without a driver call. IRON_CUDA_ALLOC_CACHE=0 turns it off.
+  bool cache_on;
+  pthread_mutex_t cache_mu;
+  struct iron_cuda_block_list *cache;  // array of IRON_CUDA_CACHE_CLASSES
+  size_t cache_bytes;
   // Pinned buffers that host-to-device copies are staged through, so that
   // they need not wait for the stream (cuda_device.c; guarded by mu).
   struct iron_cuda_staging *staging;
