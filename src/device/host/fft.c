@@ -163,6 +163,10 @@ static iron_status_t fft_prepare(const iron_ir_op_t *op,
     int64_t want_in = len[i], want_out = len[i];
     if (last && type == FFT_TYPE_RFFT) want_out = len[i] / 2 + 1;
     if (last && type == FFT_TYPE_IRFFT) want_in = len[i] / 2 + 1;
+    // 2^40 bounds every plan size (Bluestein doubles it) far from overflow.
+    if (len[i] > ((int64_t)1 << 40))
+      return iron_ir_op_unimplemented(op, "with fft_length[%u] = %lld", i,
+                                      (long long)len[i]);
     if (len[i] < 0 || it->dims[ax] != want_in || ot->dims[ax] != want_out)
       return IRON_ERR(INVALID_ARGUMENT,
                       "%s: fft_length[%u] = %lld does not fit dimension %d "
