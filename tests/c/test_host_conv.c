@@ -23,7 +23,8 @@ typedef struct conv_op {
 
 static void attr(conv_op_t *c, const char *name, int n, const int64_t *v) {
   uint32_t i = c->b.op.num_attrs++;
-  for (int k = 0; k < n; ++k) c->data[i][k] = v[k];
+  for (int k = 0; k < n; ++k)
+    c->data[i][k] = v[k];
   int64_t dims[1] = {n};
   ht_type(&c->types[i], IRON_DTYPE_S64, 1, dims);
   c->attrs[i].kind = IRON_ATTR_DENSE;
@@ -53,7 +54,8 @@ typedef struct geom {
 } geom_t;
 
 static void shuffle(int64_t *p, int n) {
-  for (int i = 0; i < n; ++i) p[i] = i;
+  for (int i = 0; i < n; ++i)
+    p[i] = i;
   for (int i = n - 1; i > 0; --i) {
     int j = (int)ht_rand_range(0, i);
     int64_t t = p[i];
@@ -72,7 +74,8 @@ static int64_t offset(const int64_t *pos, const int64_t *sz, int rank,
     at[pos[l]] = idx[l];
   }
   int64_t off = 0;
-  for (int d = 0; d < rank; ++d) off = off * dims[d] + at[d];
+  for (int d = 0; d < rank; ++d)
+    off = off * dims[d] + at[d];
   return off;
 }
 
@@ -88,7 +91,8 @@ static int64_t ref_elem(const geom_t *g, const int64_t *x, const int64_t *w,
     ksz[2 + d] = g->k[d];
   }
   int64_t kcount = 1;
-  for (int d = 0; d < g->nsp; ++d) kcount *= g->k[d];
+  for (int d = 0; d < g->nsp; ++d)
+    kcount *= g->k[d];
   uint64_t acc = 0;
   for (int64_t kl = 0; kl < kcount; ++kl) {
     int64_t kk[3], ii[3], rem = kl;
@@ -105,7 +109,8 @@ static int64_t ref_elem(const geom_t *g, const int64_t *x, const int64_t *w,
       else
         ii[d] = p / g->ld[d];
     }
-    if (!valid) continue;
+    if (!valid)
+      continue;
     for (int64_t c = 0; c < cig; ++c) {
       int64_t li[5], ki[5];
       li[0] = g->bgc > 1 ? grp * nout + ob : ob;
@@ -202,7 +207,8 @@ static void random_geom(geom_t *g) {
 
 static int64_t count_of(const iron_ir_type_t *t) {
   int64_t n = 1;
-  for (int i = 0; i < t->rank; ++i) n *= t->dims[i];
+  for (int i = 0; i < t->rank; ++i)
+    n *= t->dims[i];
   return n;
 }
 
@@ -241,7 +247,8 @@ static int run_case(const geom_t *g, iron_dtype_t in_dt, iron_dtype_t out_dt,
       at[d] = rem % c.b.result_types[0].dims[d];
       rem /= c.b.result_types[0].dims[d];
     }
-    for (int l = 0; l < rank; ++l) li[l] = at[g->opos[l]];
+    for (int l = 0; l < rank; ++l)
+      li[l] = at[g->opos[l]];
     int64_t want = ref_elem(g, xi, wi, li[0], li[1], li + 2);
     int64_t got;
     if (out_dt == IRON_DTYPE_F32) {
@@ -253,7 +260,8 @@ static int run_case(const geom_t *g, iron_dtype_t in_dt, iron_dtype_t out_dt,
       got = ((int8_t *)out->data)[e];
       want = (int8_t)(uint8_t)(uint64_t)want;
     }
-    if (got != want) ++bad;
+    if (got != want)
+      ++bad;
   }
   free(xi);
   free(wi);
@@ -319,7 +327,8 @@ static void test_refusals(void) {
   g.k[0] = 3;
   g.out[0] = 3;
   g.str[0] = g.ld[0] = g.rd[0] = 1;
-  for (int l = 0; l < 3; ++l) g.lpos[l] = g.kpos[l] = g.opos[l] = l;
+  for (int l = 0; l < 3; ++l)
+    g.lpos[l] = g.kpos[l] = g.opos[l] = l;
   conv_op_t c;
   iron_tensor_t *ins[2] = {NULL, NULL};
   iron_tensor_t *out = NULL;

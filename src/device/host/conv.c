@@ -20,13 +20,15 @@
 // dtype first (preferred_element_type: s8 x s8 -> s32 widens before the
 // products, as XLA:CPU does).
 //
-// Two paths: a reference loop nest (any case), and im2col + the host GEMM
-// (dot_gemm.h) that packs each group's input windows as rows [M, K] (K =
+// Two paths: direct loops (any case), and im2col + the host GEMM
+// (dot_gemm.h), which packs each group's input windows as rows [M, K] (K =
 // kernel positions x kernel input features) and multiplies them by the
-// packed kernel [K, Cout/G]. The GEMM path handles every case too; it is the
-// default when each group has at least 4 output features, and
-// IRON_HOST_CONV_FAST=0 (read at prepare) selects the reference loops
-// everywhere for A/B comparison.
+// packed kernel [K, Cout/G], in chunks of rows (and of kernel positions when
+// one row alone is large, summing the partial products) that fit
+// IRON_HOST_CONV_PATCH_BYTES. The GEMM path handles every case; it is used
+// when each group has at least 4 output features (narrower groups, as in
+// depthwise convolutions, are faster direct). IRON_HOST_CONV_FAST=0 (read
+// at prepare) selects the direct loops everywhere for A/B comparison.
 #include <stdlib.h>
 #include <string.h>
 
@@ -43,19 +45,19 @@ typedef struct conv_params {
   iron_dtype_t lhs_dtype, rhs_dtype, out_dtype, comp_dtype;
   iron_host_gemm_type_t gemm_type;
   bool fast;
-  int64_t patch_bytes;  // im2col scratch bound
+  int64_t patch_bytes; // im2col scratch bound
   int32_t nsp;
-  int64_t groups;          // feature_group_count * batch_group_count
-  bool batch_groups;       // groups split the lhs batch (else its features)
-  int64_t n_out, c_in_g;   // output batch; kernel input features
-  int64_t c_out, c_out_g;  // output features; per group
+  int64_t groups;         // feature_group_count * batch_group_count
+  bool batch_groups;      // groups split the lhs batch (else its features)
+  int64_t n_out, c_in_g;  // output batch; kernel input features
+  int64_t c_out, c_out_g; // output features; per group
   int64_t lhs_count, rhs_count, out_count;
-  int64_t in_bs, in_fs;    // lhs strides (elements) of batch / feature
-  int64_t k_is, k_os;      // rhs strides of input / output feature
-  int64_t out_bs, out_fs;  // result strides of batch / feature
+  int64_t in_bs, in_fs;   // lhs strides (elements) of batch / feature
+  int64_t k_is, k_os;     // rhs strides of input / output feature
+  int64_t out_bs, out_fs; // result strides of batch / feature
   int64_t out_sp[CONV_MAX_SP], k_sp[CONV_MAX_SP];
   int64_t k_ss[CONV_MAX_SP], out_ss[CONV_MAX_SP];
-  int64_t os_count, ks_count;  // products of output / kernel spatial dims
+  int64_t os_count, ks_count; // products of output / kernel spatial dims
   // Per spatial dim d: tab[tab_off[d] + o * k_sp[d] + k] is the lhs offset
   // (index times stride) that output position o meets at kernel position k,
   // or -1 for padding / holes.
@@ -68,7 +70,8 @@ typedef struct conv_params {
 
 static void conv_destroy(void *params) {
   conv_params_t *p = params;
-  if (!p) return;
+  if (!p)
+    return;
   free(p->tab);
   free(p);
 }
@@ -87,19 +90,32 @@ static bool fast_enabled(void) {
 // Accumulation dtype for a result dtype, INVALID when unsupported.
 static iron_dtype_t compute_dtype(iron_dtype_t out) {
   switch (out) {
-    case IRON_DTYPE_F16:
-    case IRON_DTYPE_BF16:
-    case IRON_DTYPE_F32: return IRON_DTYPE_F32;
-    case IRON_DTYPE_F64: return IRON_DTYPE_F64;
-    case IRON_DTYPE_C64: return IRON_DTYPE_C64;
-    case IRON_DTYPE_C128: return IRON_DTYPE_C128;
-    case IRON_DTYPE_PRED:
-    case IRON_DTYPE_S2: case IRON_DTYPE_S4: case IRON_DTYPE_S8:
-    case IRON_DTYPE_S16: case IRON_DTYPE_S32: case IRON_DTYPE_S64:
-    case IRON_DTYPE_U2: case IRON_DTYPE_U4: case IRON_DTYPE_U8:
-    case IRON_DTYPE_U16: case IRON_DTYPE_U32: case IRON_DTYPE_U64:
-      return IRON_DTYPE_S64;
-    default: return IRON_DTYPE_INVALID;
+  case IRON_DTYPE_F16:
+  case IRON_DTYPE_BF16:
+  case IRON_DTYPE_F32:
+    return IRON_DTYPE_F32;
+  case IRON_DTYPE_F64:
+    return IRON_DTYPE_F64;
+  case IRON_DTYPE_C64:
+    return IRON_DTYPE_C64;
+  case IRON_DTYPE_C128:
+    return IRON_DTYPE_C128;
+  case IRON_DTYPE_PRED:
+  case IRON_DTYPE_S2:
+  case IRON_DTYPE_S4:
+  case IRON_DTYPE_S8:
+  case IRON_DTYPE_S16:
+  case IRON_DTYPE_S32:
+  case IRON_DTYPE_S64:
+  case IRON_DTYPE_U2:
+  case IRON_DTYPE_U4:
+  case IRON_DTYPE_U8:
+  case IRON_DTYPE_U16:
+  case IRON_DTYPE_U32:
+  case IRON_DTYPE_U64:
+    return IRON_DTYPE_S64;
+  default:
+    return IRON_DTYPE_INVALID;
   }
 }
 
@@ -110,12 +126,16 @@ static bool operand_ok(iron_dtype_t op, iron_dtype_t comp) {
                op == IRON_DTYPE_F32 || op == IRON_DTYPE_F64;
   bool cplx = op == IRON_DTYPE_C64 || op == IRON_DTYPE_C128;
   switch (comp) {
-    case IRON_DTYPE_S64: return intlike;
-    case IRON_DTYPE_F32:
-    case IRON_DTYPE_F64: return intlike || realf;
-    case IRON_DTYPE_C64:
-    case IRON_DTYPE_C128: return intlike || realf || cplx;
-    default: return false;
+  case IRON_DTYPE_S64:
+    return intlike;
+  case IRON_DTYPE_F32:
+  case IRON_DTYPE_F64:
+    return intlike || realf;
+  case IRON_DTYPE_C64:
+  case IRON_DTYPE_C128:
+    return intlike || realf || cplx;
+  default:
+    return false;
   }
 }
 
@@ -125,35 +145,65 @@ static void load_elem(const void *p, iron_dtype_t dt, int64_t i, double *re,
   *im = 0;
   const uint8_t *b = p;
   switch (dt) {
-    case IRON_DTYPE_PRED:
-    case IRON_DTYPE_U8: *iv = b[i]; break;
-    case IRON_DTYPE_S8: *iv = ((const int8_t *)p)[i]; break;
-    // Sub-byte ints: the low bits of a byte (ml_dtypes' layout).
-    case IRON_DTYPE_S4: *iv = (int8_t)(uint8_t)(b[i] << 4) >> 4; break;
-    case IRON_DTYPE_S2: *iv = (int8_t)(uint8_t)(b[i] << 6) >> 6; break;
-    case IRON_DTYPE_U4: *iv = b[i] & 0xf; break;
-    case IRON_DTYPE_U2: *iv = b[i] & 0x3; break;
-    case IRON_DTYPE_S16: *iv = ((const int16_t *)p)[i]; break;
-    case IRON_DTYPE_U16: *iv = ((const uint16_t *)p)[i]; break;
-    case IRON_DTYPE_S32: *iv = ((const int32_t *)p)[i]; break;
-    case IRON_DTYPE_U32: *iv = ((const uint32_t *)p)[i]; break;
-    case IRON_DTYPE_S64:
-    case IRON_DTYPE_U64: *iv = ((const int64_t *)p)[i]; break;
-    case IRON_DTYPE_F16: *re = iron_f16_to_f32(((const uint16_t *)p)[i]); return;
-    case IRON_DTYPE_BF16:
-      *re = iron_bf16_to_f32(((const uint16_t *)p)[i]);
-      return;
-    case IRON_DTYPE_F32: *re = ((const float *)p)[i]; return;
-    case IRON_DTYPE_F64: *re = ((const double *)p)[i]; return;
-    case IRON_DTYPE_C64:
-      *re = ((const float *)p)[2 * i];
-      *im = ((const float *)p)[2 * i + 1];
-      return;
-    case IRON_DTYPE_C128:
-      *re = ((const double *)p)[2 * i];
-      *im = ((const double *)p)[2 * i + 1];
-      return;
-    default: *iv = 0; break;
+  case IRON_DTYPE_PRED:
+  case IRON_DTYPE_U8:
+    *iv = b[i];
+    break;
+  case IRON_DTYPE_S8:
+    *iv = ((const int8_t *)p)[i];
+    break;
+  // Sub-byte ints: the low bits of a byte (ml_dtypes' layout).
+  case IRON_DTYPE_S4:
+    *iv = (int8_t)(uint8_t)(b[i] << 4) >> 4;
+    break;
+  case IRON_DTYPE_S2:
+    *iv = (int8_t)(uint8_t)(b[i] << 6) >> 6;
+    break;
+  case IRON_DTYPE_U4:
+    *iv = b[i] & 0xf;
+    break;
+  case IRON_DTYPE_U2:
+    *iv = b[i] & 0x3;
+    break;
+  case IRON_DTYPE_S16:
+    *iv = ((const int16_t *)p)[i];
+    break;
+  case IRON_DTYPE_U16:
+    *iv = ((const uint16_t *)p)[i];
+    break;
+  case IRON_DTYPE_S32:
+    *iv = ((const int32_t *)p)[i];
+    break;
+  case IRON_DTYPE_U32:
+    *iv = ((const uint32_t *)p)[i];
+    break;
+  case IRON_DTYPE_S64:
+  case IRON_DTYPE_U64:
+    *iv = ((const int64_t *)p)[i];
+    break;
+  case IRON_DTYPE_F16:
+    *re = iron_f16_to_f32(((const uint16_t *)p)[i]);
+    return;
+  case IRON_DTYPE_BF16:
+    *re = iron_bf16_to_f32(((const uint16_t *)p)[i]);
+    return;
+  case IRON_DTYPE_F32:
+    *re = ((const float *)p)[i];
+    return;
+  case IRON_DTYPE_F64:
+    *re = ((const double *)p)[i];
+    return;
+  case IRON_DTYPE_C64:
+    *re = ((const float *)p)[2 * i];
+    *im = ((const float *)p)[2 * i + 1];
+    return;
+  case IRON_DTYPE_C128:
+    *re = ((const double *)p)[2 * i];
+    *im = ((const double *)p)[2 * i + 1];
+    return;
+  default:
+    *iv = 0;
+    break;
   }
   *re = dt == IRON_DTYPE_U64 ? (double)(uint64_t)*iv : (double)*iv;
 }
@@ -181,17 +231,23 @@ static void convert_chunk(void *arg, int64_t begin, int64_t end) {
     int64_t iv = 0;
     load_elem(j->src, j->sdt, i, &re, &im, &iv);
     switch (j->cdt) {
-      case IRON_DTYPE_F32: ((float *)j->dst)[i] = (float)re; break;
-      case IRON_DTYPE_F64: ((double *)j->dst)[i] = re; break;
-      case IRON_DTYPE_C64:
-        ((float *)j->dst)[2 * i] = (float)re;
-        ((float *)j->dst)[2 * i + 1] = (float)im;
-        break;
-      case IRON_DTYPE_C128:
-        ((double *)j->dst)[2 * i] = re;
-        ((double *)j->dst)[2 * i + 1] = im;
-        break;
-      default: ((int64_t *)j->dst)[i] = iv; break;
+    case IRON_DTYPE_F32:
+      ((float *)j->dst)[i] = (float)re;
+      break;
+    case IRON_DTYPE_F64:
+      ((double *)j->dst)[i] = re;
+      break;
+    case IRON_DTYPE_C64:
+      ((float *)j->dst)[2 * i] = (float)re;
+      ((float *)j->dst)[2 * i + 1] = (float)im;
+      break;
+    case IRON_DTYPE_C128:
+      ((double *)j->dst)[2 * i] = re;
+      ((double *)j->dst)[2 * i + 1] = im;
+      break;
+    default:
+      ((int64_t *)j->dst)[i] = iv;
+      break;
     }
   }
 }
@@ -206,20 +262,20 @@ static inline void store_elem(const void *src, iron_dtype_t cdt, int64_t si,
     return;
   }
   switch (odt) {
-    case IRON_DTYPE_F16:
-      ((uint16_t *)dst)[di] = iron_f32_to_f16(((const float *)src)[si]);
-      return;
-    case IRON_DTYPE_BF16:
-      ((uint16_t *)dst)[di] = iron_f32_to_bf16(((const float *)src)[si]);
-      return;
-    case IRON_DTYPE_PRED:
-      ((uint8_t *)dst)[di] = ((const int64_t *)src)[si] != 0;
-      return;
-    default: {  // integers: keep the low bytes (wrap around); little-endian
-      int64_t v = ((const int64_t *)src)[si];
-      memcpy((char *)dst + (size_t)di * es, &v, es);
-      return;
-    }
+  case IRON_DTYPE_F16:
+    ((uint16_t *)dst)[di] = iron_f32_to_f16(((const float *)src)[si]);
+    return;
+  case IRON_DTYPE_BF16:
+    ((uint16_t *)dst)[di] = iron_f32_to_bf16(((const float *)src)[si]);
+    return;
+  case IRON_DTYPE_PRED:
+    ((uint8_t *)dst)[di] = ((const int64_t *)src)[si] != 0;
+    return;
+  default: { // integers: keep the low bytes (wrap around); little-endian
+    int64_t v = ((const int64_t *)src)[si];
+    memcpy((char *)dst + (size_t)di * es, &v, es);
+    return;
+  }
   }
 }
 
@@ -240,7 +296,8 @@ static iron_status_t read_list(const iron_ir_op_t *op, const char *name,
   IRON_RETURN_IF_ERROR_PLAIN(
       iron_ir_op_i64_list(op, name, out, 2 * IRON_MAX_RANK, &got));
   if (got == 0) {
-    for (int32_t d = 0; d < n; ++d) out[d] = dflt;
+    for (int32_t d = 0; d < n; ++d)
+      out[d] = dflt;
     return IRON_OK;
   }
   if ((int32_t)got != n)
@@ -260,7 +317,8 @@ static iron_status_t read_count(const iron_ir_op_t *op, const char *name,
 
 // Marks dims as used; false when one is used twice.
 static bool claim(bool *used, int64_t d) {
-  if (used[d]) return false;
+  if (used[d])
+    return false;
   used[d] = true;
   return true;
 }
@@ -270,14 +328,17 @@ static bool claim(bool *used, int64_t d) {
 static bool rows_contiguous(const conv_params_t *p, int64_t out_b_size) {
   int64_t expect = 1;
   if (p->c_out != 1) {
-    if (p->out_fs != 1) return false;
+    if (p->out_fs != 1)
+      return false;
     expect = p->c_out;
   }
   for (int32_t d = p->nsp - 1; d >= -1; --d) {
     int64_t size = d >= 0 ? p->out_sp[d] : out_b_size;
     int64_t stride = d >= 0 ? p->out_ss[d] : p->out_bs;
-    if (size == 1) continue;
-    if (stride != expect) return false;
+    if (size == 1)
+      continue;
+    if (stride != expect)
+      return false;
     expect *= size;
   }
   return true;
@@ -301,10 +362,9 @@ static iron_status_t conv_prepare(const iron_ir_op_t *op,
   iron_dtype_t comp = compute_dtype(ot->dtype);
   if (comp == IRON_DTYPE_INVALID || !operand_ok(lt->dtype, comp) ||
       !operand_ok(rt->dtype, comp))
-    return iron_ir_op_unimplemented(op, "for %s x %s -> %s",
-                                    iron_dtype_name(lt->dtype),
-                                    iron_dtype_name(rt->dtype),
-                                    iron_dtype_name(ot->dtype));
+    return iron_ir_op_unimplemented(
+        op, "for %s x %s -> %s", iron_dtype_name(lt->dtype),
+        iron_dtype_name(rt->dtype), iron_dtype_name(ot->dtype));
   int32_t rank = lt->rank;
   if (rank < 2 || rt->rank != rank || ot->rank != rank)
     return IRON_ERR(INVALID_ARGUMENT, "%s: operand/result ranks %d, %d, %d",
@@ -322,20 +382,19 @@ static iron_status_t conv_prepare(const iron_ir_op_t *op,
       read_dim(op, "kernel_input_feature_dimension", rank, &kif));
   IRON_RETURN_IF_ERROR_PLAIN(
       read_dim(op, "kernel_output_feature_dimension", rank, &kof));
-  IRON_RETURN_IF_ERROR_PLAIN(
-      read_dim(op, "output_batch_dimension", rank, &ob));
+  IRON_RETURN_IF_ERROR_PLAIN(read_dim(op, "output_batch_dimension", rank, &ob));
   IRON_RETURN_IF_ERROR_PLAIN(
       read_dim(op, "output_feature_dimension", rank, &ofd));
   uint32_t n1 = 0, n2 = 0, n3 = 0;
-  IRON_RETURN_IF_ERROR_PLAIN(iron_ir_op_i64_list(
-      op, "input_spatial_dimensions", isp, IRON_MAX_RANK, &n1));
+  IRON_RETURN_IF_ERROR_PLAIN(iron_ir_op_i64_list(op, "input_spatial_dimensions",
+                                                 isp, IRON_MAX_RANK, &n1));
   IRON_RETURN_IF_ERROR_PLAIN(iron_ir_op_i64_list(
       op, "kernel_spatial_dimensions", ksp, IRON_MAX_RANK, &n2));
   IRON_RETURN_IF_ERROR_PLAIN(iron_ir_op_i64_list(
       op, "output_spatial_dimensions", osp, IRON_MAX_RANK, &n3));
   if ((int32_t)n1 != nsp || (int32_t)n2 != nsp || (int32_t)n3 != nsp)
-    return IRON_ERR(INVALID_ARGUMENT, "%s: %d spatial dims expected",
-                    op->name, nsp);
+    return IRON_ERR(INVALID_ARGUMENT, "%s: %d spatial dims expected", op->name,
+                    nsp);
   bool lu[IRON_MAX_RANK] = {0}, ku[IRON_MAX_RANK] = {0},
        ou[IRON_MAX_RANK] = {0};
   bool ok = claim(lu, ib) && claim(lu, ifd) && claim(ku, kif) &&
@@ -349,8 +408,7 @@ static iron_status_t conv_prepare(const iron_ir_op_t *op,
 
   // Window attributes.
   int64_t strides[2 * IRON_MAX_RANK], pad[2 * IRON_MAX_RANK],
-      ldil[2 * IRON_MAX_RANK], rdil[2 * IRON_MAX_RANK],
-      rev[2 * IRON_MAX_RANK];
+      ldil[2 * IRON_MAX_RANK], rdil[2 * IRON_MAX_RANK], rev[2 * IRON_MAX_RANK];
   IRON_RETURN_IF_ERROR_PLAIN(read_list(op, "window_strides", nsp, 1, strides));
   IRON_RETURN_IF_ERROR_PLAIN(read_list(op, "padding", 2 * nsp, 0, pad));
   IRON_RETURN_IF_ERROR_PLAIN(read_list(op, "lhs_dilation", nsp, 1, ldil));
@@ -378,17 +436,28 @@ static iron_status_t conv_prepare(const iron_ir_op_t *op,
                     op->name);
 
   conv_params_t *p = calloc(1, sizeof(*p));
-  if (!p) return IRON_ERR(RESOURCE_EXHAUSTED, "out of memory for params");
+  if (!p)
+    return IRON_ERR(RESOURCE_EXHAUSTED, "out of memory for params");
   p->lhs_dtype = lt->dtype;
   p->rhs_dtype = rt->dtype;
   p->out_dtype = ot->dtype;
   p->comp_dtype = comp;
   switch (comp) {
-    case IRON_DTYPE_F32: p->gemm_type = IRON_HOST_GEMM_F32; break;
-    case IRON_DTYPE_F64: p->gemm_type = IRON_HOST_GEMM_F64; break;
-    case IRON_DTYPE_C64: p->gemm_type = IRON_HOST_GEMM_C64; break;
-    case IRON_DTYPE_C128: p->gemm_type = IRON_HOST_GEMM_C128; break;
-    default: p->gemm_type = IRON_HOST_GEMM_S64; break;
+  case IRON_DTYPE_F32:
+    p->gemm_type = IRON_HOST_GEMM_F32;
+    break;
+  case IRON_DTYPE_F64:
+    p->gemm_type = IRON_HOST_GEMM_F64;
+    break;
+  case IRON_DTYPE_C64:
+    p->gemm_type = IRON_HOST_GEMM_C64;
+    break;
+  case IRON_DTYPE_C128:
+    p->gemm_type = IRON_HOST_GEMM_C128;
+    break;
+  default:
+    p->gemm_type = IRON_HOST_GEMM_S64;
+    break;
   }
   p->fast = fast_enabled();
   p->patch_bytes = patch_bytes();
@@ -470,15 +539,15 @@ static iron_status_t conv_prepare(const iron_ir_op_t *op,
 
 typedef struct conv_job {
   const conv_params_t *p;
-  const void *lhs;  // compute dtype
-  const void *rhs;  // compute dtype (reference) / packed [G, K, Cout/G]
+  const void *lhs; // compute dtype
+  const void *rhs; // compute dtype (reference) / packed [G, K, Cout/G]
   void *out;
-  void *patches;    // [G, rows, K]
-  void *c;          // [G, rows, Cout/G]
-  int64_t row0;     // first row of the chunk
-  int64_t rows;     // rows in the chunk
-  int64_t kp0;      // first kernel position of the chunk (row-major)
-  int64_t kpn;      // kernel positions in the chunk
+  void *patches; // [G, rows, K]
+  void *c;       // [G, rows, Cout/G]
+  int64_t row0;  // first row of the chunk
+  int64_t rows;  // rows in the chunk
+  int64_t kp0;   // first kernel position of the chunk (row-major)
+  int64_t kpn;   // kernel positions in the chunk
 } conv_job_t;
 
 // Splits row r into its batch index and the lhs spatial offset of each
@@ -504,7 +573,8 @@ static inline int64_t lhs_base(const conv_params_t *p, int64_t b, int64_t g) {
 // Advances the kernel position odometer; returns false after the last one.
 static inline bool next_window(const conv_params_t *p, int64_t *k) {
   for (int32_t d = p->nsp - 1; d >= 0; --d) {
-    if (++k[d] < p->k_sp[d]) return true;
+    if (++k[d] < p->k_sp[d])
+      return true;
     k[d] = 0;
   }
   return false;
@@ -515,7 +585,8 @@ static inline int64_t window_offset(const conv_params_t *p, const int64_t *o,
   int64_t off = 0, ko = 0;
   for (int32_t d = 0; d < p->nsp; ++d) {
     int64_t v = p->tab[p->tab_off[d] + o[d] * p->k_sp[d] + k[d]];
-    if (v < 0) return -1;
+    if (v < 0)
+      return -1;
     off += v;
     ko += k[d] * p->k_ss[d];
   }
@@ -524,35 +595,43 @@ static inline int64_t window_offset(const conv_params_t *p, const int64_t *o,
 }
 
 // Reference loops: every output element on its own, in the compute dtype.
-#define CONV_REF(NAME, T, ZERO, MULADD)                                       \
-  static void NAME(const conv_job_t *j, int64_t r, T *acc) {                  \
-    const conv_params_t *p = j->p;                                            \
-    const T *x = j->lhs, *w = j->rhs;                                         \
-    int64_t o[CONV_MAX_SP], k[CONV_MAX_SP], b;                                \
-    (void)row_coords(p, r, &b, o);                                            \
-    for (int64_t f = 0; f < p->c_out; ++f) acc[f] = ZERO;                     \
-    if (p->ks_count == 0 || p->c_in_g == 0) return;                           \
-    for (int32_t d = 0; d < p->nsp; ++d) k[d] = 0;                            \
-    do {                                                                      \
-      int64_t k_off = 0;                                                      \
-      int64_t sp = window_offset(p, o, k, &k_off);                            \
-      if (sp < 0) continue;                                                   \
-      for (int64_t f = 0; f < p->c_out; ++f) {                                \
-        int64_t g = f / p->c_out_g;                                           \
-        const T *xp = x + lhs_base(p, b, g) + sp;                             \
-        const T *wp = w + f * p->k_os + k_off;                                \
-        T s = acc[f];                                                         \
-        for (int64_t c = 0; c < p->c_in_g; ++c) {                             \
-          T a = xp[c * p->in_fs], bb = wp[c * p->k_is];                       \
-          MULADD;                                                             \
-        }                                                                     \
-        acc[f] = s;                                                           \
-      }                                                                       \
-    } while (next_window(p, k));                                           \
+#define CONV_REF(NAME, T, ZERO, MULADD)                                        \
+  static void NAME(const conv_job_t *j, int64_t r, T *acc) {                   \
+    const conv_params_t *p = j->p;                                             \
+    const T *x = j->lhs, *w = j->rhs;                                          \
+    int64_t o[CONV_MAX_SP], k[CONV_MAX_SP], b;                                 \
+    (void)row_coords(p, r, &b, o);                                             \
+    for (int64_t f = 0; f < p->c_out; ++f)                                     \
+      acc[f] = ZERO;                                                           \
+    if (p->ks_count == 0 || p->c_in_g == 0)                                    \
+      return;                                                                  \
+    for (int32_t d = 0; d < p->nsp; ++d)                                       \
+      k[d] = 0;                                                                \
+    do {                                                                       \
+      int64_t k_off = 0;                                                       \
+      int64_t sp = window_offset(p, o, k, &k_off);                             \
+      if (sp < 0)                                                              \
+        continue;                                                              \
+      for (int64_t f = 0; f < p->c_out; ++f) {                                 \
+        int64_t g = f / p->c_out_g;                                            \
+        const T *xp = x + lhs_base(p, b, g) + sp;                              \
+        const T *wp = w + f * p->k_os + k_off;                                 \
+        T s = acc[f];                                                          \
+        for (int64_t c = 0; c < p->c_in_g; ++c) {                              \
+          T a = xp[c * p->in_fs], bb = wp[c * p->k_is];                        \
+          MULADD;                                                              \
+        }                                                                      \
+        acc[f] = s;                                                            \
+      }                                                                        \
+    } while (next_window(p, k));                                               \
   }
 
-typedef struct cf32 { float re, im; } cf32_t;
-typedef struct cf64 { double re, im; } cf64_t;
+typedef struct cf32 {
+  float re, im;
+} cf32_t;
+typedef struct cf64 {
+  double re, im;
+} cf64_t;
 
 CONV_REF(ref_f32, float, 0.0f, s += a * bb)
 CONV_REF(ref_f64, double, 0.0, s += a * bb)
@@ -572,11 +651,21 @@ static void ref_rows(void *arg, int64_t begin, int64_t end) {
   char *acc = (char *)j->c + (size_t)begin * (size_t)p->c_out * ces;
   for (int64_t r = begin; r < end; ++r) {
     switch (p->comp_dtype) {
-      case IRON_DTYPE_F32: ref_f32(j, r, (float *)(void *)acc); break;
-      case IRON_DTYPE_F64: ref_f64(j, r, (double *)(void *)acc); break;
-      case IRON_DTYPE_C64: ref_c64(j, r, (cf32_t *)(void *)acc); break;
-      case IRON_DTYPE_C128: ref_c128(j, r, (cf64_t *)(void *)acc); break;
-      default: ref_s64(j, r, (uint64_t *)(void *)acc); break;
+    case IRON_DTYPE_F32:
+      ref_f32(j, r, (float *)(void *)acc);
+      break;
+    case IRON_DTYPE_F64:
+      ref_f64(j, r, (double *)(void *)acc);
+      break;
+    case IRON_DTYPE_C64:
+      ref_c64(j, r, (cf32_t *)(void *)acc);
+      break;
+    case IRON_DTYPE_C128:
+      ref_c128(j, r, (cf64_t *)(void *)acc);
+      break;
+    default:
+      ref_s64(j, r, (uint64_t *)(void *)acc);
+      break;
     }
     int64_t o[CONV_MAX_SP], b;
     int64_t out_off = row_coords(p, r, &b, o);
@@ -607,7 +696,8 @@ static void fill_rows(void *arg, int64_t begin, int64_t end) {
       char *dst =
           (char *)j->patches + (size_t)((g * j->rows + rr) * kdim) * ces;
       const char *xb = x + (size_t)lhs_base(p, b, g) * ces;
-      for (int32_t d = 0; d < p->nsp; ++d) k[d] = k0[d];
+      for (int32_t d = 0; d < p->nsp; ++d)
+        k[d] = k0[d];
       int64_t left = j->kpn;
       do {
         int64_t k_off;
@@ -621,18 +711,18 @@ static void fill_rows(void *arg, int64_t begin, int64_t end) {
           const char *src = xb + (size_t)sp * ces;
           size_t step = (size_t)p->in_fs * ces;
           switch (ces) {
-            case 4:
-              for (int64_t c = 0; c < p->c_in_g; ++c)
-                memcpy(dst + c * 4, src + c * step, 4);
-              break;
-            case 8:
-              for (int64_t c = 0; c < p->c_in_g; ++c)
-                memcpy(dst + c * 8, src + c * step, 8);
-              break;
-            default:
-              for (int64_t c = 0; c < p->c_in_g; ++c)
-                memcpy(dst + c * ces, src + c * step, ces);
-              break;
+          case 4:
+            for (int64_t c = 0; c < p->c_in_g; ++c)
+              memcpy(dst + c * 4, src + c * step, 4);
+            break;
+          case 8:
+            for (int64_t c = 0; c < p->c_in_g; ++c)
+              memcpy(dst + c * 8, src + c * step, 8);
+            break;
+          default:
+            for (int64_t c = 0; c < p->c_in_g; ++c)
+              memcpy(dst + c * ces, src + c * step, ces);
+            break;
           }
         }
         dst += n;
@@ -663,11 +753,13 @@ static void pack_kernel(const conv_params_t *p, const void *w, void *dst) {
   int64_t k[CONV_MAX_SP];
   int64_t kdim = p->ks_count * p->c_in_g;
   char *out = dst;
-  for (int32_t d = 0; d < p->nsp; ++d) k[d] = 0;
+  for (int32_t d = 0; d < p->nsp; ++d)
+    k[d] = 0;
   int64_t kpos = 0;
   do {
     int64_t k_off = 0;
-    for (int32_t d = 0; d < p->nsp; ++d) k_off += k[d] * p->k_ss[d];
+    for (int32_t d = 0; d < p->nsp; ++d)
+      k_off += k[d] * p->k_ss[d];
     for (int64_t g = 0; g < p->groups; ++g)
       for (int64_t c = 0; c < p->c_in_g; ++c)
         for (int64_t f = 0; f < p->c_out_g; ++f) {
@@ -680,14 +772,15 @@ static void pack_kernel(const conv_params_t *p, const void *w, void *dst) {
   } while (next_window(p, k));
 }
 
-static iron_status_t to_compute(iron_threadpool_t *pool,
-                                const conv_params_t *p, const void *src,
-                                iron_dtype_t sdt, int64_t count, void **buf,
-                                const void **out) {
+static iron_status_t to_compute(iron_threadpool_t *pool, const conv_params_t *p,
+                                const void *src, iron_dtype_t sdt,
+                                int64_t count, void **buf, const void **out) {
   *out = src;
-  if (sdt == p->comp_dtype) return IRON_OK;
+  if (sdt == p->comp_dtype)
+    return IRON_OK;
   *buf = malloc((size_t)count * iron_dtype_size(p->comp_dtype) + 1);
-  if (!*buf) return IRON_ERR(RESOURCE_EXHAUSTED, "convolution: out of memory");
+  if (!*buf)
+    return IRON_ERR(RESOURCE_EXHAUSTED, "convolution: out of memory");
   convert_job_t job = {src, sdt, p->comp_dtype, *buf};
   iron_threadpool_parallel_for(pool, count, 1 << 14, convert_chunk, &job);
   *out = *buf;
@@ -697,23 +790,24 @@ static iron_status_t to_compute(iron_threadpool_t *pool,
 // c[i] += t[i] for `n` compute-dtype elements (integers wrap around).
 static void add_into(iron_dtype_t cdt, void *c, const void *t, int64_t n) {
   switch (cdt) {
-    case IRON_DTYPE_F32:
-    case IRON_DTYPE_C64: {
-      int64_t m = cdt == IRON_DTYPE_C64 ? 2 * n : n;
-      for (int64_t i = 0; i < m; ++i) ((float *)c)[i] += ((const float *)t)[i];
-      break;
-    }
-    case IRON_DTYPE_F64:
-    case IRON_DTYPE_C128: {
-      int64_t m = cdt == IRON_DTYPE_C128 ? 2 * n : n;
-      for (int64_t i = 0; i < m; ++i)
-        ((double *)c)[i] += ((const double *)t)[i];
-      break;
-    }
-    default:
-      for (int64_t i = 0; i < n; ++i)
-        ((uint64_t *)c)[i] += ((const uint64_t *)t)[i];
-      break;
+  case IRON_DTYPE_F32:
+  case IRON_DTYPE_C64: {
+    int64_t m = cdt == IRON_DTYPE_C64 ? 2 * n : n;
+    for (int64_t i = 0; i < m; ++i)
+      ((float *)c)[i] += ((const float *)t)[i];
+    break;
+  }
+  case IRON_DTYPE_F64:
+  case IRON_DTYPE_C128: {
+    int64_t m = cdt == IRON_DTYPE_C128 ? 2 * n : n;
+    for (int64_t i = 0; i < m; ++i)
+      ((double *)c)[i] += ((const double *)t)[i];
+    break;
+  }
+  default:
+    for (int64_t i = 0; i < n; ++i)
+      ((uint64_t *)c)[i] += ((const uint64_t *)t)[i];
+    break;
   }
 }
 
@@ -725,21 +819,23 @@ static iron_status_t run_fast(const iron_host_ctx_t *ctx, conv_job_t *j) {
   size_t ces = iron_dtype_size(p->comp_dtype);
   int64_t kdim = p->ks_count * p->c_in_g;
   int64_t m_total = p->n_out * p->os_count;
-  int64_t pos_bytes = p->groups * p->c_in_g * (int64_t)ces;  // per row
+  int64_t pos_bytes = p->groups * p->c_in_g * (int64_t)ces; // per row
   int64_t min_rows = m_total < 256 ? m_total : 256;
-  int64_t chunk, kpc;  // rows and kernel positions per chunk
+  int64_t chunk, kpc; // rows and kernel positions per chunk
   if (pos_bytes * p->ks_count * min_rows <= p->patch_bytes) {
     kpc = p->ks_count;
     chunk = p->patch_bytes / (pos_bytes * p->ks_count);
-    if (chunk > m_total) chunk = m_total;
+    if (chunk > m_total)
+      chunk = m_total;
   } else {
     chunk = min_rows;
     kpc = p->patch_bytes / (pos_bytes * chunk);
-    if (kpc < 1) kpc = 1;
+    if (kpc < 1)
+      kpc = 1;
   }
   bool ksplit = kpc < p->ks_count;
-  bool direct = p->groups == 1 && p->out_dtype == p->comp_dtype &&
-                p->out_rows_contiguous;
+  bool direct =
+      p->groups == 1 && p->out_dtype == p->comp_dtype && p->out_rows_contiguous;
   size_t cbytes = (size_t)(chunk * p->c_out) * ces + 1;
   void *wpack = malloc((size_t)p->rhs_count * ces + 1);
   void *patches = malloc((size_t)(chunk * kpc * pos_bytes) + 1);
@@ -771,12 +867,13 @@ static iron_status_t run_fast(const iron_host_ctx_t *ctx, conv_job_t *j) {
       void *dst = kp0 == 0 ? c : tbuf;
       st = iron_host_gemm(ctx->pool, p->gemm_type, true, p->groups, rows,
                           p->c_out_g, kd, &a, &bv, dst);
-      if (!st && kp0 > 0) add_into(p->comp_dtype, c, tbuf, rows * p->c_out);
+      if (!st && kp0 > 0)
+        add_into(p->comp_dtype, c, tbuf, rows * p->c_out);
     }
     if (!st && !direct) {
       j->c = cbuf;
-      iron_threadpool_parallel_for(ctx->pool, rows,
-                                   4096 / (p->c_out + 1) + 1, scatter_rows, j);
+      iron_threadpool_parallel_for(ctx->pool, rows, 4096 / (p->c_out + 1) + 1,
+                                   scatter_rows, j);
     }
   }
 done:
@@ -791,7 +888,8 @@ static iron_status_t conv_run(const iron_host_ctx_t *ctx, const void *params,
                               const iron_tensor_t *const *inputs,
                               iron_tensor_t *const *outputs) {
   const conv_params_t *p = params;
-  if (p->out_count == 0) return IRON_OK;
+  if (p->out_count == 0)
+    return IRON_OK;
   void *lbuf = NULL, *rbuf = NULL, *acc = NULL;
   conv_job_t j;
   memset(&j, 0, sizeof(j));
@@ -818,8 +916,8 @@ static iron_status_t conv_run(const iron_host_ctx_t *ctx, const void *params,
     } else {
       j.c = acc;
       int64_t work = p->c_out * p->ks_count * p->c_in_g + 1;
-      iron_threadpool_parallel_for(ctx->pool, rows, 65536 / work + 1,
-                                   ref_rows, &j);
+      iron_threadpool_parallel_for(ctx->pool, rows, 65536 / work + 1, ref_rows,
+                                   &j);
     }
   }
   free(lbuf);
