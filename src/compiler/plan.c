@@ -752,7 +752,13 @@ static iron_status_t plan_block(scope_t *sc, const iron_ir_block_t *blk,
       }
       for (uint32_t o = 0; o < s->num_outputs; ++o) {
         ip[o] = -1;
-        for (uint32_t k = 0; k < s->num_inputs && ip[o] < 0; ++k) {
+        // dynamic_update_slice writes into its operand only: the update
+        // (when full-size) or a start index may have the same byte size,
+        // and writing there would clobber data still to be read.
+        uint32_t nk = s->op->kind == IRON_OP_DYNAMIC_UPDATE_SLICE
+                          ? (s->num_inputs ? 1 : 0)
+                          : s->num_inputs;
+        for (uint32_t k = 0; k < nk && ip[o] < 0; ++k) {
           bool dies = false, taken = false;
           for (uint32_t f = 0; f < s->num_frees; ++f)
             if (s->frees[f] == s->inputs[k]) dies = true;
