@@ -144,7 +144,7 @@ typedef struct fz_expr {
 static bool op_keeps_denormals(iron_op_kind_t k) {
   return k == IRON_OP_NEGATE || k == IRON_OP_ABS || k == IRON_OP_REMAINDER ||
          k == IRON_OP_REAL || k == IRON_OP_IMAG || k == IRON_OP_SELECT ||
-         k == IRON_OP_IS_FINITE;
+         k == IRON_OP_IS_FINITE || k == IRON_OP_RESHAPE;
 }
 
 // Unary op on dtype `dt` (x = A[0]). False when refused.
@@ -501,6 +501,41 @@ static iron_status_t constant_literal(const iron_ir_op_t *op, char *buf,
 // ---------------------------------------------------------------------------
 // Generator
 
+// Vector loads pay off for memory-bound kernels; ops that compute much
+// (transcendentals, complex arithmetic) gain little and would double the
+// code NVRTC compiles, so they stay one element per thread.
+static bool fusion_is_cheap(const iron_cuda_fusion_t *f) {
+  for (uint32_t i = 0; i < f->num_ops; ++i) {
+    const iron_ir_op_t *op = f->ops[i];
+    for (uint32_t r = 0; r < op->num_results; ++r) {
+      if (op->results[r].type && is_cplx(op->results[r].type->dtype)) {
+        return false;
+      }
+    }
+    switch (op->kind) {
+      case IRON_OP_ADD: case IRON_OP_SUBTRACT: case IRON_OP_MULTIPLY:
+      case IRON_OP_DIVIDE: case IRON_OP_MAXIMUM: case IRON_OP_MINIMUM:
+      case IRON_OP_NEGATE: case IRON_OP_ABS: case IRON_OP_SIGN:
+      case IRON_OP_AND: case IRON_OP_OR: case IRON_OP_XOR: case IRON_OP_NOT:
+      case IRON_OP_SHIFT_LEFT: case IRON_OP_SHIFT_RIGHT_ARITHMETIC:
+      case IRON_OP_SHIFT_RIGHT_LOGICAL: case IRON_OP_COMPARE:
+      case IRON_OP_SELECT: case IRON_OP_CLAMP: case IRON_OP_CONVERT:
+      case IRON_OP_CONSTANT: case IRON_OP_RESHAPE: case IRON_OP_SQRT:
+      case IRON_OP_RSQRT: case IRON_OP_FLOOR: case IRON_OP_CEIL:
+      case IRON_OP_ROUND_NEAREST_EVEN: case IRON_OP_ROUND_NEAREST_AFZ:
+      case IRON_OP_EXPONENTIAL: case IRON_OP_LOGISTIC: case IRON_OP_IS_FINITE:
+      case IRON_OP_REAL: case IRON_OP_IMAG:
+        break;
+      default:
+        return false;
+    }
+  }
+  for (uint32_t i = 0; i < f->num_inputs; ++i) {
+    if (f->inputs[i]->type && is_cplx(f->inputs[i]->type->dtype)) return false;
+  }
+  return f->num_ops <= 16;
+}
+
 bool iron_cuda_vectorize_enabled(void) {
   const char *e = getenv("IRON_CUDA_VECTORIZE");
   return !(e && strcmp(e, "0") == 0);
@@ -512,7 +547,7 @@ bool iron_cuda_fusion_op_supported(iron_op_kind_t kind) {
   switch (kind) {
     case IRON_OP_COMPARE: case IRON_OP_SELECT: case IRON_OP_CLAMP:
     case IRON_OP_CONVERT: case IRON_OP_CONSTANT:
-    case IRON_OP_BROADCAST_IN_DIM: case IRON_OP_IOTA:
+    case IRON_OP_BROADCAST_IN_DIM: case IRON_OP_IOTA: case IRON_OP_RESHAPE:
       return true;
     default:
       return false;
@@ -624,7 +659,7 @@ static iron_status_t gen_op(fz_gen_t *g, const iron_ir_op_t *op,
                    : cls == IRON_OP_CLASS_BINARY ? 2
                    : k == IRON_OP_COMPARE        ? 2
                    : (k == IRON_OP_SELECT || k == IRON_OP_CLAMP) ? 3
-                   : k == IRON_OP_CONVERT        ? 1
+                   : (k == IRON_OP_CONVERT || k == IRON_OP_RESHAPE) ? 1
                                                  : 0;
   if (k != IRON_OP_BROADCAST_IN_DIM && op->num_operands != arity) {
     return IRON_ERR(INVALID_ARGUMENT, "%s: expected %u operands, got %u",
@@ -696,6 +731,14 @@ static iron_status_t gen_op(fz_gen_t *g, const iron_ir_op_t *op,
                                       iron_dtype_name(in),
                                       iron_dtype_name(out));
     }
+  } else if (k == IRON_OP_RESHAPE) {
+    // Values are indexed by the linear element index: a reshape of equal
+    // count is the same value.
+    if (type_count(op->operands[0]->type) != rc || in != out) {
+      return IRON_ERR(INVALID_ARGUMENT, "%s: element counts or dtypes differ",
+                      op->name);
+    }
+    EXPR("%s", a[0]);
   } else if (k == IRON_OP_CONSTANT) {
     IRON_RETURN_IF_ERROR_PLAIN(constant_literal(op, e->text, sizeof(e->text)));
   } else if (k == IRON_OP_IOTA) {
@@ -886,7 +929,7 @@ iron_status_t iron_cuda_codegen_fusion(const iron_cuda_fusion_t *f,
   int vw = (int)(16 / widest);
   if (vw > 8) vw = 8;
   bool vec = vw >= 2 && !needs_coords(f) && g.count >= 4 * vw &&
-             iron_cuda_vectorize_enabled();
+             fusion_is_cheap(f) && iron_cuda_vectorize_enabled();
 
   if (vec) {
     // The element function: storage values in, storage values out.
@@ -988,11 +1031,11 @@ iron_status_t iron_cuda_codegen_fusion(const iron_cuda_fusion_t *f,
     }
     iron_cuda_src_printf(&body,
                          ") {\n"
-                         "  const %s n = %lldLL, nv = n / %d;\n"
+                         "  const %s n = %lldLL;\n"
                          "  const %s tid = (%s)blockIdx.x * blockDim.x + threadIdx.x;\n"
                          "  const %s nt = (%s)gridDim.x * blockDim.x;\n"
                          "  bool al = true;\n",
-                         I, (long long)g.count, vw, I, I, I, I);
+                         I, (long long)g.count, I, I, I, I);
     for (uint32_t i = 0; i < f->num_inputs; ++i) {
       if (type_count(f->inputs[i]->type) != g.count) continue;
       iron_cuda_src_printf(&body,
@@ -1034,7 +1077,11 @@ iron_status_t iron_cuda_codegen_fusion(const iron_cuda_fusion_t *f,
       iron_cuda_src_free(&sa);
       goto fail;
     }
-    iron_cuda_src_printf(&body, "  if (al) {\n    for (%s j = tid; j < nv; j += nt) {\n", I);
+    // Unaligned operands run everything through the tail loop.
+    iron_cuda_src_printf(&body,
+                         "  const %s nv = al ? n / %d : 0;\n"
+                         "  for (%s j = tid; j < nv; j += nt) {\n",
+                         I, vw, I);
     for (uint32_t i = 0; i < f->num_inputs; ++i) {
       if (type_count(f->inputs[i]->type) != g.count) continue;
       const char *ct = iron_cuda_ctype(f->inputs[i]->type->dtype);
@@ -1057,13 +1104,10 @@ iron_status_t iron_cuda_codegen_fusion(const iron_cuda_fusion_t *f,
                            ct, vw, j, j);
     }
     iron_cuda_src_printf(&body,
-                         "    }\n"
-                         "    for (%s i = nv * %d + tid; i < n; i += nt) %s_f(%s);\n"
-                         "  } else {\n"
-                         "    for (%s i = tid; i < n; i += nt) %s_f(%s);\n"
-                         "  }\n}\n",
-                         I, vw, IRON_CUDA_KERNEL_PLACEHOLDER, sas, I,
-                         IRON_CUDA_KERNEL_PLACEHOLDER, sas);
+                         "  }\n"
+                         "  for (%s i = nv * %d + tid; i < n; i += nt) %s_f(%s);\n"
+                         "}\n",
+                         I, vw, IRON_CUDA_KERNEL_PLACEHOLDER, sas);
     free(vas);
     free(sas);
   } else {

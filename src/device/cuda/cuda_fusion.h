@@ -1,7 +1,9 @@
 // Element-wise fusion for the CUDA device: a DAG of element-wise IR ops
 // (unary/binary arithmetic, compare, select, clamp, convert, splat
-// constants, broadcast_in_dim of inputs, iota) becomes ONE generated kernel
-// with N inputs and M outputs, one thread per output element (grid-stride).
+// constants, broadcast_in_dim of inputs, iota, reshape) becomes ONE
+// generated kernel with N inputs and M outputs, one thread per output
+// element (grid-stride; 16-byte vectors per thread when no op needs
+// coordinates).
 // The single-op element-wise kernels (cuda_elementwise.c) are the one-op
 // case; a fusion pass groups ops into an op with a region and prepares it
 // with iron_cuda_fusion_kernel.
