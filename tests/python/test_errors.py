@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 import jax
 import jax.numpy as jnp
+from jax import lax
 
 THIS_FILE = os.path.basename(__file__)
 
