@@ -13,6 +13,7 @@
 //     3 computation_devices {1 replica_device_ids (packed or not)}.
 // Errors use XLA's wording where XLA:CPU reports the same condition, so
 // tests written against jax's CPU backend see the same text.
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -187,6 +188,41 @@ static void iron_pjrt_option_value_text(const iron_pjrt_option_value_t *value,
   }
 }
 
+static bool iron_pjrt_option_string_is(const iron_pjrt_option_value_t *v,
+                                       const char *text) {
+  return v->string_size == strlen(text) &&
+         memcmp(v->string, text, v->string_size) == 0;
+}
+
+// The string value NUL-terminated in `buf`; false if it does not fit or
+// holds a NUL.
+static bool iron_pjrt_option_string_copy(const iron_pjrt_option_value_t *v,
+                                         char *buf, size_t cap) {
+  if (v->string_size + 1 > cap) return false;
+  if (v->string_size) memcpy(buf, v->string, v->string_size);
+  buf[v->string_size] = '\0';
+  return strlen(buf) == v->string_size;
+}
+
+static bool iron_pjrt_option_string_int(const iron_pjrt_option_value_t *v,
+                                        bool int32) {
+  char buf[64];
+  if (!iron_pjrt_option_string_copy(v, buf, sizeof(buf))) return false;
+  char *end = NULL;
+  errno = 0;
+  long long value = strtoll(buf, &end, 10);
+  if (end == buf || *end != '\0' || errno != 0) return false;
+  return !int32 || (value >= INT32_MIN && value <= INT32_MAX);
+}
+
+static bool iron_pjrt_option_string_float(const iron_pjrt_option_value_t *v) {
+  char buf[64];
+  if (!iron_pjrt_option_string_copy(v, buf, sizeof(buf))) return false;
+  char *end = NULL;
+  (void)strtof(buf, &end);
+  return end != buf && *end == '\0';
+}
+
 static iron_status_t iron_pjrt_option_check(const char *key, size_t key_size,
                                             const iron_pjrt_option_value_t *v) {
   // jax moves the build-level options (exec_time_optimization_effort,
@@ -203,22 +239,31 @@ static iron_status_t iron_pjrt_option_check(const char *key, size_t key_size,
     iron_pjrt_option_type_t type = iron_pjrt_known_options[i].type;
     bool ok = false;
     const char *type_name = "";
+    // XLA's rules (checked against XLA:CPU): a typed value must have the
+    // option's own type (no int for a float, no 0/1 for a bool); a string
+    // is parsed as a decimal int32 / a float; "True" and "False" are the
+    // bool spellings it accepts.
     switch (type) {
       case IRON_PJRT_OPTION_BOOL:
-        ok = v->kind == 2;
+        ok = v->kind == 2 ||
+             (v->kind == 1 && iron_pjrt_option_string_is(v, "True")) ||
+             (v->kind == 1 && iron_pjrt_option_string_is(v, "False"));
         type_name = "bool";
         break;
       case IRON_PJRT_OPTION_INT32:
-        ok = v->kind == 3 && (int64_t)v->bits >= INT32_MIN &&
-             (int64_t)v->bits <= INT32_MAX;
+        ok = (v->kind == 3 && (int64_t)v->bits >= INT32_MIN &&
+              (int64_t)v->bits <= INT32_MAX) ||
+             (v->kind == 1 && iron_pjrt_option_string_int(v, true));
         type_name = "int32";
         break;
       case IRON_PJRT_OPTION_INT64:
-        ok = v->kind == 3;
+        ok = v->kind == 3 ||
+             (v->kind == 1 && iron_pjrt_option_string_int(v, false));
         type_name = "int64";
         break;
       case IRON_PJRT_OPTION_FLOAT:
-        ok = v->kind == 4 || v->kind == 3;
+        ok = v->kind == 4 ||
+             (v->kind == 1 && iron_pjrt_option_string_float(v));
         type_name = "float";
         break;
       case IRON_PJRT_OPTION_STRING:
