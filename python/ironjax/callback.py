@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import ctypes
 import itertools
+import secrets
 import threading
 import traceback
 import weakref
@@ -60,7 +61,11 @@ class _Entry:
 
 
 _registry: dict[int, _Entry] = {}
-_next_id = itertools.count(1)
+# Ids carry a random per-process prefix, so that a compiled program that
+# outlived its process (were executables ever cached on disk) names no
+# callable of another process: it fails with "not registered" instead.
+_ID_BASE = (secrets.randbits(31) + 1) << 32
+_next_id = itertools.count(_ID_BASE + 1)
 _lock = threading.Lock()
 
 
