@@ -20,8 +20,9 @@ executable's context). For the iron platform `install()` wraps that function:
   results into the plugin's buffers. A Python exception becomes a PJRT
   INTERNAL error carrying the traceback (as CPU's "CpuCallback error").
 
-jax.debug.callback and jax.debug.print have per-platform lowering rules in
-jax; `install()` registers jax's own rules for 'iron' too.
+jax.debug.callback, jax.debug.print and checkify's check have per-platform
+lowering rules in jax; `install()` registers jax's own (CPU) rules for
+'iron' too.
 
 Every other platform goes to jax's original function unchanged.
 """
@@ -29,6 +30,7 @@ from __future__ import annotations
 
 import ctypes
 import itertools
+import secrets
 import threading
 import traceback
 import weakref
@@ -60,7 +62,11 @@ class _Entry:
 
 
 _registry: dict[int, _Entry] = {}
-_next_id = itertools.count(1)
+# Ids carry a random per-process prefix, so that a compiled program that
+# outlived its process (were executables ever cached on disk) names no
+# callable of another process: it fails with "not registered" instead.
+_ID_BASE = (secrets.randbits(31) + 1) << 32
+_next_id = itertools.count(_ID_BASE + 1)
 _lock = threading.Lock()
 
 
@@ -295,6 +301,15 @@ def install_lowering() -> None:
     mlir.register_lowering(debugging.debug_print_p,
                            debugging.debug_print_lowering_rule,
                            platform=PLATFORM, cacheable=False)
+    # checkify.check staged out under jit (a no-op with debug=True, a
+    # runtime error through a callback with jax_xla_runtime_errors): the
+    # CPU rule.
+    try:
+        from jax._src import checkify
+        mlir.register_lowering(checkify.check_p, checkify.check_lowering_rule,
+                               platform=PLATFORM)
+    except (ImportError, AttributeError):  # pragma: no cover - other jax
+        pass
 
 
 def install(library_path: str) -> None:

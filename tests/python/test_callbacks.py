@@ -494,3 +494,24 @@ def test_async_mode_error_surfaces_on_read(iron_device, monkeypatch):
     y = f(jax.device_put(np.float32(1), iron_device))  # does not raise
     with pytest.raises(RuntimeError, match="late boom"):
         np.asarray(y)
+
+
+def test_checkify_check_under_jit(iron_device, cpu_device):
+    from jax.experimental import checkify
+
+    def f(x):
+        checkify.check(x > 0, "must be positive, got {}", x)
+        return x + 1
+
+    x = jax.device_put(np.float32(-3), iron_device)
+    # Functionalized: the error comes back as a value, as on CPU.
+    err, y = checkify.checkify(jax.jit(f))(x)
+    assert err.get() == "must be positive, got -3.0 (`check` failed)"
+    assert float(y) == -2.0
+    # Staged out with runtime errors on: raised through a host callback.
+    from jax._src import config
+    with config.xla_runtime_errors(True):
+        g = jax.jit(f)
+        with pytest.raises(RuntimeError, match="must be positive, got -3.0"):
+            jax.block_until_ready(g(x))
+        assert float(g(jax.device_put(np.float32(2), iron_device))) == 3.0
