@@ -568,6 +568,8 @@ static iron_status_t dot_run(const iron_host_ctx_t *ctx, const void *params,
   const iron_cuda_api_t *api = dev->api;
   void *out = outputs[0]->data;
   if (p->mode == DOT_EMPTY) return IRON_OK;
+  // cuBLASLt and the memset below run on the calling thread's context.
+  IRON_RETURN_IF_ERROR_PLAIN(iron_cuda_device_enter(dev));
   if (p->mode == DOT_ZERO)
     return iron_cuda_status(
         api,

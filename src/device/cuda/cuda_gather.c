@@ -101,6 +101,7 @@ static iron_status_t scatter_run(const iron_host_ctx_t *ctx,
                                  iron_tensor_t *const *outputs) {
   const gs_params_t *p = params;
   iron_cuda_device_t *dev = iron_cuda_device_cast(ctx->dev);
+  IRON_RETURN_IF_ERROR_PLAIN(iron_cuda_device_enter(dev));
   if (p->op_bytes && outputs[0]->data != inputs[0]->data)
     IRON_RETURN_IF_ERROR_PLAIN(iron_cuda_status(
         dev->api,
