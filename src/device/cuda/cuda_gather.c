@@ -32,7 +32,7 @@ static iron_status_t gather_prepare_on(iron_device_t *base,
   p->grid = iron_cuda_ops_grid(plan.small_count);
   char *src = NULL;
   iron_status_t st = iron_cuda_gen_gather("iron_gather", &plan, &src);
-  if (!st) st = iron_cuda_function_request(dev, src, "iron_gather", &p->fn);
+  if (!st) st = iron_cuda_ops_request(dev, src, "iron_gather", &p->fn);
   free(src);
   if (st) {
     free(p);
@@ -85,7 +85,7 @@ static iron_status_t scatter_prepare_on(iron_device_t *base,
     iron_status_free(st);
     return u;
   }
-  st = iron_cuda_function_request(dev, src, "iron_scatter", &p->fn);
+  st = iron_cuda_ops_request(dev, src, "iron_scatter", &p->fn);
   free(src);
   if (st) {
     free(p);

@@ -112,7 +112,7 @@ static iron_status_t window_prepare_on(iron_device_t *base,
     iron_status_free(st);
     return u;
   }
-  st = iron_cuda_function_request(dev, src, "iron_reduce_window", &p->fn);
+  st = iron_cuda_ops_request(dev, src, "iron_reduce_window", &p->fn);
   free(src);
   if (st) {
     free(p);
