@@ -235,6 +235,21 @@ iron_status_t iron_cuda_gen_reduce_window(const char *name,
                                           const iron_ir_region_t *body,
                                           char **out_src, unsigned *out_grid);
 
+// select_and_scatter (host semantics, window.c): per source element, the
+// window's selected operand element is the first e with select(e, c) for
+// every later candidate c (the running choice is replaced when select(cur,
+// cand) is false); the source value is combined into the result there with
+// the scatter body. `w` describes the window (no dilations; out_dims are
+// the source dims). The result must already hold the init value everywhere.
+// Commutative single-op scatter bodies run one thread per source element
+// with atomics; others run in source order on one thread. Kernel
+// `name(const S *operand, const S *source, S *out)`; *out_grid blocks of
+// 256 threads.
+iron_status_t iron_cuda_gen_select_and_scatter(
+    const char *name, const iron_cuda_window_t *w, iron_dtype_t dt,
+    const iron_ir_region_t *select, const iron_ir_region_t *scatter,
+    char **out_src, unsigned *out_grid);
+
 // --- reduce_precision --------------------------------------------------------
 
 // Rounds `count` floats of dtype `dt` (f16, bf16, f32, f64) to
