@@ -36,8 +36,10 @@ typedef struct iron_runtime_options {
   int num_threads;  // host thread pool size; <= 0: IRON_NUM_THREADS or #CPUs
 } iron_runtime_options_t;
 
-// Creates the runtime with its devices (today: one host device). `options`
-// may be NULL.
+// Creates the runtime with its devices: one CUDA device per GPU when CUDA is
+// usable, else one host device; IRON_DEVICE=host or =cuda forces the kind
+// (=cuda fails with FAILED_PRECONDITION saying why CUDA is not usable).
+// `options` may be NULL.
 iron_status_t iron_runtime_create(const iron_runtime_options_t *options,
                                   iron_runtime_t **out_runtime);
 void iron_runtime_retain(iron_runtime_t *rt);
@@ -48,10 +50,23 @@ int iron_runtime_device_count(const iron_runtime_t *rt);
 iron_device_t *iron_runtime_device(const iron_runtime_t *rt, int index);
 
 int iron_device_id(const iron_device_t *dev);
-// "host" for the CPU device.
+// "host" for the CPU device, "cuda" for a GPU.
 const char *iron_device_kind(const iron_device_t *dev);
+// Human-readable kind: "NVIDIA H200" for a GPU, else the same as
+// iron_device_kind. Borrowed; lives as long as the device.
+const char *iron_device_description(const iron_device_t *dev);
 // Bytes currently allocated for buffers on the device (for memory stats).
 int64_t iron_device_bytes_in_use(const iron_device_t *dev);
+// Allocation statistics of a device (PJRT_Device_MemoryStats).
+typedef struct iron_device_memory_stats {
+  int64_t bytes_in_use;       // as iron_device_bytes_in_use
+  int64_t peak_bytes_in_use;  // highest bytes_in_use since creation or reset
+  int64_t bytes_limit;        // allocation limit (IRON_HOST_MEMORY_LIMIT); 0: none
+} iron_device_memory_stats_t;
+void iron_device_memory_stats(const iron_device_t *dev,
+                              iron_device_memory_stats_t *out_stats);
+// Restarts the peak at the current bytes in use.
+void iron_device_reset_peak_memory(iron_device_t *dev);
 
 // ---------------------------------------------------------------------------
 // Events: complete once, with OK or an error.
@@ -105,8 +120,8 @@ iron_status_t iron_buffer_to_host(iron_buffer_t *buf, void *dst,
 iron_status_t iron_buffer_copy_to_device(iron_buffer_t *buf,
                                          iron_device_t *dst_dev,
                                          iron_buffer_t **out_buffer);
-// Host address of the contents (host device only; NULL otherwise or while
-// not ready).
+// Host address of the contents (host device only; NULL for devices with their
+// own memory, and while not ready).
 void *iron_buffer_host_pointer(iron_buffer_t *buf);
 
 // ---------------------------------------------------------------------------
@@ -145,6 +160,10 @@ void iron_executable_output_type(const iron_executable_t *exe, uint32_t i,
 bool iron_executable_input_donatable(const iron_executable_t *exe,
                                      uint32_t i);
 int32_t iron_executable_input_alias(const iron_executable_t *exe, uint32_t i);
+// Whether the program calls back into the host process (jax callbacks:
+// custom_call @iron_python_callback); such runs need the callback handler
+// that ironjax installs.
+bool iron_executable_has_host_callbacks(const iron_executable_t *exe);
 // The program as readable text (iron IR); caller frees with free().
 char *iron_executable_text(const iron_executable_t *exe);
 

@@ -59,6 +59,21 @@ typedef struct iron_plan_step {
   // WHILE: fail after this many iterations (0: no limit). From
   // IRON_MAX_WHILE_ITERATIONS at plan time, to find runaway loops.
   int64_t max_iterations;
+  // WHILE, counted loop (jax's fori_loop/scan): the condition is
+  // `carried[counter] < limit` with an integer counter that the body only
+  // advances by a positive constant `step`. The executor then runs the body
+  // ceil((limit - init) / step) times without evaluating the condition, so
+  // a device never copies the predicate back per iteration. `init` is known
+  // when the initial counter is a constant (counted_init_known), else read
+  // once from the input.
+  // The limit is a constant, or (counted_limit_index >= 0) a carried value
+  // the body passes through unchanged (fori_loop with traced bounds), read
+  // once from the input.
+  bool counted;
+  bool counted_init_known;
+  uint32_t counted_index;
+  int32_t counted_limit_index;
+  int64_t counted_init, counted_limit, counted_step;
 } iron_plan_step_t;
 
 struct iron_plan_block {
@@ -105,6 +120,10 @@ typedef struct iron_plan {
   // The device the plan's kernels and constants are for; NULL: the host
   // (also for devices that use host memory and host kernels).
   iron_device_t *dev;
+  // Some reachable step runs a host callback (custom_call
+  // @iron_python_callback): the PJRT layer then runs the program
+  // synchronously, as XLA:CPU does (see src/device/host/callback.h).
+  bool has_host_callbacks;
 } iron_plan_t;
 
 // Plans `module` starting at its main function. Errors name the op, its

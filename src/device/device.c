@@ -34,6 +34,26 @@ iron_status_t iron_storage_allocate(iron_device_t *dev, size_t nbytes,
            !atomic_compare_exchange_weak(&dev->peak_bytes_in_use, &peak, now)) {
     }
   }
+  if (dev && dev->vtable->mem_alloc && nbytes > 0) {
+    // Device memory: the header lives on the host, the bytes on the device.
+    iron_storage_t *s = malloc(sizeof(*s));
+    void *ptr = NULL;
+    iron_status_t st =
+        s ? dev->vtable->mem_alloc(dev, padded, &ptr)
+          : IRON_ERR(RESOURCE_EXHAUSTED, "out of memory for a storage header");
+    if (st) {
+      free(s);
+      atomic_fetch_sub(&dev->bytes_in_use, (int64_t)padded);
+      return st;
+    }
+    atomic_init(&s->ref, 1);
+    s->dev = dev;
+    s->nbytes = nbytes;
+    s->accounted = padded;
+    s->data = ptr;
+    *out_storage = s;
+    return IRON_OK;
+  }
   iron_storage_t *s = aligned_alloc(64, total);
   if (!s) {
     if (dev) atomic_fetch_sub(&dev->bytes_in_use, (int64_t)padded);
@@ -52,11 +72,20 @@ iron_status_t iron_storage_allocate(iron_device_t *dev, size_t nbytes,
 void iron_storage_release(iron_storage_t *s) {
   if (!s) return;
   if (atomic_fetch_sub_explicit(&s->ref, 1, memory_order_acq_rel) != 1) return;
-  if (s->dev) atomic_fetch_sub(&s->dev->bytes_in_use, (int64_t)s->accounted);
+  if (s->dev) {
+    // Device memory is the one case where data is not in the header's block.
+    if (s->dev->vtable->mem_free && s->data != (char *)s + IRON_STORAGE_HEADER)
+      s->dev->vtable->mem_free(s->dev, s->data, s->accounted);
+    atomic_fetch_sub(&s->dev->bytes_in_use, (int64_t)s->accounted);
+  }
   free(s);
 }
 
 static _Thread_local const iron_device_t *tls_worker_dev = NULL;
+static _Thread_local int tls_host_callback_depth = 0;
+
+void iron_device_host_callback_enter(void) { ++tls_host_callback_depth; }
+void iron_device_host_callback_leave(void) { --tls_host_callback_depth; }
 
 static void *worker_main(void *arg) {
   iron_device_t *dev = arg;
@@ -72,6 +101,7 @@ static void *worker_main(void *arg) {
     if (!dev->head) dev->tail = NULL;
     dev->worker_busy = true;
     pthread_mutex_unlock(&dev->mu);
+    if (dev->vtable->thread_enter) dev->vtable->thread_enter(dev);
     job->run(job);
     pthread_mutex_lock(&dev->mu);
     dev->worker_busy = false;
@@ -142,13 +172,15 @@ bool iron_device_deinit_base(iron_device_t *dev) {
 static void run_inline(iron_device_t *dev, iron_job_t *job) {
   const iron_device_t *prev = tls_worker_dev;
   tls_worker_dev = dev;
+  if (dev->vtable->thread_enter) dev->vtable->thread_enter(dev);
   job->run(job);
   tls_worker_dev = prev;
 }
 
 void iron_device_enqueue(iron_device_t *dev, iron_job_t *job, bool small) {
   job->next = NULL;
-  if (dev->sync || !dev->has_worker) {
+  if (dev->sync || !dev->has_worker ||
+      (tls_host_callback_depth > 0 && tls_worker_dev == dev)) {
     run_inline(dev, job);
     return;
   }

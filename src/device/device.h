@@ -34,6 +34,9 @@ typedef struct iron_storage {
   size_t accounted;    // bytes added to dev->bytes_in_use
   void *data;          // 64-byte aligned; never NULL (0 bytes: a dummy)
 } iron_storage_t;
+// On a device with vtable->mem_alloc, `data` of a storage of nbytes > 0 is
+// device memory (from mem_alloc, returned by mem_free), not addressable by
+// the CPU: read and write it with vtable->memcpy.
 
 // New storage of `nbytes` (contents undefined) with one reference.
 // RESOURCE_EXHAUSTED naming the byte count when memory runs out; nothing else
@@ -97,6 +100,14 @@ typedef struct iron_device_vtable {
   iron_status_t (*plan_finish)(iron_device_t *dev);
   // Human-readable device kind, e.g. "NVIDIA H200" (NULL: `kind`).
   const char *(*description)(const iron_device_t *dev);
+  // Whether `op` can go into a generated fused kernel (src/compiler/fuse.h).
+  // NULL: the device does not fuse. Fusions then reach kernel_lookup as
+  // IRON_OP_FUSION ops. IRON_NO_FUSION=1 turns fusion off.
+  bool (*fusable)(const iron_ir_op_t *op);
+  // Called on the thread that is about to run a job (the worker, or the
+  // caller for inline jobs), e.g. to make the device's context current
+  // there. Never fails (a device keeps its own error). May be NULL.
+  void (*thread_enter)(iron_device_t *dev);
 } iron_device_vtable_t;
 
 struct iron_device {
@@ -144,6 +155,13 @@ bool iron_device_deinit_base(iron_device_t *dev);
 void iron_device_enqueue(iron_device_t *dev, iron_job_t *job, bool small);
 // True when called on dev's worker thread (or inline in sync mode).
 bool iron_device_on_worker(const iron_device_t *dev);
+// Bracket a host callback (Python code called from a running job). Work the
+// callback submits to the device running that job (a jitted function on
+// iron, a device_put) runs at once on the same thread, nested: the queue
+// cannot advance until the callback returns, so queuing it would deadlock.
+// Thread-local; calls nest.
+void iron_device_host_callback_enter(void);
+void iron_device_host_callback_leave(void);
 
 // The host (CPU) device.
 iron_status_t iron_host_device_create(iron_runtime_t *rt, int id,

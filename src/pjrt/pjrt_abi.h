@@ -904,6 +904,47 @@ typedef struct {
   X(TopologyDescription_MakeCanonicalShapeForMemorySpace)  \
   X(TopologyDescription_GetMemorySpaceKindIds)
 
+// Serialization, compile options and cost analysis (declared in full: the
+// plugin implements them).
+typedef struct PJRT_SerializedExecutable PJRT_SerializedExecutable;
+typedef struct PJRT_SerializedCompileOptions PJRT_SerializedCompileOptions;
+typedef struct PJRT_LoadOptions PJRT_LoadOptions;
+typedef struct PJRT_Executable_Serialize_Args {
+  IRON_PJRT_ARGS_HEAD_;
+  const PJRT_Executable *executable;
+  const char *serialized_bytes;  // out, lives as long as serialized_executable
+  size_t serialized_bytes_size;  // out
+  PJRT_SerializedExecutable *serialized_executable;  // out
+  void (*serialized_executable_deleter)(PJRT_SerializedExecutable *exec);  // out
+} PJRT_Executable_Serialize_Args;
+typedef struct PJRT_Executable_DeserializeAndLoad_Args {
+  IRON_PJRT_ARGS_HEAD_;
+  PJRT_Client *client;
+  const char *serialized_executable;
+  size_t serialized_executable_size;
+  PJRT_LoadedExecutable *loaded_executable;  // out
+  // Serialized CompileOptionsProto, or NULL for the serialized ones.
+  const char *overridden_serialized_compile_options;
+  size_t overridden_serialized_compile_options_size;
+  PJRT_LoadOptions *load_options;
+} PJRT_Executable_DeserializeAndLoad_Args;
+typedef struct PJRT_Executable_GetCompileOptions_Args {
+  IRON_PJRT_ARGS_HEAD_;
+  PJRT_Executable *executable;
+  const char *serialized_bytes;  // out
+  size_t serialized_bytes_size;  // out
+  PJRT_SerializedCompileOptions *serialized_compile_options;  // out
+  void (*serialized_compile_options_deleter)(
+      PJRT_SerializedCompileOptions *options);  // out
+} PJRT_Executable_GetCompileOptions_Args;
+typedef struct PJRT_Executable_GetCostAnalysis_Args {
+  IRON_PJRT_ARGS_HEAD_;
+  PJRT_Executable *executable;
+  size_t num_properties;  // out
+  // Owned by the executable, live as long as it.
+  const PJRT_NamedValue *properties;  // out
+} PJRT_Executable_GetCostAnalysis_Args;
+
 // Args structs of the slots we leave unimplemented stay incomplete types: the
 // stubs never look inside them.
 #define IRON_PJRT_DECLARE_ARGS_(name) \
@@ -921,9 +962,6 @@ IRON_PJRT_DECLARE_ARGS_(TopologyDescription_GetDeviceDescriptions)
 IRON_PJRT_DECLARE_ARGS_(TopologyDescription_Serialize)
 IRON_PJRT_DECLARE_ARGS_(TopologyDescription_Attributes)
 IRON_PJRT_DECLARE_ARGS_(Compile)
-IRON_PJRT_DECLARE_ARGS_(Executable_GetCostAnalysis)
-IRON_PJRT_DECLARE_ARGS_(Executable_Serialize)
-IRON_PJRT_DECLARE_ARGS_(Executable_DeserializeAndLoad)
 IRON_PJRT_DECLARE_ARGS_(Client_CreateViewOfDeviceBuffer)
 IRON_PJRT_DECLARE_ARGS_(Client_TopologyDescription)
 IRON_PJRT_DECLARE_ARGS_(Executable_GetCompiledMemoryStats)
@@ -952,7 +990,6 @@ IRON_PJRT_DECLARE_ARGS_(Buffer_CopyRawToHostFuture)
 IRON_PJRT_DECLARE_ARGS_(Device_PoisonExecution)
 IRON_PJRT_DECLARE_ARGS_(Device_CreateAsyncTrackingEvent)
 IRON_PJRT_DECLARE_ARGS_(AsyncTrackingEvent_Destroy)
-IRON_PJRT_DECLARE_ARGS_(Executable_GetCompileOptions)
 IRON_PJRT_DECLARE_ARGS_(Buffer_DonateWithControlDependency)
 IRON_PJRT_DECLARE_ARGS_(Client_Load)
 IRON_PJRT_DECLARE_ARGS_(Buffer_Bitcast)
@@ -1009,6 +1046,14 @@ _Static_assert(IRON_PJRT_SLOT_Error_ForEachPayload == 132, "slot order");
 _Static_assert(IRON_PJRT_SLOT_Executable_ParameterMemoryKinds == 134,
                "slot order");
 
+_Static_assert(sizeof(PJRT_Executable_Serialize_Args) == 56, "Serialize args");
+_Static_assert(IRON_PJRT_STRUCT_SIZE(PJRT_Executable_DeserializeAndLoad_Args,
+                                     load_options) == 72,
+               "DeserializeAndLoad args");
+_Static_assert(sizeof(PJRT_Executable_GetCompileOptions_Args) == 56,
+               "GetCompileOptions args");
+_Static_assert(sizeof(PJRT_Executable_GetCostAnalysis_Args) == 40,
+               "GetCostAnalysis args");
 _Static_assert(sizeof(PJRT_Extension_Base) == 24, "extension base");
 _Static_assert(sizeof(PJRT_Api_Version) == 24, "api version");
 _Static_assert(sizeof(PJRT_NamedValue) == 56, "named value");

@@ -112,6 +112,10 @@ static const PJRT_Api iron_pjrt_api = {
     IMPL(Executable_Fingerprint),
     IMPL(Executable_OutputElementTypes),
     IMPL(Executable_OutputDimensions),
+    IMPL(Executable_Serialize),
+    IMPL(Executable_DeserializeAndLoad),
+    IMPL(Executable_GetCompileOptions),
+    IMPL(Executable_GetCostAnalysis),
     // Loaded executables
     IMPL(LoadedExecutable_Destroy),
     IMPL(LoadedExecutable_GetExecutable),

@@ -249,7 +249,7 @@ PJRT_Error *iron_pjrt_Buffer_IsDeleted(PJRT_Buffer_IsDeleted_Args *args) {
 }
 
 PJRT_Error *iron_pjrt_Buffer_IsOnCpu(PJRT_Buffer_IsOnCpu_Args *args) {
-  const char *kind = args->buffer->device->description.kind;
+  const char *kind = iron_device_kind(args->buffer->device->device);
   args->is_on_cpu = strcmp(kind, "host") == 0;
   return NULL;
 }

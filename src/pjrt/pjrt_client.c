@@ -105,7 +105,7 @@ static iron_status_t iron_pjrt_client_make(const PJRT_Client_Create_Args *args,
     device->local_hardware_id = (int)i;
     device->description.id = iron_device_id(dev);
     device->description.process_index = 0;
-    device->description.kind = iron_device_kind(dev);
+    device->description.kind = iron_device_description(dev);
     if (device->description.kind == NULL) device->description.kind = "unknown";
     snprintf(device->description.text, sizeof(device->description.text),
              "IronDevice(id=%d, kind=%s)", device->description.id,
@@ -299,30 +299,35 @@ PJRT_Error *iron_pjrt_Device_DefaultMemory(PJRT_Device_DefaultMemory_Args *args)
 }
 
 PJRT_Error *iron_pjrt_Device_MemoryStats(PJRT_Device_MemoryStats_Args *args) {
-  args->bytes_in_use = iron_device_bytes_in_use(args->device->device);
-  // Only bytes_in_use is known; clear every "is set" flag the caller's
-  // struct has, so no stale stack bytes read as true.
-#define IRON_PJRT_UNSET_(field)                                       \
-  if (IRON_PJRT_HAS_FIELD(args, PJRT_Device_MemoryStats_Args, field)) \
-  args->field = false
-  IRON_PJRT_UNSET_(peak_bytes_in_use_is_set);
-  IRON_PJRT_UNSET_(num_allocs_is_set);
-  IRON_PJRT_UNSET_(largest_alloc_size_is_set);
-  IRON_PJRT_UNSET_(bytes_limit_is_set);
-  IRON_PJRT_UNSET_(bytes_reserved_is_set);
-  IRON_PJRT_UNSET_(peak_bytes_reserved_is_set);
-  IRON_PJRT_UNSET_(bytes_reservable_limit_is_set);
-  IRON_PJRT_UNSET_(largest_free_block_bytes_is_set);
-  IRON_PJRT_UNSET_(pool_bytes_is_set);
-  IRON_PJRT_UNSET_(peak_pool_bytes_is_set);
-  IRON_PJRT_UNSET_(peak_allocated_bytes_is_set);
-#undef IRON_PJRT_UNSET_
+  iron_device_memory_stats_t stats;
+  iron_device_memory_stats(args->device->device, &stats);
+  args->bytes_in_use = stats.bytes_in_use;
+  // Set what is known; clear every other "is set" flag the caller's struct
+  // has, so no stale stack bytes read as true.
+#define IRON_PJRT_SET_(field, value, is_set)                              \
+  if (IRON_PJRT_HAS_FIELD(args, PJRT_Device_MemoryStats_Args,             \
+                          field##_is_set)) {                              \
+    args->field = (value);                                                \
+    args->field##_is_set = (is_set);                                      \
+  }
+  IRON_PJRT_SET_(peak_bytes_in_use, stats.peak_bytes_in_use, true);
+  IRON_PJRT_SET_(num_allocs, 0, false);
+  IRON_PJRT_SET_(largest_alloc_size, 0, false);
+  IRON_PJRT_SET_(bytes_limit, stats.bytes_limit, stats.bytes_limit > 0);
+  IRON_PJRT_SET_(bytes_reserved, 0, false);
+  IRON_PJRT_SET_(peak_bytes_reserved, 0, false);
+  IRON_PJRT_SET_(bytes_reservable_limit, 0, false);
+  IRON_PJRT_SET_(largest_free_block_bytes, 0, false);
+  IRON_PJRT_SET_(pool_bytes, 0, false);
+  IRON_PJRT_SET_(peak_pool_bytes, 0, false);
+  IRON_PJRT_SET_(peak_allocated_bytes, 0, false);
+#undef IRON_PJRT_SET_
   return NULL;
 }
 
 PJRT_Error *iron_pjrt_Device_ClearMemoryStats(
     PJRT_Device_ClearMemoryStats_Args *args) {
-  (void)args;  // no peak counters to reset
+  iron_device_reset_peak_memory(args->device->device);
   return NULL;
 }
 

@@ -1,8 +1,9 @@
 // Compile, executables and Execute.
 //
 // Compile accepts the "mlir" format only: jaxlib always sends a StableHLO
-// portable artifact (VHLO bytecode). The CompileOptionsProto is ignored: one
-// replica, one partition, on device 0.
+// portable artifact (VHLO bytecode). The CompileOptionsProto is read for the
+// device assignment and checked (pjrt_compile_options.c): one replica and
+// one partition, on the assigned device.
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,7 +16,7 @@
 // $IRON_DUMP_DIR/uncompiled.<fnv-1a hash>.mlirbc when it failed to compile,
 // so real artifacts can be captured for tests and bug reports.
 
-static uint64_t iron_pjrt_fnv1a(const void *data, size_t size) {
+uint64_t iron_pjrt_fnv1a(const void *data, size_t size) {
   const unsigned char *bytes = data;
   uint64_t hash = 1469598103934665603ull;
   for (size_t i = 0; i < size; ++i) {
@@ -48,7 +49,7 @@ static void iron_pjrt_dump_artifact(const char *name, const char *fingerprint,
 // ---------------------------------------------------------------------------
 // Compile
 
-static iron_pjrt_blob_t *iron_pjrt_blob_create(const void *data,
+iron_pjrt_blob_t *iron_pjrt_blob_create(const void *data,
                                                size_t size) {
   iron_pjrt_blob_t *blob = malloc(sizeof(*blob) + size);
   if (blob == NULL) return NULL;
@@ -58,13 +59,63 @@ static iron_pjrt_blob_t *iron_pjrt_blob_create(const void *data,
   return blob;
 }
 
-static iron_pjrt_blob_t *iron_pjrt_blob_retain(iron_pjrt_blob_t *blob) {
+iron_pjrt_blob_t *iron_pjrt_blob_retain(iron_pjrt_blob_t *blob) {
   if (blob) atomic_fetch_add(&blob->refs, 1);
   return blob;
 }
 
-static void iron_pjrt_blob_release(iron_pjrt_blob_t *blob) {
+void iron_pjrt_blob_release(iron_pjrt_blob_t *blob) {
   if (blob && atomic_fetch_sub(&blob->refs, 1) == 1) free(blob);
+}
+
+iron_status_t iron_pjrt_compile_artifact(PJRT_Client *client, const void *code,
+                                         size_t code_size,
+                                         const void *compile_options,
+                                         size_t compile_options_size,
+                                         PJRT_LoadedExecutable **out_loaded) {
+  iron_pjrt_compile_options_t parsed;
+  IRON_RETURN_IF_ERROR_PLAIN(iron_pjrt_compile_options_parse(
+      compile_options, compile_options_size, &parsed));
+  PJRT_Device *device = NULL;
+  IRON_RETURN_IF_ERROR_PLAIN(
+      iron_pjrt_compile_options_select_device(client, &parsed, &device));
+  iron_compile_options_t options = {.device = device->device};
+  iron_executable_t *executable = NULL;
+  iron_status_t status = iron_executable_compile(client->runtime, code,
+                                                 code_size, &options,
+                                                 &executable);
+  if (status != IRON_OK) {
+    char hash[32];
+    snprintf(hash, sizeof(hash), "%016llx",
+             (unsigned long long)iron_pjrt_fnv1a(code, code_size));
+    iron_pjrt_dump_artifact("uncompiled", hash, code, code_size);
+    return status;
+  }
+  iron_pjrt_dump_artifact(iron_executable_name(executable),
+                          iron_executable_fingerprint(executable), code,
+                          code_size);
+
+  PJRT_LoadedExecutable *loaded = calloc(1, sizeof(*loaded));
+  iron_pjrt_blob_t *artifact = iron_pjrt_blob_create(code, code_size);
+  iron_pjrt_blob_t *options_blob = iron_pjrt_blob_create(
+      compile_options, compile_options ? compile_options_size : 0);
+  if (loaded == NULL || artifact == NULL || options_blob == NULL) {
+    free(loaded);
+    iron_pjrt_blob_release(artifact);
+    iron_pjrt_blob_release(options_blob);
+    iron_executable_release(executable);
+    return IRON_ERR(RESOURCE_EXHAUSTED, "out of memory");
+  }
+  loaded->artifact = artifact;
+  loaded->compile_options = options_blob;
+  loaded->client = client;
+  loaded->device = device;
+  loaded->executable = executable;
+  atomic_init(&loaded->deleted, false);
+  loaded->logical_ids[0].replica = 0;
+  loaded->logical_ids[0].partition = 0;
+  *out_loaded = loaded;
+  return IRON_OK;
 }
 
 static iron_status_t iron_pjrt_compile(PJRT_Client_Compile_Args *args,
@@ -79,45 +130,9 @@ static iron_status_t iron_pjrt_compile(PJRT_Client_Compile_Args *args,
                     "ironjax compiles programs in the \"mlir\" format (a "
                     "StableHLO portable artifact), not \"%.*s\"",
                     (int)(format_size > 64 ? 64 : format_size), format);
-
-  PJRT_Client *client = args->client;
-  PJRT_Device *device = client->devices[0];
-  iron_compile_options_t options = {.device = device->device};
-  iron_executable_t *executable = NULL;
-  iron_status_t status =
-      iron_executable_compile(client->runtime, program->code,
-                              program->code_size, &options, &executable);
-  if (status != IRON_OK) {
-    char hash[32];
-    snprintf(hash, sizeof(hash), "%016llx",
-             (unsigned long long)iron_pjrt_fnv1a(program->code,
-                                                 program->code_size));
-    iron_pjrt_dump_artifact("uncompiled", hash, program->code,
-                            program->code_size);
-    return status;
-  }
-  iron_pjrt_dump_artifact(iron_executable_name(executable),
-                          iron_executable_fingerprint(executable),
-                          program->code, program->code_size);
-
-  PJRT_LoadedExecutable *loaded = calloc(1, sizeof(*loaded));
-  iron_pjrt_blob_t *artifact =
-      iron_pjrt_blob_create(program->code, program->code_size);
-  if (loaded == NULL || artifact == NULL) {
-    free(loaded);
-    iron_pjrt_blob_release(artifact);
-    iron_executable_release(executable);
-    return IRON_ERR(RESOURCE_EXHAUSTED, "out of memory");
-  }
-  loaded->artifact = artifact;
-  loaded->client = client;
-  loaded->device = device;
-  loaded->executable = executable;
-  atomic_init(&loaded->deleted, false);
-  loaded->logical_ids[0].replica = 0;
-  loaded->logical_ids[0].partition = 0;
-  *out_executable = loaded;
-  return IRON_OK;
+  return iron_pjrt_compile_artifact(args->client, program->code,
+                                    program->code_size, args->compile_options,
+                                    args->compile_options_size, out_executable);
 }
 
 PJRT_Error *iron_pjrt_Client_Compile(PJRT_Client_Compile_Args *args) {
@@ -141,17 +156,19 @@ static void iron_pjrt_executable_free(PJRT_Executable *executable) {
   free(executable->output_ranks);
   free(executable->output_dims);
   iron_pjrt_blob_release(executable->artifact);
+  iron_pjrt_blob_release(executable->compile_options);
   if (executable->executable != NULL)
     iron_executable_release(executable->executable);
   free(executable);
 }
 
-static iron_status_t iron_pjrt_executable_make(iron_executable_t *exe,
-                                               iron_pjrt_blob_t *artifact,
-                                               PJRT_Executable **out) {
+static iron_status_t iron_pjrt_executable_make(
+    iron_executable_t *exe, iron_pjrt_blob_t *artifact,
+    iron_pjrt_blob_t *compile_options, PJRT_Executable **out) {
   PJRT_Executable *executable = calloc(1, sizeof(*executable));
   if (executable == NULL) return IRON_ERR(RESOURCE_EXHAUSTED, "out of memory");
   executable->artifact = iron_pjrt_blob_retain(artifact);
+  executable->compile_options = iron_pjrt_blob_retain(compile_options);
   iron_executable_retain(exe);
   executable->executable = exe;
   size_t num_outputs = iron_executable_num_outputs(exe);
@@ -327,6 +344,7 @@ PJRT_Error *iron_pjrt_LoadedExecutable_Destroy(
   if (loaded == NULL) return NULL;
   iron_executable_release(loaded->executable);
   iron_pjrt_blob_release(loaded->artifact);
+  iron_pjrt_blob_release(loaded->compile_options);
   free(loaded);
   return NULL;
 }
@@ -336,7 +354,8 @@ PJRT_Error *iron_pjrt_LoadedExecutable_GetExecutable(
   PJRT_Executable *executable = NULL;
   iron_status_t status = iron_pjrt_executable_make(
       args->loaded_executable->executable,
-      args->loaded_executable->artifact, &executable);
+      args->loaded_executable->artifact,
+      args->loaded_executable->compile_options, &executable);
   if (status != IRON_OK) return iron_pjrt_error_from_status(status);
   args->executable = executable;
   return NULL;
@@ -445,6 +464,13 @@ static void iron_pjrt_run_free(iron_pjrt_run_t *run) {
   free(run->results);
 }
 
+// IRON_HOST_CALLBACK_SYNC=0 runs programs with host callbacks asynchronously
+// like any other (errors then surface when a result is read).
+static bool iron_pjrt_host_callback_sync(void) {
+  const char *v = getenv("IRON_HOST_CALLBACK_SYNC");
+  return !(v && strcmp(v, "0") == 0);
+}
+
 static iron_status_t iron_pjrt_execute(PJRT_LoadedExecutable_Execute_Args *args) {
   PJRT_LoadedExecutable *loaded = args->executable;
   iron_executable_t *exe = loaded->executable;
@@ -522,10 +548,16 @@ static iron_status_t iron_pjrt_execute(PJRT_LoadedExecutable_Execute_Args *args)
     }
   }
 
+  // Programs with host callbacks run synchronously, as on XLA:CPU: their
+  // output (debug.print) appears before the call returns, and an exception
+  // raised in a callback fails this call. jaxlib releases the GIL around
+  // Execute, so the callback (on the device's worker thread) can take it.
+  const bool wait = iron_executable_has_host_callbacks(exe) &&
+                    iron_pjrt_host_callback_sync();
   iron_event_t *done = NULL;
   iron_status_t status = iron_executable_execute(
       exe, run.args, (uint32_t)run.num_args, run.donate, run.results,
-      args->device_complete_events != NULL ? &done : NULL);
+      (args->device_complete_events != NULL || wait) ? &done : NULL);
   if (status != IRON_OK) {
     iron_pjrt_run_free(&run);
     return status;
@@ -534,6 +566,23 @@ static iron_status_t iron_pjrt_execute(PJRT_LoadedExecutable_Execute_Args *args)
   // jax does not delete donated arrays itself: the plugin does.
   for (size_t i = 0; i < run.num_args; ++i)
     if (run.donate[i]) iron_pjrt_buffer_invalidate(inputs[i]);
+
+  if (wait) {
+    status = iron_event_wait(done);
+    if (status != IRON_OK) {
+      for (size_t j = 0; j < run.num_outputs; ++j) {
+        iron_buffer_release(run.results[j]);
+        run.results[j] = NULL;
+      }
+      iron_event_release(done);
+      iron_pjrt_run_free(&run);
+      return status;
+    }
+    if (args->device_complete_events == NULL) {
+      iron_event_release(done);
+      done = NULL;
+    }
+  }
 
   PJRT_Buffer **outputs = args->output_lists[0];
   for (size_t j = 0; j < run.num_outputs; ++j) {

@@ -102,6 +102,9 @@ typedef struct iron_pjrt_blob {
 
 struct PJRT_LoadedExecutable {
   iron_pjrt_blob_t *artifact;  // one reference
+  // The serialized CompileOptionsProto it was compiled with (one reference,
+  // never NULL; may be empty): kept for Executable_Serialize.
+  iron_pjrt_blob_t *compile_options;
   PJRT_Client *client;
   PJRT_Device *device;
   iron_executable_t *executable;  // one reference
@@ -112,6 +115,7 @@ struct PJRT_LoadedExecutable {
 struct PJRT_Executable {
   iron_executable_t *executable;  // one reference
   iron_pjrt_blob_t *artifact;     // one reference
+  iron_pjrt_blob_t *compile_options;  // one reference, never NULL
   size_t num_inputs;
   size_t num_outputs;
   const char **output_memory_kinds;  // [num_outputs], all "device"
@@ -125,6 +129,49 @@ struct PJRT_Executable {
 
 // ---------------------------------------------------------------------------
 // Helpers shared by the slot files
+
+// Reference-counted byte blobs (pjrt_executable.c). create returns NULL when
+// out of memory.
+iron_pjrt_blob_t *iron_pjrt_blob_create(const void *data, size_t size);
+iron_pjrt_blob_t *iron_pjrt_blob_retain(iron_pjrt_blob_t *blob);
+void iron_pjrt_blob_release(iron_pjrt_blob_t *blob);
+
+// FNV-1a, 64 bit (fingerprints, dump names, serialized-executable checksum).
+uint64_t iron_pjrt_fnv1a(const void *data, size_t size);
+
+// What iron reads from a serialized xla.CompileOptionsProto
+// (pjrt_compile_options.c).
+#define IRON_PJRT_MAX_ASSIGNED 64
+typedef struct iron_pjrt_compile_options {
+  int64_t device_ordinal;  // -1: unset
+  int64_t num_replicas;    // >= 1 unless the proto says otherwise
+  int64_t num_partitions;
+  bool compile_portable_executable;
+  bool has_device_assignment;
+  size_t num_assigned;  // device ids in the assignment (may exceed the array)
+  int64_t assigned[IRON_PJRT_MAX_ASSIGNED];  // replica-major per computation
+} iron_pjrt_compile_options_t;
+
+// Decodes `bytes` (empty or NULL: the defaults: one replica, one partition)
+// and checks the option overrides (jax's compiler_options) with XLA's error
+// messages: "No such compile option: 'k'", "While setting option k, 'v' is
+// not a valid bool value.". INVALID_ARGUMENT on malformed input.
+iron_status_t iron_pjrt_compile_options_parse(
+    const void *bytes, size_t size, iron_pjrt_compile_options_t *out_options);
+// The device the program runs on. Fails as XLA:CPU does when the assignment
+// names a device the client lacks ("No matching device found for device_id
+// N"), and UNIMPLEMENTED for more than one replica x partition.
+iron_status_t iron_pjrt_compile_options_select_device(
+    PJRT_Client *client, const iron_pjrt_compile_options_t *options,
+    PJRT_Device **out_device);
+
+// Compiles a StableHLO portable artifact with serialized compile options into
+// a loaded executable (Client_Compile and Executable_DeserializeAndLoad).
+iron_status_t iron_pjrt_compile_artifact(PJRT_Client *client, const void *code,
+                                         size_t code_size,
+                                         const void *compile_options,
+                                         size_t compile_options_size,
+                                         PJRT_LoadedExecutable **out_loaded);
 
 // The one conversion from iron_status_t to PJRT_Error (pjrt_error.c).
 // Consumes `status`; OK gives NULL. Never fails: on allocation failure a
@@ -222,6 +269,10 @@ IRON_PJRT_DECLARE_SLOT_(Executable_OptimizedProgram)
 IRON_PJRT_DECLARE_SLOT_(Executable_Fingerprint)
 IRON_PJRT_DECLARE_SLOT_(Executable_OutputElementTypes)
 IRON_PJRT_DECLARE_SLOT_(Executable_OutputDimensions)
+IRON_PJRT_DECLARE_SLOT_(Executable_Serialize)
+IRON_PJRT_DECLARE_SLOT_(Executable_DeserializeAndLoad)
+IRON_PJRT_DECLARE_SLOT_(Executable_GetCompileOptions)
+IRON_PJRT_DECLARE_SLOT_(Executable_GetCostAnalysis)
 
 IRON_PJRT_DECLARE_SLOT_(LoadedExecutable_Destroy)
 IRON_PJRT_DECLARE_SLOT_(LoadedExecutable_GetExecutable)

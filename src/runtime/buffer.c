@@ -158,7 +158,27 @@ iron_status_t iron_buffer_create_from_host(iron_device_t *dev,
   iron_storage_t *s;
   IRON_RETURN_IF_ERROR_PLAIN(iron_storage_allocate(dev, nbytes, &s));
   size_t esize = iron_dtype_size(dtype);
-  if (!byte_strides || esize == 0) {
+  bool dense = !byte_strides || esize == 0;
+  if (dev->vtable->memcpy && nbytes) {
+    // Device memory: strided data is made dense on the host first.
+    void *tmp = NULL;
+    if (!dense) {
+      tmp = malloc(nbytes);
+      if (!tmp) {
+        iron_storage_release(s);
+        return IRON_ERR(RESOURCE_EXHAUSTED,
+                        "out of memory for a %zu-byte staging copy", nbytes);
+      }
+      strided_copy(tmp, data, rank, dims, byte_strides, esize, count);
+    }
+    iron_status_t st = dev->vtable->memcpy(dev, s->data, dense ? data : tmp,
+                                           nbytes, IRON_COPY_HOST_TO_DEVICE);
+    free(tmp);
+    if (st) {
+      iron_storage_release(s);
+      return st;
+    }
+  } else if (dense) {
     if (nbytes) memcpy(s->data, data, nbytes);
   } else {
     strided_copy(s->data, data, rank, dims, byte_strides, esize, count);
@@ -212,11 +232,46 @@ iron_event_t *iron_buffer_ready_event(iron_buffer_t *buf) {
 }
 
 void *iron_buffer_host_pointer(iron_buffer_t *buf) {
+  if (buf->dev->vtable->mem_alloc) return NULL;  // device memory
   if (!iron_event_is_ready(buf->ready) || buf->ready->status) return NULL;
   pthread_mutex_lock(&buf->mu);
   void *p = buf->storage ? buf->storage->data : NULL;
   pthread_mutex_unlock(&buf->mu);
   return p;
+}
+
+iron_status_t iron_storage_copy(void *dst, iron_device_t *dst_dev,
+                                const void *src, iron_device_t *src_dev,
+                                size_t n) {
+  if (n == 0) return IRON_OK;
+  bool dst_mem = dst_dev && dst_dev->vtable->memcpy;
+  bool src_mem = src_dev && src_dev->vtable->memcpy;
+  if (!dst_mem && !src_mem) {
+    memcpy(dst, src, n);
+    return IRON_OK;
+  }
+  if (dst_mem && src_mem && dst_dev == src_dev)
+    return dst_dev->vtable->memcpy(dst_dev, dst, src, n,
+                                   IRON_COPY_DEVICE_TO_DEVICE);
+  if (!dst_mem)
+    return src_dev->vtable->memcpy(src_dev, dst, src, n,
+                                   IRON_COPY_DEVICE_TO_HOST);
+  if (!src_mem)
+    return dst_dev->vtable->memcpy(dst_dev, dst, src, n,
+                                   IRON_COPY_HOST_TO_DEVICE);
+  // Between two devices with their own memory: through the host (simple and
+  // always available; peer copies can come later if they matter).
+  void *tmp = malloc(n);
+  if (!tmp)
+    return IRON_ERR(RESOURCE_EXHAUSTED,
+                    "out of memory for a %zu-byte staging copy", n);
+  iron_status_t st =
+      src_dev->vtable->memcpy(src_dev, tmp, src, n, IRON_COPY_DEVICE_TO_HOST);
+  if (!st)
+    st = dst_dev->vtable->memcpy(dst_dev, dst, tmp, n,
+                                 IRON_COPY_HOST_TO_DEVICE);
+  free(tmp);
+  return st;
 }
 
 // --- to_host -------------------------------------------------------------
@@ -233,7 +288,8 @@ static void to_host_copy(iron_status_t status, void *arg) {
     iron_storage_t *s;
     status = iron_buffer_acquire_storage(t->buf, false, &s, NULL);
     if (!status) {
-      if (t->buf->nbytes) memcpy(t->dst, s->data, t->buf->nbytes);
+      status = iron_storage_copy(t->dst, NULL, s->data, t->buf->dev,
+                                 t->buf->nbytes);
       iron_storage_release(s);
     }
   }
@@ -288,7 +344,11 @@ static void copy_finish(iron_status_t status, void *arg) {
     // Another device: its own bytes (and accounting).
     iron_storage_t *d;
     status = iron_storage_allocate(c->dst->dev, c->src->nbytes, &d);
-    if (!status && c->src->nbytes) memcpy(d->data, s->data, c->src->nbytes);
+    if (!status) {
+      status = iron_storage_copy(d->data, c->dst->dev, s->data, c->src->dev,
+                                 c->src->nbytes);
+      if (status) iron_storage_release(d);
+    }
     iron_storage_release(s);
     s = status ? NULL : d;
   }

@@ -5,8 +5,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
+#include "compiler/fuse.h"
 #include "compiler/plan.h"
+#include "compiler/tuple_forward.h"
 #include "runtime/executor.h"
 #include "runtime/runtime_internal.h"
 #include "stablehlo/reader.h"
@@ -27,7 +30,17 @@ struct iron_executable {
   // device is idle (iron_device_enqueue).
   bool small;
   iron_exec_ctx_t ctx;
+  // IRON_PROFILE=1: per-execution totals, printed to stderr when the
+  // executable is destroyed (or at exit for live ones is not attempted).
+  bool profile;
+  _Atomic uint64_t prof_runs, prof_kernels, prof_host_ns, prof_total_ns;
 };
+
+static uint64_t now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
 
 // Bytes produced by kernel steps of `block` and everything it calls, or -1
 // when it holds a loop (whose cost is unknown before it runs).
@@ -95,6 +108,17 @@ static void type_text(const iron_tensor_t *t, char *buf, size_t cap) {
 }
 
 static void exe_destroy(iron_executable_t *exe) {
+  uint64_t runs = atomic_load(&exe->prof_runs);
+  if (exe->profile && runs) {
+    // A diagnostic switch: stderr is the place for it.
+    fprintf(stderr,
+            "iron profile: %s on %s: %llu runs, %.1f kernel steps/run, "
+            "host (enqueue) %.3f ms/run, total %.3f ms/run\n",
+            exe->name, exe->dev->vtable->kind, (unsigned long long)runs,
+            (double)atomic_load(&exe->prof_kernels) / (double)runs,
+            (double)atomic_load(&exe->prof_host_ns) / 1e6 / (double)runs,
+            (double)atomic_load(&exe->prof_total_ns) / 1e6 / (double)runs);
+  }
   iron_plan_destroy(exe->plan);
   iron_ir_module_destroy(exe->module);
   free(exe->name);
@@ -128,7 +152,12 @@ iron_status_t iron_executable_compile_module(
     fingerprint(bytes, size, exe->fingerprint);
   else
     fingerprint(mname, strlen(mname), exe->fingerprint);
-  iron_status_t st = iron_plan_create_on(module, exe->dev, &exe->plan);
+  iron_status_t st = iron_compiler_tuple_forward(module);
+  const char *nofuse = getenv("IRON_NO_FUSION");
+  if (!st && exe->dev->vtable->fusable &&
+      !(nofuse && nofuse[0] && nofuse[0] != '0'))
+    st = iron_compiler_fuse(module, exe->dev->vtable->fusable, NULL);
+  if (!st) st = iron_plan_create_on(module, exe->dev, &exe->plan);
   if (st) {
     st = iron_status_annotate(st, "while compiling %s", mname);
     exe_destroy(exe);  // frees mname (module memory)
@@ -137,6 +166,8 @@ iron_status_t iron_executable_compile_module(
   const iron_ir_func_t *main_fn = exe->plan->main->ir;
   int64_t cost = block_cost(&exe->plan->main->body, 0);
   exe->small = cost >= 0 && cost <= IRON_SMALL_PROGRAM_BYTES;
+  const char *prof = getenv("IRON_PROFILE");
+  exe->profile = prof && prof[0] && prof[0] != '0';
   exe->num_inputs = iron_ir_func_num_args(main_fn);
   exe->num_outputs = iron_ir_func_num_results(main_fn);
   exe->in_types = calloc(exe->num_inputs + 1, sizeof(iron_tensor_t));
@@ -251,6 +282,10 @@ void iron_executable_output_type(const iron_executable_t *exe, uint32_t i,
   if (out_dims) *out_dims = t->dims;
 }
 
+bool iron_executable_has_host_callbacks(const iron_executable_t *exe) {
+  return exe->plan->has_host_callbacks;
+}
+
 bool iron_executable_input_donatable(const iron_executable_t *exe,
                                      uint32_t i) {
   return i < exe->num_inputs && exe->donatable[i];
@@ -345,7 +380,12 @@ static iron_status_t run_job(exec_job_t *j) {
       iron_storage_t *s;
       st = iron_storage_allocate(exe->dev, r->t.nbytes, &s);
       if (st) break;
-      if (r->t.nbytes) memcpy(s->data, r->t.data, r->t.nbytes);
+      st = iron_storage_copy(s->data, exe->dev, r->t.data, exe->dev,
+                             r->t.nbytes);
+      if (st) {
+        iron_storage_release(s);
+        break;
+      }
       iron_storage_release(r->s);
       r->s = s;
     }
@@ -364,7 +404,10 @@ static iron_status_t run_job(exec_job_t *j) {
 
 static void exec_job_run(iron_job_t *job) {
   exec_job_t *j = (exec_job_t *)job;
+  bool prof = j->exe->profile;
+  uint64_t t0 = prof ? now_ns() : 0, k0 = iron_exec_kernel_steps;
   iron_status_t st = run_job(j);
+  uint64_t t1 = prof ? now_ns() : 0;
   // Devices that run work asynchronously (CUDA): the results are ready
   // once the device has finished what the job enqueued.
   iron_device_t *dev = j->exe->dev;
@@ -374,6 +417,13 @@ static void exec_job_run(iron_job_t *job) {
       st = sync;
     else
       iron_status_free(sync);
+  }
+  if (prof) {
+    iron_executable_t *e = j->exe;
+    atomic_fetch_add(&e->prof_runs, 1);
+    atomic_fetch_add(&e->prof_kernels, iron_exec_kernel_steps - k0);
+    atomic_fetch_add(&e->prof_host_ns, t1 - t0);
+    atomic_fetch_add(&e->prof_total_ns, now_ns() - t0);
   }
   if (st)
     st = iron_status_annotate(st, "while executing %s", j->exe->name);

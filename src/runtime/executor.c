@@ -172,8 +172,11 @@ static iron_status_t read_index(const iron_exec_ctx_t *ctx, const frame_t *fr,
 
 #define SMALL 16
 
+_Thread_local uint64_t iron_exec_kernel_steps = 0;
+
 static iron_status_t run_kernel(const iron_exec_ctx_t *ctx, frame_t *fr,
                                 const iron_plan_step_t *s) {
+  iron_exec_kernel_steps++;
   const iron_tensor_t *in_small[SMALL];
   iron_tensor_t *out_small[SMALL];
   const iron_tensor_t **in = in_small;
@@ -291,7 +294,46 @@ static iron_status_t run_step(const iron_exec_ctx_t *ctx, frame_t *fr,
       // The carried values live in the output slots.
       for (uint32_t i = 0; i < s->num_outputs; ++i)
         slot_copy(&fr->slots[s->outputs[i]], &fr->slots[s->inputs[i]]);
+      // Counted loops: the trip count up front, the condition never run.
+      int64_t trips = -1;
+      if (s->counted) {
+        int64_t init = s->counted_init;
+        if (!s->counted_init_known) {
+          st = read_index(ctx, fr, &fr->slots[s->inputs[s->counted_index]],
+                          &init);
+          if (st) return step_error(st, s);
+        }
+        int64_t limit = s->counted_limit;
+        if (s->counted_limit_index >= 0) {
+          st = read_index(ctx, fr,
+                          &fr->slots[s->inputs[s->counted_limit_index]],
+                          &limit);
+          if (st) return step_error(st, s);
+        }
+        trips = 0;
+        if (init < limit) {
+          // (limit - init) without overflow: both fit the counter's type.
+          uint64_t span = (uint64_t)limit - (uint64_t)init;
+          trips = (int64_t)((span + (uint64_t)s->counted_step - 1) /
+                            (uint64_t)s->counted_step);
+        }
+      }
       for (int64_t it = 0;; ++it) {
+        if (trips >= 0) {
+          if (s->max_iterations > 0 && trips > s->max_iterations)
+            return step_error(
+                IRON_ERR(ABORTED,
+                         "loop would run %lld iterations "
+                         "(IRON_MAX_WHILE_ITERATIONS)",
+                         (long long)trips),
+                s);
+          if (it >= trips) break;
+          enter_block(fr, body, fr, s->outputs, true);
+          st = run_steps(ctx, fr, body);
+          if (st) return st;
+          leave_block(fr, body, fr, s->outputs);
+          continue;
+        }
         if (s->max_iterations > 0 && it >= s->max_iterations)
           return step_error(
               IRON_ERR(ABORTED,

@@ -29,6 +29,9 @@ iron_status_t iron_exec_run_func(const iron_exec_ctx_t *ctx,
                                  const iron_plan_func_t *f, iron_slot_t *args,
                                  iron_slot_t *results);
 
+// Kernel steps run on this thread so far (IRON_PROFILE counts launches).
+extern _Thread_local uint64_t iron_exec_kernel_steps;
+
 // A pointer to an aligned dummy for 0-byte tensors (never dereferenced).
 void *iron_exec_empty_data(void);
 

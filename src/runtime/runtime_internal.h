@@ -67,4 +67,12 @@ iron_status_t iron_buffer_acquire_storage(iron_buffer_t *buf, bool take,
 
 void iron_runtime_retain_internal(iron_runtime_t *rt);
 
+// Copies `n` bytes from `src` (memory of `src_dev`) to `dst` (memory of
+// `dst_dev`), through the devices' memcpy where they have their own memory;
+// a NULL device means host memory. Returns once `dst` holds the bytes, or,
+// for device destinations, once the copy is ordered on that device.
+iron_status_t iron_storage_copy(void *dst, iron_device_t *dst_dev,
+                                const void *src, iron_device_t *src_dev,
+                                size_t n);
+
 #endif  // IRON_RUNTIME_RUNTIME_INTERNAL_H_

@@ -315,13 +315,13 @@ static void test_arg_errors(void) {
 }
 
 static void test_unsupported_op(void) {
-  iron_ir_module_t *m = iron_ir_builder_module_create("jit_fft", 2);
+  iron_ir_module_t *m = iron_ir_builder_module_create("jit_rng", 2);
   int64_t d4[1] = {4};
   const iron_ir_type_t *t = iron_ir_builder_tensor_type(m, IRON_DTYPE_F32, 1, d4);
   iron_ir_func_t *f = iron_ir_builder_func(m, "main", true, 1, &t, 1, &t);
   iron_ir_block_t *b = iron_ir_builder_func_block(f);
   iron_ir_value_t *x = &b->args[0];
-  iron_ir_op_t *op = iron_ir_builder_op(m, f, b, IRON_OP_FFT, 1, &x, 1, &t, 0);
+  iron_ir_op_t *op = iron_ir_builder_op(m, f, b, IRON_OP_RNG, 1, &x, 1, &t, 0);
   iron_ir_builder_set_loc(m, op, "/home/u/f.py", 12);
   {
     iron_ir_value_t *rv = &op->results[0];
@@ -332,7 +332,7 @@ static void test_unsupported_op(void) {
       iron_executable_compile_module(g_rt, m, NULL, 0, NULL, &exe);
   CHECK_EQ_INT(iron_status_code(st), IRON_STATUS_UNIMPLEMENTED);
   CHECK(strstr(iron_status_message(st),
-               "stablehlo.fft is not supported yet (f.py:12)") != NULL);
+               "stablehlo.rng is not supported yet (f.py:12)") != NULL);
   CHECK(strstr(iron_status_message(st), "main") != NULL);
   iron_status_free(st);
   CHECK(exe == NULL);

@@ -68,14 +68,18 @@ class OpCase:
     x64: bool = False
     # Per-dtype reason the op is expected to refuse (unused for now).
     note: Optional[str] = None
+    # True: atol is relative to the largest |want| of the output (transforms
+    # whose every output sums every input, e.g. FFTs).
+    atol_by_max: bool = False
 
 
 CASES: list[OpCase] = []
 
 
-def case(name, fn, dtypes, args, tol="exact", x64=False):
+def case(name, fn, dtypes, args, tol="exact", x64=False, atol_by_max=False):
     assert all(c.name != name for c in CASES), name
-    CASES.append(OpCase(name, fn, [np.dtype(d) for d in dtypes], args, tol, x64))
+    CASES.append(OpCase(name, fn, [np.dtype(d) for d in dtypes], args, tol, x64,
+                        atol_by_max=atol_by_max))
 
 
 def tolerance(c, dt):
@@ -456,6 +460,99 @@ case("dot_bf16_to_f32", dot((((1,), (0,)), ((), ())), np.float32), [bf16],
      lambda rng, dt: (finite(rng, dt, (4, 16), 1.0), finite(rng, dt, (16, 3), 1.0)),
      tol={"bfloat16": (1e-5, 1e-5)})
 
+# --- convolution ------------------------------------------------------------
+CONV_T = [np.bool_, np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint32,
+          np.float16, bf16, np.float32, np.float64, np.complex64, np.complex128]
+CONV_FLOAT = [np.float16, bf16, np.float32, np.float64, np.complex64, np.complex128]
+# Small-integer inputs: every partial sum is exact in f32 (XLA:CPU and iron
+# both accumulate f16/bf16 in f32 and round once), so results are bit-exact.
+CONV_EXACT = {"float": (0, 0), "cplx": (0, 0)}
+
+
+def conv(strides, padding, **kw):
+    return lambda dt: lambda x, w: lax.conv_general_dilated(x, w, strides, padding, **kw)
+
+
+def conv_case(name, fn, xs, ws, dtypes=CONV_T, gen=small_ints, tol=CONV_EXACT):
+    case(name, fn, dtypes, lambda rng, dt: (gen(rng, dt, xs, -4, 4), gen(rng, dt, ws, -4, 4)),
+         tol=tol)
+
+
+conv_case("conv_2d_nchw_same", conv((1, 1), "SAME"), (2, 3, 6, 5), (4, 3, 3, 3))
+conv_case("conv_2d_nhwc_strided",
+          conv((2, 2), "VALID", dimension_numbers=("NHWC", "HWIO", "NHWC")),
+          (2, 7, 6, 3), (3, 3, 3, 4))
+conv_case("conv_1d_explicit_pad", conv((2,), ((2, 1),)), (2, 3, 9), (2, 3, 4))
+conv_case("conv_3d", conv((1, 2, 1), "SAME"), (1, 2, 5, 4, 6), (3, 2, 2, 3, 2))
+conv_case("conv_0d", conv((), "VALID"), (3, 5), (4, 5))
+conv_case("conv_negative_padding", conv((1, 2), ((-1, 2), (1, -2))), (2, 2, 6, 7),
+          (3, 2, 2, 3))
+conv_case("conv_lhs_dilation", conv((1, 1), ((1, 1), (2, 2)), lhs_dilation=(2, 3)),
+          (1, 2, 4, 3), (3, 2, 3, 2))
+conv_case("conv_rhs_dilation", conv((1, 2), "SAME", rhs_dilation=(2, 3)), (2, 2, 7, 8),
+          (2, 2, 3, 2))
+conv_case("conv_depthwise",
+          conv((1, 1), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC"),
+               feature_group_count=3), (2, 5, 5, 3), (3, 3, 1, 6))
+conv_case("conv_feature_groups",
+          conv((2, 1), "SAME", dimension_numbers=("NCHW", "HWIO", "NHWC"),
+               feature_group_count=2), (2, 4, 6, 5), (2, 3, 2, 6))
+conv_case("conv_batch_groups", conv((1, 1), "VALID", batch_group_count=2),
+          (4, 3, 5, 5), (6, 3, 2, 2))
+# Every dim in an unusual place: lhs (H, N, W, C), rhs (I, H, O, W), out (W, H, O, N).
+conv_case("conv_permuted_layout",
+          conv((1, 2), ((1, 0), (0, 1)), rhs_dilation=(1, 2),
+               dimension_numbers=lax.ConvDimensionNumbers((1, 3, 0, 2), (2, 0, 1, 3),
+                                                          (3, 2, 1, 0))),
+          (5, 2, 7, 3), (3, 2, 4, 2))
+conv_case("conv_transpose",
+          lambda dt: lambda x, w: lax.conv_transpose(
+              x, w, (2, 2), "SAME", dimension_numbers=("NCHW", "OIHW", "NCHW"),
+              transpose_kernel=True),
+          (2, 4, 4, 3), (4, 3, 3, 3), dtypes=CONV_FLOAT + [np.int32])
+# Full-range integers: products and sums wrap around like XLA:CPU's.
+case("conv_int_wraparound", conv((1, 1), "SAME"), [np.int8, np.uint8, np.int32],
+     lambda rng, dt: (rand(rng, dt, 2 * 3 * 5 * 5).reshape(2, 3, 5, 5),
+                      rand(rng, dt, 4 * 3 * 3 * 3).reshape(4, 3, 3, 3)))
+case("conv_int8_to_int32", conv((1, 1), "SAME", preferred_element_type=np.int32), [np.int8],
+     lambda rng, dt: (rand(rng, dt, 2 * 3 * 5 * 5).reshape(2, 3, 5, 5),
+                      rand(rng, dt, 4 * 3 * 3 * 3).reshape(4, 3, 3, 3)))
+case("conv_bf16_to_f32", conv((1, 1), "SAME", preferred_element_type=np.float32),
+     [bf16, np.float16],
+     lambda rng, dt: (finite(rng, dt, (2, 3, 6, 6), 1.0), finite(rng, dt, (5, 3, 3, 3), 1.0)),
+     tol={"bfloat16": (1e-5, 1e-5), "float16": (1e-5, 1e-5)})
+case("conv_random_floats", conv((1, 1), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC")),
+     CONV_FLOAT,
+     lambda rng, dt: (finite(rng, dt, (2, 9, 8, 6), 1.0), finite(rng, dt, (3, 3, 6, 5), 1.0)),
+     tol=ACCUM)
+
+
+def conv_grads(strides, padding, **kw):
+    """Both cotangents of a convolution: the lhs one is a transposed
+    (lhs-dilated, reversed-kernel) convolution, the rhs one a convolution
+    with batch and feature roles swapped (batch groups when grouped)."""
+    def make(dt):
+        def f(x, w, ct):
+            _, vjp = jax.vjp(lambda a, b: lax.conv_general_dilated(a, b, strides, padding, **kw),
+                             x, w)
+            return vjp(ct)
+        return f
+    return make
+
+
+def conv_grad_case(name, xs, ws, os_, strides, padding, **kw):
+    case(name, conv_grads(strides, padding, **kw), CONV_FLOAT,
+         lambda rng, dt: (small_ints(rng, dt, xs, -4, 4), small_ints(rng, dt, ws, -4, 4),
+                          small_ints(rng, dt, os_, -4, 4)), tol=CONV_EXACT)
+
+
+conv_grad_case("conv_grad_strided", (2, 3, 7, 6), (4, 3, 3, 2), (2, 4, 4, 3), (2, 2),
+               ((1, 1), (0, 1)))
+conv_grad_case("conv_grad_grouped", (2, 7, 6, 4), (3, 3, 2, 6), (2, 4, 3, 6), (2, 2), "SAME",
+               dimension_numbers=("NHWC", "HWIO", "NHWC"), feature_group_count=2)
+conv_grad_case("conv_grad_dilated_1d", (3, 2, 11), (2, 2, 3), (3, 2, 7), (1,), "VALID",
+               rhs_dilation=(2,))
+
 # --- reductions -------------------------------------------------------------
 
 
@@ -724,6 +821,52 @@ case("call_and_barrier",
      lambda dt: lambda x: lax.optimization_barrier(jax.jit(lambda v: v + v)(x) * x),
      [np.float32, np.int32], red_args((5,)))
 
+# --- fft ----------------------------------------------------------------------
+# lax.fft lowers to stablehlo.fft directly (jnp.fft wraps it in a private
+# function). XLA:CPU computes with DUCC in the operand's precision; an FFT's
+# rounding error grows like log N relative to the largest output, so the
+# tolerance is a few ulps * log2 N of the largest |want| (atol_by_max). IRFFT
+# inputs are random, i.e. not Hermitian: the imaginary parts of the DC and
+# Nyquist entries must be ignored as XLA does.
+
+def fft_tol(lengths):
+    lg = max(1.0, float(np.log2(max(2, int(np.prod(lengths))))))
+    e32, e64 = float(np.finfo(np.float32).eps), float(np.finfo(np.float64).eps)
+    return {"complex64": (0, 4 * e32 * lg), "float32": (0, 4 * e32 * lg),
+            "complex128": (0, 4 * e64 * lg), "float64": (0, 4 * e64 * lg)}
+
+
+def fft_case(name, kind, lengths, batch=(), dtypes=None):
+    lengths = tuple(lengths)
+    t = {"fft": lax.FftType.FFT, "ifft": lax.FftType.IFFT,
+         "rfft": lax.FftType.RFFT, "irfft": lax.FftType.IRFFT}[kind]
+    shape = tuple(batch) + lengths
+    if kind == "irfft":
+        shape = shape[:-1] + (lengths[-1] // 2 + 1,)
+    if dtypes is None:
+        dtypes = [np.float32, np.float64] if kind == "rfft" else CPLX
+
+    def args(rng, dt):
+        return (finite(rng, dt, shape, 1.0),)
+
+    case(name, lambda dt: (lambda x: lax.fft(x, t, lengths)), dtypes, args,
+         tol=fft_tol(lengths), atol_by_max=True)
+
+
+for _kind in ("fft", "ifft", "rfft", "irfft"):
+    for _n in (1, 2, 7, 8, 12, 17, 64, 97, 1000):
+        fft_case(f"{_kind}_n{_n}", _kind, (_n,), batch=(3,))
+    fft_case(f"{_kind}_2d", _kind, (12, 17), batch=(2,))
+    fft_case(f"{_kind}_3d", _kind, (4, 7, 8), batch=(2,))
+    fft_case(f"{_kind}_3d_odd", _kind, (5, 3, 9))
+    fft_case(f"{_kind}_batched", _kind, (64,), batch=(2, 3, 5))
+    fft_case(f"{_kind}_n1024", _kind, (1024,),
+             dtypes=[np.float64] if _kind == "rfft" else [np.complex128])
+fft_case("fft_2d_batched_c128", "fft", (8, 6), batch=(4,), dtypes=[np.complex128])
+fft_case("irfft_2d_even_c64", "irfft", (6, 10), batch=(3,), dtypes=[np.complex64])
+fft_case("fft_empty_batch", "fft", (8,), batch=(0,), dtypes=[np.complex64])
+
+
 # --- refused ops ------------------------------------------------------------
 
 
@@ -736,14 +879,6 @@ class Refused:
 
 
 REFUSED = [
-    Refused("fft", "stablehlo.fft", lambda x: jnp.fft.fft(x),
-            lambda rng: (finite(rng, np.dtype(np.complex64), (8,)),)),
-    Refused("rfft", "stablehlo.fft", lambda x: jnp.fft.rfft(x),
-            lambda rng: (finite(rng, np.dtype(np.float32), (8,)),)),
-    Refused("conv_general_dilated", "stablehlo.convolution",
-            lambda x, w: lax.conv_general_dilated(x, w, (1, 1), "SAME"),
-            lambda rng: (finite(rng, np.dtype(np.float32), (1, 2, 5, 5)),
-                         finite(rng, np.dtype(np.float32), (3, 2, 3, 3)))),
 ]
 
 

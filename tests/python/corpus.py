@@ -18,12 +18,12 @@ Two lists:
   and some of them (bitcasts) would not even trace.
 ALL_CASES is both lists; names are unique across it.
 
-Deliberately absent (they produce stablehlo.gather/scatter, fft, convolution
-or linalg custom calls, which belong to a later issue): integer-array
+Deliberately absent (they produce stablehlo.gather/scatter or linalg
+custom calls, which belong to a later issue): integer-array
 indexing x[idx], jnp.take, jnp.take_along_axis, .at[idx].set/add with array
 indices, jnp.diagonal/diag (gather), jax.random.permutation/choice of an
 array (x[perm] is a gather; permutation of an integer n is used instead),
-jnp.fft.*, jnp.linalg.*, jnp.convolve/lax.conv*.
+jnp.linalg.*.
 """
 import contextlib
 from dataclasses import dataclass, field
@@ -1424,6 +1424,90 @@ def _(n):
         return acc + jnp.arange(4, dtype=jnp.int64) * i
     return lax.fori_loop(jnp.int64(0), n, body, jnp.zeros(4, jnp.int64)), \
         jnp.linspace(0.0, 1.0, 5, dtype=jnp.float64) * n
+
+
+# ------------------------------------------------------------ convolution
+
+def cnn_args(rng):
+    r = lambda *s: (rng.standard_normal(s) * 0.3).astype(np.float32)
+    return (r(4, 12, 12, 3), r(3, 3, 3, 8), r(8), r(3, 3, 1, 8), r(8 * 3 * 3, 5),
+            np.eye(5, dtype=np.float32)[rng.integers(0, 5, 4)])
+
+
+def cnn_loss(params, x, y):
+    w1, b1, wd, wf = params
+    dn = ("NHWC", "HWIO", "NHWC")
+    h = jax.nn.relu(lax.conv_general_dilated(x, w1, (1, 1), "SAME", dimension_numbers=dn) + b1)
+    # depthwise, strided: feature groups (and batch groups in its gradient)
+    h = jax.nn.relu(lax.conv_general_dilated(h, wd, (2, 2), "SAME", dimension_numbers=dn,
+                                             feature_group_count=8))
+    h = lax.reduce_window(h, -jnp.inf, lax.max, (1, 2, 2, 1), (1, 2, 2, 1), "VALID")
+    logits = h.reshape(h.shape[0], -1) @ wf
+    return -jnp.mean(jnp.sum(jax.nn.log_softmax(logits) * y, axis=-1))
+
+
+@case("program_cnn_grad", cnn_args, rtol=1e-4, atol=1e-5)
+def _(x, w1, b1, wd, wf, y):
+    return jax.value_and_grad(cnn_loss)((w1, b1, wd, wf), x, y)
+
+
+@case("conv_nchw_dilated_transpose", args(((2, 3, 9, 8), np.float32), ((4, 3, 3, 2), np.float32),
+                                          ((2, 4, 5, 5), np.float32)), **ACC["f32"])
+def _(x, w, z):
+    a = lax.conv_general_dilated(x, w, (2, 1), ((1, 1), (0, -1)), rhs_dilation=(1, 2))
+    b = lax.conv_transpose(z, w, (2, 2), "SAME", dimension_numbers=("NCHW", "OIHW", "NCHW"),
+                           transpose_kernel=True)
+    return a, b
+
+
+@case("jnp_convolve_correlate", args(((17,), np.float32), ((5,), np.float32)), **ACC["f32"])
+def _(x, k):
+    return (jnp.convolve(x, k), jnp.convolve(x, k, mode="same"),
+            jnp.correlate(x, k, mode="valid"))
+
+
+@case("conv_int8_to_int32_3d", lambda rng: (small_ints(rng, (2, 3, 4, 5, 4), np.int8, -100, 100),
+                                             small_ints(rng, (2, 3, 2, 2, 3), np.int8, -100, 100)))
+def _(x, w):
+    return (lax.conv_general_dilated(x, w, (1, 1, 2), "SAME",
+                                     preferred_element_type=jnp.int32),
+            lax.conv_general_dilated(x, w, (1, 1, 1), "VALID"))
+
+# ---------------------------------------------------------------- fft
+# jnp.fft.* lowers to stablehlo.fft inside a private function. Errors grow
+# like log N relative to the largest output: atol is set for outputs of
+# magnitude ~10-100.
+
+@case("fft_c64", args(((3, 24), np.complex64)), rtol=1e-5, atol=2e-5)
+def _(x):
+    return jnp.fft.fft(x), jnp.fft.ifft(x), jnp.fft.fft(x, n=17)
+
+
+@case("rfft_irfft", args(((4, 30), np.float32)), rtol=1e-5, atol=2e-5)
+def _(x):
+    X = jnp.fft.rfft(x)
+    return X, jnp.fft.irfft(X, n=30), jnp.fft.irfft(X, n=29), jnp.fft.rfft(x, n=7)
+
+
+@case("fftn_3d", args(((2, 6, 5, 8), np.complex64)), rtol=1e-5, atol=5e-5)
+def _(x):
+    return jnp.fft.fftn(x, axes=(1, 2, 3)), jnp.fft.ifft2(x), \
+        jnp.fft.irfftn(x[..., :5], s=(5, 8), axes=(2, 3))
+
+
+@case("grad_rfft", args(((16,), np.float32)), rtol=1e-5, atol=2e-5)
+def _(x):
+    def loss(v):
+        X = jnp.fft.rfft(v * jnp.hanning(16).astype(v.dtype))
+        return jnp.sum(jnp.abs(X) ** 2) + jnp.sum(jnp.real(X) * jnp.arange(9.0))
+    return jax.value_and_grad(loss)(x)
+
+
+@case("fft_c128", args(((2, 12), np.complex128), ((3, 20), np.float64)),
+      x64=True, rtol=1e-12, atol=1e-12)
+def _(x, r):
+    return jnp.fft.fft(x), jnp.fft.ifft(x), jnp.fft.rfft(r), \
+        jnp.fft.irfft(jnp.fft.rfft(r), n=20)
 
 
 ALL_CASES: list[Case] = CASES + X64_CASES

@@ -246,6 +246,11 @@ typedef struct iron_cuda_api {
 // (nvidia-*-cu12/cu13 wheels).
 const iron_cuda_api_t *iron_cuda_api_get(void);
 
+// The same table with only the driver part loaded so far (has_nvrtc and
+// has_cublaslt may be false merely because nothing asked for them yet):
+// enough to count GPUs without loading the large libraries.
+const iron_cuda_api_t *iron_cuda_api_get_driver(void);
+
 // OK when the driver, NVRTC and cuBLASLt are all loaded; otherwise
 // FAILED_PRECONDITION naming each missing library or symbol and where it
 // looked.

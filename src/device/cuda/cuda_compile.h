@@ -7,6 +7,7 @@
 #ifndef IRON_DEVICE_CUDA_CUDA_COMPILE_H_
 #define IRON_DEVICE_CUDA_CUDA_COMPILE_H_
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "device/cuda/cuda_device.h"
@@ -56,6 +57,45 @@ void iron_cuda_cache_key(const char *source, const char *arch,
                          int nvrtc_major, int nvrtc_minor, char out_key[33]);
 
 void iron_cuda_compiler_destroy(iron_cuda_compiler_t *c);
+
+// --- Additions (cuda-gen) ----------------------------------------------------
+
+// Unloads every module of the device's compiler (the context must still be
+// alive); functions' `fn` become NULL. Call before releasing the context,
+// then iron_cuda_compiler_destroy. Safe without a compiler.
+void iron_cuda_compiler_unload(iron_cuda_device_t *dev);
+
+// GPU-free inspection of the pending batch (tests compile these with
+// iron_cuda_nvrtc_compile): the number of sources not yet compiled, and the
+// index-th of them (borrowed; valid until the next flush or request).
+size_t iron_cuda_compiler_pending_count(iron_cuda_device_t *dev);
+const char *iron_cuda_compiler_pending_source(iron_cuda_device_t *dev,
+                                              size_t index);
+
+// Compiles `n` sources through the disk cache, in parallel (up to the
+// number of CPUs, or IRON_CUDA_COMPILE_THREADS). Per source: a malloc'ed
+// CUBIN or an owned error status. Fails only when out of memory.
+iron_status_t iron_cuda_compile_sources(const iron_cuda_api_t *api,
+                                        const char *arch, size_t n,
+                                        const char *const *sources,
+                                        void **out_cubins, size_t *out_sizes,
+                                        iron_status_t *out_statuses);
+// One source through the disk cache.
+iron_status_t iron_cuda_compile_cached(const iron_cuda_api_t *api,
+                                       const char *source, const char *arch,
+                                       void **out_cubin, size_t *out_size,
+                                       bool *out_from_cache);
+
+// The disk cache directory ($IRON_CACHE_DIR/cuda, ...), created; false when
+// there is none or IRON_CUDA_CACHE=0.
+bool iron_cuda_cache_dir(char *out, size_t cap);
+// Reads <dir>/<key>.cubin; false when absent or corrupt (bad header, size
+// or checksum): the caller compiles and rewrites it.
+bool iron_cuda_cache_read(const char *dir, const char *key, void **out_cubin,
+                          size_t *out_size);
+// Writes atomically (temporary file + rename); failures are ignored.
+void iron_cuda_cache_write(const char *dir, const char *key, const void *cubin,
+                           size_t size);
 
 #ifdef __cplusplus
 }

@@ -38,6 +38,17 @@ typedef struct iron_cuda_device {
   iron_cuda_compiler_t *compiler;  // generated kernels (cuda_compile.h)
   pthread_mutex_t mu;
   iron_status_t sticky;  // first asynchronous fault (guarded by mu)
+  // Freed blocks kept for reuse, by rounded size (cuda_device.c): all work
+  // runs on `stream`, so a block freed by one step can be handed to the
+  // next without a driver call. IRON_CUDA_ALLOC_CACHE=0 turns it off.
+  bool cache_on;
+  pthread_mutex_t cache_mu;
+  struct iron_cuda_block_list *cache;  // array of IRON_CUDA_CACHE_CLASSES
+  size_t cache_bytes;
+  // Pinned buffers that host-to-device copies are staged through, so that
+  // they need not wait for the stream (cuda_device.c; guarded by mu).
+  struct iron_cuda_staging *staging;
+  int num_staging;
 } iron_cuda_device_t;
 
 // Number of CUDA devices usable by ironjax: 0 when the driver or a GPU is
@@ -64,6 +75,8 @@ iron_status_t iron_cuda_device_fail(iron_cuda_device_t *d, iron_status_t st);
 
 // The CUDA device's kernel table (filled by the iron_cuda_register_* hooks).
 const iron_host_kernel_t *iron_cuda_kernel_lookup(iron_op_kind_t kind);
+// Whether the fusion generator takes `op` (the vtable's `fusable`).
+bool iron_cuda_fusable(const iron_ir_op_t *op);
 typedef const iron_host_kernel_t *iron_cuda_kernel_table_t[IRON_OP_COUNT];
 void iron_cuda_register_elementwise(iron_cuda_kernel_table_t table);
 void iron_cuda_register_shape(iron_cuda_kernel_table_t table);

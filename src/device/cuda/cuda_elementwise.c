@@ -1,4 +1,143 @@
-// CUDA kernels: elementwise ops (generated CUDA C; see cuda_codegen.h).
-#include "device/cuda/cuda_device.h"
+// CUDA kernels: element-wise ops (unary, binary, compare, select, clamp,
+// convert) as one-op fusions (cuda_fusion.h), and bitcast_convert (a device
+// copy when the runtime did not alias it).
+#include <stdlib.h>
 
-void iron_cuda_register_elementwise(iron_cuda_kernel_table_t table) { (void)table; }
+#include "device/cuda/cuda_device.h"
+#include "device/cuda/cuda_fusion.h"
+
+static iron_status_t ew_prepare_on(iron_device_t *dev, const iron_ir_op_t *op,
+                                   iron_host_region_t *const *regions,
+                                   void **out_params) {
+  (void)regions;
+  if (op->num_results != 1) {
+    return IRON_ERR(INVALID_ARGUMENT, "%s: expected one result", op->name);
+  }
+  const iron_ir_type_t *rt = op->results[0].type;
+  if (!rt || rt->kind != IRON_TYPE_TENSOR || !iron_ir_type_is_static(rt)) {
+    return iron_ir_op_unimplemented(op, "on the CUDA device for this type");
+  }
+  int64_t n = iron_ir_type_num_elements(rt);
+  for (uint32_t i = 0; i < op->num_operands; ++i) {
+    const iron_ir_type_t *t = op->operands[i]->type;
+    if (!t || t->kind != IRON_TYPE_TENSOR || !iron_ir_type_is_static(t)) {
+      return iron_ir_op_unimplemented(op, "on the CUDA device for this type");
+    }
+    int64_t c = iron_ir_type_num_elements(t);
+    if (c != n && c != 1) {
+      return IRON_ERR(INVALID_ARGUMENT,
+                      "%s: operand %u has %lld elements, result %lld",
+                      op->name, i, (long long)c, (long long)n);
+    }
+  }
+  if (op->kind == IRON_OP_CONVERT && op->num_operands == 1 &&
+      (iron_cuda_dtype_is_narrow(op->operands[0]->type->dtype) ||
+       iron_cuda_dtype_is_narrow(rt->dtype))) {
+    return iron_cuda_convert_narrow_prepare(dev, op, out_params);
+  }
+  const iron_ir_op_t *ops[1] = {op};
+  const iron_ir_value_t *outs[1] = {&op->results[0]};
+  iron_cuda_fusion_t f = {
+      .num_ops = 1,
+      .ops = ops,
+      .num_inputs = op->num_operands,
+      .inputs = (const iron_ir_value_t *const *)op->operands,
+      .num_outputs = 1,
+      .outputs = outs,
+      .owner = op,
+  };
+  return iron_cuda_fusion_prepare(dev, &f, out_params);
+}
+
+static const iron_host_kernel_t kElementwise = {
+    .name = "cuda_elementwise",
+    .run = iron_cuda_ew_run,
+    .inplace_ok = true,
+    .elementwise = true,
+    .prepare_on = ew_prepare_on,
+};
+
+// ---------------------------------------------------------------------------
+// bitcast_convert: the device stores every dtype of 8 bits or more densely,
+// little-endian, like the host, so a legal bitcast is a byte copy.
+
+typedef struct bc_params {
+  size_t nbytes;
+} bc_params_t;
+
+static bool bc_dense(iron_dtype_t dt) {
+  int bits = iron_dtype_bits(dt);
+  return bits >= 8 && (size_t)bits == 8 * iron_dtype_size(dt);
+}
+
+static iron_status_t bc_prepare_on(iron_device_t *dev, const iron_ir_op_t *op,
+                                   iron_host_region_t *const *regions,
+                                   void **out_params) {
+  (void)dev;
+  (void)regions;
+  if (op->num_operands != 1 || op->num_results != 1) {
+    return IRON_ERR(INVALID_ARGUMENT, "%s: expected 1 operand and 1 result",
+                    op->name);
+  }
+  const iron_ir_type_t *it = op->operands[0]->type;
+  const iron_ir_type_t *rt = op->results[0].type;
+  if (!it || !rt || it->kind != IRON_TYPE_TENSOR ||
+      rt->kind != IRON_TYPE_TENSOR || !iron_ir_type_is_static(it) ||
+      !iron_ir_type_is_static(rt)) {
+    return iron_ir_op_unimplemented(op, "on the CUDA device for this type");
+  }
+  if (it->dtype != rt->dtype &&
+      (!bc_dense(it->dtype) || !bc_dense(rt->dtype))) {
+    return iron_ir_op_unimplemented(op, "for dtype %s -> %s",
+                                    iron_dtype_name(it->dtype),
+                                    iron_dtype_name(rt->dtype));
+  }
+  size_t ib, ob;
+  if (!iron_ir_type_byte_size(it, &ib) || !iron_ir_type_byte_size(rt, &ob) ||
+      ib != ob) {
+    return IRON_ERR(INVALID_ARGUMENT, "%s: byte sizes differ", op->name);
+  }
+  bc_params_t *p = calloc(1, sizeof(*p));
+  if (!p) return IRON_ERR(RESOURCE_EXHAUSTED, "out of memory (params)");
+  p->nbytes = ib;
+  *out_params = p;
+  return IRON_OK;
+}
+
+static iron_status_t bc_run(const iron_host_ctx_t *ctx, const void *params,
+                            const iron_tensor_t *const *inputs,
+                            iron_tensor_t *const *outputs) {
+  const bc_params_t *p = params;
+  if (p->nbytes == 0 || outputs[0]->data == inputs[0]->data) return IRON_OK;
+  iron_cuda_device_t *d = (iron_cuda_device_t *)ctx->dev;
+  IRON_RETURN_IF_ERROR_PLAIN(iron_cuda_device_enter(d));
+  CUresult r = d->api->cuMemcpyDtoDAsync((CUdeviceptr)outputs[0]->data,
+                                         (CUdeviceptr)inputs[0]->data,
+                                         p->nbytes, d->stream);
+  if (r != IRON_CU_SUCCESS) {
+    return IRON_ERR(INTERNAL, "bitcast_convert: cuMemcpyDtoDAsync failed (%d)",
+                    (int)r);
+  }
+  return IRON_OK;
+}
+
+static const iron_host_kernel_t kBitcast = {
+    .name = "cuda_bitcast_convert",
+    .run = bc_run,
+    .inplace_ok = true,
+    .prepare_on = bc_prepare_on,
+};
+
+void iron_cuda_register_elementwise(iron_cuda_kernel_table_t table) {
+  for (int k = 0; k < IRON_OP_COUNT; ++k) {
+    iron_op_class_t c = iron_op_kind_class((iron_op_kind_t)k);
+    if (c == IRON_OP_CLASS_UNARY || c == IRON_OP_CLASS_BINARY) {
+      table[k] = &kElementwise;
+    }
+  }
+  table[IRON_OP_COMPARE] = &kElementwise;
+  table[IRON_OP_SELECT] = &kElementwise;
+  table[IRON_OP_CLAMP] = &kElementwise;
+  table[IRON_OP_CONVERT] = &kElementwise;
+  table[IRON_OP_BITCAST_CONVERT] = &kBitcast;
+}

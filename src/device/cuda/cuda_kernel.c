@@ -1,7 +1,9 @@
 // The CUDA device's kernel table: each kernel file registers its op kinds.
 #include <pthread.h>
 
+#include "device/cuda/cuda_codegen.h"
 #include "device/cuda/cuda_device.h"
+#include "device/cuda/cuda_fusion.h"
 
 static iron_cuda_kernel_table_t g_table;
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
@@ -10,6 +12,25 @@ static void table_init(void) {
   iron_cuda_register_elementwise(g_table);
   iron_cuda_register_shape(g_table);
   iron_cuda_register_ops(g_table);
+  g_table[IRON_OP_FUSION] = &iron_cuda_fusion_kernel;
+}
+
+static bool tensor_ok(const iron_ir_type_t *t) {
+  return t->kind == IRON_TYPE_TENSOR && iron_cuda_ctype(t->dtype) != NULL;
+}
+
+bool iron_cuda_fusable(const iron_ir_op_t *op) {
+  if (!iron_cuda_fusion_op_supported(op->kind) || op->num_results != 1)
+    return false;
+  if (op->kind == IRON_OP_CONSTANT) {
+    // Only splats become literals in the generated code.
+    const iron_ir_attr_t *a = iron_ir_op_attr(op, "value");
+    if (!a || a->kind != IRON_ATTR_DENSE || !a->dense.splat) return false;
+  }
+  if (!tensor_ok(op->results[0].type)) return false;
+  for (uint32_t i = 0; i < op->num_operands; ++i)
+    if (!tensor_ok(op->operands[i]->type)) return false;
+  return true;
 }
 
 const iron_host_kernel_t *iron_cuda_kernel_lookup(iron_op_kind_t kind) {

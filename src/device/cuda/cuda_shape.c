@@ -1,4 +1,941 @@
-// CUDA kernels: shape ops (generated CUDA C; see cuda_codegen.h).
-#include "device/cuda/cuda_device.h"
+// CUDA kernels: data movement (broadcast_in_dim, broadcast, iota,
+// transpose, slice, reverse, concatenate, pad, dynamic_slice,
+// dynamic_update_slice, reshape). Generated per shape: one thread per
+// output element computes its source index from constants baked into the
+// code. Everything but iota is dtype-agnostic (moves elements as unsigned
+// words of the element's size, so f8 and one-byte sub-byte storage work).
+//
+// Transposes whose input-contiguous dim is not the output's innermost go
+// through a 32x32 shared-memory tile so that reads and writes are both
+// coalesced (IRON_CUDA_TILED_TRANSPOSE=0 turns this off).
+#include <stdlib.h>
+#include <string.h>
 
-void iron_cuda_register_shape(iron_cuda_kernel_table_t table) { (void)table; }
+#include "device/cuda/cuda_codegen.h"
+#include "device/cuda/cuda_device.h"
+#include "device/cuda/cuda_fusion.h"
+
+// ---------------------------------------------------------------------------
+// Helpers
+
+static iron_status_t check_tensor(const iron_ir_op_t *op,
+                                  const iron_ir_type_t *t, const char *what) {
+  if (!t || t->kind != IRON_TYPE_TENSOR || !iron_ir_type_is_static(t)) {
+    return iron_ir_op_unimplemented(op, "on the CUDA device for a "
+                                        "non-static or non-tensor %s",
+                                    what);
+  }
+  if (!iron_cuda_bytes_ctype(iron_dtype_size(t->dtype))) {
+    return iron_ir_op_unimplemented(op, "on the CUDA device for dtype %s",
+                                    iron_dtype_name(t->dtype));
+  }
+  if (iron_ir_type_num_elements(t) < 0) {
+    return IRON_ERR(INVALID_ARGUMENT, "%s: %s is too large", op->name, what);
+  }
+  return IRON_OK;
+}
+
+static iron_status_t check_arity(const iron_ir_op_t *op, uint32_t operands,
+                                 uint32_t results) {
+  if (op->num_operands < operands || op->num_results != results) {
+    return IRON_ERR(INVALID_ARGUMENT, "%s: expected %u operands and %u results",
+                    op->name, operands, results);
+  }
+  return IRON_OK;
+}
+
+static iron_status_t check_unary_move(const iron_ir_op_t *op) {
+  IRON_RETURN_IF_ERROR_PLAIN(check_arity(op, 1, 1));
+  IRON_RETURN_IF_ERROR_PLAIN(check_tensor(op, op->operands[0]->type, "operand"));
+  IRON_RETURN_IF_ERROR_PLAIN(check_tensor(op, op->results[0].type, "result"));
+  if (op->operands[0]->type->dtype != op->results[0].type->dtype) {
+    return IRON_ERR(INVALID_ARGUMENT, "%s: operand and result dtypes differ",
+                    op->name);
+  }
+  return IRON_OK;
+}
+
+static void row_major(int32_t rank, const int64_t *dims, int64_t *strides) {
+  int64_t s = 1;
+  for (int32_t i = rank - 1; i >= 0; --i) {
+    strides[i] = s;
+    s *= dims[i];
+  }
+}
+
+static const char *elem_t(const iron_ir_type_t *t) {
+  return iron_cuda_bytes_ctype(iron_dtype_size(t->dtype));
+}
+
+static const char *idx_type(int64_t a, int64_t b) {
+  int64_t m = a > b ? a : b;
+  return m <= ((int64_t)1 << 30) ? "int" : "long long";
+}
+
+// The storage type used to read a start index of dtype dt.
+static const char *index_ctype(iron_dtype_t dt) {
+  switch (dt) {
+    case IRON_DTYPE_S2: case IRON_DTYPE_S4: return "int8_t";
+    case IRON_DTYPE_U2: case IRON_DTYPE_U4: return "uint8_t";
+    default: return iron_dtype_is_int(dt) ? iron_cuda_ctype(dt) : NULL;
+  }
+}
+
+// Requests `body` and fills ew params (inputs = every operand).
+static iron_status_t finish(iron_device_t *dev, const iron_ir_op_t *op,
+                            iron_cuda_src_t *body, const char *prefix,
+                            int64_t count, unsigned grid_override,
+                            void **out_params) {
+  char *src = NULL, *name = NULL;
+  IRON_RETURN_IF_ERROR_PLAIN(
+      iron_cuda_source_make(body, prefix, &src, &name));
+  iron_cuda_ew_params_t *p = calloc(1, sizeof(*p));
+  if (!p) {
+    free(src);
+    free(name);
+    return IRON_ERR(RESOURCE_EXHAUSTED, "out of memory (params)");
+  }
+  iron_status_t st = iron_cuda_function_request((iron_cuda_device_t *)dev, src,
+                                                name, &p->fn);
+  free(src);
+  free(name);
+  if (st) {
+    free(p);
+    return st;
+  }
+  if (op->num_operands + op->num_results > 64) {
+    free(p);
+    return iron_ir_op_unimplemented(op, "with more than 64 operands on the "
+                                        "CUDA device");
+  }
+  p->num_inputs = op->num_operands;
+  p->num_outputs = op->num_results;
+  p->count = count;
+  iron_cuda_launch_dims(dev, count, &p->grid, &p->block);
+  if (grid_override) p->grid = grid_override;
+  *out_params = p;
+  return IRON_OK;
+}
+
+// ---------------------------------------------------------------------------
+// Affine gather: out[i] = in0[base + sum_d c_d * s_d] over the output's
+// coordinates c (strides may be 0 or negative).
+
+typedef struct affine {
+  int32_t rank;
+  int64_t dims[IRON_MAX_RANK];
+  int64_t strides[IRON_MAX_RANK];
+  int64_t base;
+} affine_t;
+
+// Drops size-1 dims and merges dims that are contiguous in the source.
+static void affine_coalesce(affine_t *a) {
+  affine_t o;
+  memset(&o, 0, sizeof(o));
+  o.base = a->base;
+  for (int32_t d = 0; d < a->rank; ++d) {
+    if (a->dims[d] == 1) continue;
+    if (o.rank > 0 &&
+        o.strides[o.rank - 1] == a->strides[d] * a->dims[d]) {
+      o.dims[o.rank - 1] *= a->dims[d];
+      o.strides[o.rank - 1] = a->strides[d];
+      continue;
+    }
+    o.dims[o.rank] = a->dims[d];
+    o.strides[o.rank] = a->strides[d];
+    o.rank++;
+  }
+  *a = o;
+}
+
+// Emits "s" = the source index of output index "i" (declares r_ and s).
+static void emit_affine_index(iron_cuda_src_t *s, const affine_t *a,
+                              const char *idx) {
+  iron_cuda_src_printf(s, "    %s s = (%s)%lldLL;\n", idx, idx,
+                       (long long)a->base);
+  if (a->rank == 0) return;
+  iron_cuda_src_printf(s, "    %s r_ = i;\n", idx);
+  for (int32_t d = a->rank - 1; d >= 1; --d) {
+    iron_cuda_src_printf(s,
+                         "    s += (r_ %% (%s)%lldLL) * (%s)%lldLL; "
+                         "r_ /= (%s)%lldLL;\n",
+                         idx, (long long)a->dims[d], idx,
+                         (long long)a->strides[d], idx,
+                         (long long)a->dims[d]);
+  }
+  iron_cuda_src_printf(s, "    s += r_ * (%s)%lldLL;\n", idx,
+                       (long long)a->strides[0]);
+}
+
+static bool tiled_transpose_enabled(void) {
+  const char *e = getenv("IRON_CUDA_TILED_TRANSPOSE");
+  return !(e && strcmp(e, "0") == 0);
+}
+
+// A 32x32-tiled transpose of the coalesced map when the source-contiguous
+// dim (k, stride 1) is not the output's innermost (L) and both are large
+// enough: blocks walk (batch, tile of k, tile of L).
+static iron_status_t prepare_tiled(iron_device_t *dev, const iron_ir_op_t *op,
+                                   const affine_t *a, int32_t k,
+                                   void **out_params) {
+  const iron_ir_type_t *rt = op->results[0].type;
+  const char *T = elem_t(rt);
+  int32_t L = a->rank - 1;
+  int64_t ostr[IRON_MAX_RANK];
+  row_major(a->rank, a->dims, ostr);
+  int64_t tk = (a->dims[k] + 31) / 32, tl = (a->dims[L] + 31) / 32;
+  int64_t batch = 1;
+  for (int32_t d = 0; d < a->rank; ++d) {
+    if (d != k && d != L) batch *= a->dims[d];
+  }
+  int64_t blocks = batch * tk * tl;
+  int64_t count = iron_ir_type_num_elements(rt);
+  if (blocks <= 0 || blocks > 0x7fffffffLL) {
+    return IRON_ERR(INTERNAL, "tiled transpose: bad block count");
+  }
+  const char *idx = idx_type(count, count);
+  iron_cuda_src_t s;
+  iron_cuda_src_init(&s);
+  iron_cuda_src_printf(&s,
+                       "extern \"C\" __global__ void __launch_bounds__(256) "
+                       "%s(const %s *in0, %s *out0) {\n"
+                       "  __shared__ %s tile[32][33];\n"
+                       "  %s b = blockIdx.x;\n"
+                       "  const %s tl = b %% %lldLL; b /= %lldLL;\n"
+                       "  const %s tk = b %% %lldLL; b /= %lldLL;\n"
+                       "  %s sb = 0, ob = 0;\n",
+                       IRON_CUDA_KERNEL_PLACEHOLDER, T, T, T, idx, idx,
+                       (long long)tl, (long long)tl, idx, (long long)tk,
+                       (long long)tk, idx);
+  for (int32_t d = a->rank - 1; d >= 0; --d) {
+    if (d == k || d == L) continue;
+    iron_cuda_src_printf(&s,
+                         "  { %s c = b %% %lldLL; b /= %lldLL; "
+                         "sb += c * %lldLL; ob += c * %lldLL; }\n",
+                         idx, (long long)a->dims[d], (long long)a->dims[d],
+                         (long long)a->strides[d], (long long)ostr[d]);
+  }
+  iron_cuda_src_printf(
+      &s,
+      "  const int tx = threadIdx.x & 31, ty = threadIdx.x >> 5;\n"
+      "  for (int j = 0; j < 32; j += 8) {\n"
+      "    %s kk = tk * 32 + tx, ll = tl * 32 + ty + j;\n"
+      "    if (kk < %lldLL && ll < %lldLL)\n"
+      "      tile[ty + j][tx] = in0[%lldLL + sb + kk + ll * %lldLL];\n"
+      "  }\n"
+      "  __syncthreads();\n"
+      "  for (int j = 0; j < 32; j += 8) {\n"
+      "    %s ll = tl * 32 + tx, kk = tk * 32 + ty + j;\n"
+      "    if (kk < %lldLL && ll < %lldLL)\n"
+      "      out0[ob + kk * %lldLL + ll] = tile[tx][ty + j];\n"
+      "  }\n"
+      "}\n",
+      idx, (long long)a->dims[k], (long long)a->dims[L], (long long)a->base,
+      (long long)a->strides[L], idx, (long long)a->dims[k],
+      (long long)a->dims[L], (long long)ostr[k]);
+  IRON_RETURN_IF_ERROR_PLAIN(finish(dev, op, &s, "iron_transpose", count,
+                                    0, out_params));
+  iron_cuda_ew_params_t *p = *out_params;
+  p->grid = (unsigned)blocks;
+  p->block = 256;
+  return IRON_OK;
+}
+
+static iron_status_t prepare_affine(iron_device_t *dev, const iron_ir_op_t *op,
+                                    affine_t a, const char *prefix,
+                                    void **out_params) {
+  const iron_ir_type_t *rt = op->results[0].type;
+  const iron_ir_type_t *it = op->operands[0]->type;
+  int64_t count = iron_ir_type_num_elements(rt);
+  affine_coalesce(&a);
+  if (a.rank >= 2 && tiled_transpose_enabled() &&
+      a.strides[a.rank - 1] != 1) {
+    for (int32_t k = 0; k < a.rank - 1; ++k) {
+      if (a.strides[k] == 1 && a.dims[k] >= 16 && a.dims[a.rank - 1] >= 16) {
+        return prepare_tiled(dev, op, &a, k, out_params);
+      }
+    }
+  }
+  const char *T = elem_t(rt);
+  const char *idx = idx_type(count, iron_ir_type_num_elements(it));
+  iron_cuda_src_t s;
+  iron_cuda_src_init(&s);
+  iron_cuda_src_printf(&s,
+                       "extern \"C\" __global__ void __launch_bounds__(256) "
+                       "%s(const %s *in0, %s *out0) {\n"
+                       "  IRON_LOOP(i, %s, %lldLL) {\n",
+                       IRON_CUDA_KERNEL_PLACEHOLDER, T, T, idx,
+                       (long long)count);
+  emit_affine_index(&s, &a, idx);
+  iron_cuda_src_printf(&s, "    out0[i] = in0[s];\n  }\n}\n");
+  return finish(dev, op, &s, prefix, count, 0, out_params);
+}
+
+// ---------------------------------------------------------------------------
+// broadcast_in_dim / broadcast
+
+static iron_status_t broadcast_common(iron_device_t *dev,
+                                      const iron_ir_op_t *op,
+                                      const int64_t *bdims, uint32_t nb,
+                                      void **out_params) {
+  const iron_ir_type_t *in = op->operands[0]->type;
+  const iron_ir_type_t *out = op->results[0].type;
+  if ((int32_t)nb != in->rank) {
+    return IRON_ERR(INVALID_ARGUMENT,
+                    "%s: broadcast_dimensions has %u entries for rank %d",
+                    op->name, nb, in->rank);
+  }
+  affine_t a;
+  memset(&a, 0, sizeof(a));
+  a.rank = out->rank;
+  memcpy(a.dims, out->dims, sizeof(int64_t) * (size_t)out->rank);
+  int64_t istr[IRON_MAX_RANK];
+  row_major(in->rank, in->dims, istr);
+  bool used[IRON_MAX_RANK] = {false};
+  for (uint32_t k = 0; k < nb; ++k) {
+    int64_t d = bdims[k];
+    if (d < 0 || d >= out->rank || used[d] ||
+        (in->dims[k] != 1 && in->dims[k] != out->dims[d])) {
+      return IRON_ERR(INVALID_ARGUMENT,
+                      "%s: bad broadcast dimension %lld for operand dim %u",
+                      op->name, (long long)d, k);
+    }
+    used[d] = true;
+    if (in->dims[k] != 1) a.strides[d] = istr[k];
+  }
+  return prepare_affine(dev, op, a, "iron_bcast", out_params);
+}
+
+static iron_status_t broadcast_in_dim_prepare(
+    iron_device_t *dev, const iron_ir_op_t *op,
+    iron_host_region_t *const *regions, void **out_params) {
+  (void)regions;
+  IRON_RETURN_IF_ERROR_PLAIN(check_unary_move(op));
+  int64_t bdims[IRON_MAX_RANK];
+  uint32_t nb = 0;
+  IRON_RETURN_IF_ERROR_PLAIN(iron_ir_op_i64_list(
+      op, "broadcast_dimensions", bdims, IRON_MAX_RANK, &nb));
+  return broadcast_common(dev, op, bdims, nb, out_params);
+}
+
+static iron_status_t broadcast_prepare(iron_device_t *dev,
+                                       const iron_ir_op_t *op,
+                                       iron_host_region_t *const *regions,
+                                       void **out_params) {
+  (void)regions;
+  IRON_RETURN_IF_ERROR_PLAIN(check_unary_move(op));
+  const iron_ir_type_t *in = op->operands[0]->type;
+  const iron_ir_type_t *out = op->results[0].type;
+  int64_t sizes[IRON_MAX_RANK];
+  uint32_t ns = 0;
+  IRON_RETURN_IF_ERROR_PLAIN(
+      iron_ir_op_i64_list(op, "broadcast_sizes", sizes, IRON_MAX_RANK, &ns));
+  if ((int64_t)ns + in->rank != out->rank) {
+    return IRON_ERR(INVALID_ARGUMENT, "%s: result rank mismatch", op->name);
+  }
+  for (uint32_t i = 0; i < ns; ++i) {
+    if (sizes[i] != out->dims[i]) {
+      return IRON_ERR(INVALID_ARGUMENT, "%s: broadcast_sizes mismatch",
+                      op->name);
+    }
+  }
+  int64_t bdims[IRON_MAX_RANK];
+  for (int32_t k = 0; k < in->rank; ++k) bdims[k] = (int64_t)ns + k;
+  return broadcast_common(dev, op, bdims, (uint32_t)in->rank, out_params);
+}
+
+// ---------------------------------------------------------------------------
+// transpose / slice / reverse
+
+static iron_status_t transpose_prepare(iron_device_t *dev,
+                                       const iron_ir_op_t *op,
+                                       iron_host_region_t *const *regions,
+                                       void **out_params) {
+  (void)regions;
+  IRON_RETURN_IF_ERROR_PLAIN(check_unary_move(op));
+  const iron_ir_type_t *in = op->operands[0]->type;
+  const iron_ir_type_t *out = op->results[0].type;
+  int64_t perm[IRON_MAX_RANK];
+  uint32_t np = 0;
+  IRON_RETURN_IF_ERROR_PLAIN(
+      iron_ir_op_i64_list(op, "permutation", perm, IRON_MAX_RANK, &np));
+  if ((int32_t)np != in->rank || out->rank != in->rank) {
+    return IRON_ERR(INVALID_ARGUMENT, "%s: bad permutation length", op->name);
+  }
+  int64_t istr[IRON_MAX_RANK];
+  row_major(in->rank, in->dims, istr);
+  affine_t a;
+  memset(&a, 0, sizeof(a));
+  a.rank = out->rank;
+  bool used[IRON_MAX_RANK] = {false};
+  for (int32_t d = 0; d < out->rank; ++d) {
+    int64_t p = perm[d];
+    if (p < 0 || p >= in->rank || used[p] || out->dims[d] != in->dims[p]) {
+      return IRON_ERR(INVALID_ARGUMENT, "%s: bad permutation", op->name);
+    }
+    used[p] = true;
+    a.dims[d] = out->dims[d];
+    a.strides[d] = istr[p];
+  }
+  return prepare_affine(dev, op, a, "iron_transpose", out_params);
+}
+
+static iron_status_t slice_prepare(iron_device_t *dev, const iron_ir_op_t *op,
+                                   iron_host_region_t *const *regions,
+                                   void **out_params) {
+  (void)regions;
+  IRON_RETURN_IF_ERROR_PLAIN(check_unary_move(op));
+  const iron_ir_type_t *in = op->operands[0]->type;
+  const iron_ir_type_t *out = op->results[0].type;
+  int64_t start[IRON_MAX_RANK], limit[IRON_MAX_RANK], stride[IRON_MAX_RANK];
+  uint32_t n0 = 0, n1 = 0, n2 = 0;
+  IRON_RETURN_IF_ERROR_PLAIN(
+      iron_ir_op_i64_list(op, "start_indices", start, IRON_MAX_RANK, &n0));
+  IRON_RETURN_IF_ERROR_PLAIN(
+      iron_ir_op_i64_list(op, "limit_indices", limit, IRON_MAX_RANK, &n1));
+  IRON_RETURN_IF_ERROR_PLAIN(
+      iron_ir_op_i64_list(op, "strides", stride, IRON_MAX_RANK, &n2));
+  if (n2 == 0) {
+    for (int32_t i = 0; i < in->rank; ++i) stride[i] = 1;
+    n2 = (uint32_t)in->rank;
+  }
+  if ((int32_t)n0 != in->rank || n1 != n0 || n2 != n0 ||
+      out->rank != in->rank) {
+    return IRON_ERR(INVALID_ARGUMENT, "%s: attribute lengths", op->name);
+  }
+  int64_t istr[IRON_MAX_RANK];
+  row_major(in->rank, in->dims, istr);
+  affine_t a;
+  memset(&a, 0, sizeof(a));
+  a.rank = out->rank;
+  for (int32_t i = 0; i < in->rank; ++i) {
+    int64_t want = stride[i] > 0 && limit[i] > start[i]
+                       ? (limit[i] - start[i] + stride[i] - 1) / stride[i]
+                       : 0;
+    if (start[i] < 0 || limit[i] > in->dims[i] || stride[i] <= 0 ||
+        start[i] > limit[i] || out->dims[i] != want) {
+      return IRON_ERR(INVALID_ARGUMENT, "%s: bad slice in dim %d", op->name,
+                      i);
+    }
+    a.dims[i] = out->dims[i];
+    a.strides[i] = istr[i] * stride[i];
+    a.base += start[i] * istr[i];
+  }
+  return prepare_affine(dev, op, a, "iron_slice", out_params);
+}
+
+static iron_status_t reverse_prepare(iron_device_t *dev,
+                                     const iron_ir_op_t *op,
+                                     iron_host_region_t *const *regions,
+                                     void **out_params) {
+  (void)regions;
+  IRON_RETURN_IF_ERROR_PLAIN(check_unary_move(op));
+  const iron_ir_type_t *in = op->operands[0]->type;
+  if (!iron_ir_type_equal(in, op->results[0].type)) {
+    return IRON_ERR(INVALID_ARGUMENT, "%s: shape mismatch", op->name);
+  }
+  int64_t dims[IRON_MAX_RANK];
+  uint32_t nd = 0;
+  IRON_RETURN_IF_ERROR_PLAIN(
+      iron_ir_op_i64_list(op, "dimensions", dims, IRON_MAX_RANK, &nd));
+  affine_t a;
+  memset(&a, 0, sizeof(a));
+  a.rank = in->rank;
+  memcpy(a.dims, in->dims, sizeof(int64_t) * (size_t)in->rank);
+  row_major(in->rank, in->dims, a.strides);
+  bool rev[IRON_MAX_RANK] = {false};
+  for (uint32_t k = 0; k < nd; ++k) {
+    if (dims[k] < 0 || dims[k] >= in->rank) {
+      return IRON_ERR(INVALID_ARGUMENT, "%s: bad dimension %lld", op->name,
+                      (long long)dims[k]);
+    }
+    rev[dims[k]] = !rev[dims[k]];  // listed twice: reversed twice
+  }
+  for (int32_t d = 0; d < in->rank; ++d) {
+    if (!rev[d] || in->dims[d] <= 1) continue;
+    a.base += (in->dims[d] - 1) * a.strides[d];
+    a.strides[d] = -a.strides[d];
+  }
+  return prepare_affine(dev, op, a, "iron_reverse", out_params);
+}
+
+// ---------------------------------------------------------------------------
+// iota: a one-op fusion (the generator computes coordinates).
+
+static iron_status_t iota_prepare(iron_device_t *dev, const iron_ir_op_t *op,
+                                  iron_host_region_t *const *regions,
+                                  void **out_params) {
+  (void)regions;
+  IRON_RETURN_IF_ERROR_PLAIN(check_arity(op, 0, 1));
+  const iron_ir_type_t *t = op->results[0].type;
+  IRON_RETURN_IF_ERROR_PLAIN(check_tensor(op, t, "result"));
+  if (!iron_cuda_ctype(t->dtype)) {
+    return iron_ir_op_unimplemented(op, "on the CUDA device for dtype %s",
+                                    iron_dtype_name(t->dtype));
+  }
+  if (t->rank == 0) {
+    return IRON_ERR(INVALID_ARGUMENT, "%s: bad iota_dimension", op->name);
+  }
+  const iron_ir_op_t *ops[1] = {op};
+  const iron_ir_value_t *outs[1] = {&op->results[0]};
+  iron_cuda_fusion_t f = {.num_ops = 1, .ops = ops, .num_outputs = 1,
+                          .outputs = outs, .owner = op};
+  return iron_cuda_fusion_prepare(dev, &f, out_params);
+}
+
+// ---------------------------------------------------------------------------
+// concatenate: out[outer, mid, inner] from the input whose range holds mid.
+
+static iron_status_t concatenate_prepare(iron_device_t *dev,
+                                         const iron_ir_op_t *op,
+                                         iron_host_region_t *const *regions,
+                                         void **out_params) {
+  (void)regions;
+  if (op->num_operands < 1 || op->num_results != 1) {
+    return IRON_ERR(INVALID_ARGUMENT, "%s: bad arity", op->name);
+  }
+  const iron_ir_type_t *out = op->results[0].type;
+  IRON_RETURN_IF_ERROR_PLAIN(check_tensor(op, out, "result"));
+  int64_t dim = 0;
+  uint32_t n = 0;
+  IRON_RETURN_IF_ERROR_PLAIN(iron_ir_op_i64_list(op, "dimension", &dim, 1, &n));
+  if (n != 1 || dim < 0 || dim >= out->rank) {
+    return IRON_ERR(INVALID_ARGUMENT, "%s: bad dimension", op->name);
+  }
+  int64_t inner = 1, outer = 1;
+  for (int32_t d = (int32_t)dim + 1; d < out->rank; ++d) inner *= out->dims[d];
+  for (int32_t d = 0; d < dim; ++d) outer *= out->dims[d];
+  int64_t total = 0;
+  for (uint32_t i = 0; i < op->num_operands; ++i) {
+    const iron_ir_type_t *t = op->operands[i]->type;
+    IRON_RETURN_IF_ERROR_PLAIN(check_tensor(op, t, "operand"));
+    if (t->dtype != out->dtype || t->rank != out->rank) {
+      return IRON_ERR(INVALID_ARGUMENT, "%s: operand %u type mismatch",
+                      op->name, i);
+    }
+    for (int32_t d = 0; d < out->rank; ++d) {
+      if (d != dim && t->dims[d] != out->dims[d]) {
+        return IRON_ERR(INVALID_ARGUMENT, "%s: operand %u shape mismatch",
+                        op->name, i);
+      }
+    }
+    total += t->dims[dim];
+  }
+  if (total != out->dims[dim]) {
+    return IRON_ERR(INVALID_ARGUMENT, "%s: result size mismatch", op->name);
+  }
+  int64_t count = iron_ir_type_num_elements(out);
+  const char *T = elem_t(out);
+  const char *idx = idx_type(count, count);
+  int64_t D = out->dims[dim];
+  iron_cuda_src_t s;
+  iron_cuda_src_init(&s);
+  iron_cuda_src_printf(&s,
+                       "extern \"C\" __global__ void __launch_bounds__(256) %s(",
+                       IRON_CUDA_KERNEL_PLACEHOLDER);
+  for (uint32_t i = 0; i < op->num_operands; ++i) {
+    iron_cuda_src_printf(&s, "const %s *in%u, ", T, i);
+  }
+  iron_cuda_src_printf(&s,
+                       "%s *out0) {\n"
+                       "  IRON_LOOP(i, %s, %lldLL) {\n"
+                       "    const %s inn = i %% (%s)%lldLL;\n"
+                       "    const %s mid = (i / (%s)%lldLL) %% (%s)%lldLL;\n"
+                       "    const %s out = i / ((%s)%lldLL * (%s)%lldLL);\n",
+                       T, idx, (long long)count, idx, idx, (long long)inner,
+                       idx, idx, (long long)inner, idx, (long long)D, idx, idx,
+                       (long long)inner, idx, (long long)D);
+  int64_t off = 0;
+  bool first = true;
+  for (uint32_t i = 0; i < op->num_operands; ++i) {
+    int64_t di = op->operands[i]->type->dims[dim];
+    if (di == 0) continue;
+    iron_cuda_src_printf(&s,
+                         "    %sif (mid < (%s)%lldLL) "
+                         "out0[i] = in%u[(out * (%s)%lldLL + (mid - "
+                         "(%s)%lldLL)) * (%s)%lldLL + inn];\n",
+                         first ? "" : "else ", idx, (long long)(off + di), i,
+                         idx, (long long)di, idx, (long long)off, idx,
+                         (long long)inner);
+    first = false;
+    off += di;
+  }
+  (void)outer;
+  iron_cuda_src_printf(&s, "  }\n}\n");
+  return finish(dev, op, &s, "iron_concat", count, 0, out_params);
+}
+
+// ---------------------------------------------------------------------------
+// pad (edge padding may be negative; interior padding between elements).
+
+static iron_status_t pad_prepare(iron_device_t *dev, const iron_ir_op_t *op,
+                                 iron_host_region_t *const *regions,
+                                 void **out_params) {
+  (void)regions;
+  if (op->num_operands != 2 || op->num_results != 1) {
+    return IRON_ERR(INVALID_ARGUMENT, "%s: expected 2 operands", op->name);
+  }
+  IRON_RETURN_IF_ERROR_PLAIN(check_unary_move(op));
+  const iron_ir_type_t *in = op->operands[0]->type;
+  const iron_ir_type_t *pv = op->operands[1]->type;
+  const iron_ir_type_t *out = op->results[0].type;
+  IRON_RETURN_IF_ERROR_PLAIN(check_tensor(op, pv, "padding value"));
+  if (pv->dtype != in->dtype || iron_ir_type_num_elements(pv) != 1) {
+    return IRON_ERR(INVALID_ARGUMENT, "%s: type mismatch", op->name);
+  }
+  int64_t lo[IRON_MAX_RANK], hi[IRON_MAX_RANK], ip[IRON_MAX_RANK];
+  uint32_t n0 = 0, n1 = 0, n2 = 0;
+  IRON_RETURN_IF_ERROR_PLAIN(
+      iron_ir_op_i64_list(op, "edge_padding_low", lo, IRON_MAX_RANK, &n0));
+  IRON_RETURN_IF_ERROR_PLAIN(
+      iron_ir_op_i64_list(op, "edge_padding_high", hi, IRON_MAX_RANK, &n1));
+  IRON_RETURN_IF_ERROR_PLAIN(
+      iron_ir_op_i64_list(op, "interior_padding", ip, IRON_MAX_RANK, &n2));
+  if ((int32_t)n0 != in->rank || n1 != n0 || n2 != n0 ||
+      out->rank != in->rank) {
+    return IRON_ERR(INVALID_ARGUMENT, "%s: attribute lengths", op->name);
+  }
+  for (int32_t i = 0; i < in->rank; ++i) {
+    int64_t n = in->dims[i];
+    int64_t want = n == 0 ? lo[i] + hi[i] : lo[i] + hi[i] + n + (n - 1) * ip[i];
+    if (ip[i] < 0 || out->dims[i] != want || out->dims[i] < 0) {
+      return IRON_ERR(INVALID_ARGUMENT, "%s: bad padding in dim %d", op->name,
+                      i);
+    }
+  }
+  int64_t count = iron_ir_type_num_elements(out);
+  const char *T = elem_t(out);
+  const char *idx = idx_type(count, iron_ir_type_num_elements(in));
+  int64_t istr[IRON_MAX_RANK];
+  row_major(in->rank, in->dims, istr);
+  iron_cuda_src_t s;
+  iron_cuda_src_init(&s);
+  iron_cuda_src_printf(&s,
+                       "extern \"C\" __global__ void __launch_bounds__(256) "
+                       "%s(const %s *in0, const %s *in1, %s *out0) {\n"
+                       "  const %s pv = in1[0];\n"
+                       "  IRON_LOOP(i, %s, %lldLL) {\n"
+                       "    %s r_ = i, s = 0;\n    bool inside = true;\n",
+                       IRON_CUDA_KERNEL_PLACEHOLDER, T, T, T, T, idx,
+                       (long long)count, idx);
+  for (int32_t d = out->rank - 1; d >= 0; --d) {
+    // t = c - lo; inside when t >= 0, t % (ip + 1) == 0, t / (ip+1) < n.
+    iron_cuda_src_printf(&s,
+                         "    { %s t = r_ %% (%s)%lldLL - (%s)%lldLL; "
+                         "r_ /= (%s)%lldLL;\n",
+                         idx, idx, (long long)out->dims[d], idx,
+                         (long long)lo[d], idx, (long long)out->dims[d]);
+    if (ip[d] > 0) {
+      iron_cuda_src_printf(&s,
+                           "      if (t < 0 || t %% (%s)%lldLL != 0) inside = "
+                           "false; t /= (%s)%lldLL;\n",
+                           idx, (long long)(ip[d] + 1), idx,
+                           (long long)(ip[d] + 1));
+    }
+    iron_cuda_src_printf(&s,
+                         "      if (t < 0 || t >= (%s)%lldLL) inside = false;\n"
+                         "      s += t * (%s)%lldLL; }\n",
+                         idx, (long long)in->dims[d], idx, (long long)istr[d]);
+  }
+  iron_cuda_src_printf(&s, "    out0[i] = inside ? in0[s] : pv;\n  }\n}\n");
+  return finish(dev, op, &s, "iron_pad", count, 0, out_params);
+}
+
+// ---------------------------------------------------------------------------
+// dynamic_slice / dynamic_update_slice. Start indices are device scalars
+// (operands), clamped to [0, full - part] as XLA does.
+
+static iron_status_t check_starts(const iron_ir_op_t *op, uint32_t first,
+                                  int32_t rank) {
+  if (op->num_operands != first + (uint32_t)rank) {
+    return IRON_ERR(INVALID_ARGUMENT, "%s: expected %d start indices",
+                    op->name, rank);
+  }
+  for (int32_t i = 0; i < rank; ++i) {
+    const iron_ir_type_t *t = op->operands[first + (uint32_t)i]->type;
+    if (!t || t->kind != IRON_TYPE_TENSOR || t->rank != 0 ||
+        !index_ctype(t->dtype)) {
+      return iron_ir_op_unimplemented(op, "for start index %d of type %s", i,
+                                      t ? iron_dtype_name(t->dtype) : "?");
+    }
+  }
+  return IRON_OK;
+}
+
+// Declares st<d> = clamped start of dim d (as long long).
+static void emit_starts(iron_cuda_src_t *s, const iron_ir_op_t *op,
+                        uint32_t first, int32_t rank, const int64_t *full,
+                        const int64_t *part) {
+  for (int32_t d = 0; d < rank; ++d) {
+    iron_dtype_t dt = op->operands[first + (uint32_t)d]->type->dtype;
+    iron_cuda_src_printf(s, "  long long st%d = (long long)in%u[0];\n", d,
+                         first + (uint32_t)d);
+    if (dt == IRON_DTYPE_U64) {
+      // Values beyond INT64_MAX read as INT64_MAX (host read_index).
+      iron_cuda_src_printf(s,
+                           "  if ((uint64_t)in%u[0] > 0x7fffffffffffffffULL) "
+                           "st%d = 0x7fffffffffffffffLL;\n",
+                           first + (uint32_t)d, d);
+    }
+    iron_cuda_src_printf(s,
+                         "  st%d = st%d < 0 ? 0 : st%d > %lldLL ? %lldLL : st%d;\n",
+                         d, d, d, (long long)(full[d] - part[d]),
+                         (long long)(full[d] - part[d]), d);
+  }
+}
+
+static void emit_start_params(iron_cuda_src_t *s, const iron_ir_op_t *op,
+                              uint32_t first, int32_t rank) {
+  for (int32_t d = 0; d < rank; ++d) {
+    iron_cuda_src_printf(s, ", const %s *in%u",
+                         index_ctype(op->operands[first + (uint32_t)d]->type->dtype),
+                         first + (uint32_t)d);
+  }
+}
+
+static iron_status_t dynamic_slice_prepare(iron_device_t *dev,
+                                           const iron_ir_op_t *op,
+                                           iron_host_region_t *const *regions,
+                                           void **out_params) {
+  (void)regions;
+  IRON_RETURN_IF_ERROR_PLAIN(check_unary_move(op));
+  const iron_ir_type_t *in = op->operands[0]->type;
+  const iron_ir_type_t *out = op->results[0].type;
+  IRON_RETURN_IF_ERROR_PLAIN(check_starts(op, 1, in->rank));
+  int64_t sizes[IRON_MAX_RANK];
+  uint32_t ns = 0;
+  IRON_RETURN_IF_ERROR_PLAIN(
+      iron_ir_op_i64_list(op, "slice_sizes", sizes, IRON_MAX_RANK, &ns));
+  if ((int32_t)ns != in->rank || out->rank != in->rank) {
+    return IRON_ERR(INVALID_ARGUMENT, "%s: slice_sizes length", op->name);
+  }
+  for (int32_t i = 0; i < in->rank; ++i) {
+    if (sizes[i] < 0 || sizes[i] > in->dims[i] || sizes[i] != out->dims[i]) {
+      return IRON_ERR(INVALID_ARGUMENT, "%s: bad slice size in dim %d",
+                      op->name, i);
+    }
+  }
+  int64_t count = iron_ir_type_num_elements(out);
+  const char *T = elem_t(out);
+  const char *idx = idx_type(count, iron_ir_type_num_elements(in));
+  int64_t istr[IRON_MAX_RANK];
+  row_major(in->rank, in->dims, istr);
+  iron_cuda_src_t s;
+  iron_cuda_src_init(&s);
+  iron_cuda_src_printf(&s,
+                       "extern \"C\" __global__ void __launch_bounds__(256) "
+                       "%s(const %s *in0",
+                       IRON_CUDA_KERNEL_PLACEHOLDER, T);
+  emit_start_params(&s, op, 1, in->rank);
+  iron_cuda_src_printf(&s, ", %s *out0) {\n", T);
+  emit_starts(&s, op, 1, in->rank, in->dims, sizes);
+  iron_cuda_src_printf(&s, "  const %s base = (%s)(0", idx, idx);
+  for (int32_t d = 0; d < in->rank; ++d) {
+    iron_cuda_src_printf(&s, " + st%d * %lldLL", d, (long long)istr[d]);
+  }
+  iron_cuda_src_printf(&s, ");\n  IRON_LOOP(i, %s, %lldLL) {\n", idx,
+                       (long long)count);
+  affine_t a;
+  memset(&a, 0, sizeof(a));
+  a.rank = out->rank;
+  memcpy(a.dims, out->dims, sizeof(int64_t) * (size_t)out->rank);
+  memcpy(a.strides, istr, sizeof(int64_t) * (size_t)out->rank);
+  affine_coalesce(&a);
+  emit_affine_index(&s, &a, idx);
+  iron_cuda_src_printf(&s, "    out0[i] = in0[base + s];\n  }\n}\n");
+  return finish(dev, op, &s, "iron_dslice", count, 0, out_params);
+}
+
+typedef struct dus_params {
+  iron_cuda_ew_params_t ew;  // first: the update kernel
+  size_t full_bytes;
+  bool full_update;  // the update covers the operand: the result is it
+} dus_params_t;
+
+static iron_status_t device_copy(const iron_host_ctx_t *ctx, void *dst,
+                                 const void *src, size_t n) {
+  if (n == 0 || dst == src) return IRON_OK;
+  iron_cuda_device_t *d = (iron_cuda_device_t *)ctx->dev;
+  IRON_RETURN_IF_ERROR_PLAIN(iron_cuda_device_enter(d));
+  CUresult r = d->api->cuMemcpyDtoDAsync((CUdeviceptr)dst, (CUdeviceptr)src,
+                                         n, d->stream);
+  if (r != IRON_CU_SUCCESS) {
+    return IRON_ERR(INTERNAL, "cuMemcpyDtoDAsync of %zu bytes failed (%d)", n,
+                    (int)r);
+  }
+  return IRON_OK;
+}
+
+static iron_status_t dynamic_update_slice_prepare(
+    iron_device_t *dev, const iron_ir_op_t *op,
+    iron_host_region_t *const *regions, void **out_params) {
+  (void)regions;
+  IRON_RETURN_IF_ERROR_PLAIN(check_unary_move(op));
+  if (op->num_operands < 2) {
+    return IRON_ERR(INVALID_ARGUMENT, "%s: missing update", op->name);
+  }
+  const iron_ir_type_t *in = op->operands[0]->type;
+  const iron_ir_type_t *upd = op->operands[1]->type;
+  const iron_ir_type_t *out = op->results[0].type;
+  IRON_RETURN_IF_ERROR_PLAIN(check_tensor(op, upd, "update"));
+  if (!iron_ir_type_equal(in, out) || upd->dtype != in->dtype ||
+      upd->rank != in->rank) {
+    return IRON_ERR(INVALID_ARGUMENT, "%s: type mismatch", op->name);
+  }
+  IRON_RETURN_IF_ERROR_PLAIN(check_starts(op, 2, in->rank));
+  for (int32_t i = 0; i < in->rank; ++i) {
+    if (upd->dims[i] > in->dims[i]) {
+      return IRON_ERR(INVALID_ARGUMENT, "%s: update larger than operand",
+                      op->name);
+    }
+  }
+  size_t full_bytes = 0;
+  if (!iron_ir_type_byte_size(in, &full_bytes)) {
+    return IRON_ERR(INVALID_ARGUMENT, "%s: operand too large", op->name);
+  }
+  int64_t count = iron_ir_type_num_elements(upd);
+  const char *T = elem_t(out);
+  const char *idx = idx_type(count, iron_ir_type_num_elements(in));
+  int64_t istr[IRON_MAX_RANK];
+  row_major(in->rank, in->dims, istr);
+  iron_cuda_src_t s;
+  iron_cuda_src_init(&s);
+  iron_cuda_src_printf(&s,
+                       "extern \"C\" __global__ void __launch_bounds__(256) "
+                       "%s(const %s *in0, const %s *in1",
+                       IRON_CUDA_KERNEL_PLACEHOLDER, T, T);
+  emit_start_params(&s, op, 2, in->rank);
+  iron_cuda_src_printf(&s, ", %s *out0) {\n  (void)in0;\n", T);
+  emit_starts(&s, op, 2, in->rank, in->dims, upd->dims);
+  iron_cuda_src_printf(&s, "  const %s base = (%s)(0", idx, idx);
+  for (int32_t d = 0; d < in->rank; ++d) {
+    iron_cuda_src_printf(&s, " + st%d * %lldLL", d, (long long)istr[d]);
+  }
+  iron_cuda_src_printf(&s, ");\n  IRON_LOOP(i, %s, %lldLL) {\n", idx,
+                       (long long)count);
+  affine_t a;
+  memset(&a, 0, sizeof(a));
+  a.rank = upd->rank;
+  memcpy(a.dims, upd->dims, sizeof(int64_t) * (size_t)upd->rank);
+  memcpy(a.strides, istr, sizeof(int64_t) * (size_t)upd->rank);
+  affine_coalesce(&a);
+  emit_affine_index(&s, &a, idx);
+  iron_cuda_src_printf(&s, "    out0[base + s] = in1[i];\n  }\n}\n");
+  void *ew = NULL;
+  IRON_RETURN_IF_ERROR_PLAIN(
+      finish(dev, op, &s, "iron_dus", count, 0, &ew));
+  dus_params_t *p = calloc(1, sizeof(*p));
+  if (!p) {
+    free(ew);
+    return IRON_ERR(RESOURCE_EXHAUSTED, "out of memory (params)");
+  }
+  p->ew = *(iron_cuda_ew_params_t *)ew;
+  free(ew);
+  p->full_bytes = full_bytes;
+  p->full_update = count == iron_ir_type_num_elements(in);
+  *out_params = p;
+  return IRON_OK;
+}
+
+static iron_status_t dynamic_update_slice_run(
+    const iron_host_ctx_t *ctx, const void *params,
+    const iron_tensor_t *const *inputs, iron_tensor_t *const *outputs) {
+  const dus_params_t *p = params;
+  // An update as large as the operand starts at 0 (clamped): the result is
+  // the update (whichever input the runtime let the result share).
+  if (p->full_update) {
+    return device_copy(ctx, outputs[0]->data, inputs[1]->data, p->full_bytes);
+  }
+  // The runtime may give the result the storage of any dying input of the
+  // same size; only the operand's works (the copy below would clobber the
+  // others before the kernel reads them).
+  for (uint32_t k = 1; k < p->ew.num_inputs; ++k) {
+    if (p->full_bytes && outputs[0]->data == inputs[k]->data) {
+      return IRON_ERR(INTERNAL,
+                      "dynamic_update_slice: result shares input %u's "
+                      "storage (only the operand's is supported)",
+                      k);
+    }
+  }
+  // In place when the runtime gave the operand's storage to the result.
+  IRON_RETURN_IF_ERROR_PLAIN(
+      device_copy(ctx, outputs[0]->data, inputs[0]->data, p->full_bytes));
+  return iron_cuda_ew_run(ctx, &p->ew, inputs, outputs);
+}
+
+// ---------------------------------------------------------------------------
+// reshape (when the plan does not alias it: IRON_NO_ALIAS=1): a copy.
+
+typedef struct copy_params {
+  size_t nbytes;
+} copy_params_t;
+
+static iron_status_t reshape_prepare(iron_device_t *dev,
+                                     const iron_ir_op_t *op,
+                                     iron_host_region_t *const *regions,
+                                     void **out_params) {
+  (void)dev;
+  (void)regions;
+  IRON_RETURN_IF_ERROR_PLAIN(check_unary_move(op));
+  size_t ib = 0, ob = 0;
+  if (!iron_ir_type_byte_size(op->operands[0]->type, &ib) ||
+      !iron_ir_type_byte_size(op->results[0].type, &ob) || ib != ob) {
+    return IRON_ERR(INVALID_ARGUMENT, "%s: element counts differ", op->name);
+  }
+  copy_params_t *p = calloc(1, sizeof(*p));
+  if (!p) return IRON_ERR(RESOURCE_EXHAUSTED, "out of memory (params)");
+  p->nbytes = ib;
+  *out_params = p;
+  return IRON_OK;
+}
+
+static iron_status_t reshape_run(const iron_host_ctx_t *ctx,
+                                 const void *params,
+                                 const iron_tensor_t *const *inputs,
+                                 iron_tensor_t *const *outputs) {
+  const copy_params_t *p = params;
+  return device_copy(ctx, outputs[0]->data, inputs[0]->data, p->nbytes);
+}
+
+// ---------------------------------------------------------------------------
+
+#define SHAPE_KERNEL(var, nm, prep, rn, inplace) \
+  static const iron_host_kernel_t var = {        \
+      .name = nm,                                \
+      .run = rn,                                 \
+      .inplace_ok = inplace,                     \
+      .prepare_on = prep,                        \
+  };
+
+SHAPE_KERNEL(kIota, "cuda_iota", iota_prepare, iron_cuda_ew_run, false)
+SHAPE_KERNEL(kBroadcastInDim, "cuda_broadcast_in_dim",
+             broadcast_in_dim_prepare, iron_cuda_ew_run, false)
+SHAPE_KERNEL(kBroadcast, "cuda_broadcast", broadcast_prepare,
+             iron_cuda_ew_run, false)
+SHAPE_KERNEL(kTranspose, "cuda_transpose", transpose_prepare,
+             iron_cuda_ew_run, false)
+SHAPE_KERNEL(kSlice, "cuda_slice", slice_prepare, iron_cuda_ew_run, false)
+SHAPE_KERNEL(kReverse, "cuda_reverse", reverse_prepare, iron_cuda_ew_run,
+             false)
+SHAPE_KERNEL(kConcatenate, "cuda_concatenate", concatenate_prepare,
+             iron_cuda_ew_run, false)
+SHAPE_KERNEL(kPad, "cuda_pad", pad_prepare, iron_cuda_ew_run, false)
+SHAPE_KERNEL(kDynamicSlice, "cuda_dynamic_slice", dynamic_slice_prepare,
+             iron_cuda_ew_run, false)
+SHAPE_KERNEL(kDynamicUpdateSlice, "cuda_dynamic_update_slice",
+             dynamic_update_slice_prepare, dynamic_update_slice_run, true)
+SHAPE_KERNEL(kReshape, "cuda_reshape", reshape_prepare, reshape_run, true)
+
+void iron_cuda_register_shape(iron_cuda_kernel_table_t table) {
+  table[IRON_OP_IOTA] = &kIota;
+  table[IRON_OP_BROADCAST_IN_DIM] = &kBroadcastInDim;
+  table[IRON_OP_BROADCAST] = &kBroadcast;
+  table[IRON_OP_TRANSPOSE] = &kTranspose;
+  table[IRON_OP_SLICE] = &kSlice;
+  table[IRON_OP_REVERSE] = &kReverse;
+  table[IRON_OP_CONCATENATE] = &kConcatenate;
+  table[IRON_OP_PAD] = &kPad;
+  table[IRON_OP_DYNAMIC_SLICE] = &kDynamicSlice;
+  table[IRON_OP_DYNAMIC_UPDATE_SLICE] = &kDynamicUpdateSlice;
+  table[IRON_OP_RESHAPE] = &kReshape;
+}

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 
 #include "device/device.h"
+#include "device/host/host_kernel.h"
 
 typedef struct iron_host_device {
   iron_device_t base;
@@ -19,6 +20,14 @@ static const iron_device_vtable_t kHostVtable = {
     /* .destroy = */ host_destroy,
 };
 
+// IRON_HOST_TEST_FUSION=1: the host fuses element-wise chains (a test
+// switch: it exercises the fusion pass, it does not make the host faster).
+static const iron_device_vtable_t kHostFusingVtable = {
+    .kind = "host",
+    .destroy = host_destroy,
+    .fusable = iron_host_fusable_for_testing,
+};
+
 iron_status_t iron_host_device_create(iron_runtime_t *rt, int id,
                                       int num_threads,
                                       iron_device_t **out_device) {
@@ -29,7 +38,10 @@ iron_status_t iron_host_device_create(iron_runtime_t *rt, int id,
     free(d);
     return iron_status_annotate(st, "creating host device %d", id);
   }
-  st = iron_device_init_base(&d->base, &kHostVtable, rt, id);
+  const char *tf = getenv("IRON_HOST_TEST_FUSION");
+  bool fuse = tf && tf[0] && tf[0] != '0';
+  st = iron_device_init_base(&d->base, fuse ? &kHostFusingVtable : &kHostVtable,
+                             rt, id);
   if (st) {
     iron_threadpool_destroy(d->base.pool);
     free(d);

@@ -6,6 +6,7 @@ static iron_host_kernel_table_t g_table;
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
 
 static void init_table(void) {
+  iron_host_register_fusion(g_table);
   iron_host_register_elementwise(g_table);
   iron_host_register_convert(g_table);
   iron_host_register_shape(g_table);
@@ -16,6 +17,11 @@ static void init_table(void) {
   iron_host_register_window(g_table);
   iron_host_register_gather(g_table);
   iron_host_register_reduce_precision(g_table);
+  iron_host_register_conv(g_table);
+  iron_host_register_fft(g_table);
+  iron_host_register_custom_call(g_table);
+  iron_host_register_linalg(g_table);
+  iron_host_register_collective(g_table);
 }
 
 const iron_host_kernel_t *iron_host_kernel_lookup(iron_op_kind_t kind) {

@@ -96,6 +96,9 @@ const iron_host_kernel_t *iron_host_kernel_lookup(iron_op_kind_t kind);
 // Each kernel file fills its entries of the table (indexed by op kind).
 // Called once from iron_host_kernel_lookup's table initialisation.
 typedef const iron_host_kernel_t *iron_host_kernel_table_t[IRON_OP_COUNT];
+void iron_host_register_fusion(iron_host_kernel_table_t table);
+// The host's fusion predicate under IRON_HOST_TEST_FUSION=1 (fusion.c).
+bool iron_host_fusable_for_testing(const iron_ir_op_t *op);
 void iron_host_register_elementwise(iron_host_kernel_table_t table);
 void iron_host_register_convert(iron_host_kernel_table_t table);
 void iron_host_register_shape(iron_host_kernel_table_t table);
@@ -106,6 +109,11 @@ void iron_host_register_sort(iron_host_kernel_table_t table);
 void iron_host_register_window(iron_host_kernel_table_t table);
 void iron_host_register_gather(iron_host_kernel_table_t table);
 void iron_host_register_reduce_precision(iron_host_kernel_table_t table);
+void iron_host_register_conv(iron_host_kernel_table_t table);
+void iron_host_register_fft(iron_host_kernel_table_t table);
+void iron_host_register_custom_call(iron_host_kernel_table_t table);
+void iron_host_register_linalg(iron_host_kernel_table_t table);
+void iron_host_register_collective(iron_host_kernel_table_t table);
 
 // Helpers shared by kernels.
 

@@ -1,0 +1,384 @@
+// Element-wise fusion; see fuse.h for the contract.
+#include "compiler/fuse.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct {
+  const iron_ir_type_t *shape;  // result type of the members
+  int32_t parent;               // union-find: merged into this group
+  bool closed;                  // a value was used outside: cannot grow
+  uint32_t size, non_broadcast;
+  uint32_t last;  // index (in the block) of the last member
+} group_t;
+
+typedef struct {
+  iron_ir_module_t *m;
+  iron_ir_func_t *f;
+  iron_fuse_predicate_t can_fuse;
+  int fusions;
+} fuse_ctx_t;
+
+static iron_status_t oom(void) {
+  return IRON_ERR(RESOURCE_EXHAUSTED, "out of memory while fusing");
+}
+
+static int32_t find(group_t *g, int32_t i) {
+  while (g[i].parent != i) i = g[i].parent = g[g[i].parent].parent;
+  return i;
+}
+
+static bool same_shape(const iron_ir_type_t *a, const iron_ir_type_t *b) {
+  if (a->kind != IRON_TYPE_TENSOR || b->kind != IRON_TYPE_TENSOR) return false;
+  if (a->rank != b->rank) return false;
+  for (int32_t i = 0; i < a->rank; ++i)
+    if (a->dims[i] != b->dims[i]) return false;
+  return true;
+}
+
+static bool is_control_flow(const iron_ir_op_t *op) {
+  return op->kind == IRON_OP_WHILE || op->kind == IRON_OP_IF ||
+         op->kind == IRON_OP_CASE;
+}
+
+// Calls `fn` on every operand of `op` and of the ops nested in its regions
+// (a use inside a region counts as a use by `op`), except inside fusions.
+typedef void (*operand_fn_t)(iron_ir_value_t **slot, void *arg);
+static void each_operand(iron_ir_op_t *op, operand_fn_t fn, void *arg) {
+  for (uint32_t i = 0; i < op->num_operands; ++i) fn(&op->operands[i], arg);
+  if (op->kind == IRON_OP_FUSION) return;
+  for (uint32_t r = 0; r < op->num_regions; ++r)
+    for (uint32_t b = 0; b < op->regions[r].num_blocks; ++b) {
+      iron_ir_block_t *blk = &op->regions[r].blocks[b];
+      for (uint32_t k = 0; k < blk->num_ops; ++k)
+        each_operand(blk->ops[k], fn, arg);
+    }
+}
+
+typedef struct {
+  const int32_t *val_group;  // by value id (-1: none), ids < num_ids
+  uint32_t num_ids;
+  group_t *groups;
+  int32_t self;  // group of the op being visited (-1: none)
+  bool *escapes;  // by value id
+} use_ctx_t;
+
+static int32_t group_of(const use_ctx_t *u, const iron_ir_value_t *v) {
+  if (!v || v->id >= u->num_ids || u->val_group[v->id] < 0) return -1;
+  return find(u->groups, u->val_group[v->id]);
+}
+
+static void close_used(iron_ir_value_t **slot, void *arg) {
+  use_ctx_t *u = arg;
+  int32_t g = group_of(u, *slot);
+  if (g >= 0 && g != u->self) u->groups[g].closed = true;
+}
+
+static void mark_escape(iron_ir_value_t **slot, void *arg) {
+  use_ctx_t *u = arg;
+  int32_t g = group_of(u, *slot);
+  if (g >= 0 && g != u->self) u->escapes[(*slot)->id] = true;
+}
+
+typedef struct {
+  iron_ir_value_t **remap;  // by value id
+  uint32_t num_ids;
+} remap_ctx_t;
+
+static void apply_remap(iron_ir_value_t **slot, void *arg) {
+  remap_ctx_t *r = arg;
+  if (*slot && (*slot)->id < r->num_ids && r->remap[(*slot)->id])
+    *slot = r->remap[(*slot)->id];
+}
+
+static iron_status_t fuse_block(fuse_ctx_t *c, iron_ir_block_t *blk);
+
+// Builds the fusion op for group `g` (members: ops with op_group == g).
+static iron_status_t make_fusion(fuse_ctx_t *c, iron_ir_block_t *blk,
+                                 const int32_t *op_group, int32_t g,
+                                 const use_ctx_t *u, iron_ir_value_t **remap,
+                                 iron_ir_op_t **out_op) {
+  iron_arena_t *a = &c->m->arena;
+  uint32_t nmem = 0, nin = 0, nout = 0;
+  for (uint32_t i = 0; i < blk->num_ops; ++i)
+    if (op_group[i] == g) nmem++;
+  // Upper bounds for inputs/outputs.
+  uint32_t max_in = 0;
+  for (uint32_t i = 0; i < blk->num_ops; ++i)
+    if (op_group[i] == g) max_in += blk->ops[i]->num_operands;
+  iron_ir_value_t **ins = calloc(max_in + 1, sizeof(*ins));
+  iron_ir_value_t **outs = calloc(nmem + 1, sizeof(*outs));
+  if (!ins || !outs) {
+    free(ins);
+    free(outs);
+    return oom();
+  }
+  iron_ir_op_t *last = NULL;
+  for (uint32_t i = 0; i < blk->num_ops; ++i) {
+    if (op_group[i] != g) continue;
+    iron_ir_op_t *op = blk->ops[i];
+    last = op;
+    for (uint32_t k = 0; k < op->num_operands; ++k) {
+      iron_ir_value_t *v = op->operands[k];
+      if (group_of(u, v) == g) continue;
+      bool seen = false;
+      for (uint32_t j = 0; j < nin && !seen; ++j) seen = ins[j] == v;
+      if (!seen) ins[nin++] = v;
+    }
+    if (u->escapes[op->results[0].id]) outs[nout++] = &op->results[0];
+  }
+  iron_ir_op_t *fop = iron_arena_alloc(a, sizeof(*fop));
+  iron_ir_value_t **operands =
+      iron_arena_alloc_array(a, nin + 1, sizeof(iron_ir_value_t *));
+  iron_ir_value_t *results =
+      iron_arena_alloc_array(a, nout + 1, sizeof(iron_ir_value_t));
+  iron_ir_region_t *region = iron_arena_alloc(a, sizeof(*region));
+  iron_ir_block_t *body = iron_arena_alloc(a, sizeof(*body));
+  iron_ir_value_t *args =
+      iron_arena_alloc_array(a, nin + 1, sizeof(iron_ir_value_t));
+  iron_ir_op_t **body_ops =
+      iron_arena_alloc_array(a, nmem + 2, sizeof(iron_ir_op_t *));
+  iron_ir_op_t *ret = iron_arena_alloc(a, sizeof(*ret));
+  iron_ir_value_t **ret_operands =
+      iron_arena_alloc_array(a, nout + 1, sizeof(iron_ir_value_t *));
+  if (!fop || !operands || !results || !region || !body || !args ||
+      !body_ops || !ret || !ret_operands) {
+    free(ins);
+    free(outs);
+    return oom();
+  }
+  memset(fop, 0, sizeof(*fop));
+  memset(region, 0, sizeof(*region));
+  memset(body, 0, sizeof(*body));
+  memset(ret, 0, sizeof(*ret));
+  fop->kind = IRON_OP_FUSION;
+  fop->name = iron_op_kind_name(IRON_OP_FUSION);
+  fop->loc = last->loc;  // errors point at the group's last op
+  fop->parent = blk;
+  fop->num_operands = nin;
+  fop->operands = operands;
+  fop->num_results = nout;
+  fop->results = results;
+  fop->num_regions = 1;
+  fop->regions = region;
+  region->num_blocks = 1;
+  region->blocks = body;
+  region->parent = fop;
+  body->parent = region;
+  body->num_args = nin;
+  body->args = args;
+  // Block arguments stand for the inputs inside the region.
+  iron_ir_value_t **local = calloc(u->num_ids + 1, sizeof(*local));
+  if (!local) {
+    free(ins);
+    free(outs);
+    return oom();
+  }
+  for (uint32_t j = 0; j < nin; ++j) {
+    operands[j] = ins[j];
+    memset(&args[j], 0, sizeof(args[j]));
+    args[j].type = ins[j]->type;
+    args[j].def_block = body;
+    args[j].index = j;
+    args[j].id = c->f->num_values++;
+    if (ins[j]->id < u->num_ids) local[ins[j]->id] = &args[j];
+  }
+  uint32_t nb = 0;
+  for (uint32_t i = 0; i < blk->num_ops; ++i) {
+    if (op_group[i] != g) continue;
+    iron_ir_op_t *op = blk->ops[i];
+    for (uint32_t k = 0; k < op->num_operands; ++k) {
+      iron_ir_value_t *v = op->operands[k];
+      if (group_of(u, v) != g && v->id < u->num_ids && local[v->id])
+        op->operands[k] = local[v->id];
+    }
+    op->parent = body;
+    body_ops[nb++] = op;
+  }
+  free(local);
+  for (uint32_t j = 0; j < nout; ++j) {
+    memset(&results[j], 0, sizeof(results[j]));
+    results[j].type = outs[j]->type;
+    results[j].def_op = fop;
+    results[j].index = j;
+    results[j].id = c->f->num_values++;
+    remap[outs[j]->id] = &results[j];
+    ret_operands[j] = outs[j];
+  }
+  ret->kind = IRON_OP_RETURN;
+  ret->name = iron_op_kind_name(IRON_OP_RETURN);
+  ret->loc = last->loc;
+  ret->parent = body;
+  ret->num_operands = nout;
+  ret->operands = ret_operands;
+  ret->results = iron_arena_alloc(a, sizeof(iron_ir_value_t));
+  ret->regions = iron_arena_alloc(a, sizeof(iron_ir_region_t));
+  body_ops[nb++] = ret;
+  body->num_ops = nb;
+  body->ops = body_ops;
+  free(ins);
+  free(outs);
+  c->fusions++;
+  *out_op = fop;
+  return IRON_OK;
+}
+
+static void walk_func_remap(iron_ir_block_t *blk, remap_ctx_t *r) {
+  for (uint32_t k = 0; k < blk->num_ops; ++k)
+    each_operand(blk->ops[k], apply_remap, r);
+}
+
+static void walk_escapes(iron_ir_block_t *blk, use_ctx_t *u,
+                         const iron_ir_block_t *target,
+                         const int32_t *op_group) {
+  for (uint32_t k = 0; k < blk->num_ops; ++k) {
+    u->self = (blk == target && op_group[k] >= 0)
+                  ? find(u->groups, op_group[k])
+                  : -1;
+    // Only the op's own operands are uses by a member; nested ops never are.
+    iron_ir_op_t *op = blk->ops[k];
+    for (uint32_t i = 0; i < op->num_operands; ++i)
+      mark_escape(&op->operands[i], u);
+    u->self = -1;
+    if (op->kind == IRON_OP_FUSION) continue;
+    for (uint32_t r = 0; r < op->num_regions; ++r)
+      for (uint32_t b = 0; b < op->regions[r].num_blocks; ++b)
+        walk_escapes(&op->regions[r].blocks[b], u, target, op_group);
+  }
+}
+
+static iron_status_t fuse_block(fuse_ctx_t *c, iron_ir_block_t *blk) {
+  // Inner blocks first (loop bodies, branches).
+  for (uint32_t i = 0; i < blk->num_ops; ++i) {
+    iron_ir_op_t *op = blk->ops[i];
+    if (!is_control_flow(op)) continue;
+    for (uint32_t r = 0; r < op->num_regions; ++r)
+      for (uint32_t b = 0; b < op->regions[r].num_blocks; ++b)
+        IRON_RETURN_IF_ERROR_PLAIN(fuse_block(c, &op->regions[r].blocks[b]));
+  }
+  uint32_t n = blk->num_ops, ids = c->f->num_values;
+  if (n < 2) return IRON_OK;
+  int32_t *op_group = malloc(sizeof(int32_t) * n);
+  int32_t *val_group = malloc(sizeof(int32_t) * (ids + 1));
+  group_t *groups = calloc(n, sizeof(group_t));
+  bool *escapes = calloc(ids + 1, sizeof(bool));
+  iron_ir_value_t **remap = calloc(ids + 1, sizeof(*remap));
+  iron_ir_op_t **new_ops = NULL;
+  iron_status_t st = IRON_OK;
+  if (!op_group || !val_group || !groups || !escapes || !remap) {
+    st = oom();
+    goto done;
+  }
+  for (uint32_t i = 0; i < n; ++i) op_group[i] = -1;
+  for (uint32_t i = 0; i <= ids; ++i) val_group[i] = -1;
+  use_ctx_t u = {val_group, ids, groups, -1, escapes};
+  int32_t ngroups = 0;
+  for (uint32_t i = 0; i < n; ++i) {
+    iron_ir_op_t *op = blk->ops[i];
+    bool fusable = op->num_results == 1 && op->num_regions == 0 &&
+                   op->results[0].type->kind == IRON_TYPE_TENSOR &&
+                   iron_ir_type_is_static(op->results[0].type) &&
+                   c->can_fuse(op);
+    int32_t g = -1;
+    if (fusable) {
+      const iron_ir_type_t *shape = op->results[0].type;
+      // Join (and merge) every open group of this shape that feeds the op.
+      for (uint32_t k = 0; k < op->num_operands; ++k) {
+        int32_t h = group_of(&u, op->operands[k]);
+        if (h < 0 || groups[h].closed || !same_shape(groups[h].shape, shape))
+          continue;
+        if (g < 0) {
+          g = h;
+        } else if (h != g) {
+          groups[h].parent = g;
+          groups[g].size += groups[h].size;
+          groups[g].non_broadcast += groups[h].non_broadcast;
+        }
+      }
+      if (g < 0) {
+        g = ngroups++;
+        groups[g].shape = shape;
+        groups[g].parent = g;
+      }
+      groups[g].size++;
+      if (op->kind != IRON_OP_BROADCAST_IN_DIM && op->kind != IRON_OP_CONVERT)
+        groups[g].non_broadcast++;
+      groups[g].last = i;
+      op_group[i] = g;
+      if (op->results[0].id < ids) val_group[op->results[0].id] = g;
+    }
+    // Other groups this op reads from can no longer grow past it.
+    u.self = g;
+    each_operand(op, close_used, &u);
+    u.self = -1;
+  }
+  // Canonical group per op; groups worth a kernel: two ops or more, one of
+  // them doing arithmetic.
+  bool any = false;
+  for (uint32_t i = 0; i < n; ++i) {
+    if (op_group[i] < 0) continue;
+    int32_t g = find(groups, op_group[i]);
+    if (groups[g].size < 2 || groups[g].non_broadcast < 1) {
+      op_group[i] = -1;
+      iron_ir_op_t *op = blk->ops[i];
+      if (op->results[0].id < ids) val_group[op->results[0].id] = -1;
+    } else {
+      op_group[i] = g;
+      any = true;
+    }
+  }
+  if (!any) goto done;
+  for (uint32_t i = 0; i < n; ++i)
+    if (op_group[i] >= 0 && blk->ops[i]->results[0].id < ids)
+      val_group[blk->ops[i]->results[0].id] = op_group[i];
+  // Which member values are used outside their group (anywhere in the
+  // function)?
+  for (uint32_t b = 0; b < c->f->body.num_blocks; ++b)
+    walk_escapes(&c->f->body.blocks[b], &u, blk, op_group);
+  // The last member of each group: where its fusion goes.
+  for (uint32_t i = 0; i < n; ++i)
+    if (op_group[i] >= 0) groups[op_group[i]].last = i;
+  new_ops = iron_arena_alloc_array(&c->m->arena, n + 1, sizeof(*new_ops));
+  if (!new_ops) {
+    st = oom();
+    goto done;
+  }
+  uint32_t nn = 0;
+  for (uint32_t i = 0; i < n && !st; ++i) {
+    int32_t g = op_group[i];
+    if (g < 0) {
+      new_ops[nn++] = blk->ops[i];
+      continue;
+    }
+    if (groups[g].last != i) continue;
+    iron_ir_op_t *fop = NULL;
+    st = make_fusion(c, blk, op_group, g, &u, remap, &fop);
+    if (!st) new_ops[nn++] = fop;
+  }
+  if (st) goto done;
+  blk->ops = new_ops;
+  blk->num_ops = nn;
+  remap_ctx_t r = {remap, ids};
+  for (uint32_t b = 0; b < c->f->body.num_blocks; ++b)
+    walk_func_remap(&c->f->body.blocks[b], &r);
+done:
+  free(op_group);
+  free(val_group);
+  free(groups);
+  free(escapes);
+  free(remap);
+  return st;
+}
+
+iron_status_t iron_compiler_fuse(iron_ir_module_t *m,
+                                 iron_fuse_predicate_t can_fuse,
+                                 int *out_num_fusions) {
+  fuse_ctx_t c = {m, NULL, can_fuse, 0};
+  for (uint32_t i = 0; i < m->num_funcs; ++i) {
+    c.f = &m->funcs[i];
+    for (uint32_t b = 0; b < c.f->body.num_blocks; ++b)
+      IRON_RETURN_IF_ERROR_PLAIN(fuse_block(&c, &c.f->body.blocks[b]));
+  }
+  if (out_num_fusions) *out_num_fusions = c.fusions;
+  return IRON_OK;
+}

@@ -1,0 +1,644 @@
+// Pieces shared by the CUDA C generators: the prelude every generated
+// translation unit starts with, dtype -> C type, and the text buffer.
+//
+// The prelude is C++17 compiled by NVRTC without any CUDA header: it
+// declares its own fixed-width integers, 16-bit float storage types with
+// float arithmetic, complex types, and the helpers that carry XLA:CPU's edge
+// semantics (the same rules as the host kernels in src/device/host/ew_*.h:
+// integer division by zero, shifts past the width, float -> int saturation,
+// NaN-propagating max/min with -0 < +0, complex formulas). Helpers are
+// overloaded by type, so generators emit one spelling for every dtype.
+#include "device/cuda/cuda_codegen.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+// ---------------------------------------------------------------------------
+// Prelude
+
+// The part that does not depend on the denormal mode.
+static const char kPreludeBody[] =
+    "typedef signed char int8_t;\n"
+    "typedef short int16_t;\n"
+    "typedef int int32_t;\n"
+    "typedef long long int64_t;\n"
+    "typedef unsigned char uint8_t;\n"
+    "typedef unsigned short uint16_t;\n"
+    "typedef unsigned int uint32_t;\n"
+    "typedef unsigned long long uint64_t;\n"
+    "#define IRON_D static __device__ __forceinline__\n"
+    "struct __align__(2) iron_f16 { uint16_t bits; };\n"
+    "struct __align__(2) iron_bf16 { uint16_t bits; };\n"
+    "struct __align__(8) iron_c64 { float re, im; };\n"
+    "struct __align__(16) iron_c128 { double re, im; };\n"
+    // 16-byte element for dtype-agnostic data movement (c128).
+    "struct __align__(16) iron_b16 { uint64_t lo, hi; };\n"
+    "#define IRON_INFF __int_as_float(0x7f800000)\n"
+    "#define IRON_NANF __int_as_float(0x7fc00000)\n"
+    "#define IRON_INF __longlong_as_double(0x7ff0000000000000LL)\n"
+    "#define IRON_NAN __longlong_as_double(0x7ff8000000000000LL)\n"
+    // --- loads (storage -> compute) and stores (compute -> storage).
+    "template <class T> IRON_D T iron_ld(T x) { return x; }\n"
+    "IRON_D float iron_ld(iron_f16 h) {\n"
+    "  float f; asm(\"cvt.f32.f16 %0, %1;\" : \"=f\"(f) : \"h\"(h.bits));\n"
+    "  return f;\n"
+    "}\n"
+    "IRON_D float iron_ld(iron_bf16 h) {\n"
+    "  return __uint_as_float((uint32_t)h.bits << 16);\n"
+    "}\n"
+    // NaN keeps its top mantissa bits and is made quiet, as the host does.
+    "IRON_D iron_f16 iron_st_f16(float f) {\n"
+    "  iron_f16 h; uint32_t u = __float_as_uint(f);\n"
+    "  if ((u & 0x7fffffffu) > 0x7f800000u) {\n"
+    "    h.bits = (uint16_t)(((u >> 16) & 0x8000u) | 0x7e00u |\n"
+    "                        (((u & 0x7fffffffu) >> 13) & 0x3ffu));\n"
+    "    return h;\n"
+    "  }\n"
+    "  asm(\"cvt.rn.f16.f32 %0, %1;\" : \"=h\"(h.bits) : \"f\"(f));\n"
+    "  return h;\n"
+    "}\n"
+    "IRON_D iron_bf16 iron_st_bf16(float f) {\n"
+    "  iron_bf16 h; uint32_t u = __float_as_uint(f);\n"
+    "  if ((u & 0x7fffffffu) > 0x7f800000u) {\n"
+    "    h.bits = (uint16_t)((u >> 16) | 0x40u); return h;\n"
+    "  }\n"
+    "  u += 0x7fffu + ((u >> 16) & 1u);\n"
+    "  h.bits = (uint16_t)(u >> 16); return h;\n"
+    "}\n"
+    // f16/bf16 values live in float registers, rounded after every op.
+    "IRON_D float iron_rnd_f16(float f) { return iron_ld(iron_st_f16(f)); }\n"
+    "IRON_D float iron_rnd_bf16(float f) { return iron_ld(iron_st_bf16(f)); }\n"
+    // --- denormals (XLA:CPU reads them as zero in most float ops).
+    "IRON_D float iron_daz(float x) {\n"
+    "  return fabsf(x) < 1.17549435e-38f ? x * 0.0f : x;\n"
+    "}\n"
+    "IRON_D double iron_daz(double x) {\n"
+    "  return fabs(x) < 2.2250738585072014e-308 ? x * 0.0 : x;\n"
+    "}\n"
+    "IRON_D bool iron_signbit(float x) { return (__float_as_uint(x) >> 31) != 0; }\n"
+    "IRON_D bool iron_signbit(double x) { return __double_as_longlong(x) < 0; }\n"
+    "IRON_D bool iron_isnan(float x) { return x != x; }\n"
+    "IRON_D bool iron_isnan(double x) { return x != x; }\n"
+    "IRON_D bool iron_isinf(float x) { return fabsf(x) == IRON_INFF; }\n"
+    "IRON_D bool iron_isinf(double x) { return fabs(x) == IRON_INF; }\n"
+    "IRON_D bool iron_isfinite(float x) {\n"
+    "  return (__float_as_uint(x) & 0x7f800000u) != 0x7f800000u;\n"
+    "}\n"
+    "IRON_D bool iron_isfinite(double x) {\n"
+    "  return (__double_as_longlong(x) & 0x7ff0000000000000LL) !=\n"
+    "         0x7ff0000000000000LL;\n"
+    "}\n"
+    // --- float helpers (float and double overloads).
+    "#define IRON_FLOAT_HELPERS(R, F)                                     \\\n"
+    "  IRON_D R iron_fmax(R x, R y) {                                     \\\n"
+    "    if (x != x) return x; if (y != y) return y;                      \\\n"
+    "    if (x == y) return iron_signbit(x) ? y : x;                      \\\n"
+    "    return x > y ? x : y;                                            \\\n"
+    "  }                                                                  \\\n"
+    "  IRON_D R iron_fmin(R x, R y) {                                     \\\n"
+    "    if (x != x) return x; if (y != y) return y;                      \\\n"
+    "    if (x == y) return iron_signbit(x) ? x : y;                      \\\n"
+    "    return x < y ? x : y;                                            \\\n"
+    "  }                                                                  \\\n"
+    "  IRON_D R iron_fsign(R x) {                                         \\\n"
+    "    return x > (R)0 ? (R)1 : x < (R)0 ? (R)-1 : x * (R)0;            \\\n"
+    "  }                                                                  \\\n"
+    "  IRON_D R iron_logistic(R x) { return (R)1 / ((R)1 + exp##F(-x)); } \\\n"
+    "  IRON_D R iron_rsqrt(R x) { return (R)1 / sqrt##F(x); }\n"
+    "IRON_FLOAT_HELPERS(float, f)\n"
+    // XLA:CPU's remainder keeps denormals (rem(d, 1) = d); under -ftz
+    // fmodf would read d as 0. |x| < |y| (false for NaNs) returns x as is.
+    "IRON_D float iron_frem(float x, float y) {\n"
+    "  return fabsf(x) < fabsf(y) ? x : fmodf(x, y);\n"
+    "}\n"
+    "IRON_FLOAT_HELPERS(double, )\n"
+    // float -> int: NaN -> 0, saturate at the bounds (XLA:CPU).
+    "template <class T> IRON_D T iron_f2s(double v, int bits) {\n"
+    "  double lo = -ldexp(1.0, bits - 1);\n"
+    "  if (v != v) return (T)0;\n"
+    "  if (v <= lo) return bits == 64 ? (T)(-9223372036854775807LL - 1)\n"
+    "                                 : (T)(int64_t)lo;\n"
+    "  if (v >= -lo) return bits == 64 ? (T)9223372036854775807LL\n"
+    "                                  : (T)((int64_t)(-lo) - 1);\n"
+    "  return (T)(int64_t)v;\n"
+    "}\n"
+    "template <class T> IRON_D T iron_f2u(double v, int bits) {\n"
+    "  double hi = ldexp(1.0, bits);\n"
+    "  if (v != v || v <= 0) return (T)0;\n"
+    "  if (v >= hi) return bits == 64 ? (T)~0ULL : (T)((uint64_t)hi - 1);\n"
+    "  return (T)(uint64_t)v;\n"
+    "}\n"
+    // TOTALORDER keys: sign-magnitude bits as two's complement order.
+    "IRON_D int32_t iron_tkey(float f) {\n"
+    "  int32_t k = (int32_t)__float_as_uint(f);\n"
+    "  return k < 0 ? (k ^ 0x7fffffff) : k;\n"
+    "}\n"
+    "IRON_D int64_t iron_tkey(double f) {\n"
+    "  int64_t k = __double_as_longlong(f);\n"
+    "  return k < 0 ? (k ^ 0x7fffffffffffffffLL) : k;\n"
+    "}\n"
+    "IRON_D int16_t iron_tkey16(uint16_t b) {\n"
+    "  int16_t k = (int16_t)b;\n"
+    "  return k < 0 ? (int16_t)(k ^ 0x7fff) : k;\n"
+    "}\n"
+    // --- integers: wrap-around arithmetic; x/0 = -1 (all ones);
+    // MIN/-1 = MIN; x%0 = x; MIN%-1 = 0; shifts by >= width (or negative)
+    // give 0, or the sign fill for arithmetic right shifts.
+    "template <class T> struct iron_it;\n"
+    "#define IRON_IT(T, U, S, W, B)                                       \\\n"
+    "  template <> struct iron_it<T> {                                    \\\n"
+    "    typedef U u; typedef S s; typedef W w; enum { bits = B };        \\\n"
+    "  };\n"
+    "IRON_IT(int8_t, uint8_t, int8_t, uint32_t, 8)\n"
+    "IRON_IT(int16_t, uint16_t, int16_t, uint32_t, 16)\n"
+    "IRON_IT(int32_t, uint32_t, int32_t, uint32_t, 32)\n"
+    "IRON_IT(int64_t, uint64_t, int64_t, uint64_t, 64)\n"
+    "IRON_IT(uint8_t, uint8_t, int8_t, uint32_t, 8)\n"
+    "IRON_IT(uint16_t, uint16_t, int16_t, uint32_t, 16)\n"
+    "IRON_IT(uint32_t, uint32_t, int32_t, uint32_t, 32)\n"
+    "IRON_IT(uint64_t, uint64_t, int64_t, uint64_t, 64)\n"
+    "#define IRON_ITY(T) typedef typename iron_it<T>::u U; \\\n"
+    "  typedef typename iron_it<T>::w W; typedef typename iron_it<T>::s S; \\\n"
+    "  (void)sizeof(S); enum { B = iron_it<T>::bits }\n"
+    "template <class T> IRON_D T iron_iadd(T x, T y) {\n"
+    "  IRON_ITY(T); return (T)(U)((W)(U)x + (W)(U)y);\n"
+    "}\n"
+    "template <class T> IRON_D T iron_isub(T x, T y) {\n"
+    "  IRON_ITY(T); return (T)(U)((W)(U)x - (W)(U)y);\n"
+    "}\n"
+    "template <class T> IRON_D T iron_imul(T x, T y) {\n"
+    "  IRON_ITY(T); return (T)(U)((W)(U)x * (W)(U)y);\n"
+    "}\n"
+    "template <class T> IRON_D T iron_ineg(T x) {\n"
+    "  IRON_ITY(T); return (T)(U)((W)0 - (W)(U)x);\n"
+    "}\n"
+    "template <class T> IRON_D T iron_inot(T x) { return (T)~x; }\n"
+    "template <class T> IRON_D T iron_idiv(T x, T y) {\n"
+    "  IRON_ITY(T);\n"
+    "  if ((T)-1 > (T)0) return y == 0 ? (T)~(U)0 : (T)(x / y);\n"
+    "  if (y == 0) return (T)-1;\n"
+    "  if (y == (T)-1) return iron_ineg(x);\n"
+    "  return (T)(x / y);\n"
+    "}\n"
+    "template <class T> IRON_D T iron_irem(T x, T y) {\n"
+    "  if (y == 0) return x;\n"
+    "  if ((T)-1 < (T)0 && y == (T)-1) return (T)0;\n"
+    "  return (T)(x % y);\n"
+    "}\n"
+    "template <class T> IRON_D T iron_shl(T x, T y) {\n"
+    "  IRON_ITY(T);\n"
+    "  return (W)(U)y >= (W)B ? (T)0 : (T)(U)((W)(U)x << (W)(U)y);\n"
+    "}\n"
+    "template <class T> IRON_D T iron_shrl(T x, T y) {\n"
+    "  IRON_ITY(T);\n"
+    "  return (W)(U)y >= (W)B ? (T)0 : (T)(U)((W)(U)x >> (W)(U)y);\n"
+    "}\n"
+    "template <class T> IRON_D T iron_shra(T x, T y) {\n"
+    "  IRON_ITY(T);\n"
+    "  if ((W)(U)y >= (W)B) return (S)x < 0 ? (T)~(U)0 : (T)0;\n"
+    "  return (T)(U)(S)((S)x >> (int)(U)y);\n"
+    "}\n"
+    "template <class T> IRON_D T iron_iabs(T x) {\n"
+    "  return x < (T)0 ? iron_ineg(x) : x;\n"
+    "}\n"
+    "template <class T> IRON_D T iron_isign(T x) {\n"
+    "  return (T)((x > (T)0) - (x < (T)0));\n"
+    "}\n"
+    "template <class T> IRON_D T iron_imax(T x, T y) { return x > y ? x : y; }\n"
+    "template <class T> IRON_D T iron_imin(T x, T y) { return x < y ? x : y; }\n"
+    "template <class T> IRON_D T iron_popcnt(T x) {\n"
+    "  IRON_ITY(T); return (T)__popcll((unsigned long long)(U)x);\n"
+    "}\n"
+    "template <class T> IRON_D T iron_clz(T x) {\n"
+    "  IRON_ITY(T); unsigned long long u = (unsigned long long)(U)x;\n"
+    "  return (T)(u == 0 ? (int)B : __clzll((long long)u) - (64 - (int)B));\n"
+    "}\n"
+    // XLA:CPU squares over the low 6 bits of the exponent only, and treats
+    // exponents with the top bit set as negative (even for unsigned types):
+    // 0, except bases 1 and -1.
+    "template <class T> IRON_D T iron_ipow(T xb, T xe) {\n"
+    "  IRON_ITY(T); U base = (U)xb, e = (U)xe;\n"
+    "  if ((e >> (B - 1)) & 1) {\n"
+    "    if (base == 1) return (T)1;\n"
+    "    if (base == (U)~(U)0) return (e & 1) ? (T)base : (T)1;\n"
+    "    return (T)0;\n"
+    "  }\n"
+    "  U r = 1;\n"
+    "  for (int bit = 0; bit < 6; ++bit) {\n"
+    "    if ((e >> bit) & 1) r = (U)((W)r * (W)base);\n"
+    "    base = (U)((W)base * (W)base);\n"
+    "  }\n"
+    "  return (T)r;\n"
+    "}\n"
+    // --- complex (XLA:CPU's formulas, as src/device/host/ew_complex.h).
+    "#define IRON_CPLX(C, R, F)                                           \\\n"
+    "  IRON_D C iron_mk(R re, R im, C *) { C z; z.re = re; z.im = im; return z; } \\\n"
+    "  IRON_D C operator+(C a, C b) { C z; z.re = a.re + b.re; z.im = a.im + b.im; return z; } \\\n"
+    "  IRON_D C operator-(C a, C b) { C z; z.re = a.re - b.re; z.im = a.im - b.im; return z; } \\\n"
+    "  IRON_D C operator-(C a) { C z; z.re = -a.re; z.im = -a.im; return z; } \\\n"
+    "  IRON_D bool operator==(C a, C b) { return a.re == b.re && a.im == b.im; } \\\n"
+    "  IRON_D bool operator!=(C a, C b) { return !(a == b); }            \\\n"
+    "  IRON_D C operator*(C x, C y) {                                     \\\n"
+    "    C z; z.re = fma##F(x.re, y.re, -(x.im * y.im));                  \\\n"
+    "    z.im = fma##F(x.re, y.im, x.im * y.re); return z;                \\\n"
+    "  }                                                                  \\\n"
+    "  IRON_D C operator/(C x, C y) {                                     \\\n"
+    "    R a = x.re, b = x.im, c = y.re, d = y.im; C z;                   \\\n"
+    "    if (c == 0 && d == 0) { z.re = a / (R)0; z.im = b / (R)0; return z; } \\\n"
+    "    R re, im;                                                        \\\n"
+    "    if (fabs##F(c) >= fabs##F(d)) {                                  \\\n"
+    "      R r = d / c, den = c + d * r;                                  \\\n"
+    "      re = (a + b * r) / den; im = (b - a * r) / den;                \\\n"
+    "    } else {                                                         \\\n"
+    "      R r = c / d, den = c * r + d;                                  \\\n"
+    "      re = (a * r + b) / den; im = (b * r - a) / den;                \\\n"
+    "    }                                                                \\\n"
+    "    if (re != re && im != im) {                                      \\\n"
+    "      if ((iron_isinf(a) || iron_isinf(b)) && iron_isfinite(c) && iron_isfinite(d)) { \\\n"
+    "        a = copysign##F(iron_isinf(a) ? (R)1 : (R)0, a);             \\\n"
+    "        b = copysign##F(iron_isinf(b) ? (R)1 : (R)0, b);             \\\n"
+    "        re = (R)IRON_INF * (a * c + b * d);                          \\\n"
+    "        im = (R)IRON_INF * (b * c - a * d);                          \\\n"
+    "      } else if ((iron_isinf(c) || iron_isinf(d)) && iron_isfinite(a) && iron_isfinite(b)) { \\\n"
+    "        c = copysign##F(iron_isinf(c) ? (R)1 : (R)0, c);             \\\n"
+    "        d = copysign##F(iron_isinf(d) ? (R)1 : (R)0, d);             \\\n"
+    "        re = (R)0 * (a * c + b * d);                                 \\\n"
+    "        im = (R)0 * (b * c - a * d);                                 \\\n"
+    "      }                                                              \\\n"
+    "    }                                                                \\\n"
+    "    z.re = re; z.im = im; return z;                                  \\\n"
+    "  }                                                                  \\\n"
+    "  IRON_D R iron_cabs(C x) {                                          \\\n"
+    "    R a = fabs##F(x.re), b = fabs##F(x.im);                          \\\n"
+    "    R mx = iron_fmax(a, b), mn = iron_fmin(a, b);                    \\\n"
+    "    R q = mn / mx; R r = mx * sqrt##F((R)1 + q * q);                 \\\n"
+    "    return r != r ? mn : r;                                          \\\n"
+    "  }                                                                  \\\n"
+    "  IRON_D C iron_csign(C x) {                                         \\\n"
+    "    R m = iron_cabs(x); C z;                                         \\\n"
+    "    if (m == 0) { z.re = 0; z.im = 0; return z; }                    \\\n"
+    "    z.re = x.re / m; z.im = x.im / m; return z;                      \\\n"
+    "  }                                                                  \\\n"
+    "  IRON_D C iron_cexp(C x) {                                          \\\n"
+    "    R e = exp##F(x.re); C z;                                         \\\n"
+    "    if (x.im == 0) { z.re = e; z.im = x.im; return z; }              \\\n"
+    "    z.re = e * cos##F(x.im); z.im = e * sin##F(x.im); return z;      \\\n"
+    "  }                                                                  \\\n"
+    "  IRON_D C iron_clog(C x) {                                          \\\n"
+    "    C z; z.re = log##F(iron_cabs(x)); z.im = atan2##F(x.im, x.re);   \\\n"
+    "    return z;                                                        \\\n"
+    "  }                                                                  \\\n"
+    "  IRON_D C iron_csin(C x) {                                          \\\n"
+    "    C z; z.re = sin##F(x.re) * cosh##F(x.im);                        \\\n"
+    "    z.im = cos##F(x.re) * sinh##F(x.im); return z;                   \\\n"
+    "  }                                                                  \\\n"
+    "  IRON_D C iron_ccos(C x) {                                          \\\n"
+    "    C z; z.re = cos##F(x.re) * cosh##F(x.im);                        \\\n"
+    "    z.im = -sin##F(x.re) * sinh##F(x.im); return z;                  \\\n"
+    "  }                                                                  \\\n"
+    "  IRON_D C iron_cexpm1(C x) {                                        \\\n"
+    "    R a = x.re, b = x.im, s = sin##F(b * (R)0.5); C z;               \\\n"
+    "    if (b == 0) { z.re = expm1##F(a); z.im = b; return z; }          \\\n"
+    "    z.re = expm1##F(a) * cos##F(b) - (R)2 * s * s;                   \\\n"
+    "    z.im = exp##F(a) * sin##F(b); return z;                          \\\n"
+    "  }                                                                  \\\n"
+    "  IRON_D C iron_clog1p(C x) {                                        \\\n"
+    "    R a = x.re, b = x.im, re; C z;                                   \\\n"
+    "    if (fabs##F(a) < (R)0.5 && fabs##F(b) < (R)0.5) {                \\\n"
+    "      re = (R)0.5 * log1p##F(a * ((R)2 + a) + b * b);                \\\n"
+    "    } else {                                                         \\\n"
+    "      C w; w.re = a + (R)1; w.im = b; re = log##F(iron_cabs(w));     \\\n"
+    "    }                                                                \\\n"
+    "    z.re = re; z.im = atan2##F(b, a + (R)1); return z;               \\\n"
+    "  }                                                                  \\\n"
+    "  IRON_D C iron_clogistic(C x) {                                     \\\n"
+    "    C one; one.re = 1; one.im = 0;                                   \\\n"
+    "    return one / (one + iron_cexp(-x));                              \\\n"
+    "  }                                                                  \\\n"
+    "  IRON_D C iron_csqrt(C x) {                                         \\\n"
+    "    R a = x.re, b = x.im; C z;                                       \\\n"
+    "    if (a == 0 && b == 0) { z.re = 0; z.im = b; return z; }          \\\n"
+    "    if (iron_isinf(b) && a == a) { z.re = (R)IRON_INF; z.im = b; return z; } \\\n"
+    "    R t = sqrt##F((fabs##F(a) + iron_cabs(x)) * (R)0.5);             \\\n"
+    "    if (a >= 0) { z.re = t; z.im = b / ((R)2 * t); return z; }       \\\n"
+    "    z.re = fabs##F(b) / ((R)2 * t); z.im = b < 0 ? -t : t; return z; \\\n"
+    "  }                                                                  \\\n"
+    "  IRON_D C iron_crsqrt(C x) {                                        \\\n"
+    "    C z;                                                             \\\n"
+    "    if (x.re == 0 && x.im == 0) { z.re = (R)IRON_INF; z.im = (R)IRON_NAN; return z; } \\\n"
+    "    if (iron_isinf(x.re) || iron_isinf(x.im)) { z.re = 0; z.im = 0; return z; } \\\n"
+    "    R m = (R)1 / sqrt##F(iron_cabs(x));                              \\\n"
+    "    R h = (R)-0.5 * atan2##F(x.im, x.re);                            \\\n"
+    "    z.re = m * cos##F(h); z.im = m * sin##F(h); return z;            \\\n"
+    "  }                                                                  \\\n"
+    "  IRON_D C iron_cpow(C x, C y) {                                     \\\n"
+    "    R a = x.re, b = x.im, c = y.re, d = y.im; C z;                   \\\n"
+    "    if (a == 0 && b == 0) {                                          \\\n"
+    "      if (c == 0 && d == 0) { z.re = 1; z.im = 0; return z; }        \\\n"
+    "      if (d == 0 && c > 0) { z.re = 0; z.im = 0; return z; }         \\\n"
+    "    }                                                                \\\n"
+    "    R lr = log##F(iron_cabs(x)), th = atan2##F(b, a);                \\\n"
+    "    R mag = exp##F(c * lr - d * th), ang = d * lr + c * th;          \\\n"
+    "    z.re = mag * cos##F(ang); z.im = mag * sin##F(ang); return z;    \\\n"
+    "  }                                                                  \\\n"
+    /* Kahan's formula; large |re| avoids inf/inf. */
+    "  IRON_D C iron_ctanh(C x) {                                         \\\n"
+    "    R a = x.re, b = x.im; C z;                                       \\\n"
+    "    if (fabs##F(a) >= (R)22) {                                       \\\n"
+    "      R e = exp##F(-fabs##F(a));                                     \\\n"
+    "      z.re = copysign##F((R)1, a);                                   \\\n"
+    "      z.im = (R)4 * sin##F(b) * cos##F(b) * e * e; return z;         \\\n"
+    "    }                                                                \\\n"
+    "    R t = tan##F(b), beta = (R)1 + t * t, s = sinh##F(a);            \\\n"
+    "    R rho = sqrt##F((R)1 + s * s), den = (R)1 + beta * s * s;        \\\n"
+    "    z.re = beta * rho * s / den; z.im = t / den; return z;           \\\n"
+    "  }                                                                  \\\n"
+    "  IRON_D C iron_ctan(C x) {                                          \\\n"
+    "    C w; w.re = -x.im; w.im = x.re; C t = iron_ctanh(w);             \\\n"
+    "    C z; z.re = t.im; z.im = -t.re; return z;                        \\\n"
+    "  }                                                                  \\\n"
+    /* GT/LT lexicographic; GE/LE on the real parts only (XLA:CPU). */
+    "  IRON_D bool iron_cgt(C x, C y) {                                   \\\n"
+    "    return x.re > y.re || (x.re == y.re && x.im > y.im);             \\\n"
+    "  }                                                                  \\\n"
+    "  IRON_D bool iron_clt(C x, C y) {                                   \\\n"
+    "    return x.re < y.re || (x.re == y.re && x.im < y.im);             \\\n"
+    "  }                                                                  \\\n"
+    "  IRON_D bool iron_cge(C x, C y) { return x.re >= y.re; }            \\\n"
+    "  IRON_D bool iron_cle(C x, C y) { return x.re <= y.re; }            \\\n"
+    "  IRON_D C iron_cmax(C x, C y) { return iron_cge(x, y) ? x : y; }    \\\n"
+    "  IRON_D C iron_cmin(C x, C y) { return iron_cle(x, y) ? x : y; }\n"
+    "IRON_CPLX(iron_c64, float, f)\n"
+    "IRON_CPLX(iron_c128, double, )\n"
+    // Narrow floats (f8 family, f4E2M1FN), one per byte: decode to double
+    // and encode with round-to-nearest-even from double, as the host's
+    // ew_narrow.c (measured against XLA:CPU). kind: 0 IEEE-like, 1 FN (no
+    // inf, NaN all ones), 2 FNUZ (NaN = sign bit alone, no -0), 3 SAT.
+    "IRON_D double iron_nf_decode(unsigned bits, int eb, int mb, int bias,\n"
+    "                             int kind) {\n"
+    "  int nb = 1 + eb + mb; unsigned emask = (1u << eb) - 1, mmask = (1u << mb) - 1;\n"
+    "  bits &= (1u << nb) - 1;\n"
+    "  unsigned sign = bits >> (nb - 1), e = (bits >> mb) & emask, m = bits & mmask;\n"
+    "  if (kind == 2 && bits == 1u << (nb - 1)) return IRON_NAN;\n"
+    "  if (kind == 0 && e == emask) return m ? IRON_NAN : sign ? -IRON_INF : IRON_INF;\n"
+    "  if (kind == 1 && e == emask && m == mmask) return IRON_NAN;\n"
+    "  double v = e == 0 ? ldexp((double)m, 1 - bias - mb)\n"
+    "                    : ldexp((double)((1u << mb) + m), (int)e - bias - mb);\n"
+    "  return sign ? -v : v;\n"
+    "}\n"
+    "IRON_D uint8_t iron_nf_encode(double x, int eb, int mb, int bias, int kind) {\n"
+    "  int nb = 1 + eb + mb; unsigned emask = (1u << eb) - 1, mmask = (1u << mb) - 1;\n"
+    "  unsigned sbit = 1u << (nb - 1), sign = iron_signbit(x) ? sbit : 0;\n"
+    "  unsigned maxbits = kind == 0 ? (((emask - 1) << mb) | mmask)\n"
+    "                   : kind == 1 ? ((emask << mb) | (mmask - 1))\n"
+    "                               : ((emask << mb) | mmask);\n"
+    "  unsigned nan_bits = kind == 0 ? ((emask << mb) | (1u << (mb - 1)))\n"
+    "                    : kind == 1 ? ((emask << mb) | mmask) : 0;\n"
+    "  if (x != x) return (uint8_t)((kind >= 2) ? sbit : (sign | nan_bits));\n"
+    "  unsigned overflow = kind == 0 ? (sign | (emask << mb))\n"
+    "                    : kind == 1 ? (sign | nan_bits)\n"
+    "                    : kind == 2 ? sbit : (sign | maxbits);\n"
+    "  double a = fabs(x);\n"
+    "  if (a == IRON_INF) return (uint8_t)overflow;\n"
+    "  if (a == 0) return (uint8_t)(kind == 2 ? 0 : sign);\n"
+    "  int ex; frexp(a, &ex);\n"
+    "  int e = ex - 1, emin = 1 - bias;\n"
+    "  int qexp = (e < emin ? emin : e) - mb;\n"
+    "  double q = rint(ldexp(a, -qexp));\n"
+    "  if (q == 0) return (uint8_t)(kind == 2 ? 0 : sign);\n"
+    "  if (q >= (double)(2u << mb)) { q /= 2; qexp++; }\n"
+    "  unsigned qi = (unsigned)q, enc;\n"
+    "  if (qi >= (1u << mb)) {\n"
+    "    long long biased = (long long)qexp + mb + bias;\n"
+    "    if (biased > (long long)emask) return (uint8_t)overflow;\n"
+    "    enc = ((unsigned)biased << mb) | (qi - (1u << mb));\n"
+    "  } else {\n"
+    "    enc = qi;\n"
+    "  }\n"
+    "  if (enc > maxbits) return (uint8_t)overflow;\n"
+    "  return (uint8_t)(sign | enc);\n"
+    "}\n"
+    // V elements moved by one vector load/store.
+    "template <class T, int V> struct alignas(sizeof(T) * V) iron_vec { T v[V]; };\n"
+    // Grid-stride loop over [0, n).
+    "#define IRON_LOOP(I, IDX, n) \\\n"
+    "  for (IDX I = (IDX)blockIdx.x * blockDim.x + threadIdx.x; I < (IDX)(n); \\\n"
+    "       I += (IDX)gridDim.x * blockDim.x)\n";
+
+bool iron_cuda_flush_denormals(void) {
+  static atomic_int g = -1;
+  int f = atomic_load_explicit(&g, memory_order_relaxed);
+  if (f < 0) {
+    const char *e = getenv("IRON_CUDA_DENORMALS");
+    f = !(e && strcmp(e, "keep") == 0);
+    atomic_store_explicit(&g, f, memory_order_relaxed);
+  }
+  return f != 0;
+}
+
+static char *g_prelude[2];
+static pthread_once_t g_prelude_once = PTHREAD_ONCE_INIT;
+
+static void prelude_init(void) {
+  static const char *const kHead[2] = {
+      "// ironjax generated CUDA C (prelude v1, ftz=0)\n",
+      "// ironjax generated CUDA C (prelude v1, ftz=1)\n"};
+  for (int i = 0; i < 2; ++i) {
+    size_t hn = strlen(kHead[i]);
+    char *p = malloc(hn + sizeof(kPreludeBody));
+    if (!p) continue;
+    memcpy(p, kHead[i], hn);
+    memcpy(p + hn, kPreludeBody, sizeof(kPreludeBody));
+    g_prelude[i] = p;
+  }
+}
+
+const char *iron_cuda_prelude(void) {
+  // The first line names the denormal mode, which also picks NVRTC's -ftz:
+  // sources (and so cache keys) differ between the modes.
+  pthread_once(&g_prelude_once, prelude_init);
+  int ftz = iron_cuda_flush_denormals() ? 1 : 0;
+  // Allocation failure (never in practice) gives the body alone, which is a
+  // complete prelude too.
+  return g_prelude[ftz] ? g_prelude[ftz] : kPreludeBody;
+}
+
+const char *iron_cuda_ctype(iron_dtype_t dt) {
+  switch (dt) {
+    case IRON_DTYPE_PRED: return "uint8_t";
+    case IRON_DTYPE_S8: return "int8_t";
+    case IRON_DTYPE_S16: return "int16_t";
+    case IRON_DTYPE_S32: return "int32_t";
+    case IRON_DTYPE_S64: return "int64_t";
+    case IRON_DTYPE_U8: return "uint8_t";
+    case IRON_DTYPE_U16: return "uint16_t";
+    case IRON_DTYPE_U32: return "uint32_t";
+    case IRON_DTYPE_U64: return "uint64_t";
+    case IRON_DTYPE_F16: return "iron_f16";
+    case IRON_DTYPE_BF16: return "iron_bf16";
+    case IRON_DTYPE_F32: return "float";
+    case IRON_DTYPE_F64: return "double";
+    case IRON_DTYPE_C64: return "iron_c64";
+    case IRON_DTYPE_C128: return "iron_c128";
+    default: return NULL;
+  }
+}
+
+const char *iron_cuda_compute_ctype(iron_dtype_t dt) {
+  switch (dt) {
+    case IRON_DTYPE_PRED: return "bool";
+    case IRON_DTYPE_F16:
+    case IRON_DTYPE_BF16: return "float";
+    default: return iron_cuda_ctype(dt);
+  }
+}
+
+const char *iron_cuda_bytes_ctype(size_t elem_size) {
+  switch (elem_size) {
+    case 1: return "uint8_t";
+    case 2: return "uint16_t";
+    case 4: return "uint32_t";
+    case 8: return "uint64_t";
+    case 16: return "iron_b16";
+    default: return NULL;
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Text buffer
+
+void iron_cuda_src_init(iron_cuda_src_t *s) { memset(s, 0, sizeof(*s)); }
+
+static void src_vappend(iron_cuda_src_t *s, const char *fmt, va_list ap) {
+  if (s->oom) return;
+  for (;;) {
+    size_t room = s->cap - s->len;
+    va_list aq;
+    va_copy(aq, ap);
+    int n = vsnprintf(s->text ? s->text + s->len : NULL, s->text ? room : 0,
+                      fmt, aq);
+    va_end(aq);
+    if (n < 0) {
+      s->oom = 1;
+      return;
+    }
+    if (s->text && (size_t)n < room) {
+      s->len += (size_t)n;
+      return;
+    }
+    size_t need = s->len + (size_t)n + 1;
+    size_t cap = s->cap ? s->cap : 1024;
+    while (cap < need) {
+      if (cap > SIZE_MAX / 2) {
+        s->oom = 1;
+        return;
+      }
+      cap *= 2;
+    }
+    char *t = realloc(s->text, cap);
+    if (!t) {
+      s->oom = 1;
+      return;
+    }
+    s->text = t;
+    s->cap = cap;
+  }
+}
+
+void iron_cuda_src_printf(iron_cuda_src_t *s, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  src_vappend(s, fmt, ap);
+  va_end(ap);
+}
+
+iron_status_t iron_cuda_src_finish(iron_cuda_src_t *s, char **out_text) {
+  if (s->oom) {
+    iron_cuda_src_free(s);
+    return IRON_ERR(RESOURCE_EXHAUSTED, "out of memory generating CUDA C");
+  }
+  if (!s->text) {
+    s->text = calloc(1, 1);
+    if (!s->text) {
+      return IRON_ERR(RESOURCE_EXHAUSTED, "out of memory generating CUDA C");
+    }
+  }
+  *out_text = s->text;
+  memset(s, 0, sizeof(*s));
+  return IRON_OK;
+}
+
+void iron_cuda_src_free(iron_cuda_src_t *s) {
+  free(s->text);
+  memset(s, 0, sizeof(*s));
+}
+
+// ---------------------------------------------------------------------------
+// Kernel sources
+
+// FNV-1a over the bytes, two lanes with different offsets, finished with a
+// 64-bit mix: a stable 128-bit fingerprint (not cryptographic; the cache
+// files are ours).
+static uint64_t mix64(uint64_t x) {
+  x ^= x >> 33;
+  x *= 0xff51afd7ed558ccdULL;
+  x ^= x >> 33;
+  x *= 0xc4ceb9fe1a85ec53ULL;
+  x ^= x >> 33;
+  return x;
+}
+
+void iron_cuda_hash128(const void *data, size_t n, uint64_t seed,
+                       uint64_t out[2]) {
+  const unsigned char *p = data;
+  uint64_t a = 0xcbf29ce484222325ULL ^ seed;
+  uint64_t b = 0x84222325cbf29ce4ULL ^ mix64(seed + 1);
+  for (size_t i = 0; i < n; ++i) {
+    a = (a ^ p[i]) * 0x100000001b3ULL;
+    b = (b ^ p[i]) * 0x100000001b3ULL;
+    b ^= b >> 29;
+  }
+  out[0] = mix64(a ^ (uint64_t)n);
+  out[1] = mix64(b ^ mix64(a));
+}
+
+iron_status_t iron_cuda_source_make(iron_cuda_src_t *body, const char *prefix,
+                                    char **out_source, char **out_name) {
+  char *text = NULL;
+  IRON_RETURN_IF_ERROR_PLAIN(iron_cuda_src_finish(body, &text));
+  uint64_t h[2];
+  iron_cuda_hash128(text, strlen(text), 0, h);
+  char name[96];
+  snprintf(name, sizeof(name), "%s_%016llx", prefix, (unsigned long long)h[0]);
+  const char *prelude = iron_cuda_prelude();
+  iron_cuda_src_t out;
+  iron_cuda_src_init(&out);
+  iron_cuda_src_printf(&out, "%s", prelude);
+  // Replace every IRON_KERNEL_NAME placeholder with the name.
+  const char *tok = IRON_CUDA_KERNEL_PLACEHOLDER;
+  size_t tl = strlen(tok);
+  const char *p = text;
+  for (;;) {
+    const char *q = strstr(p, tok);
+    if (!q) {
+      iron_cuda_src_printf(&out, "%s", p);
+      break;
+    }
+    iron_cuda_src_printf(&out, "%.*s%s", (int)(q - p), p, name);
+    p = q + tl;
+  }
+  free(text);
+  char *src = NULL;
+  IRON_RETURN_IF_ERROR_PLAIN(iron_cuda_src_finish(&out, &src));
+  char *nm = strdup(name);
+  if (!nm) {
+    free(src);
+    return IRON_ERR(RESOURCE_EXHAUSTED, "out of memory");
+  }
+  *out_source = src;
+  *out_name = nm;
+  return IRON_OK;
+}

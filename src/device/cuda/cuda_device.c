@@ -1,0 +1,526 @@
+// The CUDA device (cuda_device.h): primary context, one non-blocking stream,
+// stream-ordered allocations from the device's default memory pool.
+#include "device/cuda/cuda_device.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "device/cuda/cuda_compile.h"
+
+
+// --- device count ------------------------------------------------------------
+
+static pthread_once_t g_count_once = PTHREAD_ONCE_INIT;
+static int g_count;
+static char g_reason[2048];
+
+static void count_init(void) {
+  // The driver first: without it (or a GPU) NVRTC and cuBLASLt stay unloaded.
+  const iron_cuda_api_t *api = iron_cuda_api_get_driver();
+  iron_status_t st = IRON_OK;
+  if (!api->has_driver)
+    st = IRON_ERR(FAILED_PRECONDITION, "CUDA is not usable: %s",
+                  api->driver_error);
+  if (!st) st = iron_cuda_status(api, api->cuInit(0), "cuInit");
+  int n = 0;
+  if (!st) st = iron_cuda_status(api, api->cuDeviceGetCount(&n), "cuDeviceGetCount");
+  if (!st && n <= 0)
+    st = IRON_ERR(NOT_FOUND, "the CUDA driver (%s) reports no GPU",
+                  api->driver_path);
+  if (!st) st = iron_cuda_api_require(iron_cuda_api_get());
+  if (st) {
+    snprintf(g_reason, sizeof(g_reason), "%s", iron_status_message(st));
+    iron_status_free(st);
+    g_count = 0;
+    return;
+  }
+  g_count = n;
+}
+
+int iron_cuda_device_count(const char **out_reason) {
+  pthread_once(&g_count_once, count_init);
+  if (out_reason) *out_reason = g_count > 0 ? NULL : g_reason;
+  return g_count;
+}
+
+// --- context and sticky errors ---------------------------------------------
+
+// The context is checked with cuCtxGetCurrent rather than trusted from a
+// thread-local cache: jobs also run inline on the caller's (Python) thread,
+// where other CUDA users (another framework, another device of ours) may
+// have made their own context current since we last looked. cuCtxGetCurrent
+// reads the driver's thread-local state and costs a few nanoseconds.
+iron_status_t iron_cuda_device_enter(iron_cuda_device_t *d) {
+  CUcontext cur = NULL;
+  if (d->api->cuCtxGetCurrent(&cur) == IRON_CU_SUCCESS && cur == d->ctx)
+    return IRON_OK;
+  return iron_cuda_status(d->api, d->api->cuCtxSetCurrent(d->ctx),
+                          "cuCtxSetCurrent");
+}
+
+iron_status_t iron_cuda_device_fail(iron_cuda_device_t *d, iron_status_t st) {
+  pthread_mutex_lock(&d->mu);
+  if (st && !d->sticky) {
+    d->sticky = iron_status_annotate(
+        st,
+        "CUDA device %d (%s) failed; it stays unusable for the rest of the "
+        "process",
+        d->ordinal, d->name);
+    st = NULL;
+  }
+  iron_status_t copy = d->sticky ? iron_status_clone(d->sticky) : IRON_OK;
+  pthread_mutex_unlock(&d->mu);
+  iron_status_free(st);
+  return copy;
+}
+
+// The sticky error (a copy) or OK; cheap when there is none.
+static iron_status_t sticky_error(iron_cuda_device_t *d) {
+  pthread_mutex_lock(&d->mu);
+  iron_status_t copy = d->sticky ? iron_status_clone(d->sticky) : IRON_OK;
+  pthread_mutex_unlock(&d->mu);
+  return copy;
+}
+
+// Waits for the stream; a failure there is an asynchronous fault of some
+// earlier work and becomes the sticky error.
+static iron_status_t stream_sync(iron_cuda_device_t *d) {
+  CUresult r = d->api->cuStreamSynchronize(d->stream);
+  if (r == IRON_CU_SUCCESS) return IRON_OK;
+  return iron_cuda_device_fail(
+      d, iron_cuda_status(d->api, r, "cuStreamSynchronize"));
+}
+
+// --- vtable ------------------------------------------------------------------
+
+// --- block cache ------------------------------------------------------------
+//
+// Measured on the H200 (GRU benchmark): ~27 kernel steps per loop iteration
+// at ~10 us of host time each, the GPU mostly idle; every step allocated
+// (cuMemAllocAsync) and freed (cuMemFreeAsync) its outputs. Blocks freed by
+// ironjax go to a per-size free list instead and are handed out again
+// in-stream-order (everything runs on d->stream, so a later step reusing a
+// block is ordered after the earlier users). Sizes are rounded up to a size
+// class (256 B steps below 64 KiB, then powers of two / 4); a class keeps at
+// most 64 blocks. On OOM the cache is returned to the pool first.
+
+#define IRON_CUDA_CACHE_CLASSES 512
+#define IRON_CUDA_CACHE_DEPTH 64
+
+struct iron_cuda_block_list {
+  size_t size;  // the class's rounded size (0: unused)
+  uint32_t n;
+  CUdeviceptr blocks[IRON_CUDA_CACHE_DEPTH];
+};
+
+// The size class of `n` bytes: index and rounded size (-1 when too large).
+static int size_class(size_t n, size_t *out_size) {
+  if (n <= 65536) {
+    size_t r = (n + 255) & ~(size_t)255;
+    *out_size = r;
+    return (int)(r / 256) - 1;  // 0..255
+  }
+  // Above 64 KiB: 4 classes per power of two.
+  int idx = 256;
+  size_t base = 65536;
+  while (idx < IRON_CUDA_CACHE_CLASSES - 4) {
+    for (int q = 1; q <= 4; ++q) {
+      size_t c = base + base / 4 * (size_t)q;
+      if (n <= c) {
+        *out_size = c;
+        return idx + q - 1;
+      }
+    }
+    base *= 2;
+    idx += 4;
+  }
+  return -1;
+}
+
+static void cache_release_all(iron_cuda_device_t *d) {
+  if (!d->cache) return;
+  pthread_mutex_lock(&d->cache_mu);
+  for (int c = 0; c < IRON_CUDA_CACHE_CLASSES; ++c) {
+    struct iron_cuda_block_list *l = &d->cache[c];
+    for (uint32_t i = 0; i < l->n; ++i)
+      d->api->cuMemFreeAsync(l->blocks[i], d->stream);
+    l->n = 0;
+  }
+  d->cache_bytes = 0;
+  pthread_mutex_unlock(&d->cache_mu);
+}
+
+static iron_status_t cuda_mem_alloc(iron_device_t *dev, size_t nbytes,
+                                    void **out_ptr) {
+  iron_cuda_device_t *d = iron_cuda_device_cast(dev);
+  IRON_RETURN_IF_ERROR_PLAIN(sticky_error(d));
+  size_t rounded = nbytes;
+  int cls = d->cache_on ? size_class(nbytes, &rounded) : -1;
+  if (cls >= 0) {
+    pthread_mutex_lock(&d->cache_mu);
+    struct iron_cuda_block_list *l = &d->cache[cls];
+    if (l->n) {
+      CUdeviceptr p = l->blocks[--l->n];
+      d->cache_bytes -= rounded;
+      pthread_mutex_unlock(&d->cache_mu);
+      *out_ptr = (void *)(uintptr_t)p;
+      return IRON_OK;
+    }
+    pthread_mutex_unlock(&d->cache_mu);
+  }
+  IRON_RETURN_IF_ERROR_PLAIN(iron_cuda_device_enter(d));
+  CUdeviceptr p = 0;
+  CUresult r = d->api->cuMemAllocAsync(&p, rounded, d->stream);
+  if (r == IRON_CU_ERROR_OUT_OF_MEMORY) {
+    // Memory freed on the stream returns to the pool once the stream gets
+    // there: give back the cache, wait for it and try once more.
+    cache_release_all(d);
+    IRON_RETURN_IF_ERROR_PLAIN(stream_sync(d));
+    r = d->api->cuMemAllocAsync(&p, rounded, d->stream);
+  }
+  if (r == IRON_CU_ERROR_OUT_OF_MEMORY)
+    return IRON_ERR(RESOURCE_EXHAUSTED,
+                    "out of memory allocating %zu bytes on CUDA device %d "
+                    "(%s, %lld bytes in use by ironjax, %zu total)",
+                    nbytes, d->ordinal, d->name,
+                    (long long)atomic_load(&dev->bytes_in_use), d->total_mem);
+  IRON_RETURN_IF_ERROR(iron_cuda_status(d->api, r, "cuMemAllocAsync"),
+                       "allocating %zu bytes on CUDA device %d", nbytes,
+                       d->ordinal);
+  *out_ptr = (void *)(uintptr_t)p;
+  return IRON_OK;
+}
+
+static void cuda_mem_free(iron_device_t *dev, void *ptr, size_t nbytes) {
+  iron_cuda_device_t *d = iron_cuda_device_cast(dev);
+  size_t rounded;
+  int cls = d->cache_on ? size_class(nbytes, &rounded) : -1;
+  if (cls >= 0) {
+    pthread_mutex_lock(&d->cache_mu);
+    struct iron_cuda_block_list *l = &d->cache[cls];
+    if (l->n < IRON_CUDA_CACHE_DEPTH) {
+      l->blocks[l->n++] = (CUdeviceptr)(uintptr_t)ptr;
+      d->cache_bytes += rounded;
+      pthread_mutex_unlock(&d->cache_mu);
+      return;
+    }
+    pthread_mutex_unlock(&d->cache_mu);
+  }
+  iron_status_t st = iron_cuda_device_enter(d);
+  if (!st)
+    st = iron_cuda_status(
+        d->api, d->api->cuMemFreeAsync((CUdeviceptr)(uintptr_t)ptr, d->stream),
+        "cuMemFreeAsync");
+  // A failing free means the context is broken: keep it as the sticky error.
+  if (st) iron_status_free(iron_cuda_device_fail(d, st));
+}
+
+// --- staged host-to-device copies -------------------------------------------
+//
+// Copying from pageable memory, the driver may read `src` after
+// cuMemcpyHtoDAsync returns, so a plain copy has to wait for the stream,
+// i.e. for all work queued before it: device_put would stall behind a
+// running program. Small copies are instead memcpy'd into a pinned buffer
+// and enqueued from there; the buffer is reused once its event says the
+// copy ran. Large copies (bandwidth-bound anyway) and copies beyond the
+// buffer budget take the waiting path. IRON_CUDA_STAGING=0 turns staging off.
+
+#define STAGING_MAX_COPY ((size_t)4 << 20)  // larger copies are not staged
+#define STAGING_MIN_CHUNK ((size_t)64 << 10)
+#define STAGING_MAX_CHUNKS 32
+
+typedef struct iron_cuda_staging {
+  struct iron_cuda_staging *next;
+  void *host;  // pinned
+  size_t cap;
+  CUevent done;  // recorded after the copy from `host`
+  // FREE; FILLING: a thread is copying into it; QUEUED: free once `done`
+  // has completed.
+  enum { STAGING_FREE, STAGING_FILLING, STAGING_QUEUED } state;
+} staging_t;
+
+static pthread_once_t g_staging_once = PTHREAD_ONCE_INIT;
+static bool g_staging_enabled;
+static void staging_init(void) {
+  const char *e = getenv("IRON_CUDA_STAGING");
+  g_staging_enabled = !(e && strcmp(e, "0") == 0);
+}
+static bool staging_enabled(void) {
+  pthread_once(&g_staging_once, staging_init);
+  return g_staging_enabled;
+}
+
+// A free chunk of at least n bytes, marked busy; NULL: copy unstaged.
+static staging_t *staging_take(iron_cuda_device_t *d, size_t n) {
+  const iron_cuda_api_t *api = d->api;
+  staging_t *found = NULL;
+  pthread_mutex_lock(&d->mu);
+  for (staging_t *c = d->staging; c && !found; c = c->next) {
+    if (c->cap < n) continue;
+    if (c->state == STAGING_FILLING) continue;
+    if (c->state == STAGING_QUEUED &&
+        api->cuEventQuery(c->done) != IRON_CU_SUCCESS)
+      continue;
+    c->state = STAGING_FILLING;
+    found = c;
+  }
+  if (!found && d->num_staging < STAGING_MAX_CHUNKS) {
+    size_t cap = STAGING_MIN_CHUNK;
+    while (cap < n) cap *= 2;
+    staging_t *c = calloc(1, sizeof(*c));
+    if (c && api->cuMemAllocHost(&c->host, cap) == IRON_CU_SUCCESS) {
+      if (api->cuEventCreate(&c->done, IRON_CU_EVENT_DISABLE_TIMING) ==
+          IRON_CU_SUCCESS) {
+        c->cap = cap;
+        c->state = STAGING_FILLING;
+        c->next = d->staging;
+        d->staging = c;
+        d->num_staging++;
+        found = c;
+      } else {
+        api->cuMemFreeHost(c->host);
+        free(c);
+      }
+    } else {
+      free(c);
+    }
+  }
+  pthread_mutex_unlock(&d->mu);
+  return found;
+}
+
+static void staging_free_all(iron_cuda_device_t *d) {
+  for (staging_t *c = d->staging, *next; c; c = next) {
+    next = c->next;
+    d->api->cuEventDestroy(c->done);
+    d->api->cuMemFreeHost(c->host);
+    free(c);
+  }
+  d->staging = NULL;
+  d->num_staging = 0;
+}
+
+// Enqueues the copy from a staging buffer; false: not staged (the caller
+// copies the slow way).
+static bool staged_h2d(iron_cuda_device_t *d, CUdeviceptr dst, const void *src,
+                       size_t n, iron_status_t *out_status) {
+  if (n > STAGING_MAX_COPY || !staging_enabled()) return false;
+  staging_t *c = staging_take(d, n);
+  if (!c) return false;
+  const iron_cuda_api_t *api = d->api;
+  memcpy(c->host, src, n);
+  iron_status_t st = iron_cuda_status(
+      api, api->cuMemcpyHtoDAsync(dst, c->host, n, d->stream),
+      "cuMemcpyHtoDAsync");
+  if (!st)
+    st = iron_cuda_status(api, api->cuEventRecord(c->done, d->stream),
+                          "cuEventRecord");
+  // The copy may or may not be queued after an error: wait for the stream
+  // before the chunk can be reused.
+  if (st) iron_status_free(stream_sync(d));
+  pthread_mutex_lock(&d->mu);
+  c->state = st ? STAGING_FREE : STAGING_QUEUED;
+  pthread_mutex_unlock(&d->mu);
+  *out_status = st;
+  return true;
+}
+
+static iron_status_t cuda_memcpy(iron_device_t *dev, void *dst,
+                                 const void *src, size_t n,
+                                 iron_copy_kind_t kind) {
+  iron_cuda_device_t *d = iron_cuda_device_cast(dev);
+  IRON_RETURN_IF_ERROR_PLAIN(sticky_error(d));
+  if (n == 0) return IRON_OK;
+  IRON_RETURN_IF_ERROR_PLAIN(iron_cuda_device_enter(d));
+  const iron_cuda_api_t *api = d->api;
+  switch (kind) {
+    case IRON_COPY_HOST_TO_DEVICE: {
+      iron_status_t st;
+      if (staged_h2d(d, (CUdeviceptr)(uintptr_t)dst, src, n, &st)) return st;
+      // From pageable memory the driver may still read `src` after the call
+      // returns; waiting lets the caller free it (contract of memcpy).
+      IRON_RETURN_IF_ERROR_PLAIN(iron_cuda_status(
+          api,
+          api->cuMemcpyHtoDAsync((CUdeviceptr)(uintptr_t)dst, src, n,
+                                 d->stream),
+          "cuMemcpyHtoDAsync"));
+      return stream_sync(d);
+    }
+    case IRON_COPY_DEVICE_TO_HOST:
+      IRON_RETURN_IF_ERROR_PLAIN(iron_cuda_status(
+          api,
+          api->cuMemcpyDtoHAsync(dst, (CUdeviceptr)(uintptr_t)src, n,
+                                 d->stream),
+          "cuMemcpyDtoHAsync"));
+      return stream_sync(d);
+    case IRON_COPY_DEVICE_TO_DEVICE:
+      return iron_cuda_status(
+          api,
+          api->cuMemcpyDtoDAsync((CUdeviceptr)(uintptr_t)dst,
+                                 (CUdeviceptr)(uintptr_t)src, n, d->stream),
+          "cuMemcpyDtoDAsync");
+  }
+  return IRON_ERR(INVALID_ARGUMENT, "unknown copy kind %d", (int)kind);
+}
+
+static iron_status_t cuda_job_sync(iron_device_t *dev) {
+  iron_cuda_device_t *d = iron_cuda_device_cast(dev);
+  IRON_RETURN_IF_ERROR_PLAIN(sticky_error(d));
+  IRON_RETURN_IF_ERROR_PLAIN(iron_cuda_device_enter(d));
+  return stream_sync(d);
+}
+
+static iron_status_t cuda_plan_finish(iron_device_t *dev) {
+  return iron_cuda_compiler_flush(iron_cuda_device_cast(dev));
+}
+
+static const char *cuda_description(const iron_device_t *dev) {
+  return ((const iron_cuda_device_t *)dev)->name;
+}
+
+static void cuda_thread_enter(iron_device_t *dev) {
+  iron_cuda_device_t *d = iron_cuda_device_cast(dev);
+  iron_status_t st = iron_cuda_device_enter(d);
+  // Without its context a job's launches would fail one by one with
+  // confusing errors; keep the reason instead.
+  if (st) iron_status_free(iron_cuda_device_fail(d, st));
+}
+
+// Releases what create_fields set up (any prefix of it).
+static void release_fields(iron_cuda_device_t *d) {
+  const iron_cuda_api_t *api = d->api;
+  if (d->ctx) {
+    iron_status_free(iron_cuda_device_enter(d));
+    if (d->stream) api->cuStreamSynchronize(d->stream);
+    iron_cuda_compiler_unload(d);  // modules need the context
+    iron_cuda_compiler_destroy(d->compiler);
+    d->compiler = NULL;
+    staging_free_all(d);
+    cache_release_all(d);
+    if (d->stream) api->cuStreamSynchronize(d->stream);
+    if (d->lt_workspace) api->cuMemFree(d->lt_workspace);
+    if (d->lt) api->cublasLtDestroy(d->lt);
+    if (d->stream) api->cuStreamDestroy(d->stream);
+    api->cuDevicePrimaryCtxRelease(d->cu_dev);
+    // Leave no dangling context current on this thread.
+    CUcontext cur = NULL;
+    if (api->cuCtxGetCurrent(&cur) == IRON_CU_SUCCESS && cur == d->ctx)
+      api->cuCtxSetCurrent(NULL);
+  }
+  iron_status_free(d->sticky);
+  pthread_mutex_destroy(&d->mu);
+  pthread_mutex_destroy(&d->cache_mu);
+  free(d->cache);
+  free(d);
+}
+
+static void cuda_destroy(iron_device_t *dev) {
+  // On the worker (last reference dropped inside a job) the worker comes
+  // back here once it has drained its queue.
+  if (!iron_device_deinit_base(dev)) return;
+  release_fields(iron_cuda_device_cast(dev));
+}
+
+static const iron_device_vtable_t kCudaVtable = {
+    .kind = "cuda",
+    .destroy = cuda_destroy,
+    .mem_alloc = cuda_mem_alloc,
+    .mem_free = cuda_mem_free,
+    .memcpy = cuda_memcpy,
+    .job_sync = cuda_job_sync,
+    .kernel_lookup = iron_cuda_kernel_lookup,
+    .plan_finish = cuda_plan_finish,
+    .description = cuda_description,
+    .fusable = iron_cuda_fusable,
+    .thread_enter = cuda_thread_enter,
+};
+
+// --- creation ----------------------------------------------------------------
+
+#define CU_TRY(call, what)                                                   \
+  do {                                                                       \
+    iron_status_t st_ = iron_cuda_status(api, (call), what);                 \
+    if (st_) return st_;                                                     \
+  } while (0)
+
+static iron_status_t create_fields(iron_cuda_device_t *d, int ordinal) {
+  const iron_cuda_api_t *api = d->api;
+  CU_TRY(api->cuDeviceGet(&d->cu_dev, ordinal), "cuDeviceGet");
+  CU_TRY(api->cuDeviceGetName(d->name, (int)sizeof(d->name) - 1, d->cu_dev),
+         "cuDeviceGetName");
+  CU_TRY(api->cuDeviceGetAttribute(
+             &d->cc_major, IRON_CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR,
+             d->cu_dev),
+         "cuDeviceGetAttribute(compute capability major)");
+  CU_TRY(api->cuDeviceGetAttribute(
+             &d->cc_minor, IRON_CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR,
+             d->cu_dev),
+         "cuDeviceGetAttribute(compute capability minor)");
+  CU_TRY(api->cuDeviceGetAttribute(&d->num_sms,
+                                   IRON_CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
+                                   d->cu_dev),
+         "cuDeviceGetAttribute(multiprocessor count)");
+  CU_TRY(api->cuDeviceGetAttribute(
+             &d->max_smem_optin,
+             IRON_CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
+             d->cu_dev),
+         "cuDeviceGetAttribute(max shared memory per block, opt-in)");
+  CU_TRY(api->cuDeviceTotalMem(&d->total_mem, d->cu_dev), "cuDeviceTotalMem");
+  // sm_90a: Hopper's architecture-specific features (wgmma, setmaxnreg)
+  // need the "a" target; SASS for it runs only on 9.0, which is what we are.
+  snprintf(d->arch, sizeof(d->arch), "sm_%d%d%s", d->cc_major, d->cc_minor,
+           d->cc_major == 9 && d->cc_minor == 0 ? "a" : "");
+  CU_TRY(api->cuDevicePrimaryCtxRetain(&d->ctx, d->cu_dev),
+         "cuDevicePrimaryCtxRetain");
+  CU_TRY(api->cuCtxSetCurrent(d->ctx), "cuCtxSetCurrent");
+  CU_TRY(api->cuStreamCreate(&d->stream, IRON_CU_STREAM_NON_BLOCKING),
+         "cuStreamCreate");
+  CU_TRY(api->cuDeviceGetDefaultMemPool(&d->pool, d->cu_dev),
+         "cuDeviceGetDefaultMemPool");
+  // Keep freed memory in the pool (the default threshold 0 hands it back to
+  // the driver at every synchronization, and the next allocation pays for
+  // mapping it again).
+  uint64_t threshold = UINT64_MAX;
+  CU_TRY(api->cuMemPoolSetAttribute(d->pool,
+                                    IRON_CU_MEMPOOL_ATTR_RELEASE_THRESHOLD,
+                                    &threshold),
+         "cuMemPoolSetAttribute(release threshold)");
+  return IRON_OK;
+}
+#undef CU_TRY
+
+iron_status_t iron_cuda_device_create(iron_runtime_t *rt, int id, int ordinal,
+                                      iron_device_t **out_device) {
+  const char *reason = NULL;
+  int count = iron_cuda_device_count(&reason);
+  if (count <= 0)
+    return IRON_ERR(FAILED_PRECONDITION, "no CUDA device: %s", reason);
+  if (ordinal < 0 || ordinal >= count)
+    return IRON_ERR(INVALID_ARGUMENT, "CUDA device %d does not exist (%d found)",
+                    ordinal, count);
+  iron_cuda_device_t *d = calloc(1, sizeof(*d));
+  if (!d) return IRON_ERR(RESOURCE_EXHAUSTED, "out of memory for CUDA device");
+  d->api = iron_cuda_api_get();
+  d->ordinal = ordinal;
+  pthread_mutex_init(&d->mu, NULL);
+  pthread_mutex_init(&d->cache_mu, NULL);
+  const char *ce = getenv("IRON_CUDA_ALLOC_CACHE");
+  d->cache_on = !(ce && ce[0] == '0');
+  if (d->cache_on) {
+    d->cache = calloc(IRON_CUDA_CACHE_CLASSES, sizeof(*d->cache));
+    if (!d->cache) d->cache_on = false;
+  }
+  iron_status_t st = create_fields(d, ordinal);
+  if (!st) st = iron_device_init_base(&d->base, &kCudaVtable, rt, id);
+  if (st) {
+    release_fields(d);
+    return iron_status_annotate(st, "creating CUDA device %d", ordinal);
+  }
+  // IRON_HOST_MEMORY_LIMIT (read by init_base) is the host's; GPUs have
+  // their own switch.
+  const char *limit = getenv("IRON_CUDA_MEMORY_LIMIT");
+  d->base.memory_limit = limit ? atoll(limit) : 0;
+  *out_device = &d->base;
+  return IRON_OK;
+}

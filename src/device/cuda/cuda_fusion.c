@@ -1,0 +1,1373 @@
+// Element-wise DAG -> one CUDA kernel (see cuda_fusion.h).
+//
+// Each IR value becomes a local of its compute type (cuda_codegen.h);
+// each op one statement. Edge semantics follow the host kernels
+// (src/device/host/elementwise.c, convert.c, ew_common.h): the helpers are
+// in the prelude. Denormals: XLA:CPU flushes f32/f64 denormal inputs and
+// results of float arithmetic (not of negate/abs/select/copies, and
+// remainder keeps them); f32 is flushed by NVRTC's -ftz, f64 (and the libm
+// calls the host flushes explicitly) by iron_daz in the generated code.
+#include "device/cuda/cuda_fusion.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/half.h"
+#include "device/cuda/cuda_codegen.h"
+
+// ---------------------------------------------------------------------------
+// dtype helpers
+
+static bool is_half(iron_dtype_t dt) {
+  return dt == IRON_DTYPE_F16 || dt == IRON_DTYPE_BF16;
+}
+// Float dtypes computed in float registers.
+static bool is_f32ish(iron_dtype_t dt) {
+  return dt == IRON_DTYPE_F32 || is_half(dt);
+}
+static bool is_real_float(iron_dtype_t dt) {
+  return is_f32ish(dt) || dt == IRON_DTYPE_F64;
+}
+static bool is_cplx(iron_dtype_t dt) {
+  return dt == IRON_DTYPE_C64 || dt == IRON_DTYPE_C128;
+}
+static bool is_int(iron_dtype_t dt) {
+  switch (dt) {
+    case IRON_DTYPE_S8: case IRON_DTYPE_S16: case IRON_DTYPE_S32:
+    case IRON_DTYPE_S64: case IRON_DTYPE_U8: case IRON_DTYPE_U16:
+    case IRON_DTYPE_U32: case IRON_DTYPE_U64:
+      return true;
+    default:
+      return false;
+  }
+}
+static bool is_sint(iron_dtype_t dt) {
+  return is_int(dt) && iron_dtype_is_signed_int(dt);
+}
+// libm suffix of the compute type.
+static const char *fs(iron_dtype_t dt) { return is_f32ish(dt) ? "f" : ""; }
+
+// ---------------------------------------------------------------------------
+// Values
+
+typedef struct fz_val {
+  const iron_ir_value_t *v;
+  char name[24];
+} fz_val_t;
+
+typedef struct fz_gen {
+  const iron_cuda_fusion_t *f;
+  iron_cuda_src_t *s;
+  fz_val_t *vals;
+  uint32_t num_vals, cap_vals;
+  int32_t rank;
+  int64_t dims[IRON_MAX_RANK];
+  int64_t count;
+  const char *idx;  // "int" or "long long"
+  bool flush;
+} fz_gen_t;
+
+static const char *fz_name(const fz_gen_t *g, const iron_ir_value_t *v) {
+  for (uint32_t i = 0; i < g->num_vals; ++i) {
+    if (g->vals[i].v == v) return g->vals[i].name;
+  }
+  return NULL;
+}
+
+static iron_status_t fz_add(fz_gen_t *g, const iron_ir_value_t *v,
+                            const char *fmt, uint32_t k) {
+  if (g->num_vals == g->cap_vals) {
+    uint32_t cap = g->cap_vals ? 2 * g->cap_vals : 32;
+    fz_val_t *nv = realloc(g->vals, cap * sizeof(*nv));
+    if (!nv) return IRON_ERR(RESOURCE_EXHAUSTED, "out of memory (fusion)");
+    g->vals = nv;
+    g->cap_vals = cap;
+  }
+  fz_val_t *e = &g->vals[g->num_vals++];
+  e->v = v;
+  snprintf(e->name, sizeof(e->name), fmt, k);
+  return IRON_OK;
+}
+
+static int64_t type_count(const iron_ir_type_t *t) {
+  return iron_ir_type_num_elements(t);
+}
+
+static bool dims_equal(const fz_gen_t *g, const iron_ir_type_t *t) {
+  if (t->rank != g->rank) return false;
+  for (int32_t i = 0; i < t->rank; ++i) {
+    if (t->dims[i] != g->dims[i]) return false;
+  }
+  return true;
+}
+
+static iron_status_t refuse_dtype(const fz_gen_t *g, const iron_ir_op_t *op,
+                                  iron_dtype_t dt) {
+  (void)g;
+  return iron_ir_op_unimplemented(op, "on the CUDA device for dtype %s",
+                                  iron_dtype_name(dt));
+}
+
+// storage -> compute
+static void emit_load(iron_cuda_src_t *s, iron_dtype_t dt, const char *var,
+                      const char *lvalue) {
+  if (dt == IRON_DTYPE_PRED) {
+    iron_cuda_src_printf(s, "    const bool %s = %s != 0;\n", var, lvalue);
+  } else {
+    iron_cuda_src_printf(s, "    const %s %s = iron_ld(%s);\n",
+                         iron_cuda_compute_ctype(dt), var, lvalue);
+  }
+}
+
+// compute -> storage expression
+static void store_expr(iron_dtype_t dt, const char *v, char *buf, size_t cap) {
+  switch (dt) {
+    case IRON_DTYPE_PRED: snprintf(buf, cap, "(uint8_t)(%s)", v); break;
+    case IRON_DTYPE_F16: snprintf(buf, cap, "iron_st_f16(%s)", v); break;
+    case IRON_DTYPE_BF16: snprintf(buf, cap, "iron_st_bf16(%s)", v); break;
+    default: snprintf(buf, cap, "%s", v); break;
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Expressions. A: arguments after the flush wrapper.
+
+typedef struct fz_expr {
+  char text[1024];
+} fz_expr_t;
+
+#define EXPR(...) snprintf(e->text, sizeof(e->text), __VA_ARGS__)
+
+// Ops that read float denormals as they are (host: sign-bit ops, copies,
+// remainder); every other float op flushes them as XLA:CPU does.
+static bool op_keeps_denormals(iron_op_kind_t k) {
+  return k == IRON_OP_NEGATE || k == IRON_OP_ABS || k == IRON_OP_REMAINDER ||
+         k == IRON_OP_REAL || k == IRON_OP_IMAG || k == IRON_OP_SELECT ||
+         k == IRON_OP_IS_FINITE;
+}
+
+// Unary op on dtype `dt` (x = A[0]). False when refused.
+static bool unary_expr(iron_op_kind_t k, iron_dtype_t dt, const char *x,
+                       fz_expr_t *e) {
+  const char *F = fs(dt);
+  if (is_int(dt) || dt == IRON_DTYPE_PRED) {
+    bool pred = dt == IRON_DTYPE_PRED;
+    switch (k) {
+      case IRON_OP_ABS:
+        if (!is_sint(dt)) return false;
+        EXPR("iron_iabs(%s)", x); return true;
+      case IRON_OP_NEGATE:
+        if (pred) return false;
+        EXPR("iron_ineg(%s)", x); return true;
+      case IRON_OP_NOT:
+        if (pred) EXPR("!%s", x); else EXPR("iron_inot(%s)", x);
+        return true;
+      case IRON_OP_SIGN:
+        if (!is_sint(dt)) return false;
+        EXPR("iron_isign(%s)", x); return true;
+      case IRON_OP_POPCNT:
+        if (pred) return false;
+        EXPR("iron_popcnt(%s)", x); return true;
+      case IRON_OP_CLZ:
+        if (pred) return false;
+        EXPR("iron_clz(%s)", x); return true;
+      default:
+        return false;
+    }
+  }
+  if (is_real_float(dt)) {
+    bool f32 = is_f32ish(dt);
+    switch (k) {
+      case IRON_OP_ABS:
+        if (f32) EXPR("__uint_as_float(__float_as_uint(%s) & 0x7fffffffu)", x);
+        else EXPR("fabs(%s)", x);
+        return true;
+      case IRON_OP_NEGATE:
+        if (f32) EXPR("__uint_as_float(__float_as_uint(%s) ^ 0x80000000u)", x);
+        else EXPR("(-%s)", x);
+        return true;
+      case IRON_OP_SIGN: EXPR("iron_fsign(%s)", x); return true;
+      case IRON_OP_FLOOR: EXPR("floor%s(%s)", F, x); return true;
+      case IRON_OP_CEIL: EXPR("ceil%s(%s)", F, x); return true;
+      case IRON_OP_ROUND_NEAREST_AFZ: EXPR("round%s(%s)", F, x); return true;
+      case IRON_OP_ROUND_NEAREST_EVEN: EXPR("rint%s(%s)", F, x); return true;
+      case IRON_OP_EXPONENTIAL: EXPR("exp%s(%s)", F, x); return true;
+      case IRON_OP_EXPONENTIAL_MINUS_ONE: EXPR("expm1%s(%s)", F, x); return true;
+      case IRON_OP_LOG: EXPR("log%s(%s)", F, x); return true;
+      case IRON_OP_LOG_PLUS_ONE: EXPR("log1p%s(%s)", F, x); return true;
+      case IRON_OP_LOGISTIC: EXPR("iron_logistic(%s)", x); return true;
+      case IRON_OP_SQRT: EXPR("sqrt%s(%s)", F, x); return true;
+      case IRON_OP_RSQRT: EXPR("iron_rsqrt(%s)", x); return true;
+      case IRON_OP_CBRT: EXPR("cbrt%s(%s)", F, x); return true;
+      case IRON_OP_SINE: EXPR("sin%s(%s)", F, x); return true;
+      case IRON_OP_COSINE: EXPR("cos%s(%s)", F, x); return true;
+      case IRON_OP_TAN: EXPR("tan%s(%s)", F, x); return true;
+      case IRON_OP_TANH: EXPR("tanh%s(%s)", F, x); return true;
+      case IRON_OP_REAL: EXPR("%s", x); return true;
+      case IRON_OP_IMAG: EXPR("%s", f32 ? "0.0f" : "0.0"); return true;
+      case IRON_OP_IS_FINITE: EXPR("iron_isfinite(%s)", x); return true;
+      default: return false;
+    }
+  }
+  if (is_cplx(dt)) {
+    switch (k) {
+      case IRON_OP_ABS: EXPR("iron_cabs(%s)", x); return true;
+      case IRON_OP_NEGATE: EXPR("(-%s)", x); return true;
+      case IRON_OP_SIGN: EXPR("iron_csign(%s)", x); return true;
+      case IRON_OP_EXPONENTIAL: EXPR("iron_cexp(%s)", x); return true;
+      case IRON_OP_EXPONENTIAL_MINUS_ONE: EXPR("iron_cexpm1(%s)", x); return true;
+      case IRON_OP_LOG: EXPR("iron_clog(%s)", x); return true;
+      case IRON_OP_LOG_PLUS_ONE: EXPR("iron_clog1p(%s)", x); return true;
+      case IRON_OP_LOGISTIC: EXPR("iron_clogistic(%s)", x); return true;
+      case IRON_OP_SQRT: EXPR("iron_csqrt(%s)", x); return true;
+      case IRON_OP_RSQRT: EXPR("iron_crsqrt(%s)", x); return true;
+      case IRON_OP_SINE: EXPR("iron_csin(%s)", x); return true;
+      case IRON_OP_COSINE: EXPR("iron_ccos(%s)", x); return true;
+      case IRON_OP_TAN: EXPR("iron_ctan(%s)", x); return true;
+      case IRON_OP_TANH: EXPR("iron_ctanh(%s)", x); return true;
+      case IRON_OP_REAL: EXPR("%s.re", x); return true;
+      case IRON_OP_IMAG: EXPR("%s.im", x); return true;
+      default: return false;
+    }
+  }
+  return false;
+}
+
+// The result dtype the host's tables give for unary op k on dt.
+static iron_dtype_t unary_result(iron_op_kind_t k, iron_dtype_t dt) {
+  if (k == IRON_OP_IS_FINITE) return IRON_DTYPE_PRED;
+  if (is_cplx(dt) && (k == IRON_OP_ABS || k == IRON_OP_REAL ||
+                      k == IRON_OP_IMAG)) {
+    return iron_dtype_complex_part(dt);
+  }
+  return dt;
+}
+
+static bool binary_expr(iron_op_kind_t k, iron_dtype_t dt, const char *x,
+                        const char *y, fz_expr_t *e) {
+  const char *F = fs(dt);
+  (void)F;
+  if (dt == IRON_DTYPE_PRED) {
+    switch (k) {
+      case IRON_OP_ADD: case IRON_OP_OR: case IRON_OP_MAXIMUM:
+        EXPR("(%s || %s)", x, y); return true;
+      case IRON_OP_MULTIPLY: case IRON_OP_AND: case IRON_OP_MINIMUM:
+        EXPR("(%s && %s)", x, y); return true;
+      case IRON_OP_XOR: EXPR("(%s != %s)", x, y); return true;
+      default: return false;
+    }
+  }
+  if (is_int(dt)) {
+    const char *fn = NULL;
+    switch (k) {
+      case IRON_OP_ADD: fn = "iron_iadd"; break;
+      case IRON_OP_SUBTRACT: fn = "iron_isub"; break;
+      case IRON_OP_MULTIPLY: fn = "iron_imul"; break;
+      case IRON_OP_DIVIDE: fn = "iron_idiv"; break;
+      case IRON_OP_REMAINDER: fn = "iron_irem"; break;
+      case IRON_OP_POWER: fn = "iron_ipow"; break;
+      case IRON_OP_MAXIMUM: fn = "iron_imax"; break;
+      case IRON_OP_MINIMUM: fn = "iron_imin"; break;
+      case IRON_OP_SHIFT_LEFT: fn = "iron_shl"; break;
+      case IRON_OP_SHIFT_RIGHT_ARITHMETIC: fn = "iron_shra"; break;
+      case IRON_OP_SHIFT_RIGHT_LOGICAL: fn = "iron_shrl"; break;
+      case IRON_OP_AND:
+        EXPR("(%s)(%s & %s)", iron_cuda_ctype(dt), x, y); return true;
+      case IRON_OP_OR:
+        EXPR("(%s)(%s | %s)", iron_cuda_ctype(dt), x, y); return true;
+      case IRON_OP_XOR:
+        EXPR("(%s)(%s ^ %s)", iron_cuda_ctype(dt), x, y); return true;
+      default: return false;
+    }
+    EXPR("%s(%s, %s)", fn, x, y);
+    return true;
+  }
+  if (is_real_float(dt)) {
+    switch (k) {
+      case IRON_OP_ADD: EXPR("(%s + %s)", x, y); return true;
+      case IRON_OP_SUBTRACT: EXPR("(%s - %s)", x, y); return true;
+      case IRON_OP_MULTIPLY: EXPR("(%s * %s)", x, y); return true;
+      case IRON_OP_DIVIDE: EXPR("(%s / %s)", x, y); return true;
+      case IRON_OP_REMAINDER:
+        // iron_frem keeps f32 denormal dividends that -ftz would flush.
+        if (is_f32ish(dt)) EXPR("iron_frem(%s, %s)", x, y);
+        else EXPR("fmod(%s, %s)", x, y);
+        return true;
+      case IRON_OP_POWER: EXPR("pow%s(%s, %s)", F, x, y); return true;
+      case IRON_OP_ATAN2: EXPR("atan2%s(%s, %s)", F, x, y); return true;
+      case IRON_OP_MAXIMUM: EXPR("iron_fmax(%s, %s)", x, y); return true;
+      case IRON_OP_MINIMUM: EXPR("iron_fmin(%s, %s)", x, y); return true;
+      case IRON_OP_COMPLEX:
+        if (dt == IRON_DTYPE_F32) {
+          EXPR("iron_mk(%s, %s, (iron_c64 *)0)", x, y);
+          return true;
+        }
+        if (dt == IRON_DTYPE_F64) {
+          EXPR("iron_mk(%s, %s, (iron_c128 *)0)", x, y);
+          return true;
+        }
+        return false;
+      default: return false;
+    }
+  }
+  if (is_cplx(dt)) {
+    switch (k) {
+      case IRON_OP_ADD: EXPR("(%s + %s)", x, y); return true;
+      case IRON_OP_SUBTRACT: EXPR("(%s - %s)", x, y); return true;
+      case IRON_OP_MULTIPLY: EXPR("(%s * %s)", x, y); return true;
+      case IRON_OP_DIVIDE: EXPR("(%s / %s)", x, y); return true;
+      case IRON_OP_POWER: EXPR("iron_cpow(%s, %s)", x, y); return true;
+      case IRON_OP_MAXIMUM: EXPR("iron_cmax(%s, %s)", x, y); return true;
+      case IRON_OP_MINIMUM: EXPR("iron_cmin(%s, %s)", x, y); return true;
+      default: return false;
+    }
+  }
+  return false;
+}
+
+static iron_dtype_t binary_result(iron_op_kind_t k, iron_dtype_t dt) {
+  if (k == IRON_OP_COMPLEX) {
+    return dt == IRON_DTYPE_F32   ? IRON_DTYPE_C64
+           : dt == IRON_DTYPE_F64 ? IRON_DTYPE_C128
+                                  : IRON_DTYPE_INVALID;
+  }
+  return dt;
+}
+
+static const char *const kCmpOps[6] = {"==", "!=", ">=", ">", "<=", "<"};
+
+static bool compare_expr(int dir, bool total, iron_dtype_t dt, const char *x,
+                         const char *y, fz_expr_t *e) {
+  if (dir < 0 || dir > 5) return false;
+  const char *o = kCmpOps[dir];
+  if (dt == IRON_DTYPE_PRED || is_int(dt)) {
+    EXPR("(%s %s %s)", x, o, y);
+    return true;
+  }
+  if (is_real_float(dt)) {
+    if (!total) {
+      EXPR("(%s %s %s)", x, o, y);
+    } else if (dt == IRON_DTYPE_F16) {
+      EXPR("(iron_tkey16(iron_st_f16(%s).bits) %s iron_tkey16(iron_st_f16(%s).bits))",
+           x, o, y);
+    } else if (dt == IRON_DTYPE_BF16) {
+      EXPR("(iron_tkey16((uint16_t)(__float_as_uint(%s) >> 16)) %s "
+           "iron_tkey16((uint16_t)(__float_as_uint(%s) >> 16)))",
+           x, o, y);
+    } else {
+      EXPR("(iron_tkey(%s) %s iron_tkey(%s))", x, o, y);
+    }
+    return true;
+  }
+  if (is_cplx(dt) && !total) {
+    static const char *const kC[6] = {NULL, NULL, "iron_cge", "iron_cgt",
+                                      "iron_cle", "iron_clt"};
+    if (dir <= 1) EXPR("(%s %s %s)", x, o, y);
+    else EXPR("%s(%s, %s)", kC[dir], x, y);
+    return true;
+  }
+  return false;
+}
+
+// convert from -> to (compute values).
+static bool convert_expr(iron_dtype_t from, iron_dtype_t to, const char *x,
+                         fz_expr_t *e) {
+  bool src_int = from == IRON_DTYPE_PRED || is_int(from);
+  bool src_flt = is_real_float(from);
+  bool src_cpx = is_cplx(from);
+  if (!src_int && !src_flt && !src_cpx) return false;
+  // A real view of the source for conversions that drop the imaginary part.
+  char re[256];
+  snprintf(re, sizeof(re), src_cpx ? "%s.re" : "%s", x);
+  const char *T = iron_cuda_ctype(to);
+  if (to == IRON_DTYPE_PRED) {
+    if (from == IRON_DTYPE_F16) {
+      // f16/bf16 -> pred test the bits (a bf16 denormal is true).
+      EXPR("((iron_st_f16(%s).bits & 0x7fffu) != 0)", x);
+    } else if (from == IRON_DTYPE_BF16) {
+      EXPR("((__float_as_uint(%s) & 0x7fff0000u) != 0)", x);
+    } else {
+      EXPR("(%s != 0)", re);
+    }
+    return true;
+  }
+  if (is_int(to)) {
+    int bits = iron_dtype_bits(to);
+    if (src_int) {
+      EXPR("(%s)(%s)", T, x);
+    } else if (iron_dtype_is_signed_int(to)) {
+      EXPR("iron_f2s<%s>((double)(%s), %d)", T, re, bits);
+    } else {
+      EXPR("iron_f2u<%s>((double)(%s), %d)", T, re, bits);
+    }
+    return true;
+  }
+  if (is_half(to) || to == IRON_DTYPE_F32) {
+    // -> f16/bf16 goes through f32 (double rounding, as XLA:CPU).
+    EXPR("(float)(%s)", re);
+    return true;
+  }
+  if (to == IRON_DTYPE_F64) {
+    EXPR("(double)(%s)", re);
+    return true;
+  }
+  if (is_cplx(to)) {
+    const char *R = to == IRON_DTYPE_C64 ? "float" : "double";
+    if (src_cpx) {
+      EXPR("iron_mk((%s)%s.re, (%s)%s.im, (%s *)0)", R, x, R, x, T);
+    } else {
+      EXPR("iron_mk((%s)(%s), (%s)0, (%s *)0)", R, x, R, T);
+    }
+    return true;
+  }
+  return false;
+}
+
+// ---------------------------------------------------------------------------
+// Constants
+
+static iron_status_t constant_literal(const iron_ir_op_t *op, char *buf,
+                                      size_t cap) {
+  const iron_ir_attr_t *a = iron_ir_op_attr(op, "value");
+  const iron_ir_type_t *t = op->results[0].type;
+  if (!a || a->kind != IRON_ATTR_DENSE || !t ||
+      t->kind != IRON_TYPE_TENSOR) {
+    return iron_ir_op_unimplemented(op, "in a CUDA fusion without a value");
+  }
+  int64_t n = type_count(t);
+  size_t es = iron_dtype_size(t->dtype);
+  if (!(a->dense.splat || n == 1) || a->dense.size < es) {
+    return iron_ir_op_unimplemented(op,
+                                    "in a CUDA fusion unless it is a splat");
+  }
+  const unsigned char *d = a->dense.data;
+  iron_dtype_t dt = t->dtype;
+  uint64_t u = 0;
+  switch (dt) {
+    case IRON_DTYPE_PRED:
+      snprintf(buf, cap, "%s", d[0] ? "true" : "false");
+      return IRON_OK;
+    case IRON_DTYPE_F16: case IRON_DTYPE_BF16: {
+      uint16_t h;
+      memcpy(&h, d, 2);
+      float f = dt == IRON_DTYPE_F16 ? iron_f16_to_f32(h) : iron_bf16_to_f32(h);
+      uint32_t b;
+      memcpy(&b, &f, 4);
+      snprintf(buf, cap, "__uint_as_float(0x%08xu)", b);
+      return IRON_OK;
+    }
+    case IRON_DTYPE_F32: {
+      uint32_t b;
+      memcpy(&b, d, 4);
+      snprintf(buf, cap, "__uint_as_float(0x%08xu)", b);
+      return IRON_OK;
+    }
+    case IRON_DTYPE_F64:
+      memcpy(&u, d, 8);
+      snprintf(buf, cap, "__longlong_as_double(0x%016llxLL)",
+               (unsigned long long)u);
+      return IRON_OK;
+    case IRON_DTYPE_C64: {
+      uint32_t r, i;
+      memcpy(&r, d, 4);
+      memcpy(&i, d + 4, 4);
+      snprintf(buf, cap,
+               "iron_mk(__uint_as_float(0x%08xu), __uint_as_float(0x%08xu), "
+               "(iron_c64 *)0)",
+               r, i);
+      return IRON_OK;
+    }
+    case IRON_DTYPE_C128: {
+      uint64_t r, i;
+      memcpy(&r, d, 8);
+      memcpy(&i, d + 8, 8);
+      snprintf(buf, cap,
+               "iron_mk(__longlong_as_double(0x%016llxLL), "
+               "__longlong_as_double(0x%016llxLL), (iron_c128 *)0)",
+               (unsigned long long)r, (unsigned long long)i);
+      return IRON_OK;
+    }
+    default:
+      if (!is_int(dt)) return iron_ir_op_unimplemented(
+          op, "in a CUDA fusion for dtype %s", iron_dtype_name(dt));
+      memcpy(&u, d, es);
+      snprintf(buf, cap, "(%s)0x%llxULL", iron_cuda_ctype(dt),
+               (unsigned long long)u);
+      return IRON_OK;
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Generator
+
+bool iron_cuda_vectorize_enabled(void) {
+  const char *e = getenv("IRON_CUDA_VECTORIZE");
+  return !(e && strcmp(e, "0") == 0);
+}
+
+bool iron_cuda_fusion_op_supported(iron_op_kind_t kind) {
+  iron_op_class_t c = iron_op_kind_class(kind);
+  if (c == IRON_OP_CLASS_UNARY || c == IRON_OP_CLASS_BINARY) return true;
+  switch (kind) {
+    case IRON_OP_COMPARE: case IRON_OP_SELECT: case IRON_OP_CLAMP:
+    case IRON_OP_CONVERT: case IRON_OP_CONSTANT:
+    case IRON_OP_BROADCAST_IN_DIM: case IRON_OP_IOTA:
+      return true;
+    default:
+      return false;
+  }
+}
+
+// The argument text of operand value `v` for op kind k (flush wrapper).
+static iron_status_t arg_text(fz_gen_t *g, const iron_ir_op_t *op,
+                              uint32_t i, char *buf, size_t cap) {
+  const iron_ir_value_t *v = op->operands[i];
+  const char *n = fz_name(g, v);
+  if (!n) {
+    return IRON_ERR(INVALID_ARGUMENT,
+                    "%s: operand %u is neither a fusion input nor defined "
+                    "earlier in the fusion",
+                    op->name, i);
+  }
+  iron_dtype_t dt = v->type->dtype;
+  bool flush = g->flush && is_real_float(dt) && !op_keeps_denormals(op->kind);
+  if (op->kind == IRON_OP_CONVERT) {
+    // XLA:CPU converts between f16/bf16/f32 with integer code (denormals
+    // kept); f32 <-> f64 and float -> int/pred go through the FPU (flushed).
+    iron_dtype_t to = op->results[0].type->dtype;
+    const char *a = iron_cuda_compute_ctype(dt), *b = iron_cuda_compute_ctype(to);
+    flush = flush && !(a && b && strcmp(a, b) == 0);
+  }
+  snprintf(buf, cap, flush ? "iron_daz(%s)" : "%s", n);
+  return IRON_OK;
+}
+
+static bool needs_coords(const iron_cuda_fusion_t *f) {
+  for (uint32_t i = 0; i < f->num_ops; ++i) {
+    iron_op_kind_t k = f->ops[i]->kind;
+    if (k == IRON_OP_BROADCAST_IN_DIM || k == IRON_OP_IOTA) return true;
+  }
+  return false;
+}
+
+// Declares `var` = expression with the result's rounding/flush.
+static void emit_def(fz_gen_t *g, const iron_ir_op_t *op, iron_dtype_t out,
+                     const char *var, const char *expr) {
+  const char *ct = iron_cuda_compute_ctype(out);
+  bool flush_out = g->flush && is_real_float(out) &&
+                   !op_keeps_denormals(op->kind) &&
+                   op->kind != IRON_OP_CONSTANT && op->kind != IRON_OP_IOTA &&
+                   op->kind != IRON_OP_BROADCAST_IN_DIM &&
+                   op->kind != IRON_OP_CONVERT;
+  if (out == IRON_DTYPE_F16) {
+    iron_cuda_src_printf(g->s, "    const float %s = iron_rnd_f16(%s);\n", var,
+                         expr);
+  } else if (out == IRON_DTYPE_BF16) {
+    iron_cuda_src_printf(g->s, "    const float %s = iron_rnd_bf16(%s%s%s);\n",
+                         var, flush_out ? "iron_daz(" : "", expr,
+                         flush_out ? ")" : "");
+  } else if (flush_out) {
+    iron_cuda_src_printf(g->s, "    const %s %s = iron_daz(%s);\n", ct, var,
+                         expr);
+  } else {
+    iron_cuda_src_printf(g->s, "    const %s %s = %s;\n", ct, var, expr);
+  }
+}
+
+static iron_status_t check_same_operand_dtypes(const iron_ir_op_t *op,
+                                               uint32_t first, uint32_t n) {
+  for (uint32_t i = first + 1; i < first + n; ++i) {
+    if (op->operands[i]->type->dtype != op->operands[first]->type->dtype) {
+      return IRON_ERR(INVALID_ARGUMENT, "%s: operand dtypes differ (%s, %s)",
+                      op->name,
+                      iron_dtype_name(op->operands[first]->type->dtype),
+                      iron_dtype_name(op->operands[i]->type->dtype));
+    }
+  }
+  return IRON_OK;
+}
+
+static iron_status_t gen_op(fz_gen_t *g, const iron_ir_op_t *op,
+                            uint32_t index) {
+  iron_op_kind_t k = op->kind;
+  if (!iron_cuda_fusion_op_supported(k)) {
+    return iron_ir_op_unimplemented(op, "inside a CUDA element-wise kernel");
+  }
+  if (op->num_results != 1 || !op->results[0].type ||
+      op->results[0].type->kind != IRON_TYPE_TENSOR ||
+      !iron_ir_type_is_static(op->results[0].type)) {
+    return iron_ir_op_unimplemented(op, "on the CUDA device for this type");
+  }
+  for (uint32_t i = 0; i < op->num_operands; ++i) {
+    const iron_ir_type_t *t = op->operands[i]->type;
+    if (!t || t->kind != IRON_TYPE_TENSOR || !iron_ir_type_is_static(t)) {
+      return iron_ir_op_unimplemented(op, "on the CUDA device for this type");
+    }
+  }
+  const iron_ir_type_t *rt = op->results[0].type;
+  iron_dtype_t out = rt->dtype;
+  int64_t rc = type_count(rt);
+  if (rc != g->count && rc != 1) {
+    return IRON_ERR(INVALID_ARGUMENT,
+                    "%s: %lld elements in a fusion of %lld elements", op->name,
+                    (long long)rc, (long long)g->count);
+  }
+  if (!iron_cuda_ctype(out)) return refuse_dtype(g, op, out);
+  char var[24];
+  snprintf(var, sizeof(var), "v%u", index);
+  char a[3][256];
+  fz_expr_t ex;
+  fz_expr_t *e = &ex;
+  iron_op_class_t cls = iron_op_kind_class(k);
+  uint32_t arity = cls == IRON_OP_CLASS_UNARY    ? 1
+                   : cls == IRON_OP_CLASS_BINARY ? 2
+                   : k == IRON_OP_COMPARE        ? 2
+                   : (k == IRON_OP_SELECT || k == IRON_OP_CLAMP) ? 3
+                   : k == IRON_OP_CONVERT        ? 1
+                                                 : 0;
+  if (k != IRON_OP_BROADCAST_IN_DIM && op->num_operands != arity) {
+    return IRON_ERR(INVALID_ARGUMENT, "%s: expected %u operands, got %u",
+                    op->name, arity, op->num_operands);
+  }
+  for (uint32_t i = 0; i < op->num_operands && i < 3; ++i) {
+    if (k == IRON_OP_BROADCAST_IN_DIM) break;
+    int64_t c = type_count(op->operands[i]->type);
+    if (c != rc && c != 1) {
+      return IRON_ERR(INVALID_ARGUMENT,
+                      "%s: operand %u has %lld elements, result %lld",
+                      op->name, i, (long long)c, (long long)rc);
+    }
+    IRON_RETURN_IF_ERROR_PLAIN(arg_text(g, op, i, a[i], sizeof(a[i])));
+  }
+  iron_dtype_t in = op->num_operands ? op->operands[0]->type->dtype : out;
+  if (cls == IRON_OP_CLASS_UNARY) {
+    if (!iron_cuda_ctype(in) || !unary_expr(k, in, a[0], e) ||
+        unary_result(k, in) != out) {
+      return refuse_dtype(g, op, in);
+    }
+  } else if (cls == IRON_OP_CLASS_BINARY) {
+    IRON_RETURN_IF_ERROR_PLAIN(check_same_operand_dtypes(op, 0, 2));
+    if (!iron_cuda_ctype(in) || !binary_expr(k, in, a[0], a[1], e) ||
+        binary_result(k, in) != out) {
+      return refuse_dtype(g, op, in);
+    }
+  } else if (k == IRON_OP_COMPARE) {
+    IRON_RETURN_IF_ERROR_PLAIN(check_same_operand_dtypes(op, 0, 2));
+    if (out != IRON_DTYPE_PRED) {
+      return IRON_ERR(INVALID_ARGUMENT, "%s: result must be i1", op->name);
+    }
+    int32_t dir = iron_ir_op_enum(op, "comparison_direction", -1);
+    int32_t type = iron_ir_op_enum(op, "compare_type", IRON_CMP_TYPE_NOTYPE);
+    bool total = type == IRON_CMP_TYPE_TOTALORDER && is_real_float(in);
+    // TOTALORDER compares bits: no flush of its operands.
+    if (total) {
+      snprintf(a[0], sizeof(a[0]), "%s", fz_name(g, op->operands[0]));
+      snprintf(a[1], sizeof(a[1]), "%s", fz_name(g, op->operands[1]));
+    }
+    if (!iron_cuda_ctype(in) || !compare_expr(dir, total, in, a[0], a[1], e)) {
+      return iron_ir_op_unimplemented(
+          op, "on the CUDA device for dtype %s, direction %d%s",
+          iron_dtype_name(in), (int)dir, total ? " (TOTALORDER)" : "");
+    }
+  } else if (k == IRON_OP_SELECT) {
+    if (op->operands[0]->type->dtype != IRON_DTYPE_PRED ||
+        op->operands[1]->type->dtype != out ||
+        op->operands[2]->type->dtype != out) {
+      return IRON_ERR(INVALID_ARGUMENT, "%s: expects (i1, T, T) -> T",
+                      op->name);
+    }
+    EXPR("(%s ? %s : %s)", a[0], a[1], a[2]);
+  } else if (k == IRON_OP_CLAMP) {
+    IRON_RETURN_IF_ERROR_PLAIN(check_same_operand_dtypes(op, 0, 3));
+    in = op->operands[1]->type->dtype;
+    if (in != out) return refuse_dtype(g, op, in);
+    if (is_int(in)) {
+      EXPR("iron_imin(iron_imax(%s, %s), %s)", a[1], a[0], a[2]);
+    } else if (is_real_float(in)) {
+      EXPR("iron_fmin(iron_fmax(%s, %s), %s)", a[1], a[0], a[2]);
+    } else {
+      // Complex clamp: XLA:CPU's results fit no composition (host refuses).
+      return refuse_dtype(g, op, in);
+    }
+  } else if (k == IRON_OP_CONVERT) {
+    if (!iron_cuda_ctype(in) || !convert_expr(in, out, a[0], e)) {
+      return iron_ir_op_unimplemented(op, "on the CUDA device for dtype %s -> %s",
+                                      iron_dtype_name(in),
+                                      iron_dtype_name(out));
+    }
+  } else if (k == IRON_OP_CONSTANT) {
+    IRON_RETURN_IF_ERROR_PLAIN(constant_literal(op, e->text, sizeof(e->text)));
+  } else if (k == IRON_OP_IOTA) {
+    int64_t dim = 0;
+    uint32_t n = 0;
+    IRON_RETURN_IF_ERROR_PLAIN(
+        iron_ir_op_i64_list(op, "iota_dimension", &dim, 1, &n));
+    if (!dims_equal(g, rt) || n != 1 || dim < 0 || dim >= rt->rank) {
+      return iron_ir_op_unimplemented(op, "in a CUDA fusion of another shape");
+    }
+    if (out == IRON_DTYPE_PRED) {
+      EXPR("(c%lld != 0)", (long long)dim);
+    } else if (is_cplx(out)) {
+      const char *R = out == IRON_DTYPE_C64 ? "float" : "double";
+      EXPR("iron_mk((%s)c%lld, (%s)0, (%s *)0)", R, (long long)dim, R,
+           iron_cuda_ctype(out));
+    } else {
+      EXPR("(%s)c%lld", iron_cuda_compute_ctype(out), (long long)dim);
+    }
+  } else if (k == IRON_OP_BROADCAST_IN_DIM) {
+    if (op->num_operands != 1) {
+      return IRON_ERR(INVALID_ARGUMENT, "%s: expected 1 operand", op->name);
+    }
+    const iron_ir_value_t *src = op->operands[0];
+    const iron_ir_type_t *st = src->type;
+    if (st->dtype != out) {
+      return IRON_ERR(INVALID_ARGUMENT, "%s: dtype changes", op->name);
+    }
+    int64_t bd[IRON_MAX_RANK];
+    uint32_t nb = 0;
+    IRON_RETURN_IF_ERROR_PLAIN(iron_ir_op_i64_list(
+        op, "broadcast_dimensions", bd, IRON_MAX_RANK, &nb));
+    if ((int32_t)nb != st->rank) {
+      return IRON_ERR(INVALID_ARGUMENT, "%s: broadcast_dimensions length",
+                      op->name);
+    }
+    for (uint32_t d = 0; d < nb; ++d) {
+      if (bd[d] < 0 || bd[d] >= rt->rank ||
+          (st->dims[d] != 1 && st->dims[d] != rt->dims[bd[d]])) {
+        return IRON_ERR(INVALID_ARGUMENT, "%s: bad broadcast dimension %u",
+                        op->name, d);
+      }
+    }
+    const char *sn = fz_name(g, src);
+    if (!sn) {
+      return IRON_ERR(INVALID_ARGUMENT, "%s: operand not in the fusion",
+                      op->name);
+    }
+    int64_t sc = type_count(st);
+    // An input read through the broadcast: an indexed load.
+    int input = -1;
+    for (uint32_t i = 0; i < g->f->num_inputs; ++i) {
+      if (g->f->inputs[i] == src) input = (int)i;
+    }
+    if (sc == 1) {
+      if (input >= 0) {
+        char lv[64];
+        snprintf(lv, sizeof(lv), "in%d[0]", input);
+        emit_load(g->s, out, var, lv);
+        return fz_add(g, &op->results[0], "v%u", index);
+      }
+      EXPR("%s", sn);
+    } else {
+      if (!dims_equal(g, rt)) {
+        return iron_ir_op_unimplemented(op,
+                                        "in a CUDA fusion of another shape");
+      }
+      if (input < 0) {
+        // A computed value broadcast again: only the identity works
+        // without recomputing it at other indices.
+        bool identity = st->rank == rt->rank;
+        for (uint32_t d = 0; identity && d < nb; ++d) {
+          identity = bd[d] == (int64_t)d && st->dims[d] == rt->dims[d];
+        }
+        if (!identity) {
+          return iron_ir_op_unimplemented(
+              op, "in a CUDA fusion of a computed value");
+        }
+        EXPR("%s", sn);
+      } else {
+        iron_cuda_src_t ix;
+        iron_cuda_src_init(&ix);
+        int64_t stride = 1;
+        bool any = false;
+        for (int32_t d = st->rank - 1; d >= 0; --d) {
+          if (st->dims[d] != 1) {
+            iron_cuda_src_printf(&ix, "%sc%lld * (%s)%lld", any ? " + " : "",
+                                 (long long)bd[d], g->idx, (long long)stride);
+            any = true;
+          }
+          stride *= st->dims[d];
+        }
+        char *ixs = NULL;
+        if (!any) iron_cuda_src_printf(&ix, "0");
+        IRON_RETURN_IF_ERROR_PLAIN(iron_cuda_src_finish(&ix, &ixs));
+        char lv[1200];
+        snprintf(lv, sizeof(lv), "in%d[%s]", input, ixs);
+        free(ixs);
+        emit_load(g->s, out, var, lv);
+        return fz_add(g, &op->results[0], "v%u", index);
+      }
+    }
+  }
+  emit_def(g, op, out, var, e->text);
+  return fz_add(g, &op->results[0], "v%u", index);
+}
+
+// Is input i read other than through broadcast_in_dim?
+static bool input_read_directly(const iron_cuda_fusion_t *f, uint32_t i) {
+  const iron_ir_value_t *v = f->inputs[i];
+  for (uint32_t j = 0; j < f->num_outputs; ++j) {
+    if (f->outputs[j] == v) return true;
+  }
+  for (uint32_t o = 0; o < f->num_ops; ++o) {
+    const iron_ir_op_t *op = f->ops[o];
+    if (op->kind == IRON_OP_BROADCAST_IN_DIM) continue;
+    for (uint32_t k = 0; k < op->num_operands; ++k) {
+      if (op->operands[k] == v) return true;
+    }
+  }
+  return false;
+}
+
+iron_status_t iron_cuda_codegen_fusion(const iron_cuda_fusion_t *f,
+                                       char **out_source, char **out_name) {
+  const iron_ir_op_t *owner = f->owner ? f->owner
+                              : f->num_ops ? f->ops[0]
+                                           : NULL;
+  if (f->num_outputs == 0) {
+    return IRON_ERR(INVALID_ARGUMENT, "CUDA fusion without outputs");
+  }
+  const iron_ir_type_t *t0 = f->outputs[0]->type;
+  if (!t0 || t0->kind != IRON_TYPE_TENSOR || !iron_ir_type_is_static(t0)) {
+    return owner ? iron_ir_op_unimplemented(owner, "on the CUDA device for "
+                                                   "a non-static result")
+                 : IRON_ERR(UNIMPLEMENTED, "non-static fusion result");
+  }
+  fz_gen_t g;
+  memset(&g, 0, sizeof(g));
+  g.f = f;
+  g.rank = t0->rank;
+  memcpy(g.dims, t0->dims, sizeof(int64_t) * (size_t)t0->rank);
+  g.count = type_count(t0);
+  if (g.count < 0) {
+    return IRON_ERR(INVALID_ARGUMENT, "CUDA fusion: result too large");
+  }
+  g.idx = g.count <= ((int64_t)1 << 30) ? "int" : "long long";
+  g.flush = iron_cuda_flush_denormals();
+  iron_cuda_src_t body;
+  iron_cuda_src_init(&body);
+  g.s = &body;
+  iron_status_t st = IRON_OK;
+
+  // Types first (refusals), then the vector width: kernels without
+  // coordinates (no broadcast/iota) move V elements per thread with one
+  // vector load/store per operand (16 bytes for the widest element).
+  size_t widest = 1;
+  for (uint32_t i = 0; i < f->num_inputs; ++i) {
+    const iron_ir_type_t *t = f->inputs[i]->type;
+    const char *ct = t ? iron_cuda_ctype(t->dtype) : NULL;
+    if (!ct || t->kind != IRON_TYPE_TENSOR || !iron_ir_type_is_static(t)) {
+      st = owner ? iron_ir_op_unimplemented(
+                       owner, "on the CUDA device for input dtype %s",
+                       t ? iron_dtype_name(t->dtype) : "?")
+                 : IRON_ERR(UNIMPLEMENTED, "CUDA fusion input type");
+      goto fail;
+    }
+    if (type_count(t) == g.count && iron_dtype_size(t->dtype) > widest)
+      widest = iron_dtype_size(t->dtype);
+  }
+  for (uint32_t j = 0; j < f->num_outputs; ++j) {
+    const iron_ir_type_t *t = f->outputs[j]->type;
+    const char *ct = t ? iron_cuda_ctype(t->dtype) : NULL;
+    if (!ct) {
+      st = owner ? iron_ir_op_unimplemented(
+                       owner, "on the CUDA device for result dtype %s",
+                       t ? iron_dtype_name(t->dtype) : "?")
+                 : IRON_ERR(UNIMPLEMENTED, "CUDA fusion output type");
+      goto fail;
+    }
+    if (type_count(t) != g.count) {
+      st = IRON_ERR(INVALID_ARGUMENT,
+                    "CUDA fusion: outputs have different element counts");
+      goto fail;
+    }
+    if (iron_dtype_size(t->dtype) > widest) widest = iron_dtype_size(t->dtype);
+  }
+  int vw = (int)(16 / widest);
+  if (vw > 8) vw = 8;
+  bool vec = vw >= 2 && !needs_coords(f) && g.count >= 4 * vw &&
+             iron_cuda_vectorize_enabled();
+
+  if (vec) {
+    // The element function: storage values in, storage values out.
+    iron_cuda_src_printf(&body, "static __device__ __forceinline__ void %s_f(",
+                         IRON_CUDA_KERNEL_PLACEHOLDER);
+    for (uint32_t i = 0; i < f->num_inputs; ++i) {
+      iron_cuda_src_printf(&body, "%sconst %s s%u", i ? ", " : "",
+                           iron_cuda_ctype(f->inputs[i]->type->dtype), i);
+    }
+    for (uint32_t j = 0; j < f->num_outputs; ++j) {
+      iron_cuda_src_printf(&body, "%s%s &r%u", (f->num_inputs || j) ? ", " : "",
+                           iron_cuda_ctype(f->outputs[j]->type->dtype), j);
+    }
+    iron_cuda_src_printf(&body, ") {\n  {\n");
+  } else {
+    iron_cuda_src_printf(&body,
+                         "extern \"C\" __global__ void __launch_bounds__(256) %s(",
+                         IRON_CUDA_KERNEL_PLACEHOLDER);
+    for (uint32_t i = 0; i < f->num_inputs; ++i) {
+      iron_cuda_src_printf(&body, "%sconst %s *in%u", i ? ", " : "",
+                           iron_cuda_ctype(f->inputs[i]->type->dtype), i);
+    }
+    for (uint32_t j = 0; j < f->num_outputs; ++j) {
+      iron_cuda_src_printf(&body, "%s%s *out%u",
+                           (f->num_inputs || j) ? ", " : "",
+                           iron_cuda_ctype(f->outputs[j]->type->dtype), j);
+    }
+    iron_cuda_src_printf(&body, ") {\n  IRON_LOOP(i, %s, %lldLL) {\n", g.idx,
+                         (long long)g.count);
+  }
+  if (needs_coords(f) && g.rank > 0) {
+    iron_cuda_src_printf(&body, "    %s r_ = i;\n", g.idx);
+    for (int32_t d = g.rank - 1; d >= 0; --d) {
+      iron_cuda_src_printf(&body, "    const %s c%d = r_ %% (%s)%lld;\n",
+                           g.idx, d, g.idx, (long long)g.dims[d]);
+      if (d) {
+        iron_cuda_src_printf(&body, "    r_ /= (%s)%lld;\n", g.idx,
+                             (long long)g.dims[d]);
+      }
+    }
+  }
+  // Direct loads of inputs.
+  for (uint32_t i = 0; i < f->num_inputs; ++i) {
+    const iron_ir_value_t *v = f->inputs[i];
+    char name[24];
+    snprintf(name, sizeof(name), "x%u", i);
+    if (input_read_directly(f, i)) {
+      int64_t c = type_count(v->type);
+      char lv[64];
+      if (c != 1 && c != g.count) {
+        st = IRON_ERR(INVALID_ARGUMENT,
+                      "CUDA fusion: input %u has %lld elements, the fusion "
+                      "%lld",
+                      i, (long long)c, (long long)g.count);
+        goto fail;
+      }
+      // Same count with other dims: element-wise ops see one linear order.
+      if (vec) {
+        snprintf(lv, sizeof(lv), "s%u", i);
+      } else {
+        snprintf(lv, sizeof(lv), c == 1 ? "in%u[0]" : "in%u[i]", i);
+      }
+      emit_load(&body, v->type->dtype, name, lv);
+    }
+    st = fz_add(&g, v, "x%u", i);
+    if (st) goto fail;
+  }
+  for (uint32_t o = 0; o < f->num_ops; ++o) {
+    st = gen_op(&g, f->ops[o], o);
+    if (st) goto fail;
+  }
+  for (uint32_t j = 0; j < f->num_outputs; ++j) {
+    const char *n = fz_name(&g, f->outputs[j]);
+    if (!n) {
+      st = IRON_ERR(INVALID_ARGUMENT, "CUDA fusion: output %u not defined", j);
+      goto fail;
+    }
+    char se[128];
+    store_expr(f->outputs[j]->type->dtype, n, se, sizeof(se));
+    iron_cuda_src_printf(&body, vec ? "    r%u = %s;\n" : "    out%u[i] = %s;\n",
+                         j, se);
+  }
+  if (vec) {
+    // The kernel: vector loop when every full operand is aligned to its
+    // vector, then the tail; otherwise element by element.
+    const char *I = g.idx;
+    iron_cuda_src_printf(&body,
+                         "  }\n}\n"
+                         "extern \"C\" __global__ void __launch_bounds__(256) %s(",
+                         IRON_CUDA_KERNEL_PLACEHOLDER);
+    for (uint32_t i = 0; i < f->num_inputs; ++i) {
+      iron_cuda_src_printf(&body, "%sconst %s *in%u", i ? ", " : "",
+                           iron_cuda_ctype(f->inputs[i]->type->dtype), i);
+    }
+    for (uint32_t j = 0; j < f->num_outputs; ++j) {
+      iron_cuda_src_printf(&body, "%s%s *out%u",
+                           (f->num_inputs || j) ? ", " : "",
+                           iron_cuda_ctype(f->outputs[j]->type->dtype), j);
+    }
+    iron_cuda_src_printf(&body,
+                         ") {\n"
+                         "  const %s n = %lldLL, nv = n / %d;\n"
+                         "  const %s tid = (%s)blockIdx.x * blockDim.x + threadIdx.x;\n"
+                         "  const %s nt = (%s)gridDim.x * blockDim.x;\n"
+                         "  bool al = true;\n",
+                         I, (long long)g.count, vw, I, I, I, I);
+    for (uint32_t i = 0; i < f->num_inputs; ++i) {
+      if (type_count(f->inputs[i]->type) != g.count) continue;
+      iron_cuda_src_printf(&body,
+                           "  al = al && ((unsigned long long)in%u %% "
+                           "(sizeof(*in%u) * %d)) == 0;\n",
+                           i, i, vw);
+    }
+    for (uint32_t j = 0; j < f->num_outputs; ++j) {
+      iron_cuda_src_printf(&body,
+                           "  al = al && ((unsigned long long)out%u %% "
+                           "(sizeof(*out%u) * %d)) == 0;\n",
+                           j, j, vw);
+    }
+    // Arguments of the element function, per element k of vector j.
+    iron_cuda_src_t va, sa;
+    iron_cuda_src_init(&va);
+    iron_cuda_src_init(&sa);
+    for (uint32_t i = 0; i < f->num_inputs; ++i) {
+      bool full = type_count(f->inputs[i]->type) == g.count && g.count != 1;
+      iron_cuda_src_printf(&va, "%s%s", i ? ", " : "", full ? "" : "");
+      if (full) {
+        iron_cuda_src_printf(&va, "a%u.v[k]", i);
+        iron_cuda_src_printf(&sa, "%sin%u[i]", i ? ", " : "", i);
+      } else {
+        iron_cuda_src_printf(&va, "in%u[0]", i);
+        iron_cuda_src_printf(&sa, "%sin%u[0]", i ? ", " : "", i);
+      }
+    }
+    for (uint32_t j = 0; j < f->num_outputs; ++j) {
+      const char *sep = (f->num_inputs || j) ? ", " : "";
+      iron_cuda_src_printf(&va, "%sb%u.v[k]", sep, j);
+      iron_cuda_src_printf(&sa, "%sout%u[i]", sep, j);
+    }
+    char *vas = NULL, *sas = NULL;
+    st = iron_cuda_src_finish(&va, &vas);
+    if (!st) st = iron_cuda_src_finish(&sa, &sas);
+    if (st) {
+      free(vas);
+      iron_cuda_src_free(&sa);
+      goto fail;
+    }
+    iron_cuda_src_printf(&body, "  if (al) {\n    for (%s j = tid; j < nv; j += nt) {\n", I);
+    for (uint32_t i = 0; i < f->num_inputs; ++i) {
+      if (type_count(f->inputs[i]->type) != g.count) continue;
+      const char *ct = iron_cuda_ctype(f->inputs[i]->type->dtype);
+      iron_cuda_src_printf(&body,
+                           "      const iron_vec<%s, %d> a%u = "
+                           "((const iron_vec<%s, %d> *)in%u)[j];\n",
+                           ct, vw, i, ct, vw, i);
+    }
+    for (uint32_t j = 0; j < f->num_outputs; ++j) {
+      iron_cuda_src_printf(&body, "      iron_vec<%s, %d> b%u;\n",
+                           iron_cuda_ctype(f->outputs[j]->type->dtype), vw, j);
+    }
+    iron_cuda_src_printf(&body,
+                         "#pragma unroll\n"
+                         "      for (int k = 0; k < %d; ++k) %s_f(%s);\n",
+                         vw, IRON_CUDA_KERNEL_PLACEHOLDER, vas);
+    for (uint32_t j = 0; j < f->num_outputs; ++j) {
+      const char *ct = iron_cuda_ctype(f->outputs[j]->type->dtype);
+      iron_cuda_src_printf(&body, "      ((iron_vec<%s, %d> *)out%u)[j] = b%u;\n",
+                           ct, vw, j, j);
+    }
+    iron_cuda_src_printf(&body,
+                         "    }\n"
+                         "    for (%s i = nv * %d + tid; i < n; i += nt) %s_f(%s);\n"
+                         "  } else {\n"
+                         "    for (%s i = tid; i < n; i += nt) %s_f(%s);\n"
+                         "  }\n}\n",
+                         I, vw, IRON_CUDA_KERNEL_PLACEHOLDER, sas, I,
+                         IRON_CUDA_KERNEL_PLACEHOLDER, sas);
+    free(vas);
+    free(sas);
+  } else {
+    iron_cuda_src_printf(&body, "  }\n}\n");
+  }
+  free(g.vals);
+  return iron_cuda_source_make(&body, "iron_ew", out_source, out_name);
+fail:
+  free(g.vals);
+  iron_cuda_src_free(&body);
+  return st;
+}
+
+// ---------------------------------------------------------------------------
+// Prepare / run
+
+void iron_cuda_launch_dims(const iron_device_t *dev, int64_t count,
+                           unsigned *out_grid, unsigned *out_block) {
+  const iron_cuda_device_t *d = (const iron_cuda_device_t *)dev;
+  unsigned block = 256;
+  int64_t blocks = (count + block - 1) / block;
+  int64_t cap = (d && d->num_sms > 0) ? (int64_t)d->num_sms * 32 : 4096;
+  if (blocks > cap) blocks = cap;
+  if (blocks < 1) blocks = 1;
+  *out_grid = (unsigned)blocks;
+  *out_block = block;
+}
+
+iron_status_t iron_cuda_fusion_prepare(iron_device_t *dev,
+                                       const iron_cuda_fusion_t *fusion,
+                                       void **out_params) {
+  if (fusion->num_inputs + fusion->num_outputs > 64) {
+    const iron_ir_op_t *o = fusion->owner ? fusion->owner : fusion->ops[0];
+    return iron_ir_op_unimplemented(o, "with more than 64 operands and "
+                                       "results on the CUDA device");
+  }
+  char *src = NULL, *name = NULL;
+  IRON_RETURN_IF_ERROR_PLAIN(iron_cuda_codegen_fusion(fusion, &src, &name));
+  iron_cuda_ew_params_t *p = calloc(1, sizeof(*p));
+  if (!p) {
+    free(src);
+    free(name);
+    return IRON_ERR(RESOURCE_EXHAUSTED, "out of memory (params)");
+  }
+  iron_status_t st = iron_cuda_function_request(
+      (iron_cuda_device_t *)dev, src, name, &p->fn);
+  free(src);
+  free(name);
+  if (st) {
+    free(p);
+    return st;
+  }
+  p->num_inputs = fusion->num_inputs;
+  p->num_outputs = fusion->num_outputs;
+  p->count = type_count(fusion->outputs[0]->type);
+  iron_cuda_launch_dims(dev, p->count, &p->grid, &p->block);
+  *out_params = p;
+  return IRON_OK;
+}
+
+iron_status_t iron_cuda_ew_run(const iron_host_ctx_t *ctx, const void *params,
+                               const iron_tensor_t *const *inputs,
+                               iron_tensor_t *const *outputs) {
+  const iron_cuda_ew_params_t *p = params;
+  if (p->count == 0) return IRON_OK;
+  void *ptrs[64];
+  void *args[64];
+  uint32_t n = 0;
+  for (uint32_t i = 0; i < p->num_inputs; ++i) {
+    ptrs[n] = inputs[i]->data;
+    args[n] = &ptrs[n];
+    n++;
+  }
+  for (uint32_t j = 0; j < p->num_outputs; ++j) {
+    ptrs[n] = outputs[j]->data;
+    args[n] = &ptrs[n];
+    n++;
+  }
+  return iron_cuda_launch((iron_cuda_device_t *)ctx->dev, p->fn, p->grid, 1, 1,
+                          p->block, 0, args);
+}
+
+// ---------------------------------------------------------------------------
+// The fusion op kernel (region IR).
+
+static iron_status_t fusion_op_prepare(iron_device_t *dev,
+                                       const iron_ir_op_t *op,
+                                       iron_host_region_t *const *regions,
+                                       void **out_params) {
+  (void)regions;
+  if (op->num_regions < 1 || op->regions[0].num_blocks != 1) {
+    return iron_ir_op_unimplemented(op, "as a CUDA fusion without one block");
+  }
+  const iron_ir_block_t *b = &op->regions[0].blocks[0];
+  if (b->num_args != op->num_operands || b->num_ops == 0) {
+    return IRON_ERR(INVALID_ARGUMENT,
+                    "%s: fusion block has %u arguments for %u operands",
+                    op->name, b->num_args, op->num_operands);
+  }
+  const iron_ir_op_t *term = b->ops[b->num_ops - 1];
+  if ((term->kind != IRON_OP_RETURN && term->kind != IRON_OP_FUNC_RETURN) ||
+      term->num_operands != op->num_results) {
+    return IRON_ERR(INVALID_ARGUMENT,
+                    "%s: fusion block must return the op's %u results",
+                    op->name, op->num_results);
+  }
+  const iron_ir_value_t **inputs =
+      calloc(b->num_args ? b->num_args : 1, sizeof(*inputs));
+  if (!inputs) return IRON_ERR(RESOURCE_EXHAUSTED, "out of memory");
+  for (uint32_t i = 0; i < b->num_args; ++i) inputs[i] = &b->args[i];
+  iron_cuda_fusion_t f = {
+      .num_ops = b->num_ops - 1,
+      .ops = (const iron_ir_op_t *const *)b->ops,
+      .num_inputs = b->num_args,
+      .inputs = inputs,
+      .num_outputs = term->num_operands,
+      .outputs = (const iron_ir_value_t *const *)term->operands,
+      .owner = op,
+  };
+  iron_status_t st = iron_cuda_fusion_prepare(dev, &f, out_params);
+  free(inputs);
+  return st;
+}
+
+const iron_host_kernel_t iron_cuda_fusion_kernel = {
+    .name = "cuda_fusion",
+    .prepare = NULL,
+    .run = iron_cuda_ew_run,
+    .destroy = NULL,
+    .inplace_ok = false,
+    .elementwise = false,
+    .prepare_on = fusion_op_prepare,
+};
+
+// ---------------------------------------------------------------------------
+// convert from/to the narrow dtypes (f8 family, f4E2M1FN, s4/u4/s2/u2; one
+// element per byte), as the host's ew_narrow.c: values pass through f64
+// (floats) or s64 (ints) and the regular conversions on the other side.
+
+typedef struct nf_fmt {
+  iron_dtype_t dt;
+  int ebits, mbits, bias, kind;
+} nf_fmt_t;
+
+static const nf_fmt_t kNarrowFloats[] = {
+    {IRON_DTYPE_F8E5M2, 5, 2, 15, 0},       {IRON_DTYPE_F8E4M3, 4, 3, 7, 0},
+    {IRON_DTYPE_F8E3M4, 3, 4, 3, 0},        {IRON_DTYPE_F8E4M3FN, 4, 3, 7, 1},
+    {IRON_DTYPE_F8E4M3FNUZ, 4, 3, 8, 2},    {IRON_DTYPE_F8E5M2FNUZ, 5, 2, 16, 2},
+    {IRON_DTYPE_F8E4M3B11FNUZ, 4, 3, 11, 2}, {IRON_DTYPE_F4E2M1FN, 2, 1, 1, 3},
+};
+
+static const nf_fmt_t *narrow_float(iron_dtype_t dt) {
+  for (size_t i = 0; i < sizeof(kNarrowFloats) / sizeof(kNarrowFloats[0]);
+       ++i) {
+    if (kNarrowFloats[i].dt == dt) return &kNarrowFloats[i];
+  }
+  return NULL;
+}
+
+static bool narrow_int(iron_dtype_t dt, int *bits, bool *sgn) {
+  switch (dt) {
+    case IRON_DTYPE_S4: *bits = 4; *sgn = true; return true;
+    case IRON_DTYPE_U4: *bits = 4; *sgn = false; return true;
+    case IRON_DTYPE_S2: *bits = 2; *sgn = true; return true;
+    case IRON_DTYPE_U2: *bits = 2; *sgn = false; return true;
+    default: return false;
+  }
+}
+
+bool iron_cuda_dtype_is_narrow(iron_dtype_t dt) {
+  int b;
+  bool s;
+  return narrow_float(dt) || narrow_int(dt, &b, &s);
+}
+
+iron_status_t iron_cuda_convert_narrow_prepare(iron_device_t *dev,
+                                               const iron_ir_op_t *op,
+                                               void **out_params) {
+  iron_dtype_t from = op->operands[0]->type->dtype;
+  iron_dtype_t to = op->results[0].type->dtype;
+  const nf_fmt_t *sf = narrow_float(from), *df = narrow_float(to);
+  int sbits = 0, dbits = 0;
+  bool ssg = false, dsg = false;
+  bool si = narrow_int(from, &sbits, &ssg), di = narrow_int(to, &dbits, &dsg);
+  bool sn = sf || si, dn = df || di;
+  if ((!sn && !iron_cuda_ctype(from)) || (!dn && !iron_cuda_ctype(to)) ||
+      (!sn && !dn)) {
+    return iron_ir_op_unimplemented(op, "on the CUDA device for dtype %s -> %s",
+                                    iron_dtype_name(from),
+                                    iron_dtype_name(to));
+  }
+  bool src_is_int = si || (!sn && (is_int(from) || from == IRON_DTYPE_PRED));
+  bool via_int = src_is_int && !df;
+  bool nan_all_ones = df && df->dt == IRON_DTYPE_F8E5M2 && is_half(from);
+  bool sat_max_is_inf = sf && sf->kind == 3 && (di || is_int(to));
+  int64_t n = iron_ir_type_num_elements(op->results[0].type);
+  int64_t nin = iron_ir_type_num_elements(op->operands[0]->type);
+  if (n < 0 || (nin != n && nin != 1)) {
+    return IRON_ERR(INVALID_ARGUMENT, "%s: element counts differ", op->name);
+  }
+  const char *idx = n <= ((int64_t)1 << 30) ? "int" : "long long";
+  iron_cuda_src_t s;
+  iron_cuda_src_init(&s);
+  iron_cuda_src_printf(
+      &s,
+      "extern \"C\" __global__ void __launch_bounds__(256) %s(const %s *in0, "
+      "%s *out0) {\n  IRON_LOOP(i, %s, %lldLL) {\n",
+      IRON_CUDA_KERNEL_PLACEHOLDER, sn ? "uint8_t" : iron_cuda_ctype(from),
+      dn ? "uint8_t" : iron_cuda_ctype(to), idx, (long long)n);
+  const char *at = nin == 1 ? "0" : "i";
+  const char *mt = via_int ? "long long" : "double";
+  if (sf) {
+    iron_cuda_src_printf(&s,
+                         "    const unsigned b = in0[%s];\n"
+                         "    %s m = iron_nf_decode(b, %d, %d, %d, %d);\n",
+                         at, mt, sf->ebits, sf->mbits, sf->bias, sf->kind);
+    if (sat_max_is_inf) {
+      unsigned mag = (1u << (sf->ebits + sf->mbits)) - 1;
+      iron_cuda_src_printf(&s,
+                           "    if ((b & %uu) == %uu) m = m < 0 ? -IRON_INF : "
+                           "IRON_INF;\n",
+                           mag, mag);
+    }
+  } else if (si) {
+    unsigned mask = (1u << sbits) - 1, top = 1u << (sbits - 1);
+    iron_cuda_src_printf(&s,
+                         "    long long v = in0[%s] & %uu;\n"
+                         "    if (%d && (v & %uu)) v -= %uLL;\n"
+                         "    const %s m = (%s)v;\n",
+                         at, mask, ssg ? 1 : 0, top, mask + 1, mt, mt);
+  } else {
+    char lv[32];
+    snprintf(lv, sizeof(lv), "in0[%s]", at);
+    emit_load(&s, from, "x", lv);
+    const char *re = is_cplx(from) ? "x.re" : "x";
+    if (via_int) {
+      iron_cuda_src_printf(&s, "    const long long m = (long long)%s;\n", re);
+    } else if (is_f32ish(from) && iron_cuda_flush_denormals()) {
+      iron_cuda_src_printf(&s, "    const double m = (double)iron_daz(%s);\n",
+                           re);
+    } else {
+      iron_cuda_src_printf(&s, "    const double m = (double)(%s);\n", re);
+    }
+  }
+  if (df) {
+    iron_cuda_src_printf(&s,
+                         "    uint8_t r = iron_nf_encode((double)m, %d, %d, "
+                         "%d, %d);\n",
+                         df->ebits, df->mbits, df->bias, df->kind);
+    if (nan_all_ones) {
+      iron_cuda_src_printf(&s, "    if (m != m) r |= 0x7f;\n");
+    }
+    iron_cuda_src_printf(&s, "    out0[i] = r;\n");
+  } else if (di) {
+    unsigned mask = (1u << dbits) - 1;
+    if (via_int) {
+      iron_cuda_src_printf(&s,
+                           "    out0[i] = (uint8_t)((uint64_t)m & %uu);\n",
+                           mask);
+    } else if (dsg) {
+      iron_cuda_src_printf(&s,
+                           "    out0[i] = (uint8_t)((uint64_t)iron_f2s<int64_t>"
+                           "(m, %d) & %uu);\n",
+                           dbits, mask);
+    } else {
+      iron_cuda_src_printf(&s,
+                           "    out0[i] = (uint8_t)(iron_f2u<uint64_t>(m, %d) "
+                           "& %uu);\n",
+                           dbits, mask);
+    }
+  } else {
+    fz_expr_t ex;
+    iron_dtype_t mid = via_int ? IRON_DTYPE_S64 : IRON_DTYPE_F64;
+    if (!convert_expr(mid, to, "m", &ex)) {
+      iron_cuda_src_free(&s);
+      return iron_ir_op_unimplemented(op, "on the CUDA device for dtype %s -> %s",
+                                      iron_dtype_name(from),
+                                      iron_dtype_name(to));
+    }
+    char se[1200];
+    store_expr(to, ex.text, se, sizeof(se));
+    iron_cuda_src_printf(&s, "    out0[i] = %s;\n", se);
+  }
+  iron_cuda_src_printf(&s, "  }\n}\n");
+  char *src = NULL, *name = NULL;
+  IRON_RETURN_IF_ERROR_PLAIN(iron_cuda_source_make(&s, "iron_cvn", &src, &name));
+  iron_cuda_ew_params_t *p = calloc(1, sizeof(*p));
+  if (!p) {
+    free(src);
+    free(name);
+    return IRON_ERR(RESOURCE_EXHAUSTED, "out of memory (params)");
+  }
+  iron_status_t st = iron_cuda_function_request((iron_cuda_device_t *)dev, src,
+                                                name, &p->fn);
+  free(src);
+  free(name);
+  if (st) {
+    free(p);
+    return st;
+  }
+  p->num_inputs = 1;
+  p->num_outputs = 1;
+  p->count = n;
+  iron_cuda_launch_dims(dev, n, &p->grid, &p->block);
+  *out_params = p;
+  return IRON_OK;
+}

