@@ -76,8 +76,12 @@ static void compile_one(int unit) {
     free(text);
     return;
   }
-  const char *opts[] = {"--gpu-architecture=sm_90a", "-std=c++17"};
-  int r = g_nvrtc.compile(prog, 2, opts);
+  // The options of the device's compiler (cuda_compile.c).
+  const char *opts[] = {"--gpu-architecture=sm_90a", "-default-device",
+                        "-std=c++17",     "-ftz=true",
+                        "-prec-div=true", "-prec-sqrt=true",
+                        "-fmad=false"};
+  int r = g_nvrtc.compile(prog, (int)(sizeof(opts) / sizeof(opts[0])), opts);
   size_t cubin = 0;
   if (r == 0) g_nvrtc.cubin_size(prog, &cubin);
   if (r != 0 || cubin == 0) {
