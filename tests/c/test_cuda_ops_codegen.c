@@ -76,8 +76,12 @@ static void compile_one(int unit) {
     free(text);
     return;
   }
-  const char *opts[] = {"--gpu-architecture=sm_90a", "-std=c++17"};
-  int r = g_nvrtc.compile(prog, 2, opts);
+  // The options of the device's compiler (cuda_compile.c).
+  const char *opts[] = {"--gpu-architecture=sm_90a", "-default-device",
+                        "-std=c++17",     "-ftz=true",
+                        "-prec-div=true", "-prec-sqrt=true",
+                        "-fmad=false"};
+  int r = g_nvrtc.compile(prog, (int)(sizeof(opts) / sizeof(opts[0])), opts);
   size_t cubin = 0;
   if (r == 0) g_nvrtc.cubin_size(prog, &cubin);
   if (r != 0 || cubin == 0) {
@@ -699,6 +703,27 @@ static void test_window_sources(void) {
                                    &src, &grid);
   add_source("window_argmax", st, src);
   free(b);
+  // select_and_scatter (max-pool gradient): select GE, scatter add; and a
+  // generic scatter body (in order).
+  iron_cuda_window_t sw = pool;
+  for (int d = 0; d < 2; ++d) sw.base_dil[d] = sw.win_dil[d] = 1;
+  rb_t *sel = rb_new();
+  iron_ir_value_t *sa = rb_arg(sel, f32), *sb = rb_arg(sel, f32);
+  iron_ir_value_t *ge = rb_cmp(sel, IRON_CMP_GE, IRON_CMP_TYPE_FLOAT, sa, sb);
+  rb_return(sel, 1, &ge);
+  b = rb_binary(IRON_OP_ADD, f32);
+  src = NULL;
+  st = iron_cuda_gen_select_and_scatter("sas_add", &sw, f32, &sel->region,
+                                        &b->region, &src, &grid);
+  add_source("sas_add", st, src);
+  free(b);
+  b = rb_binary(IRON_OP_SUBTRACT, f32);
+  src = NULL;
+  st = iron_cuda_gen_select_and_scatter("sas_generic", &sw, f32, &sel->region,
+                                        &b->region, &src, &grid);
+  add_source("sas_generic", st, src);
+  free(b);
+  free(sel);
   iron_cuda_window_t r0;
   memset(&r0, 0, sizeof(r0));
   b = rb_binary(IRON_OP_ADD, f32);

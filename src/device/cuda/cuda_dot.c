@@ -179,7 +179,7 @@ static iron_status_t plan_operand(iron_cuda_device_t *dev, const char *tag,
   char *src = NULL;
   IRON_RETURN_IF_ERROR_PLAIN(
       iron_cuda_gen_pack(name, t->dtype, to, r, dims, src_strides, &src));
-  iron_status_t st = iron_cuda_function_request(dev, src, name, &out->pack_fn);
+  iron_status_t st = iron_cuda_ops_request(dev, src, name, &out->pack_fn);
   free(src);
   IRON_RETURN_IF_ERROR_PLAIN(st);
   out->pack = true;
@@ -424,7 +424,7 @@ static iron_status_t dot_prepare_dims(iron_device_t *base,
     if (!st)
       st = iron_cuda_gen_dot_int("iron_dot_int", ldt, rdt, odt, d->batch,
                                  d->m, d->n, d->k, ls, rs, &src);
-    if (!st) st = iron_cuda_function_request(dev, src, "iron_dot_int",
+    if (!st) st = iron_cuda_ops_request(dev, src, "iron_dot_int",
                                              &p->int_fn);
     free(src);
     p->grid[0] = (unsigned)((d->n + 15) / 16);
@@ -495,7 +495,7 @@ static iron_status_t dot_prepare_dims(iron_device_t *base,
       char *src = NULL;
       st = iron_cuda_gen_pack("iron_dot_out", dt, odt, 1, &count, &one, &src);
       if (!st)
-        st = iron_cuda_function_request(dev, src, "iron_dot_out", &p->out_fn);
+        st = iron_cuda_ops_request(dev, src, "iron_dot_out", &p->out_fn);
       free(src);
       p->d_bytes = (size_t)count * iron_dtype_size(dt);
       p->out_grid = grid_for(count);
@@ -568,6 +568,8 @@ static iron_status_t dot_run(const iron_host_ctx_t *ctx, const void *params,
   const iron_cuda_api_t *api = dev->api;
   void *out = outputs[0]->data;
   if (p->mode == DOT_EMPTY) return IRON_OK;
+  // cuBLASLt and the memset below run on the calling thread's context.
+  IRON_RETURN_IF_ERROR_PLAIN(iron_cuda_device_enter(dev));
   if (p->mode == DOT_ZERO)
     return iron_cuda_status(
         api,

@@ -32,7 +32,7 @@ static iron_status_t gather_prepare_on(iron_device_t *base,
   p->grid = iron_cuda_ops_grid(plan.small_count);
   char *src = NULL;
   iron_status_t st = iron_cuda_gen_gather("iron_gather", &plan, &src);
-  if (!st) st = iron_cuda_function_request(dev, src, "iron_gather", &p->fn);
+  if (!st) st = iron_cuda_ops_request(dev, src, "iron_gather", &p->fn);
   free(src);
   if (st) {
     free(p);
@@ -85,7 +85,7 @@ static iron_status_t scatter_prepare_on(iron_device_t *base,
     iron_status_free(st);
     return u;
   }
-  st = iron_cuda_function_request(dev, src, "iron_scatter", &p->fn);
+  st = iron_cuda_ops_request(dev, src, "iron_scatter", &p->fn);
   free(src);
   if (st) {
     free(p);
@@ -101,6 +101,7 @@ static iron_status_t scatter_run(const iron_host_ctx_t *ctx,
                                  iron_tensor_t *const *outputs) {
   const gs_params_t *p = params;
   iron_cuda_device_t *dev = iron_cuda_device_cast(ctx->dev);
+  IRON_RETURN_IF_ERROR_PLAIN(iron_cuda_device_enter(dev));
   if (p->op_bytes && outputs[0]->data != inputs[0]->data)
     IRON_RETURN_IF_ERROR_PLAIN(iron_cuda_status(
         dev->api,

@@ -626,3 +626,103 @@ iron_status_t iron_cuda_gen_scatter(const char *name,
                                                 : (threads + 255) / 256);
   return iron_cuda_text_finish(&t, out_src);
 }
+
+iron_status_t iron_cuda_gen_select_and_scatter(
+    const char *name, const iron_cuda_window_t *w, iron_dtype_t dt,
+    const iron_ir_region_t *select, const iron_ir_region_t *scatter,
+    char **out_src, unsigned *out_grid) {
+  iron_cuda_gen_type_t ty = iron_cuda_gen_type(dt);
+  if (!ty.store || ty.is_complex)
+    return IRON_ERR(UNIMPLEMENTED, "cuda select_and_scatter for dtype %s",
+                    iron_dtype_name(dt));
+  for (int32_t d = 0; d < w->rank; ++d)
+    if (w->base_dil[d] != 1 || w->win_dil[d] != 1)
+      return IRON_ERR(UNIMPLEMENTED, "cuda select_and_scatter with dilation");
+  iron_cuda_scatter_op_t op = iron_cuda_scatter_classify(scatter);
+  bool atomic = op != IRON_CUDA_SCATTER_SET && op != IRON_CUDA_SCATTER_GENERIC;
+  int64_t in_strides[IRON_MAX_RANK], nsrc = 1, s = 1;
+  for (int32_t d = w->rank - 1; d >= 0; --d) {
+    in_strides[d] = s;
+    s *= w->in_dims[d];
+  }
+  for (int32_t d = 0; d < w->rank; ++d) nsrc *= w->out_dims[d];
+  iron_cuda_text_t t;
+  iron_cuda_text_init(&t);
+  iron_cuda_text_printf(&t, "%s", iron_cuda_ops_prelude());
+  iron_status_t st = iron_cuda_gen_region_fn(&t, "iop_select", select);
+  if (!st && atomic) st = emit_atomic(&t, dt, op);
+  if (!st && !atomic) {
+    st = iron_cuda_gen_region_fn(&t, "iop_body", scatter);
+    if (!st)
+      iron_cuda_text_printf(&t,
+                            "__device__ __forceinline__ void iop_apply(%s *dst, "
+                            "%s upd) { %s r; iop_body(%s(*dst), %s(upd), &r); "
+                            "*dst = %s(r); }\n",
+                            ty.store, ty.store, ty.comp, ty.ld, ty.ld, ty.st);
+  }
+  if (st) {
+    iron_cuda_text_free(&t);
+    return st;
+  }
+  iron_cuda_text_printf(
+      &t,
+      "extern \"C\" __global__ void __launch_bounds__(256) %s(const %s "
+      "*__restrict__ operand, const %s *__restrict__ source, %s *out) {\n",
+      name, ty.store, ty.store, ty.store);
+  if (atomic)
+    iron_cuda_text_printf(
+        &t,
+        "for (iop_s64 so = (iop_s64)blockIdx.x * blockDim.x + threadIdx.x; so "
+        "< %lldLL; so += (iop_s64)gridDim.x * blockDim.x) {\n",
+        (long long)nsrc);
+  else  // in source order, as XLA:CPU applies them
+    iron_cuda_text_printf(
+        &t,
+        "if (blockIdx.x != 0 || threadIdx.x != 0) return;\n"
+        "for (iop_s64 so = 0; so < %lldLL; ++so) {\n",
+        (long long)nsrc);
+  iron_cuda_text_printf(&t, "iop_s64 rem = so;\n");
+  for (int32_t d = w->rank - 1; d >= 0; --d)
+    iron_cuda_text_printf(&t,
+                          "const iop_s64 oc%d = rem %% %lldLL; rem /= %lldLL;\n",
+                          d, (long long)w->out_dims[d],
+                          (long long)w->out_dims[d]);
+  iron_cuda_text_printf(&t, "(void)rem;\nint have = 0;\niop_s64 best = 0;\n%s bv = 0;\n"
+                            "do {\n",
+                        ty.comp);
+  for (int32_t d = 0; d < w->rank; ++d) {
+    if (w->wdims[d] > 1)
+      iron_cuda_text_printf(&t, "for (iop_s64 k%d = 0; k%d < %lldLL; ++k%d) {\n",
+                            d, d, (long long)w->wdims[d], d);
+    else
+      iron_cuda_text_printf(&t, "{ const iop_s64 k%d = 0;\n", d);
+    iron_cuda_text_printf(
+        &t,
+        "const iop_s64 p%d = oc%d * %lldLL + k%d - (%lldLL);\n"
+        "if (p%d < 0 || p%d >= %lldLL) continue;\n"
+        "const iop_s64 f%d = %s + p%d * %lldLL;\n"
+        "{ const iop_s64 f_prev = f%d; (void)f_prev;\n",
+        d, d, (long long)w->strides[d], d, (long long)w->pad_lo[d], d, d,
+        (long long)w->in_dims[d], d, d == 0 ? "0" : "f_prev", d,
+        (long long)in_strides[d], d);
+  }
+  char offv[16];
+  snprintf(offv, sizeof(offv), w->rank > 0 ? "f%d" : "0", w->rank - 1);
+  iron_cuda_text_printf(
+      &t,
+      "const iop_s64 off = %s;\n"
+      "%s v = %s(operand[off]);\n"
+      "if (!have) { have = 1; best = off; bv = v; }\n"
+      "else { iop_u8 keep; iop_select(bv, v, &keep); if (!keep) { best = off; "
+      "bv = v; } }\n",
+      offv, ty.comp, ty.ld);
+  for (int32_t d = 0; d < w->rank; ++d) iron_cuda_text_printf(&t, "}\n}\n");
+  iron_cuda_text_printf(&t,
+                        "} while (0);\n"
+                        "if (have) iop_apply(&out[best], source[so]);\n}\n}\n");
+  int64_t g = atomic ? (nsrc + 255) / 256 : 1;
+  if (g < 1) g = 1;
+  if (g > (1 << 20)) g = 1 << 20;
+  *out_grid = (unsigned)g;
+  return iron_cuda_text_finish(&t, out_src);
+}

@@ -7,7 +7,7 @@
 
 #include "device/cuda/cuda_ops_gen.h"
 
-enum { MODE_THREAD, MODE_WARP, MODE_BLOCK };
+enum { MODE_THREAD, MODE_WARP, MODE_BLOCK, MODE_COLS };
 
 typedef struct group {
   int32_t n;
@@ -186,8 +186,10 @@ iron_status_t iron_cuda_gen_reduce(const char *name, int32_t rank,
       mode = MODE_BLOCK;
     else if (inner_reduced && nred > 8)
       mode = MODE_WARP;
-    else if (!inner_reduced && nout < 1024 && nred >= 4096)
+    else if (!inner_reduced && nout < 32 && nred >= 4096)
       mode = MODE_BLOCK;
+    else if (!inner_reduced && nout < 131072 && nred >= 32)
+      mode = MODE_COLS;
   }
   iron_cuda_text_t t;
   iron_cuda_text_init(&t);
@@ -210,7 +212,54 @@ iron_status_t iron_cuda_gen_reduce(const char *name, int32_t rank,
     iron_cuda_text_printf(&t, "%s *__restrict__ out%u%s", ty[i].store, i,
                           i + 1 < num ? ", " : ") {\n");
   int64_t blocks;
-  if (mode == MODE_THREAD) {
+  if (mode == MODE_COLS) {
+    // Column tiles: 32 consecutive outputs (lanes; the innermost kept dim
+    // has stride 1, so loads coalesce) x 8 slices of the reduced elements,
+    // each slice a contiguous chunk; slices merge in order.
+    int64_t chunk = (nred + 7) / 8;
+    iron_cuda_text_printf(
+        &t,
+        "const int lane = threadIdx.x & 31, ty = threadIdx.x >> 5;\n"
+        "__shared__ int sh_have[8][32];\n");
+    for (uint32_t i = 0; i < num; ++i)
+      iron_cuda_text_printf(&t, "__shared__ %s sh%u[8][32];\n", ty[i].comp,
+                            i);
+    iron_cuda_text_printf(
+        &t,
+        "for (iop_s64 tile = blockIdx.x; tile < %lldLL; tile += gridDim.x) "
+        "{\n"
+        "const iop_s64 o = tile * 32 + lane;\n"
+        "int have = 0;\n",
+        (long long)((nout + 31) / 32));
+    for (uint32_t i = 0; i < num; ++i)
+      iron_cuda_text_printf(&t, "%s acc%u = 0;\n", ty[i].comp, i);
+    iron_cuda_text_printf(&t, "if (o < %lldLL) {\niop_s64 base = 0;\n",
+                          (long long)nout);
+    emit_offset(&t, &kept, "o", "base");
+    iron_cuda_text_printf(
+        &t,
+        "const iop_s64 r0 = (iop_s64)ty * %lldLL;\n"
+        "const iop_s64 r1 = r0 + %lldLL < %lldLL ? r0 + %lldLL : %lldLL;\n"
+        "for (iop_s64 r = r0; r < r1; ++r) {\n",
+        (long long)chunk, (long long)chunk, (long long)nred, (long long)chunk,
+        (long long)nred);
+    emit_load_fold(&t, num, ty, &red, true);
+    iron_cuda_text_printf(&t, "}\n}\nsh_have[ty][lane] = have;\n");
+    for (uint32_t i = 0; i < num; ++i)
+      iron_cuda_text_printf(&t, "sh%u[ty][lane] = acc%u;\n", i, i);
+    iron_cuda_text_printf(&t,
+                          "__syncthreads();\n"
+                          "if (ty == 0 && o < %lldLL) {\nhave = 0;\n"
+                          "for (int w = 0; w < 8; ++w) {\n",
+                          (long long)nout);
+    for (uint32_t i = 0; i < num; ++i)
+      iron_cuda_text_printf(&t, "%s z%u = sh%u[w][lane];\n", ty[i].comp, i, i);
+    emit_merge(&t, num, ty, "z", "sh_have[w][lane]");
+    iron_cuda_text_printf(&t, "}\n");
+    emit_finish(&t, num, ty);
+    iron_cuda_text_printf(&t, "}\n__syncthreads();\n}\n}\n");
+    blocks = (nout + 31) / 32;
+  } else if (mode == MODE_THREAD) {
     iron_cuda_text_printf(
         &t,
         "for (iop_s64 o = (iop_s64)blockIdx.x * blockDim.x + threadIdx.x; "

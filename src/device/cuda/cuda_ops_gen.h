@@ -87,9 +87,12 @@ iron_status_t iron_cuda_gen_dot_int(const char *name, iron_dtype_t lhs_dt,
 // the kept dims in order, row-major. Kernel `name(const S0 *in0, ...,
 // const S0 *init0, ..., S0 *out0, ...)`: the body is generated from the
 // region (iron_cuda_gen_region_fn) and folded as XLA does (init first).
-// Three shapes, chosen from the layout: one warp or one block per output
-// (shuffle trees) when the innermost dim is reduced, one thread per output
-// (coalesced across the kept inner dim) otherwise. Launch: *out_grid blocks
+// Shapes, chosen from the layout: one warp or one block per output
+// (shuffle trees) when the innermost dim is reduced; otherwise tiles of 32
+// consecutive outputs x 8 slices of the reduced elements (coalesced), one
+// block per output for a few huge outputs, or one thread per output.
+// Bodies other than one commutative op see elements in XLA's sequential
+// order (chunks merged left to right). Launch: *out_grid blocks
 // of *out_block threads, no dynamic shared memory.
 iron_status_t iron_cuda_gen_reduce(const char *name, int32_t rank,
                                    const int64_t *dims, const bool *reduced,
@@ -231,6 +234,21 @@ iron_status_t iron_cuda_gen_reduce_window(const char *name,
                                           const iron_dtype_t *dtypes,
                                           const iron_ir_region_t *body,
                                           char **out_src, unsigned *out_grid);
+
+// select_and_scatter (host semantics, window.c): per source element, the
+// window's selected operand element is the first e with select(e, c) for
+// every later candidate c (the running choice is replaced when select(cur,
+// cand) is false); the source value is combined into the result there with
+// the scatter body. `w` describes the window (no dilations; out_dims are
+// the source dims). The result must already hold the init value everywhere.
+// Commutative single-op scatter bodies run one thread per source element
+// with atomics; others run in source order on one thread. Kernel
+// `name(const S *operand, const S *source, S *out)`; *out_grid blocks of
+// 256 threads.
+iron_status_t iron_cuda_gen_select_and_scatter(
+    const char *name, const iron_cuda_window_t *w, iron_dtype_t dt,
+    const iron_ir_region_t *select, const iron_ir_region_t *scatter,
+    char **out_src, unsigned *out_grid);
 
 // --- reduce_precision --------------------------------------------------------
 

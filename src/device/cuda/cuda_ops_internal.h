@@ -14,6 +14,13 @@ void iron_cuda_register_sort(iron_cuda_kernel_table_t table);
 void iron_cuda_register_window(iron_cuda_kernel_table_t table);
 void iron_cuda_register_reduce_precision(iron_cuda_kernel_table_t table);
 
+// iron_cuda_function_request of a generated source whose kernel is
+// `name`, renamed `name`_<hash of the source> (unique per kernel text).
+typedef struct iron_cuda_function iron_cuda_function_t;
+iron_status_t iron_cuda_ops_request(iron_cuda_device_t *dev, const char *src,
+                                    const char *name,
+                                    iron_cuda_function_t **out_fn);
+
 // A cublasStatus_t as a status naming the call (INTERNAL unless 0).
 iron_status_t iron_cuda_lt_status(cublasStatus_t s, const char *what);
 

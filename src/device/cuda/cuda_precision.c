@@ -46,7 +46,7 @@ static iron_status_t rp_prepare_on(iron_device_t *base, const iron_ir_op_t *op,
   }
   p->grid = iron_cuda_ops_grid(count);
   p->empty = count == 0;
-  st = iron_cuda_function_request(dev, src, "iron_reduce_precision", &p->fn);
+  st = iron_cuda_ops_request(dev, src, "iron_reduce_precision", &p->fn);
   free(src);
   if (st) {
     free(p);

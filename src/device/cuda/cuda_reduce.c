@@ -66,7 +66,7 @@ static iron_status_t reduce_prepare_on(iron_device_t *base,
     iron_status_free(st);
     return u;
   }
-  st = iron_cuda_function_request(dev, src, "iron_reduce", &p->fn);
+  st = iron_cuda_ops_request(dev, src, "iron_reduce", &p->fn);
   free(src);
   if (st) {
     free(p);

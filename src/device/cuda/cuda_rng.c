@@ -48,7 +48,7 @@ static iron_status_t rng_prepare_on(iron_device_t *base,
   iron_status_t s = iron_cuda_gen_rng("iron_rng", alg, (int32_t)st->dims[0],
                                       bits / 8, ot->rank, ot->dims, &src,
                                       &p->grid);
-  if (!s) s = iron_cuda_function_request(dev, src, "iron_rng", &p->fn);
+  if (!s) s = iron_cuda_ops_request(dev, src, "iron_rng", &p->fn);
   free(src);
   if (s) {
     free(p);

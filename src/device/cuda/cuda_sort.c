@@ -60,7 +60,7 @@ static iron_status_t sort_prepare_on(iron_device_t *base,
       st = u;
     }
   }
-  if (!st) st = iron_cuda_function_request(dev, src, "iron_sort", &p->fn);
+  if (!st) st = iron_cuda_ops_request(dev, src, "iron_sort", &p->fn);
   free(src);
   if (st) {
     free(p);

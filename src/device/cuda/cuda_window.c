@@ -1,6 +1,6 @@
 // stablehlo.reduce_window on the CUDA device (cuda_gen_window.c). Geometry
-// checks follow the host's window.c. select_and_scatter is not on the CUDA
-// device yet (refused at compile time: no kernel).
+// checks follow the host's window.c. select_and_scatter: a fill kernel
+// writes the init value, then the generated select/scatter kernel runs.
 #include <stdlib.h>
 #include <string.h>
 
@@ -112,7 +112,7 @@ static iron_status_t window_prepare_on(iron_device_t *base,
     iron_status_free(st);
     return u;
   }
-  st = iron_cuda_function_request(dev, src, "iron_reduce_window", &p->fn);
+  st = iron_cuda_ops_request(dev, src, "iron_reduce_window", &p->fn);
   free(src);
   if (st) {
     free(p);
@@ -135,6 +135,121 @@ static iron_status_t window_run(const iron_host_ctx_t *ctx, const void *params,
   return iron_cuda_launch(dev, p->fn, p->grid, 1, 1, 256, 0, args);
 }
 
+typedef struct sas_params {
+  iron_cuda_function_t *fill, *fn;
+  unsigned fill_grid, grid;
+  bool empty, no_source;
+} sas_params_t;
+
+static iron_status_t sas_prepare_on(iron_device_t *base, const iron_ir_op_t *op,
+                                    iron_host_region_t *const *regions,
+                                    void **out_params) {
+  iron_cuda_device_t *dev = iron_cuda_device_cast(base);
+  if (op->num_operands != 3 || op->num_results != 1 || op->num_regions != 2)
+    return IRON_ERR(INVALID_ARGUMENT, "%s: bad operand/result/region counts",
+                    op->name);
+  const iron_ir_type_t *in = op->operands[0]->type;
+  const iron_ir_type_t *src_t = op->operands[1]->type;
+  const iron_ir_type_t *ot = op->results[0].type;
+  for (int i = 0; i < 3; ++i)
+    if (!iron_ir_type_is_static(op->operands[i]->type) ||
+        op->operands[i]->type->dtype != in->dtype)
+      return iron_ir_op_unimplemented(op, "on cuda for these operand types");
+  if (!iron_ir_type_equal(in, ot))
+    return IRON_ERR(INVALID_ARGUMENT, "%s: result type differs", op->name);
+  iron_cuda_window_t w;
+  memset(&w, 0, sizeof(w));
+  int32_t rank = in->rank;
+  w.rank = rank;
+  int64_t pad[2 * IRON_MAX_RANK] = {0};
+  IRON_RETURN_IF_ERROR_PLAIN(
+      read_list(op, "window_dimensions", rank, 1, w.wdims));
+  IRON_RETURN_IF_ERROR_PLAIN(read_list(op, "window_strides", rank, 1, w.strides));
+  uint32_t np = 0;
+  IRON_RETURN_IF_ERROR_PLAIN(
+      iron_ir_op_i64_list(op, "padding", pad, 2 * IRON_MAX_RANK, &np));
+  if (np != 0 && (int32_t)np != 2 * rank)
+    return IRON_ERR(INVALID_ARGUMENT, "%s: padding has %u entries for rank %d",
+                    op->name, np, rank);
+  if (src_t->rank != rank)
+    return IRON_ERR(INVALID_ARGUMENT, "%s: source rank mismatch", op->name);
+  for (int32_t d = 0; d < rank; ++d) {
+    int64_t n = in->dims[d];
+    if (w.wdims[d] < 1 || w.strides[d] < 1 || w.wdims[d] > (1 << 30) ||
+        w.strides[d] > (1ll << 40) || llabs(pad[2 * d]) > (1ll << 40) ||
+        llabs(pad[2 * d + 1]) > (1ll << 40))
+      return IRON_ERR(INVALID_ARGUMENT, "%s: bad window in dim %d", op->name,
+                      d);
+    int64_t padded = n + pad[2 * d] + pad[2 * d + 1];
+    int64_t out = padded < w.wdims[d] ? 0 : (padded - w.wdims[d]) / w.strides[d] + 1;
+    if (src_t->dims[d] != out)
+      return IRON_ERR(INVALID_ARGUMENT, "%s: source dim %d is %lld, not %lld",
+                      op->name, d, (long long)src_t->dims[d], (long long)out);
+    w.in_dims[d] = n;
+    w.out_dims[d] = out;
+    w.pad_lo[d] = pad[2 * d];
+    w.base_dil[d] = w.win_dil[d] = 1;
+  }
+  const iron_ir_region_t *sel =
+      regions && regions[0] ? iron_host_region_ir(regions[0]) : &op->regions[0];
+  const iron_ir_region_t *sct =
+      regions && regions[1] ? iron_host_region_ir(regions[1]) : &op->regions[1];
+  sas_params_t *p = calloc(1, sizeof(*p));
+  if (!p) return IRON_ERR(RESOURCE_EXHAUSTED, "out of memory for params");
+  int64_t count = iron_ir_type_num_elements(ot);
+  p->empty = count == 0;
+  p->no_source = iron_ir_type_num_elements(src_t) == 0;
+  p->fill_grid = iron_cuda_ops_grid(count);
+  char *src = NULL;
+  int64_t zero = 0;
+  // The result starts as the init value everywhere (a stride-0 pack).
+  iron_status_t st = iron_cuda_gen_pack("iron_sas_fill", in->dtype, in->dtype,
+                                        1, &count, &zero, &src);
+  if (!st) st = iron_cuda_ops_request(dev, src, "iron_sas_fill", &p->fill);
+  free(src);
+  src = NULL;
+  if (!st) {
+    st = iron_cuda_gen_select_and_scatter("iron_select_and_scatter", &w,
+                                          in->dtype, sel, sct, &src, &p->grid);
+    if (st) {
+      iron_status_t u = iron_ir_op_unimplemented(op, "on cuda: %s",
+                                                 iron_status_message(st));
+      iron_status_free(st);
+      st = u;
+    }
+  }
+  if (!st)
+    st = iron_cuda_ops_request(dev, src, "iron_select_and_scatter", &p->fn);
+  free(src);
+  if (st) {
+    free(p);
+    return st;
+  }
+  *out_params = p;
+  return IRON_OK;
+}
+
+static iron_status_t sas_run(const iron_host_ctx_t *ctx, const void *params,
+                             const iron_tensor_t *const *inputs,
+                             iron_tensor_t *const *outputs) {
+  const sas_params_t *p = params;
+  if (p->empty) return IRON_OK;
+  iron_cuda_device_t *dev = iron_cuda_device_cast(ctx->dev);
+  void *fp[2] = {inputs[2]->data, outputs[0]->data};
+  void *fa[2] = {&fp[0], &fp[1]};
+  IRON_RETURN_IF_ERROR_PLAIN(
+      iron_cuda_launch(dev, p->fill, p->fill_grid, 1, 1, 256, 0, fa));
+  if (p->no_source) return IRON_OK;
+  void *ptrs[3] = {inputs[0]->data, inputs[1]->data, outputs[0]->data};
+  void *args[3] = {&ptrs[0], &ptrs[1], &ptrs[2]};
+  return iron_cuda_launch(dev, p->fn, p->grid, 1, 1, 256, 0, args);
+}
+
+static const iron_host_kernel_t kSelectAndScatter = {
+    .name = "cuda_select_and_scatter",
+    .run = sas_run,
+    .prepare_on = sas_prepare_on};
+
 static const iron_host_kernel_t kReduceWindow = {
     .name = "cuda_reduce_window",
     .run = window_run,
@@ -142,4 +257,5 @@ static const iron_host_kernel_t kReduceWindow = {
 
 void iron_cuda_register_window(iron_cuda_kernel_table_t table) {
   table[IRON_OP_REDUCE_WINDOW] = &kReduceWindow;
+  table[IRON_OP_SELECT_AND_SCATTER] = &kSelectAndScatter;
 }
