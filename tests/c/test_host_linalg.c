@@ -4,6 +4,7 @@
 #include <complex.h>
 #include <stdint.h>
 
+#include "base/cplx.h"
 #include "device/host/host_kernel.h"
 #include "device/host/lapack.h"
 #include "host_test_ops.h"

@@ -9,7 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-static _Atomic(iron_host_callback_handler_t) g_handler = NULL;
+// Zero-initialized (NULL): no handler until the Python package sets one.
+static _Atomic(iron_host_callback_handler_t) g_handler;
 
 void iron_host_callback_set_handler(iron_host_callback_handler_t handler) {
   atomic_store(&g_handler, handler);

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/cplx.h"
 #include "device/host/host_kernel.h"
 
 typedef double complex zd;
