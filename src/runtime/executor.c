@@ -318,37 +318,32 @@ static iron_status_t run_step(const iron_exec_ctx_t *ctx, frame_t *fr,
                             (uint64_t)s->counted_step);
         }
       }
+      if (trips >= 0 && s->max_iterations > 0 && trips > s->max_iterations)
+        return step_error(IRON_ERR(ABORTED,
+                                   "loop would run %lld iterations "
+                                   "(IRON_MAX_WHILE_ITERATIONS)",
+                                   (long long)trips),
+                          s);
       for (int64_t it = 0;; ++it) {
         if (trips >= 0) {
-          if (s->max_iterations > 0 && trips > s->max_iterations)
+          if (it >= trips) break;
+        } else {
+          if (s->max_iterations > 0 && it >= s->max_iterations)
             return step_error(
                 IRON_ERR(ABORTED,
-                         "loop would run %lld iterations "
+                         "loop ran %lld iterations "
                          "(IRON_MAX_WHILE_ITERATIONS)",
-                         (long long)trips),
+                         (long long)it),
                 s);
-          if (it >= trips) break;
-          enter_block(fr, body, fr, s->outputs, true);
-          st = run_steps(ctx, fr, body);
+          enter_block(fr, cond, fr, s->outputs, false);
+          st = run_steps(ctx, fr, cond);
           if (st) return st;
-          leave_block(fr, body, fr, s->outputs);
-          continue;
+          bool go;
+          st = read_pred(ctx, fr, &fr->slots[cond->results[0]], &go);
+          if (st) return step_error(st, s);
+          leave_block(fr, cond, fr, NULL);
+          if (!go) break;
         }
-        if (s->max_iterations > 0 && it >= s->max_iterations)
-          return step_error(
-              IRON_ERR(ABORTED,
-                       "loop ran %lld iterations "
-                       "(IRON_MAX_WHILE_ITERATIONS)",
-                       (long long)it),
-              s);
-        enter_block(fr, cond, fr, s->outputs, false);
-        st = run_steps(ctx, fr, cond);
-        if (st) return st;
-        bool go;
-        st = read_pred(ctx, fr, &fr->slots[cond->results[0]], &go);
-        if (st) return step_error(st, s);
-        leave_block(fr, cond, fr, NULL);
-        if (!go) break;
         enter_block(fr, body, fr, s->outputs, true);
         st = run_steps(ctx, fr, body);
         if (st) return st;
