@@ -80,10 +80,7 @@ static iron_status_t scatter_prepare_on(iron_device_t *base,
       attr_true(op, "unique_indices"), &src, &p->grid);
   if (st) {
     free(p);
-    iron_status_t u = iron_ir_op_unimplemented(op, "on cuda: %s",
-                                               iron_status_message(st));
-    iron_status_free(st);
-    return u;
+    return iron_cuda_ops_refused(op, st);
   }
   st = iron_cuda_ops_request(dev, src, "iron_scatter", &p->fn);
   free(src);

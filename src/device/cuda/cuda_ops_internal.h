@@ -17,6 +17,11 @@ void iron_cuda_register_reduce_precision(iron_cuda_kernel_table_t table);
 // iron_cuda_function_request of a generated source whose kernel is
 // `name`, renamed `name`_<hash of the source> (unique per kernel text).
 typedef struct iron_cuda_function iron_cuda_function_t;
+// A generator's refusal (consumed) as UNIMPLEMENTED naming `op` and its
+// source line, with the generator's reason.
+iron_status_t iron_cuda_ops_refused(const iron_ir_op_t *op,
+                                    iron_status_t generator_error);
+
 iron_status_t iron_cuda_ops_request(iron_cuda_device_t *dev, const char *src,
                                     const char *name,
                                     iron_cuda_function_t **out_fn);

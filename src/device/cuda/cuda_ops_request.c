@@ -71,3 +71,11 @@ iron_status_t iron_cuda_ops_request(iron_cuda_device_t *dev, const char *src,
   free(text);
   return st;
 }
+
+iron_status_t iron_cuda_ops_refused(const iron_ir_op_t *op,
+                                    iron_status_t generator_error) {
+  iron_status_t u = iron_ir_op_unimplemented(
+      op, "on cuda: %s", iron_status_message(generator_error));
+  iron_status_free(generator_error);
+  return u;
+}

@@ -34,10 +34,7 @@ static iron_status_t rp_prepare_on(iron_device_t *base, const iron_ir_op_t *op,
                                                     t->dtype, eb, mb, count,
                                                     &src);
   if (st) {
-    iron_status_t u = iron_ir_op_unimplemented(op, "on cuda: %s",
-                                               iron_status_message(st));
-    iron_status_free(st);
-    return u;
+    return iron_cuda_ops_refused(op, st);
   }
   rp_params_t *p = calloc(1, sizeof(*p));
   if (!p) {

@@ -61,10 +61,7 @@ static iron_status_t reduce_prepare_on(iron_device_t *base,
   if (st) {
     free(p);
     // Name the op: the generator's message says which part is missing.
-    iron_status_t u = iron_ir_op_unimplemented(op, "on cuda: %s",
-                                               iron_status_message(st));
-    iron_status_free(st);
-    return u;
+    return iron_cuda_ops_refused(op, st);
   }
   st = iron_cuda_ops_request(dev, src, "iron_reduce", &p->fn);
   free(src);

@@ -53,12 +53,7 @@ static iron_status_t sort_prepare_on(iron_device_t *base,
   } else {
     st = iron_cuda_gen_sort("iron_sort", t0->rank, t0->dims, (int32_t)dim,
                             num, dts, cmp, &src, &p->grid, &p->block);
-    if (st) {
-      iron_status_t u = iron_ir_op_unimplemented(op, "on cuda: %s",
-                                                 iron_status_message(st));
-      iron_status_free(st);
-      st = u;
-    }
+    if (st) st = iron_cuda_ops_refused(op, st);
   }
   if (!st) st = iron_cuda_ops_request(dev, src, "iron_sort", &p->fn);
   free(src);

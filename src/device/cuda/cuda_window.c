@@ -107,10 +107,7 @@ static iron_status_t window_prepare_on(iron_device_t *base,
                                                  dts, body, &src, &p->grid);
   if (st) {
     free(p);
-    iron_status_t u = iron_ir_op_unimplemented(op, "on cuda: %s",
-                                               iron_status_message(st));
-    iron_status_free(st);
-    return u;
+    return iron_cuda_ops_refused(op, st);
   }
   st = iron_cuda_ops_request(dev, src, "iron_reduce_window", &p->fn);
   free(src);
@@ -211,12 +208,7 @@ static iron_status_t sas_prepare_on(iron_device_t *base, const iron_ir_op_t *op,
   if (!st) {
     st = iron_cuda_gen_select_and_scatter("iron_select_and_scatter", &w,
                                           in->dtype, sel, sct, &src, &p->grid);
-    if (st) {
-      iron_status_t u = iron_ir_op_unimplemented(op, "on cuda: %s",
-                                                 iron_status_message(st));
-      iron_status_free(st);
-      st = u;
-    }
+    if (st) st = iron_cuda_ops_refused(op, st);
   }
   if (!st)
     st = iron_cuda_ops_request(dev, src, "iron_select_and_scatter", &p->fn);
