@@ -1,6 +1,7 @@
 #include "compiler/tuple_forward.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 typedef struct {
   uint32_t num_values;
@@ -83,6 +84,81 @@ static uint32_t tuple_remove_dead(tuple_ctx_t *c, iron_ir_block_t *blk) {
   return removed;
 }
 
+// async_start/async_done (jax's *_start().done() collectives): on one
+// device the asynchronous computation is just its region, run in place.
+// async_start's region ops move in front of it with their block arguments
+// bound to its operands, async_start becomes a tuple of the region's
+// results (the future), and async_done's result reads that tuple or its
+// only element. The tuple pass below then removes both.
+static bool is_named(const iron_ir_op_t *op, const char *name) {
+  return op->kind == IRON_OP_UNKNOWN && op->name && strcmp(op->name, name) == 0;
+}
+
+static iron_status_t async_inline_block(tuple_ctx_t *c, iron_arena_t *arena,
+                                        iron_ir_block_t *blk) {
+  uint32_t extra = 0;
+  for (uint32_t k = 0; k < blk->num_ops; ++k) {
+    iron_ir_op_t *op = blk->ops[k];
+    for (uint32_t r = 0; r < op->num_regions; ++r)
+      for (uint32_t b = 0; b < op->regions[r].num_blocks; ++b)
+        IRON_RETURN_IF_ERROR_PLAIN(
+            async_inline_block(c, arena, &op->regions[r].blocks[b]));
+    if (is_named(op, "vhlo.async_start_v1") && op->num_regions == 1 &&
+        op->regions[0].num_blocks == 1)
+      extra += op->regions[0].blocks[0].num_ops;
+  }
+  if (extra == 0) return IRON_OK;
+  iron_ir_op_t **ops =
+      iron_arena_alloc_array(arena, (size_t)blk->num_ops + extra, sizeof(*ops));
+  if (ops == NULL) return IRON_ERR(RESOURCE_EXHAUSTED, "out of memory");
+  uint32_t n = 0;
+  for (uint32_t k = 0; k < blk->num_ops; ++k) {
+    iron_ir_op_t *op = blk->ops[k];
+    if (is_named(op, "vhlo.async_start_v1") && op->num_regions == 1 &&
+        op->regions[0].num_blocks == 1 && op->num_results == 1) {
+      iron_ir_block_t *body = &op->regions[0].blocks[0];
+      const iron_ir_op_t *term =
+          body->num_ops ? body->ops[body->num_ops - 1] : NULL;
+      if (term == NULL || term->kind != IRON_OP_RETURN ||
+          body->num_args != op->num_operands)
+        return iron_ir_op_unimplemented(op, "with this region");
+      for (uint32_t a = 0; a < body->num_args; ++a)
+        if (body->args[a].id < c->num_values)
+          c->replace[body->args[a].id] = op->operands[a];
+      for (uint32_t j = 0; j + 1 < body->num_ops; ++j) {
+        body->ops[j]->parent = blk;
+        ops[n++] = body->ops[j];
+      }
+      op->kind = IRON_OP_TUPLE;
+      op->name = "stablehlo.tuple";
+      op->operands = term->operands;
+      op->num_operands = term->num_operands;
+      op->num_regions = 0;
+      op->regions = NULL;
+      c->changed = true;
+    } else if (is_named(op, "vhlo.async_done_v1") && op->num_operands == 1 &&
+               op->num_results == 1 && op->operands[0]->def_op != NULL &&
+               op->operands[0]->def_op->kind == IRON_OP_TUPLE &&
+               op->results[0].id < c->num_values) {
+      const iron_ir_op_t *fut = op->operands[0]->def_op;
+      iron_ir_value_t *to = NULL;
+      if (op->results[0].type->kind == IRON_TYPE_TUPLE)
+        to = op->operands[0];
+      else if (fut->num_operands == 1)
+        to = fut->operands[0];
+      if (to != NULL) {
+        c->replace[op->results[0].id] = to;
+        c->changed = true;
+        continue;  // the op goes: its only result is forwarded
+      }
+    }
+    ops[n++] = op;
+  }
+  blk->ops = ops;
+  blk->num_ops = n;
+  return IRON_OK;
+}
+
 iron_status_t iron_compiler_tuple_forward(iron_ir_module_t *module) {
   for (uint32_t f = 0; f < module->num_funcs; ++f) {
     iron_ir_func_t *fn = &module->funcs[f];
@@ -95,6 +171,8 @@ iron_status_t iron_compiler_tuple_forward(iron_ir_module_t *module) {
       return IRON_ERR(RESOURCE_EXHAUSTED, "out of memory");
     }
     iron_status_t st = IRON_OK;
+    for (uint32_t b = 0; b < fn->body.num_blocks && st == IRON_OK; ++b)
+      st = async_inline_block(&c, &module->arena, &fn->body.blocks[b]);
     for (uint32_t b = 0; b < fn->body.num_blocks && st == IRON_OK; ++b)
       st = tuple_rewrite_block(&c, &fn->body.blocks[b]);
     if (st == IRON_OK && c.changed) {

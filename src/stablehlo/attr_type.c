@@ -346,7 +346,7 @@ static iron_status_t decode_vhlo_type(iron_bc_reader_t *r, iron_bc_cursor_t *c,
       *out = t;
       return IRON_OK;
     }
-    // Quantized types, witness, none, buffer and future: described, not
+    // Quantized types, witness, none and buffer: described, not
     // decoded (the entry is self-delimiting).
     case 24:
       c->p = c->end;
@@ -361,9 +361,14 @@ static iron_status_t decode_vhlo_type(iron_bc_reader_t *r, iron_bc_cursor_t *c,
     case 41:
       c->p = c->end;
       return other_type(r, "memref<...>", out);
-    case 42:
-      c->p = c->end;
-      return other_type(r, "!stablehlo.future<...>", out);
+    case 42: {  // future<types...>: carried like a tuple of them
+      iron_ir_type_t *t = new_type(r, IRON_TYPE_TUPLE);
+      if (!t) return oom();
+      IRON_RETURN_IF_ERROR_PLAIN(
+          read_type_list(r, c, &t->num_elements, &t->elements));
+      *out = t;
+      return IRON_OK;
+    }
     default:
       return iron_bc_error_at(c, at, "expected a known VHLO type code (got %llu)",
                               (unsigned long long)code);

@@ -8,6 +8,7 @@ import jax.numpy as jnp
 from jax.sharding import Mesh, PartitionSpec as P
 from jax._src import compiler
 from jax._src.lib import xla_client as xc
+from jax._src.lax import parallel
 
 try:
     from jax import shard_map
@@ -35,6 +36,15 @@ def _programs(dev):
         "axis_index": sm(lambda a: a + jax.lax.axis_index("i")),
         "psum_in_scan": sm(lambda a: jax.lax.scan(
             lambda c, x: (c + jax.lax.psum(x, "i"), c), a[0], a)[0]),
+        # *_start(...).done(): stablehlo.async_start/async_done around the
+        # collective, inlined by the tuple pass.
+        "psum_async": sm(lambda a: parallel.psum_start(a, "i").done()),
+        "all_gather_async": sm(
+            lambda a: parallel.all_gather_start(a, "i", tiled=True).done()),
+        "ppermute_async": sm(
+            lambda a: parallel.ppermute_start(a, "i", [(0, 0)]).done()),
+        "psum_scatter_async": sm(lambda a: parallel.psum_scatter_start(
+            a, "i", scatter_dimension=0, tiled=True).done()),
         "pmap_psum": jax.pmap(lambda a: jax.lax.psum(a, "i") * 2,
                               axis_name="i", devices=[dev]),
         "pmap_axis_index": jax.pmap(lambda a: a + jax.lax.axis_index("i"),
