@@ -74,6 +74,11 @@ def _enable_linalg(path: str) -> None:
     except Exception as e:  # pragma: no cover - jax internals changed
         logger.warning("ironjax: linalg lowerings not registered: %s", e)
     try:
+        from ironjax import ann
+        ann.register_lowerings(ironjax.PLATFORM)
+    except Exception as e:  # pragma: no cover - jax internals changed
+        logger.warning("ironjax: approx_top_k lowering not registered: %s", e)
+    try:
         linalg.register_lapack(path)
     except Exception as e:  # pragma: no cover
         logger.warning("ironjax: LAPACK not registered: %s", e)
