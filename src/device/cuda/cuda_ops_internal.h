@@ -13,6 +13,8 @@ void iron_cuda_register_rng(iron_cuda_kernel_table_t table);
 void iron_cuda_register_sort(iron_cuda_kernel_table_t table);
 void iron_cuda_register_window(iron_cuda_kernel_table_t table);
 void iron_cuda_register_reduce_precision(iron_cuda_kernel_table_t table);
+void iron_cuda_register_conv(iron_cuda_kernel_table_t table);
+void iron_cuda_register_fft(iron_cuda_kernel_table_t table);
 
 // iron_cuda_function_request of a generated source whose kernel is
 // `name`, renamed `name`_<hash of the source> (unique per kernel text).
