@@ -264,9 +264,12 @@ static void random_geom(geom_t *g, int nsp) {
 
 // Random values of a dtype that keep every path finite: floats in
 // [-4, 4] with two decimals, integers over their whole range, pred 0/1.
+static bool g_fill_ints;  // floats take small integers (exact sums)
+
 static void fill(iron_tensor_t *t) {
   for (int64_t i = 0; i < t->count; ++i) {
-    float f = (float)ht_rand_range(-400, 400) / 100.0f;
+    float f = g_fill_ints ? (float)ht_rand_range(-4, 4)
+                          : (float)ht_rand_range(-400, 400) / 100.0f;
     switch (t->dtype) {
       case IRON_DTYPE_F16: ((uint16_t *)t->data)[i] = iron_f32_to_f16(f); break;
       case IRON_DTYPE_BF16:
@@ -327,6 +330,10 @@ static struct {
   char *src;
   iron_tensor_t *x, *w, *want;
   char what[96];
+  // im2col + GEMM cases: kernels <name>_i (im2col), _w (pack), _u (unpack)
+  // around a GEMM done here.
+  bool gemm;
+  int64_t groups, m, n, k;
 } g_emu[MAX_EMU];
 static int g_nemu;
 
@@ -385,6 +392,126 @@ static void add_conv_case(const geom_t *g, iron_dtype_t lt, iron_dtype_t rt,
            (long long)g->fgc, (long long)g->bgc);
 }
 
+// Concatenates the three GEMM-path kernels of a case into one source.
+static char *gemm_sources(const iron_cuda_conv_t *plan, const char *base) {
+  char name[48];
+  char *parts[3] = {NULL, NULL, NULL};
+  unsigned grid = 0;
+  snprintf(name, sizeof(name), "%s_i", base);
+  CHECK_OK(iron_cuda_gen_conv_im2col(name, plan, &parts[0], &grid));
+  snprintf(name, sizeof(name), "%s_w", base);
+  CHECK_OK(iron_cuda_gen_conv_wpack(name, plan, &parts[1], &grid));
+  snprintf(name, sizeof(name), "%s_u", base);
+  CHECK_OK(iron_cuda_gen_conv_unpack(name, plan, &parts[2], &grid));
+  char *out = NULL;
+  if (parts[0] && parts[1] && parts[2]) {
+    size_t len = strlen(parts[0]) + strlen(parts[1]) + strlen(parts[2]) + 128;
+    out = malloc(len);
+    // Each part has its own prelude: separate namespaces.
+    snprintf(out, len, "namespace pi {\n%s\n}\nnamespace pw {\n%s\n}\n"
+             "namespace pu {\n%s\n}\n", parts[0], parts[1], parts[2]);
+  }
+  for (int i = 0; i < 3; ++i) free(parts[i]);
+  return out;
+}
+
+static void add_gemm_case(const geom_t *g, iron_dtype_t dt) {
+  conv_op_t c;
+  build(&c, g, dt, dt, dt);
+  iron_cuda_conv_t plan;
+  iron_status_t st = iron_cuda_conv_plan(&c.b.op, &plan);
+  CHECK_OK(st);
+  if (st || g_nemu >= MAX_EMU) return;
+  char name[32];
+  snprintf(name, sizeof(name), "iron_convg_e%d", g_nemu);
+  char *src = gemm_sources(&plan, name);
+  CHECK(src != NULL);
+  if (!src) return;
+  add_source(name, src);
+  iron_tensor_t *x = ht_tensor_like(&c.b.operand_types[0]);
+  iron_tensor_t *w = ht_tensor_like(&c.b.operand_types[1]);
+  iron_tensor_t *want = ht_tensor_like(&c.b.result_types[0]);
+  g_fill_ints = true;
+  fill(x);
+  fill(w);
+  g_fill_ints = false;
+  iron_tensor_t *ins[2] = {x, w};
+  CHECK_OK(ht_run(&c.b, g_pool, NULL, ins, &want));
+  int i = g_nemu++;
+  snprintf(g_emu[i].name, sizeof(g_emu[i].name), "%s", name);
+  g_emu[i].src = src;
+  g_emu[i].x = x;
+  g_emu[i].w = w;
+  g_emu[i].want = want;
+  g_emu[i].gemm = true;
+  g_emu[i].groups = plan.groups;
+  iron_cuda_conv_gemm_dims(&plan, &g_emu[i].m, &g_emu[i].n, &g_emu[i].k);
+  snprintf(g_emu[i].what, sizeof(g_emu[i].what),
+           "gemm path %s nsp=%d fgc=%lld bgc=%lld", iron_dtype_name(dt),
+           g->nsp, (long long)g->fgc, (long long)g->bgc);
+}
+
+static float load_f(iron_dtype_t dt, const void *p, int64_t i) {
+  switch (dt) {
+    case IRON_DTYPE_F16: return iron_f16_to_f32(((const uint16_t *)p)[i]);
+    case IRON_DTYPE_BF16: return iron_bf16_to_f32(((const uint16_t *)p)[i]);
+    default: return ((const float *)p)[i];
+  }
+}
+
+static void store_f(iron_dtype_t dt, void *p, int64_t i, double v) {
+  switch (dt) {
+    case IRON_DTYPE_F16: ((uint16_t *)p)[i] = iron_f32_to_f16((float)v); break;
+    case IRON_DTYPE_BF16:
+      ((uint16_t *)p)[i] = iron_f32_to_bf16((float)v);
+      break;
+    default: ((float *)p)[i] = (float)v; break;
+  }
+}
+
+typedef void (*pass_fn_t)(const void *, void *);
+
+static pass_fn_t pass_sym(void *h, const char *base, const char *suffix) {
+  char name[48];
+  snprintf(name, sizeof(name), "%s_%s", base, suffix);
+  void *sym = dlsym(h, name);
+  CHECK(sym != NULL);
+  pass_fn_t fn = NULL;
+  if (sym) memcpy(&fn, &sym, sizeof(fn));
+  return fn;
+}
+
+// The GEMM path on the CPU: generated im2col and pack, the product here
+// (exact: small integers), the generated unpack.
+static void run_gemm_case(void *h, int i, void *got) {
+  pass_fn_t im2col = pass_sym(h, g_emu[i].name, "i");
+  pass_fn_t wpack = pass_sym(h, g_emu[i].name, "w");
+  pass_fn_t unpack = pass_sym(h, g_emu[i].name, "u");
+  if (!im2col || !wpack || !unpack) return;
+  iron_dtype_t dt = g_emu[i].want->dtype;
+  size_t es = iron_dtype_size(dt);
+  int64_t G = g_emu[i].groups, M = g_emu[i].m, N = g_emu[i].n,
+          K = g_emu[i].k;
+  char *pt = malloc((size_t)(G * M * K) * es + 1);
+  char *wt = malloc((size_t)(G * K * N) * es + 1);
+  char *ct = malloc((size_t)(G * M * N) * es + 1);
+  im2col(g_emu[i].x->data, pt);
+  wpack(g_emu[i].w->data, wt);
+  for (int64_t g = 0; g < G; ++g)
+    for (int64_t r = 0; r < M; ++r)
+      for (int64_t col = 0; col < N; ++col) {
+        double acc = 0;
+        for (int64_t kk = 0; kk < K; ++kk)
+          acc += (double)load_f(dt, pt, (g * M + r) * K + kk) *
+                 (double)load_f(dt, wt, (g * K + kk) * N + col);
+        store_f(dt, ct, (g * M + r) * N + col, acc);
+      }
+  unpack(ct, got);
+  free(pt);
+  free(wt);
+  free(ct);
+}
+
 static void test_conv_cases(void) {
   // The host's direct loops: the accumulation order the generated kernel
   // reproduces (the GEMM path sums in blocks).
@@ -421,6 +548,14 @@ static void test_conv_cases(void) {
     int t = i % 3 == 2 ? 1 : i % 3 == 1 ? 6 : 0;
     add_conv_case(&g, kTypes[t][0], kTypes[t][1], kTypes[t][2]);
   }
+  // The im2col + GEMM path over the same geometry variety.
+  static const iron_dtype_t kGemm[] = {IRON_DTYPE_F32, IRON_DTYPE_F16,
+                                       IRON_DTYPE_BF16};
+  for (int i = 0; i < 15; ++i) {
+    geom_t g;
+    random_geom(&g, i % 4);
+    add_gemm_case(&g, kGemm[i % 3]);
+  }
   unsetenv("IRON_HOST_CONV_FAST");
 }
 
@@ -454,15 +589,20 @@ static void test_conv_emulation(void) {
   void *h = rc == 0 ? dlopen(so, RTLD_NOW | RTLD_LOCAL) : NULL;
   CHECK(h != NULL);
   for (int i = 0; h && i < g_nemu; ++i) {
-    conv_fn_t fn;
-    void *sym = dlsym(h, g_emu[i].name);
-    CHECK(sym != NULL);
-    if (!sym) continue;
-    memcpy(&fn, &sym, sizeof(fn));
     iron_tensor_t *got = ht_tensor(g_emu[i].want->dtype, g_emu[i].want->rank,
                                    g_emu[i].want->dims);
     memset(got->data, 0xa5, got->nbytes);
-    fn(g_emu[i].x->data, g_emu[i].w->data, got->data);
+    if (g_emu[i].gemm) {
+      run_gemm_case(h, i, got->data);
+    } else {
+      conv_fn_t fn;
+      void *sym = dlsym(h, g_emu[i].name);
+      CHECK(sym != NULL);
+      if (sym) {
+        memcpy(&fn, &sym, sizeof(fn));
+        fn(g_emu[i].x->data, g_emu[i].w->data, got->data);
+      }
+    }
     bool same = memcmp(got->data, g_emu[i].want->data, got->nbytes) == 0;
     if (!same) fprintf(stderr, "emulation mismatch: %s\n", g_emu[i].what);
     CHECK(same);

@@ -446,3 +446,177 @@ iron_status_t iron_cuda_gen_conv(const char *name, const iron_cuda_conv_t *c,
   *out_grid = (unsigned)g;
   return iron_cuda_text_finish(&t, out_src);
 }
+
+// --- im2col + GEMM -------------------------------------------------------------
+
+void iron_cuda_conv_gemm_dims(const iron_cuda_conv_t *c, int64_t *out_m,
+                              int64_t *out_n, int64_t *out_k) {
+  int64_t os = 1, ks = 1;
+  for (int32_t d = 0; d < c->nsp; ++d) {
+    os *= c->out_dims[c->out_sp_dim[d]];
+    ks *= c->k_sp[d];
+  }
+  *out_m = c->n_out * os;
+  *out_n = c->c_out_g;
+  *out_k = ks * c->c_in_g;
+}
+
+static unsigned grid_for(int64_t count) {
+  int64_t g = (count + 255) / 256;
+  if (g < 1) g = 1;
+  if (g > (1 << 20)) g = 1 << 20;
+  return (unsigned)g;
+}
+
+// Opens the kernel and its grid-stride loop over `count` elements `e`.
+static void open_kernel(iron_cuda_text_t *t, const char *name,
+                        const char *in_t, const char *out_t, int64_t count) {
+  iron_cuda_text_printf(t, "%s", iron_cuda_ops_prelude());
+  iron_cuda_text_printf(t,
+                        "extern \"C\" __global__ void __launch_bounds__(256) "
+                        "%s(const %s *__restrict__ src, %s *__restrict__ dst) "
+                        "{\n"
+                        "for (iop_s64 e = (iop_s64)blockIdx.x * blockDim.x + "
+                        "threadIdx.x; e < %lldLL; e += (iop_s64)gridDim.x * "
+                        "blockDim.x) {\n",
+                        name, in_t, out_t, (long long)count);
+}
+
+// Declares k<d> (kernel position coordinates) from `kpos`, row-major.
+static void emit_kpos(iron_cuda_text_t *t, const iron_cuda_conv_t *c,
+                      const char *kpos) {
+  iron_cuda_text_printf(t, "iop_s64 kr_ = %s;\n", kpos);
+  for (int32_t d = c->nsp - 1; d >= 0; --d)
+    iron_cuda_text_printf(t,
+                          "const iop_s64 k%d = kr_ %% %lldLL; kr_ /= %lldLL;\n",
+                          d, (long long)c->k_sp[d], (long long)c->k_sp[d]);
+}
+
+iron_status_t iron_cuda_gen_conv_im2col(const char *name,
+                                        const iron_cuda_conv_t *c,
+                                        char **out_src, unsigned *out_grid) {
+  iron_cuda_gen_type_t tl = iron_cuda_gen_type(c->lhs_dtype);
+  if (!tl.store || is_cplx(c->lhs_dtype))
+    return IRON_ERR(UNIMPLEMENTED, "cuda conv im2col for %s",
+                    iron_dtype_name(c->lhs_dtype));
+  int64_t m, n, k;
+  iron_cuda_conv_gemm_dims(c, &m, &n, &k);
+  (void)n;
+  const int64_t count = c->groups * m * k;
+  iron_cuda_text_t t;
+  iron_cuda_text_init(&t);
+  open_kernel(&t, name, tl.store, tl.store, count);
+  iron_cuda_text_printf(&t,
+                        "const iop_s64 kk = e %% %lldLL, gm = e / %lldLL;\n"
+                        "const iop_s64 m = gm %% %lldLL, g = gm / %lldLL;\n"
+                        "const iop_s64 c = kk %% %lldLL;\n"
+                        "const iop_s64 kpos = kk / %lldLL;\n",
+                        (long long)k, (long long)k, (long long)m, (long long)m,
+                        (long long)c->c_in_g, (long long)c->c_in_g);
+  emit_kpos(&t, c, "kpos");
+  iron_cuda_text_printf(&t, "iop_s64 mr_ = m;\n");
+  for (int32_t d = c->nsp - 1; d >= 0; --d) {
+    int64_t od = c->out_dims[c->out_sp_dim[d]];
+    iron_cuda_text_printf(&t,
+                          "const iop_s64 o%d = mr_ %% %lldLL; mr_ /= %lldLL;\n",
+                          d, (long long)od, (long long)od);
+  }
+  iron_cuda_text_printf(&t, "const iop_s64 b = mr_;\n");
+  if (c->batch_groups)
+    iron_cuda_text_printf(&t, "iop_s64 x = (g * %lldLL + b) * %lldLL;\n",
+                          (long long)c->n_out, (long long)c->in_bs);
+  else
+    iron_cuda_text_printf(&t, "iop_s64 x = b * %lldLL + g * %lldLL;\n",
+                          (long long)c->in_bs,
+                          (long long)(c->c_in_g * c->in_fs));
+  iron_cuda_text_printf(&t, "x += c * %lldLL;\nbool ok = true;\n",
+                        (long long)c->in_fs);
+  for (int32_t d = 0; d < c->nsp; ++d) {
+    iron_cuda_text_printf(&t, "{ const iop_s64 p = o%d * %lldLL + ", d,
+                          (long long)c->stride[d]);
+    if (c->reversed[d])
+      iron_cuda_text_printf(&t, "(%lldLL - k%d)", (long long)(c->k_sp[d] - 1),
+                            d);
+    else
+      iron_cuda_text_printf(&t, "k%d", d);
+    iron_cuda_text_printf(&t,
+                          " * %lldLL - (%lldLL);\n"
+                          "  const iop_s64 i = p / %lldLL;\n"
+                          "  ok = ok && p >= 0 && p %% %lldLL == 0 && i < "
+                          "%lldLL;\n"
+                          "  x += i * %lldLL; }\n",
+                          (long long)c->rhs_dil[d], (long long)c->pad_lo[d],
+                          (long long)c->lhs_dil[d], (long long)c->lhs_dil[d],
+                          (long long)c->in_sp[d], (long long)c->in_ss[d]);
+  }
+  iron_cuda_text_printf(&t, "dst[e] = ok ? src[x] : (%s)0;\n}\n}\n", tl.store);
+  *out_grid = grid_for(count);
+  return iron_cuda_text_finish(&t, out_src);
+}
+
+iron_status_t iron_cuda_gen_conv_wpack(const char *name,
+                                       const iron_cuda_conv_t *c,
+                                       char **out_src, unsigned *out_grid) {
+  iron_cuda_gen_type_t tr = iron_cuda_gen_type(c->rhs_dtype);
+  if (!tr.store || is_cplx(c->rhs_dtype))
+    return IRON_ERR(UNIMPLEMENTED, "cuda conv kernel pack for %s",
+                    iron_dtype_name(c->rhs_dtype));
+  int64_t m, n, k;
+  iron_cuda_conv_gemm_dims(c, &m, &n, &k);
+  (void)m;
+  const int64_t count = c->groups * k * n;
+  iron_cuda_text_t t;
+  iron_cuda_text_init(&t);
+  open_kernel(&t, name, tr.store, tr.store, count);
+  iron_cuda_text_printf(&t,
+                        "const iop_s64 nn = e %% %lldLL, gk = e / %lldLL;\n"
+                        "const iop_s64 kk = gk %% %lldLL, g = gk / %lldLL;\n"
+                        "const iop_s64 c = kk %% %lldLL;\n"
+                        "const iop_s64 kpos = kk / %lldLL;\n",
+                        (long long)n, (long long)n, (long long)k, (long long)k,
+                        (long long)c->c_in_g, (long long)c->c_in_g);
+  emit_kpos(&t, c, "kpos");
+  iron_cuda_text_printf(&t,
+                        "iop_s64 w = (g * %lldLL + nn) * %lldLL + c * %lldLL;\n",
+                        (long long)c->c_out_g, (long long)c->k_os,
+                        (long long)c->k_is);
+  for (int32_t d = 0; d < c->nsp; ++d)
+    iron_cuda_text_printf(&t, "w += k%d * %lldLL;\n", d, (long long)c->k_ss[d]);
+  iron_cuda_text_printf(&t, "dst[e] = src[w];\n}\n}\n");
+  *out_grid = grid_for(count);
+  return iron_cuda_text_finish(&t, out_src);
+}
+
+iron_status_t iron_cuda_gen_conv_unpack(const char *name,
+                                        const iron_cuda_conv_t *c,
+                                        char **out_src, unsigned *out_grid) {
+  iron_cuda_gen_type_t to = iron_cuda_gen_type(c->out_dtype);
+  if (!to.store)
+    return IRON_ERR(UNIMPLEMENTED, "cuda conv unpack for %s",
+                    iron_dtype_name(c->out_dtype));
+  int64_t m, n, k;
+  iron_cuda_conv_gemm_dims(c, &m, &n, &k);
+  (void)k;
+  iron_cuda_text_t t;
+  iron_cuda_text_init(&t);
+  open_kernel(&t, name, to.store, to.store, c->out_count);
+  iron_cuda_text_printf(&t, "iop_s64 rem = e;\n");
+  for (int32_t d = c->rank - 1; d >= 0; --d)
+    iron_cuda_text_printf(&t,
+                          "const iop_s64 oc%d = rem %% %lldLL; rem /= %lldLL;\n",
+                          d, (long long)c->out_dims[d],
+                          (long long)c->out_dims[d]);
+  iron_cuda_text_printf(&t, "iop_s64 m = oc%d;\n", c->out_batch_dim);
+  for (int32_t d = 0; d < c->nsp; ++d)
+    iron_cuda_text_printf(&t, "m = m * %lldLL + oc%d;\n",
+                          (long long)c->out_dims[c->out_sp_dim[d]],
+                          c->out_sp_dim[d]);
+  iron_cuda_text_printf(&t,
+                        "const iop_s64 f = oc%d, g = f / %lldLL, nn = f %% "
+                        "%lldLL;\n"
+                        "dst[e] = src[(g * %lldLL + m) * %lldLL + nn];\n}\n}\n",
+                        c->out_feature_dim, (long long)n, (long long)n,
+                        (long long)m, (long long)n);
+  *out_grid = grid_for(c->out_count);
+  return iron_cuda_text_finish(&t, out_src);
+}

@@ -59,6 +59,34 @@ iron_status_t iron_cuda_conv_plan(const iron_ir_op_t *op,
 iron_status_t iron_cuda_gen_conv(const char *name, const iron_cuda_conv_t *c,
                                  char **out_src, unsigned *out_grid);
 
+// --- im2col + GEMM -------------------------------------------------------
+// For each group g, the result is C_g[M, N] = P_g[M, K] x W_g[K, N] with
+// M = n_out x output positions (row-major: batch, then spatial dims),
+// N = c_out_g and K = kernel positions x c_in_g (position-major, the
+// direct loops' order). P (patches, [G, M, K]) and W ([G, K, N]) are built
+// by the kernels below in the operand dtypes (no conversion); C is dense
+// [G, M, N] and scattered into the result's layout by the unpack kernel.
+// Each kernel has a 1-D grid of 256-thread blocks (*out_grid) and a
+// grid-stride loop.
+
+// Sizes of the GEMM view.
+void iron_cuda_conv_gemm_dims(const iron_cuda_conv_t *c, int64_t *out_m,
+                              int64_t *out_n, int64_t *out_k);
+
+// Kernel `name(const L *lhs, L *patches)`: zeros for padding and holes.
+iron_status_t iron_cuda_gen_conv_im2col(const char *name,
+                                        const iron_cuda_conv_t *c,
+                                        char **out_src, unsigned *out_grid);
+// Kernel `name(const R *rhs, R *w)`.
+iron_status_t iron_cuda_gen_conv_wpack(const char *name,
+                                       const iron_cuda_conv_t *c,
+                                       char **out_src, unsigned *out_grid);
+// Kernel `name(const O *gemm, O *out)`: the dense [G, M, N] product (in the
+// result dtype) into the result's layout.
+iron_status_t iron_cuda_gen_conv_unpack(const char *name,
+                                        const iron_cuda_conv_t *c,
+                                        char **out_src, unsigned *out_grid);
+
 #ifdef __cplusplus
 }
 #endif

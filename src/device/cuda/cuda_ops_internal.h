@@ -31,6 +31,10 @@ iron_status_t iron_cuda_ops_request(iron_cuda_device_t *dev, const char *src,
 // A cublasStatus_t as a status naming the call (INTERNAL unless 0).
 iron_status_t iron_cuda_lt_status(cublasStatus_t s, const char *what);
 
+// Creates the device's cuBLASLt handle and workspace (dev->lt,
+// dev->lt_workspace) on first use (cuda_dot.c).
+iron_status_t iron_cuda_lt_ensure(iron_cuda_device_t *dev);
+
 // Blocks of 256 threads covering `count` elements with a grid-stride loop
 // (at least 1, at most 2^20 blocks).
 static inline unsigned iron_cuda_ops_grid(int64_t count) {
