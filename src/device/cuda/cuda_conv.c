@@ -20,8 +20,10 @@
 #include "device/cuda/cuda_gen_conv.h"
 #include "device/cuda/cuda_ops_internal.h"
 
-// Patch matrices larger than this take the direct path (no chunking yet).
-#define CONV_GEMM_MAX_BYTES ((int64_t)1 << 30)
+// The patch matrix is built and multiplied in chunks of rows of at most
+// this size; a kernel or product larger than the MAX takes the direct path.
+#define CONV_GEMM_CHUNK_BYTES ((int64_t)256 << 20)
+#define CONV_GEMM_MAX_BYTES ((int64_t)1 << 32)
 #define CONV_GEMM_MIN_MACS ((int64_t)1 << 24)
 
 typedef struct conv_params {
@@ -32,11 +34,16 @@ typedef struct conv_params {
   // GEMM path
   iron_cuda_function_t *im2col_fn, *wpack_fn, *unpack_fn;
   unsigned im2col_grid, wpack_grid, unpack_grid;
-  size_t patch_bytes, w_bytes, c_bytes;
+  size_t patch_bytes, w_bytes, c_bytes;  // patch_bytes: one chunk
+  int64_t m, n, chunk;  // GEMM rows, columns; rows per chunk
+  int64_t gk;           // groups x K: patch elements per row
+  size_t elem;
   cublasLtMatmulDesc_t desc;
-  cublasLtMatrixLayout_t la, lb, ld;
-  cublasLtMatmulAlgo_t algo;
-  size_t ws_size;
+  cublasLtMatrixLayout_t la;
+  // [0]: a chunk of `chunk` rows, [1]: the last, shorter chunk (if any).
+  cublasLtMatrixLayout_t lb[2], ld[2];
+  cublasLtMatmulAlgo_t algo[2];
+  size_t ws_size[2];
   float alpha, beta;
 } conv_params_t;
 
@@ -45,8 +52,10 @@ static void conv_destroy(void *params) {
   if (!p) return;
   if (p->api && p->api->has_cublaslt) {
     if (p->la) p->api->cublasLtMatrixLayoutDestroy(p->la);
-    if (p->lb) p->api->cublasLtMatrixLayoutDestroy(p->lb);
-    if (p->ld) p->api->cublasLtMatrixLayoutDestroy(p->ld);
+    for (int i = 0; i < 2; ++i) {
+      if (p->lb[i]) p->api->cublasLtMatrixLayoutDestroy(p->lb[i]);
+      if (p->ld[i]) p->api->cublasLtMatrixLayoutDestroy(p->ld[i]);
+    }
     if (p->desc) p->api->cublasLtMatmulDescDestroy(p->desc);
   }
   free(p);
@@ -94,7 +103,9 @@ static bool gemm_eligible(const iron_cuda_conv_t *c) {
   iron_cuda_conv_gemm_dims(c, &m, &n, &k);
   if (m <= 0 || n <= 0 || k <= 0) return false;
   int64_t es = (int64_t)iron_dtype_size(c->out_dtype);
-  if (m > CONV_GEMM_MAX_BYTES / k / c->groups / es) return false;
+  // One row of patches must fit a chunk; the packed kernel and the product
+  // must stay below the MAX.
+  if (k > CONV_GEMM_CHUNK_BYTES / c->groups / es) return false;
   if (k > CONV_GEMM_MAX_BYTES / n / c->groups / es) return false;
   if (m > CONV_GEMM_MAX_BYTES / n / c->groups / es) return false;
   if (mode == 1) return true;
@@ -161,41 +172,55 @@ static iron_status_t gemm_plan(iron_cuda_device_t *dev, const iron_ir_op_t *op,
       "cublasLtMatmulDescSetAttribute(TRANSB)"));
   IRON_RETURN_IF_ERROR_PLAIN(
       make_layout(api, type, n, k, n, c->groups, k * n, &p->la));
-  IRON_RETURN_IF_ERROR_PLAIN(
-      make_layout(api, type, k, m, k, c->groups, m * k, &p->lb));
-  IRON_RETURN_IF_ERROR_PLAIN(
-      make_layout(api, type, n, m, n, c->groups, m * n, &p->ld));
-  cublasLtMatmulPreference_t pref = NULL;
-  IRON_RETURN_IF_ERROR_PLAIN(iron_cuda_lt_status(
-      api->cublasLtMatmulPreferenceCreate(&pref),
-      "cublasLtMatmulPreferenceCreate"));
-  uint64_t ws = dev->lt_workspace_size;
-  iron_status_t st = iron_cuda_lt_status(
-      api->cublasLtMatmulPreferenceSetAttribute(
-          pref, IRON_CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof(ws)),
-      "cublasLtMatmulPreferenceSetAttribute");
-  cublasLtMatmulHeuristicResult_t res;
-  memset(&res, 0, sizeof(res));
-  int returned = 0;
-  if (!st) {
-    cublasStatus_t s = api->cublasLtMatmulAlgoGetHeuristic(
-        dev->lt, p->desc, p->la, p->lb, p->ld, p->ld, pref, 1, &res,
-        &returned);
-    // NOT_SUPPORTED (15): no algorithm; the direct kernel runs instead.
-    if (s != 0 && s != 15)
-      st = iron_cuda_lt_status(s, "cublasLtMatmulAlgoGetHeuristic");
+  const int64_t es = (int64_t)iron_dtype_size(c->out_dtype);
+  int64_t chunk = CONV_GEMM_CHUNK_BYTES / (c->groups * k * es);
+  if (chunk < 1) chunk = 1;
+  if (chunk > m) chunk = m;
+  p->m = m;
+  p->n = n;
+  p->chunk = chunk;
+  p->gk = c->groups * k;
+  p->elem = (size_t)es;
+  const int64_t rows[2] = {chunk, m % chunk};
+  for (int i = 0; i < 2; ++i) {
+    if (rows[i] == 0) continue;
+    // D of a chunk: rows [r0, r0 + rows) of each group's [M, N] product.
+    IRON_RETURN_IF_ERROR_PLAIN(make_layout(api, type, k, rows[i], k,
+                                           c->groups, rows[i] * k, &p->lb[i]));
+    IRON_RETURN_IF_ERROR_PLAIN(
+        make_layout(api, type, n, rows[i], n, c->groups, m * n, &p->ld[i]));
+    cublasLtMatmulPreference_t pref = NULL;
+    IRON_RETURN_IF_ERROR_PLAIN(iron_cuda_lt_status(
+        api->cublasLtMatmulPreferenceCreate(&pref),
+        "cublasLtMatmulPreferenceCreate"));
+    uint64_t ws = dev->lt_workspace_size;
+    iron_status_t st = iron_cuda_lt_status(
+        api->cublasLtMatmulPreferenceSetAttribute(
+            pref, IRON_CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws,
+            sizeof(ws)),
+        "cublasLtMatmulPreferenceSetAttribute");
+    cublasLtMatmulHeuristicResult_t res;
+    memset(&res, 0, sizeof(res));
+    int returned = 0;
+    if (!st) {
+      cublasStatus_t s = api->cublasLtMatmulAlgoGetHeuristic(
+          dev->lt, p->desc, p->la, p->lb[i], p->ld[i], p->ld[i], pref, 1, &res,
+          &returned);
+      // NOT_SUPPORTED (15): no algorithm; the direct kernel runs instead.
+      if (s != 0 && s != 15)
+        st = iron_cuda_lt_status(s, "cublasLtMatmulAlgoGetHeuristic");
+    }
+    api->cublasLtMatmulPreferenceDestroy(pref);
+    IRON_RETURN_IF_ERROR_PLAIN(st);
+    if (returned < 1 || res.state != 0) return IRON_OK;
+    p->algo[i] = res.algo;
+    p->ws_size[i] = res.workspaceSize;
   }
-  api->cublasLtMatmulPreferenceDestroy(pref);
-  IRON_RETURN_IF_ERROR_PLAIN(st);
-  if (returned < 1 || res.state != 0) return IRON_OK;
-  p->algo = res.algo;
-  p->ws_size = res.workspaceSize;
-  size_t es = iron_dtype_size(c->out_dtype);
-  p->patch_bytes = (size_t)(c->groups * m * k) * es;
-  p->w_bytes = (size_t)(c->groups * k * n) * es;
-  p->c_bytes = (size_t)(c->groups * m * n) * es;
+  p->patch_bytes = (size_t)(c->groups * chunk * k * es);
+  p->w_bytes = (size_t)(c->groups * k * n * es);
+  p->c_bytes = (size_t)(c->groups * m * n * es);
   char *src = NULL;
-  st = iron_cuda_gen_conv_im2col("iron_conv_im2col", c, &src,
+  iron_status_t st = iron_cuda_gen_conv_im2col("iron_conv_im2col", c, &src,
                                  &p->im2col_grid);
   if (!st) st = iron_cuda_ops_request(dev, src, "iron_conv_im2col",
                                       &p->im2col_fn);
@@ -261,23 +286,27 @@ static iron_status_t run_gemm(iron_cuda_device_t *dev, const conv_params_t *p,
   void *patches = st ? NULL : tmp[0]->data, *w = st ? NULL : tmp[1]->data;
   void *c = st ? NULL : tmp[2]->data;
   if (!st) {
-    void *args[2] = {&lhs, &patches};
-    st = iron_cuda_launch(dev, p->im2col_fn, p->im2col_grid, 1, 1, 256, 0,
-                          args);
-  }
-  if (!st) {
     void *args[2] = {&rhs, &w};
     st = iron_cuda_launch(dev, p->wpack_fn, p->wpack_grid, 1, 1, 256, 0, args);
   }
   // cuBLASLt runs on the calling thread's context.
   if (!st) st = iron_cuda_device_enter(dev);
-  if (!st)
-    st = iron_cuda_lt_status(
-        api->cublasLtMatmul(dev->lt, p->desc, &p->alpha, w, p->la, patches,
-                            p->lb, &p->beta, c, p->ld, c, p->ld, &p->algo,
-                            (void *)(uintptr_t)dev->lt_workspace, p->ws_size,
-                            dev->stream),
-        "cublasLtMatmul (convolution)");
+  for (int64_t r0 = 0; r0 < p->m && !st; r0 += p->chunk) {
+    int64_t rows = p->m - r0 < p->chunk ? p->m - r0 : p->chunk;
+    int i = rows == p->chunk ? 0 : 1;
+    void *args[4] = {&lhs, &patches, &r0, &rows};
+    st = iron_cuda_launch(dev, p->im2col_fn, iron_cuda_ops_grid(rows * p->gk),
+                          1, 1, 256, 0, args);
+    void *d = (char *)c + (size_t)(r0 * p->n) * p->elem;
+    if (!st)
+      st = iron_cuda_lt_status(
+          api->cublasLtMatmul(dev->lt, p->desc, &p->alpha, w, p->la, patches,
+                              p->lb[i], &p->beta, d, p->ld[i], d, p->ld[i],
+                              &p->algo[i],
+                              (void *)(uintptr_t)dev->lt_workspace,
+                              p->ws_size[i], dev->stream),
+          "cublasLtMatmul (convolution)");
+  }
   if (!st) {
     const void *cs = c;
     void *args[2] = {&cs, &out};

@@ -502,17 +502,26 @@ iron_status_t iron_cuda_gen_conv_im2col(const char *name,
   int64_t m, n, k;
   iron_cuda_conv_gemm_dims(c, &m, &n, &k);
   (void)n;
-  const int64_t count = c->groups * m * k;
   iron_cuda_text_t t;
   iron_cuda_text_init(&t);
-  open_kernel(&t, name, tl.store, tl.store, count);
+  iron_cuda_text_printf(&t, "%s", iron_cuda_ops_prelude());
+  iron_cuda_text_printf(&t,
+                        "extern \"C\" __global__ void __launch_bounds__(256) "
+                        "%s(const %s *__restrict__ src, %s *__restrict__ dst, "
+                        "iop_s64 row0, iop_s64 rows) {\n"
+                        "const iop_s64 count = %lldLL * rows * %lldLL;\n"
+                        "for (iop_s64 e = (iop_s64)blockIdx.x * blockDim.x + "
+                        "threadIdx.x; e < count; e += (iop_s64)gridDim.x * "
+                        "blockDim.x) {\n",
+                        name, tl.store, tl.store, (long long)c->groups,
+                        (long long)k);
   iron_cuda_text_printf(&t,
                         "const iop_s64 kk = e %% %lldLL, gm = e / %lldLL;\n"
-                        "const iop_s64 m = gm %% %lldLL, g = gm / %lldLL;\n"
+                        "const iop_s64 m = row0 + gm %% rows, g = gm / rows;\n"
                         "const iop_s64 c = kk %% %lldLL;\n"
                         "const iop_s64 kpos = kk / %lldLL;\n",
-                        (long long)k, (long long)k, (long long)m, (long long)m,
-                        (long long)c->c_in_g, (long long)c->c_in_g);
+                        (long long)k, (long long)k, (long long)c->c_in_g,
+                        (long long)c->c_in_g);
   emit_kpos(&t, c, "kpos");
   iron_cuda_text_printf(&t, "iop_s64 mr_ = m;\n");
   for (int32_t d = c->nsp - 1; d >= 0; --d) {
@@ -550,7 +559,7 @@ iron_status_t iron_cuda_gen_conv_im2col(const char *name,
                           (long long)c->in_sp[d], (long long)c->in_ss[d]);
   }
   iron_cuda_text_printf(&t, "dst[e] = ok ? src[x] : (%s)0;\n}\n}\n", tl.store);
-  *out_grid = grid_for(count);
+  *out_grid = grid_for(c->groups * m * k);
   return iron_cuda_text_finish(&t, out_src);
 }
 

@@ -73,7 +73,9 @@ iron_status_t iron_cuda_gen_conv(const char *name, const iron_cuda_conv_t *c,
 void iron_cuda_conv_gemm_dims(const iron_cuda_conv_t *c, int64_t *out_m,
                               int64_t *out_n, int64_t *out_k);
 
-// Kernel `name(const L *lhs, L *patches)`: zeros for padding and holes.
+// Kernel `name(const L *lhs, L *patches, iop_s64 row0, iop_s64 rows)`:
+// patches [G, rows, K] of rows [row0, row0 + rows), zeros for padding and
+// holes. *out_grid covers all M rows (the loop is grid-stride).
 iron_status_t iron_cuda_gen_conv_im2col(const char *name,
                                         const iron_cuda_conv_t *c,
                                         char **out_src, unsigned *out_grid);
