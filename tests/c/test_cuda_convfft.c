@@ -48,8 +48,7 @@ static struct {
 static bool nvrtc_load(void) {
   const char *names[] = {"libnvrtc.so", "libnvrtc.so.13", "libnvrtc.so.12",
                          "/usr/local/cuda/lib64/libnvrtc.so"};
-  for (size_t i = 0; i < sizeof(names) / sizeof(names[0]) && !g_nvrtc.lib;
-       ++i)
+  for (size_t i = 0; i < sizeof(names) / sizeof(names[0]) && !g_nvrtc.lib; ++i)
     g_nvrtc.lib = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
   if (!g_nvrtc.lib) return false;
   g_nvrtc.create = (nvrtc_create_t)dlsym(g_nvrtc.lib, "nvrtcCreateProgram");
@@ -58,8 +57,8 @@ static bool nvrtc_load(void) {
   g_nvrtc.log = (nvrtc_log_t)dlsym(g_nvrtc.lib, "nvrtcGetProgramLog");
   g_nvrtc.cubin_size = (nvrtc_size_t)dlsym(g_nvrtc.lib, "nvrtcGetCUBINSize");
   g_nvrtc.destroy = (nvrtc_destroy_t)dlsym(g_nvrtc.lib, "nvrtcDestroyProgram");
-  return g_nvrtc.create && g_nvrtc.compile && g_nvrtc.log_size &&
-         g_nvrtc.log && g_nvrtc.cubin_size && g_nvrtc.destroy;
+  return g_nvrtc.create && g_nvrtc.compile && g_nvrtc.log_size && g_nvrtc.log &&
+         g_nvrtc.cubin_size && g_nvrtc.destroy;
 }
 
 #define MAX_SOURCES 160
@@ -90,9 +89,12 @@ static void compile_group(int unit) {
     return;
   }
   // The options of the device's compiler (cuda_compile.c).
-  const char *opts[] = {"--gpu-architecture=sm_90a", "-default-device",
-                        "-std=c++17",     "-ftz=true",
-                        "-prec-div=true", "-prec-sqrt=true",
+  const char *opts[] = {"--gpu-architecture=sm_90a",
+                        "-default-device",
+                        "-std=c++17",
+                        "-ftz=true",
+                        "-prec-div=true",
+                        "-prec-sqrt=true",
                         "-fmad=false"};
   int r = g_nvrtc.compile(prog, (int)(sizeof(opts) / sizeof(opts[0])), opts);
   size_t cubin = 0;
@@ -133,6 +135,10 @@ static void add_source(const char *name, const char *src) {
   snprintf(g_src[g_nsrc].name, sizeof(g_src[g_nsrc].name), "%s.cu", name);
   ++g_nsrc;
 }
+
+// FFT helper kernels kept for the CPU emulation (test_conv_emulation).
+static char *g_fft_src[8];
+static int g_nfft;
 
 // --- convolution ops ---------------------------------------------------------
 
@@ -271,11 +277,15 @@ static void fill(iron_tensor_t *t) {
     float f = g_fill_ints ? (float)ht_rand_range(-4, 4)
                           : (float)ht_rand_range(-400, 400) / 100.0f;
     switch (t->dtype) {
-      case IRON_DTYPE_F16: ((uint16_t *)t->data)[i] = iron_f32_to_f16(f); break;
+      case IRON_DTYPE_F16:
+        ((uint16_t *)t->data)[i] = iron_f32_to_f16(f);
+        break;
       case IRON_DTYPE_BF16:
         ((uint16_t *)t->data)[i] = iron_f32_to_bf16(f);
         break;
-      case IRON_DTYPE_F32: ((float *)t->data)[i] = f; break;
+      case IRON_DTYPE_F32:
+        ((float *)t->data)[i] = f;
+        break;
       case IRON_DTYPE_F64:
         ((double *)t->data)[i] = (double)ht_rand_range(-4000, 4000) / 997.0;
         break;
@@ -288,7 +298,9 @@ static void fill(iron_tensor_t *t) {
         ((double *)t->data)[2 * i] = (double)ht_rand_range(-400, 400) / 7.0;
         ((double *)t->data)[2 * i + 1] = (double)ht_rand_range(-400, 400) / 9.0;
         break;
-      case IRON_DTYPE_PRED: ((uint8_t *)t->data)[i] = ht_rand() & 1; break;
+      case IRON_DTYPE_PRED:
+        ((uint8_t *)t->data)[i] = ht_rand() & 1;
+        break;
       default: {
         uint64_t v = ht_rand();
         memcpy((char *)t->data + (size_t)i * iron_dtype_size(t->dtype), &v,
@@ -299,7 +311,8 @@ static void fill(iron_tensor_t *t) {
   }
 }
 
-// --- CPU emulation -------------------------------------------------------------
+// --- CPU emulation
+// -------------------------------------------------------------
 
 // Just enough of CUDA for the generated op kernels to compile as host C++:
 // one block of one thread, so each kernel's grid-stride loop visits every
@@ -388,8 +401,8 @@ static void add_conv_case(const geom_t *g, iron_dtype_t lt, iron_dtype_t rt,
   g_emu[i].want = want;
   snprintf(g_emu[i].what, sizeof(g_emu[i].what),
            "%s x %s -> %s nsp=%d fgc=%lld bgc=%lld", iron_dtype_name(lt),
-           iron_dtype_name(rt), iron_dtype_name(ot), g->nsp,
-           (long long)g->fgc, (long long)g->bgc);
+           iron_dtype_name(rt), iron_dtype_name(ot), g->nsp, (long long)g->fgc,
+           (long long)g->bgc);
 }
 
 // Concatenates the three GEMM-path kernels of a case into one source.
@@ -408,8 +421,10 @@ static char *gemm_sources(const iron_cuda_conv_t *plan, const char *base) {
     size_t len = strlen(parts[0]) + strlen(parts[1]) + strlen(parts[2]) + 128;
     out = malloc(len);
     // Each part has its own prelude: separate namespaces.
-    snprintf(out, len, "namespace pi {\n%s\n}\nnamespace pw {\n%s\n}\n"
-             "namespace pu {\n%s\n}\n", parts[0], parts[1], parts[2]);
+    snprintf(out, len,
+             "namespace pi {\n%s\n}\nnamespace pw {\n%s\n}\n"
+             "namespace pu {\n%s\n}\n",
+             parts[0], parts[1], parts[2]);
   }
   for (int i = 0; i < 3; ++i) free(parts[i]);
   return out;
@@ -447,25 +462,32 @@ static void add_gemm_case(const geom_t *g, iron_dtype_t dt) {
   g_emu[i].groups = plan.groups;
   iron_cuda_conv_gemm_dims(&plan, &g_emu[i].m, &g_emu[i].n, &g_emu[i].k);
   snprintf(g_emu[i].what, sizeof(g_emu[i].what),
-           "gemm path %s nsp=%d fgc=%lld bgc=%lld", iron_dtype_name(dt),
-           g->nsp, (long long)g->fgc, (long long)g->bgc);
+           "gemm path %s nsp=%d fgc=%lld bgc=%lld", iron_dtype_name(dt), g->nsp,
+           (long long)g->fgc, (long long)g->bgc);
 }
 
 static float load_f(iron_dtype_t dt, const void *p, int64_t i) {
   switch (dt) {
-    case IRON_DTYPE_F16: return iron_f16_to_f32(((const uint16_t *)p)[i]);
-    case IRON_DTYPE_BF16: return iron_bf16_to_f32(((const uint16_t *)p)[i]);
-    default: return ((const float *)p)[i];
+    case IRON_DTYPE_F16:
+      return iron_f16_to_f32(((const uint16_t *)p)[i]);
+    case IRON_DTYPE_BF16:
+      return iron_bf16_to_f32(((const uint16_t *)p)[i]);
+    default:
+      return ((const float *)p)[i];
   }
 }
 
 static void store_f(iron_dtype_t dt, void *p, int64_t i, double v) {
   switch (dt) {
-    case IRON_DTYPE_F16: ((uint16_t *)p)[i] = iron_f32_to_f16((float)v); break;
+    case IRON_DTYPE_F16:
+      ((uint16_t *)p)[i] = iron_f32_to_f16((float)v);
+      break;
     case IRON_DTYPE_BF16:
       ((uint16_t *)p)[i] = iron_f32_to_bf16((float)v);
       break;
-    default: ((float *)p)[i] = (float)v; break;
+    default:
+      ((float *)p)[i] = (float)v;
+      break;
   }
 }
 
@@ -494,8 +516,7 @@ static void run_gemm_case(void *h, int i, void *got) {
   if (!im2col || !wpack || !unpack) return;
   iron_dtype_t dt = g_emu[i].want->dtype;
   size_t es = iron_dtype_size(dt);
-  int64_t G = g_emu[i].groups, M = g_emu[i].m, N = g_emu[i].n,
-          K = g_emu[i].k;
+  int64_t G = g_emu[i].groups, M = g_emu[i].m, N = g_emu[i].n, K = g_emu[i].k;
   // Chunks of 1, M/2 + 1 or all rows, by case.
   int64_t chunk = i % 3 == 0 ? 1 : i % 3 == 1 ? M / 2 + 1 : M;
   char *pt = malloc((size_t)(G * chunk * K) * es + 1);
@@ -568,6 +589,64 @@ static void test_conv_cases(void) {
   unsetenv("IRON_HOST_CONV_FAST");
 }
 
+typedef void (*fft_fn_t)(void *);
+
+static fft_fn_t fft_sym(void *h, const char *name) {
+  void *sym = dlsym(h, name);
+  CHECK(sym != NULL);
+  fft_fn_t fn = NULL;
+  if (sym) memcpy(&fn, &sym, sizeof(fn));
+  return fn;
+}
+
+// The IRFFT fix-up zeroes exactly the DC and (even n) Nyquist imaginary
+// parts of every line; the scale multiplies by the rounded factor.
+static void check_fft_kernels(void *h) {
+  static const struct {
+    const char *name;
+    bool wide;
+    int64_t lines, n;
+  } fix[] = {{"iron_fft_fix0", false, 12, 8},
+             {"iron_fft_fix1", false, 3, 7},
+             {"iron_fft_fix2", true, 5, 16},
+             {"iron_fft_fix3", true, 1, 1}};
+  for (size_t c = 0; c < sizeof(fix) / sizeof(fix[0]); ++c) {
+    fft_fn_t fn = fft_sym(h, fix[c].name);
+    if (!fn) continue;
+    int64_t half = fix[c].n / 2 + 1, reals = 2 * fix[c].lines * half;
+    double *dd = malloc(sizeof(double) * (size_t)reals);
+    float *fd = malloc(sizeof(float) * (size_t)reals);
+    for (int64_t i = 0; i < reals; ++i) dd[i] = fd[i] = (float)(i + 1);
+    fn(fix[c].wide ? (void *)dd : (void *)fd);
+    int bad = 0;
+    for (int64_t i = 0; i < reals; ++i) {
+      int64_t j = (i / 2) % half;
+      bool zero =
+          (i % 2 == 1) && (j == 0 || (fix[c].n % 2 == 0 && j == fix[c].n / 2));
+      double v = fix[c].wide ? dd[i] : fd[i];
+      bad += v != (zero ? 0.0 : (double)(i + 1));
+    }
+    CHECK_EQ_INT(bad, 0);
+    free(dd);
+    free(fd);
+  }
+  fft_fn_t s0 = fft_sym(h, "iron_fft_scale0"),
+           s1 = fft_sym(h, "iron_fft_scale1");
+  if (s0 && s1) {
+    float f[1000];
+    double d[1000];
+    for (int i = 0; i < 1000; ++i) f[i] = (float)(d[i] = i - 500.25);
+    s0(f);
+    s1(d);
+    int bad = 0;
+    for (int i = 0; i < 1000; ++i) {
+      bad += f[i] != (float)(i - 500.25) * (float)(1.0 / 12.0);
+      bad += d[i] != (i - 500.25) * (1.0 / 12.0);
+    }
+    CHECK_EQ_INT(bad, 0);
+  }
+}
+
 static bool have_cxx(void) {
   return system("c++ --version > /dev/null 2>&1") == 0;
 }
@@ -587,12 +666,14 @@ static void test_conv_emulation(void) {
   fputs(kShim, f);
   for (int i = 0; i < g_nemu; ++i)
     fprintf(f, "namespace e%d {\n%s\n}\n", i, g_emu[i].src);
+  for (int i = 0; i < g_nfft; ++i)
+    fprintf(f, "namespace f%d {\n%s\n}\n", i, g_fft_src[i]);
   fclose(f);
   // -ffp-contract=off: products and sums round separately, as on the
   // device (-fmad=false) and in the host's loops.
   snprintf(cmd, sizeof(cmd),
-           "c++ -std=c++17 -O1 -ffp-contract=off -fPIC -shared -w -o %s %s",
-           so, cpp);
+           "c++ -std=c++17 -O1 -ffp-contract=off -fPIC -shared -w -o %s %s", so,
+           cpp);
   int rc = system(cmd);
   CHECK_EQ_INT(rc, 0);
   void *h = rc == 0 ? dlopen(so, RTLD_NOW | RTLD_LOCAL) : NULL;
@@ -617,6 +698,7 @@ static void test_conv_emulation(void) {
     CHECK(same);
     ht_tensor_free(got);
   }
+  if (h) check_fft_kernels(h);
   if (h) dlclose(h);
   unlink(cpp);
   unlink(so);
@@ -694,18 +776,18 @@ static void test_fft_sources(void) {
     // Odd lengths have no Nyquist entry to fix.
     CHECK((strstr(src, "+ 4LL)") != NULL) == (fix[i].n == 8));
     add_source(name, src);
-    free(src);
+    g_fft_src[g_nfft++] = src;
   }
   for (int wide = 0; wide < 2; ++wide) {
     char name[32], *src = NULL;
     unsigned grid = 0;
     snprintf(name, sizeof(name), "iron_fft_scale%d", wide);
-    CHECK_OK(iron_cuda_gen_fft_scale(name, wide, 1000, 1.0 / 12.0, &src,
-                                     &grid));
+    CHECK_OK(
+        iron_cuda_gen_fft_scale(name, wide, 1000, 1.0 / 12.0, &src, &grid));
     if (!src) continue;
     CHECK_EQ_INT(grid, 4);
     add_source(name, src);
-    free(src);
+    g_fft_src[g_nfft++] = src;
   }
   char *src = NULL;
   unsigned grid = 0;
@@ -745,8 +827,8 @@ static void test_cufft_loader(void) {
     // through IRON_CUDA_LIB_DIR is taken before the system paths.
     iron_cuda_api_load_cufft_from(TOOLKIT_CUFFT, api);
     CHECK(api->has_cufft);
-    CHECK(api->cufftCreate && api->cufftMakePlanMany64 &&
-          api->cufftExecC2R && api->cufftExecZ2D && api->cufftSetStream);
+    CHECK(api->cufftCreate && api->cufftMakePlanMany64 && api->cufftExecC2R &&
+          api->cufftExecZ2D && api->cufftSetStream);
     int version = 0;
     if (api->cufftGetVersion) {
       CHECK_EQ_INT(api->cufftGetVersion(&version), 0);
@@ -786,13 +868,15 @@ int main(void) {
   }
   iron_test_current_ = "nvrtc";
   pthread_t th[2];
-  for (int i = 0; i < 2; ++i) pthread_create(&th[i], NULL, compile_worker, NULL);
+  for (int i = 0; i < 2; ++i)
+    pthread_create(&th[i], NULL, compile_worker, NULL);
   for (int i = 0; i < 2; ++i) pthread_join(th[i], NULL);
   for (int i = 0; i < g_nsrc; ++i) {
     CHECK(g_src[i].ok);
     free(g_src[i].src);
   }
   emu_free();
+  for (int i = 0; i < g_nfft; ++i) free(g_fft_src[i]);
   iron_threadpool_destroy(g_pool);
   printf("%d sources compiled, conv emulated; %d checks, %d failed\n", g_nsrc,
          iron_test_checks_, iron_test_failures_);

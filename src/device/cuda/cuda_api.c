@@ -352,7 +352,7 @@ void iron_cuda_api_load_cufft_from(const char *path,
                                 resolve_cufft);
 }
 
-iron_status_t iron_cufft_status(cufftResult r, const char *what) {
+iron_status_t iron_cuda_cufft_status(cufftResult r, const char *what) {
   if (r == 0) return IRON_OK;
   // cufftResult: 2 CUFFT_ALLOC_FAILED.
   if (r == 2)

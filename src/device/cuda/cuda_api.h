@@ -321,7 +321,7 @@ void iron_cuda_api_load_cufft_from(const char *path, iron_cuda_api_t *out_api);
 
 // A cufftResult as a status naming the call (INTERNAL unless 0;
 // RESOURCE_EXHAUSTED for CUFFT_ALLOC_FAILED).
-iron_status_t iron_cufft_status(cufftResult r, const char *what);
+iron_status_t iron_cuda_cufft_status(cufftResult r, const char *what);
 
 // A CUresult as an iron_status_t: OK for 0, else INTERNAL (RESOURCE_EXHAUSTED
 // for out of memory) with "<what>: CUDA_ERROR_X (description)".

@@ -35,8 +35,8 @@ typedef struct conv_params {
   iron_cuda_function_t *im2col_fn, *wpack_fn, *unpack_fn;
   unsigned im2col_grid, wpack_grid, unpack_grid;
   size_t patch_bytes, w_bytes, c_bytes;  // patch_bytes: one chunk
-  int64_t m, n, chunk;  // GEMM rows, columns; rows per chunk
-  int64_t gk;           // groups x K: patch elements per row
+  int64_t m, n, chunk;                   // GEMM rows, columns; rows per chunk
+  int64_t gk;                            // groups x K: patch elements per row
   size_t elem;
   cublasLtMatmulDesc_t desc;
   cublasLtMatrixLayout_t la;
@@ -86,10 +86,14 @@ static bool precision_default(const iron_ir_op_t *op) {
 // cuBLASLt data type of an operand dtype the GEMM path takes, else -1.
 static int lt_type(iron_dtype_t dt) {
   switch (dt) {
-    case IRON_DTYPE_F32: return IRON_CUDA_R_32F;
-    case IRON_DTYPE_F16: return IRON_CUDA_R_16F;
-    case IRON_DTYPE_BF16: return IRON_CUDA_R_16BF;
-    default: return -1;
+    case IRON_DTYPE_F32:
+      return IRON_CUDA_R_32F;
+    case IRON_DTYPE_F16:
+      return IRON_CUDA_R_16F;
+    case IRON_DTYPE_BF16:
+      return IRON_CUDA_R_16BF;
+    default:
+      return -1;
   }
 }
 
@@ -119,10 +123,10 @@ static iron_status_t make_layout(const iron_cuda_api_t *api, int type,
                                  int64_t rows, int64_t cols, int64_t ld,
                                  int64_t batch, int64_t bstride,
                                  cublasLtMatrixLayout_t *out) {
-  IRON_RETURN_IF_ERROR_PLAIN(iron_cuda_lt_status(
-      api->cublasLtMatrixLayoutCreate(out, type, (uint64_t)rows,
-                                      (uint64_t)cols, ld),
-      "cublasLtMatrixLayoutCreate"));
+  IRON_RETURN_IF_ERROR_PLAIN(
+      iron_cuda_lt_status(api->cublasLtMatrixLayoutCreate(
+                              out, type, (uint64_t)rows, (uint64_t)cols, ld),
+                          "cublasLtMatrixLayoutCreate"));
   if (batch > 1) {
     int32_t bc = (int32_t)batch;
     IRON_RETURN_IF_ERROR_PLAIN(iron_cuda_lt_status(
@@ -185,14 +189,14 @@ static iron_status_t gemm_plan(iron_cuda_device_t *dev, const iron_ir_op_t *op,
   for (int i = 0; i < 2; ++i) {
     if (rows[i] == 0) continue;
     // D of a chunk: rows [r0, r0 + rows) of each group's [M, N] product.
-    IRON_RETURN_IF_ERROR_PLAIN(make_layout(api, type, k, rows[i], k,
-                                           c->groups, rows[i] * k, &p->lb[i]));
+    IRON_RETURN_IF_ERROR_PLAIN(make_layout(api, type, k, rows[i], k, c->groups,
+                                           rows[i] * k, &p->lb[i]));
     IRON_RETURN_IF_ERROR_PLAIN(
         make_layout(api, type, n, rows[i], n, c->groups, m * n, &p->ld[i]));
     cublasLtMatmulPreference_t pref = NULL;
-    IRON_RETURN_IF_ERROR_PLAIN(iron_cuda_lt_status(
-        api->cublasLtMatmulPreferenceCreate(&pref),
-        "cublasLtMatmulPreferenceCreate"));
+    IRON_RETURN_IF_ERROR_PLAIN(
+        iron_cuda_lt_status(api->cublasLtMatmulPreferenceCreate(&pref),
+                            "cublasLtMatmulPreferenceCreate"));
     uint64_t ws = dev->lt_workspace_size;
     iron_status_t st = iron_cuda_lt_status(
         api->cublasLtMatmulPreferenceSetAttribute(
@@ -220,22 +224,23 @@ static iron_status_t gemm_plan(iron_cuda_device_t *dev, const iron_ir_op_t *op,
   p->w_bytes = (size_t)(c->groups * k * n * es);
   p->c_bytes = (size_t)(c->groups * m * n * es);
   char *src = NULL;
-  iron_status_t st = iron_cuda_gen_conv_im2col("iron_conv_im2col", c, &src,
-                                 &p->im2col_grid);
-  if (!st) st = iron_cuda_ops_request(dev, src, "iron_conv_im2col",
-                                      &p->im2col_fn);
+  iron_status_t st =
+      iron_cuda_gen_conv_im2col("iron_conv_im2col", c, &src, &p->im2col_grid);
+  if (!st)
+    st = iron_cuda_ops_request(dev, src, "iron_conv_im2col", &p->im2col_fn);
   free(src);
   src = NULL;
-  if (!st) st = iron_cuda_gen_conv_wpack("iron_conv_wpack", c, &src,
-                                         &p->wpack_grid);
-  if (!st) st = iron_cuda_ops_request(dev, src, "iron_conv_wpack",
-                                      &p->wpack_fn);
+  if (!st)
+    st = iron_cuda_gen_conv_wpack("iron_conv_wpack", c, &src, &p->wpack_grid);
+  if (!st)
+    st = iron_cuda_ops_request(dev, src, "iron_conv_wpack", &p->wpack_fn);
   free(src);
   src = NULL;
-  if (!st) st = iron_cuda_gen_conv_unpack("iron_conv_unpack", c, &src,
-                                          &p->unpack_grid);
-  if (!st) st = iron_cuda_ops_request(dev, src, "iron_conv_unpack",
-                                      &p->unpack_fn);
+  if (!st)
+    st =
+        iron_cuda_gen_conv_unpack("iron_conv_unpack", c, &src, &p->unpack_grid);
+  if (!st)
+    st = iron_cuda_ops_request(dev, src, "iron_conv_unpack", &p->unpack_fn);
   free(src);
   if (!st) *out_ok = true;
   return st;
@@ -302,16 +307,15 @@ static iron_status_t run_gemm(iron_cuda_device_t *dev, const conv_params_t *p,
       st = iron_cuda_lt_status(
           api->cublasLtMatmul(dev->lt, p->desc, &p->alpha, w, p->la, patches,
                               p->lb[i], &p->beta, d, p->ld[i], d, p->ld[i],
-                              &p->algo[i],
-                              (void *)(uintptr_t)dev->lt_workspace,
+                              &p->algo[i], (void *)(uintptr_t)dev->lt_workspace,
                               p->ws_size[i], dev->stream),
           "cublasLtMatmul (convolution)");
   }
   if (!st) {
     const void *cs = c;
     void *args[2] = {&cs, &out};
-    st = iron_cuda_launch(dev, p->unpack_fn, p->unpack_grid, 1, 1, 256, 0,
-                          args);
+    st =
+        iron_cuda_launch(dev, p->unpack_fn, p->unpack_grid, 1, 1, 256, 0, args);
   }
   // Stream-ordered frees: back to the pool after the kernels that use them.
   for (int i = 0; i < 3; ++i) iron_storage_release(tmp[i]);
@@ -325,8 +329,7 @@ static iron_status_t conv_run(const iron_host_ctx_t *ctx, const void *params,
   if (p->empty) return IRON_OK;
   iron_cuda_device_t *dev = iron_cuda_device_cast(ctx->dev);
   if (p->gemm)
-    return run_gemm(dev, p, inputs[0]->data, inputs[1]->data,
-                    outputs[0]->data);
+    return run_gemm(dev, p, inputs[0]->data, inputs[1]->data, outputs[0]->data);
   void *ptrs[3] = {inputs[0]->data, inputs[1]->data, outputs[0]->data};
   void *args[3] = {&ptrs[0], &ptrs[1], &ptrs[2]};
   return iron_cuda_launch(dev, p->fn, p->grid, 1, 1, 256, 0, args);

@@ -16,13 +16,14 @@
 // allocated by cuFFT) and destroyed with the params. A cuFFT plan is not
 // safe for concurrent execution from two host threads: runs lock the
 // params' mutex.
+#include "device/cuda/cuda_fft.h"
+
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "device/cuda/cuda_compile.h"
-#include "device/cuda/cuda_fft.h"
 #include "device/cuda/cuda_ops_gen.h"
 #include "device/cuda/cuda_ops_internal.h"
 
@@ -56,8 +57,8 @@ iron_status_t iron_cuda_gen_fft_scale(const char *name, bool wide,
   return iron_cuda_text_finish(&t, out_src);
 }
 
-iron_status_t iron_cuda_gen_fft_fix(const char *name, bool wide,
-                                    int64_t lines, int64_t n, char **out_src,
+iron_status_t iron_cuda_gen_fft_fix(const char *name, bool wide, int64_t lines,
+                                    int64_t n, char **out_src,
                                     unsigned *out_grid) {
   if (n < 1 || lines < 0)
     return IRON_ERR(INVALID_ARGUMENT, "fft fix-up: bad sizes");
@@ -89,10 +90,10 @@ typedef struct fft_params {
   bool empty;     // nothing to write
   bool zero_out;  // empty input, non-empty output: zeros
   size_t in_bytes, out_bytes;
-  cufftHandle plan;       // the whole transform (IRFFT: the last-axis C2R)
-  cufftHandle lead;       // IRFFT with d > 1: C2C over the leading axes
-  int64_t lead_batches;   // outer batches the lead plan is run for
-  int64_t lead_step;      // complex elements between outer batches
+  cufftHandle plan;      // the whole transform (IRFFT: the last-axis C2R)
+  cufftHandle lead;      // IRFFT with d > 1: C2C over the leading axes
+  int64_t lead_batches;  // outer batches the lead plan is run for
+  int64_t lead_step;     // complex elements between outer batches
   iron_cuda_function_t *scale_fn, *fix_fn;
   unsigned scale_grid, fix_grid;
   pthread_mutex_t mu;
@@ -114,15 +115,16 @@ static iron_status_t make_plan(const iron_cuda_api_t *api, CUstream stream,
                                long long stride, long long dist, int type,
                                long long batch, cufftHandle *out) {
   cufftHandle h = -1;
-  IRON_RETURN_IF_ERROR_PLAIN(iron_cufft_status(api->cufftCreate(&h),
-                                               "cufftCreate"));
+  IRON_RETURN_IF_ERROR_PLAIN(
+      iron_cuda_cufft_status(api->cufftCreate(&h), "cufftCreate"));
   size_t ws = 0;
-  iron_status_t st = iron_cufft_status(
+  iron_status_t st = iron_cuda_cufft_status(
       api->cufftMakePlanMany64(h, rank, n, embed, stride, dist, embed, stride,
                                dist, type, batch, &ws),
       "cufftMakePlanMany64");
   if (!st)
-    st = iron_cufft_status(api->cufftSetStream(h, stream), "cufftSetStream");
+    st = iron_cuda_cufft_status(api->cufftSetStream(h, stream),
+                                "cufftSetStream");
   if (st) {
     api->cufftDestroy(h);
     return st;
@@ -140,8 +142,7 @@ static iron_status_t request(iron_cuda_device_t *dev, const iron_ir_op_t *op,
   return st;
 }
 
-static iron_status_t fft_prepare_on(iron_device_t *base,
-                                    const iron_ir_op_t *op,
+static iron_status_t fft_prepare_on(iron_device_t *base, const iron_ir_op_t *op,
                                     iron_host_region_t *const *regions,
                                     void **out_params) {
   (void)regions;
@@ -155,14 +156,15 @@ static iron_status_t fft_prepare_on(iron_device_t *base,
     return iron_ir_op_unimplemented(op, "for dynamic shapes");
   int32_t type = iron_ir_op_enum(op, "fft_type", -1);
   if (type < FFT_FFT || type > FFT_IRFFT)
-    return IRON_ERR(INVALID_ARGUMENT, "%s: missing or bad fft_type",
-                    op->name);
+    return IRON_ERR(INVALID_ARGUMENT, "%s: missing or bad fft_type", op->name);
   int64_t len[4];
   uint32_t d = 0;
   IRON_RETURN_IF_ERROR_PLAIN(iron_ir_op_i64_list(op, "fft_length", len, 4, &d));
   if (d < 1 || d > 3)
-    return iron_ir_op_unimplemented(op, "with %u fft_length entries "
-                                        "(1 to 3 are supported)", d);
+    return iron_ir_op_unimplemented(op,
+                                    "with %u fft_length entries "
+                                    "(1 to 3 are supported)",
+                                    d);
   if (it->rank < (int32_t)d || ot->rank != it->rank)
     return IRON_ERR(INVALID_ARGUMENT, "%s: rank %d for %u fft dimensions",
                     op->name, it->rank, d);
@@ -199,7 +201,8 @@ static iron_status_t fft_prepare_on(iron_device_t *base,
     if (len[i] < 0 || it->dims[ax] != want_in || ot->dims[ax] != want_out)
       return IRON_ERR(INVALID_ARGUMENT,
                       "%s: fft_length[%u] = %lld does not fit dimension %d "
-                      "(%lld -> %lld)", op->name, i, (long long)len[i], ax,
+                      "(%lld -> %lld)",
+                      op->name, i, (long long)len[i], ax,
                       (long long)it->dims[ax], (long long)ot->dims[ax]);
     total *= (double)len[i];
   }
@@ -260,9 +263,8 @@ static iron_status_t fft_prepare_on(iron_device_t *base,
     }
     if (!st) {
       char *src = NULL;
-      iron_status_t g = iron_cuda_gen_fft_fix("iron_fft_fix", w,
-                                              in_count / half, last, &src,
-                                              &p->fix_grid);
+      iron_status_t g = iron_cuda_gen_fft_fix(
+          "iron_fft_fix", w, in_count / half, last, &src, &p->fix_grid);
       st = request(dev, op, g, src, "iron_fft_fix", &p->fix_fn);
     }
   }
@@ -289,19 +291,20 @@ static iron_status_t fft_exec(const fft_params_t *p, void *in, void *out,
     case FFT_FFT:
     case FFT_IFFT: {
       int dir = p->type == FFT_FFT ? IRON_CUFFT_FORWARD : IRON_CUFFT_INVERSE;
-      return iron_cufft_status(
+      return iron_cuda_cufft_status(
           p->wide ? api->cufftExecZ2Z(p->plan, in, out, dir)
                   : api->cufftExecC2C(p->plan, in, out, dir),
           "cufftExec (fft)");
     }
     case FFT_RFFT:
-      return iron_cufft_status(p->wide ? api->cufftExecD2Z(p->plan, scratch, out)
-                                       : api->cufftExecR2C(p->plan, scratch, out),
-                               "cufftExec (rfft)");
+      return iron_cuda_cufft_status(
+          p->wide ? api->cufftExecD2Z(p->plan, scratch, out)
+                  : api->cufftExecR2C(p->plan, scratch, out),
+          "cufftExec (rfft)");
     default:
       for (int64_t b = 0; b < p->lead_batches; ++b) {
         void *at = (char *)scratch + (size_t)(b * p->lead_step) * elem;
-        IRON_RETURN_IF_ERROR_PLAIN(iron_cufft_status(
+        IRON_RETURN_IF_ERROR_PLAIN(iron_cuda_cufft_status(
             p->wide ? api->cufftExecZ2Z(p->lead, at, at, IRON_CUFFT_INVERSE)
                     : api->cufftExecC2C(p->lead, at, at, IRON_CUFFT_INVERSE),
             "cufftExec (irfft leading axes)"));
@@ -320,11 +323,10 @@ static iron_status_t fft_run(const iron_host_ctx_t *ctx, const void *params,
   IRON_RETURN_IF_ERROR_PLAIN(iron_cuda_device_enter(dev));
   void *in = inputs[0]->data, *out = outputs[0]->data;
   if (p->zero_out)
-    return iron_cuda_status(
-        api,
-        api->cuMemsetD8Async((CUdeviceptr)(uintptr_t)out, 0, p->out_bytes,
-                             dev->stream),
-        "cuMemsetD8Async (fft of an empty input)");
+    return iron_cuda_status(api,
+                            api->cuMemsetD8Async((CUdeviceptr)(uintptr_t)out, 0,
+                                                 p->out_bytes, dev->stream),
+                            "cuMemsetD8Async (fft of an empty input)");
   const bool real = p->type == FFT_RFFT || p->type == FFT_IRFFT;
   iron_storage_t *tmp = NULL;
   void *scratch = NULL;
@@ -348,7 +350,7 @@ static iron_status_t fft_run(const iron_host_ctx_t *ctx, const void *params,
       void *args[1] = {&scratch};
       st = iron_cuda_launch(dev, p->fix_fn, p->fix_grid, 1, 1, 256, 0, args);
       if (!st)
-        st = iron_cufft_status(
+        st = iron_cuda_cufft_status(
             p->wide ? api->cufftExecZ2D(p->plan, scratch, out)
                     : api->cufftExecC2R(p->plan, scratch, out),
             "cufftExec (irfft)");

@@ -24,8 +24,8 @@ iron_status_t iron_cuda_gen_fft_scale(const char *name, bool wide,
 // the Nyquist entry, which the real transform ignores (host fft.c), so
 // cuFFT's C2R sees a well-formed half spectrum. Kernel `name(T *data)` over
 // the interleaved reals; *out_grid blocks of 256 threads.
-iron_status_t iron_cuda_gen_fft_fix(const char *name, bool wide,
-                                    int64_t lines, int64_t n, char **out_src,
+iron_status_t iron_cuda_gen_fft_fix(const char *name, bool wide, int64_t lines,
+                                    int64_t n, char **out_src,
                                     unsigned *out_grid);
 
 #ifdef __cplusplus

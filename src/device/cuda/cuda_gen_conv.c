@@ -19,10 +19,14 @@ static iron_dtype_t conv_comp(iron_dtype_t out) {
   switch (out) {
     case IRON_DTYPE_F16:
     case IRON_DTYPE_BF16:
-    case IRON_DTYPE_F32: return IRON_DTYPE_F32;
-    case IRON_DTYPE_F64: return IRON_DTYPE_F64;
-    case IRON_DTYPE_C64: return IRON_DTYPE_C64;
-    case IRON_DTYPE_C128: return IRON_DTYPE_C128;
+    case IRON_DTYPE_F32:
+      return IRON_DTYPE_F32;
+    case IRON_DTYPE_F64:
+      return IRON_DTYPE_F64;
+    case IRON_DTYPE_C64:
+      return IRON_DTYPE_C64;
+    case IRON_DTYPE_C128:
+      return IRON_DTYPE_C128;
     case IRON_DTYPE_PRED:
     case IRON_DTYPE_S2:
     case IRON_DTYPE_S4:
@@ -35,8 +39,10 @@ static iron_dtype_t conv_comp(iron_dtype_t out) {
     case IRON_DTYPE_U8:
     case IRON_DTYPE_U16:
     case IRON_DTYPE_U32:
-    case IRON_DTYPE_U64: return IRON_DTYPE_S64;
-    default: return IRON_DTYPE_INVALID;
+    case IRON_DTYPE_U64:
+      return IRON_DTYPE_S64;
+    default:
+      return IRON_DTYPE_INVALID;
   }
 }
 
@@ -55,12 +61,16 @@ static bool is_cplx(iron_dtype_t dt) {
 // The operand dtypes the host accepts for an accumulation dtype.
 static bool operand_ok(iron_dtype_t op, iron_dtype_t comp) {
   switch (comp) {
-    case IRON_DTYPE_S64: return is_intlike(op);
+    case IRON_DTYPE_S64:
+      return is_intlike(op);
     case IRON_DTYPE_F32:
-    case IRON_DTYPE_F64: return is_intlike(op) || is_realf(op);
+    case IRON_DTYPE_F64:
+      return is_intlike(op) || is_realf(op);
     case IRON_DTYPE_C64:
-    case IRON_DTYPE_C128: return is_intlike(op) || is_realf(op) || is_cplx(op);
-    default: return false;
+    case IRON_DTYPE_C128:
+      return is_intlike(op) || is_realf(op) || is_cplx(op);
+    default:
+      return false;
   }
 }
 
@@ -197,8 +207,9 @@ iron_status_t iron_cuda_conv_plan(const iron_ir_op_t *op,
     if (strides[d] > (1ll << 40) || ldil[d] > (1ll << 40) ||
         rdil[d] > (1ll << 40) || llabs(pad[2 * d]) > (1ll << 40) ||
         llabs(pad[2 * d + 1]) > (1ll << 40))
-      return iron_ir_op_unimplemented(op, "on cuda with window attributes "
-                                          "beyond 2^40");
+      return iron_ir_op_unimplemented(op,
+                                      "on cuda with window attributes "
+                                      "beyond 2^40");
 
   int64_t n_in = lt->dims[ib], c_in = lt->dims[ifd];
   int64_t c_in_g = rt->dims[kif], c_out = rt->dims[kof];
@@ -261,9 +272,8 @@ iron_status_t iron_cuda_conv_plan(const iron_ir_op_t *op,
 // through double for float accumulation, real -> complex with im = 0).
 static void emit_load(iron_cuda_text_t *t, iron_dtype_t dt, iron_dtype_t comp,
                       const char *v) {
-  const char *real = comp == IRON_DTYPE_C64 || comp == IRON_DTYPE_F32
-                         ? "float"
-                         : "double";
+  const char *real =
+      comp == IRON_DTYPE_C64 || comp == IRON_DTYPE_F32 ? "float" : "double";
   if (comp == IRON_DTYPE_S64) {
     iron_cuda_text_printf(t, "(iop_u64)(%s)", v);
     return;
@@ -298,18 +308,28 @@ iron_status_t iron_cuda_gen_conv(const char *name, const iron_cuda_conv_t *c,
   iron_cuda_gen_type_t to = iron_cuda_gen_type(c->out_dtype);
   if (!tl.store || !tr.store || !to.store)
     return IRON_ERR(UNIMPLEMENTED, "cuda convolution %s x %s -> %s",
-                    iron_dtype_name(c->lhs_dtype), iron_dtype_name(c->rhs_dtype),
+                    iron_dtype_name(c->lhs_dtype),
+                    iron_dtype_name(c->rhs_dtype),
                     iron_dtype_name(c->out_dtype));
   if (c->nsp < 0 || c->nsp > IRON_CUDA_CONV_MAX_SP || c->rank != c->nsp + 2)
-    return IRON_ERR(INVALID_ARGUMENT, "cuda convolution: bad rank %d",
-                    c->rank);
+    return IRON_ERR(INVALID_ARGUMENT, "cuda convolution: bad rank %d", c->rank);
   const char *comp;
   switch (c->comp_dtype) {
-    case IRON_DTYPE_F32: comp = "float"; break;
-    case IRON_DTYPE_F64: comp = "double"; break;
-    case IRON_DTYPE_C64: comp = "iop_c64"; break;
-    case IRON_DTYPE_C128: comp = "iop_c128"; break;
-    case IRON_DTYPE_S64: comp = "iop_u64"; break;
+    case IRON_DTYPE_F32:
+      comp = "float";
+      break;
+    case IRON_DTYPE_F64:
+      comp = "double";
+      break;
+    case IRON_DTYPE_C64:
+      comp = "iop_c64";
+      break;
+    case IRON_DTYPE_C128:
+      comp = "iop_c128";
+      break;
+    case IRON_DTYPE_S64:
+      comp = "iop_u64";
+      break;
     default:
       return IRON_ERR(UNIMPLEMENTED, "cuda convolution accumulating in %s",
                       iron_dtype_name(c->comp_dtype));
@@ -336,21 +356,20 @@ iron_status_t iron_cuda_gen_conv(const char *name, const iron_cuda_conv_t *c,
       "iop_s64 rem = o;\n",
       (long long)c->out_count);
   for (int32_t d = c->rank - 1; d >= 0; --d)
-    iron_cuda_text_printf(&t,
-                          "const iop_s64 oc%d = rem %% %lldLL; rem /= %lldLL;\n",
-                          d, (long long)c->out_dims[d],
-                          (long long)c->out_dims[d]);
-  iron_cuda_text_printf(
-      &t,
-      "const iop_s64 b = oc%d, f = oc%d;\n"
-      "const iop_s64 g = f / %lldLL;\n",
-      c->out_batch_dim, c->out_feature_dim, (long long)c->c_out_g);
+    iron_cuda_text_printf(
+        &t, "const iop_s64 oc%d = rem %% %lldLL; rem /= %lldLL;\n", d,
+        (long long)c->out_dims[d], (long long)c->out_dims[d]);
+  iron_cuda_text_printf(&t,
+                        "const iop_s64 b = oc%d, f = oc%d;\n"
+                        "const iop_s64 g = f / %lldLL;\n",
+                        c->out_batch_dim, c->out_feature_dim,
+                        (long long)c->c_out_g);
   if (c->batch_groups)
-    iron_cuda_text_printf(&t, "const iop_s64 xo_ = (g * %lldLL + b) * %lldLL;\n",
+    iron_cuda_text_printf(&t,
+                          "const iop_s64 xo_ = (g * %lldLL + b) * %lldLL;\n",
                           (long long)c->n_out, (long long)c->in_bs);
   else
-    iron_cuda_text_printf(&t,
-                          "const iop_s64 xo_ = b * %lldLL + g * %lldLL;\n",
+    iron_cuda_text_printf(&t, "const iop_s64 xo_ = b * %lldLL + g * %lldLL;\n",
                           (long long)c->in_bs,
                           (long long)(c->c_in_g * c->in_fs));
   iron_cuda_text_printf(&t, "const iop_s64 wo_ = f * %lldLL;\n",
@@ -383,15 +402,14 @@ iron_status_t iron_cuda_gen_conv(const char *name, const iron_cuda_conv_t *c,
         d, c->out_sp_dim[d], (long long)c->stride[d], d,
         (long long)c->rhs_dil[d], (long long)c->pad_lo[d]);
     if (c->lhs_dil[d] > 1)
-      iron_cuda_text_printf(
-          &t,
-          "if (p%d < 0 || p%d %% %lldLL != 0) continue;\n"
-          "const iop_s64 i%d = p%d / %lldLL;\n",
-          d, d, (long long)c->lhs_dil[d], d, d, (long long)c->lhs_dil[d]);
-    else
       iron_cuda_text_printf(&t,
-                            "if (p%d < 0) continue;\nconst iop_s64 i%d = p%d;\n",
-                            d, d, d);
+                            "if (p%d < 0 || p%d %% %lldLL != 0) continue;\n"
+                            "const iop_s64 i%d = p%d / %lldLL;\n",
+                            d, d, (long long)c->lhs_dil[d], d, d,
+                            (long long)c->lhs_dil[d]);
+    else
+      iron_cuda_text_printf(
+          &t, "if (p%d < 0) continue;\nconst iop_s64 i%d = p%d;\n", d, d, d);
     iron_cuda_text_printf(&t,
                           "if (i%d >= %lldLL) continue;\n"
                           "const iop_s64 x%d = %s + i%d * %lldLL;\n"
@@ -427,11 +445,15 @@ iron_status_t iron_cuda_gen_conv(const char *name, const iron_cuda_conv_t *c,
   iron_cuda_text_printf(&t, "}\n");
   for (int32_t d = 0; d < c->nsp; ++d) iron_cuda_text_printf(&t, "}\n");
   switch (c->out_dtype) {
-    case IRON_DTYPE_F16: iron_cuda_text_printf(&t, "out[o] = iop_st_f16(acc);\n"); break;
+    case IRON_DTYPE_F16:
+      iron_cuda_text_printf(&t, "out[o] = iop_st_f16(acc);\n");
+      break;
     case IRON_DTYPE_BF16:
       iron_cuda_text_printf(&t, "out[o] = iop_st_bf16(acc);\n");
       break;
-    case IRON_DTYPE_PRED: iron_cuda_text_printf(&t, "out[o] = acc != 0;\n"); break;
+    case IRON_DTYPE_PRED:
+      iron_cuda_text_printf(&t, "out[o] = acc != 0;\n");
+      break;
     default:
       if (c->comp_dtype == IRON_DTYPE_S64)  // the low bits (wrap around)
         iron_cuda_text_printf(&t, "out[o] = (%s)acc;\n", to.store);
@@ -447,7 +469,8 @@ iron_status_t iron_cuda_gen_conv(const char *name, const iron_cuda_conv_t *c,
   return iron_cuda_text_finish(&t, out_src);
 }
 
-// --- im2col + GEMM -------------------------------------------------------------
+// --- im2col + GEMM
+// -------------------------------------------------------------
 
 void iron_cuda_conv_gemm_dims(const iron_cuda_conv_t *c, int64_t *out_m,
                               int64_t *out_n, int64_t *out_k) {
@@ -469,8 +492,8 @@ static unsigned grid_for(int64_t count) {
 }
 
 // Opens the kernel and its grid-stride loop over `count` elements `e`.
-static void open_kernel(iron_cuda_text_t *t, const char *name,
-                        const char *in_t, const char *out_t, int64_t count) {
+static void open_kernel(iron_cuda_text_t *t, const char *name, const char *in_t,
+                        const char *out_t, int64_t count) {
   iron_cuda_text_printf(t, "%s", iron_cuda_ops_prelude());
   iron_cuda_text_printf(t,
                         "extern \"C\" __global__ void __launch_bounds__(256) "
@@ -585,10 +608,9 @@ iron_status_t iron_cuda_gen_conv_wpack(const char *name,
                         (long long)n, (long long)n, (long long)k, (long long)k,
                         (long long)c->c_in_g, (long long)c->c_in_g);
   emit_kpos(&t, c, "kpos");
-  iron_cuda_text_printf(&t,
-                        "iop_s64 w = (g * %lldLL + nn) * %lldLL + c * %lldLL;\n",
-                        (long long)c->c_out_g, (long long)c->k_os,
-                        (long long)c->k_is);
+  iron_cuda_text_printf(
+      &t, "iop_s64 w = (g * %lldLL + nn) * %lldLL + c * %lldLL;\n",
+      (long long)c->c_out_g, (long long)c->k_os, (long long)c->k_is);
   for (int32_t d = 0; d < c->nsp; ++d)
     iron_cuda_text_printf(&t, "w += k%d * %lldLL;\n", d, (long long)c->k_ss[d]);
   iron_cuda_text_printf(&t, "dst[e] = src[w];\n}\n}\n");
@@ -611,10 +633,9 @@ iron_status_t iron_cuda_gen_conv_unpack(const char *name,
   open_kernel(&t, name, to.store, to.store, c->out_count);
   iron_cuda_text_printf(&t, "iop_s64 rem = e;\n");
   for (int32_t d = c->rank - 1; d >= 0; --d)
-    iron_cuda_text_printf(&t,
-                          "const iop_s64 oc%d = rem %% %lldLL; rem /= %lldLL;\n",
-                          d, (long long)c->out_dims[d],
-                          (long long)c->out_dims[d]);
+    iron_cuda_text_printf(
+        &t, "const iop_s64 oc%d = rem %% %lldLL; rem /= %lldLL;\n", d,
+        (long long)c->out_dims[d], (long long)c->out_dims[d]);
   iron_cuda_text_printf(&t, "iop_s64 m = oc%d;\n", c->out_batch_dim);
   for (int32_t d = 0; d < c->nsp; ++d)
     iron_cuda_text_printf(&t, "m = m * %lldLL + oc%d;\n",

@@ -28,11 +28,11 @@ typedef struct iron_cuda_conv {
   int64_t out_dims[IRON_MAX_RANK];
   int32_t out_batch_dim, out_feature_dim;
   int32_t out_sp_dim[IRON_CUDA_CONV_MAX_SP];  // result dim of spatial d
-  bool batch_groups;   // groups split the lhs batch (else its features)
-  int64_t groups;      // feature_group_count * batch_group_count
-  int64_t n_out;       // result batch
-  int64_t c_in_g;      // kernel input features (per group)
-  int64_t c_out_g;     // output features per group
+  bool batch_groups;     // groups split the lhs batch (else its features)
+  int64_t groups;        // feature_group_count * batch_group_count
+  int64_t n_out;         // result batch
+  int64_t c_in_g;        // kernel input features (per group)
+  int64_t c_out_g;       // output features per group
   int64_t in_bs, in_fs;  // lhs strides (elements) of batch / feature
   int64_t k_is, k_os;    // rhs strides of input / output feature
   int64_t in_sp[IRON_CUDA_CONV_MAX_SP], in_ss[IRON_CUDA_CONV_MAX_SP];
