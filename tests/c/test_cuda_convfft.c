@@ -655,11 +655,14 @@ static void test_conv_emulation(void) {
   // The C++ compiler of the build machine runs the generated kernels.
   CHECK(have_cxx());
   if (!have_cxx() || g_nemu == 0) return;
-  char dir[] = "/tmp/iron_conv_emuXXXXXX";
+  // In the working directory (the build tree under ctest): /tmp may be
+  // mounted noexec, which would make dlopen fail.
+  char dir[] = "iron_conv_emuXXXXXX";
   CHECK(mkdtemp(dir) != NULL);
-  char cpp[96], so[96], cmd[512];
-  snprintf(cpp, sizeof(cpp), "%s/k.cpp", dir);
-  snprintf(so, sizeof(so), "%s/k.so", dir);
+  char cwd[512], cpp[640], so[640], cmd[1600];
+  CHECK(getcwd(cwd, sizeof(cwd)) != NULL);
+  snprintf(cpp, sizeof(cpp), "%s/%s/k.cpp", cwd, dir);
+  snprintf(so, sizeof(so), "%s/%s/k.so", cwd, dir);
   FILE *f = fopen(cpp, "w");
   CHECK(f != NULL);
   if (!f) return;
