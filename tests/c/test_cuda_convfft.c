@@ -430,9 +430,9 @@ static char *gemm_sources(const iron_cuda_conv_t *plan, const char *base) {
   return out;
 }
 
-static void add_gemm_case(const geom_t *g, iron_dtype_t dt) {
+static void add_gemm_case(const geom_t *g, iron_dtype_t dt, iron_dtype_t ot) {
   conv_op_t c;
-  build(&c, g, dt, dt, dt);
+  build(&c, g, dt, dt, ot);
   iron_cuda_conv_t plan;
   iron_status_t st = iron_cuda_conv_plan(&c.b.op, &plan);
   CHECK_OK(st);
@@ -462,8 +462,8 @@ static void add_gemm_case(const geom_t *g, iron_dtype_t dt) {
   g_emu[i].groups = plan.groups;
   iron_cuda_conv_gemm_dims(&plan, &g_emu[i].m, &g_emu[i].n, &g_emu[i].k);
   snprintf(g_emu[i].what, sizeof(g_emu[i].what),
-           "gemm path %s nsp=%d fgc=%lld bgc=%lld", iron_dtype_name(dt), g->nsp,
-           (long long)g->fgc, (long long)g->bgc);
+           "gemm path %s -> %s nsp=%d fgc=%lld bgc=%lld", iron_dtype_name(dt),
+           iron_dtype_name(ot), g->nsp, (long long)g->fgc, (long long)g->bgc);
 }
 
 static float load_f(iron_dtype_t dt, const void *p, int64_t i) {
@@ -514,14 +514,14 @@ static void run_gemm_case(void *h, int i, void *got) {
   pass_fn_t wpack = pass_sym(h, g_emu[i].name, "w");
   pass_fn_t unpack = pass_sym(h, g_emu[i].name, "u");
   if (!im2col || !wpack || !unpack) return;
-  iron_dtype_t dt = g_emu[i].want->dtype;
-  size_t es = iron_dtype_size(dt);
+  iron_dtype_t dt = g_emu[i].x->dtype, ot = g_emu[i].want->dtype;
+  size_t es = iron_dtype_size(dt), eo = iron_dtype_size(ot);
   int64_t G = g_emu[i].groups, M = g_emu[i].m, N = g_emu[i].n, K = g_emu[i].k;
   // Chunks of 1, M/2 + 1 or all rows, by case.
   int64_t chunk = i % 3 == 0 ? 1 : i % 3 == 1 ? M / 2 + 1 : M;
   char *pt = malloc((size_t)(G * chunk * K) * es + 1);
   char *wt = malloc((size_t)(G * K * N) * es + 1);
-  char *ct = malloc((size_t)(G * M * N) * es + 1);
+  char *ct = malloc((size_t)(G * M * N) * eo + 1);
   wpack(g_emu[i].w->data, wt);
   for (int64_t r0 = 0; r0 < M; r0 += chunk) {
     int64_t rows = M - r0 < chunk ? M - r0 : chunk;
@@ -533,7 +533,7 @@ static void run_gemm_case(void *h, int i, void *got) {
           for (int64_t kk = 0; kk < K; ++kk)
             acc += (double)load_f(dt, pt, (g * rows + r) * K + kk) *
                    (double)load_f(dt, wt, (g * K + kk) * N + col);
-          store_f(dt, ct, (g * M + r0 + r) * N + col, acc);
+          store_f(ot, ct, (g * M + r0 + r) * N + col, acc);
         }
   }
   unpack(ct, got);
@@ -584,7 +584,13 @@ static void test_conv_cases(void) {
   for (int i = 0; i < 15; ++i) {
     geom_t g;
     random_geom(&g, i % 4);
-    add_gemm_case(&g, kGemm[i % 3]);
+    add_gemm_case(&g, kGemm[i % 3], kGemm[i % 3]);
+  }
+  // f16/bf16 operands, f32 result (preferred_element_type).
+  for (int i = 0; i < 4; ++i) {
+    geom_t g;
+    random_geom(&g, 1 + i % 2);
+    add_gemm_case(&g, i % 2 ? IRON_DTYPE_BF16 : IRON_DTYPE_F16, IRON_DTYPE_F32);
   }
   unsetenv("IRON_HOST_CONV_FAST");
 }

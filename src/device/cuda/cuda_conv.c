@@ -5,11 +5,11 @@
 //   with the host's direct loops for integers, f16/bf16 and f32 sums in the
 //   same order);
 // - im2col + cuBLASLt (f32, f16 and bf16 operands and result of one dtype,
-//   large enough convolutions): patches [G, M, K] and the packed kernel
-//   [G, K, N] go through one strided-batched GEMM (f32 accumulation;
-//   f32 uses TF32 tensor cores when every precision_config entry is DEFAULT
-//   and IRON_CUDA_TF32 is not "0", as dot_general does), then an unpack
-//   kernel writes the result's layout.
+//   or f16/bf16 operands with an f32 result; large enough convolutions):
+//   patches [G, M, K] and the packed kernel [G, K, N] go through one
+//   strided-batched GEMM (f32 accumulation; f32 uses TF32 tensor cores when
+//   every precision_config entry is DEFAULT and IRON_CUDA_TF32 is not "0", as
+//   dot_general does), then an unpack kernel writes the result's layout.
 // IRON_CUDA_CONV_GEMM (read at prepare): "0" never takes the GEMM path,
 // "1" takes it for every eligible convolution (tests), unset: when the
 // product has at least 2^24 multiply-adds and 8 output features per group.
@@ -100,13 +100,17 @@ static int lt_type(iron_dtype_t dt) {
 static bool gemm_eligible(const iron_cuda_conv_t *c) {
   int mode = gemm_mode();
   if (mode == 0) return false;
-  if (c->lhs_dtype != c->rhs_dtype || c->lhs_dtype != c->out_dtype ||
-      lt_type(c->out_dtype) < 0 || c->groups > 65535)
+  // Operands of one dtype; the result in it too, or f32 from f16/bf16
+  // (preferred_element_type): cuBLASLt reads 16-bit A/B into f32 D.
+  if (c->lhs_dtype != c->rhs_dtype || lt_type(c->lhs_dtype) < 0 ||
+      c->groups > 65535)
+    return false;
+  if (c->out_dtype != c->lhs_dtype && c->out_dtype != IRON_DTYPE_F32)
     return false;
   int64_t m, n, k;
   iron_cuda_conv_gemm_dims(c, &m, &n, &k);
   if (m <= 0 || n <= 0 || k <= 0) return false;
-  int64_t es = (int64_t)iron_dtype_size(c->out_dtype);
+  int64_t es = 4;  // the widest element of either side
   // One row of patches must fit a chunk; the packed kernel and the product
   // must stay below the MAX.
   if (k > CONV_GEMM_CHUNK_BYTES / c->groups / es) return false;
@@ -154,8 +158,8 @@ static iron_status_t gemm_plan(iron_cuda_device_t *dev, const iron_ir_op_t *op,
   IRON_RETURN_IF_ERROR_PLAIN(iron_cuda_lt_ensure(dev));
   int64_t m, n, k;
   iron_cuda_conv_gemm_dims(c, &m, &n, &k);
-  const int type = lt_type(c->out_dtype);
-  const int compute = (c->out_dtype == IRON_DTYPE_F32 &&
+  const int type = lt_type(c->lhs_dtype), d_type = lt_type(c->out_dtype);
+  const int compute = (c->lhs_dtype == IRON_DTYPE_F32 &&
                        precision_default(op) && tf32_enabled())
                           ? IRON_CUBLAS_COMPUTE_32F_FAST_TF32
                           : IRON_CUBLAS_COMPUTE_32F;
@@ -176,7 +180,8 @@ static iron_status_t gemm_plan(iron_cuda_device_t *dev, const iron_ir_op_t *op,
       "cublasLtMatmulDescSetAttribute(TRANSB)"));
   IRON_RETURN_IF_ERROR_PLAIN(
       make_layout(api, type, n, k, n, c->groups, k * n, &p->la));
-  const int64_t es = (int64_t)iron_dtype_size(c->out_dtype);
+  const int64_t es = (int64_t)iron_dtype_size(c->lhs_dtype);
+  const int64_t es_d = (int64_t)iron_dtype_size(c->out_dtype);
   int64_t chunk = CONV_GEMM_CHUNK_BYTES / (c->groups * k * es);
   if (chunk < 1) chunk = 1;
   if (chunk > m) chunk = m;
@@ -184,7 +189,7 @@ static iron_status_t gemm_plan(iron_cuda_device_t *dev, const iron_ir_op_t *op,
   p->n = n;
   p->chunk = chunk;
   p->gk = c->groups * k;
-  p->elem = (size_t)es;
+  p->elem = (size_t)es_d;
   const int64_t rows[2] = {chunk, m % chunk};
   for (int i = 0; i < 2; ++i) {
     if (rows[i] == 0) continue;
@@ -192,7 +197,7 @@ static iron_status_t gemm_plan(iron_cuda_device_t *dev, const iron_ir_op_t *op,
     IRON_RETURN_IF_ERROR_PLAIN(make_layout(api, type, k, rows[i], k, c->groups,
                                            rows[i] * k, &p->lb[i]));
     IRON_RETURN_IF_ERROR_PLAIN(
-        make_layout(api, type, n, rows[i], n, c->groups, m * n, &p->ld[i]));
+        make_layout(api, d_type, n, rows[i], n, c->groups, m * n, &p->ld[i]));
     cublasLtMatmulPreference_t pref = NULL;
     IRON_RETURN_IF_ERROR_PLAIN(
         iron_cuda_lt_status(api->cublasLtMatmulPreferenceCreate(&pref),
@@ -222,7 +227,7 @@ static iron_status_t gemm_plan(iron_cuda_device_t *dev, const iron_ir_op_t *op,
   }
   p->patch_bytes = (size_t)(c->groups * chunk * k * es);
   p->w_bytes = (size_t)(c->groups * k * n * es);
-  p->c_bytes = (size_t)(c->groups * m * n * es);
+  p->c_bytes = (size_t)(c->groups * m * n * es_d);
   char *src = NULL;
   iron_status_t st =
       iron_cuda_gen_conv_im2col("iron_conv_im2col", c, &src, &p->im2col_grid);
