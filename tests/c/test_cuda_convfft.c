@@ -372,6 +372,10 @@ static void add_conv_case(const geom_t *g, iron_dtype_t lt, iron_dtype_t rt,
   iron_status_t st = iron_cuda_conv_plan(&c.b.op, &plan);
   CHECK_OK(st);
   if (st) return;
+  // Small shapes plan 32-bit indices; every third case runs the 64-bit
+  // variant of the same kernel.
+  CHECK(!plan.wide_index);
+  plan.wide_index = g_nemu % 3 == 2;
   char name[32];
   snprintf(name, sizeof(name), "iron_conv_e%d", g_nemu);
   char *src = NULL;
@@ -759,6 +763,19 @@ static void test_conv_refusals(void) {
   st = plan_of(&g, IRON_DTYPE_F32, IRON_DTYPE_S32, 0);
   CHECK_EQ_INT(iron_status_code(st), IRON_STATUS_UNIMPLEMENTED);
   iron_status_free(st);
+  // Offsets past 2^30 switch the direct kernel to 64-bit indices.
+  {
+    conv_op_t c;
+    iron_cuda_conv_t plan;
+    build(&c, &g, IRON_DTYPE_F32, IRON_DTYPE_F32, IRON_DTYPE_F32);
+    CHECK_OK(iron_cuda_conv_plan(&c.b.op, &plan));
+    CHECK(!plan.wide_index);
+    geom_t big = g;
+    big.n = (int64_t)1 << 28;
+    build(&c, &big, IRON_DTYPE_F32, IRON_DTYPE_F32, IRON_DTYPE_F32);
+    CHECK_OK(iron_cuda_conv_plan(&c.b.op, &plan));
+    CHECK(plan.wide_index);
+  }
   // A wrong result size is INVALID_ARGUMENT with the host's message.
   g.out[0] = 4;
   st = plan_of(&g, IRON_DTYPE_F32, IRON_DTYPE_F32, 0);

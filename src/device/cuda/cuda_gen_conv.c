@@ -264,6 +264,18 @@ iron_status_t iron_cuda_conv_plan(const iron_ir_op_t *op,
     out->rhs_dil[d] = rdil[d];
     out->reversed[d] = rev[d] != 0;
   }
+  // 32-bit indices when every offset the kernel forms stays below 2^30
+  // (lhs/rhs/result offsets, and o * stride + k * dilation + |padding|).
+  const int64_t lim = (int64_t)1 << 30;
+  bool wide = iron_ir_type_num_elements(lt) > lim ||
+              iron_ir_type_num_elements(rt) > lim || out->out_count > lim;
+  for (int32_t d = 0; d < nsp && !wide; ++d) {
+    int64_t o = ot->dims[osp[d]], k = out->k_sp[d];
+    wide =
+        o > lim / out->stride[d] || k > lim / out->rhs_dil[d] ||
+        o * out->stride[d] + k * out->rhs_dil[d] + llabs(out->pad_lo[d]) > lim;
+  }
+  out->wide_index = wide;
   return IRON_OK;
 }
 
@@ -344,6 +356,12 @@ iron_status_t iron_cuda_gen_conv(const char *name, const iron_cuda_conv_t *c,
       "  iop_c64 r; r.re = re; r.im = im; return r;\n}\n"
       "__device__ __forceinline__ iop_c128 iop_mk_c128(double re, double im) "
       "{\n  iop_c128 r; r.re = re; r.im = im; return r;\n}\n");
+  // Indices in 32 bits when every offset fits (64-bit division and
+  // multiplication are several instructions each on the GPU).
+  iron_cuda_text_printf(&t,
+                        "typedef %s ix_t;\n"
+                        "#define IX(v) ((ix_t)(v))\n",
+                        c->wide_index ? "iop_s64" : "iop_s32");
   iron_cuda_text_printf(&t,
                         "extern \"C\" __global__ void __launch_bounds__(256) "
                         "%s(const %s *__restrict__ lhs, const %s *__restrict__ "
@@ -351,28 +369,28 @@ iron_status_t iron_cuda_gen_conv(const char *name, const iron_cuda_conv_t *c,
                         name, tl.store, tr.store, to.store);
   iron_cuda_text_printf(
       &t,
-      "for (iop_s64 o = (iop_s64)blockIdx.x * blockDim.x + threadIdx.x; o < "
-      "%lldLL; o += (iop_s64)gridDim.x * blockDim.x) {\n"
-      "iop_s64 rem = o;\n",
+      "for (ix_t o = (ix_t)blockIdx.x * blockDim.x + threadIdx.x; o < "
+      "IX(%lld); o += (ix_t)gridDim.x * blockDim.x) {\n"
+      "ix_t rem = o;\n",
       (long long)c->out_count);
   for (int32_t d = c->rank - 1; d >= 0; --d)
     iron_cuda_text_printf(
-        &t, "const iop_s64 oc%d = rem %% %lldLL; rem /= %lldLL;\n", d,
+        &t, "const ix_t oc%d = rem %% IX(%lld); rem /= IX(%lld);\n", d,
         (long long)c->out_dims[d], (long long)c->out_dims[d]);
   iron_cuda_text_printf(&t,
-                        "const iop_s64 b = oc%d, f = oc%d;\n"
-                        "const iop_s64 g = f / %lldLL;\n",
+                        "const ix_t b = oc%d, f = oc%d;\n"
+                        "const ix_t g = f / IX(%lld);\n",
                         c->out_batch_dim, c->out_feature_dim,
                         (long long)c->c_out_g);
   if (c->batch_groups)
     iron_cuda_text_printf(&t,
-                          "const iop_s64 xo_ = (g * %lldLL + b) * %lldLL;\n",
+                          "const ix_t xo_ = (g * IX(%lld) + b) * IX(%lld);\n",
                           (long long)c->n_out, (long long)c->in_bs);
   else
-    iron_cuda_text_printf(&t, "const iop_s64 xo_ = b * %lldLL + g * %lldLL;\n",
+    iron_cuda_text_printf(&t, "const ix_t xo_ = b * IX(%lld) + g * IX(%lld);\n",
                           (long long)c->in_bs,
                           (long long)(c->c_in_g * c->in_fs));
-  iron_cuda_text_printf(&t, "const iop_s64 wo_ = f * %lldLL;\n",
+  iron_cuda_text_printf(&t, "const ix_t wo_ = f * IX(%lld);\n",
                         (long long)c->k_os);
   if (cplx)
     iron_cuda_text_printf(&t, "%s acc = iop_mk_%s(0, 0);\n", comp,
@@ -390,30 +408,31 @@ iron_status_t iron_cuda_gen_conv(const char *name, const iron_cuda_conv_t *c,
       xp = xprev;
       wp = wprev;
     }
-    iron_cuda_text_printf(&t, "for (iop_s64 k%d = 0; k%d < %lldLL; ++k%d) {\n",
+    iron_cuda_text_printf(&t, "for (ix_t k%d = 0; k%d < IX(%lld); ++k%d) {\n",
                           d, d, (long long)c->k_sp[d], d);
     if (c->reversed[d])
-      iron_cuda_text_printf(&t, "const iop_s64 kw%d = %lldLL - k%d;\n", d,
+      iron_cuda_text_printf(&t, "const ix_t kw%d = IX(%lld) - k%d;\n", d,
                             (long long)(c->k_sp[d] - 1), d);
     else
-      iron_cuda_text_printf(&t, "const iop_s64 kw%d = k%d;\n", d, d);
+      iron_cuda_text_printf(&t, "const ix_t kw%d = k%d;\n", d, d);
     iron_cuda_text_printf(
-        &t, "const iop_s64 p%d = oc%d * %lldLL + kw%d * %lldLL - (%lldLL);\n",
-        d, c->out_sp_dim[d], (long long)c->stride[d], d,
-        (long long)c->rhs_dil[d], (long long)c->pad_lo[d]);
+        &t,
+        "const ix_t p%d = oc%d * IX(%lld) + kw%d * IX(%lld) - (IX(%lld));\n", d,
+        c->out_sp_dim[d], (long long)c->stride[d], d, (long long)c->rhs_dil[d],
+        (long long)c->pad_lo[d]);
     if (c->lhs_dil[d] > 1)
       iron_cuda_text_printf(&t,
-                            "if (p%d < 0 || p%d %% %lldLL != 0) continue;\n"
-                            "const iop_s64 i%d = p%d / %lldLL;\n",
+                            "if (p%d < 0 || p%d %% IX(%lld) != 0) continue;\n"
+                            "const ix_t i%d = p%d / IX(%lld);\n",
                             d, d, (long long)c->lhs_dil[d], d, d,
                             (long long)c->lhs_dil[d]);
     else
       iron_cuda_text_printf(
-          &t, "if (p%d < 0) continue;\nconst iop_s64 i%d = p%d;\n", d, d, d);
+          &t, "if (p%d < 0) continue;\nconst ix_t i%d = p%d;\n", d, d, d);
     iron_cuda_text_printf(&t,
-                          "if (i%d >= %lldLL) continue;\n"
-                          "const iop_s64 x%d = %s + i%d * %lldLL;\n"
-                          "const iop_s64 w%d = %s + k%d * %lldLL;\n",
+                          "if (i%d >= IX(%lld)) continue;\n"
+                          "const ix_t x%d = %s + i%d * IX(%lld);\n"
+                          "const ix_t w%d = %s + k%d * IX(%lld);\n",
                           d, (long long)c->in_sp[d], d, xp, d,
                           (long long)c->in_ss[d], d, wp, d,
                           (long long)c->k_ss[d]);
@@ -426,13 +445,13 @@ iron_status_t iron_cuda_gen_conv(const char *name, const iron_cuda_conv_t *c,
     snprintf(xl, sizeof(xl), "xo_");
     snprintf(wl, sizeof(wl), "wo_");
   }
-  iron_cuda_text_printf(&t, "for (iop_s64 c = 0; c < %lldLL; ++c) {\n",
+  iron_cuda_text_printf(&t, "for (ix_t c = 0; c < IX(%lld); ++c) {\n",
                         (long long)c->c_in_g);
   char v[96];
-  snprintf(v, sizeof(v), "lhs[%s + c * %lldLL]", xl, (long long)c->in_fs);
+  snprintf(v, sizeof(v), "lhs[%s + c * IX(%lld)]", xl, (long long)c->in_fs);
   iron_cuda_text_printf(&t, "const %s a = ", comp);
   emit_load(&t, c->lhs_dtype, c->comp_dtype, v);
-  snprintf(v, sizeof(v), "rhs[%s + c * %lldLL]", wl, (long long)c->k_is);
+  snprintf(v, sizeof(v), "rhs[%s + c * IX(%lld)]", wl, (long long)c->k_is);
   iron_cuda_text_printf(&t, ";\nconst %s w = ", comp);
   emit_load(&t, c->rhs_dtype, c->comp_dtype, v);
   iron_cuda_text_printf(&t, ";\n");

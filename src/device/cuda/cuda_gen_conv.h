@@ -41,6 +41,9 @@ typedef struct iron_cuda_conv {
   int64_t lhs_dil[IRON_CUDA_CONV_MAX_SP], rhs_dil[IRON_CUDA_CONV_MAX_SP];
   bool reversed[IRON_CUDA_CONV_MAX_SP];
   int64_t out_count;
+  // The direct kernel computes indices in 64 bits (else 32: every element
+  // count and window offset is at most 2^30).
+  bool wide_index;
 } iron_cuda_conv_t;
 
 // Validates a stablehlo.convolution as the host does (same INVALID_ARGUMENT
