@@ -526,6 +526,16 @@ case("conv_random_floats", conv((1, 1), "SAME", dimension_numbers=("NHWC", "HWIO
      lambda rng, dt: (finite(rng, dt, (2, 9, 8, 6), 1.0), finite(rng, dt, (3, 3, 6, 5), 1.0)),
      tol=ACCUM)
 
+# Large enough (>= 2^24 multiply-adds, >= 8 output features per group) for
+# the CUDA device's im2col + cuBLASLt path (cuda_conv.c); small integers keep
+# every sum exact (also at TF32), so results stay bit-exact.
+GEMM_T = [np.float16, bf16, np.float32]
+conv_case("conv_gemm_2d", conv((1, 1), "SAME"), (4, 16, 32, 32), (64, 16, 3, 3),
+          dtypes=GEMM_T)
+conv_case("conv_gemm_1d_groups",
+          conv((1,), "VALID", dimension_numbers=("NWC", "WIO", "NWC"),
+               feature_group_count=2), (2, 600, 64), (5, 32, 128), dtypes=GEMM_T)
+
 
 def conv_grads(strides, padding, **kw):
     """Both cotangents of a convolution: the lhs one is a transposed

@@ -266,6 +266,10 @@ static const char *const kNvrtcNames[] = {"libnvrtc.so.13", "libnvrtc.so.12",
 static const char *const kCublasLtNames[] = {
     "libcublasLt.so.13", "libcublasLt.so.12", "libcublasLt.so", NULL};
 
+// cuFFT 12 ships with CUDA 12 and 13 (libcufft.so.12); .so.11 is CUDA 11.
+static const char *const kCufftNames[] = {"libcufft.so.12", "libcufft.so.11",
+                                          "libcufft.so", NULL};
+
 // Resolves every symbol of one library; on a missing one, records it in
 // `error` and returns false (the library counts as absent).
 #define RESOLVE_ONE(field, sym, ret, params)                                 \
@@ -298,6 +302,12 @@ static bool resolve_cublaslt(iron_cuda_api_t *api, void *h, const char *what,
                              size_t error_cap) {
   bool ok = true;
   IRON_CUBLASLT_SYMBOLS(RESOLVE_ONE)
+  return ok;
+}
+static bool resolve_cufft(iron_cuda_api_t *api, void *h, const char *what,
+                          const char *path, char *error, size_t error_cap) {
+  bool ok = true;
+  IRON_CUFFT_SYMBOLS(RESOLVE_ONE)
   return ok;
 }
 #undef RESOLVE_ONE
@@ -334,6 +344,22 @@ void iron_cuda_api_load_from(const char *driver, const char *nvrtc,
                                    out_api->cublaslt_error, resolve_cublaslt);
 }
 
+void iron_cuda_api_load_cufft_from(const char *path,
+                                   iron_cuda_api_t *out_api) {
+  memset(out_api, 0, sizeof(*out_api));
+  out_api->has_cufft = load_one(out_api, "libcufft", kCufftNames, path,
+                                out_api->cufft_path, out_api->cufft_error,
+                                resolve_cufft);
+}
+
+iron_status_t iron_cuda_cufft_status(cufftResult r, const char *what) {
+  if (r == 0) return IRON_OK;
+  // cufftResult: 2 CUFFT_ALLOC_FAILED.
+  if (r == 2)
+    return IRON_ERR(RESOURCE_EXHAUSTED, "%s failed: CUFFT_ALLOC_FAILED", what);
+  return IRON_ERR(INTERNAL, "%s failed: cufftResult %d", what, (int)r);
+}
+
 // The process-wide table, filled library by library: a machine without a
 // driver never pays for loading NVRTC and cuBLASLt (half a gigabyte) just
 // to find out there is no GPU.
@@ -356,6 +382,19 @@ static void init_cublaslt(void) {
   g_api.has_cublaslt =
       load_one(&g_api, "libcublasLt", kCublasLtNames, NULL,
                g_api.cublaslt_path, g_api.cublaslt_error, resolve_cublaslt);
+}
+
+static pthread_once_t g_cufft_once = PTHREAD_ONCE_INIT;
+static void init_cufft(void) {
+  g_api.has_cufft = load_one(&g_api, "libcufft", kCufftNames, NULL,
+                             g_api.cufft_path, g_api.cufft_error,
+                             resolve_cufft);
+}
+
+const iron_cuda_api_t *iron_cuda_api_get_cufft(void) {
+  pthread_once(&g_driver_once, init_driver);
+  pthread_once(&g_cufft_once, init_cufft);
+  return &g_api;
 }
 
 const iron_cuda_api_t *iron_cuda_api_get_driver(void) {

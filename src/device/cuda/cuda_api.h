@@ -98,6 +98,21 @@ enum {
   IRON_CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES = 1,
 };
 
+// --- cuFFT types (cufft.h of CUDA 12/13) ------------------------------------
+typedef int cufftResult;  // 0 == CUFFT_SUCCESS
+typedef int cufftHandle;
+enum {
+  IRON_CUFFT_FORWARD = -1,
+  IRON_CUFFT_INVERSE = 1,
+  // cufftType
+  IRON_CUFFT_R2C = 0x2a,
+  IRON_CUFFT_C2R = 0x2c,
+  IRON_CUFFT_C2C = 0x29,
+  IRON_CUFFT_D2Z = 0x6a,
+  IRON_CUFFT_Z2D = 0x6c,
+  IRON_CUFFT_Z2Z = 0x69,
+};
+
 #define IRON_CUDA_DRIVER_SYMBOLS(X)                                          \
   X(cuInit, "cuInit", CUresult, (unsigned int flags))                        \
   X(cuDriverGetVersion, "cuDriverGetVersion", CUresult, (int *version))      \
@@ -225,6 +240,32 @@ enum {
      const cublasLtMatmulAlgo_t *algo, void *workspace, size_t ws_size,      \
      CUstream s))
 
+// cuFFT (loaded only when an fft is prepared: iron_cuda_api_get_cufft).
+// Complex data are interleaved (re, im) pairs of float or double.
+#define IRON_CUFFT_SYMBOLS(X)                                                \
+  X(cufftGetVersion, "cufftGetVersion", cufftResult, (int *version))         \
+  X(cufftCreate, "cufftCreate", cufftResult, (cufftHandle * plan))           \
+  X(cufftDestroy, "cufftDestroy", cufftResult, (cufftHandle plan))           \
+  X(cufftMakePlanMany64, "cufftMakePlanMany64", cufftResult,                 \
+    (cufftHandle plan, int rank, long long *n, long long *inembed,           \
+     long long istride, long long idist, long long *onembed,                 \
+     long long ostride, long long odist, int type, long long batch,          \
+     size_t *work_size))                                                     \
+  X(cufftSetStream, "cufftSetStream", cufftResult,                           \
+    (cufftHandle plan, CUstream s))                                          \
+  X(cufftExecC2C, "cufftExecC2C", cufftResult,                               \
+    (cufftHandle plan, void *in, void *out, int direction))                  \
+  X(cufftExecR2C, "cufftExecR2C", cufftResult,                               \
+    (cufftHandle plan, void *in, void *out))                                 \
+  X(cufftExecC2R, "cufftExecC2R", cufftResult,                               \
+    (cufftHandle plan, void *in, void *out))                                 \
+  X(cufftExecZ2Z, "cufftExecZ2Z", cufftResult,                               \
+    (cufftHandle plan, void *in, void *out, int direction))                  \
+  X(cufftExecD2Z, "cufftExecD2Z", cufftResult,                               \
+    (cufftHandle plan, void *in, void *out))                                 \
+  X(cufftExecZ2D, "cufftExecZ2D", cufftResult,                               \
+    (cufftHandle plan, void *in, void *out))
+
 typedef struct iron_cuda_api {
 #define IRON_CUDA_API_FIELD(field, sym, ret, params) ret(*field) params;
   IRON_CUDA_DRIVER_SYMBOLS(IRON_CUDA_API_FIELD)
@@ -236,6 +277,12 @@ typedef struct iron_cuda_api {
   char driver_path[512], nvrtc_path[512], cublaslt_path[512];
   // Why a library is absent (empty when loaded).
   char driver_error[512], nvrtc_error[512], cublaslt_error[512];
+  // --- Additions (cuda-convfft): cuFFT, loaded lazily ---
+#define IRON_CUDA_API_FIELD(field, sym, ret, params) ret(*field) params;
+  IRON_CUFFT_SYMBOLS(IRON_CUDA_API_FIELD)
+#undef IRON_CUDA_API_FIELD
+  bool has_cufft;
+  char cufft_path[512], cufft_error[512];
 } iron_cuda_api_t;
 
 // The process-wide table, loaded on first call (thread-safe). Never fails:
@@ -261,6 +308,20 @@ iron_status_t iron_cuda_api_require(const iron_cuda_api_t *api);
 // process-wide table.
 void iron_cuda_api_load_from(const char *driver, const char *nvrtc,
                              const char *cublaslt, iron_cuda_api_t *out_api);
+
+// The process-wide table with cuFFT loaded too (first call loads it; the
+// driver part as iron_cuda_api_get_driver). has_cufft / cufft_error say
+// whether it is usable; same search path as the other libraries
+// (libcufft.so.12 / .so.11 / .so).
+const iron_cuda_api_t *iron_cuda_api_get_cufft(void);
+
+// For tests: loads only cuFFT from `path` (NULL: the default search) into
+// *out_api (zeroed first), without touching the process-wide table.
+void iron_cuda_api_load_cufft_from(const char *path, iron_cuda_api_t *out_api);
+
+// A cufftResult as a status naming the call (INTERNAL unless 0;
+// RESOURCE_EXHAUSTED for CUFFT_ALLOC_FAILED).
+iron_status_t iron_cuda_cufft_status(cufftResult r, const char *what);
 
 // A CUresult as an iron_status_t: OK for 0, else INTERNAL (RESOURCE_EXHAUSTED
 // for out of memory) with "<what>: CUDA_ERROR_X (description)".

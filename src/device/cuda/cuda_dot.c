@@ -100,6 +100,10 @@ static iron_status_t lt_ensure(iron_cuda_device_t *dev) {
   return st;
 }
 
+iron_status_t iron_cuda_lt_ensure(iron_cuda_device_t *dev) {
+  return lt_ensure(dev);
+}
+
 static bool tf32_enabled(void) {
   const char *e = getenv("IRON_CUDA_TF32");
   return !(e && e[0] == '0');

@@ -13,6 +13,8 @@ void iron_cuda_register_rng(iron_cuda_kernel_table_t table);
 void iron_cuda_register_sort(iron_cuda_kernel_table_t table);
 void iron_cuda_register_window(iron_cuda_kernel_table_t table);
 void iron_cuda_register_reduce_precision(iron_cuda_kernel_table_t table);
+void iron_cuda_register_conv(iron_cuda_kernel_table_t table);
+void iron_cuda_register_fft(iron_cuda_kernel_table_t table);
 
 // iron_cuda_function_request of a generated source whose kernel is
 // `name`, renamed `name`_<hash of the source> (unique per kernel text).
@@ -28,6 +30,10 @@ iron_status_t iron_cuda_ops_request(iron_cuda_device_t *dev, const char *src,
 
 // A cublasStatus_t as a status naming the call (INTERNAL unless 0).
 iron_status_t iron_cuda_lt_status(cublasStatus_t s, const char *what);
+
+// Creates the device's cuBLASLt handle and workspace (dev->lt,
+// dev->lt_workspace) on first use (cuda_dot.c).
+iron_status_t iron_cuda_lt_ensure(iron_cuda_device_t *dev);
 
 // Blocks of 256 threads covering `count` elements with a grid-stride loop
 // (at least 1, at most 2^20 blocks).

@@ -1,0 +1,671 @@
+// stablehlo.convolution as generated CUDA C (cuda_gen_conv.h). The plan
+// mirrors the host's conv.c prepare (same checks, same messages); the
+// kernel is the host's direct loops with every size, stride and window
+// attribute baked in: per result element, kernel positions in row-major
+// order (a position where any spatial dim lands on padding or a
+// lhs-dilation hole is skipped), then the group's input features, summed in
+// the accumulation dtype. Products and sums round separately (the device
+// compiles with -fmad=false), as the host's C loops do.
+#include "device/cuda/cuda_gen_conv.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "device/cuda/cuda_ops_gen.h"
+
+// Accumulation dtype for a result dtype (conv.c's compute_dtype).
+static iron_dtype_t conv_comp(iron_dtype_t out) {
+  switch (out) {
+    case IRON_DTYPE_F16:
+    case IRON_DTYPE_BF16:
+    case IRON_DTYPE_F32:
+      return IRON_DTYPE_F32;
+    case IRON_DTYPE_F64:
+      return IRON_DTYPE_F64;
+    case IRON_DTYPE_C64:
+      return IRON_DTYPE_C64;
+    case IRON_DTYPE_C128:
+      return IRON_DTYPE_C128;
+    case IRON_DTYPE_PRED:
+    case IRON_DTYPE_S2:
+    case IRON_DTYPE_S4:
+    case IRON_DTYPE_S8:
+    case IRON_DTYPE_S16:
+    case IRON_DTYPE_S32:
+    case IRON_DTYPE_S64:
+    case IRON_DTYPE_U2:
+    case IRON_DTYPE_U4:
+    case IRON_DTYPE_U8:
+    case IRON_DTYPE_U16:
+    case IRON_DTYPE_U32:
+    case IRON_DTYPE_U64:
+      return IRON_DTYPE_S64;
+    default:
+      return IRON_DTYPE_INVALID;
+  }
+}
+
+static bool is_intlike(iron_dtype_t dt) {
+  return dt == IRON_DTYPE_PRED ||
+         (iron_dtype_is_int(dt) && dt != IRON_DTYPE_INDEX);
+}
+static bool is_realf(iron_dtype_t dt) {
+  return dt == IRON_DTYPE_F16 || dt == IRON_DTYPE_BF16 ||
+         dt == IRON_DTYPE_F32 || dt == IRON_DTYPE_F64;
+}
+static bool is_cplx(iron_dtype_t dt) {
+  return dt == IRON_DTYPE_C64 || dt == IRON_DTYPE_C128;
+}
+
+// The operand dtypes the host accepts for an accumulation dtype.
+static bool operand_ok(iron_dtype_t op, iron_dtype_t comp) {
+  switch (comp) {
+    case IRON_DTYPE_S64:
+      return is_intlike(op);
+    case IRON_DTYPE_F32:
+    case IRON_DTYPE_F64:
+      return is_intlike(op) || is_realf(op);
+    case IRON_DTYPE_C64:
+    case IRON_DTYPE_C128:
+      return is_intlike(op) || is_realf(op) || is_cplx(op);
+    default:
+      return false;
+  }
+}
+
+static iron_status_t read_dim(const iron_ir_op_t *op, const char *name,
+                              int32_t rank, int64_t *out) {
+  const iron_ir_attr_t *a = iron_ir_op_attr(op, name);
+  if (!a || !iron_ir_attr_as_i64(a, out) || *out < 0 || *out >= rank)
+    return IRON_ERR(INVALID_ARGUMENT, "%s: missing or bad %s", op->name, name);
+  return IRON_OK;
+}
+
+static iron_status_t read_list(const iron_ir_op_t *op, const char *name,
+                               int32_t n, int64_t dflt, int64_t *out) {
+  uint32_t got = 0;
+  IRON_RETURN_IF_ERROR_PLAIN(
+      iron_ir_op_i64_list(op, name, out, 2 * IRON_MAX_RANK, &got));
+  if (got == 0) {
+    for (int32_t d = 0; d < n; ++d) out[d] = dflt;
+    return IRON_OK;
+  }
+  if ((int32_t)got != n)
+    return IRON_ERR(INVALID_ARGUMENT, "%s: %s has %u entries, expected %d",
+                    op->name, name, got, n);
+  return IRON_OK;
+}
+
+static iron_status_t read_count(const iron_ir_op_t *op, const char *name,
+                                int64_t *out) {
+  const iron_ir_attr_t *a = iron_ir_op_attr(op, name);
+  *out = 1;
+  if (a && (!iron_ir_attr_as_i64(a, out) || *out < 1))
+    return IRON_ERR(INVALID_ARGUMENT, "%s: bad %s", op->name, name);
+  return IRON_OK;
+}
+
+static bool claim(bool *used, int64_t d) {
+  if (used[d]) return false;
+  used[d] = true;
+  return true;
+}
+
+static void row_major_strides(const iron_ir_type_t *t, int64_t *s) {
+  int64_t acc = 1;
+  for (int32_t d = t->rank - 1; d >= 0; --d) {
+    s[d] = acc;
+    acc *= t->dims[d];
+  }
+}
+
+iron_status_t iron_cuda_conv_plan(const iron_ir_op_t *op,
+                                  iron_cuda_conv_t *out) {
+  memset(out, 0, sizeof(*out));
+  if (op->num_operands != 2 || op->num_results != 1)
+    return IRON_ERR(INVALID_ARGUMENT, "%s: expected 2 operands, 1 result",
+                    op->name);
+  const iron_ir_type_t *lt = op->operands[0]->type;
+  const iron_ir_type_t *rt = op->operands[1]->type;
+  const iron_ir_type_t *ot = op->results[0].type;
+  const iron_ir_type_t *ts[3] = {lt, rt, ot};
+  for (int i = 0; i < 3; ++i)
+    if (!ts[i] || ts[i]->kind != IRON_TYPE_TENSOR ||
+        !iron_ir_type_is_static(ts[i]) || iron_ir_type_num_elements(ts[i]) < 0)
+      return iron_ir_op_unimplemented(op, "for non-static tensor types");
+  iron_dtype_t comp = conv_comp(ot->dtype);
+  if (comp == IRON_DTYPE_INVALID || !operand_ok(lt->dtype, comp) ||
+      !operand_ok(rt->dtype, comp))
+    return iron_ir_op_unimplemented(
+        op, "for %s x %s -> %s", iron_dtype_name(lt->dtype),
+        iron_dtype_name(rt->dtype), iron_dtype_name(ot->dtype));
+  for (int i = 0; i < 3; ++i)
+    if (!iron_cuda_gen_type(ts[i]->dtype).store)
+      return iron_ir_op_unimplemented(op, "on cuda for dtype %s",
+                                      iron_dtype_name(ts[i]->dtype));
+  int32_t rank = lt->rank;
+  if (rank < 2 || rt->rank != rank || ot->rank != rank)
+    return IRON_ERR(INVALID_ARGUMENT, "%s: operand/result ranks %d, %d, %d",
+                    op->name, lt->rank, rt->rank, ot->rank);
+  int32_t nsp = rank - 2;
+
+  int64_t ib, ifd, kif, kof, ob, ofd;
+  int64_t isp[IRON_MAX_RANK * 2], ksp[IRON_MAX_RANK * 2],
+      osp[IRON_MAX_RANK * 2];
+  IRON_RETURN_IF_ERROR_PLAIN(read_dim(op, "input_batch_dimension", rank, &ib));
+  IRON_RETURN_IF_ERROR_PLAIN(
+      read_dim(op, "input_feature_dimension", rank, &ifd));
+  IRON_RETURN_IF_ERROR_PLAIN(
+      read_dim(op, "kernel_input_feature_dimension", rank, &kif));
+  IRON_RETURN_IF_ERROR_PLAIN(
+      read_dim(op, "kernel_output_feature_dimension", rank, &kof));
+  IRON_RETURN_IF_ERROR_PLAIN(read_dim(op, "output_batch_dimension", rank, &ob));
+  IRON_RETURN_IF_ERROR_PLAIN(
+      read_dim(op, "output_feature_dimension", rank, &ofd));
+  uint32_t n1 = 0, n2 = 0, n3 = 0;
+  IRON_RETURN_IF_ERROR_PLAIN(iron_ir_op_i64_list(op, "input_spatial_dimensions",
+                                                 isp, IRON_MAX_RANK, &n1));
+  IRON_RETURN_IF_ERROR_PLAIN(iron_ir_op_i64_list(
+      op, "kernel_spatial_dimensions", ksp, IRON_MAX_RANK, &n2));
+  IRON_RETURN_IF_ERROR_PLAIN(iron_ir_op_i64_list(
+      op, "output_spatial_dimensions", osp, IRON_MAX_RANK, &n3));
+  if ((int32_t)n1 != nsp || (int32_t)n2 != nsp || (int32_t)n3 != nsp)
+    return IRON_ERR(INVALID_ARGUMENT, "%s: %d spatial dims expected", op->name,
+                    nsp);
+  bool lu[IRON_MAX_RANK] = {0}, ku[IRON_MAX_RANK] = {0},
+       ou[IRON_MAX_RANK] = {0};
+  bool ok = claim(lu, ib) && claim(lu, ifd) && claim(ku, kif) &&
+            claim(ku, kof) && claim(ou, ob) && claim(ou, ofd);
+  for (int32_t d = 0; ok && d < nsp; ++d)
+    ok = isp[d] >= 0 && isp[d] < rank && ksp[d] >= 0 && ksp[d] < rank &&
+         osp[d] >= 0 && osp[d] < rank && claim(lu, isp[d]) &&
+         claim(ku, ksp[d]) && claim(ou, osp[d]);
+  if (!ok)
+    return IRON_ERR(INVALID_ARGUMENT, "%s: bad dimension numbers", op->name);
+
+  int64_t strides[2 * IRON_MAX_RANK], pad[2 * IRON_MAX_RANK],
+      ldil[2 * IRON_MAX_RANK], rdil[2 * IRON_MAX_RANK], rev[2 * IRON_MAX_RANK];
+  IRON_RETURN_IF_ERROR_PLAIN(read_list(op, "window_strides", nsp, 1, strides));
+  IRON_RETURN_IF_ERROR_PLAIN(read_list(op, "padding", 2 * nsp, 0, pad));
+  IRON_RETURN_IF_ERROR_PLAIN(read_list(op, "lhs_dilation", nsp, 1, ldil));
+  IRON_RETURN_IF_ERROR_PLAIN(read_list(op, "rhs_dilation", nsp, 1, rdil));
+  IRON_RETURN_IF_ERROR_PLAIN(read_list(op, "window_reversal", nsp, 0, rev));
+  int64_t fgc, bgc;
+  IRON_RETURN_IF_ERROR_PLAIN(read_count(op, "feature_group_count", &fgc));
+  IRON_RETURN_IF_ERROR_PLAIN(read_count(op, "batch_group_count", &bgc));
+  if (fgc > 1 && bgc > 1)
+    return iron_ir_op_unimplemented(
+        op, "with both feature_group_count and batch_group_count > 1");
+  for (int32_t d = 0; d < nsp; ++d)
+    if (strides[d] < 1 || ldil[d] < 1 || rdil[d] < 1)
+      return IRON_ERR(INVALID_ARGUMENT,
+                      "%s: strides and dilations must be positive", op->name);
+  // Generated code holds every index in 64 bits; keep the window arithmetic
+  // (o * stride + k * dilation - pad) far from overflow.
+  for (int32_t d = 0; d < nsp; ++d)
+    if (strides[d] > (1ll << 40) || ldil[d] > (1ll << 40) ||
+        rdil[d] > (1ll << 40) || llabs(pad[2 * d]) > (1ll << 40) ||
+        llabs(pad[2 * d + 1]) > (1ll << 40))
+      return iron_ir_op_unimplemented(op,
+                                      "on cuda with window attributes "
+                                      "beyond 2^40");
+
+  int64_t n_in = lt->dims[ib], c_in = lt->dims[ifd];
+  int64_t c_in_g = rt->dims[kif], c_out = rt->dims[kof];
+  int64_t groups = fgc * bgc;
+  if (c_in != c_in_g * fgc || n_in % bgc != 0 || c_out % groups != 0 ||
+      ot->dims[ob] != n_in / bgc || ot->dims[ofd] != c_out)
+    return IRON_ERR(INVALID_ARGUMENT,
+                    "%s: feature/batch sizes do not match the group counts",
+                    op->name);
+
+  int64_t ls[IRON_MAX_RANK], ks[IRON_MAX_RANK];
+  row_major_strides(lt, ls);
+  row_major_strides(rt, ks);
+  out->lhs_dtype = lt->dtype;
+  out->rhs_dtype = rt->dtype;
+  out->out_dtype = ot->dtype;
+  out->comp_dtype = comp;
+  out->rank = rank;
+  out->nsp = nsp;
+  memcpy(out->out_dims, ot->dims, sizeof(int64_t) * (size_t)rank);
+  out->out_batch_dim = (int32_t)ob;
+  out->out_feature_dim = (int32_t)ofd;
+  out->batch_groups = bgc > 1;
+  out->groups = groups;
+  out->n_out = n_in / bgc;
+  out->c_in_g = c_in_g;
+  out->c_out_g = c_out / groups;
+  out->in_bs = ls[ib];
+  out->in_fs = ls[ifd];
+  out->k_is = ks[kif];
+  out->k_os = ks[kof];
+  out->out_count = iron_ir_type_num_elements(ot);
+  for (int32_t d = 0; d < nsp; ++d) {
+    int64_t in = lt->dims[isp[d]], k = rt->dims[ksp[d]], o = ot->dims[osp[d]];
+    int64_t din = in == 0 ? 0 : (in - 1) * ldil[d] + 1;
+    int64_t dk = k == 0 ? 0 : (k - 1) * rdil[d] + 1;
+    int64_t span = din + pad[2 * d] + pad[2 * d + 1] - dk;
+    int64_t expect = span < 0 ? 0 : span / strides[d] + 1;
+    if (expect != o)
+      return IRON_ERR(INVALID_ARGUMENT,
+                      "%s: spatial dim %d of the result is %lld, expected "
+                      "%lld",
+                      op->name, d, (long long)o, (long long)expect);
+    out->out_sp_dim[d] = (int32_t)osp[d];
+    out->in_sp[d] = in;
+    out->in_ss[d] = ls[isp[d]];
+    out->k_sp[d] = k;
+    out->k_ss[d] = ks[ksp[d]];
+    out->stride[d] = strides[d];
+    out->pad_lo[d] = pad[2 * d];
+    out->lhs_dil[d] = ldil[d];
+    out->rhs_dil[d] = rdil[d];
+    out->reversed[d] = rev[d] != 0;
+  }
+  // 32-bit indices when every offset the kernel forms stays below 2^30
+  // (lhs/rhs/result offsets, and o * stride + k * dilation + |padding|).
+  const int64_t lim = (int64_t)1 << 30;
+  bool wide = iron_ir_type_num_elements(lt) > lim ||
+              iron_ir_type_num_elements(rt) > lim || out->out_count > lim;
+  for (int32_t d = 0; d < nsp && !wide; ++d) {
+    int64_t o = ot->dims[osp[d]], k = out->k_sp[d];
+    wide =
+        o > lim / out->stride[d] || k > lim / out->rhs_dil[d] ||
+        o * out->stride[d] + k * out->rhs_dil[d] + llabs(out->pad_lo[d]) > lim;
+  }
+  out->wide_index = wide;
+  return IRON_OK;
+}
+
+// Appends `(COMP)(v)` for a value `v` of operand dtype `dt` (its store type)
+// converted to the accumulation dtype as the host's load_elem does (integers
+// through double for float accumulation, real -> complex with im = 0).
+static void emit_load(iron_cuda_text_t *t, iron_dtype_t dt, iron_dtype_t comp,
+                      const char *v) {
+  const char *real =
+      comp == IRON_DTYPE_C64 || comp == IRON_DTYPE_F32 ? "float" : "double";
+  if (comp == IRON_DTYPE_S64) {
+    iron_cuda_text_printf(t, "(iop_u64)(%s)", v);
+    return;
+  }
+  if (is_cplx(dt)) {  // comp is complex too
+    if (dt == comp)
+      iron_cuda_text_printf(t, "%s", v);
+    else
+      iron_cuda_text_printf(t, "iop_mk_%s((%s)(%s).re, (%s)(%s).im)",
+                            comp == IRON_DTYPE_C64 ? "c64" : "c128", real, v,
+                            real, v);
+    return;
+  }
+  bool cplx = is_cplx(comp);
+  if (cplx)
+    iron_cuda_text_printf(t, "iop_mk_%s(",
+                          comp == IRON_DTYPE_C64 ? "c64" : "c128");
+  if (dt == IRON_DTYPE_F16 || dt == IRON_DTYPE_BF16)
+    iron_cuda_text_printf(t, "(%s)iop_ld_%s(%s)", real,
+                          dt == IRON_DTYPE_F16 ? "f16" : "bf16", v);
+  else if (is_realf(dt))
+    iron_cuda_text_printf(t, "(%s)(%s)", real, v);
+  else  // integers: exactly the host's (T)(double)iv
+    iron_cuda_text_printf(t, "(%s)(double)(%s)", real, v);
+  if (cplx) iron_cuda_text_printf(t, ", (%s)0)", real);
+}
+
+iron_status_t iron_cuda_gen_conv(const char *name, const iron_cuda_conv_t *c,
+                                 char **out_src, unsigned *out_grid) {
+  iron_cuda_gen_type_t tl = iron_cuda_gen_type(c->lhs_dtype);
+  iron_cuda_gen_type_t tr = iron_cuda_gen_type(c->rhs_dtype);
+  iron_cuda_gen_type_t to = iron_cuda_gen_type(c->out_dtype);
+  if (!tl.store || !tr.store || !to.store)
+    return IRON_ERR(UNIMPLEMENTED, "cuda convolution %s x %s -> %s",
+                    iron_dtype_name(c->lhs_dtype),
+                    iron_dtype_name(c->rhs_dtype),
+                    iron_dtype_name(c->out_dtype));
+  if (c->nsp < 0 || c->nsp > IRON_CUDA_CONV_MAX_SP || c->rank != c->nsp + 2)
+    return IRON_ERR(INVALID_ARGUMENT, "cuda convolution: bad rank %d", c->rank);
+  const char *comp;
+  switch (c->comp_dtype) {
+    case IRON_DTYPE_F32:
+      comp = "float";
+      break;
+    case IRON_DTYPE_F64:
+      comp = "double";
+      break;
+    case IRON_DTYPE_C64:
+      comp = "iop_c64";
+      break;
+    case IRON_DTYPE_C128:
+      comp = "iop_c128";
+      break;
+    case IRON_DTYPE_S64:
+      comp = "iop_u64";
+      break;
+    default:
+      return IRON_ERR(UNIMPLEMENTED, "cuda convolution accumulating in %s",
+                      iron_dtype_name(c->comp_dtype));
+  }
+  bool cplx = is_cplx(c->comp_dtype);
+  iron_cuda_text_t t;
+  iron_cuda_text_init(&t);
+  iron_cuda_text_printf(&t, "%s", iron_cuda_ops_prelude());
+  iron_cuda_text_printf(
+      &t,
+      "__device__ __forceinline__ iop_c64 iop_mk_c64(float re, float im) {\n"
+      "  iop_c64 r; r.re = re; r.im = im; return r;\n}\n"
+      "__device__ __forceinline__ iop_c128 iop_mk_c128(double re, double im) "
+      "{\n  iop_c128 r; r.re = re; r.im = im; return r;\n}\n");
+  // Indices in 32 bits when every offset fits (64-bit division and
+  // multiplication are several instructions each on the GPU).
+  iron_cuda_text_printf(&t,
+                        "typedef %s ix_t;\n"
+                        "#define IX(v) ((ix_t)(v))\n",
+                        c->wide_index ? "iop_s64" : "iop_s32");
+  iron_cuda_text_printf(&t,
+                        "extern \"C\" __global__ void __launch_bounds__(256) "
+                        "%s(const %s *__restrict__ lhs, const %s *__restrict__ "
+                        "rhs, %s *__restrict__ out) {\n",
+                        name, tl.store, tr.store, to.store);
+  iron_cuda_text_printf(
+      &t,
+      "for (ix_t o = (ix_t)blockIdx.x * blockDim.x + threadIdx.x; o < "
+      "IX(%lld); o += (ix_t)gridDim.x * blockDim.x) {\n"
+      "ix_t rem = o;\n",
+      (long long)c->out_count);
+  for (int32_t d = c->rank - 1; d >= 0; --d)
+    iron_cuda_text_printf(
+        &t, "const ix_t oc%d = rem %% IX(%lld); rem /= IX(%lld);\n", d,
+        (long long)c->out_dims[d], (long long)c->out_dims[d]);
+  iron_cuda_text_printf(&t,
+                        "const ix_t b = oc%d, f = oc%d;\n"
+                        "const ix_t g = f / IX(%lld);\n",
+                        c->out_batch_dim, c->out_feature_dim,
+                        (long long)c->c_out_g);
+  if (c->batch_groups)
+    iron_cuda_text_printf(&t,
+                          "const ix_t xo_ = (g * IX(%lld) + b) * IX(%lld);\n",
+                          (long long)c->n_out, (long long)c->in_bs);
+  else
+    iron_cuda_text_printf(&t, "const ix_t xo_ = b * IX(%lld) + g * IX(%lld);\n",
+                          (long long)c->in_bs,
+                          (long long)(c->c_in_g * c->in_fs));
+  iron_cuda_text_printf(&t, "const ix_t wo_ = f * IX(%lld);\n",
+                        (long long)c->k_os);
+  if (cplx)
+    iron_cuda_text_printf(&t, "%s acc = iop_mk_%s(0, 0);\n", comp,
+                          c->comp_dtype == IRON_DTYPE_C64 ? "c64" : "c128");
+  else
+    iron_cuda_text_printf(&t, "%s acc = 0;\n", comp);
+  // One loop per spatial dim; `continue` skips the whole kernel position
+  // (and all inner ones) when this dim lands on padding or a hole.
+  for (int32_t d = 0; d < c->nsp; ++d) {
+    const char *xp = d == 0 ? "xo_" : NULL, *wp = d == 0 ? "wo_" : NULL;
+    char xprev[16], wprev[16];
+    if (!xp) {
+      snprintf(xprev, sizeof(xprev), "x%d", d - 1);
+      snprintf(wprev, sizeof(wprev), "w%d", d - 1);
+      xp = xprev;
+      wp = wprev;
+    }
+    iron_cuda_text_printf(&t, "for (ix_t k%d = 0; k%d < IX(%lld); ++k%d) {\n",
+                          d, d, (long long)c->k_sp[d], d);
+    if (c->reversed[d])
+      iron_cuda_text_printf(&t, "const ix_t kw%d = IX(%lld) - k%d;\n", d,
+                            (long long)(c->k_sp[d] - 1), d);
+    else
+      iron_cuda_text_printf(&t, "const ix_t kw%d = k%d;\n", d, d);
+    iron_cuda_text_printf(
+        &t,
+        "const ix_t p%d = oc%d * IX(%lld) + kw%d * IX(%lld) - (IX(%lld));\n", d,
+        c->out_sp_dim[d], (long long)c->stride[d], d, (long long)c->rhs_dil[d],
+        (long long)c->pad_lo[d]);
+    if (c->lhs_dil[d] > 1)
+      iron_cuda_text_printf(&t,
+                            "if (p%d < 0 || p%d %% IX(%lld) != 0) continue;\n"
+                            "const ix_t i%d = p%d / IX(%lld);\n",
+                            d, d, (long long)c->lhs_dil[d], d, d,
+                            (long long)c->lhs_dil[d]);
+    else
+      iron_cuda_text_printf(
+          &t, "if (p%d < 0) continue;\nconst ix_t i%d = p%d;\n", d, d, d);
+    iron_cuda_text_printf(&t,
+                          "if (i%d >= IX(%lld)) continue;\n"
+                          "const ix_t x%d = %s + i%d * IX(%lld);\n"
+                          "const ix_t w%d = %s + k%d * IX(%lld);\n",
+                          d, (long long)c->in_sp[d], d, xp, d,
+                          (long long)c->in_ss[d], d, wp, d,
+                          (long long)c->k_ss[d]);
+  }
+  char xl[16], wl[16];
+  if (c->nsp > 0) {
+    snprintf(xl, sizeof(xl), "x%d", c->nsp - 1);
+    snprintf(wl, sizeof(wl), "w%d", c->nsp - 1);
+  } else {
+    snprintf(xl, sizeof(xl), "xo_");
+    snprintf(wl, sizeof(wl), "wo_");
+  }
+  iron_cuda_text_printf(&t, "for (ix_t c = 0; c < IX(%lld); ++c) {\n",
+                        (long long)c->c_in_g);
+  char v[96];
+  snprintf(v, sizeof(v), "lhs[%s + c * IX(%lld)]", xl, (long long)c->in_fs);
+  iron_cuda_text_printf(&t, "const %s a = ", comp);
+  emit_load(&t, c->lhs_dtype, c->comp_dtype, v);
+  snprintf(v, sizeof(v), "rhs[%s + c * IX(%lld)]", wl, (long long)c->k_is);
+  iron_cuda_text_printf(&t, ";\nconst %s w = ", comp);
+  emit_load(&t, c->rhs_dtype, c->comp_dtype, v);
+  iron_cuda_text_printf(&t, ";\n");
+  if (cplx)
+    iron_cuda_text_printf(&t,
+                          "acc.re += a.re * w.re - a.im * w.im;\n"
+                          "acc.im += a.re * w.im + a.im * w.re;\n");
+  else
+    iron_cuda_text_printf(&t, "acc += a * w;\n");
+  iron_cuda_text_printf(&t, "}\n");
+  for (int32_t d = 0; d < c->nsp; ++d) iron_cuda_text_printf(&t, "}\n");
+  switch (c->out_dtype) {
+    case IRON_DTYPE_F16:
+      iron_cuda_text_printf(&t, "out[o] = iop_st_f16(acc);\n");
+      break;
+    case IRON_DTYPE_BF16:
+      iron_cuda_text_printf(&t, "out[o] = iop_st_bf16(acc);\n");
+      break;
+    case IRON_DTYPE_PRED:
+      iron_cuda_text_printf(&t, "out[o] = acc != 0;\n");
+      break;
+    default:
+      if (c->comp_dtype == IRON_DTYPE_S64)  // the low bits (wrap around)
+        iron_cuda_text_printf(&t, "out[o] = (%s)acc;\n", to.store);
+      else
+        iron_cuda_text_printf(&t, "out[o] = acc;\n");
+      break;
+  }
+  iron_cuda_text_printf(&t, "}\n}\n");
+  int64_t g = (c->out_count + 255) / 256;
+  if (g < 1) g = 1;
+  if (g > (1 << 20)) g = 1 << 20;
+  *out_grid = (unsigned)g;
+  return iron_cuda_text_finish(&t, out_src);
+}
+
+// --- im2col + GEMM
+// -------------------------------------------------------------
+
+void iron_cuda_conv_gemm_dims(const iron_cuda_conv_t *c, int64_t *out_m,
+                              int64_t *out_n, int64_t *out_k) {
+  int64_t os = 1, ks = 1;
+  for (int32_t d = 0; d < c->nsp; ++d) {
+    os *= c->out_dims[c->out_sp_dim[d]];
+    ks *= c->k_sp[d];
+  }
+  *out_m = c->n_out * os;
+  *out_n = c->c_out_g;
+  *out_k = ks * c->c_in_g;
+}
+
+static unsigned grid_for(int64_t count) {
+  int64_t g = (count + 255) / 256;
+  if (g < 1) g = 1;
+  if (g > (1 << 20)) g = 1 << 20;
+  return (unsigned)g;
+}
+
+// Opens the kernel and its grid-stride loop over `count` elements `e`.
+static void open_kernel(iron_cuda_text_t *t, const char *name, const char *in_t,
+                        const char *out_t, int64_t count) {
+  iron_cuda_text_printf(t, "%s", iron_cuda_ops_prelude());
+  iron_cuda_text_printf(t,
+                        "extern \"C\" __global__ void __launch_bounds__(256) "
+                        "%s(const %s *__restrict__ src, %s *__restrict__ dst) "
+                        "{\n"
+                        "for (iop_s64 e = (iop_s64)blockIdx.x * blockDim.x + "
+                        "threadIdx.x; e < %lldLL; e += (iop_s64)gridDim.x * "
+                        "blockDim.x) {\n",
+                        name, in_t, out_t, (long long)count);
+}
+
+// Declares k<d> (kernel position coordinates) from `kpos`, row-major.
+static void emit_kpos(iron_cuda_text_t *t, const iron_cuda_conv_t *c,
+                      const char *kpos) {
+  iron_cuda_text_printf(t, "iop_s64 kr_ = %s;\n", kpos);
+  for (int32_t d = c->nsp - 1; d >= 0; --d)
+    iron_cuda_text_printf(t,
+                          "const iop_s64 k%d = kr_ %% %lldLL; kr_ /= %lldLL;\n",
+                          d, (long long)c->k_sp[d], (long long)c->k_sp[d]);
+}
+
+iron_status_t iron_cuda_gen_conv_im2col(const char *name,
+                                        const iron_cuda_conv_t *c,
+                                        char **out_src, unsigned *out_grid) {
+  iron_cuda_gen_type_t tl = iron_cuda_gen_type(c->lhs_dtype);
+  if (!tl.store || is_cplx(c->lhs_dtype))
+    return IRON_ERR(UNIMPLEMENTED, "cuda conv im2col for %s",
+                    iron_dtype_name(c->lhs_dtype));
+  int64_t m, n, k;
+  iron_cuda_conv_gemm_dims(c, &m, &n, &k);
+  (void)n;
+  iron_cuda_text_t t;
+  iron_cuda_text_init(&t);
+  iron_cuda_text_printf(&t, "%s", iron_cuda_ops_prelude());
+  iron_cuda_text_printf(&t,
+                        "extern \"C\" __global__ void __launch_bounds__(256) "
+                        "%s(const %s *__restrict__ src, %s *__restrict__ dst, "
+                        "iop_s64 row0, iop_s64 rows) {\n"
+                        "const iop_s64 count = %lldLL * rows * %lldLL;\n"
+                        "for (iop_s64 e = (iop_s64)blockIdx.x * blockDim.x + "
+                        "threadIdx.x; e < count; e += (iop_s64)gridDim.x * "
+                        "blockDim.x) {\n",
+                        name, tl.store, tl.store, (long long)c->groups,
+                        (long long)k);
+  iron_cuda_text_printf(&t,
+                        "const iop_s64 kk = e %% %lldLL, gm = e / %lldLL;\n"
+                        "const iop_s64 m = row0 + gm %% rows, g = gm / rows;\n"
+                        "const iop_s64 c = kk %% %lldLL;\n"
+                        "const iop_s64 kpos = kk / %lldLL;\n",
+                        (long long)k, (long long)k, (long long)c->c_in_g,
+                        (long long)c->c_in_g);
+  emit_kpos(&t, c, "kpos");
+  iron_cuda_text_printf(&t, "iop_s64 mr_ = m;\n");
+  for (int32_t d = c->nsp - 1; d >= 0; --d) {
+    int64_t od = c->out_dims[c->out_sp_dim[d]];
+    iron_cuda_text_printf(&t,
+                          "const iop_s64 o%d = mr_ %% %lldLL; mr_ /= %lldLL;\n",
+                          d, (long long)od, (long long)od);
+  }
+  iron_cuda_text_printf(&t, "const iop_s64 b = mr_;\n");
+  if (c->batch_groups)
+    iron_cuda_text_printf(&t, "iop_s64 x = (g * %lldLL + b) * %lldLL;\n",
+                          (long long)c->n_out, (long long)c->in_bs);
+  else
+    iron_cuda_text_printf(&t, "iop_s64 x = b * %lldLL + g * %lldLL;\n",
+                          (long long)c->in_bs,
+                          (long long)(c->c_in_g * c->in_fs));
+  iron_cuda_text_printf(&t, "x += c * %lldLL;\nbool ok = true;\n",
+                        (long long)c->in_fs);
+  for (int32_t d = 0; d < c->nsp; ++d) {
+    iron_cuda_text_printf(&t, "{ const iop_s64 p = o%d * %lldLL + ", d,
+                          (long long)c->stride[d]);
+    if (c->reversed[d])
+      iron_cuda_text_printf(&t, "(%lldLL - k%d)", (long long)(c->k_sp[d] - 1),
+                            d);
+    else
+      iron_cuda_text_printf(&t, "k%d", d);
+    iron_cuda_text_printf(&t,
+                          " * %lldLL - (%lldLL);\n"
+                          "  const iop_s64 i = p / %lldLL;\n"
+                          "  ok = ok && p >= 0 && p %% %lldLL == 0 && i < "
+                          "%lldLL;\n"
+                          "  x += i * %lldLL; }\n",
+                          (long long)c->rhs_dil[d], (long long)c->pad_lo[d],
+                          (long long)c->lhs_dil[d], (long long)c->lhs_dil[d],
+                          (long long)c->in_sp[d], (long long)c->in_ss[d]);
+  }
+  iron_cuda_text_printf(&t, "dst[e] = ok ? src[x] : (%s)0;\n}\n}\n", tl.store);
+  *out_grid = grid_for(c->groups * m * k);
+  return iron_cuda_text_finish(&t, out_src);
+}
+
+iron_status_t iron_cuda_gen_conv_wpack(const char *name,
+                                       const iron_cuda_conv_t *c,
+                                       char **out_src, unsigned *out_grid) {
+  iron_cuda_gen_type_t tr = iron_cuda_gen_type(c->rhs_dtype);
+  if (!tr.store || is_cplx(c->rhs_dtype))
+    return IRON_ERR(UNIMPLEMENTED, "cuda conv kernel pack for %s",
+                    iron_dtype_name(c->rhs_dtype));
+  int64_t m, n, k;
+  iron_cuda_conv_gemm_dims(c, &m, &n, &k);
+  (void)m;
+  const int64_t count = c->groups * k * n;
+  iron_cuda_text_t t;
+  iron_cuda_text_init(&t);
+  open_kernel(&t, name, tr.store, tr.store, count);
+  iron_cuda_text_printf(&t,
+                        "const iop_s64 nn = e %% %lldLL, gk = e / %lldLL;\n"
+                        "const iop_s64 kk = gk %% %lldLL, g = gk / %lldLL;\n"
+                        "const iop_s64 c = kk %% %lldLL;\n"
+                        "const iop_s64 kpos = kk / %lldLL;\n",
+                        (long long)n, (long long)n, (long long)k, (long long)k,
+                        (long long)c->c_in_g, (long long)c->c_in_g);
+  emit_kpos(&t, c, "kpos");
+  iron_cuda_text_printf(
+      &t, "iop_s64 w = (g * %lldLL + nn) * %lldLL + c * %lldLL;\n",
+      (long long)c->c_out_g, (long long)c->k_os, (long long)c->k_is);
+  for (int32_t d = 0; d < c->nsp; ++d)
+    iron_cuda_text_printf(&t, "w += k%d * %lldLL;\n", d, (long long)c->k_ss[d]);
+  iron_cuda_text_printf(&t, "dst[e] = src[w];\n}\n}\n");
+  *out_grid = grid_for(count);
+  return iron_cuda_text_finish(&t, out_src);
+}
+
+iron_status_t iron_cuda_gen_conv_unpack(const char *name,
+                                        const iron_cuda_conv_t *c,
+                                        char **out_src, unsigned *out_grid) {
+  iron_cuda_gen_type_t to = iron_cuda_gen_type(c->out_dtype);
+  if (!to.store)
+    return IRON_ERR(UNIMPLEMENTED, "cuda conv unpack for %s",
+                    iron_dtype_name(c->out_dtype));
+  int64_t m, n, k;
+  iron_cuda_conv_gemm_dims(c, &m, &n, &k);
+  (void)k;
+  iron_cuda_text_t t;
+  iron_cuda_text_init(&t);
+  open_kernel(&t, name, to.store, to.store, c->out_count);
+  iron_cuda_text_printf(&t, "iop_s64 rem = e;\n");
+  for (int32_t d = c->rank - 1; d >= 0; --d)
+    iron_cuda_text_printf(
+        &t, "const iop_s64 oc%d = rem %% %lldLL; rem /= %lldLL;\n", d,
+        (long long)c->out_dims[d], (long long)c->out_dims[d]);
+  iron_cuda_text_printf(&t, "iop_s64 m = oc%d;\n", c->out_batch_dim);
+  for (int32_t d = 0; d < c->nsp; ++d)
+    iron_cuda_text_printf(&t, "m = m * %lldLL + oc%d;\n",
+                          (long long)c->out_dims[c->out_sp_dim[d]],
+                          c->out_sp_dim[d]);
+  iron_cuda_text_printf(&t,
+                        "const iop_s64 f = oc%d, g = f / %lldLL, nn = f %% "
+                        "%lldLL;\n"
+                        "dst[e] = src[(g * %lldLL + m) * %lldLL + nn];\n}\n}\n",
+                        c->out_feature_dim, (long long)n, (long long)n,
+                        (long long)m, (long long)n);
+  *out_grid = grid_for(c->out_count);
+  return iron_cuda_text_finish(&t, out_src);
+}
