@@ -282,82 +282,6 @@ static void test_execute_aliases(void) {
 
 // A kernel that writes through a bad pointer: its fault is asynchronous,
 // shows up at job_sync and then stays (sticky).
-static void read_u32(iron_storage_t *s, uint32_t *dst, size_t n) {
-  CHECK_OK(g_dev->vtable->memcpy(g_dev, dst, s->data, n * 4,
-                                 IRON_COPY_DEVICE_TO_HOST));
-}
-
-// Device graphs (vtable graph_*): a recording does not run; its replays do,
-// once per launch; graph memory is valid at each replay; a recording that
-// leaves graph memory allocated or frees outside memory is refused, and the
-// device stays usable.
-static void test_graphs(void) {
-  const iron_device_vtable_t *vt = g_dev->vtable;
-  CHECK(vt->graph_begin && vt->graph_end && vt->graph_launch &&
-        vt->graph_destroy);
-  if (!vt->graph_begin) return;
-  enum { N = 256 };
-  uint32_t host[N];
-  for (uint32_t i = 0; i < N; ++i) host[i] = i;
-  iron_storage_t *x = NULL;
-  CHECK_OK(iron_storage_allocate(g_dev, sizeof(host), &x));
-  if (!x) return;
-  CHECK_OK(vt->memcpy(g_dev, x->data, host, sizeof(host),
-                      IRON_COPY_HOST_TO_DEVICE));
-  // One replay shifts x left by one element, through graph memory.
-  CHECK_OK(vt->graph_begin(g_dev));
-  iron_storage_t *tmp = NULL;
-  CHECK_OK(iron_storage_allocate(g_dev, (N - 1) * 4, &tmp));
-  CHECK_OK(vt->memcpy(g_dev, tmp->data, (char *)x->data + 4, (N - 1) * 4,
-                      IRON_COPY_DEVICE_TO_DEVICE));
-  CHECK_OK(vt->memcpy(g_dev, x->data, tmp->data, (N - 1) * 4,
-                      IRON_COPY_DEVICE_TO_DEVICE));
-  iron_storage_release(tmp);
-  void *graph = NULL;
-  CHECK_OK(vt->graph_end(g_dev, true, &graph));
-  CHECK(graph != NULL);
-  uint32_t got[N];
-  read_u32(x, got, N);
-  CHECK_EQ_INT((int)got[0], 0);  // recorded, not run
-  for (int k = 0; k < 3 && graph; ++k) CHECK_OK(vt->graph_launch(g_dev, graph));
-  read_u32(x, got, N);
-  bool ok = true;
-  for (uint32_t i = 0; i + 3 < N; ++i) ok = ok && got[i] == i + 3;
-  CHECK(ok);
-  vt->graph_destroy(g_dev, graph);
-
-  // Graph memory left allocated: refused.
-  CHECK_OK(vt->graph_begin(g_dev));
-  tmp = NULL;
-  CHECK_OK(iron_storage_allocate(g_dev, 4096, &tmp));
-  graph = NULL;
-  iron_status_t st = vt->graph_end(g_dev, true, &graph);
-  CHECK(st != IRON_OK && graph == NULL);
-  if (st) fprintf(stderr, "cuda: leaking recording: %s\n",
-                  iron_status_message(st));
-  iron_status_free(st);
-  iron_storage_release(tmp);  // its memory never existed: dropped
-  // Outside memory freed while recording: refused, freed afterwards.
-  iron_storage_t *outside = NULL;
-  CHECK_OK(iron_storage_allocate(g_dev, 4096, &outside));
-  CHECK_OK(vt->graph_begin(g_dev));
-  iron_storage_release(outside);
-  st = vt->graph_end(g_dev, true, &graph);
-  CHECK(st != IRON_OK && graph == NULL);
-  iron_status_free(st);
-  // Discarding (keep false) is not an error.
-  CHECK_OK(vt->graph_begin(g_dev));
-  CHECK_OK(vt->graph_end(g_dev, false, &graph));
-  CHECK(graph == NULL);
-  // The device still works.
-  CHECK_OK(vt->memcpy(g_dev, x->data, host, sizeof(host),
-                      IRON_COPY_HOST_TO_DEVICE));
-  read_u32(x, got, N);
-  CHECK_EQ_INT((int)got[5], 5);
-  CHECK_OK(vt->job_sync(g_dev));
-  iron_storage_release(x);
-}
-
 static void test_sticky_error(void) {
   const iron_cuda_api_t *api = g_cu->api;
   const char *src =
@@ -418,7 +342,6 @@ static const iron_test_case_t kTests[] = {
     {"pool_reuse", test_pool_reuse},
     {"foreign_thread", test_foreign_thread},
     {"execute_aliases", test_execute_aliases},
-    {"graphs", test_graphs},
     {"sticky_error", test_sticky_error},
     {"teardown", test_teardown},
 };
