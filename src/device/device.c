@@ -51,6 +51,7 @@ iron_status_t iron_storage_allocate(iron_device_t *dev, size_t nbytes,
     s->nbytes = nbytes;
     s->accounted = padded;
     s->data = ptr;
+    s->pinned = false;
     *out_storage = s;
     return IRON_OK;
   }
@@ -65,13 +66,32 @@ iron_status_t iron_storage_allocate(iron_device_t *dev, size_t nbytes,
   s->nbytes = nbytes;
   s->accounted = dev ? padded : 0;
   s->data = (char *)s + IRON_STORAGE_HEADER;
+  s->pinned = false;
   *out_storage = s;
   return IRON_OK;
 }
 
+static void storage_free(iron_storage_t *s);
+
 void iron_storage_release(iron_storage_t *s) {
   if (!s) return;
   if (atomic_fetch_sub_explicit(&s->ref, 1, memory_order_acq_rel) != 1) return;
+  if (s->pinned) return;  // the pinner revives or frees it
+  storage_free(s);
+}
+
+bool iron_storage_unpin(iron_storage_t *s, bool revive) {
+  s->pinned = false;
+  if (iron_storage_refcount(s) > 0) return true;
+  if (revive) {
+    atomic_store(&s->ref, 1);
+    return true;
+  }
+  storage_free(s);
+  return false;
+}
+
+static void storage_free(iron_storage_t *s) {
   if (s->dev) {
     // Device memory is the one case where data is not in the header's block.
     if (s->dev->vtable->mem_free && s->data != (char *)s + IRON_STORAGE_HEADER)

@@ -33,6 +33,10 @@ typedef struct iron_storage {
   size_t nbytes;       // bytes requested
   size_t accounted;    // bytes added to dev->bytes_in_use
   void *data;          // 64-byte aligned; never NULL (0 bytes: a dummy)
+  // Pinned storage is not freed when its count drops to 0: whoever pinned it
+  // (the executor's graph mode, for a loop carry's home buffer) still owns
+  // it and revives or frees it (iron_storage_unpin).
+  bool pinned;
 } iron_storage_t;
 // On a device with vtable->mem_alloc, `data` of a storage of nbytes > 0 is
 // device memory (from mem_alloc, returned by mem_free), not addressable by
@@ -48,6 +52,10 @@ static inline void iron_storage_retain(iron_storage_t *s) {
   if (s) atomic_fetch_add_explicit(&s->ref, 1, memory_order_relaxed);
 }
 void iron_storage_release(iron_storage_t *s);
+// Ends pinning: with `revive`, a storage whose count dropped to 0 while
+// pinned gets one reference again (the caller's); otherwise one at 0 is
+// freed now. Returns whether the storage still exists.
+bool iron_storage_unpin(iron_storage_t *s, bool revive);
 static inline int iron_storage_refcount(const iron_storage_t *s) {
   return atomic_load_explicit(&((iron_storage_t *)s)->ref,
                               memory_order_acquire);
@@ -108,6 +116,25 @@ typedef struct iron_device_vtable {
   // caller for inline jobs), e.g. to make the device's context current
   // there. Never fails (a device keeps its own error). May be NULL.
   void (*thread_enter)(iron_device_t *dev);
+
+  // Graphs (CUDA graphs): record the device work that the calling thread
+  // enqueues between graph_begin and graph_end (nothing runs meanwhile) and
+  // replay it with graph_launch. All four are NULL on devices without
+  // graphs. While recording, mem_alloc returns memory owned by the graph
+  // (valid at every launch) and mem_free of such memory becomes part of the
+  // graph; the recorded work must free all of it, must not read device
+  // memory back to the host and must not wait for the device. Other threads
+  // that enqueue work wait until the recording ends.
+  iron_status_t (*graph_begin)(iron_device_t *dev);
+  // Ends the recording. `keep` false (or any failure while recording, or
+  // graph memory still allocated): the recording is discarded, *out_graph
+  // is NULL and the status says why (OK when !keep). The device stays
+  // usable either way.
+  iron_status_t (*graph_end)(iron_device_t *dev, bool keep, void **out_graph);
+  // Enqueues one replay of `graph` (ordered like any other device work).
+  iron_status_t (*graph_launch)(iron_device_t *dev, void *graph);
+  // Frees a graph (after the replays enqueued so far).
+  void (*graph_destroy)(iron_device_t *dev, void *graph);
 } iron_device_vtable_t;
 
 struct iron_device {
@@ -135,6 +162,9 @@ struct iron_device {
   // when the device is idle, as XLA:CPU does; see iron_device_enqueue.
   bool inline_small;
   pthread_t worker;
+  // Counted loops of at least this many iterations run their body as a
+  // device graph (vtable->graph_*; 0: never). IRON_CUDA_GRAPHS on CUDA.
+  int64_t graph_min_trips;
 };
 
 // Initializes the base part (queue and worker thread).

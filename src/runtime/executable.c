@@ -34,6 +34,7 @@ struct iron_executable {
   // executable is destroyed (or at exit for live ones is not attempted).
   bool profile;
   _Atomic uint64_t prof_runs, prof_kernels, prof_host_ns, prof_total_ns;
+  _Atomic uint64_t prof_graph_launches, prof_graph_discards;
 };
 
 static uint64_t now_ns(void) {
@@ -113,11 +114,14 @@ static void exe_destroy(iron_executable_t *exe) {
     // A diagnostic switch: stderr is the place for it.
     fprintf(stderr,
             "iron profile: %s on %s: %llu runs, %.1f kernel steps/run, "
-            "host (enqueue) %.3f ms/run, total %.3f ms/run\n",
+            "host (enqueue) %.3f ms/run, total %.3f ms/run, %.1f graph "
+            "replays/run, %llu graph recordings discarded\n",
             exe->name, exe->dev->vtable->kind, (unsigned long long)runs,
             (double)atomic_load(&exe->prof_kernels) / (double)runs,
             (double)atomic_load(&exe->prof_host_ns) / 1e6 / (double)runs,
-            (double)atomic_load(&exe->prof_total_ns) / 1e6 / (double)runs);
+            (double)atomic_load(&exe->prof_total_ns) / 1e6 / (double)runs,
+            (double)atomic_load(&exe->prof_graph_launches) / (double)runs,
+            (unsigned long long)atomic_load(&exe->prof_graph_discards));
   }
   iron_plan_destroy(exe->plan);
   iron_ir_module_destroy(exe->module);
@@ -406,6 +410,7 @@ static void exec_job_run(iron_job_t *job) {
   exec_job_t *j = (exec_job_t *)job;
   bool prof = j->exe->profile;
   uint64_t t0 = prof ? now_ns() : 0, k0 = iron_exec_kernel_steps;
+  uint64_t g0 = iron_exec_graph_launches, d0 = iron_exec_graph_discards;
   iron_status_t st = run_job(j);
   uint64_t t1 = prof ? now_ns() : 0;
   // Devices that run work asynchronously (CUDA): the results are ready
@@ -422,6 +427,8 @@ static void exec_job_run(iron_job_t *job) {
     iron_executable_t *e = j->exe;
     atomic_fetch_add(&e->prof_runs, 1);
     atomic_fetch_add(&e->prof_kernels, iron_exec_kernel_steps - k0);
+    atomic_fetch_add(&e->prof_graph_launches, iron_exec_graph_launches - g0);
+    atomic_fetch_add(&e->prof_graph_discards, iron_exec_graph_discards - d0);
     atomic_fetch_add(&e->prof_host_ns, t1 - t0);
     atomic_fetch_add(&e->prof_total_ns, now_ns() - t0);
   }

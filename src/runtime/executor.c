@@ -5,6 +5,7 @@
 #include "runtime/executor.h"
 
 #include <stdalign.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -173,6 +174,8 @@ static iron_status_t read_index(const iron_exec_ctx_t *ctx, const frame_t *fr,
 #define SMALL 16
 
 _Thread_local uint64_t iron_exec_kernel_steps = 0;
+_Thread_local uint64_t iron_exec_graph_launches = 0;
+_Thread_local uint64_t iron_exec_graph_discards = 0;
 
 static iron_status_t run_kernel(const iron_exec_ctx_t *ctx, frame_t *fr,
                                 const iron_plan_step_t *s) {
@@ -233,6 +236,240 @@ static iron_status_t run_kernel(const iron_exec_ctx_t *ctx, frame_t *fr,
   return st;
 }
 
+// --- counted loops as device graphs ---------------------------------------
+//
+// A counted loop whose body only runs kernels that merely enqueue device
+// work (graph_capturable) is recorded once as a device graph (a CUDA graph)
+// and replayed for the remaining iterations: one launch per iteration
+// instead of one host round trip per kernel (measured: ~10 us of host time
+// per kernel step on the GRU benchmark, the GPU mostly idle).
+//
+// Every loop-carried value gets a fixed "home" buffer that holds it between
+// iterations: the carry's own storage when the loop holds the only
+// reference, else a copy. The recorded iteration starts with the carries in
+// their homes and ends by copying each result into its home, unless the
+// result already is its home (an in-place update, e.g. the scan's stacked
+// outputs written by dynamic_update_slice). Homes are pinned while
+// recording: the body's liveness frees must not give them back (they are
+// revived afterwards). Anything the recording cannot express safely (a
+// result living in another carry's home, graph memory left allocated, a
+// free of memory from outside the body) discards the recording, and the
+// loop continues the ordinary way from the same state: nothing recorded has
+// run.
+
+// IRON_GRAPH_DEBUG=1: say on stderr why a recording was discarded.
+static bool graph_debug(void) {
+  static _Atomic int v = -1;
+  if (v < 0) {
+    const char *e = getenv("IRON_GRAPH_DEBUG");
+    v = e && e[0] && e[0] != '0';
+  }
+  return v;
+}
+
+// Whether every step of `b` can be recorded; *out_why names the first that
+// cannot (for IRON_GRAPH_DEBUG).
+// Calls are followed (jax's scan bodies call the step function) up to a
+// depth that no real program reaches; recursion is not recorded.
+static bool block_capturable(const iron_plan_block_t *b, int depth,
+                             const iron_plan_step_t **out_why) {
+  for (uint32_t i = 0; i < b->num_steps; ++i) {
+    const iron_plan_step_t *s = &b->steps[i];
+    *out_why = s;
+    switch (s->kind) {
+      case IRON_STEP_CONSTANT:
+      case IRON_STEP_ALIAS:
+        break;
+      case IRON_STEP_CALL:
+        if (depth >= 16 || !s->callee ||
+            !block_capturable(&s->callee->body, depth + 1, out_why))
+          return false;
+        break;
+      case IRON_STEP_KERNEL:
+        if (!s->kernel->graph_capturable) return false;
+        break;
+      default:
+        return false;
+    }
+  }
+  *out_why = NULL;
+  return true;
+}
+
+// Sets up the homes in `homes` (NULL for empty carries), then records one
+// body iteration. On return the carries are back in s->outputs (in their
+// homes) and *out_graph is the recorded iteration, or NULL when the loop
+// must go on the ordinary way (nothing recorded has run then). An error is
+// only returned when the state is unusable.
+static iron_status_t record_body(const iron_exec_ctx_t *ctx, frame_t *fr,
+                                 const iron_plan_step_t *s,
+                                 iron_storage_t **homes, bool *borrowed,
+                                 iron_tensor_t *types, void **out_graph) {
+  iron_device_t *dev = ctx->dev;
+  const iron_device_vtable_t *vt = dev->vtable;
+  const iron_plan_block_t *body = &s->blocks[1];
+  uint32_t n = s->num_outputs;
+  *out_graph = NULL;
+  if (body->num_args != n || body->num_results != n) return IRON_OK;
+  for (uint32_t i = 0; i < n; ++i) {
+    iron_slot_t *o = &fr->slots[s->outputs[i]];
+    types[i] = o->t;
+    homes[i] = NULL;
+    borrowed[i] = false;
+    if (o->t.nbytes == 0) continue;
+    if (o->s && o->s->data == o->t.data &&
+        body->results[i] == body->args[i]) {
+      // Passed through unchanged (the scan's xs and weights): it stays
+      // where it is. Nothing writes over it (in-place updates need a value
+      // that dies, and this one lives to the end of the body); our
+      // reference keeps it alive while the body's frees run.
+      homes[i] = o->s;
+      borrowed[i] = true;
+      iron_storage_retain(o->s);
+      continue;
+    }
+    if (o->s && o->s->dev == dev && !o->s->pinned &&
+        iron_storage_refcount(o->s) == 1 && o->s->data == o->t.data) {
+      homes[i] = o->s;
+    } else {
+      iron_storage_t *h = NULL;
+      iron_status_t st = iron_storage_allocate(dev, o->t.nbytes, &h);
+      if (!st)
+        st = vt->memcpy(dev, h->data, o->t.data, o->t.nbytes,
+                        IRON_COPY_DEVICE_TO_DEVICE);
+      if (st) {
+        if (h) iron_storage_release(h);
+        for (uint32_t k = 0; k < i; ++k) {
+          if (!homes[k]) continue;
+          if (borrowed[k])
+            iron_storage_release(homes[k]);
+          else
+            iron_storage_unpin(homes[k], true);
+        }
+        return st;
+      }
+      slot_clear(o);
+      o->s = h;
+      o->t.data = h->data;
+      homes[i] = h;
+    }
+    homes[i]->pinned = true;
+  }
+  iron_status_t st = vt->graph_begin(dev);
+  bool recording = st == IRON_OK;
+  iron_status_free(st);
+  bool keep = recording;
+  if (recording) {
+    enter_block(fr, body, fr, s->outputs, true);
+    st = run_steps(ctx, fr, body);
+    keep = st == IRON_OK;
+    iron_status_free(st);
+    for (uint32_t i = 0; i < n && keep; ++i) {
+      if (!homes[i]) continue;
+      const iron_slot_t *r = &fr->slots[body->results[i]];
+      if (r->t.data == homes[i]->data) continue;  // updated in place
+      for (uint32_t k = 0; k < n && keep; ++k)
+        if (homes[k] && r->t.data == homes[k]->data) keep = false;
+      if (!keep || r->t.nbytes != homes[i]->nbytes) {
+        keep = false;
+        break;
+      }
+      st = vt->memcpy(dev, homes[i]->data, r->t.data, r->t.nbytes,
+                      IRON_COPY_DEVICE_TO_DEVICE);
+      keep = st == IRON_OK;
+      iron_status_free(st);
+    }
+    do_frees(fr, body->exit_frees, body->num_exit_frees);
+    void *graph = NULL;
+    st = vt->graph_end(dev, keep, &graph);
+    if (!graph) {
+      iron_exec_graph_discards++;
+      if (st && graph_debug())
+        fprintf(stderr, "iron: graph recording of %s discarded: %s\n",
+                s->op->name, iron_status_message(st));
+    }
+    iron_status_free(st);  // a discarded recording: go on without it
+    *out_graph = graph;
+  }
+  // The carries are their homes again, whether or not the recording is
+  // kept (what was recorded has not run: the homes hold the values).
+  for (uint32_t i = 0; i < n; ++i) {
+    iron_slot_t *o = &fr->slots[s->outputs[i]];
+    if (!recording) {
+      if (homes[i] && borrowed[i])
+        iron_storage_release(homes[i]);
+      else if (homes[i])
+        iron_storage_unpin(homes[i], true);
+      continue;
+    }
+    if (o->s) slot_clear(o);
+    o->t = types[i];
+    if (!homes[i]) continue;
+    if (borrowed[i]) {  // our reference becomes the slot's
+      o->s = homes[i];
+      o->t.data = homes[i]->data;
+      continue;
+    }
+    bool dead = iron_storage_refcount(homes[i]) == 0;
+    iron_storage_unpin(homes[i], true);
+    if (!dead) iron_storage_retain(homes[i]);
+    o->s = homes[i];
+    o->t.data = homes[i]->data;
+  }
+  return IRON_OK;
+}
+
+// Runs iterations [*io_it, trips) of a counted loop as graph replays when
+// the device and the body allow it; *io_it is left where the ordinary loop
+// must continue (trips when the graph ran them all).
+static iron_status_t run_counted_graph(const iron_exec_ctx_t *ctx, frame_t *fr,
+                                       const iron_plan_step_t *s,
+                                       int64_t *io_it, int64_t trips) {
+  uint32_t n = s->num_outputs;
+  iron_storage_t *homes_small[SMALL];
+  iron_tensor_t types_small[SMALL];
+  bool borrowed_small[SMALL];
+  iron_storage_t **homes = homes_small;
+  iron_tensor_t *types = types_small;
+  bool *borrowed = borrowed_small;
+  if (n > SMALL) {
+    homes = malloc(sizeof(*homes) * n);
+    types = malloc(sizeof(*types) * n);
+    borrowed = malloc(sizeof(*borrowed) * n);
+    if (!homes || !types || !borrowed) {
+      free(homes);
+      free(types);
+      free(borrowed);
+      return IRON_OK;  // the ordinary way needs no memory
+    }
+  }
+  void *graph = NULL;
+  iron_status_t st = record_body(ctx, fr, s, homes, borrowed, types, &graph);
+  if (!st && graph) {
+    for (int64_t it = *io_it; it < trips && !st; ++it) {
+      st = ctx->dev->vtable->graph_launch(ctx->dev, graph);
+      iron_exec_graph_launches++;
+    }
+    if (!st) *io_it = trips;
+    ctx->dev->vtable->graph_destroy(ctx->dev, graph);
+  }
+  if (homes != homes_small) free(homes);
+  if (types != types_small) free(types);
+  if (borrowed != borrowed_small) free(borrowed);
+  return st;
+}
+
+// Whether input `i` of step `s` is released right after it (in s->frees)
+// and is not passed twice.
+static bool arg_dies_here(const iron_plan_step_t *s, uint32_t i) {
+  uint32_t slot = s->inputs[i];
+  for (uint32_t k = 0; k < s->num_inputs; ++k)
+    if (k != i && s->inputs[k] == slot) return false;
+  for (uint32_t k = 0; k < s->num_frees; ++k)
+    if (s->frees[k] == slot) return true;
+  return false;
+}
+
 static iron_status_t run_call(const iron_exec_ctx_t *ctx, frame_t *fr,
                               const iron_plan_step_t *s) {
   const iron_plan_func_t *f = s->callee;
@@ -248,8 +485,18 @@ static iron_status_t run_call(const iron_exec_ctx_t *ctx, frame_t *fr,
     }
   }
   for (uint32_t i = 0; i < s->num_inputs; ++i) {
-    args[i] = fr->slots[s->inputs[i]];
-    iron_storage_retain(args[i].s);
+    iron_slot_t *src = &fr->slots[s->inputs[i]];
+    args[i] = *src;
+    if (arg_dies_here(s, i)) {
+      // Moved, not shared: the callee then holds the only reference and
+      // may update the value in place (jax's scan bodies call
+      // dynamic_update_index_in_dim on the stacked outputs: with a second
+      // reference every iteration copied the whole stack).
+      src->s = NULL;
+      src->t.data = NULL;
+    } else {
+      iron_storage_retain(args[i].s);
+    }
   }
   iron_status_t st = iron_exec_run_func(ctx, f, args, res);
   if (!st)
@@ -324,7 +571,31 @@ static iron_status_t run_step(const iron_exec_ctx_t *ctx, frame_t *fr,
                                    "(IRON_MAX_WHILE_ITERATIONS)",
                                    (long long)trips),
                           s);
+      // Graph mode: iteration 0 runs the ordinary way (first-use set-up in
+      // kernels happens outside the recording), the rest as replays.
+      bool graph_mode = false;
+      if (trips >= 2 && ctx->dev && (graph_debug() ||
+                                     (ctx->dev->graph_min_trips > 0 &&
+                                      trips >= ctx->dev->graph_min_trips))) {
+        const iron_plan_step_t *why = NULL;
+        bool capturable = block_capturable(body, 0, &why);
+        graph_mode = capturable && ctx->dev->graph_min_trips > 0 &&
+                     trips >= ctx->dev->graph_min_trips &&
+                     ctx->dev->vtable->graph_begin && fr->device_mem &&
+                     !fr->scratch && fr->ew_count <= 1;
+        if (graph_debug())
+          fprintf(stderr,
+                  "iron: %s of %lld iterations: graph %s (%u body steps%s%s%s)\n",
+                  s->op->name, (long long)trips, graph_mode ? "yes" : "no",
+                  body->num_steps, why ? "; cannot record " : "",
+                  why ? why->op->name : "",
+                  why && why->kind == IRON_STEP_KERNEL ? " (kernel)" : "");
+      }
       for (int64_t it = 0;; ++it) {
+        if (graph_mode && it == 1) {
+          st = run_counted_graph(ctx, fr, s, &it, trips);
+          if (st) return step_error(st, s);
+        }
         if (trips >= 0) {
           if (it >= trips) break;
         } else {

@@ -31,6 +31,10 @@ iron_status_t iron_exec_run_func(const iron_exec_ctx_t *ctx,
 
 // Kernel steps run on this thread so far (IRON_PROFILE counts launches).
 extern _Thread_local uint64_t iron_exec_kernel_steps;
+// Graph replays enqueued and graph recordings discarded on this thread
+// (counted loops run as device graphs, executor.c).
+extern _Thread_local uint64_t iron_exec_graph_launches;
+extern _Thread_local uint64_t iron_exec_graph_discards;
 
 // A pointer to an aligned dummy for 0-byte tensors (never dereferenced).
 void *iron_exec_empty_data(void);

@@ -51,6 +51,8 @@ enum {
   IRON_CU_EVENT_DISABLE_TIMING = 2,
   // CUfunction_attribute
   IRON_CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8,
+  // CUstreamCaptureMode
+  IRON_CU_STREAM_CAPTURE_MODE_THREAD_LOCAL = 1,
 };
 
 // --- NVRTC types -------------------------------------------------------------
@@ -179,7 +181,16 @@ enum {
   X(cuLaunchKernel, "cuLaunchKernel", CUresult,                              \
     (CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,       \
      unsigned by, unsigned bz, unsigned shmem, CUstream s, void **params,    \
-     void **extra))
+     void **extra))                                                          \
+  X(cuStreamBeginCapture, "cuStreamBeginCapture_v2", CUresult,               \
+    (CUstream s, int mode))                                                  \
+  X(cuStreamEndCapture, "cuStreamEndCapture", CUresult,                      \
+    (CUstream s, CUgraph * g))                                               \
+  X(cuGraphInstantiateWithFlags, "cuGraphInstantiateWithFlags", CUresult,    \
+    (CUgraphExec * e, CUgraph g, unsigned long long flags))                  \
+  X(cuGraphLaunch, "cuGraphLaunch", CUresult, (CUgraphExec e, CUstream s))   \
+  X(cuGraphExecDestroy, "cuGraphExecDestroy", CUresult, (CUgraphExec e))     \
+  X(cuGraphDestroy, "cuGraphDestroy", CUresult, (CUgraph g))
 
 #define IRON_NVRTC_SYMBOLS(X)                                                \
   X(nvrtcVersion, "nvrtcVersion", nvrtcResult, (int *major, int *minor))     \

@@ -151,10 +151,81 @@ static void cache_release_all(iron_cuda_device_t *d) {
   pthread_mutex_unlock(&d->cache_mu);
 }
 
+// --- graph recording: gate and graph memory -------------------------------
+
+struct iron_cuda_graph_ptr {
+  CUdeviceptr p;
+  size_t nbytes;
+};
+
+// True when the calling thread is recording a graph on d->stream.
+static bool recording_here(iron_cuda_device_t *d) {
+  return atomic_load_explicit(&d->capturing, memory_order_acquire) &&
+         pthread_equal(d->capture_thread, pthread_self());
+}
+
+// Other threads wait here until a recording ends: whatever they enqueue on
+// d->stream would otherwise be recorded into the graph instead of running.
+static void graph_gate(iron_cuda_device_t *d) {
+  if (!atomic_load_explicit(&d->capturing, memory_order_acquire)) return;
+  if (pthread_equal(d->capture_thread, pthread_self())) return;
+  pthread_mutex_lock(&d->graph_mu);
+  pthread_mutex_unlock(&d->graph_mu);
+}
+
+static bool ptr_list_push(struct iron_cuda_graph_ptr **list, size_t *n,
+                          size_t *cap, CUdeviceptr p, size_t nbytes) {
+  if (*n >= *cap) {
+    size_t nc = *cap ? *cap * 2 : 64;
+    struct iron_cuda_graph_ptr *g = realloc(*list, nc * sizeof(*g));
+    if (!g) return false;
+    *list = g;
+    *cap = nc;
+  }
+  (*list)[(*n)++] = (struct iron_cuda_graph_ptr){p, nbytes};
+  return true;
+}
+
+// Removes `p` from the graph memory list; false when it is not graph memory.
+static bool graph_ptr_take(iron_cuda_device_t *d, CUdeviceptr p) {
+  // Recent allocations die first: search from the end.
+  for (size_t i = d->num_graph_ptrs; i-- > 0;) {
+    if (d->graph_ptrs[i].p != p) continue;
+    d->graph_ptrs[i] = d->graph_ptrs[--d->num_graph_ptrs];
+    return true;
+  }
+  return false;
+}
+
+// While recording, memory comes from the graph's own pool (an allocation
+// node): it is valid at every replay, and the block cache never sees it.
+static iron_status_t graph_mem_alloc(iron_cuda_device_t *d, size_t nbytes,
+                                     void **out_ptr) {
+  CUdeviceptr p = 0;
+  IRON_RETURN_IF_ERROR(
+      iron_cuda_status(d->api, d->api->cuMemAllocAsync(&p, nbytes, d->stream),
+                       "cuMemAllocAsync (recording a graph)"),
+      "allocating %zu bytes on CUDA device %d", nbytes, d->ordinal);
+  pthread_mutex_lock(&d->cache_mu);
+  size_t n = d->num_graph_ptrs;
+  bool pushed = ptr_list_push(&d->graph_ptrs, &n, &d->cap_graph_ptrs, p,
+                              nbytes);
+  d->num_graph_ptrs = n;
+  pthread_mutex_unlock(&d->cache_mu);
+  if (!pushed) {
+    d->api->cuMemFreeAsync(p, d->stream);
+    return IRON_ERR(RESOURCE_EXHAUSTED, "out of memory recording a graph");
+  }
+  *out_ptr = (void *)(uintptr_t)p;
+  return IRON_OK;
+}
+
 static iron_status_t cuda_mem_alloc(iron_device_t *dev, size_t nbytes,
                                     void **out_ptr) {
   iron_cuda_device_t *d = iron_cuda_device_cast(dev);
   IRON_RETURN_IF_ERROR_PLAIN(sticky_error(d));
+  if (recording_here(d)) return graph_mem_alloc(d, nbytes, out_ptr);
+  graph_gate(d);
   size_t rounded = nbytes;
   int cls = d->cache_on ? size_class(nbytes, &rounded) : -1;
   if (cls >= 0) {
@@ -194,6 +265,32 @@ static iron_status_t cuda_mem_alloc(iron_device_t *dev, size_t nbytes,
 
 static void cuda_mem_free(iron_device_t *dev, void *ptr, size_t nbytes) {
   iron_cuda_device_t *d = iron_cuda_device_cast(dev);
+  CUdeviceptr cp = (CUdeviceptr)(uintptr_t)ptr;
+  if (recording_here(d)) {
+    pthread_mutex_lock(&d->cache_mu);
+    bool graph = graph_ptr_take(d, cp);
+    pthread_mutex_unlock(&d->cache_mu);
+    if (graph) {
+      // A free node of the graph. A failure here invalidated the recording,
+      // which graph_end reports; the device itself is fine.
+      d->api->cuMemFreeAsync(cp, d->stream);
+    } else if (!ptr_list_push(&d->deferred, &d->num_deferred,
+                              &d->cap_deferred, cp, nbytes)) {
+      // Cannot remember it: leak rather than hand out memory the graph may
+      // still use. graph_end discards the graph (num_deferred is not 0
+      // only when a push succeeded, so force that with a sticky flag).
+      d->deferred_lost = true;
+    }
+    return;
+  }
+  if (d->num_graph_ptrs) {
+    // Memory of a discarded recording never existed: nothing to free.
+    pthread_mutex_lock(&d->cache_mu);
+    bool graph = graph_ptr_take(d, cp);
+    pthread_mutex_unlock(&d->cache_mu);
+    if (graph) return;
+  }
+  graph_gate(d);
   size_t rounded;
   int cls = d->cache_on ? size_class(nbytes, &rounded) : -1;
   if (cls >= 0) {
@@ -331,6 +428,7 @@ static iron_status_t cuda_memcpy(iron_device_t *dev, void *dst,
                                  iron_copy_kind_t kind) {
   iron_cuda_device_t *d = iron_cuda_device_cast(dev);
   IRON_RETURN_IF_ERROR_PLAIN(sticky_error(d));
+  graph_gate(d);
   if (n == 0) return IRON_OK;
   IRON_RETURN_IF_ERROR_PLAIN(iron_cuda_device_enter(d));
   const iron_cuda_api_t *api = d->api;
@@ -367,6 +465,7 @@ static iron_status_t cuda_memcpy(iron_device_t *dev, void *dst,
 static iron_status_t cuda_job_sync(iron_device_t *dev) {
   iron_cuda_device_t *d = iron_cuda_device_cast(dev);
   IRON_RETURN_IF_ERROR_PLAIN(sticky_error(d));
+  graph_gate(d);
   IRON_RETURN_IF_ERROR_PLAIN(iron_cuda_device_enter(d));
   return stream_sync(d);
 }
@@ -385,6 +484,98 @@ static void cuda_thread_enter(iron_device_t *dev) {
   // Without its context a job's launches would fail one by one with
   // confusing errors; keep the reason instead.
   if (st) iron_status_free(iron_cuda_device_fail(d, st));
+}
+
+// --- graphs ------------------------------------------------------------------
+
+static iron_status_t cuda_graph_begin(iron_device_t *dev) {
+  iron_cuda_device_t *d = iron_cuda_device_cast(dev);
+  IRON_RETURN_IF_ERROR_PLAIN(sticky_error(d));
+  IRON_RETURN_IF_ERROR_PLAIN(iron_cuda_device_enter(d));
+  pthread_mutex_lock(&d->graph_mu);
+  pthread_mutex_lock(&d->cache_mu);
+  size_t stale = d->num_graph_ptrs;
+  pthread_mutex_unlock(&d->cache_mu);
+  if (stale) {
+    // Values of a discarded recording are still alive; their addresses
+    // could collide with the new graph's.
+    pthread_mutex_unlock(&d->graph_mu);
+    return IRON_ERR(FAILED_PRECONDITION,
+                    "%zu buffers of a discarded graph recording are alive",
+                    stale);
+  }
+  d->num_deferred = 0;
+  d->deferred_lost = false;
+  d->capture_thread = pthread_self();
+  atomic_store_explicit(&d->capturing, true, memory_order_release);
+  // Thread-local mode: other threads' driver calls (an NVRTC module load
+  // for another executable) stay legal; their stream work waits at
+  // graph_gate.
+  iron_status_t st = iron_cuda_status(
+      d->api,
+      d->api->cuStreamBeginCapture(d->stream,
+                                   IRON_CU_STREAM_CAPTURE_MODE_THREAD_LOCAL),
+      "cuStreamBeginCapture");
+  if (st) {
+    atomic_store_explicit(&d->capturing, false, memory_order_release);
+    pthread_mutex_unlock(&d->graph_mu);
+  }
+  return st;
+}
+
+static iron_status_t cuda_graph_end(iron_device_t *dev, bool keep,
+                                    void **out_graph) {
+  iron_cuda_device_t *d = iron_cuda_device_cast(dev);
+  const iron_cuda_api_t *api = d->api;
+  *out_graph = NULL;
+  CUgraph g = NULL;
+  iron_status_t st = iron_cuda_status(api, api->cuStreamEndCapture(d->stream, &g),
+                                      "cuStreamEndCapture");
+  pthread_mutex_lock(&d->cache_mu);
+  size_t leaked = d->num_graph_ptrs;
+  pthread_mutex_unlock(&d->cache_mu);
+  atomic_store_explicit(&d->capturing, false, memory_order_release);
+  if (!st && keep) {
+    if (leaked)
+      st = IRON_ERR(FAILED_PRECONDITION,
+                    "the recorded work leaves %zu graph buffers allocated",
+                    leaked);
+    else if (d->num_deferred || d->deferred_lost)
+      st = IRON_ERR(FAILED_PRECONDITION,
+                    "the recorded work frees memory allocated outside it");
+  }
+  CUgraphExec exec = NULL;
+  if (!st && keep)
+    st = iron_cuda_status(api, api->cuGraphInstantiateWithFlags(&exec, g, 0),
+                          "cuGraphInstantiateWithFlags");
+  if (g) api->cuGraphDestroy(g);  // the executable graph is independent
+  pthread_mutex_unlock(&d->graph_mu);
+  // The recording never ran: memory it freed is free now.
+  size_t nd = d->num_deferred;
+  d->num_deferred = 0;
+  for (size_t i = 0; i < nd; ++i)
+    cuda_mem_free(dev, (void *)(uintptr_t)d->deferred[i].p,
+                  d->deferred[i].nbytes);
+  if (st) return st;
+  if (keep) *out_graph = exec;
+  return IRON_OK;
+}
+
+static iron_status_t cuda_graph_launch(iron_device_t *dev, void *graph) {
+  iron_cuda_device_t *d = iron_cuda_device_cast(dev);
+  IRON_RETURN_IF_ERROR_PLAIN(sticky_error(d));
+  IRON_RETURN_IF_ERROR_PLAIN(iron_cuda_device_enter(d));
+  return iron_cuda_status(d->api,
+                          d->api->cuGraphLaunch((CUgraphExec)graph, d->stream),
+                          "cuGraphLaunch");
+}
+
+static void cuda_graph_destroy(iron_device_t *dev, void *graph) {
+  iron_cuda_device_t *d = iron_cuda_device_cast(dev);
+  if (!graph) return;
+  iron_status_free(iron_cuda_device_enter(d));
+  // An in-flight replay completes first (the driver frees it afterwards).
+  d->api->cuGraphExecDestroy((CUgraphExec)graph);
 }
 
 // Releases what create_fields set up (any prefix of it).
@@ -411,6 +602,9 @@ static void release_fields(iron_cuda_device_t *d) {
   iron_status_free(d->sticky);
   pthread_mutex_destroy(&d->mu);
   pthread_mutex_destroy(&d->cache_mu);
+  pthread_mutex_destroy(&d->graph_mu);
+  free(d->graph_ptrs);
+  free(d->deferred);
   free(d->cache);
   free(d);
 }
@@ -434,6 +628,10 @@ static const iron_device_vtable_t kCudaVtable = {
     .description = cuda_description,
     .fusable = iron_cuda_fusable,
     .thread_enter = cuda_thread_enter,
+    .graph_begin = cuda_graph_begin,
+    .graph_end = cuda_graph_end,
+    .graph_launch = cuda_graph_launch,
+    .graph_destroy = cuda_graph_destroy,
 };
 
 // --- creation ----------------------------------------------------------------
@@ -505,6 +703,7 @@ iron_status_t iron_cuda_device_create(iron_runtime_t *rt, int id, int ordinal,
   d->ordinal = ordinal;
   pthread_mutex_init(&d->mu, NULL);
   pthread_mutex_init(&d->cache_mu, NULL);
+  pthread_mutex_init(&d->graph_mu, NULL);
   const char *ce = getenv("IRON_CUDA_ALLOC_CACHE");
   d->cache_on = !(ce && ce[0] == '0');
   if (d->cache_on) {
@@ -521,6 +720,11 @@ iron_status_t iron_cuda_device_create(iron_runtime_t *rt, int id, int ordinal,
   // their own switch.
   const char *limit = getenv("IRON_CUDA_MEMORY_LIMIT");
   d->base.memory_limit = limit ? atoll(limit) : 0;
+  // Counted loops run as CUDA graphs from this many iterations on
+  // (IRON_CUDA_GRAPHS: 0 off, 1 the default threshold, N >= 2 from N on).
+  const char *ge = getenv("IRON_CUDA_GRAPHS");
+  long long gn = ge && ge[0] ? atoll(ge) : 1;
+  d->base.graph_min_trips = gn <= 0 ? 0 : gn == 1 ? 4 : gn;
   *out_device = &d->base;
   return IRON_OK;
 }

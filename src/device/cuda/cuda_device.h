@@ -49,6 +49,24 @@ typedef struct iron_cuda_device {
   // they need not wait for the stream (cuda_device.c; guarded by mu).
   struct iron_cuda_staging *staging;
   int num_staging;
+  // Graph recording (vtable graph_*, cuda_device.c). The recording thread
+  // holds graph_mu from graph_begin to graph_end; other threads that would
+  // enqueue work on `stream` meanwhile wait for it (their work would
+  // otherwise become part of the graph).
+  pthread_mutex_t graph_mu;
+  _Atomic bool capturing;
+  pthread_t capture_thread;
+  // Graph memory (allocated while recording) not freed yet: normally empty
+  // at graph_end; after a discarded recording, pointers whose storages are
+  // still alive (their memory never existed: they are dropped, not freed).
+  struct iron_cuda_graph_ptr *graph_ptrs;
+  _Atomic size_t num_graph_ptrs;  // written under cache_mu
+  size_t cap_graph_ptrs;
+  // Frees of ordinary memory asked for while recording: done after the
+  // recording ends, and the graph is discarded (it may use that memory).
+  struct iron_cuda_graph_ptr *deferred;
+  size_t num_deferred, cap_deferred;
+  bool deferred_lost;  // a deferred free could not be remembered
 } iron_cuda_device_t;
 
 // Number of CUDA devices usable by ironjax: 0 when the driver or a GPU is

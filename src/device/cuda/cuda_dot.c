@@ -619,11 +619,13 @@ static const iron_host_kernel_t kDotGeneral = {
     .name = "cuda_dot_general",
     .run = dot_run,
     .destroy = dot_destroy,
-    .prepare_on = dot_general_prepare_on};
+    .prepare_on = dot_general_prepare_on,
+    .graph_capturable = true};
 static const iron_host_kernel_t kDot = {.name = "cuda_dot",
                                         .run = dot_run,
                                         .destroy = dot_destroy,
-                                        .prepare_on = dot_prepare_on};
+                                        .prepare_on = dot_prepare_on,
+                                        .graph_capturable = true};
 
 void iron_cuda_register_dot(iron_cuda_kernel_table_t table) {
   table[IRON_OP_DOT_GENERAL] = &kDotGeneral;

@@ -55,6 +55,7 @@ static const iron_host_kernel_t kElementwise = {
     .inplace_ok = true,
     .elementwise = true,
     .prepare_on = ew_prepare_on,
+    .graph_capturable = true
 };
 
 // ---------------------------------------------------------------------------
@@ -126,6 +127,7 @@ static const iron_host_kernel_t kBitcast = {
     .run = bc_run,
     .inplace_ok = true,
     .prepare_on = bc_prepare_on,
+    .graph_capturable = true
 };
 
 void iron_cuda_register_elementwise(iron_cuda_kernel_table_t table) {

@@ -1240,6 +1240,7 @@ const iron_host_kernel_t iron_cuda_fusion_kernel = {
     .inplace_ok = false,
     .elementwise = false,
     .prepare_on = fusion_op_prepare,
+    .graph_capturable = true,
 };
 
 // ---------------------------------------------------------------------------

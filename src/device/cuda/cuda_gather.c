@@ -114,13 +114,15 @@ static iron_status_t scatter_run(const iron_host_ctx_t *ctx,
 
 static const iron_host_kernel_t kGather = {.name = "cuda_gather",
                                            .run = gather_run,
-                                           .prepare_on = gather_prepare_on};
+                                           .prepare_on = gather_prepare_on,
+    .graph_capturable = true};
 // The result may share the operand's storage (donated buffers): every
 // element is copied before it is combined.
 static const iron_host_kernel_t kScatter = {.name = "cuda_scatter",
                                             .run = scatter_run,
                                             .inplace_ok = true,
-                                            .prepare_on = scatter_prepare_on};
+                                            .prepare_on = scatter_prepare_on,
+    .graph_capturable = true};
 
 void iron_cuda_register_gather(iron_cuda_kernel_table_t table) {
   table[IRON_OP_GATHER] = &kGather;

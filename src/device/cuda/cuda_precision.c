@@ -70,7 +70,8 @@ static const iron_host_kernel_t kReducePrecision = {
     .name = "cuda_reduce_precision",
     .run = rp_run,
     .inplace_ok = true,
-    .prepare_on = rp_prepare_on};
+    .prepare_on = rp_prepare_on,
+    .graph_capturable = true};
 
 void iron_cuda_register_reduce_precision(iron_cuda_kernel_table_t table) {
   table[IRON_OP_REDUCE_PRECISION] = &kReducePrecision;

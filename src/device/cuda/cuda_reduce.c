@@ -89,7 +89,8 @@ static iron_status_t reduce_run(const iron_host_ctx_t *ctx, const void *params,
 
 static const iron_host_kernel_t kReduce = {.name = "cuda_reduce",
                                            .run = reduce_run,
-                                           .prepare_on = reduce_prepare_on};
+                                           .prepare_on = reduce_prepare_on,
+    .graph_capturable = true};
 
 void iron_cuda_register_reduce(iron_cuda_kernel_table_t table) {
   table[IRON_OP_REDUCE] = &kReduce;

@@ -71,7 +71,8 @@ static iron_status_t rng_run(const iron_host_ctx_t *ctx, const void *params,
 // Not in place: every thread reads the state, one writes the new one.
 static const iron_host_kernel_t kRng = {.name = "cuda_rng_bit_generator",
                                         .run = rng_run,
-                                        .prepare_on = rng_prepare_on};
+                                        .prepare_on = rng_prepare_on,
+    .graph_capturable = true};
 
 void iron_cuda_register_rng(iron_cuda_kernel_table_t table) {
   table[IRON_OP_RNG_BIT_GENERATOR] = &kRng;

@@ -905,6 +905,7 @@ static iron_status_t reshape_run(const iron_host_ctx_t *ctx,
       .run = rn,                                 \
       .inplace_ok = inplace,                     \
       .prepare_on = prep,                        \
+      .graph_capturable = true,                  \
   };
 
 SHAPE_KERNEL(kIota, "cuda_iota", iota_prepare, iron_cuda_ew_run, false)

@@ -83,7 +83,8 @@ static iron_status_t sort_run(const iron_host_ctx_t *ctx, const void *params,
 
 static const iron_host_kernel_t kSort = {.name = "cuda_sort",
                                          .run = sort_run,
-                                         .prepare_on = sort_prepare_on};
+                                         .prepare_on = sort_prepare_on,
+    .graph_capturable = true};
 
 void iron_cuda_register_sort(iron_cuda_kernel_table_t table) {
   table[IRON_OP_SORT] = &kSort;

@@ -240,12 +240,14 @@ static iron_status_t sas_run(const iron_host_ctx_t *ctx, const void *params,
 static const iron_host_kernel_t kSelectAndScatter = {
     .name = "cuda_select_and_scatter",
     .run = sas_run,
-    .prepare_on = sas_prepare_on};
+    .prepare_on = sas_prepare_on,
+    .graph_capturable = true};
 
 static const iron_host_kernel_t kReduceWindow = {
     .name = "cuda_reduce_window",
     .run = window_run,
-    .prepare_on = window_prepare_on};
+    .prepare_on = window_prepare_on,
+    .graph_capturable = true};
 
 void iron_cuda_register_window(iron_cuda_kernel_table_t table) {
   table[IRON_OP_REDUCE_WINDOW] = &kReduceWindow;

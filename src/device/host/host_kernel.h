@@ -88,6 +88,12 @@ typedef struct iron_host_kernel {
   iron_status_t (*prepare_on)(struct iron_device *dev, const iron_ir_op_t *op,
                               iron_host_region_t *const *regions,
                               void **out_params);
+  // True if `run` only enqueues device work on the device's stream (no
+  // reads back to the host, no waiting for the device, no host-side state
+  // that changes per call), so a device graph may record it once and replay
+  // it (device.h, graph_begin). Temporary memory must come from
+  // iron_storage_allocate and be released before `run` returns.
+  bool graph_capturable;
 } iron_host_kernel_t;
 
 // The kernel for an op kind, or NULL if the host has none.
