@@ -45,7 +45,7 @@ static bool nvrtc_load(void) {
 
 // Sources are collected and compiled at the end on two threads (CI has two
 // cores; NVRTC takes ~0.3 s per source).
-#define MAX_SOURCES 128
+#define MAX_SOURCES 256
 static struct {
   char *src;
   char name[96];
@@ -734,6 +734,48 @@ static void test_window_sources(void) {
   free(b);
 }
 
+// Cumulative windows in the host's two-level scan order: every op x a
+// spread of dtypes, forward/reverse, inclusive/exclusive, one level (n <=
+// 16), two (n = 70) and three (n = 5000) levels.
+static void test_scan_sources(void) {
+  const struct {
+    iron_op_kind_t k;
+    iron_dtype_t dt;
+    int64_t n, outer, inner;
+    bool rev, excl;
+  } cases[] = {
+      {IRON_OP_ADD, IRON_DTYPE_F32, 70, 3, 1, false, false},
+      {IRON_OP_ADD, IRON_DTYPE_F16, 70, 3, 1, false, false},
+      {IRON_OP_ADD, IRON_DTYPE_F64, 33, 1, 2, true, false},
+      {IRON_OP_ADD, IRON_DTYPE_BF16, 5000, 1, 1, true, true},
+      {IRON_OP_ADD, IRON_DTYPE_U8, 70, 3, 1, false, true},
+      {IRON_OP_ADD, IRON_DTYPE_S64, 33, 1, 2, true, false},
+      {IRON_OP_MULTIPLY, IRON_DTYPE_S32, 6, 1, 4, false, false},
+      {IRON_OP_MULTIPLY, IRON_DTYPE_U16, 5000, 2, 3, false, false},
+      {IRON_OP_MAXIMUM, IRON_DTYPE_BF16, 20, 1, 3, false, false},
+      {IRON_OP_MAXIMUM, IRON_DTYPE_S8, 20, 1, 3, true, false},
+      {IRON_OP_MINIMUM, IRON_DTYPE_U16, 20, 3, 1, false, false},
+      {IRON_OP_MINIMUM, IRON_DTYPE_F64, 1, 3, 1, true, true},
+      {IRON_OP_ADD, IRON_DTYPE_C64, 70, 2, 1, false, false},
+      {IRON_OP_MULTIPLY, IRON_DTYPE_C128, 40, 1, 1, true, true},
+  };
+  for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); ++i) {
+    iron_cuda_scan_t sc = {cases[i].k, cases[i].n, cases[i].outer,
+                           cases[i].inner, cases[i].rev, cases[i].excl};
+    CHECK(iron_cuda_scan_supported(cases[i].k, cases[i].dt));
+    char *src = NULL, name[48];
+    unsigned grid = 0;
+    snprintf(name, sizeof(name), "scan_%zu", i);
+    add_source(name, iron_cuda_gen_scan(name, &sc, cases[i].dt, &src, &grid),
+               src);
+    CHECK(grid >= 1);
+  }
+  // The host has no scan of complex max or of pred.
+  CHECK(!iron_cuda_scan_supported(IRON_OP_MAXIMUM, IRON_DTYPE_C64));
+  CHECK(!iron_cuda_scan_supported(IRON_OP_ADD, IRON_DTYPE_PRED));
+  CHECK(!iron_cuda_scan_supported(IRON_OP_AND, IRON_DTYPE_S32));
+}
+
 
 // --- reduce_precision ----------------------------------------------------------------
 
@@ -766,6 +808,7 @@ static const iron_test_case_t kTests[] = {
     {"rng_sources", test_rng_sources},
     {"sort_sources", test_sort_sources},
     {"window_sources", test_window_sources},
+    {"scan_sources", test_scan_sources},
     {"precision_sources", test_precision_sources},
 };
 
