@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "base/half.h"
+#include "device/cuda/cuda_codegen.h"
 #include "device/cuda/cuda_ops_gen.h"
 
 // The C name of a value used inside `blk`: block arguments are a<i>, op
@@ -92,11 +93,38 @@ static iron_status_t emit_constant(iron_cuda_text_t *t, const char *dst,
           dst, u);
       break;
     }
+    case IRON_DTYPE_C64: {
+      uint32_t u[2];
+      memcpy(u, p, 8);
+      iron_cuda_text_printf(t,
+                            "iop_c64 %s; %s.re = __uint_as_float(0x%" PRIx32
+                            "u); %s.im = __uint_as_float(0x%" PRIx32 "u);\n",
+                            dst, dst, u[0], dst, u[1]);
+      break;
+    }
+    case IRON_DTYPE_C128: {
+      uint64_t u[2];
+      memcpy(u, p, 16);
+      iron_cuda_text_printf(
+          t,
+          "iop_c128 %s; %s.re = __longlong_as_double((iop_s64)0x%" PRIx64
+          "ull); %s.im = __longlong_as_double((iop_s64)0x%" PRIx64 "ull);\n",
+          dst, dst, u[0], dst, u[1]);
+      break;
+    }
     default:
       return iron_ir_op_unimplemented(op, "in a cuda region for dtype %s",
                                       iron_dtype_name(dt));
   }
   return IRON_OK;
+}
+
+// A rank-0 constant defined outside the region (jax's lowering shares one
+// constant between a comparator's uses and the enclosing function):
+// generated in place under `name`.
+static bool outer_constant(const iron_ir_value_t *v) {
+  return v->def_op && v->def_op->kind == IRON_OP_CONSTANT &&
+         scalar_type(v->type);
 }
 
 static const char *cmp_op(int32_t dir) {
@@ -109,6 +137,61 @@ static const char *cmp_op(int32_t dir) {
     case IRON_CMP_LT: return "<";
     default: return NULL;
   }
+}
+
+// One op of a region with a complex operand or result. Arithmetic follows
+// the host's reduce/scatter loops (reduce_fast.c: the plain product
+// formula, no fma; NVRTC runs with -fmad=false); compares as the host's
+// element-wise complex compare (EQ/NE on both parts).
+static iron_status_t emit_complex_op(iron_cuda_text_t *t, const iron_ir_op_t *op,
+                                     const char *dst, iron_cuda_gen_type_t rt,
+                                     iron_cuda_gen_type_t ot, const char *a,
+                                     const char *b, const char *c) {
+  switch (op->kind) {
+    case IRON_OP_CONSTANT:
+      return emit_constant(t, dst, op);
+    case IRON_OP_ADD:
+    case IRON_OP_SUBTRACT:
+    case IRON_OP_MULTIPLY:
+      if (!rt.is_complex || !ot.is_complex) break;
+      iron_cuda_text_printf(t, "%s %s = %s(%s, %s);\n", rt.comp, dst,
+                            op->kind == IRON_OP_ADD        ? "iop_cadd"
+                            : op->kind == IRON_OP_SUBTRACT ? "iop_csub"
+                                                           : "iop_cmul",
+                            a, b);
+      return IRON_OK;
+    case IRON_OP_NEGATE:
+      if (!rt.is_complex) break;
+      iron_cuda_text_printf(t, "%s %s; %s.re = -%s.re; %s.im = -%s.im;\n",
+                            rt.comp, dst, dst, a, dst, a);
+      return IRON_OK;
+    case IRON_OP_SELECT:
+      if (!rt.is_complex) break;
+      iron_cuda_text_printf(t, "%s %s = %s ? %s : %s;\n", rt.comp, dst, a, b,
+                            c);
+      return IRON_OK;
+    case IRON_OP_REAL:
+    case IRON_OP_IMAG:
+      if (!ot.is_complex || rt.is_complex) break;
+      iron_cuda_text_printf(t, "%s %s = %s.%s;\n", rt.comp, dst, a,
+                            op->kind == IRON_OP_REAL ? "re" : "im");
+      return IRON_OK;
+    case IRON_OP_COMPLEX:
+      if (!rt.is_complex || ot.is_complex) break;
+      iron_cuda_text_printf(t, "%s %s; %s.re = %s; %s.im = %s;\n", rt.comp,
+                            dst, dst, a, dst, b);
+      return IRON_OK;
+    case IRON_OP_COMPARE: {
+      int32_t dir = iron_ir_op_enum(op, "comparison_direction", -1);
+      if (dir != IRON_CMP_EQ && dir != IRON_CMP_NE) break;
+      iron_cuda_text_printf(t, "iop_u8 %s = %s(%s.re == %s.re && %s.im == %s.im);\n",
+                            dst, dir == IRON_CMP_NE ? "!" : "", a, b, a, b);
+      return IRON_OK;
+    }
+    default:
+      break;
+  }
+  return iron_ir_op_unimplemented(op, "in a cuda region for complex values");
 }
 
 iron_status_t iron_cuda_gen_region_fn(iron_cuda_text_t *t, const char *fname,
@@ -124,14 +207,14 @@ iron_status_t iron_cuda_gen_region_fn(iron_cuda_text_t *t, const char *fname,
   for (uint32_t i = 0; i < blk->num_args; ++i) {
     const iron_ir_type_t *ty = blk->args[i].type;
     iron_cuda_gen_type_t ct = iron_cuda_gen_type(ty ? ty->dtype : 0);
-    if (!scalar_type(ty) || !ct.store || ct.is_complex)
+    if (!scalar_type(ty) || !ct.store)
       return IRON_ERR(UNIMPLEMENTED,
-                      "cuda region: argument %u is not a real scalar", i);
+                      "cuda region: argument %u is not a scalar", i);
     iron_cuda_text_printf(t, "%sconst %s a%u", i ? ", " : "", ct.comp, i);
   }
   for (uint32_t i = 0; i < ret->num_operands; ++i) {
     iron_cuda_gen_type_t ct = iron_cuda_gen_type(ret->operands[i]->type->dtype);
-    if (!ct.store || ct.is_complex)
+    if (!ct.store)
       return IRON_ERR(UNIMPLEMENTED, "cuda region: result %u unsupported", i);
     iron_cuda_text_printf(t, "%s%s *r%u", (i || blk->num_args) ? ", " : "",
                           ct.comp, i);
@@ -145,19 +228,28 @@ iron_status_t iron_cuda_gen_region_fn(iron_cuda_text_t *t, const char *fname,
     snprintf(dst, sizeof(dst), "t%u_0", oi);
     iron_dtype_t rdt = op->results[0].type->dtype;
     iron_cuda_gen_type_t rt = iron_cuda_gen_type(rdt);
-    if (!rt.store || rt.is_complex)
+    if (!rt.store)
       return iron_ir_op_unimplemented(op, "in a cuda region for dtype %s",
                                       iron_dtype_name(rdt));
     for (uint32_t k = 0; k < op->num_operands && k < 3; ++k) {
       char *nb = k == 0 ? a : k == 1 ? b : c;
-      if (!value_name(blk, op->operands[k], nb, 32))
+      if (value_name(blk, op->operands[k], nb, 32)) continue;
+      if (!outer_constant(op->operands[k]))
         return iron_ir_op_unimplemented(op, "in a cuda region (outer value)");
+      snprintf(nb, 32, "k%u_%u", oi, k);
+      IRON_RETURN_IF_ERROR_PLAIN(
+          emit_constant(t, nb, op->operands[k]->def_op));
     }
     iron_dtype_t odt =
         op->num_operands ? op->operands[0]->type->dtype : IRON_DTYPE_INVALID;
     iron_cuda_gen_type_t ot = iron_cuda_gen_type(odt);
     bool fl = ot.is_float;
     bool un = !fl && !ot.is_signed;  // unsigned ints and pred
+    bool cx = ot.is_complex || rt.is_complex;
+    if (cx) {
+      IRON_RETURN_IF_ERROR_PLAIN(emit_complex_op(t, op, dst, rt, ot, a, b, c));
+      continue;
+    }
     switch (op->kind) {
       case IRON_OP_CONSTANT:
         IRON_RETURN_IF_ERROR_PLAIN(emit_constant(t, dst, op));
@@ -242,6 +334,12 @@ iron_status_t iron_cuda_gen_region_fn(iron_cuda_text_t *t, const char *fname,
           // theirs.
           iron_cuda_text_printf(t, "iop_u8 %s = iop_total(%s) %s iop_total(%s);\n",
                                 dst, a, sym, b);
+        } else if (fl && iron_cuda_flush_denormals()) {
+          // XLA:CPU compares with denormals flushed (DAZ): jax's sort
+          // comparator's `x == 0` holds for a denormal x (host sort.c).
+          // NVRTC's -ftz covers f32 but not f64; explicit for both.
+          iron_cuda_text_printf(t, "iop_u8 %s = iop_daz(%s) %s iop_daz(%s);\n",
+                                dst, a, sym, b);
         } else if (!fl && ctype == IRON_CMP_TYPE_UNSIGNED && ot.is_signed) {
           iron_cuda_text_printf(t, "iop_u8 %s = (iop_u64)%s %s (iop_u64)%s;\n",
                                 dst, a, sym, b);
@@ -268,8 +366,13 @@ iron_status_t iron_cuda_gen_region_fn(iron_cuda_text_t *t, const char *fname,
     }
   }
   for (uint32_t i = 0; i < ret->num_operands; ++i) {
-    if (!value_name(blk, ret->operands[i], a, sizeof(a)))
-      return IRON_ERR(UNIMPLEMENTED, "cuda region: returns an outer value");
+    if (!value_name(blk, ret->operands[i], a, sizeof(a))) {
+      if (!outer_constant(ret->operands[i]))
+        return IRON_ERR(UNIMPLEMENTED, "cuda region: returns an outer value");
+      snprintf(a, sizeof(a), "kr%u", i);
+      IRON_RETURN_IF_ERROR_PLAIN(
+          emit_constant(t, a, ret->operands[i]->def_op));
+    }
     iron_cuda_text_printf(t, "*r%u = %s;\n", i, a);
   }
   iron_cuda_text_printf(t, "}\n");
