@@ -8,6 +8,7 @@
 
 #include "device/cuda/cuda_ops_gen.h"
 #include "host_test_ops.h"
+#include "stablehlo/reader.h"
 #include "test.h"
 
 typedef int (*nvrtc_create_t)(void **, const char *, const char *, int,
@@ -495,6 +496,49 @@ static void test_reduce_sources(void) {
 }
 
 
+// A reduce body that calls functions (jnp.where in a lax.reduce body lowers
+// to func.call): inlined when the module is known, refused by name
+// otherwise. From the corpus artifact lax_reduce_variadic.
+static void test_region_calls(void) {
+  const char *path = IRON_TEST_DATA_DIR "/corpus/lax_reduce_variadic.mlirbc";
+  FILE *f = fopen(path, "rb");
+  CHECK(f != NULL);
+  if (!f) return;
+  char *bytes = malloc(1 << 20);
+  size_t n = bytes ? fread(bytes, 1, 1 << 20, f) : 0;
+  fclose(f);
+  iron_ir_module_t *m = NULL;
+  CHECK_OK(iron_stablehlo_read(bytes, n, &m));
+  free(bytes);
+  if (!m) return;
+  const iron_ir_func_t *main_fn = iron_ir_module_main(m);
+  const iron_ir_op_t *red = NULL;
+  for (uint32_t i = 0; main_fn && i < main_fn->body.blocks[0].num_ops; ++i)
+    if (main_fn->body.blocks[0].ops[i]->kind == IRON_OP_REDUCE)
+      red = main_fn->body.blocks[0].ops[i];
+  CHECK(red != NULL);
+  if (red) {
+    const iron_ir_type_t *in = red->operands[0]->type;
+    bool reduced[2] = {false, true};
+    iron_dtype_t dts[2] = {red->operands[0]->type->dtype,
+                           red->operands[1]->type->dtype};
+    char *src = NULL;
+    unsigned g = 0, bl = 0;
+    iron_status_t st = iron_cuda_gen_reduce("x", in->rank, in->dims, reduced, 2,
+                                            dts, &red->regions[0], &src, &g,
+                                            &bl);
+    CHECK(st != IRON_OK && strstr(iron_status_message(st), "func.call"));
+    iron_status_free(st);
+    iron_cuda_gen_set_module(m);
+    st = iron_cuda_gen_reduce("reduce_calls", in->rank, in->dims, reduced, 2,
+                              dts, &red->regions[0], &src, &g, &bl);
+    iron_cuda_gen_set_module(NULL);
+    CHECK(!st && src && strstr(src, "cr0_5_0") != NULL);
+    add_source("reduce_calls", st, src);
+  }
+  iron_ir_module_destroy(m);
+}
+
 // --- gather / scatter ----------------------------------------------------------
 
 static void make_gather(ht_op_t *b, iron_dtype_t dt, int orank,
@@ -965,6 +1009,7 @@ static const iron_test_case_t kTests[] = {
     {"sort_sources", test_sort_sources},
     {"window_sources", test_window_sources},
     {"scan_sources", test_scan_sources},
+    {"region_calls", test_region_calls},
     {"precision_sources", test_precision_sources},
 };
 

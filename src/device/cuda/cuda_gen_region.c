@@ -194,35 +194,112 @@ static iron_status_t emit_complex_op(iron_cuda_text_t *t, const iron_ir_op_t *op
   return iron_ir_op_unimplemented(op, "in a cuda region for complex values");
 }
 
-iron_status_t iron_cuda_gen_region_fn(iron_cuda_text_t *t, const char *fname,
-                                      const iron_ir_region_t *region) {
-  if (!region || region->num_blocks != 1)
-    return IRON_ERR(UNIMPLEMENTED, "cuda region: expected one block");
-  const iron_ir_block_t *blk = &region->blocks[0];
-  if (blk->num_ops == 0 || blk->ops[blk->num_ops - 1]->kind != IRON_OP_RETURN)
-    return IRON_ERR(UNIMPLEMENTED, "cuda region: no return");
-  const iron_ir_op_t *ret = blk->ops[blk->num_ops - 1];
-  // Signature.
-  iron_cuda_text_printf(t, "__device__ __forceinline__ void %s(", fname);
-  for (uint32_t i = 0; i < blk->num_args; ++i) {
-    const iron_ir_type_t *ty = blk->args[i].type;
+// The module of the regions being generated (for func.call), set by the
+// kernel glue around a generator call: region IR does not reach its module.
+// Per thread, as prepares may run on several threads.
+static _Thread_local const iron_ir_module_t *g_module;
+
+void iron_cuda_gen_set_module(const iron_ir_module_t *module) {
+  g_module = module;
+}
+
+// The name of operand/return value `v` of an op in `blk` in `buf`; outer
+// constants are generated in place as k<tag>.
+static iron_status_t operand_text(iron_cuda_text_t *t,
+                                  const iron_ir_block_t *blk,
+                                  const iron_ir_op_t *op,
+                                  const iron_ir_value_t *v, const char *tag,
+                                  char *buf, size_t cap) {
+  if (value_name(blk, v, buf, cap)) return IRON_OK;
+  if (!outer_constant(v))
+    return iron_ir_op_unimplemented(op, "in a cuda region (outer value)");
+  snprintf(buf, cap, "k%s", tag);
+  return emit_constant(t, buf, v->def_op);
+}
+
+static iron_status_t emit_ops(iron_cuda_text_t *t, const iron_ir_block_t *blk,
+                              int depth);
+
+// func.call inside a region (jnp.where in a reduce body lowers to one):
+// the callee's body is inlined in a scope of its own. Arguments and results
+// pass through ci<depth>_<op>_<i> / cr<depth>_<op>_<i>, names no IR value
+// gets, so the callee's names may shadow the caller's freely.
+static iron_status_t emit_call(iron_cuda_text_t *t, const iron_ir_block_t *blk,
+                               const iron_ir_op_t *op, uint32_t oi,
+                               int depth) {
+  if (!g_module)
+    return iron_ir_op_unimplemented(op, "in a cuda region (no module)");
+  if (depth >= 8)
+    return iron_ir_op_unimplemented(op, "in a cuda region (calls nested "
+                                        "deeper than 8)");
+  const char *name = iron_ir_op_string(op, "callee");
+  if (name && name[0] == '@') name++;
+  const iron_ir_func_t *f = name ? iron_ir_module_lookup(g_module, name) : NULL;
+  if (!f || f->body.num_blocks != 1)
+    return iron_ir_op_unimplemented(op, "in a cuda region (callee @%s)",
+                                    name ? name : "?");
+  const iron_ir_block_t *cb = &f->body.blocks[0];
+  const iron_ir_op_t *ret = cb->num_ops ? cb->ops[cb->num_ops - 1] : NULL;
+  if (cb->num_args != op->num_operands || !ret ||
+      (ret->kind != IRON_OP_FUNC_RETURN && ret->kind != IRON_OP_RETURN) ||
+      ret->num_operands != op->num_results)
+    return IRON_ERR(INVALID_ARGUMENT, "%s: call of @%s does not match it",
+                    op->name, name);
+  char nm[48], tag[32];
+  for (uint32_t i = 0; i < op->num_operands; ++i) {
+    const iron_ir_type_t *ty = op->operands[i]->type;
     iron_cuda_gen_type_t ct = iron_cuda_gen_type(ty ? ty->dtype : 0);
     if (!scalar_type(ty) || !ct.store)
-      return IRON_ERR(UNIMPLEMENTED,
-                      "cuda region: argument %u is not a scalar", i);
-    iron_cuda_text_printf(t, "%sconst %s a%u", i ? ", " : "", ct.comp, i);
+      return iron_ir_op_unimplemented(op, "in a cuda region (non-scalar)");
+    snprintf(tag, sizeof(tag), "%u_%u", oi, i);
+    IRON_RETURN_IF_ERROR_PLAIN(
+        operand_text(t, blk, op, op->operands[i], tag, nm, sizeof(nm)));
+    iron_cuda_text_printf(t, "const %s ci%d_%u_%u = %s;\n", ct.comp, depth, oi,
+                          i, nm);
   }
+  for (uint32_t i = 0; i < op->num_results; ++i) {
+    const iron_ir_type_t *ty = op->results[i].type;
+    iron_cuda_gen_type_t ct = iron_cuda_gen_type(ty ? ty->dtype : 0);
+    if (!scalar_type(ty) || !ct.store)
+      return iron_ir_op_unimplemented(op, "in a cuda region (non-scalar)");
+    iron_cuda_text_printf(t, "%s cr%d_%u_%u;\n", ct.comp, depth, oi, i);
+  }
+  iron_cuda_text_printf(t, "{\n");
+  for (uint32_t i = 0; i < cb->num_args; ++i) {
+    iron_cuda_gen_type_t ct = iron_cuda_gen_type(op->operands[i]->type->dtype);
+    if (!cb->args[i].type || cb->args[i].type->dtype != op->operands[i]->type->dtype)
+      return IRON_ERR(INVALID_ARGUMENT, "%s: argument %u of @%s has another "
+                      "type", op->name, i, name);
+    iron_cuda_text_printf(t, "const %s a%u = ci%d_%u_%u;\n", ct.comp, i, depth,
+                          oi, i);
+  }
+  IRON_RETURN_IF_ERROR_PLAIN(emit_ops(t, cb, depth + 1));
   for (uint32_t i = 0; i < ret->num_operands; ++i) {
-    iron_cuda_gen_type_t ct = iron_cuda_gen_type(ret->operands[i]->type->dtype);
-    if (!ct.store)
-      return IRON_ERR(UNIMPLEMENTED, "cuda region: result %u unsupported", i);
-    iron_cuda_text_printf(t, "%s%s *r%u", (i || blk->num_args) ? ", " : "",
-                          ct.comp, i);
+    snprintf(tag, sizeof(tag), "r%u", i);
+    IRON_RETURN_IF_ERROR_PLAIN(
+        operand_text(t, cb, ret, ret->operands[i], tag, nm, sizeof(nm)));
+    iron_cuda_text_printf(t, "cr%d_%u_%u = %s;\n", depth, oi, i, nm);
   }
-  iron_cuda_text_printf(t, ") {\n");
+  iron_cuda_text_printf(t, "}\n");
+  for (uint32_t i = 0; i < op->num_results; ++i) {
+    iron_cuda_gen_type_t ct = iron_cuda_gen_type(op->results[i].type->dtype);
+    iron_cuda_text_printf(t, "const %s t%u_%u = cr%d_%u_%u;\n", ct.comp, oi, i,
+                          depth, oi, i);
+  }
+  return IRON_OK;
+}
+
+// Emits every op of `blk` but its terminator; `depth` counts the calls
+// being inlined (emit_call).
+static iron_status_t emit_ops(iron_cuda_text_t *t, const iron_ir_block_t *blk,
+                              int depth) {
   char a[32], b[32], c[32], dst[32];
   for (uint32_t oi = 0; oi + 1 < blk->num_ops; ++oi) {
     const iron_ir_op_t *op = blk->ops[oi];
+    if (op->kind == IRON_OP_FUNC_CALL) {
+      IRON_RETURN_IF_ERROR_PLAIN(emit_call(t, blk, op, oi, depth));
+      continue;
+    }
     if (op->num_results != 1 || !scalar_type(op->results[0].type))
       return iron_ir_op_unimplemented(op, "in a cuda region (non-scalar)");
     snprintf(dst, sizeof(dst), "t%u_0", oi);
@@ -365,6 +442,37 @@ iron_status_t iron_cuda_gen_region_fn(iron_cuda_text_t *t, const char *fname,
         return iron_ir_op_unimplemented(op, "in a cuda region");
     }
   }
+  return IRON_OK;
+}
+
+iron_status_t iron_cuda_gen_region_fn(iron_cuda_text_t *t, const char *fname,
+                                      const iron_ir_region_t *region) {
+  if (!region || region->num_blocks != 1)
+    return IRON_ERR(UNIMPLEMENTED, "cuda region: expected one block");
+  const iron_ir_block_t *blk = &region->blocks[0];
+  if (blk->num_ops == 0 || blk->ops[blk->num_ops - 1]->kind != IRON_OP_RETURN)
+    return IRON_ERR(UNIMPLEMENTED, "cuda region: no return");
+  const iron_ir_op_t *ret = blk->ops[blk->num_ops - 1];
+  // Signature.
+  iron_cuda_text_printf(t, "__device__ __forceinline__ void %s(", fname);
+  for (uint32_t i = 0; i < blk->num_args; ++i) {
+    const iron_ir_type_t *ty = blk->args[i].type;
+    iron_cuda_gen_type_t ct = iron_cuda_gen_type(ty ? ty->dtype : 0);
+    if (!scalar_type(ty) || !ct.store)
+      return IRON_ERR(UNIMPLEMENTED,
+                      "cuda region: argument %u is not a scalar", i);
+    iron_cuda_text_printf(t, "%sconst %s a%u", i ? ", " : "", ct.comp, i);
+  }
+  for (uint32_t i = 0; i < ret->num_operands; ++i) {
+    iron_cuda_gen_type_t ct = iron_cuda_gen_type(ret->operands[i]->type->dtype);
+    if (!ct.store)
+      return IRON_ERR(UNIMPLEMENTED, "cuda region: result %u unsupported", i);
+    iron_cuda_text_printf(t, "%s%s *r%u", (i || blk->num_args) ? ", " : "",
+                          ct.comp, i);
+  }
+  iron_cuda_text_printf(t, ") {\n");
+  IRON_RETURN_IF_ERROR_PLAIN(emit_ops(t, blk, 0));
+  char a[32];
   for (uint32_t i = 0; i < ret->num_operands; ++i) {
     if (!value_name(blk, ret->operands[i], a, sizeof(a))) {
       if (!outer_constant(ret->operands[i]))

@@ -108,6 +108,11 @@ iron_status_t iron_cuda_gen_reduce(const char *name, int32_t rank,
 // otherwise.
 iron_status_t iron_cuda_gen_region_fn(iron_cuda_text_t *t, const char *fname,
                                       const iron_ir_region_t *region);
+// The module whose functions the regions' func.call ops name (jnp.where in
+// a reduce body lowers to a call), for the generator calls that follow on
+// this thread; NULL: calls are refused. The kernel glue sets it from
+// iron_host_region_module around each generator call.
+void iron_cuda_gen_set_module(const iron_ir_module_t *module);
 
 // --- gather / scatter -------------------------------------------------------
 

@@ -51,8 +51,10 @@ static iron_status_t sort_prepare_on(iron_device_t *base,
   if (t0->rank == 0) {
     st = iron_ir_op_unimplemented(op, "on cuda for rank-0 operands");
   } else {
+    iron_cuda_ops_region_module(regions);
     st = iron_cuda_gen_sort("iron_sort", t0->rank, t0->dims, (int32_t)dim,
                             num, dts, cmp, &src, &p->grid, &p->block);
+    iron_cuda_ops_region_module(NULL);
     if (st) st = iron_cuda_ops_refused(op, st);
   }
   if (!st) st = iron_cuda_ops_request(dev, src, "iron_sort", &p->fn);

@@ -174,8 +174,10 @@ static iron_status_t window_prepare_on(iron_device_t *base,
     st = iron_cuda_gen_scan("iron_reduce_window", &scan, dts[0], &src,
                             &p->grid);
   } else {
+    iron_cuda_ops_region_module(regions);
     st = iron_cuda_gen_reduce_window("iron_reduce_window", &w, num, dts, body,
                                      &src, &p->grid);
+    iron_cuda_ops_region_module(NULL);
   }
   if (st) {
     free(p);
@@ -278,8 +280,10 @@ static iron_status_t sas_prepare_on(iron_device_t *base, const iron_ir_op_t *op,
   free(src);
   src = NULL;
   if (!st) {
+    iron_cuda_ops_region_module(regions);
     st = iron_cuda_gen_select_and_scatter("iron_select_and_scatter", &w,
                                           in->dtype, sel, sct, &src, &p->grid);
+    iron_cuda_ops_region_module(NULL);
     if (st) st = iron_cuda_ops_refused(op, st);
   }
   if (!st)
