@@ -480,17 +480,27 @@ static void test_reduce_sources(void) {
   rb_return(vb, 2, rets);
   iron_dtype_t cv[2] = {c128, IRON_DTYPE_S32};
   add_reduce("reduce_c128_variadic", 3, d3, last, 2, cv, vb);
-  // Complex ordering compares have no region form: refused by name.
-  rb_t *gb = rb_new();
-  iron_ir_value_t *gx = rb_arg(gb, c64), *gy = rb_arg(gb, c64);
-  iron_ir_value_t *gt = rb_cmp(gb, IRON_CMP_GT, IRON_CMP_TYPE_FLOAT, gx, gy);
-  iron_ir_value_t *gs = rb_op(gb, IRON_OP_SELECT, c64, gt, gx, gy);
-  rb_return(gb, 1, &gs);
+  // Complex ordering compares and max/min (XLA:CPU's rules).
+  for (int dir = 0; dir < 6; ++dir) {
+    rb_t *gb = rb_new();
+    iron_ir_value_t *gx = rb_arg(gb, c128), *gy = rb_arg(gb, c128);
+    iron_ir_value_t *gt = rb_cmp(gb, dir, IRON_CMP_TYPE_FLOAT, gx, gy);
+    iron_ir_value_t *gs = rb_op(gb, IRON_OP_SELECT, c128, gt, gx, gy);
+    iron_ir_value_t *mx = rb_op(gb, dir & 1 ? IRON_OP_MAXIMUM : IRON_OP_MINIMUM,
+                                c128, gs, gy, NULL);
+    rb_return(gb, 1, &mx);
+    char name[32];
+    snprintf(name, sizeof(name), "reduce_c128_cmp_%d", dir);
+    add_reduce(name, 3, d3, dir & 1 ? mid : last, 1, &c128, gb);
+  }
+  // Complex division has no region form yet: refused by name.
+  rb_t *gb = rb_binary(IRON_OP_DIVIDE, c64);
   char *src = NULL;
   unsigned g, bl;
   iron_status_t st = iron_cuda_gen_reduce("x", 3, d3, last, 1, &c64,
                                           &gb->region, &src, &g, &bl);
-  CHECK(st != IRON_OK && strstr(iron_status_message(st), "compare") != NULL);
+  CHECK(st != IRON_OK && strstr(iron_status_message(st), "divide") != NULL &&
+        strstr(iron_status_message(st), "complex") != NULL);
   iron_status_free(st);
   free(gb);
 }
@@ -791,6 +801,11 @@ static void test_sort_sources(void) {
   add_sort("sort_s64", 2, d2, 1, 1, &s64, IRON_CMP_TYPE_SIGNED);
   iron_dtype_t argsort[2] = {IRON_DTYPE_F32, IRON_DTYPE_S32};
   add_sort("argsort", 2, d2, 1, 2, argsort, IRON_CMP_TYPE_TOTALORDER);
+  // Complex keys (lexicographic LT), with a payload.
+  iron_dtype_t ckeys[2] = {IRON_DTYPE_C128, IRON_DTYPE_S32};
+  add_sort("sort_c128_kv", 2, d2, 1, 2, ckeys, IRON_CMP_TYPE_FLOAT);
+  iron_dtype_t c64 = IRON_DTYPE_C64;
+  add_sort("sort_c64", 2, d2, 0, 1, &c64, IRON_CMP_TYPE_FLOAT);
   int64_t d1[1] = {IRON_CUDA_SORT_MAX_ROW};
   add_sort("sort_max_row", 1, d1, 0, 1, &f32, IRON_CMP_TYPE_FLOAT);
   int64_t one[1] = {1};

@@ -182,12 +182,50 @@ static iron_status_t emit_complex_op(iron_cuda_text_t *t, const iron_ir_op_t *op
                             dst, dst, a, dst, b);
       return IRON_OK;
     case IRON_OP_COMPARE: {
+      // As the host's element-wise complex compares (ew_complex.h, measured
+      // on XLA:CPU): EQ/NE on both parts, GT/LT lexicographic, GE/LE on
+      // the real parts only; parts read with denormals as zero like every
+      // float compare here.
       int32_t dir = iron_ir_op_enum(op, "comparison_direction", -1);
-      if (dir != IRON_CMP_EQ && dir != IRON_CMP_NE) break;
-      iron_cuda_text_printf(t, "iop_u8 %s = %s(%s.re == %s.re && %s.im == %s.im);\n",
-                            dst, dir == IRON_CMP_NE ? "!" : "", a, b, a, b);
-      return IRON_OK;
+      const char *dz = iron_cuda_flush_denormals() ? "iop_daz" : "";
+      char ar[48], ai[48], br[48], bi[48];
+      snprintf(ar, sizeof(ar), "%s(%s.re)", dz, a);
+      snprintf(ai, sizeof(ai), "%s(%s.im)", dz, a);
+      snprintf(br, sizeof(br), "%s(%s.re)", dz, b);
+      snprintf(bi, sizeof(bi), "%s(%s.im)", dz, b);
+      switch (dir) {
+        case IRON_CMP_EQ:
+        case IRON_CMP_NE:
+          iron_cuda_text_printf(t, "iop_u8 %s = %s(%s == %s && %s == %s);\n",
+                                dst, dir == IRON_CMP_NE ? "!" : "", ar, br, ai,
+                                bi);
+          return IRON_OK;
+        case IRON_CMP_GT:
+        case IRON_CMP_LT: {
+          const char *o = dir == IRON_CMP_GT ? ">" : "<";
+          iron_cuda_text_printf(
+              t, "iop_u8 %s = %s %s %s || (%s == %s && %s %s %s);\n", dst, ar,
+              o, br, ar, br, ai, o, bi);
+          return IRON_OK;
+        }
+        case IRON_CMP_GE:
+        case IRON_CMP_LE:
+          iron_cuda_text_printf(t, "iop_u8 %s = %s %s %s;\n", dst, ar,
+                                dir == IRON_CMP_GE ? ">=" : "<=", br);
+          return IRON_OK;
+        default:
+          break;
+      }
+      break;
     }
+    case IRON_OP_MAXIMUM:
+    case IRON_OP_MINIMUM:
+      // XLA:CPU's complex max/min: x if re(x) >= re(y) (<= for min).
+      if (!rt.is_complex || !ot.is_complex) break;
+      iron_cuda_text_printf(t, "%s %s = %s.re %s %s.re ? %s : %s;\n", rt.comp,
+                            dst, a, op->kind == IRON_OP_MAXIMUM ? ">=" : "<=",
+                            b, a, b);
+      return IRON_OK;
     default:
       break;
   }
