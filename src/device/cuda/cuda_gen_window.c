@@ -180,8 +180,9 @@ iron_status_t iron_cuda_gen_scan(const char *name, const iron_cuda_scan_t *s,
   iron_cuda_text_init(&t);
   iron_cuda_text_printf(&t, "%s", iron_cuda_ops_prelude());
   iron_cuda_text_printf(&t, "typedef %s iop_acc;\n", acc);
-  // The combiner, as the host's (window.c ADD_/MUL_/FMAX_/FMIN_, IMAX_,
-  // the half types rounding every result, complex with the plain formula).
+  // The combiner, as the host's (window.c ADD_/MUL_, IMAX_/IMIN_, the half
+  // types rounding every result, complex with the plain formula); float
+  // max/min as XLA's max/min.
   iron_cuda_text_printf(&t,
                         "__device__ __forceinline__ iop_acc iop_sop(iop_acc a, "
                         "iop_acc b) {\n");
@@ -206,8 +207,12 @@ iron_status_t iron_cuda_gen_scan(const char *name, const iron_cuda_scan_t *s,
     case IRON_OP_MAXIMUM:
     case IRON_OP_MINIMUM: {
       const char *sym = s->kind == IRON_OP_MAXIMUM ? ">" : "<";
+      // Floats: NaN wins, and of +0/-0 max takes +0 and min -0 whichever
+      // comes first (measured: XLA:CPU's cummax of [0, -0] is [0, 0]).
       if (ty.is_float)
-        iron_cuda_text_printf(&t, "return (a %s b || a != a) ? a : b;\n", sym);
+        iron_cuda_text_printf(&t, "return %s<iop_acc>(a, b);\n",
+                              s->kind == IRON_OP_MAXIMUM ? "iop_fmax"
+                                                         : "iop_fmin");
       else
         iron_cuda_text_printf(&t, "return a %s b ? a : b;\n", sym);
       break;
