@@ -696,8 +696,8 @@ static void test_scatter_sources(void) {
   // Complex products have no atomic: in order, and parallel when unique.
   make_scatter(&b, IRON_DTYPE_C64, 2, od, 2, id, 2, ud, 1, uwd, 1, iwd, 1, sd,
                1);
-  add_scatter("scatter_c64_mul", &b, rb_binary(IRON_OP_MULTIPLY, IRON_DTYPE_C64),
-              false, false);
+  add_scatter("scatter_c64_mul", &b,
+              rb_binary(IRON_OP_MULTIPLY, IRON_DTYPE_C64), false, false);
   make_scatter(&b, IRON_DTYPE_C128, 2, od, 2, id, 2, ud, 1, uwd, 1, iwd, 1, sd,
                1);
   add_scatter("scatter_c128_mul_unique", &b,
@@ -840,7 +840,8 @@ static void test_sort_sources(void) {
     }
     iron_ir_value_t *xs[2] = {x0, x1};
     for (int a = 0; a < 2; ++a) {
-      iron_ir_value_t *e = rb_cmp(jc, IRON_CMP_EQ, IRON_CMP_TYPE_FLOAT, xs[a], z);
+      iron_ir_value_t *e =
+          rb_cmp(jc, IRON_CMP_EQ, IRON_CMP_TYPE_FLOAT, xs[a], z);
       iron_ir_value_t *s0 = rb_op(jc, IRON_OP_SELECT, dt, e, z, xs[a]);
       iron_ir_value_t *n = rb_cmp(jc, IRON_CMP_NE, IRON_CMP_TYPE_FLOAT, xs[a],
                                   xs[a]);

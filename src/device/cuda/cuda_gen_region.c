@@ -143,8 +143,9 @@ static const char *cmp_op(int32_t dir) {
 // the host's reduce/scatter loops (reduce_fast.c: the plain product
 // formula, no fma; NVRTC runs with -fmad=false); compares as the host's
 // element-wise complex compare (EQ/NE on both parts).
-static iron_status_t emit_complex_op(iron_cuda_text_t *t, const iron_ir_op_t *op,
-                                     const char *dst, iron_cuda_gen_type_t rt,
+static iron_status_t emit_complex_op(iron_cuda_text_t *t,
+                                     const iron_ir_op_t *op, const char *dst,
+                                     iron_cuda_gen_type_t rt,
                                      iron_cuda_gen_type_t ot, const char *a,
                                      const char *b, const char *c) {
   switch (op->kind) {
@@ -305,7 +306,8 @@ static iron_status_t emit_call(iron_cuda_text_t *t, const iron_ir_block_t *blk,
   iron_cuda_text_printf(t, "{\n");
   for (uint32_t i = 0; i < cb->num_args; ++i) {
     iron_cuda_gen_type_t ct = iron_cuda_gen_type(op->operands[i]->type->dtype);
-    if (!cb->args[i].type || cb->args[i].type->dtype != op->operands[i]->type->dtype)
+    if (!cb->args[i].type ||
+        cb->args[i].type->dtype != op->operands[i]->type->dtype)
       return IRON_ERR(INVALID_ARGUMENT, "%s: argument %u of @%s has another "
                       "type", op->name, i, name);
     iron_cuda_text_printf(t, "const %s a%u = ci%d_%u_%u;\n", ct.comp, i, depth,

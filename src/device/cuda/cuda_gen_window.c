@@ -195,8 +195,8 @@ iron_status_t iron_cuda_gen_scan(const char *name, const iron_cuda_scan_t *s,
         iron_cuda_text_printf(&t, "return %s(a, b);\n",
                               s->kind == IRON_OP_ADD ? "iop_cadd" : "iop_cmul");
       else if (wrap)
-        iron_cuda_text_printf(&t, "return (iop_acc)((iop_u64)a %s (iop_u64)b);\n",
-                              sym);
+        iron_cuda_text_printf(
+            &t, "return (iop_acc)((iop_u64)a %s (iop_u64)b);\n", sym);
       else if (half)
         iron_cuda_text_printf(&t, "return %s(%s(a %s b));\n", ty.ld, ty.st,
                               sym);
@@ -256,7 +256,8 @@ iron_status_t iron_cuda_gen_scan(const char *name, const iron_cuda_scan_t *s,
     iron_cuda_text_printf(
         &t,
         "iop_acc w[%d], ac[%d];\niop_s64 c[%d];\n"
-        "for (int L = 0; L < %d; ++L) { w[L] = init; ac[L] = init; c[L] = 0; }\n"
+        "for (int L = 0; L < %d; ++L) {\n"
+        "w[L] = init; ac[L] = init; c[L] = 0;\n}\n"
         "for (iop_s64 k = 0; k < %lldLL; ++k) {\n"
         "iop_acc v = (iop_acc)%s(x[k * %lldLL]);\n"
         "for (int L = 0;; ++L) {\n"
@@ -300,8 +301,7 @@ iron_status_t iron_cuda_gen_scan(const char *name, const iron_cuda_scan_t *s,
         (long long)s->inner, st_cast[0] ? st_cast : ty.store, st, top);
   }
   iron_cuda_text_printf(&t, "}\n}\n");
-  *out_grid = (unsigned)(lines < 256 ? 1
-                         : (lines + 255) / 256 > (1 << 20) ? (1 << 20)
-                                                           : (lines + 255) / 256);
+  int64_t g = (lines + 255) / 256;
+  *out_grid = (unsigned)(g < 1 ? 1 : g > (1 << 20) ? (1 << 20) : g);
   return iron_cuda_text_finish(&t, out_src);
 }
