@@ -203,7 +203,7 @@ iron_status_t iron_cuda_gen_rng(const char *name, int32_t algorithm,
 
 // Rows longer than this are refused (one block sorts a row in shared
 // memory).
-#define IRON_CUDA_SORT_MAX_ROW 8192
+#define IRON_CUDA_SORT_MAX_ROW 16384
 
 // Stable sort of `num` operands of the same dims along `dimension` with the
 // comparator region (args: lhs0, rhs0, lhs1, rhs1, ...; returns pred):
