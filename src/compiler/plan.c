@@ -219,6 +219,7 @@ static iron_status_t plan_host_region(scope_t *parent, const iron_ir_op_t *op,
   memset(map, 0xff, sizeof(uint32_t) * (fc->num_values + 1));
   scope_t sc = {fc, map, 0, true, parent, 0, 0, NULL};
   hr->ir = &op->regions[r];
+  hr->module = plan->module;
   iron_status_t st = plan_region_block(&sc, op, r, func_name, &hr->block);
   free(map);
   if (!st && sc.num_captures) {
@@ -907,4 +908,9 @@ bool iron_host_region_is_elementwise(const iron_host_region_t *region) {
 
 const iron_ir_region_t *iron_host_region_ir(const iron_host_region_t *region) {
   return region->ir;
+}
+
+const iron_ir_module_t *iron_host_region_module(
+    const iron_host_region_t *region) {
+  return region->module;
 }

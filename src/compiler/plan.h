@@ -107,6 +107,9 @@ struct iron_host_region {
   // of the frame that runs the op.
   uint32_t num_captures;
   uint32_t *captures;
+  // The module the region's func.call ops name (for device code generators
+  // that translate region IR themselves).
+  const iron_ir_module_t *module;
 };
 
 typedef struct iron_plan_owned iron_plan_owned_t;

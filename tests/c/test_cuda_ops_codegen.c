@@ -8,6 +8,7 @@
 
 #include "device/cuda/cuda_ops_gen.h"
 #include "host_test_ops.h"
+#include "stablehlo/reader.h"
 #include "test.h"
 
 typedef int (*nvrtc_create_t)(void **, const char *, const char *, int,
@@ -45,7 +46,7 @@ static bool nvrtc_load(void) {
 
 // Sources are collected and compiled at the end on two threads (CI has two
 // cores; NVRTC takes ~0.3 s per source).
-#define MAX_SOURCES 128
+#define MAX_SOURCES 256
 static struct {
   char *src;
   char name[96];
@@ -294,6 +295,40 @@ static void rb_return(rb_t *b, int n, iron_ir_value_t *const *vals) {
   rb_op_n(b, IRON_OP_RETURN, IRON_DTYPE_INVALID, n, vals);
 }
 
+// A rank-0 constant defined outside the region (jax shares one constant
+// between a comparator's uses and the enclosing function).
+typedef struct outer_const {
+  iron_ir_op_t op;
+  iron_ir_value_t v;
+  iron_ir_type_t t, at;
+  iron_ir_attr_t a;
+  iron_ir_named_attr_t na;
+  unsigned char data[16];
+} outer_const_t;
+
+static iron_ir_value_t *outer_const(outer_const_t *c, iron_dtype_t dt,
+                                    const void *bytes) {
+  memset(c, 0, sizeof(*c));
+  memcpy(c->data, bytes, iron_dtype_size(dt));
+  ht_type(&c->t, dt, 0, NULL);
+  ht_type(&c->at, dt, 0, NULL);
+  c->a.kind = IRON_ATTR_DENSE;
+  c->a.dense.type = &c->at;
+  c->a.dense.data = c->data;
+  c->a.dense.size = iron_dtype_size(dt);
+  c->na.name = "value";
+  c->na.value = &c->a;
+  c->op.kind = IRON_OP_CONSTANT;
+  c->op.name = iron_op_kind_name(IRON_OP_CONSTANT);
+  c->op.num_results = 1;
+  c->op.results = &c->v;
+  c->op.num_attrs = 1;
+  c->op.attrs = &c->na;
+  c->v.type = &c->t;
+  c->v.def_op = &c->op;
+  return &c->v;
+}
+
 // return op(a0, a1)
 static rb_t *rb_binary(iron_op_kind_t kind, iron_dtype_t dt) {
   rb_t *b = rb_new();
@@ -401,18 +436,118 @@ static void test_reduce_sources(void) {
              rb_binary(IRON_OP_ADD, f32));
   add_reduce("reduce_empty_red", 2, e, col0, 1, &f32,
              rb_binary(IRON_OP_ADD, f32));
-  // Complex reductions are refused by name.
+  // Complex reductions in every mode: add/multiply, a custom body with an
+  // outer complex constant (compare, select, sub, negate, real/imag,
+  // complex), and a variadic (c128 value, s32 index) body.
+  iron_dtype_t c64 = IRON_DTYPE_C64, c128 = IRON_DTYPE_C128;
+  add_reduce("reduce_c64_add_warp", 3, d3, last, 1, &c64,
+             rb_binary(IRON_OP_ADD, c64));
+  add_reduce("reduce_c128_add_block", 2, big, big_row, 1, &c128,
+             rb_binary(IRON_OP_ADD, c128));
+  add_reduce("reduce_c128_mul_cols", 2, col, col0, 1, &c128,
+             rb_binary(IRON_OP_MULTIPLY, c128));
+  add_reduce("reduce_c64_mul_thread", 3, d3, mid, 1, &c64,
+             rb_binary(IRON_OP_MULTIPLY, c64));
+  for (int w = 0; w < 2; ++w) {
+    iron_dtype_t cdt = w ? c128 : c64;
+    iron_dtype_t rdt = w ? IRON_DTYPE_F64 : IRON_DTYPE_F32;
+    outer_const_t oc;
+    const double kd[2] = {1.5, -2.0};
+    const float kf[2] = {1.5f, -2.0f};
+    iron_ir_value_t *k = outer_const(&oc, cdt, w ? (const void *)kd
+                                                 : (const void *)kf);
+    rb_t *cb = rb_new();
+    iron_ir_value_t *x = rb_arg(cb, cdt), *y = rb_arg(cb, cdt);
+    iron_ir_value_t *eq = rb_cmp(cb, IRON_CMP_EQ, IRON_CMP_TYPE_FLOAT, x, y);
+    iron_ir_value_t *m = rb_op(cb, IRON_OP_MULTIPLY, cdt, x, y, NULL);
+    iron_ir_value_t *sb = rb_op(cb, IRON_OP_SUBTRACT, cdt, m, k, NULL);
+    iron_ir_value_t *ng = rb_op(cb, IRON_OP_NEGATE, cdt, sb, NULL, NULL);
+    iron_ir_value_t *re = rb_op(cb, IRON_OP_REAL, rdt, ng, NULL, NULL);
+    iron_ir_value_t *im = rb_op(cb, IRON_OP_IMAG, rdt, x, NULL, NULL);
+    iron_ir_value_t *cx = rb_op(cb, IRON_OP_COMPLEX, cdt, re, im, NULL);
+    iron_ir_value_t *r = rb_op(cb, IRON_OP_SELECT, cdt, eq, x, cx);
+    rb_return(cb, 1, &r);
+    add_reduce(w ? "reduce_c128_custom" : "reduce_c64_custom", 3, d3,
+               w ? last : mid, 1, &cdt, cb);
+  }
+  rb_t *vb = rb_new();
+  iron_ir_value_t *av = rb_arg(vb, c128), *ai = rb_arg(vb, IRON_DTYPE_S32);
+  iron_ir_value_t *bv = rb_arg(vb, c128), *bi = rb_arg(vb, IRON_DTYPE_S32);
+  iron_ir_value_t *sum = rb_op(vb, IRON_OP_ADD, c128, av, bv, NULL);
+  iron_ir_value_t *lt = rb_cmp(vb, IRON_CMP_LT, IRON_CMP_TYPE_SIGNED, ai, bi);
+  iron_ir_value_t *idx = rb_op(vb, IRON_OP_SELECT, IRON_DTYPE_S32, lt, ai, bi);
+  iron_ir_value_t *rets[2] = {sum, idx};
+  rb_return(vb, 2, rets);
+  iron_dtype_t cv[2] = {c128, IRON_DTYPE_S32};
+  add_reduce("reduce_c128_variadic", 3, d3, last, 2, cv, vb);
+  // Complex ordering compares and max/min (XLA:CPU's rules).
+  for (int dir = 0; dir < 6; ++dir) {
+    rb_t *gb = rb_new();
+    iron_ir_value_t *gx = rb_arg(gb, c128), *gy = rb_arg(gb, c128);
+    iron_ir_value_t *gt = rb_cmp(gb, dir, IRON_CMP_TYPE_FLOAT, gx, gy);
+    iron_ir_value_t *gs = rb_op(gb, IRON_OP_SELECT, c128, gt, gx, gy);
+    iron_ir_value_t *mx = rb_op(gb, dir & 1 ? IRON_OP_MAXIMUM : IRON_OP_MINIMUM,
+                                c128, gs, gy, NULL);
+    rb_return(gb, 1, &mx);
+    char name[32];
+    snprintf(name, sizeof(name), "reduce_c128_cmp_%d", dir);
+    add_reduce(name, 3, d3, dir & 1 ? mid : last, 1, &c128, gb);
+  }
+  // Complex division has no region form yet: refused by name.
+  rb_t *gb = rb_binary(IRON_OP_DIVIDE, c64);
   char *src = NULL;
   unsigned g, bl;
-  iron_dtype_t c64 = IRON_DTYPE_C64;
-  rb_t *cb = rb_binary(IRON_OP_ADD, c64);
   iron_status_t st = iron_cuda_gen_reduce("x", 3, d3, last, 1, &c64,
-                                          &cb->region, &src, &g, &bl);
-  CHECK(st != IRON_OK);
+                                          &gb->region, &src, &g, &bl);
+  CHECK(st != IRON_OK && strstr(iron_status_message(st), "divide") != NULL &&
+        strstr(iron_status_message(st), "complex") != NULL);
   iron_status_free(st);
-  free(cb);
+  free(gb);
 }
 
+
+// A reduce body that calls functions (jnp.where in a lax.reduce body lowers
+// to func.call): inlined when the module is known, refused by name
+// otherwise. From the corpus artifact lax_reduce_variadic.
+static void test_region_calls(void) {
+  const char *path = IRON_TEST_DATA_DIR "/corpus/lax_reduce_variadic.mlirbc";
+  FILE *f = fopen(path, "rb");
+  CHECK(f != NULL);
+  if (!f) return;
+  char *bytes = malloc(1 << 20);
+  size_t n = bytes ? fread(bytes, 1, 1 << 20, f) : 0;
+  fclose(f);
+  iron_ir_module_t *m = NULL;
+  CHECK_OK(iron_stablehlo_read(bytes, n, &m));
+  free(bytes);
+  if (!m) return;
+  const iron_ir_func_t *main_fn = iron_ir_module_main(m);
+  const iron_ir_op_t *red = NULL;
+  for (uint32_t i = 0; main_fn && i < main_fn->body.blocks[0].num_ops; ++i)
+    if (main_fn->body.blocks[0].ops[i]->kind == IRON_OP_REDUCE)
+      red = main_fn->body.blocks[0].ops[i];
+  CHECK(red != NULL);
+  if (red) {
+    const iron_ir_type_t *in = red->operands[0]->type;
+    bool reduced[2] = {false, true};
+    iron_dtype_t dts[2] = {red->operands[0]->type->dtype,
+                           red->operands[1]->type->dtype};
+    char *src = NULL;
+    unsigned g = 0, bl = 0;
+    iron_status_t st = iron_cuda_gen_reduce("x", in->rank, in->dims, reduced, 2,
+                                            dts, &red->regions[0], &src, &g,
+                                            &bl);
+    CHECK(st != IRON_OK && strstr(iron_status_message(st), "func.call"));
+    iron_status_free(st);
+    iron_cuda_gen_set_module(m);
+    st = iron_cuda_gen_reduce("reduce_calls", in->rank, in->dims, reduced, 2,
+                              dts, &red->regions[0], &src, &g, &bl);
+    iron_cuda_gen_set_module(NULL);
+    CHECK(!st && src && strstr(src, "cr0_5_0") != NULL);
+    add_source("reduce_calls", st, src);
+  }
+  iron_ir_module_destroy(m);
+}
 
 // --- gather / scatter ----------------------------------------------------------
 
@@ -558,6 +693,33 @@ static void test_scatter_sources(void) {
   iron_ir_value_t *s = rb_op(g, IRON_OP_SUBTRACT, IRON_DTYPE_F32, x, y, NULL);
   rb_return(g, 1, &s);
   add_scatter("scatter_generic", &b, g, false, false);
+  // Complex products have no atomic: in order, and parallel when unique.
+  make_scatter(&b, IRON_DTYPE_C64, 2, od, 2, id, 2, ud, 1, uwd, 1, iwd, 1, sd,
+               1);
+  add_scatter("scatter_c64_mul", &b,
+              rb_binary(IRON_OP_MULTIPLY, IRON_DTYPE_C64), false, false);
+  make_scatter(&b, IRON_DTYPE_C128, 2, od, 2, id, 2, ud, 1, uwd, 1, iwd, 1, sd,
+               1);
+  add_scatter("scatter_c128_mul_unique", &b,
+              rb_binary(IRON_OP_MULTIPLY, IRON_DTYPE_C128), true, false);
+  add_scatter("scatter_c128_sub", &b,
+              rb_binary(IRON_OP_SUBTRACT, IRON_DTYPE_C128), false, false);
+  // scatter_apply(v * 2 + 1): the constants come from outside the body.
+  {
+    outer_const_t c2, c1;
+    const float two = 2.0f, onef = 1.0f;
+    make_scatter(&b, IRON_DTYPE_F32, 2, od, 2, id, 2, ud, 1, uwd, 1, iwd, 1,
+                 sd, 1);
+    rb_t *ab = rb_new();
+    iron_ir_value_t *v = rb_arg(ab, IRON_DTYPE_F32);
+    rb_arg(ab, IRON_DTYPE_F32);
+    iron_ir_value_t *m2 = rb_op(ab, IRON_OP_MULTIPLY, IRON_DTYPE_F32, v,
+                                outer_const(&c2, IRON_DTYPE_F32, &two), NULL);
+    iron_ir_value_t *p1 = rb_op(ab, IRON_OP_ADD, IRON_DTYPE_F32, m2,
+                                outer_const(&c1, IRON_DTYPE_F32, &onef), NULL);
+    rb_return(ab, 1, &p1);
+    add_scatter("scatter_apply_outer_consts", &b, ab, false, false);
+  }
   // Overlapping windows: [10] with windows of 2 at 3 points.
   int64_t od1[1] = {10}, id1[2] = {3, 1}, ud1[2] = {3, 2}, uwd1[1] = {1};
   make_scatter(&b, IRON_DTYPE_F32, 1, od1, 2, id1, 2, ud1, 1, uwd1, 0, NULL, 1,
@@ -639,10 +801,64 @@ static void test_sort_sources(void) {
   add_sort("sort_s64", 2, d2, 1, 1, &s64, IRON_CMP_TYPE_SIGNED);
   iron_dtype_t argsort[2] = {IRON_DTYPE_F32, IRON_DTYPE_S32};
   add_sort("argsort", 2, d2, 1, 2, argsort, IRON_CMP_TYPE_TOTALORDER);
+  // Complex keys (lexicographic LT), with a payload.
+  iron_dtype_t ckeys[2] = {IRON_DTYPE_C128, IRON_DTYPE_S32};
+  add_sort("sort_c128_kv", 2, d2, 1, 2, ckeys, IRON_CMP_TYPE_FLOAT);
+  iron_dtype_t c64 = IRON_DTYPE_C64;
+  add_sort("sort_c64", 2, d2, 0, 1, &c64, IRON_CMP_TYPE_FLOAT);
   int64_t d1[1] = {IRON_CUDA_SORT_MAX_ROW};
   add_sort("sort_max_row", 1, d1, 0, 1, &f32, IRON_CMP_TYPE_FLOAT);
   int64_t one[1] = {1};
   add_sort("sort_one", 1, one, 0, 1, &f32, IRON_CMP_TYPE_FLOAT);
+  // jnp.sort / jnp.argsort's comparator: x == 0 -> 0, x != x -> NaN (outer
+  // constants shared by both arguments), then LT TOTALORDER.
+  const iron_dtype_t jdts[3] = {IRON_DTYPE_F32, IRON_DTYPE_F64,
+                                IRON_DTYPE_BF16};
+  for (int j = 0; j < 3; ++j) {
+    iron_dtype_t dt = jdts[j];
+    outer_const_t cz, cn;
+    unsigned char zero[8] = {0}, nan[8] = {0};
+    if (dt == IRON_DTYPE_F32) {
+      uint32_t u = 0x7fc00000u;
+      memcpy(nan, &u, 4);
+    } else if (dt == IRON_DTYPE_F64) {
+      uint64_t u = 0x7ff8000000000000ull;
+      memcpy(nan, &u, 8);
+    } else {
+      uint16_t u = 0x7fc0;
+      memcpy(nan, &u, 2);
+    }
+    iron_ir_value_t *z = outer_const(&cz, dt, zero);
+    iron_ir_value_t *qn = outer_const(&cn, dt, nan);
+    rb_t *jc = rb_new();
+    iron_ir_value_t *args[2];
+    iron_ir_value_t *x0 = rb_arg(jc, dt), *x1 = rb_arg(jc, dt);
+    bool argsort = j == 0;
+    if (argsort) {
+      rb_arg(jc, IRON_DTYPE_S32);
+      rb_arg(jc, IRON_DTYPE_S32);
+    }
+    iron_ir_value_t *xs[2] = {x0, x1};
+    for (int a = 0; a < 2; ++a) {
+      iron_ir_value_t *e =
+          rb_cmp(jc, IRON_CMP_EQ, IRON_CMP_TYPE_FLOAT, xs[a], z);
+      iron_ir_value_t *s0 = rb_op(jc, IRON_OP_SELECT, dt, e, z, xs[a]);
+      iron_ir_value_t *n = rb_cmp(jc, IRON_CMP_NE, IRON_CMP_TYPE_FLOAT, xs[a],
+                                  xs[a]);
+      args[a] = rb_op(jc, IRON_OP_SELECT, dt, n, qn, s0);
+    }
+    iron_ir_value_t *lt = rb_cmp(jc, IRON_CMP_LT, IRON_CMP_TYPE_TOTALORDER,
+                                 args[0], args[1]);
+    rb_return(jc, 1, &lt);
+    iron_dtype_t sd2[2] = {dt, IRON_DTYPE_S32};
+    char name[32], *jsrc = NULL;
+    unsigned jg = 0, jb = 0;
+    snprintf(name, sizeof(name), "jax_sort_%d", j);
+    iron_status_t js = iron_cuda_gen_sort(name, 2, d2, 1, argsort ? 2 : 1, sd2,
+                                          &jc->region, &jsrc, &jg, &jb);
+    add_source(name, js, jsrc);
+    free(jc);
+  }
   // Longer rows are refused.
   int64_t big[1] = {IRON_CUDA_SORT_MAX_ROW + 1};
   rb_t *cmp = rb_sort_cmp(1, &f32, IRON_CMP_TYPE_FLOAT);
@@ -734,6 +950,48 @@ static void test_window_sources(void) {
   free(b);
 }
 
+// Cumulative windows in the host's two-level scan order: every op x a
+// spread of dtypes, forward/reverse, inclusive/exclusive, one level (n <=
+// 16), two (n = 70) and three (n = 5000) levels.
+static void test_scan_sources(void) {
+  const struct {
+    iron_op_kind_t k;
+    iron_dtype_t dt;
+    int64_t n, outer, inner;
+    bool rev, excl;
+  } cases[] = {
+      {IRON_OP_ADD, IRON_DTYPE_F32, 70, 3, 1, false, false},
+      {IRON_OP_ADD, IRON_DTYPE_F16, 70, 3, 1, false, false},
+      {IRON_OP_ADD, IRON_DTYPE_F64, 33, 1, 2, true, false},
+      {IRON_OP_ADD, IRON_DTYPE_BF16, 5000, 1, 1, true, true},
+      {IRON_OP_ADD, IRON_DTYPE_U8, 70, 3, 1, false, true},
+      {IRON_OP_ADD, IRON_DTYPE_S64, 33, 1, 2, true, false},
+      {IRON_OP_MULTIPLY, IRON_DTYPE_S32, 6, 1, 4, false, false},
+      {IRON_OP_MULTIPLY, IRON_DTYPE_U16, 5000, 2, 3, false, false},
+      {IRON_OP_MAXIMUM, IRON_DTYPE_BF16, 20, 1, 3, false, false},
+      {IRON_OP_MAXIMUM, IRON_DTYPE_S8, 20, 1, 3, true, false},
+      {IRON_OP_MINIMUM, IRON_DTYPE_U16, 20, 3, 1, false, false},
+      {IRON_OP_MINIMUM, IRON_DTYPE_F64, 1, 3, 1, true, true},
+      {IRON_OP_ADD, IRON_DTYPE_C64, 70, 2, 1, false, false},
+      {IRON_OP_MULTIPLY, IRON_DTYPE_C128, 40, 1, 1, true, true},
+  };
+  for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); ++i) {
+    iron_cuda_scan_t sc = {cases[i].k, cases[i].n, cases[i].outer,
+                           cases[i].inner, cases[i].rev, cases[i].excl};
+    CHECK(iron_cuda_scan_supported(cases[i].k, cases[i].dt));
+    char *src = NULL, name[48];
+    unsigned grid = 0;
+    snprintf(name, sizeof(name), "scan_%zu", i);
+    add_source(name, iron_cuda_gen_scan(name, &sc, cases[i].dt, &src, &grid),
+               src);
+    CHECK(grid >= 1);
+  }
+  // The host has no scan of complex max or of pred.
+  CHECK(!iron_cuda_scan_supported(IRON_OP_MAXIMUM, IRON_DTYPE_C64));
+  CHECK(!iron_cuda_scan_supported(IRON_OP_ADD, IRON_DTYPE_PRED));
+  CHECK(!iron_cuda_scan_supported(IRON_OP_AND, IRON_DTYPE_S32));
+}
+
 
 // --- reduce_precision ----------------------------------------------------------------
 
@@ -766,6 +1024,8 @@ static const iron_test_case_t kTests[] = {
     {"rng_sources", test_rng_sources},
     {"sort_sources", test_sort_sources},
     {"window_sources", test_window_sources},
+    {"scan_sources", test_scan_sources},
+    {"region_calls", test_region_calls},
     {"precision_sources", test_precision_sources},
 };
 

@@ -672,6 +672,15 @@ case("cumprod", lambda dt: lambda x: lax.cumprod(x, axis=0), [np.float32, np.int
      red_args((6, 4), lambda rng, dt, s: small_ints(rng, dt, s, -3, 4)), tol={"float": (0, 0)})
 case("cummax", lambda dt: lambda x: lax.cummax(x, axis=0), [np.float32, np.int8, bf16],
      lambda rng, dt: (unary_arg(rng, dt, 60)[0][:60].reshape(20, 3),))
+# Ties of +0 and -0 in either order (max keeps +0, min -0), NaN wins.
+case("cummax_cummin_signed_zeros",
+     lambda dt: lambda x: (lax.cummax(x, axis=0), lax.cummin(-x, axis=0),
+                           lax.cummax(x, axis=0, reverse=True),
+                           lax.reduce_window(x, np.array(-np.inf, dt), lax.max, (2,), (1,),
+                                             "VALID")),
+     [np.float32, np.float64, bf16],
+     lambda rng, dt: (np.array([-1, 0.0, -0.0, 0.0, -0.0, -0.0, -2, 0.0, 1, -0.0, np.nan, 2],
+                               np.float64).astype(dt),))
 case("cummin", lambda dt: lambda x: lax.cummin(x, axis=1), [np.float32, np.uint16],
      lambda rng, dt: (unary_arg(rng, dt, 60)[0][:60].reshape(3, 20),))
 

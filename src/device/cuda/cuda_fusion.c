@@ -141,10 +141,13 @@ typedef struct fz_expr {
 
 // Ops that read float denormals as they are (host: sign-bit ops, copies,
 // remainder); every other float op flushes them as XLA:CPU does.
+// complex(re, im) only moves its operands: XLA:CPU keeps denormal parts
+// (measured: complex(d, d') has the bits of d and d').
 static bool op_keeps_denormals(iron_op_kind_t k) {
   return k == IRON_OP_NEGATE || k == IRON_OP_ABS || k == IRON_OP_REMAINDER ||
          k == IRON_OP_REAL || k == IRON_OP_IMAG || k == IRON_OP_SELECT ||
-         k == IRON_OP_IS_FINITE || k == IRON_OP_RESHAPE;
+         k == IRON_OP_IS_FINITE || k == IRON_OP_RESHAPE ||
+         k == IRON_OP_COMPLEX;
 }
 
 // Unary op on dtype `dt` (x = A[0]). False when refused.
@@ -567,6 +570,11 @@ static iron_status_t arg_text(fz_gen_t *g, const iron_ir_op_t *op,
   }
   iron_dtype_t dt = v->type->dtype;
   bool flush = g->flush && is_real_float(dt) && !op_keeps_denormals(op->kind);
+  // remainder keeps a denormal dividend but reads a denormal divisor as
+  // zero (XLA:CPU: rem(d, 1) = d, rem(1, d) = NaN, for f32 and f64 alike);
+  // -ftz does that for f32, f64 needs the explicit flush.
+  if (op->kind == IRON_OP_REMAINDER && i == 1)
+    flush = g->flush && is_real_float(dt);
   if (op->kind == IRON_OP_CONVERT) {
     // XLA:CPU converts between f16/bf16/f32 with integer code (denormals
     // kept); f32 <-> f64 and float -> int/pred go through the FPU (flushed).

@@ -75,9 +75,11 @@ static iron_status_t scatter_prepare_on(iron_device_t *base,
   p->op_bytes = (size_t)plan.op_count * iron_dtype_size(plan.dtype);
   p->skip = plan.op_count == 0 || plan.box_count == 0 || plan.num_points == 0;
   char *src = NULL;
+  iron_cuda_ops_region_module(regions);
   iron_status_t st = iron_cuda_gen_scatter(
       "iron_scatter", &plan, iron_cuda_scatter_classify(body), body,
       attr_true(op, "unique_indices"), &src, &p->grid);
+  iron_cuda_ops_region_module(NULL);
   if (st) {
     free(p);
     return iron_cuda_ops_refused(op, st);

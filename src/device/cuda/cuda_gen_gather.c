@@ -546,6 +546,12 @@ iron_status_t iron_cuda_gen_scatter(const char *name,
   size_t es = iron_dtype_size(p->dtype);
   const char *st = ty.store ? ty.store : copy_type(es);
   bool atomic = op != IRON_CUDA_SCATTER_SET && op != IRON_CUDA_SCATTER_GENERIC;
+  // Complex products (and anything but adds) have no atomic form: they run
+  // the body in XLA:CPU's order (points in order) like generic bodies.
+  if (ty.is_complex && op != IRON_CUDA_SCATTER_ADD) {
+    atomic = false;
+    if (op != IRON_CUDA_SCATTER_SET) op = IRON_CUDA_SCATTER_GENERIC;
+  }
   bool parallel = atomic || unique_indices;
   iron_cuda_text_t t;
   iron_cuda_text_init(&t);
@@ -562,7 +568,7 @@ iron_status_t iron_cuda_gen_scatter(const char *name,
   } else {
     // Plain read-modify-write: unique indices, or one thread per window
     // element walking the points in order.
-    if (!ty.store || ty.is_complex)
+    if (!ty.store)
       s = IRON_ERR(UNIMPLEMENTED, "cuda scatter body for dtype %s",
                    iron_dtype_name(p->dtype));
     if (!s) s = iron_cuda_gen_region_fn(&t, "iop_body", body);

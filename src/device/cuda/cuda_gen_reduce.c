@@ -152,7 +152,7 @@ iron_status_t iron_cuda_gen_reduce(const char *name, int32_t rank,
   iron_cuda_gen_type_t ty[8];
   for (uint32_t i = 0; i < num; ++i) {
     ty[i] = iron_cuda_gen_type(dtypes[i]);
-    if (!ty[i].store || ty[i].is_complex)
+    if (!ty[i].store)
       return IRON_ERR(UNIMPLEMENTED, "cuda reduce for dtype %s",
                       iron_dtype_name(dtypes[i]));
   }
@@ -232,7 +232,8 @@ iron_status_t iron_cuda_gen_reduce(const char *name, int32_t rank,
         "int have = 0;\n",
         (long long)((nout + 31) / 32));
     for (uint32_t i = 0; i < num; ++i)
-      iron_cuda_text_printf(&t, "%s acc%u = 0;\n", ty[i].comp, i);
+      iron_cuda_text_printf(&t, "%s acc%u = %s{};\n", ty[i].comp, i,
+                            ty[i].comp);
     iron_cuda_text_printf(&t, "if (o < %lldLL) {\niop_s64 base = 0;\n",
                           (long long)nout);
     emit_offset(&t, &kept, "o", "base");
@@ -304,7 +305,8 @@ iron_status_t iron_cuda_gen_reduce(const char *name, int32_t rank,
     emit_offset(&t, &kept, "o", "base");
     iron_cuda_text_printf(&t, "int have = 0;\n");
     for (uint32_t i = 0; i < num; ++i)
-      iron_cuda_text_printf(&t, "%s acc%u = 0;\n", ty[i].comp, i);
+      iron_cuda_text_printf(&t, "%s acc%u = %s{};\n", ty[i].comp, i,
+                            ty[i].comp);
     int nth = warp ? 32 : 256;
     if (ordered) {
       // Each thread folds one contiguous chunk, in order.

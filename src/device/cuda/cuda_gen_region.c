@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "base/half.h"
+#include "device/cuda/cuda_codegen.h"
 #include "device/cuda/cuda_ops_gen.h"
 
 // The C name of a value used inside `blk`: block arguments are a<i>, op
@@ -92,11 +93,38 @@ static iron_status_t emit_constant(iron_cuda_text_t *t, const char *dst,
           dst, u);
       break;
     }
+    case IRON_DTYPE_C64: {
+      uint32_t u[2];
+      memcpy(u, p, 8);
+      iron_cuda_text_printf(t,
+                            "iop_c64 %s; %s.re = __uint_as_float(0x%" PRIx32
+                            "u); %s.im = __uint_as_float(0x%" PRIx32 "u);\n",
+                            dst, dst, u[0], dst, u[1]);
+      break;
+    }
+    case IRON_DTYPE_C128: {
+      uint64_t u[2];
+      memcpy(u, p, 16);
+      iron_cuda_text_printf(
+          t,
+          "iop_c128 %s; %s.re = __longlong_as_double((iop_s64)0x%" PRIx64
+          "ull); %s.im = __longlong_as_double((iop_s64)0x%" PRIx64 "ull);\n",
+          dst, dst, u[0], dst, u[1]);
+      break;
+    }
     default:
       return iron_ir_op_unimplemented(op, "in a cuda region for dtype %s",
                                       iron_dtype_name(dt));
   }
   return IRON_OK;
+}
+
+// A rank-0 constant defined outside the region (jax's lowering shares one
+// constant between a comparator's uses and the enclosing function):
+// generated in place under `name`.
+static bool outer_constant(const iron_ir_value_t *v) {
+  return v->def_op && v->def_op->kind == IRON_OP_CONSTANT &&
+         scalar_type(v->type);
 }
 
 static const char *cmp_op(int32_t dir) {
@@ -111,53 +139,234 @@ static const char *cmp_op(int32_t dir) {
   }
 }
 
-iron_status_t iron_cuda_gen_region_fn(iron_cuda_text_t *t, const char *fname,
-                                      const iron_ir_region_t *region) {
-  if (!region || region->num_blocks != 1)
-    return IRON_ERR(UNIMPLEMENTED, "cuda region: expected one block");
-  const iron_ir_block_t *blk = &region->blocks[0];
-  if (blk->num_ops == 0 || blk->ops[blk->num_ops - 1]->kind != IRON_OP_RETURN)
-    return IRON_ERR(UNIMPLEMENTED, "cuda region: no return");
-  const iron_ir_op_t *ret = blk->ops[blk->num_ops - 1];
-  // Signature.
-  iron_cuda_text_printf(t, "__device__ __forceinline__ void %s(", fname);
-  for (uint32_t i = 0; i < blk->num_args; ++i) {
-    const iron_ir_type_t *ty = blk->args[i].type;
+// One op of a region with a complex operand or result. Arithmetic follows
+// the host's reduce/scatter loops (reduce_fast.c: the plain product
+// formula, no fma; NVRTC runs with -fmad=false); compares as the host's
+// element-wise complex compare (EQ/NE on both parts).
+static iron_status_t emit_complex_op(iron_cuda_text_t *t,
+                                     const iron_ir_op_t *op, const char *dst,
+                                     iron_cuda_gen_type_t rt,
+                                     iron_cuda_gen_type_t ot, const char *a,
+                                     const char *b, const char *c) {
+  switch (op->kind) {
+    case IRON_OP_CONSTANT:
+      return emit_constant(t, dst, op);
+    case IRON_OP_ADD:
+    case IRON_OP_SUBTRACT:
+    case IRON_OP_MULTIPLY:
+      if (!rt.is_complex || !ot.is_complex) break;
+      iron_cuda_text_printf(t, "%s %s = %s(%s, %s);\n", rt.comp, dst,
+                            op->kind == IRON_OP_ADD        ? "iop_cadd"
+                            : op->kind == IRON_OP_SUBTRACT ? "iop_csub"
+                                                           : "iop_cmul",
+                            a, b);
+      return IRON_OK;
+    case IRON_OP_NEGATE:
+      if (!rt.is_complex) break;
+      iron_cuda_text_printf(t, "%s %s; %s.re = -%s.re; %s.im = -%s.im;\n",
+                            rt.comp, dst, dst, a, dst, a);
+      return IRON_OK;
+    case IRON_OP_SELECT:
+      if (!rt.is_complex) break;
+      iron_cuda_text_printf(t, "%s %s = %s ? %s : %s;\n", rt.comp, dst, a, b,
+                            c);
+      return IRON_OK;
+    case IRON_OP_REAL:
+    case IRON_OP_IMAG:
+      if (!ot.is_complex || rt.is_complex) break;
+      iron_cuda_text_printf(t, "%s %s = %s.%s;\n", rt.comp, dst, a,
+                            op->kind == IRON_OP_REAL ? "re" : "im");
+      return IRON_OK;
+    case IRON_OP_COMPLEX:
+      if (!rt.is_complex || ot.is_complex) break;
+      iron_cuda_text_printf(t, "%s %s; %s.re = %s; %s.im = %s;\n", rt.comp,
+                            dst, dst, a, dst, b);
+      return IRON_OK;
+    case IRON_OP_COMPARE: {
+      // As the host's element-wise complex compares (ew_complex.h, measured
+      // on XLA:CPU): EQ/NE on both parts, GT/LT lexicographic, GE/LE on
+      // the real parts only; parts read with denormals as zero like every
+      // float compare here.
+      int32_t dir = iron_ir_op_enum(op, "comparison_direction", -1);
+      const char *dz = iron_cuda_flush_denormals() ? "iop_daz" : "";
+      char ar[48], ai[48], br[48], bi[48];
+      snprintf(ar, sizeof(ar), "%s(%s.re)", dz, a);
+      snprintf(ai, sizeof(ai), "%s(%s.im)", dz, a);
+      snprintf(br, sizeof(br), "%s(%s.re)", dz, b);
+      snprintf(bi, sizeof(bi), "%s(%s.im)", dz, b);
+      switch (dir) {
+        case IRON_CMP_EQ:
+        case IRON_CMP_NE:
+          iron_cuda_text_printf(t, "iop_u8 %s = %s(%s == %s && %s == %s);\n",
+                                dst, dir == IRON_CMP_NE ? "!" : "", ar, br, ai,
+                                bi);
+          return IRON_OK;
+        case IRON_CMP_GT:
+        case IRON_CMP_LT: {
+          const char *o = dir == IRON_CMP_GT ? ">" : "<";
+          iron_cuda_text_printf(
+              t, "iop_u8 %s = %s %s %s || (%s == %s && %s %s %s);\n", dst, ar,
+              o, br, ar, br, ai, o, bi);
+          return IRON_OK;
+        }
+        case IRON_CMP_GE:
+        case IRON_CMP_LE:
+          iron_cuda_text_printf(t, "iop_u8 %s = %s %s %s;\n", dst, ar,
+                                dir == IRON_CMP_GE ? ">=" : "<=", br);
+          return IRON_OK;
+        default:
+          break;
+      }
+      break;
+    }
+    case IRON_OP_MAXIMUM:
+    case IRON_OP_MINIMUM:
+      // XLA:CPU's complex max/min: x if re(x) >= re(y) (<= for min).
+      if (!rt.is_complex || !ot.is_complex) break;
+      iron_cuda_text_printf(t, "%s %s = %s.re %s %s.re ? %s : %s;\n", rt.comp,
+                            dst, a, op->kind == IRON_OP_MAXIMUM ? ">=" : "<=",
+                            b, a, b);
+      return IRON_OK;
+    default:
+      break;
+  }
+  return iron_ir_op_unimplemented(op, "in a cuda region for complex values");
+}
+
+// The module of the regions being generated (for func.call), set by the
+// kernel glue around a generator call: region IR does not reach its module.
+// Per thread, as prepares may run on several threads.
+static _Thread_local const iron_ir_module_t *g_module;
+
+void iron_cuda_gen_set_module(const iron_ir_module_t *module) {
+  g_module = module;
+}
+
+// The name of operand/return value `v` of an op in `blk` in `buf`; outer
+// constants are generated in place as k<tag>.
+static iron_status_t operand_text(iron_cuda_text_t *t,
+                                  const iron_ir_block_t *blk,
+                                  const iron_ir_op_t *op,
+                                  const iron_ir_value_t *v, const char *tag,
+                                  char *buf, size_t cap) {
+  if (value_name(blk, v, buf, cap)) return IRON_OK;
+  if (!outer_constant(v))
+    return iron_ir_op_unimplemented(op, "in a cuda region (outer value)");
+  snprintf(buf, cap, "k%s", tag);
+  return emit_constant(t, buf, v->def_op);
+}
+
+static iron_status_t emit_ops(iron_cuda_text_t *t, const iron_ir_block_t *blk,
+                              int depth);
+
+// func.call inside a region (jnp.where in a reduce body lowers to one):
+// the callee's body is inlined in a scope of its own. Arguments and results
+// pass through ci<depth>_<op>_<i> / cr<depth>_<op>_<i>, names no IR value
+// gets, so the callee's names may shadow the caller's freely.
+static iron_status_t emit_call(iron_cuda_text_t *t, const iron_ir_block_t *blk,
+                               const iron_ir_op_t *op, uint32_t oi,
+                               int depth) {
+  if (!g_module)
+    return iron_ir_op_unimplemented(op, "in a cuda region (no module)");
+  if (depth >= 8)
+    return iron_ir_op_unimplemented(op, "in a cuda region (calls nested "
+                                        "deeper than 8)");
+  const char *name = iron_ir_op_string(op, "callee");
+  if (name && name[0] == '@') name++;
+  const iron_ir_func_t *f = name ? iron_ir_module_lookup(g_module, name) : NULL;
+  if (!f || f->body.num_blocks != 1)
+    return iron_ir_op_unimplemented(op, "in a cuda region (callee @%s)",
+                                    name ? name : "?");
+  const iron_ir_block_t *cb = &f->body.blocks[0];
+  const iron_ir_op_t *ret = cb->num_ops ? cb->ops[cb->num_ops - 1] : NULL;
+  if (cb->num_args != op->num_operands || !ret ||
+      (ret->kind != IRON_OP_FUNC_RETURN && ret->kind != IRON_OP_RETURN) ||
+      ret->num_operands != op->num_results)
+    return IRON_ERR(INVALID_ARGUMENT, "%s: call of @%s does not match it",
+                    op->name, name);
+  char nm[48], tag[32];
+  for (uint32_t i = 0; i < op->num_operands; ++i) {
+    const iron_ir_type_t *ty = op->operands[i]->type;
     iron_cuda_gen_type_t ct = iron_cuda_gen_type(ty ? ty->dtype : 0);
-    if (!scalar_type(ty) || !ct.store || ct.is_complex)
-      return IRON_ERR(UNIMPLEMENTED,
-                      "cuda region: argument %u is not a real scalar", i);
-    iron_cuda_text_printf(t, "%sconst %s a%u", i ? ", " : "", ct.comp, i);
+    if (!scalar_type(ty) || !ct.store)
+      return iron_ir_op_unimplemented(op, "in a cuda region (non-scalar)");
+    snprintf(tag, sizeof(tag), "%u_%u", oi, i);
+    IRON_RETURN_IF_ERROR_PLAIN(
+        operand_text(t, blk, op, op->operands[i], tag, nm, sizeof(nm)));
+    iron_cuda_text_printf(t, "const %s ci%d_%u_%u = %s;\n", ct.comp, depth, oi,
+                          i, nm);
   }
+  for (uint32_t i = 0; i < op->num_results; ++i) {
+    const iron_ir_type_t *ty = op->results[i].type;
+    iron_cuda_gen_type_t ct = iron_cuda_gen_type(ty ? ty->dtype : 0);
+    if (!scalar_type(ty) || !ct.store)
+      return iron_ir_op_unimplemented(op, "in a cuda region (non-scalar)");
+    iron_cuda_text_printf(t, "%s cr%d_%u_%u;\n", ct.comp, depth, oi, i);
+  }
+  iron_cuda_text_printf(t, "{\n");
+  for (uint32_t i = 0; i < cb->num_args; ++i) {
+    iron_cuda_gen_type_t ct = iron_cuda_gen_type(op->operands[i]->type->dtype);
+    if (!cb->args[i].type ||
+        cb->args[i].type->dtype != op->operands[i]->type->dtype)
+      return IRON_ERR(INVALID_ARGUMENT, "%s: argument %u of @%s has another "
+                      "type", op->name, i, name);
+    iron_cuda_text_printf(t, "const %s a%u = ci%d_%u_%u;\n", ct.comp, i, depth,
+                          oi, i);
+  }
+  IRON_RETURN_IF_ERROR_PLAIN(emit_ops(t, cb, depth + 1));
   for (uint32_t i = 0; i < ret->num_operands; ++i) {
-    iron_cuda_gen_type_t ct = iron_cuda_gen_type(ret->operands[i]->type->dtype);
-    if (!ct.store || ct.is_complex)
-      return IRON_ERR(UNIMPLEMENTED, "cuda region: result %u unsupported", i);
-    iron_cuda_text_printf(t, "%s%s *r%u", (i || blk->num_args) ? ", " : "",
-                          ct.comp, i);
+    snprintf(tag, sizeof(tag), "r%u", i);
+    IRON_RETURN_IF_ERROR_PLAIN(
+        operand_text(t, cb, ret, ret->operands[i], tag, nm, sizeof(nm)));
+    iron_cuda_text_printf(t, "cr%d_%u_%u = %s;\n", depth, oi, i, nm);
   }
-  iron_cuda_text_printf(t, ") {\n");
+  iron_cuda_text_printf(t, "}\n");
+  for (uint32_t i = 0; i < op->num_results; ++i) {
+    iron_cuda_gen_type_t ct = iron_cuda_gen_type(op->results[i].type->dtype);
+    iron_cuda_text_printf(t, "const %s t%u_%u = cr%d_%u_%u;\n", ct.comp, oi, i,
+                          depth, oi, i);
+  }
+  return IRON_OK;
+}
+
+// Emits every op of `blk` but its terminator; `depth` counts the calls
+// being inlined (emit_call).
+static iron_status_t emit_ops(iron_cuda_text_t *t, const iron_ir_block_t *blk,
+                              int depth) {
   char a[32], b[32], c[32], dst[32];
   for (uint32_t oi = 0; oi + 1 < blk->num_ops; ++oi) {
     const iron_ir_op_t *op = blk->ops[oi];
+    if (op->kind == IRON_OP_FUNC_CALL) {
+      IRON_RETURN_IF_ERROR_PLAIN(emit_call(t, blk, op, oi, depth));
+      continue;
+    }
     if (op->num_results != 1 || !scalar_type(op->results[0].type))
       return iron_ir_op_unimplemented(op, "in a cuda region (non-scalar)");
     snprintf(dst, sizeof(dst), "t%u_0", oi);
     iron_dtype_t rdt = op->results[0].type->dtype;
     iron_cuda_gen_type_t rt = iron_cuda_gen_type(rdt);
-    if (!rt.store || rt.is_complex)
+    if (!rt.store)
       return iron_ir_op_unimplemented(op, "in a cuda region for dtype %s",
                                       iron_dtype_name(rdt));
     for (uint32_t k = 0; k < op->num_operands && k < 3; ++k) {
       char *nb = k == 0 ? a : k == 1 ? b : c;
-      if (!value_name(blk, op->operands[k], nb, 32))
+      if (value_name(blk, op->operands[k], nb, 32)) continue;
+      if (!outer_constant(op->operands[k]))
         return iron_ir_op_unimplemented(op, "in a cuda region (outer value)");
+      snprintf(nb, 32, "k%u_%u", oi, k);
+      IRON_RETURN_IF_ERROR_PLAIN(
+          emit_constant(t, nb, op->operands[k]->def_op));
     }
     iron_dtype_t odt =
         op->num_operands ? op->operands[0]->type->dtype : IRON_DTYPE_INVALID;
     iron_cuda_gen_type_t ot = iron_cuda_gen_type(odt);
     bool fl = ot.is_float;
     bool un = !fl && !ot.is_signed;  // unsigned ints and pred
+    bool cx = ot.is_complex || rt.is_complex;
+    if (cx) {
+      IRON_RETURN_IF_ERROR_PLAIN(emit_complex_op(t, op, dst, rt, ot, a, b, c));
+      continue;
+    }
     switch (op->kind) {
       case IRON_OP_CONSTANT:
         IRON_RETURN_IF_ERROR_PLAIN(emit_constant(t, dst, op));
@@ -242,6 +451,12 @@ iron_status_t iron_cuda_gen_region_fn(iron_cuda_text_t *t, const char *fname,
           // theirs.
           iron_cuda_text_printf(t, "iop_u8 %s = iop_total(%s) %s iop_total(%s);\n",
                                 dst, a, sym, b);
+        } else if (fl && iron_cuda_flush_denormals()) {
+          // XLA:CPU compares with denormals flushed (DAZ): jax's sort
+          // comparator's `x == 0` holds for a denormal x (host sort.c).
+          // NVRTC's -ftz covers f32 but not f64; explicit for both.
+          iron_cuda_text_printf(t, "iop_u8 %s = iop_daz(%s) %s iop_daz(%s);\n",
+                                dst, a, sym, b);
         } else if (!fl && ctype == IRON_CMP_TYPE_UNSIGNED && ot.is_signed) {
           iron_cuda_text_printf(t, "iop_u8 %s = (iop_u64)%s %s (iop_u64)%s;\n",
                                 dst, a, sym, b);
@@ -267,9 +482,45 @@ iron_status_t iron_cuda_gen_region_fn(iron_cuda_text_t *t, const char *fname,
         return iron_ir_op_unimplemented(op, "in a cuda region");
     }
   }
+  return IRON_OK;
+}
+
+iron_status_t iron_cuda_gen_region_fn(iron_cuda_text_t *t, const char *fname,
+                                      const iron_ir_region_t *region) {
+  if (!region || region->num_blocks != 1)
+    return IRON_ERR(UNIMPLEMENTED, "cuda region: expected one block");
+  const iron_ir_block_t *blk = &region->blocks[0];
+  if (blk->num_ops == 0 || blk->ops[blk->num_ops - 1]->kind != IRON_OP_RETURN)
+    return IRON_ERR(UNIMPLEMENTED, "cuda region: no return");
+  const iron_ir_op_t *ret = blk->ops[blk->num_ops - 1];
+  // Signature.
+  iron_cuda_text_printf(t, "__device__ __forceinline__ void %s(", fname);
+  for (uint32_t i = 0; i < blk->num_args; ++i) {
+    const iron_ir_type_t *ty = blk->args[i].type;
+    iron_cuda_gen_type_t ct = iron_cuda_gen_type(ty ? ty->dtype : 0);
+    if (!scalar_type(ty) || !ct.store)
+      return IRON_ERR(UNIMPLEMENTED,
+                      "cuda region: argument %u is not a scalar", i);
+    iron_cuda_text_printf(t, "%sconst %s a%u", i ? ", " : "", ct.comp, i);
+  }
   for (uint32_t i = 0; i < ret->num_operands; ++i) {
-    if (!value_name(blk, ret->operands[i], a, sizeof(a)))
-      return IRON_ERR(UNIMPLEMENTED, "cuda region: returns an outer value");
+    iron_cuda_gen_type_t ct = iron_cuda_gen_type(ret->operands[i]->type->dtype);
+    if (!ct.store)
+      return IRON_ERR(UNIMPLEMENTED, "cuda region: result %u unsupported", i);
+    iron_cuda_text_printf(t, "%s%s *r%u", (i || blk->num_args) ? ", " : "",
+                          ct.comp, i);
+  }
+  iron_cuda_text_printf(t, ") {\n");
+  IRON_RETURN_IF_ERROR_PLAIN(emit_ops(t, blk, 0));
+  char a[32];
+  for (uint32_t i = 0; i < ret->num_operands; ++i) {
+    if (!value_name(blk, ret->operands[i], a, sizeof(a))) {
+      if (!outer_constant(ret->operands[i]))
+        return IRON_ERR(UNIMPLEMENTED, "cuda region: returns an outer value");
+      snprintf(a, sizeof(a), "kr%u", i);
+      IRON_RETURN_IF_ERROR_PLAIN(
+          emit_constant(t, a, ret->operands[i]->def_op));
+    }
     iron_cuda_text_printf(t, "*r%u = %s;\n", i, a);
   }
   iron_cuda_text_printf(t, "}\n");

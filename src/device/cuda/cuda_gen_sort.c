@@ -26,7 +26,7 @@ iron_status_t iron_cuda_gen_sort(const char *name, int32_t rank,
   iron_cuda_gen_type_t ty[16];
   for (uint32_t i = 0; i < num; ++i) {
     ty[i] = iron_cuda_gen_type(dtypes[i]);
-    if (!ty[i].store || ty[i].is_complex)
+    if (!ty[i].store)
       return IRON_ERR(UNIMPLEMENTED, "cuda sort for dtype %s",
                       iron_dtype_name(dtypes[i]));
   }
@@ -76,7 +76,7 @@ iron_status_t iron_cuda_gen_sort(const char *name, int32_t rank,
     at += snprintf(ins + at, sizeof(ins) - (size_t)at, "in%u, ", i);
   iron_cuda_text_printf(
       &t,
-      "__shared__ int idx[%lld];\n"
+      "__shared__ %s idx[%lld];\n"
       "for (iop_s64 row = blockIdx.x; row < %lldLL; row += gridDim.x) {\n"
       "iop_s64 o = row / %lldLL, c = row - o * %lldLL;\n"
       "iop_s64 base = o * %lldLL + c;\n"
@@ -95,8 +95,11 @@ iron_status_t iron_cuda_gen_sort(const char *name, int32_t rank,
       "for (int i = threadIdx.x; i < %lld; i += blockDim.x) {\n"
       "iop_s64 src = base + (iop_s64)idx[i] * %lldLL, dst = base + "
       "(iop_s64)i * %lldLL;\n",
-      (long long)npad, (long long)rows, (long long)inner, (long long)inner,
-      (long long)(n * inner), (long long)npad, (long long)npad,
+      // 16-bit positions past 8192 keep the permutation within the 48 KiB
+      // of static shared memory.
+      npad > 8192 ? "iop_u16" : "int", (long long)npad, (long long)rows,
+      (long long)inner, (long long)inner, (long long)(n * inner),
+      (long long)npad, (long long)npad,
       (long long)npad, ins, ins, (long long)n, (long long)inner,
       (long long)inner);
   for (uint32_t i = 0; i < num; ++i)

@@ -108,6 +108,11 @@ iron_status_t iron_cuda_gen_reduce(const char *name, int32_t rank,
 // otherwise.
 iron_status_t iron_cuda_gen_region_fn(iron_cuda_text_t *t, const char *fname,
                                       const iron_ir_region_t *region);
+// The module whose functions the regions' func.call ops name (jnp.where in
+// a reduce body lowers to a call), for the generator calls that follow on
+// this thread; NULL: calls are refused. The kernel glue sets it from
+// iron_host_region_module around each generator call.
+void iron_cuda_gen_set_module(const iron_ir_module_t *module);
 
 // --- gather / scatter -------------------------------------------------------
 
@@ -198,7 +203,7 @@ iron_status_t iron_cuda_gen_rng(const char *name, int32_t algorithm,
 
 // Rows longer than this are refused (one block sorts a row in shared
 // memory).
-#define IRON_CUDA_SORT_MAX_ROW 8192
+#define IRON_CUDA_SORT_MAX_ROW 16384
 
 // Stable sort of `num` operands of the same dims along `dimension` with the
 // comparator region (args: lhs0, rhs0, lhs1, rhs1, ...; returns pred):
@@ -234,6 +239,26 @@ iron_status_t iron_cuda_gen_reduce_window(const char *name,
                                           const iron_dtype_t *dtypes,
                                           const iron_ir_region_t *body,
                                           char **out_src, unsigned *out_grid);
+
+// Cumulative windows (jnp.cumsum & co.: window = the whole dim n, stride
+// 1, padding n-1 (or n: the exclusive form, n+1 results) on one side, every
+// other dim trivial) with a single-op body, computed in the host's order
+// (window.c's two-level scan, which is XLA:CPU's ReduceWindowRewriter), so
+// float results are bit-exact with XLA:CPU. Lines are `outer` x `inner`
+// (the scanned dim has stride `inner`). One thread per line. Kernel
+// `name(const S *in0, const S *init0, S *out0)`; *out_grid blocks of 256
+// threads.
+typedef struct iron_cuda_scan {
+  iron_op_kind_t kind;  // ADD, MULTIPLY, MAXIMUM, MINIMUM
+  int64_t n, outer, inner;
+  bool rev;   // padding on the high side (reverse cumulative)
+  bool excl;  // padding n: init then the scan (reverse: the scan then init)
+} iron_cuda_scan_t;
+// The (op, dtype) pairs iron_cuda_gen_scan handles (the host's scan set).
+bool iron_cuda_scan_supported(iron_op_kind_t kind, iron_dtype_t dt);
+iron_status_t iron_cuda_gen_scan(const char *name, const iron_cuda_scan_t *s,
+                                 iron_dtype_t dt, char **out_src,
+                                 unsigned *out_grid);
 
 // select_and_scatter (host semantics, window.c): per source element, the
 // window's selected operand element is the first e with select(e, c) for

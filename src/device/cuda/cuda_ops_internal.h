@@ -5,6 +5,7 @@
 #define IRON_DEVICE_CUDA_CUDA_OPS_INTERNAL_H_
 
 #include "device/cuda/cuda_device.h"
+#include "device/cuda/cuda_ops_gen.h"
 
 void iron_cuda_register_dot(iron_cuda_kernel_table_t table);
 void iron_cuda_register_reduce(iron_cuda_kernel_table_t table);
@@ -15,6 +16,15 @@ void iron_cuda_register_window(iron_cuda_kernel_table_t table);
 void iron_cuda_register_reduce_precision(iron_cuda_kernel_table_t table);
 void iron_cuda_register_conv(iron_cuda_kernel_table_t table);
 void iron_cuda_register_fft(iron_cuda_kernel_table_t table);
+
+// Points the region generators (iron_cuda_gen_set_module) at the module of
+// an op's compiled regions, for func.call in bodies; NULL clears it.
+static inline void iron_cuda_ops_region_module(
+    iron_host_region_t *const *regions) {
+  iron_cuda_gen_set_module(regions && regions[0]
+                               ? iron_host_region_module(regions[0])
+                               : NULL);
+}
 
 // iron_cuda_function_request of a generated source whose kernel is
 // `name`, renamed `name`_<hash of the source> (unique per kernel text).

@@ -55,9 +55,11 @@ static iron_status_t reduce_prepare_on(iron_device_t *base,
   p->num = num;
   p->empty = iron_ir_type_num_elements(op->results[0].type) == 0;
   char *src = NULL;
+  iron_cuda_ops_region_module(regions);
   iron_status_t st = iron_cuda_gen_reduce("iron_reduce", in0->rank, in0->dims,
                                           reduced, num, dts, body, &src,
                                           &p->grid, &p->block);
+  iron_cuda_ops_region_module(NULL);
   if (st) {
     free(p);
     // Name the op: the generator's message says which part is missing.

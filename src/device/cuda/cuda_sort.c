@@ -48,11 +48,15 @@ static iron_status_t sort_prepare_on(iron_device_t *base,
   p->empty = iron_ir_type_num_elements(t0) == 0;
   char *src = NULL;
   iron_status_t st = IRON_OK;
-  if (t0->rank == 0) {
-    st = iron_ir_op_unimplemented(op, "on cuda for rank-0 operands");
-  } else {
-    st = iron_cuda_gen_sort("iron_sort", t0->rank, t0->dims, (int32_t)dim,
-                            num, dts, cmp, &src, &p->grid, &p->block);
+  {
+    // A rank-0 sort is a row of one element (a copy).
+    int64_t one = 1;
+    bool r0 = t0->rank == 0;
+    iron_cuda_ops_region_module(regions);
+    st = iron_cuda_gen_sort("iron_sort", r0 ? 1 : t0->rank,
+                            r0 ? &one : t0->dims, r0 ? 0 : (int32_t)dim, num,
+                            dts, cmp, &src, &p->grid, &p->block);
+    iron_cuda_ops_region_module(NULL);
     if (st) st = iron_cuda_ops_refused(op, st);
   }
   if (!st) st = iron_cuda_ops_request(dev, src, "iron_sort", &p->fn);

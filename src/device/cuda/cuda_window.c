@@ -30,6 +30,67 @@ static iron_status_t read_list(const iron_ir_op_t *op, const char *name,
   return IRON_OK;
 }
 
+// The op of a body `return op(a0, a1)` (either order) over rank-0 values
+// of `dt`, as the host's window.c single_op_body; IRON_OP_UNKNOWN otherwise.
+static iron_op_kind_t single_op_body(const iron_ir_region_t *r,
+                                     iron_dtype_t dt) {
+  if (!r || r->num_blocks != 1) return IRON_OP_UNKNOWN;
+  const iron_ir_block_t *b = &r->blocks[0];
+  if (b->num_args != 2 || b->num_ops != 2) return IRON_OP_UNKNOWN;
+  const iron_ir_op_t *op = b->ops[0], *ret = b->ops[1];
+  if ((ret->kind != IRON_OP_RETURN && ret->kind != IRON_OP_FUNC_RETURN) ||
+      ret->num_operands != 1 || op->num_results != 1 ||
+      ret->operands[0] != &op->results[0] || op->num_operands != 2)
+    return IRON_OP_UNKNOWN;
+  const iron_ir_value_t *a0 = &b->args[0], *a1 = &b->args[1];
+  if (!((op->operands[0] == a0 && op->operands[1] == a1) ||
+        (op->operands[0] == a1 && op->operands[1] == a0)))
+    return IRON_OP_UNKNOWN;
+  for (int i = 0; i < 2; ++i) {
+    const iron_ir_type_t *at = b->args[i].type;
+    if (!at || at->kind != IRON_TYPE_TENSOR || at->rank != 0 || at->dtype != dt)
+      return IRON_OP_UNKNOWN;
+  }
+  const iron_ir_type_t *t = op->results[0].type;
+  if (!t || t->kind != IRON_TYPE_TENSOR || t->rank != 0 || t->dtype != dt)
+    return IRON_OP_UNKNOWN;
+  return op->kind;
+}
+
+// True (and *out filled) when the window is a cumulative one the host scans
+// (window.c detect_scan: one non-trivial dim, window = its size n, stride
+// and dilations 1, padding n-1 or n on one side only).
+static bool detect_scan(const iron_cuda_window_t *w, const int64_t *pad,
+                        iron_op_kind_t kind, iron_cuda_scan_t *out) {
+  int32_t sd = -1;
+  for (int32_t d = 0; d < w->rank; ++d) {
+    bool trivial = w->wdims[d] == 1 && w->strides[d] == 1 &&
+                   w->base_dil[d] == 1 && w->win_dil[d] == 1 &&
+                   pad[2 * d] == 0 && pad[2 * d + 1] == 0;
+    if (trivial) continue;
+    if (sd >= 0) return false;
+    sd = d;
+  }
+  if (sd < 0) return false;
+  int64_t n = w->in_dims[sd];
+  if (n < 1 || w->wdims[sd] != n || w->strides[sd] != 1 ||
+      w->base_dil[sd] != 1 || w->win_dil[sd] != 1)
+    return false;
+  int64_t lo = pad[2 * sd], hi = pad[2 * sd + 1];
+  bool fwd = (lo == n - 1 || lo == n) && hi == 0;
+  bool rev = (hi == n - 1 || hi == n) && lo == 0;
+  if (!fwd && !rev) return false;
+  memset(out, 0, sizeof(*out));
+  out->kind = kind;
+  out->n = n;
+  out->rev = !fwd;
+  out->excl = lo + hi == n;
+  out->outer = out->inner = 1;
+  for (int32_t d = 0; d < sd; ++d) out->outer *= w->in_dims[d];
+  for (int32_t d = sd + 1; d < w->rank; ++d) out->inner *= w->in_dims[d];
+  return true;
+}
+
 static iron_status_t window_prepare_on(iron_device_t *base,
                                        const iron_ir_op_t *op,
                                        iron_host_region_t *const *regions,
@@ -103,8 +164,21 @@ static iron_status_t window_prepare_on(iron_device_t *base,
   p->num = num;
   p->empty = iron_ir_type_num_elements(ot) == 0;
   char *src = NULL;
-  iron_status_t st = iron_cuda_gen_reduce_window("iron_reduce_window", &w, num,
-                                                 dts, body, &src, &p->grid);
+  iron_status_t st;
+  iron_cuda_scan_t scan;
+  iron_op_kind_t k1 = num == 1 ? single_op_body(body, dts[0]) : IRON_OP_UNKNOWN;
+  if (num == 1 && !p->empty && iron_cuda_scan_supported(k1, dts[0]) &&
+      detect_scan(&w, pad, k1, &scan)) {
+    // The host's (and XLA:CPU's) two-level scan order, not the window's
+    // sequential fold: float sums round as XLA:CPU's.
+    st = iron_cuda_gen_scan("iron_reduce_window", &scan, dts[0], &src,
+                            &p->grid);
+  } else {
+    iron_cuda_ops_region_module(regions);
+    st = iron_cuda_gen_reduce_window("iron_reduce_window", &w, num, dts, body,
+                                     &src, &p->grid);
+    iron_cuda_ops_region_module(NULL);
+  }
   if (st) {
     free(p);
     return iron_cuda_ops_refused(op, st);
@@ -206,8 +280,10 @@ static iron_status_t sas_prepare_on(iron_device_t *base, const iron_ir_op_t *op,
   free(src);
   src = NULL;
   if (!st) {
+    iron_cuda_ops_region_module(regions);
     st = iron_cuda_gen_select_and_scatter("iron_select_and_scatter", &w,
                                           in->dtype, sel, sct, &src, &p->grid);
+    iron_cuda_ops_region_module(NULL);
     if (st) st = iron_cuda_ops_refused(op, st);
   }
   if (!st)

@@ -60,6 +60,9 @@ struct iron_host_ctx {
 bool iron_host_region_is_elementwise(const iron_host_region_t *region);
 // The IR region this was compiled from (for pattern matching in prepare).
 const iron_ir_region_t *iron_host_region_ir(const iron_host_region_t *region);
+// The module holding the functions the region's func.call ops name.
+const iron_ir_module_t *iron_host_region_module(
+    const iron_host_region_t *region);
 
 typedef struct iron_host_kernel {
   const char *name;  // for diagnostics, e.g. "elementwise_binary"
