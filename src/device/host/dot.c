@@ -10,6 +10,7 @@
 
 #include "base/half.h"
 #include "device/host/dot_gemm.h"
+#include "device/host/ew_narrow.h"
 #include "device/host/host_kernel.h"
 #include "device/host/shape_copy.h"
 
@@ -58,8 +59,12 @@ static bool operand_ok(iron_dtype_t op, iron_dtype_t comp) {
   // Sub-byte ints (s2/s4/u2/u4) are stored one per byte: fine as operands.
   bool intlike = op == IRON_DTYPE_PRED ||
                  (iron_dtype_is_int(op) && op != IRON_DTYPE_INDEX);
+  // f8/f4 operands (XLA:CPU converts them to the f32 of the dot; their
+  // products are exact there).
+  bool narrowf = iron_dtype_is_float(op) &&
+                 iron_ew_narrow_wide(op) == IRON_DTYPE_F16;
   bool realf = op == IRON_DTYPE_F16 || op == IRON_DTYPE_BF16 ||
-               op == IRON_DTYPE_F32 || op == IRON_DTYPE_F64;
+               op == IRON_DTYPE_F32 || op == IRON_DTYPE_F64 || narrowf;
   bool cplx = op == IRON_DTYPE_C64 || op == IRON_DTYPE_C128;
   switch (comp) {
     case IRON_DTYPE_S64: return intlike;
@@ -111,7 +116,13 @@ static void load_elem(const void *p, iron_dtype_t dt, int64_t i, double *re,
       *re = ((const double *)p)[2 * i];
       *im = ((const double *)p)[2 * i + 1];
       return;
-    default: *iv = 0; break;
+    default:
+      if (iron_dtype_is_float(dt)) {  // f8/f4 (operand_ok)
+        *re = iron_ew_narrow_decode(dt, ((const uint8_t *)p)[i]);
+        return;
+      }
+      *iv = 0;
+      break;
   }
   // Integers: u64 values above INT64_MAX only matter modulo 2^64 for
   // integer products; as floats they are converted from the unsigned value.
