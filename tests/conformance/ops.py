@@ -313,6 +313,19 @@ for nm, f in (("exp_complex", lax.exp), ("log_complex", lax.log),
               ("sin_complex", lax.sin), ("tanh_complex", lax.tanh)):
     case(nm, lambda dt, f=f: f, CPLX, lambda rng, dt: (finite(rng, dt, (48,), 2.0),),
          tol=TRANS)
+# tan/tanh of complex infinities and NaNs: XLA:CPU differs from C99 (NaN +
+# i NaN for tanh(+-0 + i inf), tan(inf + 0i), ...).
+def cplx_specials(rng, dt):
+    part = np.float32 if dt == np.complex64 else np.float64
+    v = np.array([0.0, -0.0, 1.0, -1.0, 0.5, 20.0, -400.0, 1e30, np.inf,
+                  -np.inf, np.nan], part)
+    out = np.empty((len(v), len(v)), dt)
+    out.real, out.imag = v[:, None], v[None, :]
+    return (out.ravel(),)
+
+
+case("tan_tanh_complex_specials", lambda dt: lambda x: (lax.tan(x), lax.tanh(x)),
+     CPLX, cplx_specials, tol=TRANS)
 un("is_finite", lax.is_finite, FLOAT)
 un("popcnt", lax.population_count, INT)
 un("count_leading_zeros", lax.clz, INT)
