@@ -954,6 +954,23 @@ case("f8_iota_clamp_select",
      F8, lambda rng, dt: (narrow_all(dt), narrow_all(dt)[3], narrow_all(dt)[40 % len(narrow_all(dt))]))
 
 
+def narrow_ints(rng, dt, shape):
+    """Small integer values of a narrow dtype: products and sums are exact
+    in f32 whatever the order (ints wrap in their width)."""
+    lo, hi = (0, 16) if dt == INT4[1] else (-8, 8) if dt == INT4[0] else (-4, 5)
+    return rng.integers(lo, hi, size=shape).astype(dt)
+
+
+# dot/convolution with narrow results: XLA:CPU computes in f32 (s8/u8) and
+# rounds through f16 (wraps).
+case("dot_narrow", lambda dt: lambda x, y: lax.dot(x, y), F8 + INT4,
+     lambda rng, dt: (narrow_ints(rng, dt, (5, 9)), narrow_ints(rng, dt, (9, 4))))
+case("conv_narrow",
+     lambda dt: lambda x, w: lax.conv(x, w, (1, 1), "SAME"), F8,
+     lambda rng, dt: (narrow_ints(rng, dt, (1, 2, 6, 5)),
+                      narrow_ints(rng, dt, (3, 2, 3, 3))))
+
+
 def mixed_fp8_args(shape_l, shape_r):
     def args(rng, dt):
         x = rng.standard_normal(shape_l) * 4

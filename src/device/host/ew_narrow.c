@@ -14,6 +14,8 @@
 // transfer f6 arrays and E8M0 rounds halfway cases up).
 #include "device/host/ew_narrow.h"
 
+#include "base/half.h"
+
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -333,6 +335,17 @@ double iron_ew_narrow_decode(iron_dtype_t dt, unsigned bits) {
 uint8_t iron_ew_narrow_encode(iron_dtype_t dt, double v) {
   const nf_format_t *f = nf_format(dt);
   return f ? nf_encode(f, v) : 0;
+}
+
+bool iron_ew_narrow_is_float(iron_dtype_t dt) { return nf_format(dt) != NULL; }
+
+uint8_t iron_ew_narrow_store_f32(iron_dtype_t dt, float v) {
+  const nf_format_t *f = nf_format(dt);
+  if (!f) return 0;
+  double h = iron_f16_to_f32(iron_f32_to_f16(v));
+  // f16 NaN -> f8E5M2 is 0x7f whatever the sign (see nr_init).
+  if (isnan(h) && dt == IRON_DTYPE_F8E5M2) return 0x7f;
+  return nf_encode(f, h);
 }
 
 // ---------------------------------------------------------------------------

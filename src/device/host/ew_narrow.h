@@ -33,6 +33,13 @@ double iron_ew_narrow_decode(iron_dtype_t dt, unsigned bits);
 // Narrow float encoding of v, rounded as convert f64 -> dt does.
 uint8_t iron_ew_narrow_encode(iron_dtype_t dt, double v);
 
+// An f32 result (dot, convolution) stored as narrow float dt the way
+// XLA:CPU does: rounded to f16, then to dt.
+uint8_t iron_ew_narrow_store_f32(iron_dtype_t dt, float v);
+// True for the f8/f4 types that dot and convolution take (as operands, read
+// with iron_ew_narrow_decode, or results, stored with the above).
+bool iron_ew_narrow_is_float(iron_dtype_t dt);
+
 // Element-wise ops on narrow dtypes. XLA:CPU has no arithmetic of its own
 // for them: its FloatNormalization pass converts the operands to a wider
 // dtype, runs the op there and converts the result back (s4 -> s8,
