@@ -1,5 +1,6 @@
 // convert from/to the narrow types: f8 (E5M2, E4M3, E3M4, E4M3FN,
-// E4M3FNUZ, E5M2FNUZ, E4M3B11FNUZ), f4E2M1FN, s4/u4/s2/u2. Each element is
+// E4M3FNUZ, E5M2FNUZ, E4M3B11FNUZ, E8M0FNU), f4E2M1FN, s4/u4/s2/u2; and
+// element-wise ops on them (the wrap, at the end). Each element is
 // stored in one byte (low bits, as ml_dtypes does).
 //
 // Semantics measured on jax 0.10.2's CPU backend (tests/gen_ew_vectors.py
@@ -10,8 +11,9 @@
 // wraps. Values pass through f64 (floats) or s64 (ints) and reuse the
 // regular convert loops on the other side.
 //
-// f8E8M0FNU and the f6 types are refused (rounding not verified: jax cannot
-// transfer f6 arrays and E8M0 rounds halfway cases up).
+// f8E8M0FNU has its own rules (e8m0_* below, also measured; halfway cases
+// round up). The f6 types are refused (jax cannot transfer f6 arrays, so
+// their rounding is not verified).
 #include "device/host/ew_narrow.h"
 
 #include "base/half.h"
@@ -118,6 +120,45 @@ static uint8_t nf_encode(const nf_format_t *f, double x) {
   return (uint8_t)(sign | enc);
 }
 
+// f8E8M0FNU: an unsigned power of two, 2^(bits - 127); 0xff is NaN (there
+// is no zero). Converting to it, as measured on XLA:CPU (and ml_dtypes):
+// NaN, infinities, zeros and negative values give NaN. From f32 bits (and
+// bf16, which are f32 bits): a normal value takes its exponent, plus one
+// when the mantissa is >= 1.5 (halfway up), NaN past 2^127; a denormal gives
+// 2^-126 when its mantissa field is above 0x400000, else 2^-127. From f64
+// (and, through f64, every other dtype), not through f32, which would round
+// twice: the same rule on the f64 value, and below 2^-126: 2^-126 above
+// 2^-127, 2^-127 at it, NaN below it.
+static uint8_t e8m0_from_f32_bits(uint32_t b) {
+  uint32_t e = (b >> 23) & 0xffu, m = b & 0x7fffffu;
+  if ((b >> 31) || e == 0xffu || (b & 0x7fffffffu) == 0) return 0xff;
+  if (e == 0) return m > 0x400000u ? 1 : 0;
+  uint32_t code = e + (m >= 0x400000u);
+  return code > 254 ? 0xff : (uint8_t)code;
+}
+
+static uint8_t e8m0_from_f64(double x) {
+  if (!(x > 0) || isinf(x) || x < 0x1p-127) return 0xff;
+  if (x < 0x1p-126) return x > 0x1p-127 ? 1 : 0;
+  int ex;
+  double m = 2 * frexp(x, &ex);  // x = m * 2^(ex - 1), 1 <= m < 2
+  long code = (long)ex - 1 + 127 + (m >= 1.5);
+  return code > 254 ? 0xff : (uint8_t)code;
+}
+
+// The f32 bits of an f8E8M0FNU value (2^-127 is an f32 denormal, which a
+// double -> float conversion would flush under the kernels' FTZ mode).
+static uint32_t e8m0_to_f32_bits(unsigned bits) {
+  bits &= 0xffu;
+  if (bits == 0xffu) return 0x7fc00000u;
+  return bits == 0 ? 0x00400000u : (uint32_t)bits << 23;
+}
+
+static double e8m0_decode(unsigned bits) {
+  bits &= 0xffu;
+  return bits == 0xffu ? NAN : ldexp(1.0, (int)bits - 127);
+}
+
 // ---------------------------------------------------------------------------
 
 typedef struct nr_params {
@@ -128,6 +169,10 @@ typedef struct nr_params {
   bool via_int;                    // intermediate is s64 (else f64)
   bool sat_max_is_inf;             // see iron_ew_narrow_prepare
   bool nan_all_ones;               // see iron_ew_narrow_prepare
+  bool e8m0_src, e8m0_dst;         // f8E8M0FNU source/destination
+  // f8E8M0FNU destination from f32/bf16 bits (16: bf16), else from f64;
+  // f8E8M0FNU source to f32/c64/bf16 bits or pred (0: through f64).
+  int e8m0_in_bits, e8m0_out_bits;
   iron_ew_loop_fn_t pre;           // native source -> intermediate
   iron_ew_loop_fn_t post;          // intermediate -> native destination
   size_t in_size, out_size;
@@ -142,7 +187,46 @@ static void nr_block(const nr_params_t *p, void *out, const void *in,
     int64_t i[NR_BLOCK];
   } tmp;
   const uint8_t *s = in;
-  if (p->pre) {
+  if (p->e8m0_dst && p->e8m0_in_bits) {  // f32/bf16 bits straight to it
+    uint8_t *d = out;
+    for (int64_t j = 0; j < len; ++j) {
+      uint32_t b;
+      if (p->e8m0_in_bits == 32) {
+        memcpy(&b, s + 4 * j, 4);
+      } else {
+        uint16_t h;
+        memcpy(&h, s + 2 * j, 2);
+        b = (uint32_t)h << 16;
+      }
+      d[j] = e8m0_from_f32_bits(b);
+    }
+    return;
+  }
+  if (p->e8m0_src && p->e8m0_out_bits) {  // to f32/bf16/c64 bits or pred
+    for (int64_t j = 0; j < len; ++j) {
+      uint32_t b = e8m0_to_f32_bits(s[j]);
+      switch (p->e8m0_out_bits) {
+        case 32: memcpy((char *)out + 4 * j, &b, 4); break;
+        case 64: {
+          uint32_t c[2] = {b, 0};
+          memcpy((char *)out + 8 * j, c, 8);
+          break;
+        }
+        case 16: {
+          uint16_t h = (uint16_t)(b >> 16);
+          memcpy((char *)out + 2 * j, &h, 2);
+          break;
+        }
+        default:  // pred: 2^-127, an f32 denormal, is false (flushed)
+          ((uint8_t *)out)[j] = (uint8_t)((s[j] & 0xffu) != 0);
+          break;
+      }
+    }
+    return;
+  }
+  if (p->e8m0_src) {
+    for (int64_t j = 0; j < len; ++j) tmp.f[j] = e8m0_decode(s[j]);
+  } else if (p->pre) {
     const void *ins[1] = {in};
     p->pre(&tmp, ins, 0, len);
   } else if (p->sfmt) {
@@ -170,6 +254,11 @@ static void nr_block(const nr_params_t *p, void *out, const void *in,
   if (p->post) {
     const void *ins[1] = {&tmp};
     p->post(out, ins, 0, len);
+  } else if (p->e8m0_dst) {
+    for (int64_t j = 0; j < len; ++j) {
+      double v = p->via_int ? (double)tmp.i[j] : tmp.f[j];
+      d[j] = e8m0_from_f64(v);
+    }
   } else if (p->dfmt) {
     for (int64_t j = 0; j < len; ++j) {
       double v = p->via_int ? (double)tmp.i[j] : tmp.f[j];
@@ -248,7 +337,8 @@ static bool nr_int_type(iron_dtype_t dt, int *bits, bool *is_signed) {
 bool iron_ew_narrow_is(iron_dtype_t dt) {
   int bits;
   bool sg;
-  return nf_format(dt) != NULL || nr_int_type(dt, &bits, &sg);
+  return nf_format(dt) != NULL || nr_int_type(dt, &bits, &sg) ||
+         dt == IRON_DTYPE_F8E8M0FNU;
 }
 
 // Fills *p for convert from -> to (one of them narrow); false when the pair
@@ -263,7 +353,10 @@ static bool nr_init(iron_dtype_t from, iron_dtype_t to,
   p->dfmt = nf_format(to);
   bool s_int = nr_int_type(from, &p->sbits, &p->s_signed);
   bool d_int = nr_int_type(to, &p->dbits, &p->d_signed);
-  bool s_narrow = p->sfmt || s_int, d_narrow = p->dfmt || d_int;
+  p->e8m0_src = from == IRON_DTYPE_F8E8M0FNU;
+  p->e8m0_dst = to == IRON_DTYPE_F8E8M0FNU;
+  bool s_narrow = p->sfmt || s_int || p->e8m0_src;
+  bool d_narrow = p->dfmt || d_int || p->e8m0_dst;
   if ((s_narrow || iron_ew_narrow_is(from)) != s_narrow ||
       (!s_narrow && !d_narrow)) {
     return false;
@@ -278,7 +371,21 @@ static bool nr_init(iron_dtype_t from, iron_dtype_t to,
                                             from == IRON_DTYPE_PRED));
   // (An int going to a narrow float goes through f64, which also reads u64
   // right.)
-  p->via_int = src_is_int && !p->dfmt;
+  p->via_int = src_is_int && !p->dfmt && !p->e8m0_dst;
+  if (p->e8m0_dst) {
+    p->e8m0_in_bits = from == IRON_DTYPE_F32    ? 32
+                      : from == IRON_DTYPE_BF16 ? 16
+                                                : 0;
+  }
+  if (p->e8m0_src) {
+    // f8E8M0FNU -> narrow ints: not measured.
+    if (d_int) return false;
+    p->e8m0_out_bits = to == IRON_DTYPE_F32    ? 32
+                       : to == IRON_DTYPE_C64  ? 64
+                       : to == IRON_DTYPE_BF16 ? 16
+                       : to == IRON_DTYPE_PRED ? 1
+                                               : 0;
+  }
   // XLA:CPU converts the largest f4E2M1FN magnitude (all bits set) to an
   // integer as if it were infinite: 6.0 -> INT_MAX.
   // f16/bf16 NaN -> f8E5M2 gives 0.11111.11 on XLA:CPU, for either sign
@@ -288,7 +395,7 @@ static bool nr_init(iron_dtype_t from, iron_dtype_t to,
   p->sat_max_is_inf = p->sfmt && p->sfmt->kind == NF_SAT &&
                       (d_int || iron_dtype_is_int(to));
   iron_dtype_t mid = p->via_int ? IRON_DTYPE_S64 : IRON_DTYPE_F64;
-  if (!s_narrow) {
+  if (!s_narrow && !(p->e8m0_dst && p->e8m0_in_bits)) {
     p->pre = lookup(from, mid);
     if (!p->pre) return false;
   }
@@ -355,6 +462,7 @@ iron_dtype_t iron_ew_narrow_wide(iron_dtype_t dt) {
   if (dt == IRON_DTYPE_S4) return IRON_DTYPE_S8;
   if (dt == IRON_DTYPE_U4) return IRON_DTYPE_U8;
   if (nf_format(dt)) return IRON_DTYPE_F16;
+  if (dt == IRON_DTYPE_F8E8M0FNU) return IRON_DTYPE_F32;
   return IRON_DTYPE_INVALID;
 }
 

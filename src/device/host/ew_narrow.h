@@ -16,7 +16,7 @@ typedef iron_ew_loop_fn_t (*iron_ew_convert_lookup_fn_t)(iron_dtype_t from,
 // True for the dtypes handled here.
 bool iron_ew_narrow_is(iron_dtype_t dt);
 // Prepares convert(op) where operand or result is narrow; UNIMPLEMENTED for
-// the narrow dtypes not handled (f8E8M0FNU, f6*).
+// the narrow dtypes not handled (f6*, f8E8M0FNU -> s4/u4/s2/u2).
 iron_status_t iron_ew_narrow_prepare(const iron_ir_op_t *op,
                                      iron_ew_convert_lookup_fn_t lookup,
                                      void **out_params);
@@ -43,13 +43,12 @@ bool iron_ew_narrow_is_float(iron_dtype_t dt);
 // Element-wise ops on narrow dtypes. XLA:CPU has no arithmetic of its own
 // for them: its FloatNormalization pass converts the operands to a wider
 // dtype, runs the op there and converts the result back (s4 -> s8,
-// u4 -> u8, f8 and f4E2M1FN -> f16). These helpers do the same around the
-// wide dtype's loops.
+// u4 -> u8, f8 and f4E2M1FN -> f16, f8E8M0FNU -> f32). These helpers do the
+// same around the wide dtype's loops.
 #define IRON_EW_WRAP_MAGIC 0x4e57u
 
-// The dtype dt is computed in, or INVALID where not handled here
-// (f8E8M0FNU, whose convert from f32 is not implemented; s2/u2, which
-// XLA:CPU computes natively in 2 bits; the f6 types).
+// The dtype dt is computed in, or INVALID where not handled here (s2/u2,
+// which XLA:CPU computes natively in 2 bits; the f6 types).
 iron_dtype_t iron_ew_narrow_wide(iron_dtype_t dt);
 // Params (freed with free()) for an op with num_inputs inputs of dtypes
 // in[i]: each input whose dtype differs from in_wide[i] is converted to it,
