@@ -71,15 +71,18 @@ class OpCase:
     # True: atol is relative to the largest |want| of the output (transforms
     # whose every output sums every input, e.g. FFTs).
     atol_by_max: bool = False
+    # True: every dtype runs by default (see pick_dtypes).
+    every_dtype: bool = False
 
 
 CASES: list[OpCase] = []
 
 
-def case(name, fn, dtypes, args, tol="exact", x64=False, atol_by_max=False):
+def case(name, fn, dtypes, args, tol="exact", x64=False, atol_by_max=False,
+         every_dtype=False):
     assert all(c.name != name for c in CASES), name
     CASES.append(OpCase(name, fn, [np.dtype(d) for d in dtypes], args, tol, x64,
-                        atol_by_max=atol_by_max))
+                        atol_by_max=atol_by_max, every_dtype=every_dtype))
 
 
 def tolerance(c, dt):
@@ -886,6 +889,172 @@ fft_case("irfft_2d_even_c64", "irfft", (6, 10), batch=(3,), dtypes=[np.complex64
 fft_case("fft_empty_batch", "fft", (8,), batch=(0,), dtypes=[np.complex64])
 
 
+# --- complex specials --------------------------------------------------------
+# tan/tanh of complex infinities and NaNs: XLA:CPU differs from C99 (NaN +
+# i NaN for tanh(+-0 + i inf), tan(inf + 0i), ...).
+def cplx_specials(rng, dt):
+    part = np.float32 if dt == np.complex64 else np.float64
+    v = np.array([0.0, -0.0, 1.0, -1.0, 0.5, 20.0, -400.0, 1e30, np.inf,
+                  -np.inf, np.nan], part)
+    out = np.empty((len(v), len(v)), dt)
+    out.real, out.imag = v[:, None], v[None, :]
+    return (out.ravel(),)
+
+
+case("tan_tanh_complex_specials", lambda dt: lambda x: (lax.tan(x), lax.tanh(x)),
+     CPLX, cplx_specials, tol=TRANS)
+
+# --- narrow dtypes: s4/u4, f8, f4 ------------------------------------------
+# XLA:CPU computes them in a wider dtype (s4 -> s8, u4 -> u8, f8/f4 -> f16)
+# and converts the result back per op; shifts right and clz of s4/u4 run in
+# 4 bits. Every value (every pair for binary ops) is tested, bit-exactly
+# (NaN payloads and NaN signs aside: XLA:CPU's are not consistent). One
+# program per dtype computes every op (one output each). The binary cases
+# run every narrow dtype; the others rotate through them (XLA:CPU takes
+# seconds to compile each of these programs).
+INT4 = [np.dtype(ml_dtypes.int4), np.dtype(ml_dtypes.uint4)]
+F8 = [np.dtype(t) for t in (
+    ml_dtypes.float8_e4m3fn, ml_dtypes.float8_e5m2, ml_dtypes.float8_e4m3b11fnuz,
+    ml_dtypes.float8_e4m3fnuz, ml_dtypes.float8_e5m2fnuz, ml_dtypes.float8_e4m3,
+    ml_dtypes.float8_e3m4, ml_dtypes.float4_e2m1fn)]
+
+
+def narrow_all(dt):
+    """Every value of a narrow dtype (one element per byte, low bits)."""
+    if dt in INT4:
+        lo = -8 if dt == INT4[0] else 0
+        return np.arange(lo, lo + 16).astype(dt)
+    n = 16 if dt == np.dtype(ml_dtypes.float4_e2m1fn) else 256
+    return np.arange(n, dtype=np.uint8).view(dt)
+
+
+def narrow_pairs(rng, dt):
+    v = narrow_all(dt)
+    return np.repeat(v, len(v)), np.tile(v, len(v))
+
+
+NARROW_BIN = (lax.add, lax.sub, lax.mul, lax.div, lax.rem, lax.max, lax.min)
+case("int4_binary",
+     lambda dt: lambda x, y: tuple(f(x, y) for f in NARROW_BIN + CMP + (
+         lax.shift_left, lax.shift_right_arithmetic, lax.shift_right_logical,
+         lax.bitwise_and, lax.bitwise_or, lax.bitwise_xor)),
+     INT4, narrow_pairs, every_dtype=True)
+case("int4_unary",
+     lambda dt: lambda x: (lax.neg(x), lax.bitwise_not(x), lax.sign(x),
+                           lax.population_count(x), lax.clz(x),
+                           lax.integer_pow(x, 3), lax.iota(dt, 40)),
+     INT4, lambda rng, dt: (narrow_all(dt),))
+case("int4_clamp_select",
+     lambda dt: lambda x, lo, hi: (lax.clamp(lo, x, hi),
+                                   lax.select(x > lo, x, lax.broadcast(hi, x.shape))),
+     INT4, lambda rng, dt: (narrow_all(dt), narrow_all(dt)[3], narrow_all(dt)[12]))
+case("int4_bitcast",
+     lambda dt: lambda x, w: (lax.bitcast_convert_type(x.reshape(-1, 2), np.int8),
+                              lax.bitcast_convert_type(x.reshape(-1, 4), np.float16),
+                              lax.bitcast_convert_type(x, INT4[1] if dt == INT4[0] else INT4[0]),
+                              lax.bitcast_convert_type(w, dt)),
+     INT4, lambda rng, dt: (narrow_all(dt),
+                            np.array([1.0, -2.5, np.inf, 3e-41], np.float32)))
+case("f8_binary",
+     lambda dt: lambda x, y: tuple(f(x, y) for f in NARROW_BIN + CMP + (
+         lax.atan2, lax.pow)),
+     F8, narrow_pairs, every_dtype=True)
+case("f8_unary",
+     lambda dt: lambda x: tuple(f(x) for f in (
+         lax.neg, lax.abs, lax.sign, lax.floor, lax.ceil, lax.round,
+         lax.is_finite, lax.exp, lax.log, lax.log1p, lax.sqrt, lax.rsqrt,
+         lax.cbrt, lax.sin, lax.cos, lax.tan, lax.tanh, lax.logistic)),
+     F8, lambda rng, dt: (narrow_all(dt),))
+# expm1 runs through XLA:CPU's f16 expm1, which our f16 loop matches only
+# within 2 f16 ulp (see "expm1" above): one narrow ulp apart after rounding.
+case("f8_expm1", lambda dt: lax.expm1, F8, lambda rng, dt: (narrow_all(dt),),
+     tol={d.name: (float(ml_dtypes.finfo(d).eps) * 1.01, 0.0) for d in F8})
+case("f8_iota_clamp_select",
+     lambda dt: lambda x, lo, hi: (lax.iota(dt, 600), lax.clamp(lo, x, hi),
+                                   lax.select(x > lo, x, lax.broadcast(hi, x.shape))),
+     F8, lambda rng, dt: (narrow_all(dt), narrow_all(dt)[3], narrow_all(dt)[40 % len(narrow_all(dt))]))
+
+
+def narrow_ints(rng, dt, shape):
+    """Small integer values of a narrow dtype: products and sums are exact
+    in f32 whatever the order (ints wrap in their width)."""
+    lo, hi = (0, 16) if dt == INT4[1] else (-8, 8) if dt == INT4[0] else (-4, 5)
+    return rng.integers(lo, hi, size=shape).astype(dt)
+
+
+# dot/convolution with narrow results: XLA:CPU computes in f32 (s8/u8) and
+# rounds through f16 (wraps).
+case("dot_narrow", lambda dt: lambda x, y: lax.dot(x, y), F8 + INT4,
+     lambda rng, dt: (narrow_ints(rng, dt, (5, 9)), narrow_ints(rng, dt, (9, 4))))
+case("conv_narrow",
+     lambda dt: lambda x, w: lax.conv(x, w, (1, 1), "SAME"), F8,
+     lambda rng, dt: (narrow_ints(rng, dt, (1, 2, 6, 5)),
+                      narrow_ints(rng, dt, (3, 2, 3, 3))))
+
+
+# f8E8M0FNU computes in f32. Its value 0x00 (2^-127) is an f32 denormal,
+# which XLA:CPU's f32 kernels treat differently from op to op (sign, ceil,
+# sin, pow, ... of it): left out of the arithmetic cases.
+E8M0 = np.dtype(ml_dtypes.float8_e8m0fnu)
+
+
+def e8m0_all(rng, dt):
+    return (np.arange(1, 256, dtype=np.uint8).view(E8M0),)
+
+
+def e8m0_pairs(rng, dt):
+    v = e8m0_all(rng, dt)[0]
+    return np.repeat(v, len(v)), np.tile(v, len(v))
+
+
+case("f8e8m0_binary",
+     lambda dt: lambda x, y: tuple(f(x, y) for f in NARROW_BIN + CMP + (
+         lax.atan2, lax.pow)), [E8M0], e8m0_pairs)
+case("f8e8m0_unary",
+     lambda dt: lambda x: tuple(f(x) for f in (
+         lax.neg, lax.abs, lax.sign, lax.floor, lax.ceil, lax.exp, lax.log,
+         lax.sqrt, lax.rsqrt, lax.sin, lax.tanh, lax.expm1, lax.is_finite)),
+     [E8M0], e8m0_all)
+
+
+def e8m0_convert_args(rng, dt):
+    f = np.concatenate([
+        np.array([0, -0.0, 1, 1.5, 1.4999, 0.75, 0.7, -1, 3e38, 2.0 ** 127 * 1.5,
+                  np.inf, -np.inf, np.nan, 2.0 ** -127, 2.0 ** -127 * 1.5,
+                  1e-40, 2.0 ** -128], np.float32),
+        (rng.standard_normal(200) * 10.0 ** rng.integers(-40, 38, 200)).astype(np.float32)])
+    d = np.concatenate([np.array([1.5 - 2.0 ** -40, 1e-300, 2.0 ** -127 * 0.75,
+                                  2.0 ** -127, 2.0 ** -127 * 1.002, 1e300]),
+                        rng.standard_normal(200) * 10.0 ** rng.integers(-45, 40, 200)])
+    with np.errstate(over="ignore"):  # f16 of large f32 values is inf
+        h = f.astype(np.float16)
+    return (np.arange(256, dtype=np.uint8).view(E8M0), f, f.astype(ml_dtypes.bfloat16),
+            h, d, rng.integers(-2 ** 31, 2 ** 31, 200, dtype=np.int64).astype(np.int32))
+
+
+case("f8e8m0_convert",
+     lambda dt: lambda e, f, b, h, d, i: (
+         e.astype(np.float32), e.astype(np.float64), e.astype(ml_dtypes.bfloat16),
+         e.astype(np.float16), e.astype(np.int32), e.astype(np.bool_),
+         e.astype(ml_dtypes.float8_e4m3fn), f.astype(E8M0), b.astype(E8M0),
+         h.astype(E8M0), d.astype(E8M0), i.astype(E8M0)),
+     [E8M0], e8m0_convert_args, x64=True)
+
+
+def mixed_fp8_args(shape_l, shape_r):
+    def args(rng, dt):
+        x = rng.standard_normal(shape_l) * 4
+        y = rng.standard_normal(shape_r) * 4
+        return (x.astype(ml_dtypes.float8_e4m3fn), y.astype(ml_dtypes.float8_e5m2))
+    return args
+
+
+case("dot_mixed_fp8",
+     lambda dt: lambda x, y: (lax.dot(x, y, preferred_element_type=np.float32),
+                              lax.dot(y.T, x.T, preferred_element_type=np.float32)),
+     [np.float32], mixed_fp8_args((5, 33), (33, 7)), tol=ACCUM)
+
+
 # --- refused ops ------------------------------------------------------------
 
 
@@ -909,11 +1078,11 @@ REFUSED = [
 # dtype of every case.
 ALL_DTYPES = os.environ.get("CONFORMANCE_ALL_DTYPES", "0") == "1"
 CLASSES = [BOOL, SINT, UINT, [np.dtype(np.float16), bf16], [np.dtype(np.float32)],
-           [np.dtype(np.float64)], CPLX]
+           [np.dtype(np.float64)], CPLX, INT4, F8]
 
 
 def pick_dtypes(c, k):
-    if ALL_DTYPES:
+    if ALL_DTYPES or c.every_dtype:
         return list(c.dtypes)
     out = []
     for cls in CLASSES:

@@ -34,6 +34,7 @@
 
 #include "base/half.h"
 #include "device/host/dot_gemm.h"
+#include "device/host/ew_narrow.h"
 #include "device/host/host_kernel.h"
 
 #define CONV_MAX_SP (IRON_MAX_RANK - 2)
@@ -115,7 +116,8 @@ static iron_dtype_t compute_dtype(iron_dtype_t out) {
   case IRON_DTYPE_U64:
     return IRON_DTYPE_S64;
   default:
-    return IRON_DTYPE_INVALID;
+    // f8/f4 results: XLA:CPU convolves in f32 and rounds through f16.
+    return iron_ew_narrow_is_float(out) ? IRON_DTYPE_F32 : IRON_DTYPE_INVALID;
   }
 }
 
@@ -123,7 +125,8 @@ static bool operand_ok(iron_dtype_t op, iron_dtype_t comp) {
   bool intlike = op == IRON_DTYPE_PRED ||
                  (iron_dtype_is_int(op) && op != IRON_DTYPE_INDEX);
   bool realf = op == IRON_DTYPE_F16 || op == IRON_DTYPE_BF16 ||
-               op == IRON_DTYPE_F32 || op == IRON_DTYPE_F64;
+               op == IRON_DTYPE_F32 || op == IRON_DTYPE_F64 ||
+               iron_ew_narrow_is_float(op);
   bool cplx = op == IRON_DTYPE_C64 || op == IRON_DTYPE_C128;
   switch (comp) {
   case IRON_DTYPE_S64:
@@ -202,6 +205,10 @@ static void load_elem(const void *p, iron_dtype_t dt, int64_t i, double *re,
     *im = ((const double *)p)[2 * i + 1];
     return;
   default:
+    if (iron_ew_narrow_is_float(dt)) { // f8/f4 (operand_ok)
+      *re = iron_ew_narrow_decode(dt, b[i]);
+      return;
+    }
     *iv = 0;
     break;
   }
@@ -271,8 +278,17 @@ static inline void store_elem(const void *src, iron_dtype_t cdt, int64_t si,
   case IRON_DTYPE_PRED:
     ((uint8_t *)dst)[di] = ((const int64_t *)src)[si] != 0;
     return;
-  default: { // integers: keep the low bytes (wrap around); little-endian
+  default: {
+    if (iron_ew_narrow_is_float(odt)) {
+      ((uint8_t *)dst)[di] =
+          iron_ew_narrow_store_f32(odt, ((const float *)src)[si]);
+      return;
+    }
+    // integers: keep the low bytes (wrap around; s4/u4/s2/u2 the low bits);
+    // little-endian
     int64_t v = ((const int64_t *)src)[si];
+    int bits = iron_dtype_bits(odt);
+    if (bits < 8) v &= ((int64_t)1 << bits) - 1;
     memcpy((char *)dst + (size_t)di * es, &v, es);
     return;
   }

@@ -115,7 +115,7 @@ static const cv_entry_t kConvert[] = {
     {IRON_DTYPE_BF16, IRON_DTYPE_PRED, cv_half_pred},
     CV_DST_LIST(CV_ENT_DST)};
 
-static iron_ew_loop_fn_t cv_lookup(iron_dtype_t from, iron_dtype_t to) {
+iron_ew_loop_fn_t iron_ew_convert_loop(iron_dtype_t from, iron_dtype_t to) {
   for (size_t i = 0; i < sizeof(kConvert) / sizeof(kConvert[0]); ++i) {
     if (kConvert[i].from == from && kConvert[i].to == to) {
       return kConvert[i].fn;
@@ -132,9 +132,9 @@ static iron_status_t cv_prepare(const iron_ir_op_t *op,
   iron_dtype_t from = op->operands[0]->type->dtype;
   iron_dtype_t to = op->results[0].type->dtype;
   if (iron_ew_narrow_is(from) || iron_ew_narrow_is(to)) {
-    return iron_ew_narrow_prepare(op, cv_lookup, out_params);
+    return iron_ew_narrow_prepare(op, iron_ew_convert_loop, out_params);
   }
-  iron_ew_loop_fn_t fn = cv_lookup(from, to);
+  iron_ew_loop_fn_t fn = iron_ew_convert_loop(from, to);
   if (fn) return iron_ew_params_create(1, to, &fn, 1, out_params);
   return iron_ir_op_unimplemented(op, "for dtype %s -> %s",
                                   iron_dtype_name(from), iron_dtype_name(to));
@@ -148,6 +148,51 @@ static iron_status_t cv_prepare(const iron_ir_op_t *op,
 static bool bc_dense(iron_dtype_t dt) {
   int bits = iron_dtype_bits(dt);
   return bits >= 8 && (size_t)bits == 8 * iron_dtype_size(dt);
+}
+
+// Sub-byte ints and floats (one element per byte, in the low bits), next
+// to dense dtypes. Pred is not bitcast.
+static bool bc_sub_ok(iron_dtype_t dt) {
+  return dt != IRON_DTYPE_PRED && iron_dtype_bits(dt) > 0 &&
+         (bc_dense(dt) || (iron_dtype_bits(dt) < 8 && iron_dtype_size(dt) == 1));
+}
+
+// A bitcast with a sub-byte side sees both sides as a little-endian bit
+// stream (element 0 in the lowest bits, as XLA:CPU): a "unit" is an element
+// of a sub-byte dtype or a byte of a dense one.
+typedef struct bc_params {
+  int in_unit, out_unit;  // bits per unit: 1, 2, 4 or 8
+} bc_params_t;
+
+static iron_status_t bc_run_sub(const bc_params_t *p, const iron_tensor_t *in,
+                                iron_tensor_t *out) {
+  const uint8_t *s = in->data;
+  uint8_t *d = out->data;
+  int bi = p->in_unit, bo = p->out_unit;
+  unsigned mi = (1u << bi) - 1, mo = (1u << bo) - 1;
+  size_t n_in = in->nbytes, n_out = out->nbytes;  // units (1 byte each)
+  if (n_in * (size_t)bi != n_out * (size_t)bo) {
+    return IRON_ERR(INVALID_ARGUMENT, "bitcast_convert: %zu bits in, %zu out",
+                    n_in * (size_t)bi, n_out * (size_t)bo);
+  }
+  if (bo >= bi) {
+    size_t r = (size_t)(bo / bi);
+    for (size_t k = 0; k < n_out; ++k) {
+      unsigned v = 0;
+      for (size_t t = 0; t < r; ++t) {
+        v |= (s[k * r + t] & mi) << (t * (size_t)bi);
+      }
+      d[k] = (uint8_t)(v & mo);
+    }
+  } else {
+    size_t r = (size_t)(bi / bo);
+    // Backwards so that an in-place run (out aliasing in) reads each input
+    // byte before it is overwritten: output units k*r.. come from input k.
+    for (size_t k = n_out; k-- > 0;) {
+      d[k] = (uint8_t)(((s[k / r] & mi) >> ((k % r) * (size_t)bo)) & mo);
+    }
+  }
+  return IRON_OK;
 }
 
 static iron_status_t bc_prepare(const iron_ir_op_t *op,
@@ -165,10 +210,29 @@ static iron_status_t bc_prepare(const iron_ir_op_t *op,
     return IRON_ERR(INVALID_ARGUMENT, "%s: operands must be tensors",
                     op->name);
   }
-  if (it->dtype != rt->dtype && (!bc_dense(it->dtype) || !bc_dense(rt->dtype))) {
-    return iron_ir_op_unimplemented(op, "for dtype %s -> %s",
-                                    iron_dtype_name(it->dtype),
-                                    iron_dtype_name(rt->dtype));
+  bool dense = bc_dense(it->dtype) && bc_dense(rt->dtype);
+  if (it->dtype != rt->dtype && !dense) {
+    if (!bc_sub_ok(it->dtype) || !bc_sub_ok(rt->dtype)) {
+      return iron_ir_op_unimplemented(op, "for dtype %s -> %s",
+                                      iron_dtype_name(it->dtype),
+                                      iron_dtype_name(rt->dtype));
+    }
+    int64_t ni = iron_ir_type_num_elements(it);
+    int64_t no = iron_ir_type_num_elements(rt);
+    int bi = iron_dtype_bits(it->dtype), bo = iron_dtype_bits(rt->dtype);
+    if (ni < 0 || no < 0) {
+      return iron_ir_op_unimplemented(op, "for dynamic shapes");
+    }
+    if (ni * bi != no * bo) {
+      return IRON_ERR(INVALID_ARGUMENT, "%s: %lld bits in, %lld bits out",
+                      op->name, (long long)(ni * bi), (long long)(no * bo));
+    }
+    bc_params_t *p = malloc(sizeof(*p));
+    if (!p) return IRON_ERR(RESOURCE_EXHAUSTED, "out of memory");
+    p->in_unit = bi < 8 ? bi : 8;
+    p->out_unit = bo < 8 ? bo : 8;
+    *out_params = p;
+    return IRON_OK;
   }
   size_t ib, ob;
   if (iron_ir_type_byte_size(it, &ib) && iron_ir_type_byte_size(rt, &ob) &&
@@ -184,7 +248,7 @@ static iron_status_t bc_run(const iron_host_ctx_t *ctx, const void *params,
                             const iron_tensor_t *const *inputs,
                             iron_tensor_t *const *outputs) {
   (void)ctx;
-  (void)params;
+  if (params) return bc_run_sub(params, inputs[0], outputs[0]);
   if (inputs[0]->nbytes != outputs[0]->nbytes) {
     return IRON_ERR(INVALID_ARGUMENT,
                     "bitcast_convert: %zu bytes in, %zu bytes out",

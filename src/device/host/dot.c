@@ -10,6 +10,7 @@
 
 #include "base/half.h"
 #include "device/host/dot_gemm.h"
+#include "device/host/ew_narrow.h"
 #include "device/host/host_kernel.h"
 #include "device/host/shape_copy.h"
 
@@ -49,8 +50,12 @@ static iron_dtype_t compute_dtype(iron_dtype_t out) {
     case IRON_DTYPE_S8: case IRON_DTYPE_S16: case IRON_DTYPE_S32:
     case IRON_DTYPE_S64: case IRON_DTYPE_U8: case IRON_DTYPE_U16:
     case IRON_DTYPE_U32: case IRON_DTYPE_U64:
+    case IRON_DTYPE_S4: case IRON_DTYPE_U4:  // wrap in 4 bits, as s8 would
       return IRON_DTYPE_S64;
-    default: return IRON_DTYPE_INVALID;
+    default:
+      // f8/f4 results: XLA:CPU dots in f32 and rounds through f16.
+      return iron_ew_narrow_is_float(out) ? IRON_DTYPE_F32
+                                          : IRON_DTYPE_INVALID;
   }
 }
 
@@ -58,8 +63,11 @@ static bool operand_ok(iron_dtype_t op, iron_dtype_t comp) {
   // Sub-byte ints (s2/s4/u2/u4) are stored one per byte: fine as operands.
   bool intlike = op == IRON_DTYPE_PRED ||
                  (iron_dtype_is_int(op) && op != IRON_DTYPE_INDEX);
+  // f8/f4 operands (XLA:CPU converts them to the f32 of the dot; their
+  // products are exact there).
+  bool narrowf = iron_ew_narrow_is_float(op);
   bool realf = op == IRON_DTYPE_F16 || op == IRON_DTYPE_BF16 ||
-               op == IRON_DTYPE_F32 || op == IRON_DTYPE_F64;
+               op == IRON_DTYPE_F32 || op == IRON_DTYPE_F64 || narrowf;
   bool cplx = op == IRON_DTYPE_C64 || op == IRON_DTYPE_C128;
   switch (comp) {
     case IRON_DTYPE_S64: return intlike;
@@ -111,7 +119,13 @@ static void load_elem(const void *p, iron_dtype_t dt, int64_t i, double *re,
       *re = ((const double *)p)[2 * i];
       *im = ((const double *)p)[2 * i + 1];
       return;
-    default: *iv = 0; break;
+    default:
+      if (iron_ew_narrow_is_float(dt)) {  // f8/f4 (operand_ok)
+        *re = iron_ew_narrow_decode(dt, ((const uint8_t *)p)[i]);
+        return;
+      }
+      *iv = 0;
+      break;
   }
   // Integers: u64 values above INT64_MAX only matter modulo 2^64 for
   // integer products; as floats they are converted from the unsigned value.
@@ -163,9 +177,17 @@ static void convert_from_compute(const void *src, iron_dtype_t cdt, void *dst,
       case IRON_DTYPE_PRED:
         ((uint8_t *)dst)[i] = ((const int64_t *)src)[i] != 0;
         break;
-      default: {  // integers: keep the low bytes (wrap around)
+      default: {
+        if (iron_ew_narrow_is_float(odt)) {
+          ((uint8_t *)dst)[i] =
+              iron_ew_narrow_store_f32(odt, ((const float *)src)[i]);
+          break;
+        }
+        // integers: keep the low bytes (wrap around); s4/u4 the low bits.
         int64_t v = ((const int64_t *)src)[i];
         size_t es = iron_dtype_size(odt);
+        int bits = iron_dtype_bits(odt);
+        if (bits < 8) v &= ((int64_t)1 << bits) - 1;
         memcpy((char *)dst + (size_t)i * es, &v, es);  // little-endian
         break;
       }

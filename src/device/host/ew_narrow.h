@@ -16,7 +16,7 @@ typedef iron_ew_loop_fn_t (*iron_ew_convert_lookup_fn_t)(iron_dtype_t from,
 // True for the dtypes handled here.
 bool iron_ew_narrow_is(iron_dtype_t dt);
 // Prepares convert(op) where operand or result is narrow; UNIMPLEMENTED for
-// the narrow dtypes not handled (f8E8M0FNU, f6*).
+// the narrow dtypes not handled (f6*, f8E8M0FNU -> s4/u4/s2/u2).
 iron_status_t iron_ew_narrow_prepare(const iron_ir_op_t *op,
                                      iron_ew_convert_lookup_fn_t lookup,
                                      void **out_params);
@@ -24,5 +24,46 @@ iron_status_t iron_ew_narrow_run(const iron_host_ctx_t *ctx,
                                  const void *params,
                                  const iron_tensor_t *const *inputs,
                                  iron_tensor_t *const *outputs);
+
+// The regular (non-narrow) convert loop from -> to of convert.c, or NULL.
+iron_ew_loop_fn_t iron_ew_convert_loop(iron_dtype_t from, iron_dtype_t to);
+
+// Value of a narrow float encoding (f8 family, f4E2M1FN).
+double iron_ew_narrow_decode(iron_dtype_t dt, unsigned bits);
+// Narrow float encoding of v, rounded as convert f64 -> dt does.
+uint8_t iron_ew_narrow_encode(iron_dtype_t dt, double v);
+
+// An f32 result (dot, convolution) stored as narrow float dt the way
+// XLA:CPU does: rounded to f16, then to dt.
+uint8_t iron_ew_narrow_store_f32(iron_dtype_t dt, float v);
+// True for the f8/f4 types that dot and convolution take (as operands, read
+// with iron_ew_narrow_decode, or results, stored with the above).
+bool iron_ew_narrow_is_float(iron_dtype_t dt);
+
+// Element-wise ops on narrow dtypes. XLA:CPU has no arithmetic of its own
+// for them: its FloatNormalization pass converts the operands to a wider
+// dtype, runs the op there and converts the result back (s4 -> s8,
+// u4 -> u8, f8 and f4E2M1FN -> f16, f8E8M0FNU -> f32). These helpers do the
+// same around the wide dtype's loops.
+#define IRON_EW_WRAP_MAGIC 0x4e57u
+
+// The dtype dt is computed in, or INVALID where not handled here (s2/u2,
+// which XLA:CPU computes natively in 2 bits; the f6 types).
+iron_dtype_t iron_ew_narrow_wide(iron_dtype_t dt);
+// Params (freed with free()) for an op with num_inputs inputs of dtypes
+// in[i]: each input whose dtype differs from in_wide[i] is converted to it,
+// then the wide loop fns[variant] (as in iron_ew_params_t) runs, producing
+// out_wide, which is converted to out when they differ.
+iron_status_t iron_ew_narrow_wrap_create(int num_inputs,
+                                         const iron_dtype_t *in,
+                                         const iron_dtype_t *in_wide,
+                                         iron_dtype_t out_wide,
+                                         iron_dtype_t out,
+                                         const iron_ew_loop_fn_t *fns,
+                                         void **out_params);
+iron_status_t iron_ew_narrow_wrap_run(const iron_host_ctx_t *ctx,
+                                      const void *params,
+                                      const iron_tensor_t *const *inputs,
+                                      iron_tensor_t *const *outputs);
 
 #endif  // IRON_DEVICE_HOST_EW_NARROW_H_

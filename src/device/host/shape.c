@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "base/half.h"
+#include "device/host/ew_narrow.h"
 #include "device/host/host_kernel.h"
 #include "device/host/shape_copy.h"
 
@@ -111,7 +112,9 @@ static iron_status_t iota_prepare(const iron_ir_op_t *op,
   if (!(iron_dtype_is_int(dt) || dt == IRON_DTYPE_PRED ||
         dt == IRON_DTYPE_F16 || dt == IRON_DTYPE_BF16 ||
         dt == IRON_DTYPE_F32 || dt == IRON_DTYPE_F64 ||
-        dt == IRON_DTYPE_C64 || dt == IRON_DTYPE_C128))
+        dt == IRON_DTYPE_C64 || dt == IRON_DTYPE_C128 ||
+        (iron_dtype_is_float(dt) &&
+         iron_ew_narrow_wide(dt) == IRON_DTYPE_F16)))
     return iron_ir_op_unimplemented(op, "for dtype %s", iron_dtype_name(dt));
   int64_t dim = 0;
   uint32_t n = 0;
@@ -160,8 +163,16 @@ static void encode_index(iron_dtype_t dt, int64_t j, unsigned char *out) {
       memcpy(out, &f, 8);
       break;
     }
-    default:  // integers: two's complement truncation
-      memcpy(out, &j, 8);
+    default:
+      if (iron_dtype_is_float(dt)) {
+        // f8/f4: XLA:CPU's iota runs in f16 and converts.
+        out[0] = iron_ew_narrow_encode(
+            dt, (double)iron_f16_to_f32(iron_f32_to_f16((float)j)));
+      } else {  // integers: two's complement truncation
+        memcpy(out, &j, 8);
+        int bits = iron_dtype_bits(dt);
+        if (bits < 8) out[0] &= (unsigned char)((1u << bits) - 1);
+      }
       break;
   }
 }
