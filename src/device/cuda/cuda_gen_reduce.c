@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "device/cuda/cuda_codegen.h"
 #include "device/cuda/cuda_ops_gen.h"
 
 enum { MODE_THREAD, MODE_WARP, MODE_BLOCK, MODE_COLS };
@@ -87,12 +88,28 @@ static void emit_merge(iron_cuda_text_t *t, uint32_t num,
 // Loads the reduced element `r` of every operand into x<i> and folds it.
 static void emit_load_fold(iron_cuda_text_t *t, uint32_t num,
                            const iron_cuda_gen_type_t *ty, const group_t *red,
-                           bool maybe_empty) {
+                           bool maybe_empty,
+                           const iron_cuda_reduce_fused_t *fz) {
   iron_cuda_text_printf(t, "iop_s64 off = base;\n");
   emit_offset(t, red, "r", "off");
-  for (uint32_t i = 0; i < num; ++i)
-    iron_cuda_text_printf(t, "%s x%u = %s(in%u[off]);\n", ty[i].comp, i,
-                          ty[i].ld, i);
+  if (fz) {
+    // The operands' element `off`, computed by the fused producers.
+    for (uint32_t i = 0; i < num; ++i)
+      iron_cuda_text_printf(t, "%s v%u_;\n", fz->value_ctypes[i], i);
+    iron_cuda_text_printf(t, "%s(", fz->fn_name);
+    for (uint32_t k = 0; k < fz->num_inputs; ++k)
+      iron_cuda_text_printf(t, "fin%u, ", k);
+    iron_cuda_text_printf(t, "off");
+    for (uint32_t i = 0; i < num; ++i) iron_cuda_text_printf(t, ", v%u_", i);
+    iron_cuda_text_printf(t, ");\n");
+    for (uint32_t i = 0; i < num; ++i)
+      iron_cuda_text_printf(t, "%s x%u = (%s)v%u_;\n", ty[i].comp, i,
+                            ty[i].comp, i);
+  } else {
+    for (uint32_t i = 0; i < num; ++i)
+      iron_cuda_text_printf(t, "%s x%u = %s(in%u[off]);\n", ty[i].comp, i,
+                            ty[i].ld, i);
+  }
   if (maybe_empty) {
     iron_cuda_text_printf(t, "if (have) ");
     emit_combine(t, num, ty, "acc", "x");
@@ -147,6 +164,15 @@ iron_status_t iron_cuda_gen_reduce(const char *name, int32_t rank,
                                    const iron_ir_region_t *body,
                                    char **out_src, unsigned *out_grid,
                                    unsigned *out_block) {
+  return iron_cuda_gen_reduce_fused(name, rank, dims, reduced, num, dtypes,
+                                    body, NULL, out_src, out_grid, out_block);
+}
+
+iron_status_t iron_cuda_gen_reduce_fused(
+    const char *name, int32_t rank, const int64_t *dims, const bool *reduced,
+    uint32_t num, const iron_dtype_t *dtypes, const iron_ir_region_t *body,
+    const iron_cuda_reduce_fused_t *fz, char **out_src, unsigned *out_grid,
+    unsigned *out_block) {
   if (num == 0 || num > 8)
     return IRON_ERR(UNIMPLEMENTED, "cuda reduce of %u operands", num);
   iron_cuda_gen_type_t ty[8];
@@ -193,7 +219,13 @@ iron_status_t iron_cuda_gen_reduce(const char *name, int32_t rank,
   }
   iron_cuda_text_t t;
   iron_cuda_text_init(&t);
-  iron_cuda_text_printf(&t, "%s", iron_cuda_ops_prelude());
+  // A fused reduce's producers use the element-wise prelude, whose first
+  // line also picks NVRTC's denormal mode.
+  if (fz)
+    iron_cuda_text_printf(&t, "%s%s%s", iron_cuda_prelude(),
+                          iron_cuda_ops_prelude(), fz->fn_text);
+  else
+    iron_cuda_text_printf(&t, "%s", iron_cuda_ops_prelude());
   iron_status_t st = iron_cuda_gen_region_fn(&t, "iop_body", body);
   if (st) {
     iron_cuda_text_free(&t);
@@ -203,14 +235,25 @@ iron_status_t iron_cuda_gen_reduce(const char *name, int32_t rank,
                         "extern \"C\" __global__ void __launch_bounds__(256) "
                         "%s(",
                         name);
-  for (uint32_t i = 0; i < num; ++i)
-    iron_cuda_text_printf(&t, "const %s *__restrict__ in%u, ", ty[i].store, i);
-  for (uint32_t i = 0; i < num; ++i)
-    iron_cuda_text_printf(&t, "const %s *__restrict__ init%u, ", ty[i].store,
-                          i);
+  if (fz) {
+    for (uint32_t k = 0; k < fz->num_inputs; ++k)
+      iron_cuda_text_printf(&t, "const %s *__restrict__ fin%u, ",
+                            fz->input_ctypes[k], k);
+  } else {
+    for (uint32_t i = 0; i < num; ++i)
+      iron_cuda_text_printf(&t, "const %s *__restrict__ in%u, ", ty[i].store,
+                            i);
+    for (uint32_t i = 0; i < num; ++i)
+      iron_cuda_text_printf(&t, "const %s *__restrict__ init%u, ",
+                            ty[i].store, i);
+  }
   for (uint32_t i = 0; i < num; ++i)
     iron_cuda_text_printf(&t, "%s *__restrict__ out%u%s", ty[i].store, i,
                           i + 1 < num ? ", " : ") {\n");
+  if (fz)
+    for (uint32_t i = 0; i < num; ++i)
+      iron_cuda_text_printf(&t, "const %s *init%u = (const %s *)fin%u;\n",
+                            ty[i].store, i, ty[i].store, fz->init_inputs[i]);
   int64_t blocks;
   if (mode == MODE_COLS) {
     // Column tiles: 32 consecutive outputs (lanes; the innermost kept dim
@@ -244,7 +287,7 @@ iron_status_t iron_cuda_gen_reduce(const char *name, int32_t rank,
         "for (iop_s64 r = r0; r < r1; ++r) {\n",
         (long long)chunk, (long long)chunk, (long long)nred, (long long)chunk,
         (long long)nred);
-    emit_load_fold(&t, num, ty, &red, true);
+    emit_load_fold(&t, num, ty, &red, true, fz);
     iron_cuda_text_printf(&t, "}\n}\nsh_have[ty][lane] = have;\n");
     for (uint32_t i = 0; i < num; ++i)
       iron_cuda_text_printf(&t, "sh%u[ty][lane] = acc%u;\n", i, i);
@@ -273,7 +316,7 @@ iron_status_t iron_cuda_gen_reduce(const char *name, int32_t rank,
                             ty[i].ld, i);
     iron_cuda_text_printf(&t, "for (iop_s64 r = 0; r < %lldLL; ++r) {\n",
                           (long long)nred);
-    emit_load_fold(&t, num, ty, &red, false);
+    emit_load_fold(&t, num, ty, &red, false, fz);
     iron_cuda_text_printf(&t, "}\n");
     for (uint32_t i = 0; i < num; ++i)
       iron_cuda_text_printf(&t, "out%u[o] = %s(acc%u);\n", i, ty[i].st, i);
@@ -323,7 +366,7 @@ iron_status_t iron_cuda_gen_reduce(const char *name, int32_t rank,
           &t, "for (iop_s64 r = %s; r < %lldLL; r += %d) {\n",
           warp ? "lane" : "threadIdx.x", (long long)nred, nth);
     }
-    emit_load_fold(&t, num, ty, &red, true);
+    emit_load_fold(&t, num, ty, &red, true, fz);
     iron_cuda_text_printf(&t, "}\n");
     // Warp tree. Ordered: pairs of neighbouring chunks merge first (d = 1,
     // 2, 4, ...), so lane 0 folds the chunks left to right. Otherwise lane

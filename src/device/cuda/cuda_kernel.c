@@ -1,5 +1,7 @@
 // The CUDA device's kernel table: each kernel file registers its op kinds.
 #include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "device/cuda/cuda_codegen.h"
 #include "device/cuda/cuda_device.h"
@@ -19,7 +21,26 @@ static bool tensor_ok(const iron_ir_type_t *t) {
   return t->kind == IRON_TYPE_TENSOR && iron_cuda_ctype(t->dtype) != NULL;
 }
 
+// A reduce takes fused producers (cuda_fusion.c) when its operands are
+// real or integer tensors the reduce generator stores: its body is checked
+// when the fused kernel is generated (a refusal there names the reduce, as
+// it would unfused). IRON_CUDA_FUSE_REDUCE=0 keeps reduces apart.
+static bool reduce_fusable(const iron_ir_op_t *op) {
+  const char *e = getenv("IRON_CUDA_FUSE_REDUCE");  // compile time only
+  if ((e && strcmp(e, "0") == 0) || op->num_results == 0 || op->num_results > 8 ||
+      op->num_operands != 2 * op->num_results)
+    return false;
+  for (uint32_t i = 0; i < op->num_operands; ++i) {
+    const iron_ir_type_t *t = op->operands[i]->type;
+    if (!tensor_ok(t) || !iron_ir_type_is_static(t) ||
+        t->dtype == IRON_DTYPE_C64 || t->dtype == IRON_DTYPE_C128)
+      return false;
+  }
+  return true;
+}
+
 bool iron_cuda_fusable(const iron_ir_op_t *op) {
+  if (op->kind == IRON_OP_REDUCE) return reduce_fusable(op);
   if (!iron_cuda_fusion_op_supported(op->kind) || op->num_results != 1)
     return false;
   if (op->kind == IRON_OP_CONSTANT) {
