@@ -725,6 +725,7 @@ static void test_corpus_fused(void) {
   iron_cuda_device_t *d = fake_device();
   prep_stats_t stats = {0};
   int fusions = 0, reduces = 0;
+  setenv("IRON_CUDA_FUSE_REDUCE", "all", 1);  // the corpus' are all narrow
   struct dirent *e;
   while ((e = readdir(dd)) != NULL) {
     size_t len = strlen(e->d_name);
@@ -752,6 +753,7 @@ static void test_corpus_fused(void) {
     iron_ir_module_destroy(m);
   }
   closedir(dd);
+  unsetenv("IRON_CUDA_FUSE_REDUCE");
   fprintf(stderr, "fused corpus: %d fusions (%d with a reduce), %d prepared, "
                   "%d refused, %zu sources\n",
           fusions, reduces, stats.ok, stats.refused,

@@ -898,8 +898,7 @@ iron_status_t iron_cuda_codegen_fusion(const iron_cuda_fusion_t *f,
   if (g.count < 0) {
     return IRON_ERR(INVALID_ARGUMENT, "CUDA fusion: result too large");
   }
-  g.idx = g.count <= ((int64_t)1 << 30) && !f->device_fn ? "int"
-                                                          : "long long";
+  g.idx = g.count <= ((int64_t)1 << 30) ? "int" : "long long";
   g.flush = iron_cuda_flush_denormals();
   iron_cuda_src_t body;
   iron_cuda_src_init(&body);
@@ -990,7 +989,7 @@ iron_status_t iron_cuda_codegen_fusion(const iron_cuda_fusion_t *f,
                          (long long)g.count);
   }
   if (needs_coords(f) && g.rank > 0) {
-    iron_cuda_src_printf(&body, "    %s r_ = i;\n", g.idx);
+    iron_cuda_src_printf(&body, "    %s r_ = (%s)i;\n", g.idx, g.idx);
     for (int32_t d = g.rank - 1; d >= 0; --d) {
       iron_cuda_src_printf(&body, "    const %s c%d = r_ %% (%s)%lld;\n",
                            g.idx, d, g.idx, (long long)g.dims[d]);

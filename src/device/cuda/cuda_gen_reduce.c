@@ -14,6 +14,7 @@ typedef struct group {
   int32_t n;
   int64_t dims[IRON_MAX_RANK], strides[IRON_MAX_RANK];
   int64_t count;
+  bool small;  // every offset fits 32 bits: cheaper index arithmetic
 } group_t;
 
 // Appends (dim, stride) as the new innermost entry of g, merging it into
@@ -40,17 +41,20 @@ static void emit_offset(iron_cuda_text_t *t, const group_t *g, const char *lin,
                           (long long)g->strides[0]);
     return;
   }
-  iron_cuda_text_printf(t, "{ iop_s64 r_ = %s;\n", lin);
+  // 64-bit division is emulated on the GPU: 32 bits when offsets fit.
+  const char *it = g->small ? "iop_s32" : "iop_s64";
+  const char *sx = g->small ? "" : "LL";
+  iron_cuda_text_printf(t, "{ %s r_ = (%s)(%s);\n", it, it, lin);
   for (int32_t d = g->n - 1; d >= 0; --d) {
     if (d == 0) {
-      iron_cuda_text_printf(t, "%s += r_ * %lldLL; }\n", var,
-                            (long long)g->strides[0]);
+      iron_cuda_text_printf(t, "%s += (iop_s64)(r_ * %lld%s); }\n", var,
+                            (long long)g->strides[0], sx);
     } else {
       iron_cuda_text_printf(
-          t, "{ iop_s64 q_ = r_ / %lldLL; %s += (r_ - q_ * %lldLL) * %lldLL; "
-             "r_ = q_; }\n",
-          (long long)g->dims[d], var, (long long)g->dims[d],
-          (long long)g->strides[d]);
+          t, "{ %s q_ = r_ / %lld%s; %s += (iop_s64)((r_ - q_ * %lld%s) * "
+             "%lld%s); r_ = q_; }\n",
+          it, (long long)g->dims[d], sx, var, (long long)g->dims[d], sx,
+          (long long)g->strides[d], sx);
     }
   }
 }
@@ -158,6 +162,39 @@ static bool single_op_body(const iron_ir_region_t *body, uint32_t num) {
   }
 }
 
+static int pick_mode(int32_t rank, const int64_t *dims, const bool *reduced,
+                     int64_t nout, int64_t nred) {
+  bool inner_reduced = true;  // the innermost non-1 dim is reduced
+  for (int32_t d = rank - 1; d >= 0; --d)
+    if (dims[d] != 1) {
+      inner_reduced = reduced[d];
+      break;
+    }
+  if (nout <= 0 || nred <= 0) return MODE_THREAD;
+  if (inner_reduced && nred >= 2048) return MODE_BLOCK;
+  if (inner_reduced && nred > 8) return MODE_WARP;
+  if (!inner_reduced && nout < 32 && nred >= 4096) return MODE_BLOCK;
+  if (!inner_reduced && nout < 131072 && nred >= 32) return MODE_COLS;
+  return MODE_THREAD;
+}
+
+int64_t iron_cuda_reduce_threads(int32_t rank, const int64_t *dims,
+                                 const bool *reduced) {
+  int64_t nout = 1, nred = 1;
+  for (int32_t d = 0; d < rank; ++d) {
+    if (reduced[d])
+      nred *= dims[d];
+    else
+      nout *= dims[d];
+  }
+  switch (pick_mode(rank, dims, reduced, nout, nred)) {
+    case MODE_WARP: return nout * 32;
+    case MODE_BLOCK: return nout * 256;
+    case MODE_COLS: return (nout + 31) / 32 * 256;
+    default: return nout;
+  }
+}
+
 iron_status_t iron_cuda_gen_reduce(const char *name, int32_t rank,
                                    const int64_t *dims, const bool *reduced,
                                    uint32_t num, const iron_dtype_t *dtypes,
@@ -192,31 +229,15 @@ iron_status_t iron_cuda_gen_reduce_fused(
     strides[d] = s;
     s *= dims[d];
   }
-  bool inner_reduced = true;  // the innermost non-1 dim is reduced
-  bool seen = false;
-  for (int32_t d = rank - 1; d >= 0; --d)
-    if (dims[d] != 1 && !seen) {
-      inner_reduced = reduced[d];
-      seen = true;
-    }
   for (int32_t d = 0; d < rank; ++d)
     group_push(reduced[d] ? &red : &kept, dims[d], strides[d]);
+  kept.small = red.small = s < ((int64_t)1 << 31);
   int64_t nout = kept.count, nred = red.count;
   // Single-op bodies (add, max, ...) are commutative: threads may take
   // strided (coalesced) elements. Any other body (argmax's NaN rule picks
   // its first argument) must see the elements in order.
   bool ordered = !single_op_body(body, num);
-  int mode = MODE_THREAD;
-  if (nout > 0 && nred > 0) {
-    if (inner_reduced && nred >= 2048)
-      mode = MODE_BLOCK;
-    else if (inner_reduced && nred > 8)
-      mode = MODE_WARP;
-    else if (!inner_reduced && nout < 32 && nred >= 4096)
-      mode = MODE_BLOCK;
-    else if (!inner_reduced && nout < 131072 && nred >= 32)
-      mode = MODE_COLS;
-  }
+  int mode = pick_mode(rank, dims, reduced, nout, nred);
   iron_cuda_text_t t;
   iron_cuda_text_init(&t);
   // A fused reduce's producers use the element-wise prelude, whose first

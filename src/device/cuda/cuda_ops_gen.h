@@ -101,6 +101,11 @@ iron_status_t iron_cuda_gen_reduce(const char *name, int32_t rank,
                                    char **out_src, unsigned *out_grid,
                                    unsigned *out_block);
 
+// How many threads iron_cuda_gen_reduce's kernel for this reduce runs
+// (its parallelism: the fusion pass fuses producers only into wide ones).
+int64_t iron_cuda_reduce_threads(int32_t rank, const int64_t *dims,
+                                 const bool *reduced);
+
 // The reduce with its operands computed by fused producers instead of
 // loaded: `fn_text` defines `fn_name(const I0 *in0, ..., long long i,
 // V0 &v0, ...)` (iron_cuda_fusion_t.device_fn) giving the reduce operands'
