@@ -26,6 +26,8 @@ struct iron_executable {
   iron_tensor_t *in_types, *out_types;
   bool *donatable;
   int32_t *alias;
+  // mhlo.memory_kind of each input/output (owned copies; NULL: none given).
+  char **in_memory_kinds, **out_memory_kinds;
   // No loops and few bytes produced: may run on the caller's thread when the
   // device is idle (iron_device_enqueue).
   bool small;
@@ -130,6 +132,12 @@ static void exe_destroy(iron_executable_t *exe) {
   free(exe->out_types);
   free(exe->donatable);
   free(exe->alias);
+  for (uint32_t i = 0; exe->in_memory_kinds && i < exe->num_inputs; ++i)
+    free(exe->in_memory_kinds[i]);
+  for (uint32_t i = 0; exe->out_memory_kinds && i < exe->num_outputs; ++i)
+    free(exe->out_memory_kinds[i]);
+  free(exe->in_memory_kinds);
+  free(exe->out_memory_kinds);
   iron_runtime_t *rt = exe->rt;
   free(exe);
   iron_runtime_release(rt);
@@ -178,8 +186,10 @@ iron_status_t iron_executable_compile_module(
   exe->out_types = calloc(exe->num_outputs + 1, sizeof(iron_tensor_t));
   exe->donatable = calloc(exe->num_inputs + 1, sizeof(bool));
   exe->alias = calloc(exe->num_inputs + 1, sizeof(int32_t));
+  exe->in_memory_kinds = calloc(exe->num_inputs + 1, sizeof(char *));
+  exe->out_memory_kinds = calloc(exe->num_outputs + 1, sizeof(char *));
   if (!exe->name || !exe->in_types || !exe->out_types || !exe->donatable ||
-      !exe->alias) {
+      !exe->alias || !exe->in_memory_kinds || !exe->out_memory_kinds) {
     exe_destroy(exe);
     return IRON_ERR(RESOURCE_EXHAUSTED, "out of memory for an executable");
   }
@@ -222,6 +232,19 @@ iron_status_t iron_executable_compile_module(
     }
     a = iron_ir_dict_get(d, "jax.buffer_donor");
     if (a && a->kind == IRON_ATTR_BOOL && a->b) exe->donatable[i] = true;
+  }
+  for (uint32_t i = 0; i < exe->num_inputs + exe->num_outputs && !st; ++i) {
+    bool is_in = i < exe->num_inputs;
+    uint32_t k = is_in ? i : i - exe->num_inputs;
+    const iron_ir_attr_t *const *dicts =
+        is_in ? main_fn->arg_attrs : main_fn->res_attrs;
+    const iron_ir_attr_t *a =
+        dicts && dicts[k] ? iron_ir_dict_get(dicts[k], "mhlo.memory_kind")
+                          : NULL;
+    if (!a || a->kind != IRON_ATTR_STRING) continue;
+    char *kind = strndup(a->str, a->str_len);
+    if (!kind) st = IRON_ERR(RESOURCE_EXHAUSTED, "out of memory");
+    (is_in ? exe->in_memory_kinds : exe->out_memory_kinds)[k] = kind;
   }
   if (st) {
     st = iron_status_annotate(st, "while compiling %s", mname);
@@ -284,6 +307,16 @@ void iron_executable_output_type(const iron_executable_t *exe, uint32_t i,
   if (out_dtype) *out_dtype = t->dtype;
   if (out_rank) *out_rank = t->rank;
   if (out_dims) *out_dims = t->dims;
+}
+
+const char *iron_executable_input_memory_kind(const iron_executable_t *exe,
+                                             uint32_t i) {
+  return i < exe->num_inputs ? exe->in_memory_kinds[i] : NULL;
+}
+
+const char *iron_executable_output_memory_kind(const iron_executable_t *exe,
+                                              uint32_t i) {
+  return i < exe->num_outputs ? exe->out_memory_kinds[i] : NULL;
 }
 
 bool iron_executable_has_host_callbacks(const iron_executable_t *exe) {

@@ -27,3 +27,72 @@ def test_shard_alike_single_device(iron_device, cpu_device):
     want = jax.jit(f, device=cpu_device)(x, y)
     for g, w in zip(got, want):
         np.testing.assert_array_equal(np.asarray(g), np.asarray(w))
+
+
+# --------------------------------------------------------------------------
+# Memory kinds: the host device has XLA:CPU's three memories, buffers live in
+# the one they were put in, and programs place results in annotated ones.
+
+_KINDS = ("device", "pinned_host", "unpinned_host")
+
+
+def _sharding(device, kind):
+    return SingleDeviceSharding(device, memory_kind=kind)
+
+
+def test_memory_kinds_match_xla_cpu(iron_device, cpu_device):
+    got = [m.kind for m in iron_device.addressable_memories()]
+    want = [m.kind for m in cpu_device.addressable_memories()]
+    assert got == want == list(_KINDS)
+    assert iron_device.default_memory().kind == "device"
+    for m in iron_device.addressable_memories():
+        assert m.addressable_by_devices() == [iron_device]
+        assert iron_device.memory(m.kind) == m
+
+
+@pytest.mark.parametrize("src", _KINDS)
+@pytest.mark.parametrize("dst", _KINDS)
+def test_device_put_between_memory_kinds(iron_device, src, dst):
+    x = np.arange(12, dtype=np.float32).reshape(3, 4)
+    a = jax.device_put(x, _sharding(iron_device, src))
+    assert a.sharding.memory_kind == src
+    b = jax.device_put(a, _sharding(iron_device, dst))
+    assert b.sharding.memory_kind == dst
+    np.testing.assert_array_equal(np.asarray(b), x)
+    if src != dst:
+        a.delete()  # the copy is its own buffer
+        np.testing.assert_array_equal(np.asarray(b), x)
+
+
+@pytest.mark.parametrize("kind", ["pinned_host", "unpinned_host"])
+def test_jit_result_placed_in_memory_kind(iron_device, cpu_device, kind):
+    x = np.arange(6, dtype=np.float32)
+    results = {}
+    for dev in (iron_device, cpu_device):
+        f = jax.jit(lambda a: a * 2 + 1, out_shardings=_sharding(dev, kind))
+        arg = jax.device_put(x, _sharding(dev, kind))
+        compiled = f.lower(arg).compile()
+        out = compiled(arg)
+        assert out.sharding.memory_kind == kind
+        assert compiled.runtime_executable().get_output_memory_kinds() == \
+            [[kind]] or \
+            compiled.runtime_executable().get_output_memory_kinds() == [kind]
+        results[dev.platform] = np.asarray(out)
+    np.testing.assert_array_equal(results["iron"], results["cpu"])
+
+
+def test_compute_on2_out_memory_space(iron_device):
+    from jax.experimental.compute_on import compute_on2
+
+    @compute_on2(compute_type="device_host",
+                 out_memory_spaces=(jax.memory.Space.Host,
+                                    jax.memory.Space.Device))
+    def f(x, y):
+        return x * 2, y * 3
+
+    x = jax.device_put(jnp.arange(3.0), iron_device)
+    out1, out2 = f(x, x)
+    np.testing.assert_array_equal(np.asarray(out1), [0.0, 2.0, 4.0])
+    np.testing.assert_array_equal(np.asarray(out2), [0.0, 3.0, 6.0])
+    assert out1.sharding.memory_kind == "pinned_host"
+    assert out2.sharding.memory_kind == "device"
