@@ -110,6 +110,30 @@ static void type_text(const iron_tensor_t *t, char *buf, size_t cap) {
     snprintf(buf + len, cap - len, "%s>", iron_dtype_name(t->dtype));
 }
 
+// Whether an mhlo.layout_mode value asks for the layout iron gives every
+// array: "default", "auto" (ours to choose) or the row-major minor_to_major
+// list "{n-1,...,1,0}". Anything else (column-major, tiled "{1,0:T(8,128)}")
+// is a physical layout iron buffers do not have.
+static bool layout_mode_is_row_major(const char *s, size_t len, int32_t rank) {
+  if ((len == 7 && memcmp(s, "default", 7) == 0) ||
+      (len == 4 && memcmp(s, "auto", 4) == 0))
+    return true;
+  if (len < 2 || s[0] != '{' || s[len - 1] != '}') return false;
+  size_t i = 1;
+  for (int32_t want = rank - 1; want >= 0; --want) {
+    if (want != rank - 1) {
+      if (i >= len - 1 || s[i] != ',') return false;
+      ++i;
+    }
+    int64_t v = 0;
+    size_t start = i;
+    while (i < len - 1 && s[i] >= '0' && s[i] <= '9' && v < 1000000)
+      v = v * 10 + (s[i++] - '0');
+    if (i == start || v != want) return false;
+  }
+  return i == len - 1;
+}
+
 static void exe_destroy(iron_executable_t *exe) {
   uint64_t runs = atomic_load(&exe->prof_runs);
   if (exe->profile && runs) {
@@ -238,9 +262,21 @@ iron_status_t iron_executable_compile_module(
     uint32_t k = is_in ? i : i - exe->num_inputs;
     const iron_ir_attr_t *const *dicts =
         is_in ? main_fn->arg_attrs : main_fn->res_attrs;
-    const iron_ir_attr_t *a =
-        dicts && dicts[k] ? iron_ir_dict_get(dicts[k], "mhlo.memory_kind")
-                          : NULL;
+    const iron_ir_attr_t *dict = dicts ? dicts[k] : NULL;
+    if (!dict) continue;
+    const iron_ir_attr_t *layout = iron_ir_dict_get(dict, "mhlo.layout_mode");
+    const iron_tensor_t *t = is_in ? &exe->in_types[k] : &exe->out_types[k];
+    if (layout && layout->kind == IRON_ATTR_STRING &&
+        !layout_mode_is_row_major(layout->str, layout->str_len, t->rank)) {
+      st = IRON_ERR(UNIMPLEMENTED,
+                    "main %s %u asks for the layout %.*s (minor_to_major); "
+                    "ironjax arrays have only the row-major layout",
+                    is_in ? "argument" : "result", k,
+                    (int)(layout->str_len > 64 ? 64 : layout->str_len),
+                    layout->str);
+      break;
+    }
+    const iron_ir_attr_t *a = iron_ir_dict_get(dict, "mhlo.memory_kind");
     if (!a || a->kind != IRON_ATTR_STRING) continue;
     char *kind = strndup(a->str, a->str_len);
     if (!kind) st = IRON_ERR(RESOURCE_EXHAUSTED, "out of memory");

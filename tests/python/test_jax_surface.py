@@ -96,3 +96,38 @@ def test_compute_on2_out_memory_space(iron_device):
     np.testing.assert_array_equal(np.asarray(out2), [0.0, 3.0, 6.0])
     assert out1.sharding.memory_kind == "pinned_host"
     assert out2.sharding.memory_kind == "device"
+
+
+# --------------------------------------------------------------------------
+# Layouts: iron arrays are row-major. A row-major (or default/auto) layout
+# request compiles and runs; any other one is refused at compile time with a
+# message naming it (XLA:CPU honours them; iron would need transposing
+# buffers), never silently ignored.
+
+
+def _format(device, major_to_minor):
+    from jax.experimental.layout import Format, Layout
+    return Format(Layout(major_to_minor=major_to_minor),
+                  SingleDeviceSharding(device))
+
+
+def test_row_major_layout_request_runs(iron_device, cpu_device):
+    x = np.arange(8 * 16, dtype=np.int32).reshape(8, 16)
+    got = jax.jit(lambda a: a + 1,
+                  in_shardings=_format(iron_device, (0, 1)))(x)
+    want = jax.jit(lambda a: a + 1,
+                   in_shardings=_format(cpu_device, (0, 1)))(x)
+    np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
+    assert got.format.layout.major_to_minor == (0, 1)
+
+
+def test_column_major_layout_request_is_refused(iron_device):
+    x = np.arange(8 * 16, dtype=np.int32).reshape(8, 16)
+    f = jax.jit(lambda a: a + 1, in_shardings=_format(iron_device, (1, 0)))
+    with pytest.raises(jax.errors.JaxRuntimeError,
+                       match=r"argument 0 asks for the layout \{0,1\}.*"
+                             r"only the row-major layout"):
+        f(x)
+    with pytest.raises(jax.errors.JaxRuntimeError,
+                       match=r"result 0 asks for the layout \{0,1\}"):
+        jax.device_put(x, _format(iron_device, (1, 0)))
