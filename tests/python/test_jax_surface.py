@@ -131,3 +131,57 @@ def test_column_major_layout_request_is_refused(iron_device):
     with pytest.raises(jax.errors.JaxRuntimeError,
                        match=r"result 0 asks for the layout \{0,1\}"):
         jax.device_put(x, _format(iron_device, (1, 0)))
+
+
+# --------------------------------------------------------------------------
+# jax.experimental.buffer_callback (jax lowers it for cpu/cuda/rocm only;
+# ironjax registers a rule on its host callbacks).
+
+
+def test_buffer_callback_writes_outputs_in_place(iron_device, cpu_device):
+    from jax.experimental import buffer_callback as bc
+    seen = []
+
+    def cb(ctx, out, x, y):
+        seen.append((ctx.stage, x.shape, x.dtype, x.writeable, out[0].writeable))
+        np.asarray(out[0])[...] = np.asarray(x) * 2 + np.asarray(y)
+        np.asarray(out[1])[...] = np.asarray(x).sum()
+
+    x = np.arange(12, dtype=np.float32).reshape(3, 4)
+    y = np.ones((3, 4), np.float32)
+    out_types = (jax.ShapeDtypeStruct((3, 4), jnp.float32),
+                 jax.ShapeDtypeStruct((), jnp.float32))
+    results = {}
+    for dev in (iron_device, cpu_device):
+        fun = jax.jit(lambda a, b: bc.buffer_callback(cb, out_types)(a, b))
+        got = fun(jax.device_put(x, dev), jax.device_put(y, dev))
+        assert got[0].devices() == {dev}
+        results[dev.platform] = [np.asarray(g) for g in got]
+    for g, w in zip(results["iron"], results["cpu"]):
+        np.testing.assert_array_equal(g, w)
+    np.testing.assert_array_equal(results["iron"][0], x * 2 + y)
+    assert seen[0][1:] == seen[1][1:] == ((3, 4), np.float32, False, True)
+    assert seen[0][0] == seen[1][0] == bc.ExecutionStage.EXECUTE
+
+
+def test_buffer_callback_side_effect_and_aliases(iron_device):
+    from jax.experimental import buffer_callback as bc
+    called = []
+
+    def effect(*_):
+        called.append(True)
+
+    fun = bc.buffer_callback(effect, jax.ShapeDtypeStruct((), jnp.float32),
+                             has_side_effect=True)
+    jax.block_until_ready(jax.jit(fun, device=iron_device)())
+    assert called == [True]
+
+    def add_one(ctx, out, x):
+        # The output aliases the input: it starts with the input's values.
+        np.asarray(out)[...] += 1
+
+    x = jax.device_put(np.arange(5, dtype=np.int32), iron_device)
+    fun = bc.buffer_callback(add_one, jax.ShapeDtypeStruct((5,), jnp.int32),
+                             input_output_aliases={0: 0})
+    np.testing.assert_array_equal(np.asarray(jax.jit(fun)(x)),
+                                  np.arange(1, 6, dtype=np.int32))
