@@ -23,8 +23,10 @@ def test_shard_alike_single_device(iron_device, cpu_device):
     y = np.ones(6, dtype=np.float32)
     text = jax.jit(f).lower(x, y).as_text()
     assert "sdy.sharding_group" in text
-    got = jax.jit(f, device=iron_device)(x, y)
-    want = jax.jit(f, device=cpu_device)(x, y)
+    got = jax.jit(f)(jax.device_put(x, iron_device),
+                     jax.device_put(y, iron_device))
+    want = jax.jit(f)(jax.device_put(x, cpu_device),
+                      jax.device_put(y, cpu_device))
     for g, w in zip(got, want):
         np.testing.assert_array_equal(np.asarray(g), np.asarray(w))
 
@@ -173,7 +175,8 @@ def test_buffer_callback_side_effect_and_aliases(iron_device):
 
     fun = bc.buffer_callback(effect, jax.ShapeDtypeStruct((), jnp.float32),
                              has_side_effect=True)
-    jax.block_until_ready(jax.jit(fun, device=iron_device)())
+    with jax.default_device(iron_device):
+        jax.block_until_ready(jax.jit(fun)())
     assert called == [True]
 
     def add_one(ctx, out, x):
