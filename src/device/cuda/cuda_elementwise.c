@@ -30,9 +30,13 @@ static iron_status_t ew_prepare_on(iron_device_t *dev, const iron_ir_op_t *op,
                       op->name, i, (long long)c, (long long)n);
     }
   }
+  // Narrow converts have their own kernel, except f8E8M0FNU's (generated
+  // by the fusion generator, as every other narrow op).
   if (op->kind == IRON_OP_CONVERT && op->num_operands == 1 &&
       (iron_cuda_dtype_is_narrow(op->operands[0]->type->dtype) ||
-       iron_cuda_dtype_is_narrow(rt->dtype))) {
+       iron_cuda_dtype_is_narrow(rt->dtype)) &&
+      op->operands[0]->type->dtype != IRON_DTYPE_F8E8M0FNU &&
+      rt->dtype != IRON_DTYPE_F8E8M0FNU) {
     return iron_cuda_convert_narrow_prepare(dev, op, out_params);
   }
   const iron_ir_op_t *ops[1] = {op};
