@@ -65,7 +65,7 @@ static const char kCudaEmuShim[] =
     "  return (unsigned short)(s | h);\n"
     "}\n";
 
-// Compiles `n` complete sources (each wrapped in its own namespace) into a
+// Compiles `n` complete sources (duplicates once, each wrapped in its own namespace) into a
 // shared object in a fresh directory under the working directory (/tmp may
 // be noexec) and opens it. NULL on failure (reported on stderr).
 typedef struct cuda_emu_lib {
@@ -89,8 +89,12 @@ static inline bool cuda_emu_build(const char *const *sources, int n,
   FILE *f = fopen(out->cpp, "w");
   if (!f) return false;
   fputs(kCudaEmuShim, f);
-  for (int i = 0; i < n; ++i)
-    fprintf(f, "namespace emu%d {\n%s\n}\n", i, sources[i]);
+  for (int i = 0; i < n; ++i) {
+    // Identical requests share a kernel (an extern "C" name once).
+    bool dup = false;
+    for (int j = 0; j < i && !dup; ++j) dup = strcmp(sources[j], sources[i]) == 0;
+    if (!dup) fprintf(f, "namespace emu%d {\n%s\n}\n", i, sources[i]);
+  }
   fclose(f);
   // -ffp-contract=off: products and sums round separately, as on the
   // device (-fmad=false).

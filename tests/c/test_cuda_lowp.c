@@ -113,6 +113,7 @@ static void add_case(ht_op_t *b, iron_tensor_t **in, int cmp,
     if (hst) g_host_refused++;
     return;
   }
+  // (bitcast_convert's params start with the element-wise params.)
   const iron_cuda_ew_params_t *p = params;
   size_t np = iron_cuda_compiler_pending_count(g_dev);
   const char *src = NULL;
@@ -326,6 +327,37 @@ static void add_narrow_cases(iron_dtype_t dt) {
                iron_dtype_name(kTo[t]), iron_dtype_name(dt));
       add_case(&b, in2, CMP_EXACT, what);
     }
+  }
+}
+
+// bitcast_convert with a sub-byte side (repacked as the host does).
+static void add_bitcast_cases(void) {
+  static const struct {
+    iron_dtype_t from, to;
+    int rin, rout;
+    int64_t din[2], dout[2];
+  } kB[] = {
+      {IRON_DTYPE_S4, IRON_DTYPE_S8, 2, 1, {16, 2}, {16}},
+      {IRON_DTYPE_U4, IRON_DTYPE_F16, 2, 1, {8, 4}, {8}},
+      {IRON_DTYPE_S4, IRON_DTYPE_U4, 1, 1, {32}, {32}},
+      {IRON_DTYPE_F32, IRON_DTYPE_S4, 1, 2, {4}, {4, 8}},
+      {IRON_DTYPE_S8, IRON_DTYPE_U4, 1, 2, {16}, {16, 2}},
+      {IRON_DTYPE_U2, IRON_DTYPE_U8, 2, 1, {16, 4}, {16}},
+      {IRON_DTYPE_U16, IRON_DTYPE_U2, 1, 2, {8}, {8, 8}},
+      {IRON_DTYPE_F4E2M1FN, IRON_DTYPE_S8, 2, 1, {8, 2}, {8}},
+  };
+  for (size_t i = 0; i < sizeof(kB) / sizeof(kB[0]); ++i) {
+    ht_op_t b;
+    ht_init(&b, IRON_OP_BITCAST_CONVERT);
+    ht_operand(&b, kB[i].from, kB[i].rin, kB[i].din);
+    ht_result(&b, kB[i].to, kB[i].rout, kB[i].dout);
+    iron_tensor_t *x = ht_tensor_like(&b.operand_types[0]);
+    ht_fill_bytes(x);
+    iron_tensor_t *in[1] = {x};
+    char what[64];
+    snprintf(what, sizeof(what), "bitcast %s -> %s",
+             iron_dtype_name(kB[i].from), iron_dtype_name(kB[i].to));
+    add_case(&b, in, CMP_EXACT, what);
   }
 }
 
@@ -570,6 +602,7 @@ static void test_lowp(void) {
   for (size_t i = 0; i < sizeof(kNarrow) / sizeof(kNarrow[0]); ++i)
     add_narrow_cases(kNarrow[i]);
   add_cplx_cases();
+  add_bitcast_cases();
   fprintf(stderr, "%d cases generated\n", g_ncases);
   CHECK(g_ncases > 300);
   run_emulation();
