@@ -246,6 +246,31 @@ static bool op_keeps_denormals(iron_op_kind_t k) {
          k == IRON_OP_COMPLEX;
 }
 
+// The libm function (double spelling; "f" appended for float) of a real
+// float unary/binary op that is exactly one libm call, else NULL. Shared
+// with the region generator (cuda_gen_region.c).
+const char *iron_cuda_libm_name(iron_op_kind_t k) {
+  switch (k) {
+    case IRON_OP_FLOOR: return "floor";
+    case IRON_OP_CEIL: return "ceil";
+    case IRON_OP_ROUND_NEAREST_AFZ: return "round";
+    case IRON_OP_ROUND_NEAREST_EVEN: return "rint";
+    case IRON_OP_EXPONENTIAL: return "exp";
+    case IRON_OP_EXPONENTIAL_MINUS_ONE: return "expm1";
+    case IRON_OP_LOG: return "log";
+    case IRON_OP_LOG_PLUS_ONE: return "log1p";
+    case IRON_OP_SQRT: return "sqrt";
+    case IRON_OP_CBRT: return "cbrt";
+    case IRON_OP_SINE: return "sin";
+    case IRON_OP_COSINE: return "cos";
+    case IRON_OP_TAN: return "tan";
+    case IRON_OP_TANH: return "tanh";
+    case IRON_OP_POWER: return "pow";
+    case IRON_OP_ATAN2: return "atan2";
+    default: return NULL;
+  }
+}
+
 // Unary op on dtype `dt` (x = A[0]). False when refused.
 static bool unary_expr(iron_op_kind_t k, iron_dtype_t dt, const char *x,
                        fz_expr_t *e) {
@@ -277,6 +302,11 @@ static bool unary_expr(iron_op_kind_t k, iron_dtype_t dt, const char *x,
   }
   if (is_real_float(dt)) {
     bool f32 = is_f32ish(dt);
+    const char *lm = iron_cuda_libm_name(k);
+    if (lm && iron_op_kind_class(k) == IRON_OP_CLASS_UNARY) {
+      EXPR("%s%s(%s)", lm, F, x);
+      return true;
+    }
     switch (k) {
       case IRON_OP_ABS:
         if (f32) EXPR("__uint_as_float(__float_as_uint(%s) & 0x7fffffffu)", x);
@@ -287,22 +317,8 @@ static bool unary_expr(iron_op_kind_t k, iron_dtype_t dt, const char *x,
         else EXPR("(-%s)", x);
         return true;
       case IRON_OP_SIGN: EXPR("iron_fsign(%s)", x); return true;
-      case IRON_OP_FLOOR: EXPR("floor%s(%s)", F, x); return true;
-      case IRON_OP_CEIL: EXPR("ceil%s(%s)", F, x); return true;
-      case IRON_OP_ROUND_NEAREST_AFZ: EXPR("round%s(%s)", F, x); return true;
-      case IRON_OP_ROUND_NEAREST_EVEN: EXPR("rint%s(%s)", F, x); return true;
-      case IRON_OP_EXPONENTIAL: EXPR("exp%s(%s)", F, x); return true;
-      case IRON_OP_EXPONENTIAL_MINUS_ONE: EXPR("expm1%s(%s)", F, x); return true;
-      case IRON_OP_LOG: EXPR("log%s(%s)", F, x); return true;
-      case IRON_OP_LOG_PLUS_ONE: EXPR("log1p%s(%s)", F, x); return true;
       case IRON_OP_LOGISTIC: EXPR("iron_logistic(%s)", x); return true;
-      case IRON_OP_SQRT: EXPR("sqrt%s(%s)", F, x); return true;
       case IRON_OP_RSQRT: EXPR("iron_rsqrt(%s)", x); return true;
-      case IRON_OP_CBRT: EXPR("cbrt%s(%s)", F, x); return true;
-      case IRON_OP_SINE: EXPR("sin%s(%s)", F, x); return true;
-      case IRON_OP_COSINE: EXPR("cos%s(%s)", F, x); return true;
-      case IRON_OP_TAN: EXPR("tan%s(%s)", F, x); return true;
-      case IRON_OP_TANH: EXPR("tanh%s(%s)", F, x); return true;
       case IRON_OP_REAL: EXPR("%s", x); return true;
       case IRON_OP_IMAG: EXPR("%s", f32 ? "0.0f" : "0.0"); return true;
       case IRON_OP_IS_FINITE: EXPR("iron_isfinite(%s)", x); return true;
@@ -393,8 +409,9 @@ static bool binary_expr(iron_op_kind_t k, iron_dtype_t dt, const char *x,
         if (is_f32ish(dt)) EXPR("iron_frem(%s, %s)", x, y);
         else EXPR("fmod(%s, %s)", x, y);
         return true;
-      case IRON_OP_POWER: EXPR("pow%s(%s, %s)", F, x, y); return true;
-      case IRON_OP_ATAN2: EXPR("atan2%s(%s, %s)", F, x, y); return true;
+      case IRON_OP_POWER: case IRON_OP_ATAN2:
+        EXPR("%s%s(%s, %s)", iron_cuda_libm_name(k), F, x, y);
+        return true;
       case IRON_OP_MAXIMUM: EXPR("iron_fmax(%s, %s)", x, y); return true;
       case IRON_OP_MINIMUM: EXPR("iron_fmin(%s, %s)", x, y); return true;
       case IRON_OP_COMPLEX:
