@@ -22,6 +22,7 @@
 #include "device/cuda/cuda_compile.h"
 #include "device/cuda/cuda_device.h"
 #include "device/cuda/cuda_fusion.h"
+#include "device/cuda/cuda_ops_gen.h"
 #include "device/host/ew_narrow.h"
 #include "host_test_ops.h"
 #include "test.h"
@@ -75,6 +76,7 @@ typedef struct emu_case {
   int nin;
   iron_tensor_t *in[3], *want;
   int cmp;
+  bool ops;  // an op-generator source (cuda_ops_gen prelude)
 } emu_case_t;
 static emu_case_t g_cases[MAX_CASES];
 static int g_ncases;
@@ -361,6 +363,71 @@ static void add_bitcast_cases(void) {
   }
 }
 
+// The dot's pack kernels for narrow operands/results (cuda_dot.c): f8/f4
+// -> f32 exactly, f32 -> f8/f4 through f16 as the host's dot stores its
+// f32 results, s4/u4 -> s8/u8.
+static void add_pack_cases(void) {
+  static const iron_dtype_t kF[] = {
+      IRON_DTYPE_F8E4M3FN, IRON_DTYPE_F8E5M2, IRON_DTYPE_F8E4M3B11FNUZ,
+      IRON_DTYPE_F8E4M3FNUZ, IRON_DTYPE_F8E5M2FNUZ, IRON_DTYPE_F8E4M3,
+      IRON_DTYPE_F8E3M4, IRON_DTYPE_F4E2M1FN, IRON_DTYPE_S4, IRON_DTYPE_U4};
+  int64_t n = 256, one = 1;
+  for (size_t f = 0; f < sizeof(kF) / sizeof(kF[0]); ++f) {
+    iron_dtype_t dt = kF[f];
+    bool n4 = dt == IRON_DTYPE_S4 || dt == IRON_DTYPE_U4;
+    for (int dir = 0; dir < (n4 ? 1 : 2); ++dir) {
+      iron_dtype_t wide = n4 ? (dt == IRON_DTYPE_S4 ? IRON_DTYPE_S8
+                                                    : IRON_DTYPE_U8)
+                             : IRON_DTYPE_F32;
+      iron_dtype_t from = dir ? wide : dt, to = dir ? dt : wide;
+      char name[48];
+      snprintf(name, sizeof(name), "iron_lowp_pack_%zu_%d", f, dir);
+      char *src = NULL;
+      iron_status_t st =
+          iron_cuda_gen_pack(name, from, to, 1, &n, &one, &src);
+      CHECK_OK(st);
+      if (st || g_ncases >= MAX_CASES) {
+        free(src);
+        continue;
+      }
+      iron_tensor_t *x = ht_tensor(from, 1, &n);
+      iron_tensor_t *want = ht_tensor(to, 1, &n);
+      for (int64_t i = 0; i < n; ++i) {
+        if (n4) {
+          ((uint8_t *)x->data)[i] = (uint8_t)i;
+          int v = (int)(i & 0xf);
+          ((int8_t *)want->data)[i] =
+              (int8_t)(dt == IRON_DTYPE_S4 && v >= 8 ? v - 16 : v);
+        } else if (!dir) {
+          ((uint8_t *)x->data)[i] = (uint8_t)i;
+          ((float *)want->data)[i] = (float)iron_ew_narrow_decode(dt, (unsigned)i);
+        } else {
+          // Values around the formats' ranges, specials at the start.
+          static const float kSpec[] = {0.0f, -0.0f, INFINITY, -INFINITY,
+                                        NAN, 65504.0f, 65520.0f, 1e-8f,
+                                        448.0f, 464.0f, 57344.0f, 6.0f,
+                                        7.0f, 0.25f, 0x1p-10f, 0x1p-17f};
+          float v = i < 16 ? kSpec[i]
+                           : (float)((double)(int64_t)(ht_rand() % 20001 - 10000) /
+                                     (double)(1 << (ht_rand() % 24)));
+          ((float *)x->data)[i] = v;
+          ((uint8_t *)want->data)[i] = iron_ew_narrow_store_f32(dt, v);
+        }
+      }
+      emu_case_t *c = &g_cases[g_ncases++];
+      snprintf(c->what, sizeof(c->what), "pack %s -> %s",
+               iron_dtype_name(from), iron_dtype_name(to));
+      c->src = src;
+      c->name = strdup(name);
+      c->nin = 1;
+      c->in[0] = x;
+      c->want = want;
+      c->cmp = CMP_EXACT;
+      c->ops = true;
+    }
+  }
+}
+
 // complex tan/tanh on the grid of the conformance case
 // tan_tanh_complex_specials.
 static void add_cplx_cases(void) {
@@ -572,6 +639,13 @@ static void compile_all(void) {
   size_t at = (size_t)snprintf(text, len, "%s", prelude);
   for (int i = 0; i < g_ncases; ++i) {
     const char *s = g_cases[i].src;
+    if (g_cases[i].ops) {  // its own prelude: a program of its own
+      void *cb = NULL;
+      size_t cs = 0;
+      CHECK_OK(iron_cuda_nvrtc_compile(&g_api, s, "sm_90a", &cb, &cs));
+      free(cb);
+      continue;
+    }
     CHECK(strncmp(s, prelude, pl) == 0);
     bool dup = false;
     for (int j = 0; j < i && !dup; ++j) dup = strcmp(g_cases[j].src, s) == 0;
@@ -603,6 +677,7 @@ static void test_lowp(void) {
     add_narrow_cases(kNarrow[i]);
   add_cplx_cases();
   add_bitcast_cases();
+  add_pack_cases();
   fprintf(stderr, "%d cases generated\n", g_ncases);
   CHECK(g_ncases > 300);
   run_emulation();

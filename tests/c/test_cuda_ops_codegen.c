@@ -181,6 +181,13 @@ static void test_dot_sources(void) {
   { iron_status_t st_ = iron_cuda_gen_dot_int("dot_pred", IRON_DTYPE_PRED,
                                    IRON_DTYPE_PRED, IRON_DTYPE_PRED, 2, 5, 3,
                                    7, ls, rs, &src); add_source("dot_pred", st_, src); }
+  // s4/u4 dots: operands packed to s8/u8, the result's low 4 bits.
+  src = NULL;
+  { iron_status_t st_ = iron_cuda_gen_dot_int("dot_u4", IRON_DTYPE_U8,
+                                   IRON_DTYPE_U8, IRON_DTYPE_U4, 2, 5, 3,
+                                   7, ls, rs, &src);
+    CHECK(st_ || strstr(src, "acc & 0xfu") != NULL);
+    add_source("dot_u4", st_, src); }
 }
 
 

@@ -396,56 +396,8 @@ static const char kPreludeBody[] =
     "  IRON_D C iron_cmin(C x, C y) { return iron_cle(x, y) ? x : y; }\n"
     "IRON_CPLX(iron_c64, float, f)\n"
     "IRON_CPLX(iron_c128, double, )\n"
-    // Narrow floats (f8 family, f4E2M1FN), one per byte: decode to double
-    // and encode with round-to-nearest-even from double, as the host's
-    // ew_narrow.c (measured against XLA:CPU). kind: 0 IEEE-like, 1 FN (no
-    // inf, NaN all ones), 2 FNUZ (NaN = sign bit alone, no -0), 3 SAT.
-    "IRON_D double iron_nf_decode(unsigned bits, int eb, int mb, int bias,\n"
-    "                             int kind) {\n"
-    "  int nb = 1 + eb + mb; unsigned emask = (1u << eb) - 1, mmask = (1u << mb) - 1;\n"
-    "  bits &= (1u << nb) - 1;\n"
-    "  unsigned sign = bits >> (nb - 1), e = (bits >> mb) & emask, m = bits & mmask;\n"
-    "  if (kind == 2 && bits == 1u << (nb - 1)) return IRON_NAN;\n"
-    // NaNs keep their sign (as the host's and XLA:CPU's converts).
-    "  const double nan = sign ? __longlong_as_double(0xfff8000000000000LL) : IRON_NAN;\n"
-    "  if (kind == 0 && e == emask) return m ? nan : sign ? -IRON_INF : IRON_INF;\n"
-    "  if (kind == 1 && e == emask && m == mmask) return nan;\n"
-    "  double v = e == 0 ? ldexp((double)m, 1 - bias - mb)\n"
-    "                    : ldexp((double)((1u << mb) + m), (int)e - bias - mb);\n"
-    "  return sign ? -v : v;\n"
-    "}\n"
-    "IRON_D uint8_t iron_nf_encode(double x, int eb, int mb, int bias, int kind) {\n"
-    "  int nb = 1 + eb + mb; unsigned emask = (1u << eb) - 1, mmask = (1u << mb) - 1;\n"
-    "  unsigned sbit = 1u << (nb - 1), sign = iron_signbit(x) ? sbit : 0;\n"
-    "  unsigned maxbits = kind == 0 ? (((emask - 1) << mb) | mmask)\n"
-    "                   : kind == 1 ? ((emask << mb) | (mmask - 1))\n"
-    "                               : ((emask << mb) | mmask);\n"
-    "  unsigned nan_bits = kind == 0 ? ((emask << mb) | (1u << (mb - 1)))\n"
-    "                    : kind == 1 ? ((emask << mb) | mmask) : 0;\n"
-    "  if (x != x) return (uint8_t)((kind >= 2) ? sbit : (sign | nan_bits));\n"
-    "  unsigned overflow = kind == 0 ? (sign | (emask << mb))\n"
-    "                    : kind == 1 ? (sign | nan_bits)\n"
-    "                    : kind == 2 ? sbit : (sign | maxbits);\n"
-    "  double a = fabs(x);\n"
-    "  if (a == IRON_INF) return (uint8_t)overflow;\n"
-    "  if (a == 0) return (uint8_t)(kind == 2 ? 0 : sign);\n"
-    "  int ex; frexp(a, &ex);\n"
-    "  int e = ex - 1, emin = 1 - bias;\n"
-    "  int qexp = (e < emin ? emin : e) - mb;\n"
-    "  double q = rint(ldexp(a, -qexp));\n"
-    "  if (q == 0) return (uint8_t)(kind == 2 ? 0 : sign);\n"
-    "  if (q >= (double)(2u << mb)) { q /= 2; qexp++; }\n"
-    "  unsigned qi = (unsigned)q, enc;\n"
-    "  if (qi >= (1u << mb)) {\n"
-    "    long long biased = (long long)qexp + mb + bias;\n"
-    "    if (biased > (long long)emask) return (uint8_t)overflow;\n"
-    "    enc = ((unsigned)biased << mb) | (qi - (1u << mb));\n"
-    "  } else {\n"
-    "    enc = qi;\n"
-    "  }\n"
-    "  if (enc > maxbits) return (uint8_t)overflow;\n"
-    "  return (uint8_t)(sign | enc);\n"
-    "}\n"
+    // Narrow floats (f8 family, f4E2M1FN): cuda_codegen.h.
+    IRON_CUDA_NF_HELPERS
     // f8E8M0FNU (2^(b - 127), 0xff NaN), computed in f32 as XLA:CPU does;
     // the rules of the host's ew_narrow.c (e8m0_*): f32 bits of a value;
     // from f32 bits (exponent, +1 when the mantissa is >= 1.5; denormals

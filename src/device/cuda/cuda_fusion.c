@@ -102,6 +102,17 @@ static const char *cp_ctype(iron_dtype_t dt) {
   return iron_cuda_compute_ctype(cdt(dt));
 }
 
+bool iron_cuda_nf_format(iron_dtype_t dt, int *out_ebits, int *out_mbits,
+                         int *out_bias, int *out_kind) {
+  const nf_fmt_t *f = narrow_float(dt);
+  if (!f) return false;
+  *out_ebits = f->ebits;
+  *out_mbits = f->mbits;
+  *out_bias = f->bias;
+  *out_kind = f->kind;
+  return true;
+}
+
 bool iron_cuda_fusion_dtype_ok(iron_dtype_t dt) {
   return iron_cuda_ctype(dt) != NULL || is_nw(dt);
 }
