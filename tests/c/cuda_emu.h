@@ -77,8 +77,11 @@ static inline bool cuda_emu_have_cxx(void) {
   return system("c++ --version > /dev/null 2>&1") == 0;
 }
 
+// Sources that start with `common` (e.g. iron_cuda_prelude(); may be NULL)
+// share one copy of it: their bodies go in namespaces nested in the one
+// that holds it (C++ compile time is mostly the prelude).
 static inline bool cuda_emu_build(const char *const *sources, int n,
-                                  cuda_emu_lib_t *out) {
+                                  const char *common, cuda_emu_lib_t *out) {
   memset(out, 0, sizeof(*out));
   snprintf(out->dir, sizeof(out->dir), "iron_cuda_emuXXXXXX");
   if (!mkdtemp(out->dir)) return false;
@@ -89,11 +92,21 @@ static inline bool cuda_emu_build(const char *const *sources, int n,
   FILE *f = fopen(out->cpp, "w");
   if (!f) return false;
   fputs(kCudaEmuShim, f);
-  for (int i = 0; i < n; ++i) {
-    // Identical requests share a kernel (an extern "C" name once).
-    bool dup = false;
-    for (int j = 0; j < i && !dup; ++j) dup = strcmp(sources[j], sources[i]) == 0;
-    if (!dup) fprintf(f, "namespace emu%d {\n%s\n}\n", i, sources[i]);
+  size_t cl = common ? strlen(common) : 0;
+  if (cl) fprintf(f, "namespace emuc {\n%s\n", common);
+  for (int pass = cl ? 0 : 1; pass < 2; ++pass) {
+    for (int i = 0; i < n; ++i) {
+      bool shared = cl && strncmp(sources[i], common, cl) == 0;
+      if (shared != (pass == 0)) continue;
+      // Identical requests share a kernel (an extern "C" name once).
+      bool dup = false;
+      for (int j = 0; j < i && !dup; ++j)
+        dup = strcmp(sources[j], sources[i]) == 0;
+      if (!dup)
+        fprintf(f, "namespace emu%d {\n%s\n}\n", i,
+                shared ? sources[i] + cl : sources[i]);
+    }
+    if (pass == 0) fprintf(f, "}\n");
   }
   fclose(f);
   // -ffp-contract=off: products and sums round separately, as on the

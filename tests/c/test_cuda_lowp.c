@@ -551,7 +551,7 @@ static void run_emulation(void) {
   const char **srcs = calloc((size_t)g_ncases, sizeof(*srcs));
   for (int i = 0; i < g_ncases; ++i) srcs[i] = g_cases[i].src;
   cuda_emu_lib_t lib;
-  bool built = cuda_emu_build(srcs, g_ncases, &lib);
+  bool built = cuda_emu_build(srcs, g_ncases, iron_cuda_prelude(), &lib);
   free(srcs);
   CHECK(built);
   if (!built) return;
