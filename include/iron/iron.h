@@ -160,6 +160,13 @@ void iron_executable_output_type(const iron_executable_t *exe, uint32_t i,
 bool iron_executable_input_donatable(const iron_executable_t *exe,
                                      uint32_t i);
 int32_t iron_executable_input_alias(const iron_executable_t *exe, uint32_t i);
+// The memory kind main's input/output i is annotated with (mhlo.memory_kind,
+// e.g. "pinned_host"), or NULL when it has none (the device's own memory).
+// Borrowed: lives as long as the executable.
+const char *iron_executable_input_memory_kind(const iron_executable_t *exe,
+                                             uint32_t i);
+const char *iron_executable_output_memory_kind(const iron_executable_t *exe,
+                                              uint32_t i);
 // Whether the program calls back into the host process (jax callbacks:
 // custom_call @iron_python_callback); such runs need the callback handler
 // that ironjax installs.

@@ -310,6 +310,10 @@ def install_lowering() -> None:
                                platform=PLATFORM)
     except (ImportError, AttributeError):  # pragma: no cover - other jax
         pass
+    # jax.experimental.buffer_callback: raises for platforms it does not
+    # know; a rule on these host callbacks (buffer_callback.py).
+    from ironjax import buffer_callback
+    buffer_callback.register_lowering(PLATFORM)
 
 
 def install(library_path: str) -> None:

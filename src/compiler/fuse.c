@@ -9,7 +9,8 @@ typedef struct {
   int32_t parent;               // union-find: merged into this group
   bool closed;                  // a value was used outside: cannot grow
   uint32_t size, non_broadcast;
-  uint32_t last;  // index (in the block) of the last member
+  uint32_t reduces;  // a reduce ends the group (at most one)
+  uint32_t last;     // index (in the block) of the last member
 } group_t;
 
 typedef struct {
@@ -99,15 +100,18 @@ static iron_status_t make_fusion(fuse_ctx_t *c, iron_ir_block_t *blk,
                                  const use_ctx_t *u, iron_ir_value_t **remap,
                                  iron_ir_op_t **out_op) {
   iron_arena_t *a = &c->m->arena;
-  uint32_t nmem = 0, nin = 0, nout = 0;
+  uint32_t nmem = 0, nin = 0, nout = 0, max_out = 0;
   for (uint32_t i = 0; i < blk->num_ops; ++i)
-    if (op_group[i] == g) nmem++;
+    if (op_group[i] == g) {
+      nmem++;
+      max_out += blk->ops[i]->num_results;
+    }
   // Upper bounds for inputs/outputs.
   uint32_t max_in = 0;
   for (uint32_t i = 0; i < blk->num_ops; ++i)
     if (op_group[i] == g) max_in += blk->ops[i]->num_operands;
   iron_ir_value_t **ins = calloc(max_in + 1, sizeof(*ins));
-  iron_ir_value_t **outs = calloc(nmem + 1, sizeof(*outs));
+  iron_ir_value_t **outs = calloc(max_out + 1, sizeof(*outs));
   if (!ins || !outs) {
     free(ins);
     free(outs);
@@ -125,7 +129,11 @@ static iron_status_t make_fusion(fuse_ctx_t *c, iron_ir_block_t *blk,
       for (uint32_t j = 0; j < nin && !seen; ++j) seen = ins[j] == v;
       if (!seen) ins[nin++] = v;
     }
-    if (u->escapes[op->results[0].id]) outs[nout++] = &op->results[0];
+    // A reduce's kernel writes all its results: each is an output.
+    for (uint32_t r = 0; r < op->num_results; ++r)
+      if (op->kind == IRON_OP_REDUCE ||
+          (op->results[r].id < u->num_ids && u->escapes[op->results[r].id]))
+        outs[nout++] = &op->results[r];
   }
   iron_ir_op_t *fop = iron_arena_alloc(a, sizeof(*fop));
   iron_ir_value_t **operands =
@@ -247,6 +255,55 @@ static void walk_escapes(iron_ir_block_t *blk, use_ctx_t *u,
   }
 }
 
+// Takes a member out of its group (the group's counts are the caller's).
+static void drop_member(const iron_ir_op_t *op, int32_t *op_group,
+                        int32_t *val_group, uint32_t ids) {
+  *op_group = -1;
+  for (uint32_t r = 0; r < op->num_results; ++r)
+    if (op->results[r].id < ids) val_group[op->results[r].id] = -1;
+}
+
+// The group a stablehlo.reduce joins as its last member, or -1: the device
+// generates reduces with fused inputs, the reduced operands have one shape
+// and at least one of them comes from an open group of that shape (several
+// such groups merge), and no init value comes from that group.
+static int32_t join_reduce(fuse_ctx_t *c, use_ctx_t *u,
+                           const iron_ir_op_t *op) {
+  if (op->num_operands == 0 || op->num_operands % 2 ||
+      op->num_results != op->num_operands / 2 || !c->can_fuse(op))
+    return -1;
+  uint32_t num = op->num_results;
+  const iron_ir_type_t *shape = op->operands[0]->type;
+  if (shape->kind != IRON_TYPE_TENSOR || !iron_ir_type_is_static(shape))
+    return -1;
+  int32_t feed[16];
+  uint32_t nfeed = 0;
+  for (uint32_t k = 0; k < num; ++k) {
+    int32_t h = group_of(u, op->operands[k]);
+    if (h < 0) continue;
+    if (u->groups[h].closed || !same_shape(u->groups[h].shape, shape))
+      return -1;
+    bool seen = false;
+    for (uint32_t j = 0; j < nfeed && !seen; ++j) seen = feed[j] == h;
+    if (!seen && nfeed < 16) feed[nfeed++] = h;
+  }
+  if (nfeed == 0) return -1;
+  for (uint32_t k = num; k < 2 * num; ++k) {
+    int32_t h = group_of(u, op->operands[k]);
+    for (uint32_t j = 0; j < nfeed; ++j)
+      if (h == feed[j]) return -1;
+  }
+  int32_t g = feed[0];
+  for (uint32_t j = 1; j < nfeed; ++j) {
+    group_t *h = &u->groups[feed[j]];
+    h->parent = g;
+    u->groups[g].size += h->size;
+    u->groups[g].non_broadcast += h->non_broadcast;
+    u->groups[g].reduces += h->reduces;
+  }
+  return g;
+}
+
 static iron_status_t fuse_block(fuse_ctx_t *c, iron_ir_block_t *blk) {
   // Inner blocks first (loop bodies, branches).
   for (uint32_t i = 0; i < blk->num_ops; ++i) {
@@ -280,7 +337,18 @@ static iron_status_t fuse_block(fuse_ctx_t *c, iron_ir_block_t *blk) {
                    iron_ir_type_is_static(op->results[0].type) &&
                    c->can_fuse(op);
     int32_t g = -1;
-    if (fusable) {
+    if (op->kind == IRON_OP_REDUCE) {
+      g = join_reduce(c, &u, op);
+      if (g >= 0) {
+        groups[g].size++;
+        groups[g].reduces++;
+        groups[g].last = i;
+        groups[g].closed = true;  // other shapes follow: nothing joins
+        op_group[i] = g;
+        for (uint32_t r = 0; r < op->num_results; ++r)
+          if (op->results[r].id < ids) val_group[op->results[r].id] = g;
+      }
+    } else if (fusable) {
       const iron_ir_type_t *shape = op->results[0].type;
       // Join (and merge) every open group of this shape that feeds the op.
       for (uint32_t k = 0; k < op->num_operands; ++k) {
@@ -293,6 +361,7 @@ static iron_status_t fuse_block(fuse_ctx_t *c, iron_ir_block_t *blk) {
           groups[h].parent = g;
           groups[g].size += groups[h].size;
           groups[g].non_broadcast += groups[h].non_broadcast;
+          groups[g].reduces += groups[h].reduces;
         }
       }
       if (g < 0) {
@@ -312,29 +381,53 @@ static iron_status_t fuse_block(fuse_ctx_t *c, iron_ir_block_t *blk) {
     each_operand(op, close_used, &u);
     u.self = -1;
   }
-  // Canonical group per op; groups worth a kernel: two ops or more, one of
-  // them doing arithmetic.
-  bool any = false;
-  for (uint32_t i = 0; i < n; ++i) {
-    if (op_group[i] < 0) continue;
-    int32_t g = find(groups, op_group[i]);
-    if (groups[g].size < 2 || groups[g].non_broadcast < 1) {
-      op_group[i] = -1;
-      iron_ir_op_t *op = blk->ops[i];
-      if (op->results[0].id < ids) val_group[op->results[0].id] = -1;
-    } else {
-      op_group[i] = g;
-      any = true;
-    }
-  }
-  if (!any) goto done;
+  // Canonical group per op.
   for (uint32_t i = 0; i < n; ++i)
-    if (op_group[i] >= 0 && blk->ops[i]->results[0].id < ids)
-      val_group[blk->ops[i]->results[0].id] = op_group[i];
+    if (op_group[i] >= 0) op_group[i] = find(groups, op_group[i]);
   // Which member values are used outside their group (anywhere in the
   // function)?
   for (uint32_t b = 0; b < c->f->body.num_blocks; ++b)
     walk_escapes(&c->f->body.blocks[b], &u, blk, op_group);
+  // A reduce takes its inputs from registers, so a group that ends in one
+  // writes nothing else: when another member's value is used outside, the
+  // reduce leaves the group (and reads the group's output from memory).
+  bool rewalk = false;
+  for (uint32_t i = 0; i < n; ++i) {
+    int32_t g = op_group[i];
+    if (g < 0 || blk->ops[i]->kind != IRON_OP_REDUCE) continue;
+    bool other_escapes = false;
+    for (uint32_t k = 0; k < n && !other_escapes; ++k) {
+      if (op_group[k] != g || k == i) continue;
+      const iron_ir_op_t *m = blk->ops[k];
+      for (uint32_t r = 0; r < m->num_results; ++r)
+        if (m->results[r].id < ids && escapes[m->results[r].id])
+          other_escapes = true;
+    }
+    if (!other_escapes) continue;
+    drop_member(blk->ops[i], &op_group[i], val_group, ids);
+    groups[g].size--;
+    groups[g].reduces--;
+    rewalk = true;
+  }
+  // Groups worth a kernel: two ops or more, one of them doing arithmetic
+  // or a reduce.
+  bool any = false;
+  for (uint32_t i = 0; i < n; ++i) {
+    int32_t g = op_group[i];
+    if (g < 0) continue;
+    if (groups[g].size < 2 ||
+        (groups[g].non_broadcast < 1 && groups[g].reduces < 1)) {
+      drop_member(blk->ops[i], &op_group[i], val_group, ids);
+    } else {
+      any = true;
+    }
+  }
+  if (!any) goto done;
+  if (rewalk) {
+    memset(escapes, 0, sizeof(bool) * (ids + 1));
+    for (uint32_t b = 0; b < c->f->body.num_blocks; ++b)
+      walk_escapes(&c->f->body.blocks[b], &u, blk, op_group);
+  }
   // The last member of each group: where its fusion goes.
   for (uint32_t i = 0; i < n; ++i)
     if (op_group[i] >= 0) groups[op_group[i]].last = i;

@@ -503,6 +503,11 @@ static iron_status_t plan_op(scope_t *sc, const iron_ir_op_t *op,
     case IRON_OP_SDY_RESHARD:
       s->kind = IRON_STEP_ALIAS;
       break;
+    case IRON_OP_SDY_SHARDING_GROUP:
+      // Asks that its operand be sharded like the group's other members: on
+      // one device there is nothing to do (an alias step with no outputs).
+      s->kind = IRON_STEP_ALIAS;
+      return IRON_OK;
     case IRON_OP_RESHAPE:
     case IRON_OP_BITCAST_CONVERT:
       // Same bytes, new type: share the storage (IRON_NO_ALIAS=1 runs the

@@ -22,6 +22,7 @@ iron_status_t iron_pjrt_buffer_wrap(PJRT_Client *client, PJRT_Device *device,
   }
   wrapper->client = client;
   wrapper->device = device;
+  wrapper->memory = device->memory;
   pthread_mutex_init(&wrapper->mu, NULL);
   wrapper->buffer = buffer;
   wrapper->external_refs = 0;
@@ -102,8 +103,12 @@ static iron_status_t iron_pjrt_buffer_from_host(
     PJRT_Event **out_done) {
   PJRT_Client *client = args->client;
   PJRT_Device *device = args->device;
-  if (device == NULL && args->memory != NULL) device = args->memory->device;
+  PJRT_Memory *memory = args->memory;
+  if (device == NULL && memory != NULL) device = memory->device;
   if (device == NULL) device = client->devices[0];
+  if (memory != NULL && memory->device != device)
+    return IRON_ERR(INVALID_ARGUMENT, "%s is not a memory of %s", memory->text,
+                    device->description.text);
 
   iron_dtype_t dtype = iron_dtype_from_pjrt((int)args->type);
   if (dtype == IRON_DTYPE_INVALID)
@@ -147,6 +152,7 @@ static iron_status_t iron_pjrt_buffer_from_host(
     return IRON_ERR(RESOURCE_EXHAUSTED, "out of memory");
   }
   status = iron_pjrt_buffer_wrap(client, device, buffer, out_buffer);
+  if (status == IRON_OK && memory != NULL) (*out_buffer)->memory = memory;
   if (status != IRON_OK) {
     PJRT_Event_Destroy_Args destroy = {.struct_size = sizeof(destroy),
                                        .event = done_event};
@@ -231,7 +237,7 @@ PJRT_Error *iron_pjrt_Buffer_Device(PJRT_Buffer_Device_Args *args) {
 }
 
 PJRT_Error *iron_pjrt_Buffer_Memory(PJRT_Buffer_Memory_Args *args) {
-  args->memory = args->buffer->device->memory;
+  args->memory = args->buffer->memory;
   return NULL;
 }
 
@@ -257,7 +263,10 @@ PJRT_Error *iron_pjrt_Buffer_IsOnCpu(PJRT_Buffer_IsOnCpu_Args *args) {
 // ---------------------------------------------------------------------------
 // Transfers
 
+// Copies `src` into `dst` (a device's default memory, or one of its memories
+// when `dst_memory` is not NULL).
 static iron_status_t iron_pjrt_buffer_copy(PJRT_Buffer *src, PJRT_Device *dst,
+                                           PJRT_Memory *dst_memory,
                                            PJRT_Buffer **out_buffer) {
   iron_buffer_t *live = NULL;
   IRON_RETURN_IF_ERROR_PLAIN(iron_pjrt_buffer_acquire(src, &live));
@@ -267,13 +276,16 @@ static iron_status_t iron_pjrt_buffer_copy(PJRT_Buffer *src, PJRT_Device *dst,
   if (status != IRON_OK)
     return iron_status_annotate(status, "while copying a buffer to %s",
                                 dst->description.text);
-  return iron_pjrt_buffer_wrap(src->client, dst, copy, out_buffer);
+  IRON_RETURN_IF_ERROR_PLAIN(
+      iron_pjrt_buffer_wrap(src->client, dst, copy, out_buffer));
+  if (dst_memory != NULL) (*out_buffer)->memory = dst_memory;
+  return IRON_OK;
 }
 
 PJRT_Error *iron_pjrt_Buffer_CopyToDevice(PJRT_Buffer_CopyToDevice_Args *args) {
   PJRT_Buffer *out = NULL;
   iron_status_t status =
-      iron_pjrt_buffer_copy(args->buffer, args->dst_device, &out);
+      iron_pjrt_buffer_copy(args->buffer, args->dst_device, NULL, &out);
   if (status != IRON_OK) return iron_pjrt_error_from_status(status);
   args->dst_buffer = out;
   return NULL;
@@ -282,7 +294,8 @@ PJRT_Error *iron_pjrt_Buffer_CopyToDevice(PJRT_Buffer_CopyToDevice_Args *args) {
 PJRT_Error *iron_pjrt_Buffer_CopyToMemory(PJRT_Buffer_CopyToMemory_Args *args) {
   PJRT_Buffer *out = NULL;
   iron_status_t status =
-      iron_pjrt_buffer_copy(args->buffer, args->dst_memory->device, &out);
+      iron_pjrt_buffer_copy(args->buffer, args->dst_memory->device,
+                            args->dst_memory, &out);
   if (status != IRON_OK) return iron_pjrt_error_from_status(status);
   args->dst_buffer = out;
   return NULL;

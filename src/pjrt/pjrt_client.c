@@ -1,6 +1,7 @@
 // The plugin, the client, its devices, device descriptions and memories.
-// Every device has exactly one memory (kind "device"), which is also its
-// default memory. jaxlib aborts the process if most of these queries fail,
+// Every device has a memory of kind "device", its default memory; host
+// devices also have "pinned_host" and "unpinned_host", as XLA:CPU's devices
+// do (all backed by the same host allocator). jaxlib aborts the process if most of these queries fail,
 // so they only read fields fixed at client creation.
 #include <stdio.h>
 #include <stdlib.h>
@@ -87,21 +88,25 @@ static iron_status_t iron_pjrt_client_make(const PJRT_Client_Create_Args *args,
   size_t n = (size_t)count;
   client->num_devices = n;
   client->devices = calloc(n, sizeof(PJRT_Device *));
-  client->memories = calloc(n, sizeof(PJRT_Memory *));
+  client->memories =
+      calloc(n * IRON_PJRT_MAX_DEVICE_MEMORIES, sizeof(PJRT_Memory *));
   client->device_storage = calloc(n, sizeof(PJRT_Device));
-  client->memory_storage = calloc(n, sizeof(PJRT_Memory));
+  client->memory_storage =
+      calloc(n * IRON_PJRT_MAX_DEVICE_MEMORIES, sizeof(PJRT_Memory));
   if (!client->devices || !client->memories || !client->device_storage ||
       !client->memory_storage) {
     iron_pjrt_client_free(client);
     return IRON_ERR(RESOURCE_EXHAUSTED, "out of memory");
   }
+  static const char *const kKinds[IRON_PJRT_MAX_DEVICE_MEMORIES] = {
+      IRON_PJRT_MEMORY_KIND, IRON_PJRT_MEMORY_KIND_PINNED_HOST,
+      IRON_PJRT_MEMORY_KIND_UNPINNED_HOST};
+  size_t num_memories = 0;
   for (size_t i = 0; i < n; ++i) {
     PJRT_Device *device = &client->device_storage[i];
-    PJRT_Memory *memory = &client->memory_storage[i];
     iron_device_t *dev = iron_runtime_device(client->runtime, (int)i);
     device->client = client;
     device->device = dev;
-    device->memory = memory;
     device->local_hardware_id = (int)i;
     device->description.id = iron_device_id(dev);
     device->description.process_index = 0;
@@ -110,15 +115,27 @@ static iron_status_t iron_pjrt_client_make(const PJRT_Client_Create_Args *args,
     snprintf(device->description.text, sizeof(device->description.text),
              "IronDevice(id=%d, kind=%s)", device->description.id,
              device->description.kind);
-    memory->vtable = NULL;
-    memory->client = client;
-    memory->device = device;
-    memory->id = (int)i;
-    snprintf(memory->text, sizeof(memory->text),
-             "IronMemory(id=%d, kind=" IRON_PJRT_MEMORY_KIND ")", memory->id);
+    // Devices with their own memory (CUDA) have only "device" for now:
+    // their host memory kinds would need buffers that live on the host.
+    bool is_host = strcmp(iron_device_kind(dev), "host") == 0;
+    device->num_memories = is_host ? IRON_PJRT_MAX_DEVICE_MEMORIES : 1;
+    for (size_t k = 0; k < device->num_memories; ++k) {
+      PJRT_Memory *memory = &client->memory_storage[num_memories];
+      memory->vtable = NULL;
+      memory->client = client;
+      memory->device = device;
+      memory->id = (int)num_memories;
+      memory->kind_id = (int)k;
+      memory->kind = kKinds[k];
+      snprintf(memory->text, sizeof(memory->text), "IronMemory(id=%d, kind=%s)",
+               memory->id, memory->kind);
+      device->memories[k] = memory;
+      client->memories[num_memories++] = memory;
+    }
+    device->memory = device->memories[0];
     client->devices[i] = device;
-    client->memories[i] = memory;
   }
+  client->num_memories = num_memories;
   *out_client = client;
   return IRON_OK;
 }
@@ -193,7 +210,7 @@ PJRT_Error *iron_pjrt_Client_LookupAddressableDevice(
 PJRT_Error *iron_pjrt_Client_AddressableMemories(
     PJRT_Client_AddressableMemories_Args *args) {
   args->addressable_memories = args->client->memories;
-  args->num_addressable_memories = args->client->num_devices;
+  args->num_addressable_memories = args->client->num_memories;
   return NULL;
 }
 
@@ -288,8 +305,8 @@ PJRT_Error *iron_pjrt_Device_LocalHardwareId(
 PJRT_Error *iron_pjrt_Device_AddressableMemories(
     PJRT_Device_AddressableMemories_Args *args) {
   PJRT_Device *device = args->device;
-  args->memories = &device->client->memories[device->local_hardware_id];
-  args->num_memories = 1;
+  args->memories = device->memories;
+  args->num_memories = device->num_memories;
   return NULL;
 }
 
@@ -358,13 +375,13 @@ PJRT_Error *iron_pjrt_Memory_Id(PJRT_Memory_Id_Args *args) {
 }
 
 PJRT_Error *iron_pjrt_Memory_Kind(PJRT_Memory_Kind_Args *args) {
-  args->kind = IRON_PJRT_MEMORY_KIND;
-  args->kind_size = sizeof(IRON_PJRT_MEMORY_KIND) - 1;
+  args->kind = args->memory->kind;
+  args->kind_size = strlen(args->memory->kind);
   return NULL;
 }
 
 PJRT_Error *iron_pjrt_Memory_Kind_Id(PJRT_Memory_Kind_Id_Args *args) {
-  args->kind_id = 0;  // one kind of memory
+  args->kind_id = args->memory->kind_id;
   return NULL;
 }
 
@@ -385,5 +402,13 @@ PJRT_Error *iron_pjrt_Memory_AddressableByDevices(
   PJRT_Memory *memory = args->memory;
   args->devices = &memory->client->devices[memory->device->local_hardware_id];
   args->num_devices = 1;
+  return NULL;
+}
+
+PJRT_Memory *iron_pjrt_device_find_memory(PJRT_Device *device,
+                                          const char *kind) {
+  for (size_t k = 0; k < device->num_memories; ++k)
+    if (strcmp(device->memories[k]->kind, kind) == 0)
+      return device->memories[k];
   return NULL;
 }

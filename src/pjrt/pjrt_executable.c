@@ -94,6 +94,24 @@ iron_status_t iron_pjrt_compile_artifact(PJRT_Client *client, const void *code,
   iron_pjrt_dump_artifact(iron_executable_name(executable),
                           iron_executable_fingerprint(executable), code,
                           code_size);
+  // Arguments and results placed in a memory kind (memory_kind=...,
+  // compute_on) must name one of the device's memories.
+  uint32_t num_in = iron_executable_num_inputs(executable);
+  uint32_t num_out = iron_executable_num_outputs(executable);
+  for (uint32_t i = 0; i < num_in + num_out; ++i) {
+    bool is_in = i < num_in;
+    const char *kind =
+        is_in ? iron_executable_input_memory_kind(executable, i)
+              : iron_executable_output_memory_kind(executable, i - num_in);
+    if (kind == NULL || iron_pjrt_device_find_memory(device, kind) != NULL)
+      continue;
+    iron_executable_release(executable);
+    return IRON_ERR(UNIMPLEMENTED,
+                    "%s %u of the program is placed in memory kind \"%s\", "
+                    "which %s does not have",
+                    is_in ? "argument" : "result", is_in ? i : i - num_in,
+                    kind, device->description.text);
+  }
 
   PJRT_LoadedExecutable *loaded = calloc(1, sizeof(*loaded));
   iron_pjrt_blob_t *artifact = iron_pjrt_blob_create(code, code_size);
@@ -211,12 +229,16 @@ static iron_status_t iron_pjrt_executable_make(
     executable->output_ranks[i] = (size_t)rank;
     for (int32_t d = 0; d < rank; ++d)
       executable->output_dims[offset++] = dims[d];
-    executable->output_memory_kinds[i] = IRON_PJRT_MEMORY_KIND;
-    executable->output_memory_kind_sizes[i] = sizeof(IRON_PJRT_MEMORY_KIND) - 1;
+    const char *kind = iron_executable_output_memory_kind(exe, (uint32_t)i);
+    if (kind == NULL) kind = IRON_PJRT_MEMORY_KIND;
+    executable->output_memory_kinds[i] = kind;
+    executable->output_memory_kind_sizes[i] = strlen(kind);
   }
   for (size_t i = 0; i < num_inputs; ++i) {
-    executable->input_memory_kinds[i] = IRON_PJRT_MEMORY_KIND;
-    executable->input_memory_kind_sizes[i] = sizeof(IRON_PJRT_MEMORY_KIND) - 1;
+    const char *kind = iron_executable_input_memory_kind(exe, (uint32_t)i);
+    if (kind == NULL) kind = IRON_PJRT_MEMORY_KIND;
+    executable->input_memory_kinds[i] = kind;
+    executable->input_memory_kind_sizes[i] = strlen(kind);
   }
   *out = executable;
   return IRON_OK;
@@ -592,6 +614,14 @@ static iron_status_t iron_pjrt_execute(PJRT_LoadedExecutable_Execute_Args *args)
     iron_buffer_t *result = run.results[j];
     run.results[j] = NULL;
     status = iron_pjrt_buffer_wrap(loaded->client, device, result, &outputs[j]);
+    if (status == IRON_OK) {
+      // Results annotated with a memory kind (checked at compile time) are
+      // in that memory of their device.
+      const char *kind = iron_executable_output_memory_kind(exe, (uint32_t)j);
+      PJRT_Memory *memory =
+          kind ? iron_pjrt_device_find_memory(device, kind) : NULL;
+      if (memory != NULL) outputs[j]->memory = memory;
+    }
     if (status != IRON_OK) {
       for (size_t k = 0; k < j; ++k) {
         PJRT_Buffer_Destroy_Args destroy = {.struct_size = sizeof(destroy),

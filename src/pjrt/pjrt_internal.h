@@ -20,6 +20,12 @@
 #define IRON_PJRT_PLATFORM_NAME "iron"
 #define IRON_PJRT_PLATFORM_VERSION "ironjax 0.1.0"
 #define IRON_PJRT_MEMORY_KIND "device"
+// Host devices also have the host memory kinds XLA:CPU exposes (jax places
+// arrays there with memory_kind=..., compute_on and host offloading). All
+// three share the host allocator; a buffer remembers the one it was put in.
+#define IRON_PJRT_MEMORY_KIND_PINNED_HOST "pinned_host"
+#define IRON_PJRT_MEMORY_KIND_UNPINNED_HOST "unpinned_host"
+#define IRON_PJRT_MAX_DEVICE_MEMORIES 3
 // Format reported by Executable_OptimizedProgram.
 #define IRON_PJRT_PROGRAM_FORMAT "mlir"
 
@@ -50,6 +56,8 @@ struct PJRT_Memory {
   PJRT_Client *client;
   PJRT_Device *device;
   int id;
+  int kind_id;       // 0 device, 1 pinned_host, 2 unpinned_host (as XLA:CPU)
+  const char *kind;  // static string
   char text[64];  // ToString and DebugString
 };
 
@@ -57,15 +65,19 @@ struct PJRT_Device {
   PJRT_DeviceDescription description;  // first, so both handles coexist
   PJRT_Client *client;
   iron_device_t *device;  // borrowed from the runtime
-  PJRT_Memory *memory;    // its one (default) memory
+  PJRT_Memory *memory;    // its default memory (kind "device")
   int local_hardware_id;
+  // Every memory it addresses, the default first.
+  size_t num_memories;
+  PJRT_Memory *memories[IRON_PJRT_MAX_DEVICE_MEMORIES];
 };
 
 struct PJRT_Client {
   iron_runtime_t *runtime;
   size_t num_devices;
   PJRT_Device **devices;    // [num_devices]
-  PJRT_Memory **memories;   // [num_devices]: one memory per device
+  PJRT_Memory **memories;   // [num_memories]: every device's memories
+  size_t num_memories;
   PJRT_Device *device_storage;
   PJRT_Memory *memory_storage;
 };
@@ -73,6 +85,7 @@ struct PJRT_Client {
 struct PJRT_Buffer {
   PJRT_Client *client;
   PJRT_Device *device;
+  PJRT_Memory *memory;  // one of device's memories (wrap: the default)
   pthread_mutex_t mu;     // guards the next three fields
   iron_buffer_t *buffer;  // one reference; NULL once deleted or donated
   // External references (numpy views, dlpack) pin the memory: a buffer
@@ -118,7 +131,7 @@ struct PJRT_Executable {
   iron_pjrt_blob_t *compile_options;  // one reference, never NULL
   size_t num_inputs;
   size_t num_outputs;
-  const char **output_memory_kinds;  // [num_outputs], all "device"
+  const char **output_memory_kinds;  // [num_outputs]: mhlo.memory_kind
   size_t *output_memory_kind_sizes;
   const char **input_memory_kinds;   // [num_inputs]
   size_t *input_memory_kind_sizes;
@@ -194,6 +207,10 @@ iron_status_t iron_pjrt_buffer_acquire(PJRT_Buffer *buffer,
                                        iron_buffer_t **out_buffer);
 // Drops the iron buffer (Delete, donation). Idempotent.
 void iron_pjrt_buffer_invalidate(PJRT_Buffer *buffer);
+
+// `device`'s memory of kind `kind` (NUL-terminated), or NULL if it has none.
+PJRT_Memory *iron_pjrt_device_find_memory(PJRT_Device *device,
+                                          const char *kind);
 
 // The PJRT_Device wrapping `device`, or NULL.
 PJRT_Device *iron_pjrt_client_find_device(PJRT_Client *client,

@@ -26,6 +26,8 @@ struct iron_executable {
   iron_tensor_t *in_types, *out_types;
   bool *donatable;
   int32_t *alias;
+  // mhlo.memory_kind of each input/output (owned copies; NULL: none given).
+  char **in_memory_kinds, **out_memory_kinds;
   // No loops and few bytes produced: may run on the caller's thread when the
   // device is idle (iron_device_enqueue).
   bool small;
@@ -108,6 +110,30 @@ static void type_text(const iron_tensor_t *t, char *buf, size_t cap) {
     snprintf(buf + len, cap - len, "%s>", iron_dtype_name(t->dtype));
 }
 
+// Whether an mhlo.layout_mode value asks for the layout iron gives every
+// array: "default", "auto" (ours to choose) or the row-major minor_to_major
+// list "{n-1,...,1,0}". Anything else (column-major, tiled "{1,0:T(8,128)}")
+// is a physical layout iron buffers do not have.
+static bool layout_mode_is_row_major(const char *s, size_t len, int32_t rank) {
+  if ((len == 7 && memcmp(s, "default", 7) == 0) ||
+      (len == 4 && memcmp(s, "auto", 4) == 0))
+    return true;
+  if (len < 2 || s[0] != '{' || s[len - 1] != '}') return false;
+  size_t i = 1;
+  for (int32_t want = rank - 1; want >= 0; --want) {
+    if (want != rank - 1) {
+      if (i >= len - 1 || s[i] != ',') return false;
+      ++i;
+    }
+    int64_t v = 0;
+    size_t start = i;
+    while (i < len - 1 && s[i] >= '0' && s[i] <= '9' && v < 1000000)
+      v = v * 10 + (s[i++] - '0');
+    if (i == start || v != want) return false;
+  }
+  return i == len - 1;
+}
+
 static void exe_destroy(iron_executable_t *exe) {
   uint64_t runs = atomic_load(&exe->prof_runs);
   if (exe->profile && runs) {
@@ -130,6 +156,12 @@ static void exe_destroy(iron_executable_t *exe) {
   free(exe->out_types);
   free(exe->donatable);
   free(exe->alias);
+  for (uint32_t i = 0; exe->in_memory_kinds && i < exe->num_inputs; ++i)
+    free(exe->in_memory_kinds[i]);
+  for (uint32_t i = 0; exe->out_memory_kinds && i < exe->num_outputs; ++i)
+    free(exe->out_memory_kinds[i]);
+  free(exe->in_memory_kinds);
+  free(exe->out_memory_kinds);
   iron_runtime_t *rt = exe->rt;
   free(exe);
   iron_runtime_release(rt);
@@ -178,8 +210,10 @@ iron_status_t iron_executable_compile_module(
   exe->out_types = calloc(exe->num_outputs + 1, sizeof(iron_tensor_t));
   exe->donatable = calloc(exe->num_inputs + 1, sizeof(bool));
   exe->alias = calloc(exe->num_inputs + 1, sizeof(int32_t));
+  exe->in_memory_kinds = calloc(exe->num_inputs + 1, sizeof(char *));
+  exe->out_memory_kinds = calloc(exe->num_outputs + 1, sizeof(char *));
   if (!exe->name || !exe->in_types || !exe->out_types || !exe->donatable ||
-      !exe->alias) {
+      !exe->alias || !exe->in_memory_kinds || !exe->out_memory_kinds) {
     exe_destroy(exe);
     return IRON_ERR(RESOURCE_EXHAUSTED, "out of memory for an executable");
   }
@@ -222,6 +256,31 @@ iron_status_t iron_executable_compile_module(
     }
     a = iron_ir_dict_get(d, "jax.buffer_donor");
     if (a && a->kind == IRON_ATTR_BOOL && a->b) exe->donatable[i] = true;
+  }
+  for (uint32_t i = 0; i < exe->num_inputs + exe->num_outputs && !st; ++i) {
+    bool is_in = i < exe->num_inputs;
+    uint32_t k = is_in ? i : i - exe->num_inputs;
+    const iron_ir_attr_t *const *dicts =
+        is_in ? main_fn->arg_attrs : main_fn->res_attrs;
+    const iron_ir_attr_t *dict = dicts ? dicts[k] : NULL;
+    if (!dict) continue;
+    const iron_ir_attr_t *layout = iron_ir_dict_get(dict, "mhlo.layout_mode");
+    const iron_tensor_t *t = is_in ? &exe->in_types[k] : &exe->out_types[k];
+    if (layout && layout->kind == IRON_ATTR_STRING &&
+        !layout_mode_is_row_major(layout->str, layout->str_len, t->rank)) {
+      st = IRON_ERR(UNIMPLEMENTED,
+                    "main %s %u asks for the layout %.*s (minor_to_major); "
+                    "ironjax arrays have only the row-major layout",
+                    is_in ? "argument" : "result", k,
+                    (int)(layout->str_len > 64 ? 64 : layout->str_len),
+                    layout->str);
+      break;
+    }
+    const iron_ir_attr_t *a = iron_ir_dict_get(dict, "mhlo.memory_kind");
+    if (!a || a->kind != IRON_ATTR_STRING) continue;
+    char *kind = strndup(a->str, a->str_len);
+    if (!kind) st = IRON_ERR(RESOURCE_EXHAUSTED, "out of memory");
+    (is_in ? exe->in_memory_kinds : exe->out_memory_kinds)[k] = kind;
   }
   if (st) {
     st = iron_status_annotate(st, "while compiling %s", mname);
@@ -284,6 +343,16 @@ void iron_executable_output_type(const iron_executable_t *exe, uint32_t i,
   if (out_dtype) *out_dtype = t->dtype;
   if (out_rank) *out_rank = t->rank;
   if (out_dims) *out_dims = t->dims;
+}
+
+const char *iron_executable_input_memory_kind(const iron_executable_t *exe,
+                                             uint32_t i) {
+  return i < exe->num_inputs ? exe->in_memory_kinds[i] : NULL;
+}
+
+const char *iron_executable_output_memory_kind(const iron_executable_t *exe,
+                                              uint32_t i) {
+  return i < exe->num_outputs ? exe->out_memory_kinds[i] : NULL;
 }
 
 bool iron_executable_has_host_callbacks(const iron_executable_t *exe) {

@@ -359,6 +359,7 @@ static iron_status_t read_properties(iron_bc_reader_t *r,
 
 static const char *const kSdyMeshProps[] = {"mesh", "sym_name"};
 static const char *const kSdyShardingProps[] = {"sharding"};
+static const char *const kSdyGroupProps[] = {"group_id"};
 
 static iron_status_t resolve_op_name(iron_bc_reader_t *r, op_name_t *on) {
   if (on->resolved) return IRON_OK;
@@ -413,6 +414,7 @@ static iron_status_t resolve_op_name(iron_bc_reader_t *r, op_name_t *on) {
         {"reshard", IRON_OP_SDY_RESHARD, 1, kSdyShardingProps},
         {"manual_computation", IRON_OP_SDY_MANUAL_COMPUTATION, 0, NULL},
         {"return", IRON_OP_SDY_RETURN, 0, NULL},
+        {"sharding_group", IRON_OP_SDY_SHARDING_GROUP, 1, kSdyGroupProps},
     };
     for (size_t i = 0; i < sizeof(kSdy) / sizeof(kSdy[0]); ++i) {
       if (strlen(kSdy[i].name) == on->len &&

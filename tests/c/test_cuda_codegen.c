@@ -15,10 +15,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "compiler/fuse.h"
 #include "device/cuda/cuda_codegen.h"
 #include "device/cuda/cuda_compile.h"
 #include "device/cuda/cuda_device.h"
 #include "device/cuda/cuda_fusion.h"
+#include "device/cuda/cuda_ops_gen.h"
 #include "host_test_ops.h"
 #include "ir/builder.h"
 #include "stablehlo/reader.h"
@@ -129,6 +131,10 @@ static void collect_pending(iron_cuda_device_t *d) {
     CHECK(s != NULL && strncmp(s, prelude, pl) == 0);
     if (!s || strncmp(s, prelude, pl) != 0) continue;
     const char *body = s + pl;
+    // Fused reduces add the op kernels' prelude: compile_all puts it once
+    // after the element-wise one.
+    const char *ops = iron_cuda_ops_prelude();
+    if (strncmp(body, ops, strlen(ops)) == 0) body += strlen(ops);
     // Kernels that differ only in numbers (sizes, strides, constants, the
     // kernel name's hash) compile alike: one of each shape of text is
     // compiled, which keeps the test fast.
@@ -161,6 +167,7 @@ static const iron_host_kernel_t *lookup(iron_op_kind_t k) {
     init = true;
     iron_cuda_register_elementwise(g_table);
     iron_cuda_register_shape(g_table);
+    g_table[IRON_OP_FUSION] = &iron_cuda_fusion_kernel;
   }
   return g_table[k];
 }
@@ -742,6 +749,83 @@ static void prepare_block(iron_cuda_device_t *d, const iron_ir_block_t *b,
   }
 }
 
+// Counts fusions (and those ending in a reduce) and prepares each.
+static void prepare_fusions(iron_cuda_device_t *d, const iron_ir_block_t *b,
+                            prep_stats_t *stats, int *fusions, int *reduces,
+                            const char *file) {
+  for (uint32_t i = 0; i < b->num_ops; ++i) {
+    const iron_ir_op_t *op = b->ops[i];
+    if (op->kind != IRON_OP_FUSION) {
+      for (uint32_t r = 0; r < op->num_regions; ++r)
+        for (uint32_t k = 0; k < op->regions[r].num_blocks; ++k)
+          prepare_fusions(d, &op->regions[r].blocks[k], stats, fusions,
+                          reduces, file);
+      continue;
+    }
+    const iron_ir_block_t *fb = &op->regions[0].blocks[0];
+    bool red = fb->num_ops >= 2 && fb->ops[fb->num_ops - 2]->kind ==
+                                       IRON_OP_REDUCE;
+    (*fusions)++;
+    iron_status_t st = prepare(d, op, stats);
+    if (!st && red) (*reduces)++;
+    if (st && iron_status_code(st) != IRON_STATUS_UNIMPLEMENTED) {
+      fprintf(stderr, "%s: %s\n", file, iron_status_message(st));
+      CHECK(iron_status_code(st) == IRON_STATUS_UNIMPLEMENTED);
+    }
+    iron_status_free(st);
+  }
+}
+
+// The corpus through the fusion pass with the CUDA predicate: every fusion
+// (element-wise chains and reduces with fused producers) is generated;
+// test_compile_all then compiles them with NVRTC.
+static void test_corpus_fused(void) {
+  const char *dir = IRON_TEST_DATA_DIR "/corpus";
+  DIR *dd = opendir(dir);
+  CHECK(dd != NULL);
+  if (!dd) return;
+  iron_cuda_device_t *d = fake_device();
+  prep_stats_t stats = {0};
+  int fusions = 0, reduces = 0;
+  setenv("IRON_CUDA_FUSE_REDUCE", "all", 1);  // the corpus' are all narrow
+  struct dirent *e;
+  while ((e = readdir(dd)) != NULL) {
+    size_t len = strlen(e->d_name);
+    if (len < 8 || strcmp(e->d_name + len - 7, ".mlirbc") != 0) continue;
+    char path[1024];
+    snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
+    size_t size = 0;
+    char *bytes = read_file(path, &size);
+    CHECK(bytes != NULL);
+    if (!bytes) continue;
+    iron_ir_module_t *m = NULL;
+    iron_status_t st = iron_stablehlo_read(bytes, size, &m);
+    free(bytes);
+    if (st) {
+      iron_status_free(st);
+      continue;
+    }
+    CHECK_OK(iron_compiler_fuse(m, iron_cuda_fusable, NULL));
+    for (uint32_t fi = 0; fi < m->num_funcs; ++fi) {
+      const iron_ir_region_t *r = &m->funcs[fi].body;
+      for (uint32_t k = 0; k < r->num_blocks; ++k)
+        prepare_fusions(d, &r->blocks[k], &stats, &fusions, &reduces,
+                        e->d_name);
+    }
+    iron_ir_module_destroy(m);
+  }
+  closedir(dd);
+  unsetenv("IRON_CUDA_FUSE_REDUCE");
+  fprintf(stderr, "fused corpus: %d fusions (%d with a reduce), %d prepared, "
+                  "%d refused, %zu sources\n",
+          fusions, reduces, stats.ok, stats.refused,
+          iron_cuda_compiler_pending_count(d));
+  CHECK(fusions > 50);
+  CHECK(reduces > 10);
+  collect_pending(d);
+  fake_device_free(d);
+}
+
 static void test_corpus(void) {
   const char *dir = IRON_TEST_DATA_DIR "/corpus";
   DIR *dd = opendir(dir);
@@ -811,9 +895,11 @@ static void test_compile_all(void) {
   for (size_t p = 0; p < nprog; ++p) {
     iron_cuda_src_t s;
     iron_cuda_src_init(&s);
-    iron_cuda_src_printf(&s, "%s", prelude);
+    iron_cuda_src_printf(&s, "%s%s", prelude, iron_cuda_ops_prelude());
+    // One namespace per kernel text: helper functions of the same name
+    // (iop_body, iop_fz) in different texts stay apart.
     for (size_t k = p * per; k < g_num_bodies && k < (p + 1) * per; ++k) {
-      iron_cuda_src_printf(&s, "%s", g_bodies[k]);
+      iron_cuda_src_printf(&s, "namespace tk%zu {\n%s}\n", k, g_bodies[k]);
     }
     CHECK_OK(iron_cuda_src_finish(&s, &srcs[p]));
   }
@@ -990,6 +1076,7 @@ static const iron_test_case_t kTests[] = {
     {"fusion", test_fusion},
     {"shape_sweep", test_shape_sweep},
     {"corpus", test_corpus},
+    {"corpus_fused", test_corpus_fused},
     {"compile_all", test_compile_all},
 };
 

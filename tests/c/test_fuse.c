@@ -89,7 +89,90 @@ static void test_single_op_untouched(void) {
   iron_ir_module_destroy(m);
 }
 
+// Element-wise ops plus reduces (the CUDA device's predicate shape).
+static bool fusable_with_reduce(const iron_ir_op_t *op) {
+  return op->kind == IRON_OP_REDUCE || iron_host_fusable_for_testing(op);
+}
+
+// sum over dim 1 of `v` (f32[2,4] -> f32[2]) with init `zero`.
+static iron_ir_op_t *add_reduce(iron_ir_module_t *m, iron_ir_func_t *f,
+                                iron_ir_block_t *blk, iron_ir_value_t *v,
+                                iron_ir_value_t *zero,
+                                const iron_ir_type_t *out) {
+  iron_ir_value_t *ops[2] = {v, zero};
+  iron_ir_op_t *r =
+      iron_ir_builder_op(m, f, blk, IRON_OP_REDUCE, 2, ops, 1, &out, 1);
+  int64_t dim = 1;
+  iron_ir_builder_attr(m, r, "dimensions", iron_ir_builder_attr_i64s(m, 1, &dim));
+  iron_ir_block_t *body = iron_ir_builder_region_block(r, 0);
+  const iron_ir_type_t *s = iron_ir_builder_scalar_type(m, IRON_DTYPE_F32);
+  iron_ir_value_t *ab[2] = {iron_ir_builder_block_arg(m, f, body, s),
+                            iron_ir_builder_block_arg(m, f, body, s)};
+  iron_ir_value_t *sum = iron_ir_builder_op1(m, f, body, IRON_OP_ADD, 2, ab, s);
+  iron_ir_builder_return(m, f, body, IRON_OP_RETURN, 1, &sum);
+  return r;
+}
+
+// main(x, z): e = exp(x); y = e * x; s = reduce(y, z) -> one fusion ending
+// in the reduce, with inputs x, z and the reduce's result as its output.
+// When e is also returned, the reduce stays out: fusion{e, y} ; reduce.
+static void test_reduce_joins(void) {
+  for (int escape = 0; escape < 2; ++escape) {
+    iron_ir_module_t *m = iron_ir_builder_module_create("m", 1);
+    int64_t dims[2] = {2, 4};
+    const iron_ir_type_t *t =
+        iron_ir_builder_tensor_type(m, IRON_DTYPE_F32, 2, dims);
+    const iron_ir_type_t *o =
+        iron_ir_builder_tensor_type(m, IRON_DTYPE_F32, 1, dims);
+    const iron_ir_type_t *sc = iron_ir_builder_scalar_type(m, IRON_DTYPE_F32);
+    const iron_ir_type_t *ins[2] = {t, sc};
+    const iron_ir_type_t *outs[2] = {o, t};
+    iron_ir_func_t *f =
+        iron_ir_builder_func(m, "main", true, 2, ins, escape ? 2 : 1, outs);
+    iron_ir_block_t *blk = iron_ir_builder_func_block(f);
+    iron_ir_value_t *x = &blk->args[0], *z = &blk->args[1];
+    iron_ir_value_t *e = iron_ir_builder_op1(m, f, blk, IRON_OP_EXPONENTIAL, 1,
+                                             &x, t);
+    iron_ir_value_t *ex[2] = {e, x};
+    iron_ir_value_t *y =
+        iron_ir_builder_op1(m, f, blk, IRON_OP_MULTIPLY, 2, ex, t);
+    iron_ir_op_t *r = add_reduce(m, f, blk, y, z, o);
+    iron_ir_value_t *res[2] = {&r->results[0], e};
+    iron_ir_builder_return(m, f, blk, IRON_OP_FUNC_RETURN, escape ? 2 : 1,
+                           res);
+    int n = -1;
+    CHECK_OK(iron_compiler_fuse(m, fusable_with_reduce, &n));
+    CHECK(n == 1);
+    const iron_ir_op_t *fop = blk->ops[0];
+    CHECK(fop->kind == IRON_OP_FUSION);
+    const iron_ir_block_t *fb = &fop->regions[0].blocks[0];
+    if (!escape) {
+      // fusion{exp, mul, reduce} ; return
+      CHECK(blk->num_ops == 2);
+      CHECK(fb->num_ops == 4 && fb->ops[2] == r);
+      CHECK(fop->num_operands == 2 && fop->operands[0] == x &&
+            fop->operands[1] == z);
+      CHECK(fop->num_results == 1 && fop->results[0].type == o);
+      CHECK(blk->ops[1]->operands[0] == &fop->results[0]);
+      CHECK(r->operands[1] == &fb->args[1]);  // init: a block argument
+    } else {
+      // fusion{exp, mul} (outputs e, y) ; reduce ; return
+      CHECK(blk->num_ops == 3);
+      CHECK(fb->num_ops == 3 && blk->ops[1] == r);
+      CHECK(fop->num_results == 2);
+      CHECK(r->operands[0] == &fop->results[1]);
+    }
+    iron_plan_t *plan = NULL;
+    if (escape) {
+      CHECK_OK(iron_plan_create(m, &plan));
+      iron_plan_destroy(plan);
+    }
+    iron_ir_module_destroy(m);
+  }
+}
+
 static const iron_test_case_t kTests[] = {
+    {"reduce_joins", test_reduce_joins},
     {"groups_and_outputs", test_groups_and_outputs},
     {"single_op_untouched", test_single_op_untouched},
 };

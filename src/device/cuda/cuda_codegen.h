@@ -77,6 +77,8 @@ void iron_cuda_hash128(const void *data, size_t n, uint64_t seed,
 // from double, as the host's ew_narrow.c (measured against XLA:CPU).
 // kind: 0 IEEE-like, 1 FN (no inf, NaN all ones), 2 FNUZ (NaN = sign bit
 // alone, no -0), 3 SAT (no inf/NaN: saturates, NaN -> sign bit alone).
+// (The op generators append it to their prelude only where a narrow dtype
+// is involved: a fused reduce's source holds both preludes.)
 #define IRON_CUDA_NF_HELPERS                                                   \
   "static __device__ __forceinline__ double iron_nf_decode(unsigned bits,\n"   \
   "    int eb, int mb, int bias, int kind) {\n"                                \

@@ -9,6 +9,9 @@
 // calls the host flushes explicitly) by iron_daz in the generated code.
 #include "device/cuda/cuda_fusion.h"
 
+#include "device/cuda/cuda_ops_gen.h"
+#include "device/cuda/cuda_ops_internal.h"
+
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +19,8 @@
 
 #include "base/half.h"
 #include "device/cuda/cuda_codegen.h"
+#include "device/cuda/cuda_ops_gen.h"
+#include "device/cuda/cuda_ops_internal.h"
 
 // ---------------------------------------------------------------------------
 // dtype helpers
@@ -1213,9 +1218,23 @@ iron_status_t iron_cuda_codegen_fusion(const iron_cuda_fusion_t *f,
     any_narrow = any_narrow || is_nw(f->outputs[j]->type->dtype);
   bool vec = vw >= 2 && !needs_coords(f) && g.count >= 4 * vw &&
              fusion_is_cheap(f) && iron_cuda_vectorize_enabled() &&
-             !any_narrow;
+             !any_narrow && !f->device_fn;
 
-  if (vec) {
+  if (f->device_fn) {
+    iron_cuda_src_printf(&body, "static __device__ __forceinline__ void %s(",
+                         f->device_fn);
+    for (uint32_t i = 0; i < f->num_inputs; ++i) {
+      iron_cuda_src_printf(&body, "const %s *in%u, ",
+                           iron_cuda_ctype(f->inputs[i]->type->dtype), i);
+    }
+    iron_cuda_src_printf(&body, "long long i");
+    for (uint32_t j = 0; j < f->num_outputs; ++j) {
+      iron_cuda_src_printf(&body, ", %s &r%u",
+                           iron_cuda_compute_ctype(f->outputs[j]->type->dtype),
+                           j);
+    }
+    iron_cuda_src_printf(&body, ") {\n  {\n");
+  } else if (vec) {
     // The element function: storage values in, storage values out.
     iron_cuda_src_printf(&body, "static __device__ __forceinline__ void %s_f(",
                          IRON_CUDA_KERNEL_PLACEHOLDER);
@@ -1245,7 +1264,7 @@ iron_status_t iron_cuda_codegen_fusion(const iron_cuda_fusion_t *f,
                          (long long)g.count);
   }
   if (needs_coords(f) && g.rank > 0) {
-    iron_cuda_src_printf(&body, "    %s r_ = i;\n", g.idx);
+    iron_cuda_src_printf(&body, "    %s r_ = (%s)i;\n", g.idx, g.idx);
     for (int32_t d = g.rank - 1; d >= 0; --d) {
       iron_cuda_src_printf(&body, "    const %s c%d = r_ %% (%s)%lld;\n",
                            g.idx, d, g.idx, (long long)g.dims[d]);
@@ -1292,8 +1311,13 @@ iron_status_t iron_cuda_codegen_fusion(const iron_cuda_fusion_t *f,
       goto fail;
     }
     char se[512];
-    store_expr(f->outputs[j]->type->dtype, n, se, sizeof(se));
-    iron_cuda_src_printf(&body, vec ? "    r%u = %s;\n" : "    out%u[i] = %s;\n",
+    if (f->device_fn)
+      snprintf(se, sizeof(se), "%s", n);
+    else
+      store_expr(f->outputs[j]->type->dtype, n, se, sizeof(se));
+    iron_cuda_src_printf(&body,
+                         vec || f->device_fn ? "    r%u = %s;\n"
+                                             : "    out%u[i] = %s;\n",
                          j, se);
   }
   if (vec) {
@@ -1398,6 +1422,20 @@ iron_status_t iron_cuda_codegen_fusion(const iron_cuda_fusion_t *f,
     iron_cuda_src_printf(&body, "  }\n}\n");
   }
   free(g.vals);
+  if (f->device_fn) {
+    char *nm = strdup(f->device_fn);
+    if (!nm) {
+      iron_cuda_src_free(&body);
+      return IRON_ERR(RESOURCE_EXHAUSTED, "out of memory");
+    }
+    st = iron_cuda_src_finish(&body, out_source);
+    if (st) {
+      free(nm);
+      return st;
+    }
+    *out_name = nm;
+    return IRON_OK;
+  }
   return iron_cuda_source_make(&body, "iron_ew", out_source, out_name);
 fail:
   free(g.vals);
@@ -1477,6 +1515,116 @@ iron_status_t iron_cuda_ew_run(const iron_host_ctx_t *ctx, const void *params,
 // ---------------------------------------------------------------------------
 // The fusion op kernel (region IR).
 
+// A fusion that ends in stablehlo.reduce (src/compiler/fuse.c): the other
+// ops become a __device__ function that computes the reduce's operands
+// element by element, and the reduce kernel calls it instead of loading
+// them, so the producers' values never go through memory.
+static iron_status_t fused_reduce_prepare(iron_device_t *dev,
+                                          const iron_ir_op_t *op,
+                                          iron_host_region_t *const *regions,
+                                          const iron_ir_block_t *b,
+                                          const iron_ir_value_t **inputs,
+                                          void **out_params) {
+  const iron_ir_op_t *red = b->ops[b->num_ops - 2];
+  const iron_ir_op_t *term = b->ops[b->num_ops - 1];
+  uint32_t num = red->num_results;
+  if (num == 0 || num > 8 || red->num_operands != 2 * num ||
+      red->num_regions != 1 || term->num_operands != num)
+    return iron_ir_op_unimplemented(op, "as a fused reduce of this form");
+  for (uint32_t i = 0; i < num; ++i)
+    if (term->operands[i] != &red->results[i])
+      return iron_ir_op_unimplemented(op, "as a fused reduce that does not "
+                                          "return the reduce's results");
+  const iron_ir_type_t *in0 = red->operands[0]->type;
+  iron_dtype_t dts[8];
+  const char *vct[8], *ict[64];
+  uint32_t init_in[8];
+  if (b->num_args > 64)
+    return iron_ir_op_unimplemented(op, "with more than 64 operands on the "
+                                        "CUDA device");
+  for (uint32_t k = 0; k < b->num_args; ++k) {
+    ict[k] = iron_cuda_ctype(b->args[k].type->dtype);
+    if (!ict[k])
+      return iron_ir_op_unimplemented(op, "on the CUDA device for input "
+                                          "dtype %s",
+                                      iron_dtype_name(b->args[k].type->dtype));
+  }
+  for (uint32_t i = 0; i < num; ++i) {
+    const iron_ir_type_t *t = red->operands[i]->type;
+    if (t->rank != in0->rank ||
+        memcmp(t->dims, in0->dims, sizeof(int64_t) * (size_t)t->rank) ||
+        !iron_ir_type_is_static(t))
+      return iron_ir_op_unimplemented(red, "on cuda for these operand types");
+    dts[i] = t->dtype;
+    vct[i] = iron_cuda_compute_ctype(dts[i]);
+    const iron_ir_value_t *init = red->operands[num + i];
+    if (init->def_block != b || init->def_op || init->type->dtype != dts[i] ||
+        red->results[i].type->dtype != dts[i])
+      return iron_ir_op_unimplemented(red, "as a fused reduce with this init");
+    init_in[i] = init->index;
+  }
+  int64_t rd[IRON_MAX_RANK];
+  uint32_t nrd = 0;
+  IRON_RETURN_IF_ERROR_PLAIN(
+      iron_ir_op_i64_list(red, "dimensions", rd, IRON_MAX_RANK, &nrd));
+  bool reduced[IRON_MAX_RANK] = {false};
+  for (uint32_t i = 0; i < nrd; ++i) {
+    if (rd[i] < 0 || rd[i] >= in0->rank || reduced[rd[i]])
+      return IRON_ERR(INVALID_ARGUMENT, "%s: bad dimensions", red->name);
+    reduced[rd[i]] = true;
+  }
+  iron_cuda_fusion_t f = {
+      .num_ops = b->num_ops - 2,
+      .ops = (const iron_ir_op_t *const *)b->ops,
+      .num_inputs = b->num_args,
+      .inputs = inputs,
+      .num_outputs = num,
+      .outputs = (const iron_ir_value_t *const *)red->operands,
+      .owner = op,
+      .device_fn = "iop_fz",
+  };
+  char *fn_text = NULL, *fn_name = NULL;
+  IRON_RETURN_IF_ERROR_PLAIN(iron_cuda_codegen_fusion(&f, &fn_text, &fn_name));
+  iron_cuda_reduce_fused_t fz = {
+      .fn_text = fn_text,
+      .fn_name = fn_name,
+      .num_inputs = b->num_args,
+      .input_ctypes = ict,
+      .value_ctypes = vct,
+      .init_inputs = init_in,
+  };
+  iron_cuda_ew_params_t *p = calloc(1, sizeof(*p));
+  if (!p) {
+    free(fn_text);
+    free(fn_name);
+    return IRON_ERR(RESOURCE_EXHAUSTED, "out of memory (params)");
+  }
+  char *src = NULL;
+  iron_cuda_ops_region_module(regions);
+  iron_status_t st = iron_cuda_gen_reduce_fused(
+      "iron_reduce", in0->rank, in0->dims, reduced, num, dts,
+      &red->regions[0], &fz, &src, &p->grid, &p->block);
+  iron_cuda_ops_region_module(NULL);
+  free(fn_text);
+  free(fn_name);
+  if (st) {
+    free(p);
+    return iron_cuda_ops_refused(red, st);
+  }
+  st = iron_cuda_ops_request((iron_cuda_device_t *)dev, src, "iron_reduce",
+                             &p->fn);
+  free(src);
+  if (st) {
+    free(p);
+    return st;
+  }
+  p->num_inputs = b->num_args;
+  p->num_outputs = num;
+  p->count = type_count(red->results[0].type);
+  *out_params = p;
+  return IRON_OK;
+}
+
 static iron_status_t fusion_op_prepare(iron_device_t *dev,
                                        const iron_ir_op_t *op,
                                        iron_host_region_t *const *regions,
@@ -1502,6 +1650,12 @@ static iron_status_t fusion_op_prepare(iron_device_t *dev,
       calloc(b->num_args ? b->num_args : 1, sizeof(*inputs));
   if (!inputs) return IRON_ERR(RESOURCE_EXHAUSTED, "out of memory");
   for (uint32_t i = 0; i < b->num_args; ++i) inputs[i] = &b->args[i];
+  if (b->num_ops >= 2 && b->ops[b->num_ops - 2]->kind == IRON_OP_REDUCE) {
+    iron_status_t st =
+        fused_reduce_prepare(dev, op, regions, b, inputs, out_params);
+    free(inputs);
+    return st;
+  }
   iron_cuda_fusion_t f = {
       .num_ops = b->num_ops - 1,
       .ops = (const iron_ir_op_t *const *)b->ops,

@@ -39,6 +39,12 @@ typedef struct iron_cuda_fusion {
   const iron_ir_value_t *const *outputs;
   // Used in error messages when an op is refused (may be NULL).
   const iron_ir_op_t *owner;
+  // Non-NULL: generate no kernel but `static __device__ void
+  // <device_fn>(const S0 *in0, ..., long long i, C0 &r0, ...)` that
+  // computes the outputs' element i in compute types (float for f16/bf16,
+  // bool for pred), without the prelude (a reduce kernel reads its inputs
+  // through it; see cuda_gen_reduce.c).
+  const char *device_fn;
 } iron_cuda_fusion_t;
 
 // True when the generator handles op kind `kind` inside a fusion (the dtype

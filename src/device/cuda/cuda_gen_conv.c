@@ -376,6 +376,9 @@ iron_status_t iron_cuda_gen_conv(const char *name, const iron_cuda_conv_t *c,
   iron_cuda_text_t t;
   iron_cuda_text_init(&t);
   iron_cuda_text_printf(&t, "%s", iron_cuda_ops_prelude());
+  if (conv_narrowf(c->lhs_dtype, NULL) || conv_narrowf(c->rhs_dtype, NULL) ||
+      conv_narrowf(c->out_dtype, NULL))
+    iron_cuda_text_printf(&t, "%s", IRON_CUDA_NF_HELPERS);
   iron_cuda_text_printf(
       &t,
       "__device__ __forceinline__ iop_c64 iop_mk_c64(float re, float im) {\n"

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "device/cuda/cuda_codegen.h"
 #include "device/cuda/cuda_ops_gen.h"
 
 enum { MODE_THREAD, MODE_WARP, MODE_BLOCK, MODE_COLS };
@@ -13,6 +14,7 @@ typedef struct group {
   int32_t n;
   int64_t dims[IRON_MAX_RANK], strides[IRON_MAX_RANK];
   int64_t count;
+  bool small;  // every offset fits 32 bits: cheaper index arithmetic
 } group_t;
 
 // Appends (dim, stride) as the new innermost entry of g, merging it into
@@ -39,17 +41,20 @@ static void emit_offset(iron_cuda_text_t *t, const group_t *g, const char *lin,
                           (long long)g->strides[0]);
     return;
   }
-  iron_cuda_text_printf(t, "{ iop_s64 r_ = %s;\n", lin);
+  // 64-bit division is emulated on the GPU: 32 bits when offsets fit.
+  const char *it = g->small ? "iop_s32" : "iop_s64";
+  const char *sx = g->small ? "" : "LL";
+  iron_cuda_text_printf(t, "{ %s r_ = (%s)(%s);\n", it, it, lin);
   for (int32_t d = g->n - 1; d >= 0; --d) {
     if (d == 0) {
-      iron_cuda_text_printf(t, "%s += r_ * %lldLL; }\n", var,
-                            (long long)g->strides[0]);
+      iron_cuda_text_printf(t, "%s += (iop_s64)(r_ * %lld%s); }\n", var,
+                            (long long)g->strides[0], sx);
     } else {
       iron_cuda_text_printf(
-          t, "{ iop_s64 q_ = r_ / %lldLL; %s += (r_ - q_ * %lldLL) * %lldLL; "
-             "r_ = q_; }\n",
-          (long long)g->dims[d], var, (long long)g->dims[d],
-          (long long)g->strides[d]);
+          t, "{ %s q_ = r_ / %lld%s; %s += (iop_s64)((r_ - q_ * %lld%s) * "
+             "%lld%s); r_ = q_; }\n",
+          it, (long long)g->dims[d], sx, var, (long long)g->dims[d], sx,
+          (long long)g->strides[d], sx);
     }
   }
 }
@@ -87,12 +92,28 @@ static void emit_merge(iron_cuda_text_t *t, uint32_t num,
 // Loads the reduced element `r` of every operand into x<i> and folds it.
 static void emit_load_fold(iron_cuda_text_t *t, uint32_t num,
                            const iron_cuda_gen_type_t *ty, const group_t *red,
-                           bool maybe_empty) {
+                           bool maybe_empty,
+                           const iron_cuda_reduce_fused_t *fz) {
   iron_cuda_text_printf(t, "iop_s64 off = base;\n");
   emit_offset(t, red, "r", "off");
-  for (uint32_t i = 0; i < num; ++i)
-    iron_cuda_text_printf(t, "%s x%u = %s(in%u[off]);\n", ty[i].comp, i,
-                          ty[i].ld, i);
+  if (fz) {
+    // The operands' element `off`, computed by the fused producers.
+    for (uint32_t i = 0; i < num; ++i)
+      iron_cuda_text_printf(t, "%s v%u_;\n", fz->value_ctypes[i], i);
+    iron_cuda_text_printf(t, "%s(", fz->fn_name);
+    for (uint32_t k = 0; k < fz->num_inputs; ++k)
+      iron_cuda_text_printf(t, "fin%u, ", k);
+    iron_cuda_text_printf(t, "off");
+    for (uint32_t i = 0; i < num; ++i) iron_cuda_text_printf(t, ", v%u_", i);
+    iron_cuda_text_printf(t, ");\n");
+    for (uint32_t i = 0; i < num; ++i)
+      iron_cuda_text_printf(t, "%s x%u = (%s)v%u_;\n", ty[i].comp, i,
+                            ty[i].comp, i);
+  } else {
+    for (uint32_t i = 0; i < num; ++i)
+      iron_cuda_text_printf(t, "%s x%u = %s(in%u[off]);\n", ty[i].comp, i,
+                            ty[i].ld, i);
+  }
   if (maybe_empty) {
     iron_cuda_text_printf(t, "if (have) ");
     emit_combine(t, num, ty, "acc", "x");
@@ -141,12 +162,54 @@ static bool single_op_body(const iron_ir_region_t *body, uint32_t num) {
   }
 }
 
+static int pick_mode(int32_t rank, const int64_t *dims, const bool *reduced,
+                     int64_t nout, int64_t nred) {
+  bool inner_reduced = true;  // the innermost non-1 dim is reduced
+  for (int32_t d = rank - 1; d >= 0; --d)
+    if (dims[d] != 1) {
+      inner_reduced = reduced[d];
+      break;
+    }
+  if (nout <= 0 || nred <= 0) return MODE_THREAD;
+  if (inner_reduced && nred >= 2048) return MODE_BLOCK;
+  if (inner_reduced && nred > 8) return MODE_WARP;
+  if (!inner_reduced && nout < 32 && nred >= 4096) return MODE_BLOCK;
+  if (!inner_reduced && nout < 131072 && nred >= 32) return MODE_COLS;
+  return MODE_THREAD;
+}
+
+int64_t iron_cuda_reduce_threads(int32_t rank, const int64_t *dims,
+                                 const bool *reduced) {
+  int64_t nout = 1, nred = 1;
+  for (int32_t d = 0; d < rank; ++d) {
+    if (reduced[d])
+      nred *= dims[d];
+    else
+      nout *= dims[d];
+  }
+  switch (pick_mode(rank, dims, reduced, nout, nred)) {
+    case MODE_WARP: return nout * 32;
+    case MODE_BLOCK: return nout * 256;
+    case MODE_COLS: return (nout + 31) / 32 * 256;
+    default: return nout;
+  }
+}
+
 iron_status_t iron_cuda_gen_reduce(const char *name, int32_t rank,
                                    const int64_t *dims, const bool *reduced,
                                    uint32_t num, const iron_dtype_t *dtypes,
                                    const iron_ir_region_t *body,
                                    char **out_src, unsigned *out_grid,
                                    unsigned *out_block) {
+  return iron_cuda_gen_reduce_fused(name, rank, dims, reduced, num, dtypes,
+                                    body, NULL, out_src, out_grid, out_block);
+}
+
+iron_status_t iron_cuda_gen_reduce_fused(
+    const char *name, int32_t rank, const int64_t *dims, const bool *reduced,
+    uint32_t num, const iron_dtype_t *dtypes, const iron_ir_region_t *body,
+    const iron_cuda_reduce_fused_t *fz, char **out_src, unsigned *out_grid,
+    unsigned *out_block) {
   if (num == 0 || num > 8)
     return IRON_ERR(UNIMPLEMENTED, "cuda reduce of %u operands", num);
   iron_cuda_gen_type_t ty[8];
@@ -166,34 +229,24 @@ iron_status_t iron_cuda_gen_reduce(const char *name, int32_t rank,
     strides[d] = s;
     s *= dims[d];
   }
-  bool inner_reduced = true;  // the innermost non-1 dim is reduced
-  bool seen = false;
-  for (int32_t d = rank - 1; d >= 0; --d)
-    if (dims[d] != 1 && !seen) {
-      inner_reduced = reduced[d];
-      seen = true;
-    }
   for (int32_t d = 0; d < rank; ++d)
     group_push(reduced[d] ? &red : &kept, dims[d], strides[d]);
+  kept.small = red.small = s < ((int64_t)1 << 31);
   int64_t nout = kept.count, nred = red.count;
   // Single-op bodies (add, max, ...) are commutative: threads may take
   // strided (coalesced) elements. Any other body (argmax's NaN rule picks
   // its first argument) must see the elements in order.
   bool ordered = !single_op_body(body, num);
-  int mode = MODE_THREAD;
-  if (nout > 0 && nred > 0) {
-    if (inner_reduced && nred >= 2048)
-      mode = MODE_BLOCK;
-    else if (inner_reduced && nred > 8)
-      mode = MODE_WARP;
-    else if (!inner_reduced && nout < 32 && nred >= 4096)
-      mode = MODE_BLOCK;
-    else if (!inner_reduced && nout < 131072 && nred >= 32)
-      mode = MODE_COLS;
-  }
+  int mode = pick_mode(rank, dims, reduced, nout, nred);
   iron_cuda_text_t t;
   iron_cuda_text_init(&t);
-  iron_cuda_text_printf(&t, "%s", iron_cuda_ops_prelude());
+  // A fused reduce's producers use the element-wise prelude, whose first
+  // line also picks NVRTC's denormal mode.
+  if (fz)
+    iron_cuda_text_printf(&t, "%s%s%s", iron_cuda_prelude(),
+                          iron_cuda_ops_prelude(), fz->fn_text);
+  else
+    iron_cuda_text_printf(&t, "%s", iron_cuda_ops_prelude());
   iron_status_t st = iron_cuda_gen_region_fn(&t, "iop_body", body);
   if (st) {
     iron_cuda_text_free(&t);
@@ -203,14 +256,25 @@ iron_status_t iron_cuda_gen_reduce(const char *name, int32_t rank,
                         "extern \"C\" __global__ void __launch_bounds__(256) "
                         "%s(",
                         name);
-  for (uint32_t i = 0; i < num; ++i)
-    iron_cuda_text_printf(&t, "const %s *__restrict__ in%u, ", ty[i].store, i);
-  for (uint32_t i = 0; i < num; ++i)
-    iron_cuda_text_printf(&t, "const %s *__restrict__ init%u, ", ty[i].store,
-                          i);
+  if (fz) {
+    for (uint32_t k = 0; k < fz->num_inputs; ++k)
+      iron_cuda_text_printf(&t, "const %s *__restrict__ fin%u, ",
+                            fz->input_ctypes[k], k);
+  } else {
+    for (uint32_t i = 0; i < num; ++i)
+      iron_cuda_text_printf(&t, "const %s *__restrict__ in%u, ", ty[i].store,
+                            i);
+    for (uint32_t i = 0; i < num; ++i)
+      iron_cuda_text_printf(&t, "const %s *__restrict__ init%u, ",
+                            ty[i].store, i);
+  }
   for (uint32_t i = 0; i < num; ++i)
     iron_cuda_text_printf(&t, "%s *__restrict__ out%u%s", ty[i].store, i,
                           i + 1 < num ? ", " : ") {\n");
+  if (fz)
+    for (uint32_t i = 0; i < num; ++i)
+      iron_cuda_text_printf(&t, "const %s *init%u = (const %s *)fin%u;\n",
+                            ty[i].store, i, ty[i].store, fz->init_inputs[i]);
   int64_t blocks;
   if (mode == MODE_COLS) {
     // Column tiles: 32 consecutive outputs (lanes; the innermost kept dim
@@ -244,7 +308,7 @@ iron_status_t iron_cuda_gen_reduce(const char *name, int32_t rank,
         "for (iop_s64 r = r0; r < r1; ++r) {\n",
         (long long)chunk, (long long)chunk, (long long)nred, (long long)chunk,
         (long long)nred);
-    emit_load_fold(&t, num, ty, &red, true);
+    emit_load_fold(&t, num, ty, &red, true, fz);
     iron_cuda_text_printf(&t, "}\n}\nsh_have[ty][lane] = have;\n");
     for (uint32_t i = 0; i < num; ++i)
       iron_cuda_text_printf(&t, "sh%u[ty][lane] = acc%u;\n", i, i);
@@ -273,7 +337,7 @@ iron_status_t iron_cuda_gen_reduce(const char *name, int32_t rank,
                             ty[i].ld, i);
     iron_cuda_text_printf(&t, "for (iop_s64 r = 0; r < %lldLL; ++r) {\n",
                           (long long)nred);
-    emit_load_fold(&t, num, ty, &red, false);
+    emit_load_fold(&t, num, ty, &red, false, fz);
     iron_cuda_text_printf(&t, "}\n");
     for (uint32_t i = 0; i < num; ++i)
       iron_cuda_text_printf(&t, "out%u[o] = %s(acc%u);\n", i, ty[i].st, i);
@@ -323,7 +387,7 @@ iron_status_t iron_cuda_gen_reduce(const char *name, int32_t rank,
           &t, "for (iop_s64 r = %s; r < %lldLL; r += %d) {\n",
           warp ? "lane" : "threadIdx.x", (long long)nred, nth);
     }
-    emit_load_fold(&t, num, ty, &red, true);
+    emit_load_fold(&t, num, ty, &red, true, fz);
     iron_cuda_text_printf(&t, "}\n");
     // Warp tree. Ordered: pairs of neighbouring chunks merge first (d = 1,
     // 2, 4, ...), so lane 0 folds the chunks left to right. Otherwise lane

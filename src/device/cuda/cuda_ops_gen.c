@@ -69,8 +69,6 @@ static const char kPrelude[] =
     "typedef unsigned long long iop_u64;\n"
     "struct iop_c64 { float re, im; };\n"
     "struct iop_c128 { double re, im; };\n"
-    // Narrow floats (dot/convolution operands and results).
-    IRON_CUDA_NF_HELPERS
     "__device__ __forceinline__ float iop_ld_bf16(iop_u16 h) {\n"
     "  return __uint_as_float((unsigned)h << 16);\n"
     "}\n"
@@ -312,6 +310,8 @@ iron_status_t iron_cuda_gen_pack(const char *name, iron_dtype_t src_dt,
   iron_cuda_text_t t;
   iron_cuda_text_init(&t);
   iron_cuda_text_printf(&t, "%s", kPrelude);
+  if ((ns.on && ns.wide == IRON_DTYPE_F32) || (nd.on && nd.wide == IRON_DTYPE_F32))
+    iron_cuda_text_printf(&t, "%s", IRON_CUDA_NF_HELPERS);
   iron_cuda_text_printf(&t,
                         "extern \"C\" __global__ void %s(const %s *__restrict__ "
                         "src, %s *__restrict__ dst) {\n",

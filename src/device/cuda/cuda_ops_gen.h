@@ -101,6 +101,31 @@ iron_status_t iron_cuda_gen_reduce(const char *name, int32_t rank,
                                    char **out_src, unsigned *out_grid,
                                    unsigned *out_block);
 
+// How many threads iron_cuda_gen_reduce's kernel for this reduce runs
+// (its parallelism: the fusion pass fuses producers only into wide ones).
+int64_t iron_cuda_reduce_threads(int32_t rank, const int64_t *dims,
+                                 const bool *reduced);
+
+// The reduce with its operands computed by fused producers instead of
+// loaded: `fn_text` defines `fn_name(const I0 *in0, ..., long long i,
+// V0 &v0, ...)` (iron_cuda_fusion_t.device_fn) giving the reduce operands'
+// element i (row-major over `dims`) as values of `value_ctypes`. The kernel
+// is `name(const I0 *fin0, ..., S0 *out0, ...)` (input_ctypes: the
+// fusion inputs' storage types); init value i is fusion input
+// init_inputs[i]. The source starts with both preludes.
+typedef struct iron_cuda_reduce_fused {
+  const char *fn_text, *fn_name;
+  uint32_t num_inputs;
+  const char *const *input_ctypes;
+  const char *const *value_ctypes;  // per reduce operand
+  const uint32_t *init_inputs;      // per reduce operand
+} iron_cuda_reduce_fused_t;
+iron_status_t iron_cuda_gen_reduce_fused(
+    const char *name, int32_t rank, const int64_t *dims, const bool *reduced,
+    uint32_t num, const iron_dtype_t *dtypes, const iron_ir_region_t *body,
+    const iron_cuda_reduce_fused_t *fused, char **out_src, unsigned *out_grid,
+    unsigned *out_block);
+
 // A region as a __device__ function `fname(const A0 a0, ..., R0 *r0, ...)`
 // in comp types (see iron_cuda_gen_type), appended to `t`. Supports the
 // element-wise ops bodies use (arith, compare, select, and/or/xor/not,
