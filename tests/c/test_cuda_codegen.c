@@ -338,12 +338,74 @@ static void test_elementwise_sweep(void) {
                 2, dims);
       CHECK_OK(prepare(d, &b.op, &stats));
     }
+    // f8E8M0FNU: to/from every dtype (fusion generator); to s4/u4 is
+    // refused as on the host.
+    for (size_t j = 0; j < NDT; ++j) {
+      for (int dir = 0; dir < 2; ++dir) {
+        ht_init(&b, IRON_OP_CONVERT);
+        ht_operand(&b, dir ? kDtypes[j] : IRON_DTYPE_F8E8M0FNU, 2, dims);
+        ht_result(&b, dir ? IRON_DTYPE_F8E8M0FNU : kDtypes[j], 2, dims);
+        CHECK_OK(prepare(d, &b.op, &stats));
+      }
+    }
     ht_init(&b, IRON_OP_CONVERT);
     ht_operand(&b, IRON_DTYPE_F8E8M0FNU, 2, dims);
-    ht_result(&b, IRON_DTYPE_F32, 2, dims);
+    ht_result(&b, IRON_DTYPE_F8E4M3FN, 2, dims);
+    CHECK_OK(prepare(d, &b.op, &stats));
+    ht_init(&b, IRON_OP_CONVERT);
+    ht_operand(&b, IRON_DTYPE_F8E8M0FNU, 2, dims);
+    ht_result(&b, IRON_DTYPE_S4, 2, dims);
     iron_status_t st8 = prepare(d, &b.op, &stats);
     CHECK(iron_status_code(st8) == IRON_STATUS_UNIMPLEMENTED);
     iron_status_free(st8);
+  }
+  // Element-wise ops on the narrow dtypes (computed widened, as XLA:CPU):
+  // every unary/binary op the wide dtype has, compare, select, clamp.
+  {
+    const iron_dtype_t nw[] = {IRON_DTYPE_S4, IRON_DTYPE_U4,
+                               IRON_DTYPE_F8E4M3FN, IRON_DTYPE_F8E5M2FNUZ,
+                               IRON_DTYPE_F4E2M1FN, IRON_DTYPE_F8E8M0FNU};
+    int ok = 0;
+    for (size_t i = 0; i < sizeof(nw) / sizeof(nw[0]); ++i) {
+      iron_dtype_t dt = nw[i];
+      for (int k = 0; k < IRON_OP_COUNT; ++k) {
+        iron_op_class_t c = iron_op_kind_class((iron_op_kind_t)k);
+        if (c != IRON_OP_CLASS_UNARY && c != IRON_OP_CLASS_BINARY) continue;
+        ht_init(&b, (iron_op_kind_t)k);
+        ht_operand(&b, dt, 2, dims);
+        if (c == IRON_OP_CLASS_BINARY) ht_operand(&b, dt, (k & 1) ? 0 : 2, dims);
+        ht_result(&b, c == IRON_OP_CLASS_UNARY ? unary_out((iron_op_kind_t)k, dt)
+                                               : dt, 2, dims);
+        st = prepare(d, &b.op, &stats);
+        CHECK(!st || iron_status_code(st) == IRON_STATUS_UNIMPLEMENTED);
+        ok += st == IRON_OK;
+        iron_status_free(st);
+      }
+      ht_init(&b, IRON_OP_COMPARE);
+      ht_operand(&b, dt, 2, dims);
+      ht_operand(&b, dt, 2, dims);
+      ht_result(&b, IRON_DTYPE_PRED, 2, dims);
+      attr_enum(&b, "comparison_direction", IRON_ENUM_COMPARISON_DIRECTION,
+                IRON_CMP_LT);
+      attr_enum(&b, "compare_type", IRON_ENUM_COMPARISON_TYPE,
+                iron_dtype_is_float(dt) ? IRON_CMP_TYPE_TOTALORDER
+                                        : IRON_CMP_TYPE_NOTYPE);
+      CHECK_OK(prepare(d, &b.op, &stats));
+      ht_init(&b, IRON_OP_SELECT);
+      ht_operand(&b, IRON_DTYPE_PRED, 2, dims);
+      ht_operand(&b, dt, 2, dims);
+      ht_operand(&b, dt, 0, dims);
+      ht_result(&b, dt, 2, dims);
+      CHECK_OK(prepare(d, &b.op, &stats));
+      ht_init(&b, IRON_OP_CLAMP);
+      ht_operand(&b, dt, 0, dims);
+      ht_operand(&b, dt, 2, dims);
+      ht_operand(&b, dt, 0, dims);
+      ht_result(&b, dt, 2, dims);
+      CHECK_OK(prepare(d, &b.op, &stats));
+    }
+    // Most ops of the wide dtypes are generated.
+    CHECK(ok > 100);
   }
   // select / clamp (scalar bounds too).
   for (size_t i = 0; i < NDT; ++i) {
@@ -538,7 +600,7 @@ static void test_shape_sweep(void) {
       ht_result(&b, dt, 2, o1);
       ht_attr_i64(&b, "iota_dimension", 1, &dim);
       iron_status_t st = prepare(d, &b.op, &stats);
-      if (iron_cuda_ctype(dt)) {
+      if (iron_cuda_fusion_dtype_ok(dt)) {
         CHECK(st == IRON_OK);
       } else {
         CHECK(iron_status_code(st) == IRON_STATUS_UNIMPLEMENTED);

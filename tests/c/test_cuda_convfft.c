@@ -24,6 +24,8 @@
 #include "device/cuda/cuda_fft.h"
 #include "device/cuda/cuda_gen_conv.h"
 #include "device/cuda/cuda_ops_gen.h"
+#include "cuda_emu.h"
+#include "device/host/ew_narrow.h"
 #include "host_test_ops.h"
 #include "test.h"
 
@@ -302,6 +304,10 @@ static void fill(iron_tensor_t *t) {
         ((uint8_t *)t->data)[i] = ht_rand() & 1;
         break;
       default: {
+        if (iron_ew_narrow_is_float(t->dtype)) {
+          ((uint8_t *)t->data)[i] = iron_ew_narrow_encode(t->dtype, f);
+          break;
+        }
         uint64_t v = ht_rand();
         memcpy((char *)t->data + (size_t)i * iron_dtype_size(t->dtype), &v,
                iron_dtype_size(t->dtype));
@@ -314,27 +320,9 @@ static void fill(iron_tensor_t *t) {
 // --- CPU emulation
 // -------------------------------------------------------------
 
-// Just enough of CUDA for the generated op kernels to compile as host C++:
-// one block of one thread, so each kernel's grid-stride loop visits every
-// output element.
-static const char kShim[] =
-    "#include <cmath>\n#include <cstring>\n"
-    "#define __device__\n#define __global__\n"
-    "#define __forceinline__ inline\n#define __launch_bounds__(x)\n"
-    "struct iop_dim3_ { unsigned x, y, z; };\n"
-    "static const iop_dim3_ threadIdx = {0, 0, 0}, blockIdx = {0, 0, 0},\n"
-    "  blockDim = {1, 1, 1}, gridDim = {1, 1, 1};\n"
-    "static inline float __uint_as_float(unsigned u) { float f; "
-    "memcpy(&f, &u, 4); return f; }\n"
-    "static inline unsigned __float_as_uint(float f) { unsigned u; "
-    "memcpy(&u, &f, 4); return u; }\n"
-    "static inline int __float_as_int(float f) { int u; memcpy(&u, &f, 4); "
-    "return u; }\n"
-    "static inline long long __double_as_longlong(double f) { long long u; "
-    "memcpy(&u, &f, 8); return u; }\n"
-    "template <typename T> static inline T __shfl_down_sync(unsigned, T v, "
-    "int) { return v; }\n"
-    "using std::signbit;\n";
+// The generated kernels run on the CPU with cuda_emu.h's shim (one block
+// of one thread, so each kernel's grid-stride loop visits every output
+// element).
 
 #define MAX_EMU 64
 typedef void (*conv_fn_t)(const void *, const void *, void *);
@@ -567,6 +555,11 @@ static void test_conv_cases(void) {
       {IRON_DTYPE_BF16, IRON_DTYPE_F32, IRON_DTYPE_F32},
       {IRON_DTYPE_S8, IRON_DTYPE_S8, IRON_DTYPE_F32},
       {IRON_DTYPE_F32, IRON_DTYPE_F32, IRON_DTYPE_C64},
+      // f8/f4: read as f32, the f32 sum stored through f16 (XLA:CPU).
+      {IRON_DTYPE_F8E4M3FN, IRON_DTYPE_F8E4M3FN, IRON_DTYPE_F8E4M3FN},
+      {IRON_DTYPE_F4E2M1FN, IRON_DTYPE_F4E2M1FN, IRON_DTYPE_F4E2M1FN},
+      {IRON_DTYPE_F8E5M2, IRON_DTYPE_F8E4M3B11FNUZ, IRON_DTYPE_F32},
+      {IRON_DTYPE_F8E3M4, IRON_DTYPE_F8E3M4, IRON_DTYPE_F8E5M2FNUZ},
   };
   const int nt = (int)(sizeof(kTypes) / sizeof(kTypes[0]));
   // Every dtype combination in 1-2 spatial dims, then geometry variety
@@ -676,7 +669,7 @@ static void test_conv_emulation(void) {
   FILE *f = fopen(cpp, "w");
   CHECK(f != NULL);
   if (!f) return;
-  fputs(kShim, f);
+  fputs(kCudaEmuShim, f);
   for (int i = 0; i < g_nemu; ++i)
     fprintf(f, "namespace e%d {\n%s\n}\n", i, g_emu[i].src);
   for (int i = 0; i < g_nfft; ++i)

@@ -181,6 +181,13 @@ static void test_dot_sources(void) {
   { iron_status_t st_ = iron_cuda_gen_dot_int("dot_pred", IRON_DTYPE_PRED,
                                    IRON_DTYPE_PRED, IRON_DTYPE_PRED, 2, 5, 3,
                                    7, ls, rs, &src); add_source("dot_pred", st_, src); }
+  // s4/u4 dots: operands packed to s8/u8, the result's low 4 bits.
+  src = NULL;
+  { iron_status_t st_ = iron_cuda_gen_dot_int("dot_u4", IRON_DTYPE_U8,
+                                   IRON_DTYPE_U8, IRON_DTYPE_U4, 2, 5, 3,
+                                   7, ls, rs, &src);
+    CHECK(st_ || strstr(src, "acc & 0xfu") != NULL);
+    add_source("dot_u4", st_, src); }
 }
 
 
@@ -492,6 +499,34 @@ static void test_reduce_sources(void) {
     char name[32];
     snprintf(name, sizeof(name), "reduce_c128_cmp_%d", dir);
     add_reduce(name, 3, d3, dir & 1 ? mid : last, 1, &c128, gb);
+  }
+  // jnp.logaddexp as a reduce body (corpus lax_reduce_custom_body):
+  // exponential/log_plus_one in a region, spelled as the element-wise
+  // generator spells them; pow/atan2 too; f16 results rounded.
+  {
+    const iron_dtype_t ldts[3] = {IRON_DTYPE_F32, IRON_DTYPE_F64,
+                                  IRON_DTYPE_F16};
+    for (int w = 0; w < 3; ++w) {
+      iron_dtype_t dt = ldts[w];
+      rb_t *lb = rb_new();
+      iron_ir_value_t *x = rb_arg(lb, dt), *y = rb_arg(lb, dt);
+      iron_ir_value_t *mx = rb_op(lb, IRON_OP_MAXIMUM, dt, x, y, NULL);
+      iron_ir_value_t *df = rb_op(lb, IRON_OP_SUBTRACT, dt, x, y, NULL);
+      iron_ir_value_t *nn = rb_cmp(lb, IRON_CMP_NE, IRON_CMP_TYPE_FLOAT, df, df);
+      iron_ir_value_t *sm = rb_op(lb, IRON_OP_ADD, dt, x, y, NULL);
+      iron_ir_value_t *ab = rb_op(lb, IRON_OP_ABS, dt, df, NULL, NULL);
+      iron_ir_value_t *ng = rb_op(lb, IRON_OP_NEGATE, dt, ab, NULL, NULL);
+      iron_ir_value_t *ex = rb_op(lb, IRON_OP_EXPONENTIAL, dt, ng, NULL, NULL);
+      iron_ir_value_t *lp = rb_op(lb, IRON_OP_LOG_PLUS_ONE, dt, ex, NULL, NULL);
+      iron_ir_value_t *pw = rb_op(lb, IRON_OP_POWER, dt, lp, lp, NULL);
+      iron_ir_value_t *at = rb_op(lb, IRON_OP_ATAN2, dt, pw, lp, NULL);
+      iron_ir_value_t *ad = rb_op(lb, IRON_OP_ADD, dt, mx, at, NULL);
+      iron_ir_value_t *r = rb_op(lb, IRON_OP_SELECT, dt, nn, sm, ad);
+      rb_return(lb, 1, &r);
+      add_reduce(w == 0 ? "reduce_logaddexp_f32"
+                 : w == 1 ? "reduce_logaddexp_f64" : "reduce_logaddexp_f16",
+                 3, d3, w == 1 ? mid : last, 1, &dt, lb);
+    }
   }
   // Complex division has no region form yet: refused by name.
   rb_t *gb = rb_binary(IRON_OP_DIVIDE, c64);

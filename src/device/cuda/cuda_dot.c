@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "device/cuda/cuda_codegen.h"
 #include "device/cuda/cuda_compile.h"
 #include "device/cuda/cuda_ops_gen.h"
 #include "device/cuda/cuda_ops_internal.h"
@@ -331,9 +332,26 @@ static bool precision_default(const iron_ir_op_t *op) {
   return true;
 }
 
+// s4/u4 (one per byte, low bits): read as s8/u8 by the pack kernels.
+static bool is_n4(iron_dtype_t dt) {
+  return dt == IRON_DTYPE_S4 || dt == IRON_DTYPE_U4;
+}
+static iron_dtype_t n4_wide(iron_dtype_t dt) {
+  return dt == IRON_DTYPE_S4 ? IRON_DTYPE_S8
+         : dt == IRON_DTYPE_U4 ? IRON_DTYPE_U8
+                               : dt;
+}
+
 static bool is_intlike(iron_dtype_t dt) {
-  return dt == IRON_DTYPE_PRED ||
+  return dt == IRON_DTYPE_PRED || is_n4(dt) ||
          (iron_dtype_is_int(dt) && iron_cuda_gen_type(dt).store);
+}
+
+// f8/f4 (not f8E8M0FNU): read as f32 (exact), results stored from f32
+// through f16 (XLA:CPU; the host's dot.c).
+static bool is_narrowf(iron_dtype_t dt) {
+  int eb, mb, bias, kind;
+  return iron_cuda_nf_format(dt, &eb, &mb, &bias, &kind);
 }
 
 static iron_status_t dot_prepare_dims(iron_device_t *base,
@@ -391,11 +409,12 @@ static iron_status_t dot_prepare_dims(iron_device_t *base,
   iron_dtype_t ldt = lt->dtype, rdt = rt->dtype, odt = ot->dtype;
   bool out_int = is_intlike(odt);
   bool out_real = odt == IRON_DTYPE_F16 || odt == IRON_DTYPE_BF16 ||
-                  odt == IRON_DTYPE_F32 || odt == IRON_DTYPE_F64;
+                  odt == IRON_DTYPE_F32 || odt == IRON_DTYPE_F64 ||
+                  is_narrowf(odt);
   bool out_cplx = odt == IRON_DTYPE_C64 || odt == IRON_DTYPE_C128;
   bool ops_int = is_intlike(ldt) && is_intlike(rdt);
-  bool ops_real = (is_intlike(ldt) || lt_type(ldt) >= 0) &&
-                  (is_intlike(rdt) || lt_type(rdt) >= 0) &&
+  bool ops_real = (is_intlike(ldt) || lt_type(ldt) >= 0 || is_narrowf(ldt)) &&
+                  (is_intlike(rdt) || lt_type(rdt) >= 0 || is_narrowf(rdt)) &&
                   ldt != IRON_DTYPE_C64 && ldt != IRON_DTYPE_C128 &&
                   rdt != IRON_DTYPE_C64 && rdt != IRON_DTYPE_C128;
   bool ops_any = (is_intlike(ldt) || lt_type(ldt) >= 0) &&
@@ -417,16 +436,17 @@ static iron_status_t dot_prepare_dims(iron_device_t *base,
     p->mode = DOT_ZERO;
   } else if (out_int) {
     p->mode = DOT_INT;
-    st = plan_operand(dev, "l", lt, ldt, d->lb, d->nb, d->lf, d->nlf, d->lc,
-                      d->nc, false, &p->lhs);
+    st = plan_operand(dev, "l", lt, n4_wide(ldt), d->lb, d->nb, d->lf, d->nlf,
+                      d->lc, d->nc, false, &p->lhs);
     if (!st)
-      st = plan_operand(dev, "r", rt, rdt, d->rb, d->nb, d->rc, d->nc, d->rf,
-                        d->nrf, false, &p->rhs);
+      st = plan_operand(dev, "r", rt, n4_wide(rdt), d->rb, d->nb, d->rc, d->nc,
+                        d->rf, d->nrf, false, &p->rhs);
     char *src = NULL;
     int64_t ls[3] = {p->lhs.bs, p->lhs.rs, p->lhs.cs};
     int64_t rs[3] = {p->rhs.bs, p->rhs.rs, p->rhs.cs};
     if (!st)
-      st = iron_cuda_gen_dot_int("iron_dot_int", ldt, rdt, odt, d->batch,
+      st = iron_cuda_gen_dot_int("iron_dot_int", n4_wide(ldt), n4_wide(rdt),
+                                 odt, d->batch,
                                  d->m, d->n, d->k, ls, rs, &src);
     if (!st) st = iron_cuda_ops_request(dev, src, "iron_dot_int",
                                              &p->int_fn);

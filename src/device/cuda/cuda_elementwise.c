@@ -3,6 +3,7 @@
 // copy when the runtime did not alias it).
 #include <stdlib.h>
 
+#include "device/cuda/cuda_codegen.h"
 #include "device/cuda/cuda_device.h"
 #include "device/cuda/cuda_fusion.h"
 
@@ -30,9 +31,13 @@ static iron_status_t ew_prepare_on(iron_device_t *dev, const iron_ir_op_t *op,
                       op->name, i, (long long)c, (long long)n);
     }
   }
+  // Narrow converts have their own kernel, except f8E8M0FNU's (generated
+  // by the fusion generator, as every other narrow op).
   if (op->kind == IRON_OP_CONVERT && op->num_operands == 1 &&
       (iron_cuda_dtype_is_narrow(op->operands[0]->type->dtype) ||
-       iron_cuda_dtype_is_narrow(rt->dtype))) {
+       iron_cuda_dtype_is_narrow(rt->dtype)) &&
+      op->operands[0]->type->dtype != IRON_DTYPE_F8E8M0FNU &&
+      rt->dtype != IRON_DTYPE_F8E8M0FNU) {
     return iron_cuda_convert_narrow_prepare(dev, op, out_params);
   }
   const iron_ir_op_t *ops[1] = {op};
@@ -60,9 +65,15 @@ static const iron_host_kernel_t kElementwise = {
 
 // ---------------------------------------------------------------------------
 // bitcast_convert: the device stores every dtype of 8 bits or more densely,
-// little-endian, like the host, so a legal bitcast is a byte copy.
+// little-endian, like the host, so a legal bitcast is a byte copy. Sub-byte
+// dtypes (one element per byte, low bits) are repacked by a generated
+// kernel as the host's convert.c does: both sides are a little-endian bit
+// stream (element 0 in the lowest bits), in units of an element of the
+// sub-byte dtype or a byte of the dense one.
 
 typedef struct bc_params {
+  iron_cuda_ew_params_t ew;  // first: the sub-byte kernel (when `sub`)
+  bool sub;
   size_t nbytes;
 } bc_params_t;
 
@@ -71,10 +82,79 @@ static bool bc_dense(iron_dtype_t dt) {
   return bits >= 8 && (size_t)bits == 8 * iron_dtype_size(dt);
 }
 
+// Sub-byte ints and floats next to dense dtypes; pred is not bitcast.
+static bool bc_sub_ok(iron_dtype_t dt) {
+  return dt != IRON_DTYPE_PRED && iron_dtype_bits(dt) > 0 &&
+         (bc_dense(dt) ||
+          (iron_dtype_bits(dt) < 8 && iron_dtype_size(dt) == 1));
+}
+
+static iron_status_t bc_sub_prepare(iron_device_t *dev, const iron_ir_op_t *op,
+                                    size_t n_in, size_t n_out,
+                                    void **out_params) {
+  int bi = iron_dtype_bits(op->operands[0]->type->dtype);
+  int bo = iron_dtype_bits(op->results[0].type->dtype);
+  bi = bi < 8 ? bi : 8;
+  bo = bo < 8 ? bo : 8;
+  if (n_in * (size_t)bi != n_out * (size_t)bo || n_out > ((size_t)1 << 40)) {
+    return IRON_ERR(INVALID_ARGUMENT, "%s: %zu bits in, %zu out", op->name,
+                    n_in * (size_t)bi, n_out * (size_t)bo);
+  }
+  unsigned mi = (1u << bi) - 1, mo = (1u << bo) - 1;
+  const char *idx = n_out <= ((size_t)1 << 30) ? "int" : "long long";
+  iron_cuda_src_t s;
+  iron_cuda_src_init(&s);
+  iron_cuda_src_printf(&s,
+                       "extern \"C\" __global__ void __launch_bounds__(256) "
+                       "%s(const uint8_t *in0, uint8_t *out0) {\n"
+                       "  IRON_LOOP(k, %s, %lluLL) {\n",
+                       IRON_CUDA_KERNEL_PLACEHOLDER, idx,
+                       (unsigned long long)n_out);
+  if (bo >= bi) {
+    int r = bo / bi;
+    iron_cuda_src_printf(&s, "    unsigned v = 0;\n");
+    for (int t = 0; t < r; ++t) {
+      iron_cuda_src_printf(&s,
+                           "    v |= (unsigned)(in0[k * %d + %d] & %uu) << %d;\n",
+                           r, t, mi, t * bi);
+    }
+    iron_cuda_src_printf(&s, "    out0[k] = (uint8_t)(v & %uu);\n", mo);
+  } else {
+    int r = bi / bo;
+    iron_cuda_src_printf(&s,
+                         "    out0[k] = (uint8_t)(((in0[k / %d] & %uu) >> "
+                         "((k %% %d) * %d)) & %uu);\n",
+                         r, mi, r, bo, mo);
+  }
+  iron_cuda_src_printf(&s, "  }\n}\n");
+  char *src = NULL, *name = NULL;
+  IRON_RETURN_IF_ERROR_PLAIN(iron_cuda_source_make(&s, "iron_bcs", &src, &name));
+  bc_params_t *p = calloc(1, sizeof(*p));
+  if (!p) {
+    free(src);
+    free(name);
+    return IRON_ERR(RESOURCE_EXHAUSTED, "out of memory (params)");
+  }
+  iron_status_t st = iron_cuda_function_request((iron_cuda_device_t *)dev, src,
+                                                name, &p->ew.fn);
+  free(src);
+  free(name);
+  if (st) {
+    free(p);
+    return st;
+  }
+  p->sub = true;
+  p->ew.num_inputs = 1;
+  p->ew.num_outputs = 1;
+  p->ew.count = (int64_t)n_out;
+  iron_cuda_launch_dims(dev, p->ew.count, &p->ew.grid, &p->ew.block);
+  *out_params = p;
+  return IRON_OK;
+}
+
 static iron_status_t bc_prepare_on(iron_device_t *dev, const iron_ir_op_t *op,
                                    iron_host_region_t *const *regions,
                                    void **out_params) {
-  (void)dev;
   (void)regions;
   if (op->num_operands != 1 || op->num_results != 1) {
     return IRON_ERR(INVALID_ARGUMENT, "%s: expected 1 operand and 1 result",
@@ -87,13 +167,17 @@ static iron_status_t bc_prepare_on(iron_device_t *dev, const iron_ir_op_t *op,
       !iron_ir_type_is_static(rt)) {
     return iron_ir_op_unimplemented(op, "on the CUDA device for this type");
   }
+  size_t ib, ob;
   if (it->dtype != rt->dtype &&
       (!bc_dense(it->dtype) || !bc_dense(rt->dtype))) {
-    return iron_ir_op_unimplemented(op, "for dtype %s -> %s",
-                                    iron_dtype_name(it->dtype),
-                                    iron_dtype_name(rt->dtype));
+    if (!bc_sub_ok(it->dtype) || !bc_sub_ok(rt->dtype) ||
+        !iron_ir_type_byte_size(it, &ib) || !iron_ir_type_byte_size(rt, &ob)) {
+      return iron_ir_op_unimplemented(op, "for dtype %s -> %s",
+                                      iron_dtype_name(it->dtype),
+                                      iron_dtype_name(rt->dtype));
+    }
+    return bc_sub_prepare(dev, op, ib, ob, out_params);
   }
-  size_t ib, ob;
   if (!iron_ir_type_byte_size(it, &ib) || !iron_ir_type_byte_size(rt, &ob) ||
       ib != ob) {
     return IRON_ERR(INVALID_ARGUMENT, "%s: byte sizes differ", op->name);
@@ -109,6 +193,7 @@ static iron_status_t bc_run(const iron_host_ctx_t *ctx, const void *params,
                             const iron_tensor_t *const *inputs,
                             iron_tensor_t *const *outputs) {
   const bc_params_t *p = params;
+  if (p->sub) return iron_cuda_ew_run(ctx, &p->ew, inputs, outputs);
   if (p->nbytes == 0 || outputs[0]->data == inputs[0]->data) return IRON_OK;
   iron_cuda_device_t *d = (iron_cuda_device_t *)ctx->dev;
   IRON_RETURN_IF_ERROR_PLAIN(iron_cuda_device_enter(d));

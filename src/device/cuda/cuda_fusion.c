@@ -12,6 +12,7 @@
 #include "device/cuda/cuda_ops_gen.h"
 #include "device/cuda/cuda_ops_internal.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -52,6 +53,104 @@ static bool is_sint(iron_dtype_t dt) {
 }
 // libm suffix of the compute type.
 static const char *fs(iron_dtype_t dt) { return is_f32ish(dt) ? "f" : ""; }
+
+typedef struct nf_fmt {
+  iron_dtype_t dt;
+  int ebits, mbits, bias, kind;
+} nf_fmt_t;
+
+static const nf_fmt_t kNarrowFloats[] = {
+    {IRON_DTYPE_F8E5M2, 5, 2, 15, 0},       {IRON_DTYPE_F8E4M3, 4, 3, 7, 0},
+    {IRON_DTYPE_F8E3M4, 3, 4, 3, 0},        {IRON_DTYPE_F8E4M3FN, 4, 3, 7, 1},
+    {IRON_DTYPE_F8E4M3FNUZ, 4, 3, 8, 2},    {IRON_DTYPE_F8E5M2FNUZ, 5, 2, 16, 2},
+    {IRON_DTYPE_F8E4M3B11FNUZ, 4, 3, 11, 2}, {IRON_DTYPE_F4E2M1FN, 2, 1, 1, 3},
+};
+
+static const nf_fmt_t *narrow_float(iron_dtype_t dt) {
+  for (size_t i = 0; i < sizeof(kNarrowFloats) / sizeof(kNarrowFloats[0]);
+       ++i) {
+    if (kNarrowFloats[i].dt == dt) return &kNarrowFloats[i];
+  }
+  return NULL;
+}
+
+static bool narrow_int(iron_dtype_t dt, int *bits, bool *sgn) {
+  switch (dt) {
+    case IRON_DTYPE_S4: *bits = 4; *sgn = true; return true;
+    case IRON_DTYPE_U4: *bits = 4; *sgn = false; return true;
+    case IRON_DTYPE_S2: *bits = 2; *sgn = true; return true;
+    case IRON_DTYPE_U2: *bits = 2; *sgn = false; return true;
+    default: return false;
+  }
+}
+
+// Narrow dtypes in element-wise ops: XLA:CPU computes them in a wider
+// dtype and converts every result back (the host's ew_narrow.h): s4 -> s8,
+// u4 -> u8, f8/f4E2M1FN -> f16, f8E8M0FNU -> f32. Generated code keeps
+// such a value in the wide dtype's compute type (already rounded to the
+// narrow dtype) and stores it as one byte (low bits).
+static iron_dtype_t nw_wide(iron_dtype_t dt) {
+  if (dt == IRON_DTYPE_S4) return IRON_DTYPE_S8;
+  if (dt == IRON_DTYPE_U4) return IRON_DTYPE_U8;
+  if (narrow_float(dt)) return IRON_DTYPE_F16;
+  if (dt == IRON_DTYPE_F8E8M0FNU) return IRON_DTYPE_F32;
+  return IRON_DTYPE_INVALID;
+}
+static bool is_nw(iron_dtype_t dt) { return nw_wide(dt) != IRON_DTYPE_INVALID; }
+// The dtype a value is computed in.
+static iron_dtype_t cdt(iron_dtype_t dt) { return is_nw(dt) ? nw_wide(dt) : dt; }
+// Storage and compute C types (narrow: one byte / the wide compute type).
+static const char *st_ctype(iron_dtype_t dt) {
+  return is_nw(dt) ? "uint8_t" : iron_cuda_ctype(dt);
+}
+static const char *cp_ctype(iron_dtype_t dt) {
+  return iron_cuda_compute_ctype(cdt(dt));
+}
+
+bool iron_cuda_nf_format(iron_dtype_t dt, int *out_ebits, int *out_mbits,
+                         int *out_bias, int *out_kind) {
+  const nf_fmt_t *f = narrow_float(dt);
+  if (!f) return false;
+  *out_ebits = f->ebits;
+  *out_mbits = f->mbits;
+  *out_bias = f->bias;
+  *out_kind = f->kind;
+  return true;
+}
+
+bool iron_cuda_fusion_dtype_ok(iron_dtype_t dt) {
+  return iron_cuda_ctype(dt) != NULL || is_nw(dt);
+}
+
+// Text of the wide value of narrow byte expression `b`.
+static void nw_decode(iron_dtype_t dt, const char *b, char *buf, size_t cap) {
+  const nf_fmt_t *f = narrow_float(dt);
+  if (dt == IRON_DTYPE_S4) {
+    snprintf(buf, cap, "(int8_t)iron_n4sext((int)(%s))", b);
+  } else if (dt == IRON_DTYPE_U4) {
+    snprintf(buf, cap, "(uint8_t)((%s) & 0xfu)", b);
+  } else if (f) {
+    snprintf(buf, cap, "(float)iron_nf_decode((unsigned)(%s), %d, %d, %d, %d)",
+             b, f->ebits, f->mbits, f->bias, f->kind);
+  } else {  // f8E8M0FNU
+    snprintf(buf, cap, "iron_e8m0_ld((unsigned)(%s))", b);
+  }
+}
+
+// Text of the narrow byte of wide value expression `v` (rounded as the
+// host's convert wide -> narrow: f16 -> f8 through f64, f32 -> f8E8M0FNU
+// from the f32 bits, s8/u8 -> s4/u4 wraps).
+static void nw_encode(iron_dtype_t dt, const char *v, char *buf, size_t cap) {
+  const nf_fmt_t *f = narrow_float(dt);
+  if (dt == IRON_DTYPE_S4 || dt == IRON_DTYPE_U4) {
+    snprintf(buf, cap, "(uint8_t)((%s) & 0xf)", v);
+  } else if (f) {
+    snprintf(buf, cap, "iron_nf_encode((double)(%s), %d, %d, %d, %d)", v,
+             f->ebits, f->mbits, f->bias, f->kind);
+  } else {
+    snprintf(buf, cap, "iron_e8m0_st(%s)", v);
+  }
+}
 
 // ---------------------------------------------------------------------------
 // Values
@@ -119,6 +218,10 @@ static void emit_load(iron_cuda_src_t *s, iron_dtype_t dt, const char *var,
                       const char *lvalue) {
   if (dt == IRON_DTYPE_PRED) {
     iron_cuda_src_printf(s, "    const bool %s = %s != 0;\n", var, lvalue);
+  } else if (is_nw(dt)) {
+    char d[512];
+    nw_decode(dt, lvalue, d, sizeof(d));
+    iron_cuda_src_printf(s, "    const %s %s = %s;\n", cp_ctype(dt), var, d);
   } else {
     iron_cuda_src_printf(s, "    const %s %s = iron_ld(%s);\n",
                          iron_cuda_compute_ctype(dt), var, lvalue);
@@ -127,6 +230,10 @@ static void emit_load(iron_cuda_src_t *s, iron_dtype_t dt, const char *var,
 
 // compute -> storage expression
 static void store_expr(iron_dtype_t dt, const char *v, char *buf, size_t cap) {
+  if (is_nw(dt)) {
+    nw_encode(dt, v, buf, cap);
+    return;
+  }
   switch (dt) {
     case IRON_DTYPE_PRED: snprintf(buf, cap, "(uint8_t)(%s)", v); break;
     case IRON_DTYPE_F16: snprintf(buf, cap, "iron_st_f16(%s)", v); break;
@@ -153,6 +260,31 @@ static bool op_keeps_denormals(iron_op_kind_t k) {
          k == IRON_OP_REAL || k == IRON_OP_IMAG || k == IRON_OP_SELECT ||
          k == IRON_OP_IS_FINITE || k == IRON_OP_RESHAPE ||
          k == IRON_OP_COMPLEX;
+}
+
+// The libm function (double spelling; "f" appended for float) of a real
+// float unary/binary op that is exactly one libm call, else NULL. Shared
+// with the region generator (cuda_gen_region.c).
+const char *iron_cuda_libm_name(iron_op_kind_t k) {
+  switch (k) {
+    case IRON_OP_FLOOR: return "floor";
+    case IRON_OP_CEIL: return "ceil";
+    case IRON_OP_ROUND_NEAREST_AFZ: return "round";
+    case IRON_OP_ROUND_NEAREST_EVEN: return "rint";
+    case IRON_OP_EXPONENTIAL: return "exp";
+    case IRON_OP_EXPONENTIAL_MINUS_ONE: return "expm1";
+    case IRON_OP_LOG: return "log";
+    case IRON_OP_LOG_PLUS_ONE: return "log1p";
+    case IRON_OP_SQRT: return "sqrt";
+    case IRON_OP_CBRT: return "cbrt";
+    case IRON_OP_SINE: return "sin";
+    case IRON_OP_COSINE: return "cos";
+    case IRON_OP_TAN: return "tan";
+    case IRON_OP_TANH: return "tanh";
+    case IRON_OP_POWER: return "pow";
+    case IRON_OP_ATAN2: return "atan2";
+    default: return NULL;
+  }
 }
 
 // Unary op on dtype `dt` (x = A[0]). False when refused.
@@ -186,6 +318,11 @@ static bool unary_expr(iron_op_kind_t k, iron_dtype_t dt, const char *x,
   }
   if (is_real_float(dt)) {
     bool f32 = is_f32ish(dt);
+    const char *lm = iron_cuda_libm_name(k);
+    if (lm && iron_op_kind_class(k) == IRON_OP_CLASS_UNARY) {
+      EXPR("%s%s(%s)", lm, F, x);
+      return true;
+    }
     switch (k) {
       case IRON_OP_ABS:
         if (f32) EXPR("__uint_as_float(__float_as_uint(%s) & 0x7fffffffu)", x);
@@ -196,22 +333,8 @@ static bool unary_expr(iron_op_kind_t k, iron_dtype_t dt, const char *x,
         else EXPR("(-%s)", x);
         return true;
       case IRON_OP_SIGN: EXPR("iron_fsign(%s)", x); return true;
-      case IRON_OP_FLOOR: EXPR("floor%s(%s)", F, x); return true;
-      case IRON_OP_CEIL: EXPR("ceil%s(%s)", F, x); return true;
-      case IRON_OP_ROUND_NEAREST_AFZ: EXPR("round%s(%s)", F, x); return true;
-      case IRON_OP_ROUND_NEAREST_EVEN: EXPR("rint%s(%s)", F, x); return true;
-      case IRON_OP_EXPONENTIAL: EXPR("exp%s(%s)", F, x); return true;
-      case IRON_OP_EXPONENTIAL_MINUS_ONE: EXPR("expm1%s(%s)", F, x); return true;
-      case IRON_OP_LOG: EXPR("log%s(%s)", F, x); return true;
-      case IRON_OP_LOG_PLUS_ONE: EXPR("log1p%s(%s)", F, x); return true;
       case IRON_OP_LOGISTIC: EXPR("iron_logistic(%s)", x); return true;
-      case IRON_OP_SQRT: EXPR("sqrt%s(%s)", F, x); return true;
       case IRON_OP_RSQRT: EXPR("iron_rsqrt(%s)", x); return true;
-      case IRON_OP_CBRT: EXPR("cbrt%s(%s)", F, x); return true;
-      case IRON_OP_SINE: EXPR("sin%s(%s)", F, x); return true;
-      case IRON_OP_COSINE: EXPR("cos%s(%s)", F, x); return true;
-      case IRON_OP_TAN: EXPR("tan%s(%s)", F, x); return true;
-      case IRON_OP_TANH: EXPR("tanh%s(%s)", F, x); return true;
       case IRON_OP_REAL: EXPR("%s", x); return true;
       case IRON_OP_IMAG: EXPR("%s", f32 ? "0.0f" : "0.0"); return true;
       case IRON_OP_IS_FINITE: EXPR("iron_isfinite(%s)", x); return true;
@@ -302,8 +425,9 @@ static bool binary_expr(iron_op_kind_t k, iron_dtype_t dt, const char *x,
         if (is_f32ish(dt)) EXPR("iron_frem(%s, %s)", x, y);
         else EXPR("fmod(%s, %s)", x, y);
         return true;
-      case IRON_OP_POWER: EXPR("pow%s(%s, %s)", F, x, y); return true;
-      case IRON_OP_ATAN2: EXPR("atan2%s(%s, %s)", F, x, y); return true;
+      case IRON_OP_POWER: case IRON_OP_ATAN2:
+        EXPR("%s%s(%s, %s)", iron_cuda_libm_name(k), F, x, y);
+        return true;
       case IRON_OP_MAXIMUM: EXPR("iron_fmax(%s, %s)", x, y); return true;
       case IRON_OP_MINIMUM: EXPR("iron_fmin(%s, %s)", x, y); return true;
       case IRON_OP_COMPLEX:
@@ -430,6 +554,99 @@ static bool convert_expr(iron_dtype_t from, iron_dtype_t to, const char *x,
     return true;
   }
   return false;
+}
+
+// convert where `from` or `to` is a narrow dtype of nw_wide (values in
+// their wide form), as the host's ew_narrow.c: through f64 (floats) or s64
+// (ints) and the regular conversion on the other side; f8E8M0FNU <->
+// f32/bf16 by bits.
+static bool narrow_convert_expr(iron_dtype_t from, iron_dtype_t to,
+                                const char *x, bool flush, fz_expr_t *e) {
+  const nf_fmt_t *sf = narrow_float(from), *df = narrow_float(to);
+  bool si = from == IRON_DTYPE_S4 || from == IRON_DTYPE_U4;
+  bool di = to == IRON_DTYPE_S4 || to == IRON_DTYPE_U4;
+  bool se = from == IRON_DTYPE_F8E8M0FNU, de = to == IRON_DTYPE_F8E8M0FNU;
+  bool sn = is_nw(from), dn = is_nw(to);
+  if ((!sn && !iron_cuda_ctype(from)) || (!dn && !iron_cuda_ctype(to))) {
+    return false;
+  }
+  if (se && di) return false;  // not measured on XLA:CPU (host refuses)
+  bool src_is_int = si || (!sn && (is_int(from) || from == IRON_DTYPE_PRED));
+  bool via_int = src_is_int && !df && !de;
+  char m[900];
+  if (se) {
+    // To f32/bf16/c64 the f32 bits as they are; to pred, 2^-127 (an f32
+    // denormal) is false; else through f64.
+    if (to == IRON_DTYPE_F32 || to == IRON_DTYPE_BF16) {
+      EXPR("%s", x);
+      return true;
+    }
+    if (to == IRON_DTYPE_C64) {
+      EXPR("iron_mk(%s, 0.0f, (iron_c64 *)0)", x);
+      return true;
+    }
+    if (to == IRON_DTYPE_PRED) {
+      EXPR("(!(%s < 1.17549435e-38f))", x);
+      return true;
+    }
+    snprintf(m, sizeof(m), "iron_e8m0_f64(%s)", x);
+  } else if (sf) {
+    if (sf->kind == 3 && (di || is_int(to))) {
+      // XLA:CPU converts the largest f4E2M1FN magnitude to an integer as
+      // if it were infinite (ew_narrow.c: sat_max_is_inf).
+      double mx = ldexp(2.0 - ldexp(1.0, -sf->mbits),
+                        (1 << sf->ebits) - 1 - sf->bias);
+      snprintf(m, sizeof(m),
+               "(fabsf(%s) == %.17gf ? (%s < 0 ? -IRON_INF : IRON_INF) : "
+               "(double)%s)",
+               x, mx, x, x);
+    } else {
+      snprintf(m, sizeof(m), "(double)%s", x);
+    }
+  } else if (si) {
+    snprintf(m, sizeof(m), via_int ? "(long long)%s" : "(double)%s", x);
+  } else {
+    if (de && (from == IRON_DTYPE_F32 || from == IRON_DTYPE_BF16)) {
+      EXPR("iron_e8m0_ld(iron_e8m0_st(%s))", x);
+      return true;
+    }
+    char re[300];
+    snprintf(re, sizeof(re), is_cplx(from) ? "%s.re" : "%s", x);
+    if (via_int) {
+      snprintf(m, sizeof(m), "(long long)%s", re);
+    } else if (is_f32ish(from) && flush) {
+      snprintf(m, sizeof(m), "(double)iron_daz(%s)", re);
+    } else {
+      snprintf(m, sizeof(m), "(double)(%s)", re);
+    }
+  }
+  if (df) {
+    EXPR("(float)iron_nf_decode(iron_nf_encode((double)(%s), %d, %d, %d, %d), "
+         "%d, %d, %d, %d)",
+         m, df->ebits, df->mbits, df->bias, df->kind, df->ebits, df->mbits,
+         df->bias, df->kind);
+    return true;
+  }
+  if (di) {
+    char pat[1000];
+    if (via_int) {
+      snprintf(pat, sizeof(pat), "(int)((uint64_t)(%s) & 0xfu)", m);
+    } else if (to == IRON_DTYPE_S4) {
+      snprintf(pat, sizeof(pat),
+               "(int)((uint64_t)iron_f2s<int64_t>(%s, 4) & 0xfu)", m);
+    } else {
+      snprintf(pat, sizeof(pat), "(int)(iron_f2u<uint64_t>(%s, 4) & 0xfu)",
+               m);
+    }
+    if (to == IRON_DTYPE_S4) EXPR("(int8_t)iron_n4sext(%s)", pat);
+    else EXPR("(uint8_t)(%s)", pat);
+    return true;
+  }
+  if (de) {
+    EXPR("iron_e8m0_ld(iron_e8m0_enc64((double)(%s)))", m);
+    return true;
+  }
+  return convert_expr(via_int ? IRON_DTYPE_S64 : IRON_DTYPE_F64, to, m, e);
 }
 
 // ---------------------------------------------------------------------------
@@ -573,7 +790,7 @@ static iron_status_t arg_text(fz_gen_t *g, const iron_ir_op_t *op,
                     "earlier in the fusion",
                     op->name, i);
   }
-  iron_dtype_t dt = v->type->dtype;
+  iron_dtype_t dt = cdt(v->type->dtype);
   bool flush = g->flush && is_real_float(dt) && !op_keeps_denormals(op->kind);
   // remainder keeps a denormal dividend but reads a denormal divisor as
   // zero (XLA:CPU: rem(d, 1) = d, rem(1, d) = NaN, for f32 and f64 alike);
@@ -586,6 +803,8 @@ static iron_status_t arg_text(fz_gen_t *g, const iron_ir_op_t *op,
     iron_dtype_t to = op->results[0].type->dtype;
     const char *a = iron_cuda_compute_ctype(dt), *b = iron_cuda_compute_ctype(to);
     flush = flush && !(a && b && strcmp(a, b) == 0);
+    // Converts from/to narrow dtypes flush as they need (narrow_convert).
+    if (is_nw(v->type->dtype) || is_nw(to)) flush = false;
   }
   snprintf(buf, cap, flush ? "iron_daz(%s)" : "%s", n);
   return IRON_OK;
@@ -600,8 +819,38 @@ static bool needs_coords(const iron_cuda_fusion_t *f) {
 }
 
 // Declares `var` = expression with the result's rounding/flush.
+static void emit_def_plain(fz_gen_t *g, const iron_ir_op_t *op,
+                           iron_dtype_t out, const char *var,
+                           const char *expr);
+
+// A narrow result: the wide op's value (as the wide dtype's kernels round
+// it), then rounded to the narrow dtype (ops that only move values skip
+// that: their values are narrow already).
 static void emit_def(fz_gen_t *g, const iron_ir_op_t *op, iron_dtype_t out,
                      const char *var, const char *expr) {
+  iron_op_kind_t k = op->kind;
+  if (!is_nw(out)) {
+    emit_def_plain(g, op, out, var, expr);
+    return;
+  }
+  if (k == IRON_OP_SELECT || k == IRON_OP_RESHAPE ||
+      k == IRON_OP_BROADCAST_IN_DIM || k == IRON_OP_CONVERT) {
+    iron_cuda_src_printf(g->s, "    const %s %s = %s;\n", cp_ctype(out), var,
+                         expr);
+    return;
+  }
+  char w[32], enc[256], dec[512];
+  snprintf(w, sizeof(w), "%sw", var);
+  emit_def_plain(g, op, nw_wide(out), w, expr);
+  nw_encode(out, w, enc, sizeof(enc));
+  nw_decode(out, enc, dec, sizeof(dec));
+  iron_cuda_src_printf(g->s, "    const %s %s = %s;\n", cp_ctype(out), var,
+                       dec);
+}
+
+static void emit_def_plain(fz_gen_t *g, const iron_ir_op_t *op,
+                           iron_dtype_t out, const char *var,
+                           const char *expr) {
   const char *ct = iron_cuda_compute_ctype(out);
   bool flush_out = g->flush && is_real_float(out) &&
                    !op_keeps_denormals(op->kind) &&
@@ -661,7 +910,7 @@ static iron_status_t gen_op(fz_gen_t *g, const iron_ir_op_t *op,
                     "%s: %lld elements in a fusion of %lld elements", op->name,
                     (long long)rc, (long long)g->count);
   }
-  if (!iron_cuda_ctype(out)) return refuse_dtype(g, op, out);
+  if (!st_ctype(out)) return refuse_dtype(g, op, out);
   char var[24];
   snprintf(var, sizeof(var), "v%u", index);
   char a[3][256];
@@ -689,17 +938,34 @@ static iron_status_t gen_op(fz_gen_t *g, const iron_ir_op_t *op,
     IRON_RETURN_IF_ERROR_PLAIN(arg_text(g, op, i, a[i], sizeof(a[i])));
   }
   iron_dtype_t in = op->num_operands ? op->operands[0]->type->dtype : out;
+  // Narrow dtypes run the wide dtype's expression (see nw_wide).
+  iron_dtype_t inw = cdt(in);
+  bool n4 = in == IRON_DTYPE_S4 || in == IRON_DTYPE_U4;
   if (cls == IRON_OP_CLASS_UNARY) {
-    if (!iron_cuda_ctype(in) || !unary_expr(k, in, a[0], e) ||
-        unary_result(k, in) != out) {
-      return refuse_dtype(g, op, in);
+    bool ok;
+    if (n4 && k == IRON_OP_CLZ) {
+      EXPR("iron_n4clz((int)%s)", a[0]);
+      ok = out == in;
+    } else {
+      iron_dtype_t r = unary_result(k, inw);
+      ok = st_ctype(in) && unary_expr(k, inw, a[0], e) &&
+           (r == inw ? in : r) == out;
     }
+    if (!ok) return refuse_dtype(g, op, in);
   } else if (cls == IRON_OP_CLASS_BINARY) {
     IRON_RETURN_IF_ERROR_PLAIN(check_same_operand_dtypes(op, 0, 2));
-    if (!iron_cuda_ctype(in) || !binary_expr(k, in, a[0], a[1], e) ||
-        binary_result(k, in) != out) {
-      return refuse_dtype(g, op, in);
+    bool ok;
+    if (n4 && (k == IRON_OP_SHIFT_RIGHT_LOGICAL ||
+               k == IRON_OP_SHIFT_RIGHT_ARITHMETIC)) {
+      EXPR("iron_n4shr%s((int)%s, (int)%s)",
+           k == IRON_OP_SHIFT_RIGHT_LOGICAL ? "l" : "a", a[0], a[1]);
+      ok = out == in;
+    } else {
+      iron_dtype_t r = binary_result(k, inw);
+      ok = st_ctype(in) && binary_expr(k, inw, a[0], a[1], e) &&
+           (r == inw ? in : r) == out;
     }
+    if (!ok) return refuse_dtype(g, op, in);
   } else if (k == IRON_OP_COMPARE) {
     IRON_RETURN_IF_ERROR_PLAIN(check_same_operand_dtypes(op, 0, 2));
     if (out != IRON_DTYPE_PRED) {
@@ -707,13 +973,13 @@ static iron_status_t gen_op(fz_gen_t *g, const iron_ir_op_t *op,
     }
     int32_t dir = iron_ir_op_enum(op, "comparison_direction", -1);
     int32_t type = iron_ir_op_enum(op, "compare_type", IRON_CMP_TYPE_NOTYPE);
-    bool total = type == IRON_CMP_TYPE_TOTALORDER && is_real_float(in);
+    bool total = type == IRON_CMP_TYPE_TOTALORDER && is_real_float(inw);
     // TOTALORDER compares bits: no flush of its operands.
     if (total) {
       snprintf(a[0], sizeof(a[0]), "%s", fz_name(g, op->operands[0]));
       snprintf(a[1], sizeof(a[1]), "%s", fz_name(g, op->operands[1]));
     }
-    if (!iron_cuda_ctype(in) || !compare_expr(dir, total, in, a[0], a[1], e)) {
+    if (!st_ctype(in) || !compare_expr(dir, total, inw, a[0], a[1], e)) {
       return iron_ir_op_unimplemented(
           op, "on the CUDA device for dtype %s, direction %d%s",
           iron_dtype_name(in), (int)dir, total ? " (TOTALORDER)" : "");
@@ -729,17 +995,21 @@ static iron_status_t gen_op(fz_gen_t *g, const iron_ir_op_t *op,
   } else if (k == IRON_OP_CLAMP) {
     IRON_RETURN_IF_ERROR_PLAIN(check_same_operand_dtypes(op, 0, 3));
     in = op->operands[1]->type->dtype;
-    if (in != out) return refuse_dtype(g, op, in);
-    if (is_int(in)) {
+    inw = cdt(in);
+    if (in != out || !st_ctype(in)) return refuse_dtype(g, op, in);
+    if (is_int(inw)) {
       EXPR("iron_imin(iron_imax(%s, %s), %s)", a[1], a[0], a[2]);
-    } else if (is_real_float(in)) {
+    } else if (is_real_float(inw)) {
       EXPR("iron_fmin(iron_fmax(%s, %s), %s)", a[1], a[0], a[2]);
     } else {
       // Complex clamp: XLA:CPU's results fit no composition (host refuses).
       return refuse_dtype(g, op, in);
     }
   } else if (k == IRON_OP_CONVERT) {
-    if (!iron_cuda_ctype(in) || !convert_expr(in, out, a[0], e)) {
+    bool ok = is_nw(in) || is_nw(out)
+                  ? narrow_convert_expr(in, out, a[0], g->flush, e)
+                  : iron_cuda_ctype(in) && convert_expr(in, out, a[0], e);
+    if (!ok) {
       return iron_ir_op_unimplemented(op, "on the CUDA device for dtype %s -> %s",
                                       iron_dtype_name(in),
                                       iron_dtype_name(out));
@@ -769,7 +1039,7 @@ static iron_status_t gen_op(fz_gen_t *g, const iron_ir_op_t *op,
       EXPR("iron_mk((%s)c%lld, (%s)0, (%s *)0)", R, (long long)dim, R,
            iron_cuda_ctype(out));
     } else {
-      EXPR("(%s)c%lld", iron_cuda_compute_ctype(out), (long long)dim);
+      EXPR("(%s)c%lld", cp_ctype(out), (long long)dim);
     }
   } else if (k == IRON_OP_BROADCAST_IN_DIM) {
     if (op->num_operands != 1) {
@@ -911,7 +1181,7 @@ iron_status_t iron_cuda_codegen_fusion(const iron_cuda_fusion_t *f,
   size_t widest = 1;
   for (uint32_t i = 0; i < f->num_inputs; ++i) {
     const iron_ir_type_t *t = f->inputs[i]->type;
-    const char *ct = t ? iron_cuda_ctype(t->dtype) : NULL;
+    const char *ct = t ? st_ctype(t->dtype) : NULL;
     if (!ct || t->kind != IRON_TYPE_TENSOR || !iron_ir_type_is_static(t)) {
       st = owner ? iron_ir_op_unimplemented(
                        owner, "on the CUDA device for input dtype %s",
@@ -924,7 +1194,7 @@ iron_status_t iron_cuda_codegen_fusion(const iron_cuda_fusion_t *f,
   }
   for (uint32_t j = 0; j < f->num_outputs; ++j) {
     const iron_ir_type_t *t = f->outputs[j]->type;
-    const char *ct = t ? iron_cuda_ctype(t->dtype) : NULL;
+    const char *ct = t ? st_ctype(t->dtype) : NULL;
     if (!ct) {
       st = owner ? iron_ir_op_unimplemented(
                        owner, "on the CUDA device for result dtype %s",
@@ -941,9 +1211,14 @@ iron_status_t iron_cuda_codegen_fusion(const iron_cuda_fusion_t *f,
   }
   int vw = (int)(16 / widest);
   if (vw > 8) vw = 8;
+  bool any_narrow = false;
+  for (uint32_t i = 0; i < f->num_inputs; ++i)
+    any_narrow = any_narrow || is_nw(f->inputs[i]->type->dtype);
+  for (uint32_t j = 0; j < f->num_outputs; ++j)
+    any_narrow = any_narrow || is_nw(f->outputs[j]->type->dtype);
   bool vec = vw >= 2 && !needs_coords(f) && g.count >= 4 * vw &&
              fusion_is_cheap(f) && iron_cuda_vectorize_enabled() &&
-             !f->device_fn;
+             !any_narrow && !f->device_fn;
 
   if (f->device_fn) {
     iron_cuda_src_printf(&body, "static __device__ __forceinline__ void %s(",
@@ -965,11 +1240,11 @@ iron_status_t iron_cuda_codegen_fusion(const iron_cuda_fusion_t *f,
                          IRON_CUDA_KERNEL_PLACEHOLDER);
     for (uint32_t i = 0; i < f->num_inputs; ++i) {
       iron_cuda_src_printf(&body, "%sconst %s s%u", i ? ", " : "",
-                           iron_cuda_ctype(f->inputs[i]->type->dtype), i);
+                           st_ctype(f->inputs[i]->type->dtype), i);
     }
     for (uint32_t j = 0; j < f->num_outputs; ++j) {
       iron_cuda_src_printf(&body, "%s%s &r%u", (f->num_inputs || j) ? ", " : "",
-                           iron_cuda_ctype(f->outputs[j]->type->dtype), j);
+                           st_ctype(f->outputs[j]->type->dtype), j);
     }
     iron_cuda_src_printf(&body, ") {\n  {\n");
   } else {
@@ -978,12 +1253,12 @@ iron_status_t iron_cuda_codegen_fusion(const iron_cuda_fusion_t *f,
                          IRON_CUDA_KERNEL_PLACEHOLDER);
     for (uint32_t i = 0; i < f->num_inputs; ++i) {
       iron_cuda_src_printf(&body, "%sconst %s *in%u", i ? ", " : "",
-                           iron_cuda_ctype(f->inputs[i]->type->dtype), i);
+                           st_ctype(f->inputs[i]->type->dtype), i);
     }
     for (uint32_t j = 0; j < f->num_outputs; ++j) {
       iron_cuda_src_printf(&body, "%s%s *out%u",
                            (f->num_inputs || j) ? ", " : "",
-                           iron_cuda_ctype(f->outputs[j]->type->dtype), j);
+                           st_ctype(f->outputs[j]->type->dtype), j);
     }
     iron_cuda_src_printf(&body, ") {\n  IRON_LOOP(i, %s, %lldLL) {\n", g.idx,
                          (long long)g.count);
@@ -1035,7 +1310,7 @@ iron_status_t iron_cuda_codegen_fusion(const iron_cuda_fusion_t *f,
       st = IRON_ERR(INVALID_ARGUMENT, "CUDA fusion: output %u not defined", j);
       goto fail;
     }
-    char se[128];
+    char se[512];
     if (f->device_fn)
       snprintf(se, sizeof(se), "%s", n);
     else
@@ -1055,12 +1330,12 @@ iron_status_t iron_cuda_codegen_fusion(const iron_cuda_fusion_t *f,
                          IRON_CUDA_KERNEL_PLACEHOLDER);
     for (uint32_t i = 0; i < f->num_inputs; ++i) {
       iron_cuda_src_printf(&body, "%sconst %s *in%u", i ? ", " : "",
-                           iron_cuda_ctype(f->inputs[i]->type->dtype), i);
+                           st_ctype(f->inputs[i]->type->dtype), i);
     }
     for (uint32_t j = 0; j < f->num_outputs; ++j) {
       iron_cuda_src_printf(&body, "%s%s *out%u",
                            (f->num_inputs || j) ? ", " : "",
-                           iron_cuda_ctype(f->outputs[j]->type->dtype), j);
+                           st_ctype(f->outputs[j]->type->dtype), j);
     }
     iron_cuda_src_printf(&body,
                          ") {\n"
@@ -1117,7 +1392,7 @@ iron_status_t iron_cuda_codegen_fusion(const iron_cuda_fusion_t *f,
                          I, vw, I);
     for (uint32_t i = 0; i < f->num_inputs; ++i) {
       if (type_count(f->inputs[i]->type) != g.count) continue;
-      const char *ct = iron_cuda_ctype(f->inputs[i]->type->dtype);
+      const char *ct = st_ctype(f->inputs[i]->type->dtype);
       iron_cuda_src_printf(&body,
                            "      const iron_vec<%s, %d> a%u = "
                            "((const iron_vec<%s, %d> *)in%u)[j];\n",
@@ -1125,14 +1400,14 @@ iron_status_t iron_cuda_codegen_fusion(const iron_cuda_fusion_t *f,
     }
     for (uint32_t j = 0; j < f->num_outputs; ++j) {
       iron_cuda_src_printf(&body, "      iron_vec<%s, %d> b%u;\n",
-                           iron_cuda_ctype(f->outputs[j]->type->dtype), vw, j);
+                           st_ctype(f->outputs[j]->type->dtype), vw, j);
     }
     iron_cuda_src_printf(&body,
                          "#pragma unroll\n"
                          "      for (int k = 0; k < %d; ++k) %s_f(%s);\n",
                          vw, IRON_CUDA_KERNEL_PLACEHOLDER, vas);
     for (uint32_t j = 0; j < f->num_outputs; ++j) {
-      const char *ct = iron_cuda_ctype(f->outputs[j]->type->dtype);
+      const char *ct = st_ctype(f->outputs[j]->type->dtype);
       iron_cuda_src_printf(&body, "      ((iron_vec<%s, %d> *)out%u)[j] = b%u;\n",
                            ct, vw, j, j);
     }
@@ -1410,36 +1685,6 @@ const iron_host_kernel_t iron_cuda_fusion_kernel = {
 // convert from/to the narrow dtypes (f8 family, f4E2M1FN, s4/u4/s2/u2; one
 // element per byte), as the host's ew_narrow.c: values pass through f64
 // (floats) or s64 (ints) and the regular conversions on the other side.
-
-typedef struct nf_fmt {
-  iron_dtype_t dt;
-  int ebits, mbits, bias, kind;
-} nf_fmt_t;
-
-static const nf_fmt_t kNarrowFloats[] = {
-    {IRON_DTYPE_F8E5M2, 5, 2, 15, 0},       {IRON_DTYPE_F8E4M3, 4, 3, 7, 0},
-    {IRON_DTYPE_F8E3M4, 3, 4, 3, 0},        {IRON_DTYPE_F8E4M3FN, 4, 3, 7, 1},
-    {IRON_DTYPE_F8E4M3FNUZ, 4, 3, 8, 2},    {IRON_DTYPE_F8E5M2FNUZ, 5, 2, 16, 2},
-    {IRON_DTYPE_F8E4M3B11FNUZ, 4, 3, 11, 2}, {IRON_DTYPE_F4E2M1FN, 2, 1, 1, 3},
-};
-
-static const nf_fmt_t *narrow_float(iron_dtype_t dt) {
-  for (size_t i = 0; i < sizeof(kNarrowFloats) / sizeof(kNarrowFloats[0]);
-       ++i) {
-    if (kNarrowFloats[i].dt == dt) return &kNarrowFloats[i];
-  }
-  return NULL;
-}
-
-static bool narrow_int(iron_dtype_t dt, int *bits, bool *sgn) {
-  switch (dt) {
-    case IRON_DTYPE_S4: *bits = 4; *sgn = true; return true;
-    case IRON_DTYPE_U4: *bits = 4; *sgn = false; return true;
-    case IRON_DTYPE_S2: *bits = 2; *sgn = true; return true;
-    case IRON_DTYPE_U2: *bits = 2; *sgn = false; return true;
-    default: return false;
-  }
-}
 
 bool iron_cuda_dtype_is_narrow(iron_dtype_t dt) {
   int b;

@@ -91,6 +91,17 @@ iron_status_t iron_cuda_convert_narrow_prepare(iron_device_t *dev,
                                                const iron_ir_op_t *op,
                                                void **out_params);
 
+// True for the dtypes the fusion generator computes: those with a C type
+// (iron_cuda_ctype) and the narrow dtypes it widens (s4/u4 -> s8/u8,
+// f8/f4E2M1FN -> f16, f8E8M0FNU -> f32, as XLA:CPU). Narrow values are
+// stored one per byte (low bits).
+bool iron_cuda_fusion_dtype_ok(iron_dtype_t dt);
+
+// The libm function (double spelling; append "f" for float) computing a
+// real float unary or binary op kind in one call, as the element-wise
+// generator emits it ("exp", "log1p", "pow", ...); NULL for other kinds.
+const char *iron_cuda_libm_name(iron_op_kind_t kind);
+
 // False when IRON_CUDA_VECTORIZE=0: element-wise kernels then move one
 // element per thread instead of 16-byte vectors.
 bool iron_cuda_vectorize_enabled(void);

@@ -12,7 +12,28 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "device/cuda/cuda_codegen.h"
 #include "device/cuda/cuda_ops_gen.h"
+
+// f8/f4 (not f8E8M0FNU) operands and results of the direct kernel: read as
+// f32 (exact), results from the f32 sum through f16 as XLA:CPU (host
+// conv.c). *f receives the format.
+typedef struct conv_nf {
+  int eb, mb, bias, kind;
+} conv_nf_t;
+static bool conv_narrowf(iron_dtype_t dt, conv_nf_t *f) {
+  conv_nf_t tmp;
+  if (!f) f = &tmp;
+  return iron_cuda_nf_format(dt, &f->eb, &f->mb, &f->bias, &f->kind);
+}
+// iron_cuda_gen_type, with narrow floats stored as bytes.
+static iron_cuda_gen_type_t conv_type(iron_dtype_t dt) {
+  if (conv_narrowf(dt, NULL)) {
+    iron_cuda_gen_type_t t = iron_cuda_gen_type(IRON_DTYPE_U8);
+    return t;
+  }
+  return iron_cuda_gen_type(dt);
+}
 
 // Accumulation dtype for a result dtype (conv.c's compute_dtype).
 static iron_dtype_t conv_comp(iron_dtype_t out) {
@@ -42,7 +63,8 @@ static iron_dtype_t conv_comp(iron_dtype_t out) {
     case IRON_DTYPE_U64:
       return IRON_DTYPE_S64;
     default:
-      return IRON_DTYPE_INVALID;
+      // f8/f4 results: XLA:CPU convolves in f32 and rounds through f16.
+      return conv_narrowf(out, NULL) ? IRON_DTYPE_F32 : IRON_DTYPE_INVALID;
   }
 }
 
@@ -65,7 +87,7 @@ static bool operand_ok(iron_dtype_t op, iron_dtype_t comp) {
       return is_intlike(op);
     case IRON_DTYPE_F32:
     case IRON_DTYPE_F64:
-      return is_intlike(op) || is_realf(op);
+      return is_intlike(op) || is_realf(op) || conv_narrowf(op, NULL);
     case IRON_DTYPE_C64:
     case IRON_DTYPE_C128:
       return is_intlike(op) || is_realf(op) || is_cplx(op);
@@ -141,7 +163,7 @@ iron_status_t iron_cuda_conv_plan(const iron_ir_op_t *op,
         op, "for %s x %s -> %s", iron_dtype_name(lt->dtype),
         iron_dtype_name(rt->dtype), iron_dtype_name(ot->dtype));
   for (int i = 0; i < 3; ++i)
-    if (!iron_cuda_gen_type(ts[i]->dtype).store)
+    if (!conv_type(ts[i]->dtype).store)
       return iron_ir_op_unimplemented(op, "on cuda for dtype %s",
                                       iron_dtype_name(ts[i]->dtype));
   int32_t rank = lt->rank;
@@ -303,7 +325,11 @@ static void emit_load(iron_cuda_text_t *t, iron_dtype_t dt, iron_dtype_t comp,
   if (cplx)
     iron_cuda_text_printf(t, "iop_mk_%s(",
                           comp == IRON_DTYPE_C64 ? "c64" : "c128");
-  if (dt == IRON_DTYPE_F16 || dt == IRON_DTYPE_BF16)
+  conv_nf_t nf;
+  if (conv_narrowf(dt, &nf))
+    iron_cuda_text_printf(t, "(%s)iron_nf_decode(%s, %d, %d, %d, %d)", real,
+                          v, nf.eb, nf.mb, nf.bias, nf.kind);
+  else if (dt == IRON_DTYPE_F16 || dt == IRON_DTYPE_BF16)
     iron_cuda_text_printf(t, "(%s)iop_ld_%s(%s)", real,
                           dt == IRON_DTYPE_F16 ? "f16" : "bf16", v);
   else if (is_realf(dt))
@@ -315,9 +341,9 @@ static void emit_load(iron_cuda_text_t *t, iron_dtype_t dt, iron_dtype_t comp,
 
 iron_status_t iron_cuda_gen_conv(const char *name, const iron_cuda_conv_t *c,
                                  char **out_src, unsigned *out_grid) {
-  iron_cuda_gen_type_t tl = iron_cuda_gen_type(c->lhs_dtype);
-  iron_cuda_gen_type_t tr = iron_cuda_gen_type(c->rhs_dtype);
-  iron_cuda_gen_type_t to = iron_cuda_gen_type(c->out_dtype);
+  iron_cuda_gen_type_t tl = conv_type(c->lhs_dtype);
+  iron_cuda_gen_type_t tr = conv_type(c->rhs_dtype);
+  iron_cuda_gen_type_t to = conv_type(c->out_dtype);
   if (!tl.store || !tr.store || !to.store)
     return IRON_ERR(UNIMPLEMENTED, "cuda convolution %s x %s -> %s",
                     iron_dtype_name(c->lhs_dtype),
@@ -350,6 +376,9 @@ iron_status_t iron_cuda_gen_conv(const char *name, const iron_cuda_conv_t *c,
   iron_cuda_text_t t;
   iron_cuda_text_init(&t);
   iron_cuda_text_printf(&t, "%s", iron_cuda_ops_prelude());
+  if (conv_narrowf(c->lhs_dtype, NULL) || conv_narrowf(c->rhs_dtype, NULL) ||
+      conv_narrowf(c->out_dtype, NULL))
+    iron_cuda_text_printf(&t, "%s", IRON_CUDA_NF_HELPERS);
   iron_cuda_text_printf(
       &t,
       "__device__ __forceinline__ iop_c64 iop_mk_c64(float re, float im) {\n"
@@ -463,7 +492,18 @@ iron_status_t iron_cuda_gen_conv(const char *name, const iron_cuda_conv_t *c,
     iron_cuda_text_printf(&t, "acc += a * w;\n");
   iron_cuda_text_printf(&t, "}\n");
   for (int32_t d = 0; d < c->nsp; ++d) iron_cuda_text_printf(&t, "}\n");
-  switch (c->out_dtype) {
+  conv_nf_t onf;
+  bool onarrow = conv_narrowf(c->out_dtype, &onf);
+  switch (onarrow ? IRON_DTYPE_INVALID : c->out_dtype) {
+    case IRON_DTYPE_INVALID:  // f8/f4: f32 -> f16 -> narrow
+      iron_cuda_text_printf(
+          &t,
+          "out[o] = %siron_nf_encode((double)iop_ld_f16(iop_st_f16(acc)), "
+          "%d, %d, %d, %d);\n",
+          c->out_dtype == IRON_DTYPE_F8E5M2 ? "acc != acc ? (iop_u8)0x7f : "
+                                            : "",
+          onf.eb, onf.mb, onf.bias, onf.kind);
+      break;
     case IRON_DTYPE_F16:
       iron_cuda_text_printf(&t, "out[o] = iop_st_f16(acc);\n");
       break;

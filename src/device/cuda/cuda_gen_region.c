@@ -7,6 +7,7 @@
 
 #include "base/half.h"
 #include "device/cuda/cuda_codegen.h"
+#include "device/cuda/cuda_fusion.h"
 #include "device/cuda/cuda_ops_gen.h"
 
 // The C name of a value used inside `blk`: block arguments are a<i>, op
@@ -478,8 +479,32 @@ static iron_status_t emit_ops(iron_cuda_text_t *t, const iron_ir_block_t *blk,
                                 a);
         break;
       }
-      default:
-        return iron_ir_op_unimplemented(op, "in a cuda region");
+      default: {
+        // Float ops that are one libm call, spelled as the element-wise
+        // generator spells them (iron_cuda_libm_name); f16/bf16 results
+        // rounded, f64 denormals flushed in and out as XLA:CPU (f32:
+        // NVRTC's -ftz).
+        const char *lm = iron_cuda_libm_name(op->kind);
+        iron_op_class_t cls = iron_op_kind_class(op->kind);
+        uint32_t ar = cls == IRON_OP_CLASS_UNARY ? 1 : 2;
+        if (!lm || !fl || rdt != odt || op->num_operands != ar ||
+            (ar == 2 && op->operands[1]->type->dtype != odt))
+          return iron_ir_op_unimplemented(op, "in a cuda region");
+        bool dz = rdt == IRON_DTYPE_F64 && iron_cuda_flush_denormals();
+        const char *F = rdt == IRON_DTYPE_F64 ? "" : "f";
+        const char *w = dz ? "iop_daz" : "";
+        char ex[256];
+        if (ar == 1)
+          snprintf(ex, sizeof(ex), "%s%s(%s(%s))", lm, F, w, a);
+        else
+          snprintf(ex, sizeof(ex), "%s%s(%s(%s), %s(%s))", lm, F, w, a, w, b);
+        if (rdt == IRON_DTYPE_F16 || rdt == IRON_DTYPE_BF16)
+          iron_cuda_text_printf(t, "%s %s = %s(%s(%s));\n", rt.comp, dst,
+                                rt.ld, rt.st, ex);
+        else
+          iron_cuda_text_printf(t, "%s %s = %s(%s);\n", rt.comp, dst, w, ex);
+        break;
+      }
     }
   }
   return IRON_OK;

@@ -1,6 +1,7 @@
 // Shared pieces of the CUDA op generators: the text buffer, the iop_*
 // prelude, the dtype table, and the dot generators (pack, integer matmul).
 #include "device/cuda/cuda_ops_gen.h"
+#include "device/cuda/cuda_codegen.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -269,12 +270,38 @@ static void emit_index_decompose(iron_cuda_text_t *t, const char *lin,
   }
 }
 
+// Narrow dtypes in pack kernels (dot operands and results): s4/u4 read as
+// s8/u8 (sign-extended low bits) and written as their low bits; f8/f4
+// read as f32 (exact) and written from f32 as XLA:CPU stores a dot's f32
+// result: rounded to f16, then to the narrow dtype (f16 NaN -> f8E5M2 is
+// 0x7f). `wide` is the dtype the value is converted from/to.
+typedef struct pack_narrow {
+  bool on;
+  iron_dtype_t wide;
+  int eb, mb, bias, kind;  // narrow floats
+} pack_narrow_t;
+
+static pack_narrow_t pack_narrow(iron_dtype_t dt) {
+  pack_narrow_t n = {false, IRON_DTYPE_INVALID, 0, 0, 0, 0};
+  if (dt == IRON_DTYPE_S4 || dt == IRON_DTYPE_U4) {
+    n.on = true;
+    n.wide = dt == IRON_DTYPE_S4 ? IRON_DTYPE_S8 : IRON_DTYPE_U8;
+  } else if (iron_cuda_nf_format(dt, &n.eb, &n.mb, &n.bias, &n.kind)) {
+    n.on = true;
+    n.wide = IRON_DTYPE_F32;
+  }
+  return n;
+}
+
 iron_status_t iron_cuda_gen_pack(const char *name, iron_dtype_t src_dt,
                                  iron_dtype_t dst_dt, int32_t rank,
                                  const int64_t *dims,
                                  const int64_t *src_strides, char **out_src) {
-  iron_cuda_gen_type_t ts = iron_cuda_gen_type(src_dt);
-  iron_cuda_gen_type_t td = iron_cuda_gen_type(dst_dt);
+  pack_narrow_t ns = pack_narrow(src_dt), nd = pack_narrow(dst_dt);
+  iron_cuda_gen_type_t ts = iron_cuda_gen_type(ns.on ? ns.wide : src_dt);
+  iron_cuda_gen_type_t td = iron_cuda_gen_type(nd.on ? nd.wide : dst_dt);
+  if (ns.on) ts.store = "iop_u8";
+  if (nd.on) td.store = "iop_u8";
   if (!ts.store || !td.store)
     return IRON_ERR(UNIMPLEMENTED, "pack %s -> %s", iron_dtype_name(src_dt),
                     iron_dtype_name(dst_dt));
@@ -283,6 +310,8 @@ iron_status_t iron_cuda_gen_pack(const char *name, iron_dtype_t src_dt,
   iron_cuda_text_t t;
   iron_cuda_text_init(&t);
   iron_cuda_text_printf(&t, "%s", kPrelude);
+  if ((ns.on && ns.wide == IRON_DTYPE_F32) || (nd.on && nd.wide == IRON_DTYPE_F32))
+    iron_cuda_text_printf(&t, "%s", IRON_CUDA_NF_HELPERS);
   iron_cuda_text_printf(&t,
                         "extern \"C\" __global__ void %s(const %s *__restrict__ "
                         "src, %s *__restrict__ dst) {\n",
@@ -293,14 +322,34 @@ iron_status_t iron_cuda_gen_pack(const char *name, iron_dtype_t src_dt,
       "%lldLL; i += (iop_s64)gridDim.x * blockDim.x) {\n",
       (long long)count);
   emit_index_decompose(&t, "i", rank, dims, src_strides, "o_");
-  iron_cuda_text_printf(&t, "%s v_ = %s(src[o_]);\n%s w_;\n", ts.comp, ts.ld,
-                        td.comp);
-  iron_status_t st = emit_convert(&t, src_dt, dst_dt, "w_", "v_");
+  if (src_dt == IRON_DTYPE_S4)
+    iron_cuda_text_printf(&t, "iop_s8 v_ = (iop_s8)(((int)(src[o_] & 0xf) ^ 8) - 8);\n");
+  else if (src_dt == IRON_DTYPE_U4)
+    iron_cuda_text_printf(&t, "iop_u8 v_ = (iop_u8)(src[o_] & 0xf);\n");
+  else if (ns.on)
+    iron_cuda_text_printf(&t, "float v_ = (float)iron_nf_decode(src[o_], %d, %d, %d, %d);\n",
+                          ns.eb, ns.mb, ns.bias, ns.kind);
+  else
+    iron_cuda_text_printf(&t, "%s v_ = %s(src[o_]);\n", ts.comp, ts.ld);
+  iron_cuda_text_printf(&t, "%s w_;\n", td.comp);
+  iron_status_t st = emit_convert(&t, ns.on ? ns.wide : src_dt,
+                                  nd.on ? nd.wide : dst_dt, "w_", "v_");
   if (st) {
     iron_cuda_text_free(&t);
     return st;
   }
-  iron_cuda_text_printf(&t, "dst[i] = %s(w_);\n}\n}\n", td.st);
+  if (dst_dt == IRON_DTYPE_S4 || dst_dt == IRON_DTYPE_U4)
+    iron_cuda_text_printf(&t, "dst[i] = (iop_u8)(w_ & 0xf);\n}\n}\n");
+  else if (nd.on)
+    iron_cuda_text_printf(
+        &t,
+        "dst[i] = %s"
+        "iron_nf_encode((double)iop_ld_f16(iop_st_f16(w_)), %d, %d, %d, %d);\n"
+        "}\n}\n",
+        dst_dt == IRON_DTYPE_F8E5M2 ? "w_ != w_ ? (iop_u8)0x7f : " : "",
+        nd.eb, nd.mb, nd.bias, nd.kind);
+  else
+    iron_cuda_text_printf(&t, "dst[i] = %s(w_);\n}\n}\n", td.st);
   return iron_cuda_text_finish(&t, out_src);
 }
 
@@ -311,7 +360,9 @@ iron_status_t iron_cuda_gen_dot_int(const char *name, iron_dtype_t lhs_dt,
                                     const int64_t rs[3], char **out_src) {
   iron_cuda_gen_type_t tl = iron_cuda_gen_type(lhs_dt);
   iron_cuda_gen_type_t tr = iron_cuda_gen_type(rhs_dt);
-  iron_cuda_gen_type_t to = iron_cuda_gen_type(out_dt);
+  // s4/u4 results: the low 4 bits (wrap around, as the host).
+  bool n4 = out_dt == IRON_DTYPE_S4 || out_dt == IRON_DTYPE_U4;
+  iron_cuda_gen_type_t to = iron_cuda_gen_type(n4 ? IRON_DTYPE_U8 : out_dt);
   if (!tl.store || !tr.store || !to.store || tl.is_float || tr.is_float ||
       to.is_float || tl.is_complex || tr.is_complex || to.is_complex)
     return IRON_ERR(UNIMPLEMENTED, "integer dot %s x %s -> %s",
@@ -353,6 +404,8 @@ iron_status_t iron_cuda_gen_dot_int(const char *name, iron_dtype_t lhs_dt,
       (long long)n);
   if (out_dt == IRON_DTYPE_PRED)
     iron_cuda_text_printf(&t, "  out[o] = acc != 0;\n}\n}\n");
+  else if (n4)
+    iron_cuda_text_printf(&t, "  out[o] = (iop_u8)(acc & 0xfu);\n}\n}\n");
   else
     iron_cuda_text_printf(&t, "  out[o] = (%s)acc;\n}\n}\n", to.store);
   return iron_cuda_text_finish(&t, out_src);

@@ -469,7 +469,7 @@ static iron_status_t iota_prepare(iron_device_t *dev, const iron_ir_op_t *op,
   IRON_RETURN_IF_ERROR_PLAIN(check_arity(op, 0, 1));
   const iron_ir_type_t *t = op->results[0].type;
   IRON_RETURN_IF_ERROR_PLAIN(check_tensor(op, t, "result"));
-  if (!iron_cuda_ctype(t->dtype)) {
+  if (!iron_cuda_fusion_dtype_ok(t->dtype)) {
     return iron_ir_op_unimplemented(op, "on the CUDA device for dtype %s",
                                     iron_dtype_name(t->dtype));
   }
