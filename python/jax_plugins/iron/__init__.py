@@ -74,6 +74,11 @@ def _enable_linalg(path: str) -> None:
     except Exception as e:  # pragma: no cover - jax internals changed
         logger.warning("ironjax: linalg lowerings not registered: %s", e)
     try:
+        from ironjax import linalg_lowp
+        linalg_lowp.register_lowerings(ironjax.PLATFORM)
+    except Exception as e:  # pragma: no cover - jax internals changed
+        logger.warning("ironjax: 16-bit linalg lowerings not wrapped: %s", e)
+    try:
         from ironjax import ann
         ann.register_lowerings(ironjax.PLATFORM)
     except Exception as e:  # pragma: no cover - jax internals changed
