@@ -49,7 +49,9 @@ static const iron_host_custom_call_target_t kDceSink = {
 static const iron_host_custom_call_target_t *find_target(const char *name) {
   if (!name) return NULL;
   if (strcmp(name, "dce_sink") == 0) return &kDceSink;
-  return iron_host_custom_call_lapack_find(name);
+  const iron_host_custom_call_target_t *t =
+      iron_host_custom_call_tridiag_find(name);
+  return t ? t : iron_host_custom_call_lapack_find(name);
 }
 
 // --- Attributes -------------------------------------------------------------
