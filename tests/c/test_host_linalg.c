@@ -2,7 +2,9 @@
 // triangular_solve kernels, and the custom-call machinery (declared layouts,
 // typed-FFI attributes, LAPACK lookup) driven by a fake LAPACK routine.
 #include <complex.h>
+#include <math.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "base/cplx.h"
 #include "device/host/host_kernel.h"
@@ -252,6 +254,83 @@ static void test_lapack_custom_call_layouts(void) {
   ht_tensor_free(out[1]);
 }
 
+// jaxlib's tridiagonal_solve_perturbed_ffi: f64 systems [n = 3, k = 2]
+// (T = tridiag(1, 0, 1) is singular: the perturbed pivot gives large finite
+// values) and [n = 4, k = 2] with row exchanges. Expected values are
+// XLA:CPU's (jax 0.10.2). b and x are declared column-major, the diagonals
+// row-major; a row-major b is refused at compile time.
+static void build_tridiag(ht_op_t *b, iron_ir_attr_t *arrays, int64_t n,
+                          bool col_major) {
+  int64_t vd[1] = {n}, md[2] = {n, 2};
+  ht_init(b, IRON_OP_CUSTOM_CALL);
+  for (int i = 0; i < 3; ++i) ht_operand(b, IRON_DTYPE_F64, 1, vd);
+  ht_operand(b, IRON_DTYPE_F64, 2, md);
+  ht_result(b, IRON_DTYPE_F64, 2, md);
+  ht_attr_string(b, "call_target_name", "tridiagonal_solve_perturbed_ffi");
+  static const int64_t v[1] = {0}, cm[2] = {0, 1}, rm[2] = {1, 0};
+  for (int i = 0; i < 3; ++i) ht_attr_i64(b, "l", 1, v);
+  ht_attr_i64(b, "l", 2, col_major ? cm : rm);
+  ht_attr_i64(b, "l", 2, col_major ? cm : rm);
+  static const iron_ir_attr_t *ops[4], *res[1];
+  for (int i = 0; i < 4; ++i) ops[i] = &b->attrs[1 + i];
+  res[0] = &b->attrs[5];
+  arrays[0].kind = IRON_ATTR_ARRAY;
+  arrays[0].array.count = 4;
+  arrays[0].array.items = ops;
+  arrays[1].kind = IRON_ATTR_ARRAY;
+  arrays[1].array.count = 1;
+  arrays[1].array.items = res;
+  b->named[1].name = "operand_layouts";
+  b->named[1].value = &arrays[0];
+  b->named[2].name = "result_layouts";
+  b->named[2].value = &arrays[1];
+  b->op.num_attrs = 3;
+}
+
+static void test_tridiagonal_solve_perturbed(void) {
+  static const struct {
+    int64_t n;
+    double dl[4], d[4], du[4], b[8], x[8];  // b, x row-major [n, 2]
+  } kCases[] = {
+      {3, {0, 1, 1}, {0, 0, 0}, {1, 1, 0}, {1, 2, 0, 1, 0, -1},
+       {4.5035996273704960e+15, 1.3510798882111488e+16, 1, 2,
+        -4.5035996273704960e+15, -1.3510798882111488e+16}},
+      {4, {0, 3, 1, -2}, {1, 0.5, 4, 1}, {2, 1, 1, 0},
+       {1, 0, 2, 1, 3, 0, 4, 1},
+       {0.7058823529411764, 0.4117647058823529, 0.1470588235294118,
+        -0.2058823529411765, -0.19117647058823528, -0.1323529411764706,
+        3.6176470588235294, 0.7352941176470589}},
+  };
+  for (size_t c = 0; c < sizeof(kCases) / sizeof(kCases[0]); ++c) {
+    const int64_t n = kCases[c].n, vd[1] = {n}, md[2] = {n, 2};
+    ht_op_t b;
+    iron_ir_attr_t arrays[2];
+    iron_tensor_t *in[4] = {ht_tensor(IRON_DTYPE_F64, 1, vd),
+                            ht_tensor(IRON_DTYPE_F64, 1, vd),
+                            ht_tensor(IRON_DTYPE_F64, 1, vd),
+                            ht_tensor(IRON_DTYPE_F64, 2, md)};
+    iron_tensor_t *out = ht_tensor(IRON_DTYPE_F64, 2, md);
+    memcpy(in[0]->data, kCases[c].dl, (size_t)n * 8);
+    memcpy(in[1]->data, kCases[c].d, (size_t)n * 8);
+    memcpy(in[2]->data, kCases[c].du, (size_t)n * 8);
+    memcpy(in[3]->data, kCases[c].b, (size_t)n * 16);
+    build_tridiag(&b, arrays, n, false);
+    iron_status_t st = prepare_run(&b, in, &out);
+    CHECK_EQ_INT(iron_status_code(st), IRON_STATUS_UNIMPLEMENTED);
+    CHECK(st && strstr(iron_status_message(st), "layout") != NULL);
+    iron_status_free(st);
+    build_tridiag(&b, arrays, n, true);
+    CHECK_OK(prepare_run(&b, in, &out));
+    const double *x = out->data;
+    for (int64_t i = 0; i < 2 * n; ++i) {
+      double want = kCases[c].x[i];
+      CHECK(fabs(x[i] - want) <= 1e-13 * fabs(want));
+    }
+    for (int i = 0; i < 4; ++i) ht_tensor_free(in[i]);
+    ht_tensor_free(out);
+  }
+}
+
 static void test_unknown_target_and_dce_sink(void) {
   int64_t d[1] = {4};
   ht_op_t b;
@@ -277,6 +356,7 @@ static const iron_test_case_t kTests[] = {
     {"cholesky", test_cholesky},
     {"triangular_solve", test_triangular_solve},
     {"lapack_custom_call_layouts", test_lapack_custom_call_layouts},
+    {"tridiagonal_solve_perturbed", test_tridiagonal_solve_perturbed},
     {"unknown_target_and_dce_sink", test_unknown_target_and_dce_sink},
 };
 IRON_TEST_MAIN(kTests)

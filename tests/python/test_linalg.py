@@ -142,6 +142,10 @@ CASES = [
      hpd, (4, 4)),
     ("tridiagonal_solve", lambda a: lax_linalg.tridiagonal_solve(
         a[..., 0], a[..., 1] + 8, a[..., 2], a), general, (2, 6, 3)),
+    # jaxlib's "tridiagonal_solve_perturbed_ffi" (no LAPACK routine).
+    ("tridiagonal_solve_perturbed", lambda a: lax_linalg.tridiagonal_solve(
+        a[..., 0], a[..., 1], a[..., 2], a, perturb_singular=True), general,
+     (2, 6, 3)),
     ("solve_triangular", lambda a: jsl.solve_triangular(
         a, a[..., :3], lower=True), well_conditioned, (2, 5, 5)),
     ("solve_triangular_right_adjoint", lambda a: lax_linalg.triangular_solve(
@@ -158,7 +162,7 @@ CASES = [
 ALL_DTYPES = {"cholesky", "qr_reduced", "qr_pivoting", "eigh", "eig",
               "svd_full", "svd_qr_algorithm", "lu", "schur",
               "hessenberg", "tridiagonal", "tridiagonal_solve",
-              "solve_triangular"}
+              "tridiagonal_solve_perturbed", "solve_triangular"}
 PARAMS = [pytest.param(name, fn, make, shape, dt,
                        id=f"{name}-{np.dtype(dt).name}")
           for name, fn, make, shape in CASES
@@ -191,6 +195,98 @@ def test_singular_lu_and_eig_of_nonfinite(iron, cpu):
     b = np.full((3, 3), np.nan, np.float32)
     compare(run(jnp.linalg.eigvals, (b,), iron),
             run(jnp.linalg.eigvals, (b,), cpu), 1e-6, "eig nan")
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
+def test_tridiagonal_solve_perturbed_singular(dtype, iron, cpu):
+    # Exactly singular systems (T - lambda I, lambda an eigenvalue; a zero
+    # matrix; n = 1 with a zero pivot): the perturbed pivots give large finite
+    # solutions, the same as XLA:CPU's.
+    n = 5
+    with x64_for(dtype):
+        ones = np.ones((3, n), dtype)
+        d = np.zeros((3, n), dtype)  # T = tridiag(1, 0, 1) has eigenvalue 0
+        d[1] = 2 * np.cos(np.pi / (n + 1))  # and 2 cos(pi / (n + 1))
+        dl, du = ones.copy(), ones.copy()
+        dl[2] = du[2] = 0  # zero matrix
+        d[2] = 0
+        b = rand(np.random.default_rng(21), (3, n, 2), dtype)
+        fn = lambda dl, d, du, b: lax_linalg.tridiagonal_solve(
+            dl, d, du, b, perturb_singular=True)
+        want = run(fn, (dl, d, du, b), cpu)
+        got = run(fn, (dl, d, du, b), iron)
+        assert np.isfinite(np.asarray(got)).all()
+        compare(got, want, TOL[dtype], "perturbed singular")
+        one = (np.zeros((1,), dtype), np.zeros((1,), dtype),
+               np.zeros((1,), dtype), b[0, :1])
+        compare(run(fn, one, iron), run(fn, one, cpu), TOL[dtype], "n = 1")
+
+
+def test_tridiagonal_solve_perturbed_denormal_pivot(iron, cpu):
+    # XLA:CPU runs custom-call handlers with denormals flushed to zero: a
+    # denormal pivot is a zero pivot there, and gets perturbed.
+    fn = lambda dl, d, du, b: lax_linalg.tridiagonal_solve(
+        dl, d, du, b, perturb_singular=True)
+    for n in (1, 3):
+        for dtype in (np.float32, np.complex64):
+            d = np.full((n,), 1e-40, dtype)
+            off = np.zeros((n,), dtype)
+            b = np.full((n, 2), 1e-3, dtype)
+            b[:, 1] = 1
+            args = (off, d, off, b)
+            compare(run(fn, args, iron), run(fn, args, cpu), 1e-6,
+                    f"denormal pivot n={n} {np.dtype(dtype).name}")
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.complex128],
+                         ids=lambda d: np.dtype(d).name)
+def test_eigh_tridiagonal_eigenvectors(dtype, iron, cpu):
+    # jax.scipy.linalg.eigh_tridiagonal(eigvals_only=False): inverse
+    # iteration with the perturbed tridiagonal solve inside a while loop.
+    rng = np.random.default_rng(22)
+    with x64_for(dtype):
+        alpha = rand(rng, (8,), dtype).real.astype(dtype)
+        beta = rand(rng, (7,), dtype)
+        fn = lambda a, b: jsl.eigh_tridiagonal(a, b, eigvals_only=False)
+        w, v = run(fn, (alpha, beta), iron)
+        w_cpu, v_cpu = run(fn, (alpha, beta), cpu)
+        tol = 1e-3 if dtype == np.float32 else 1e-9
+        compare(w, w_cpu, tol, "eigenvalues")
+        compare(jnp.abs(v), jnp.abs(v_cpu), tol, "eigenvectors")
+
+
+EIGH_IMPLS = [lax_linalg.EighImplementation.QR,
+              lax_linalg.EighImplementation.JACOBI,
+              lax_linalg.EighImplementation.QDWH]
+
+
+@pytest.mark.parametrize("impl", EIGH_IMPLS, ids=lambda i: i.name)
+def test_eigh_every_implementation(impl, iron, cpu):
+    # XLA:CPU refuses JACOBI and QDWH; iron computes them with LAPACK (the
+    # result's contract does not depend on the algorithm), so they equal
+    # the default implementation on CPU.
+    rng = np.random.default_rng(23)
+    a = hpd(rng, (2, 6, 6), np.float32)
+    want = run(lambda x: (lambda v, w: (jnp.abs(v), w))(
+        *lax_linalg.eigh(x)), (a,), cpu)
+    got = run(lambda x: (lambda v, w: (jnp.abs(v), w))(
+        *lax_linalg.eigh(x, implementation=impl, sort_eigenvalues=False)),
+        (a,), iron)
+    compare(got, want, 1e-4, f"eigh {impl.name}")
+
+
+def test_eigh_subset_by_index(iron, cpu):
+    rng = np.random.default_rng(24)
+    a = hpd(rng, (2, 6, 6), np.float32)
+    v_all, w_all = run(lambda x: (lambda v, w: (jnp.abs(v), w))(
+        *lax_linalg.eigh(x)), (a,), cpu)
+    for impl in (None, lax_linalg.EighImplementation.QDWH):
+        v, w = run(lambda x: (lambda v, w: (jnp.abs(v), w))(
+            *lax_linalg.eigh(x, subset_by_index=(1, 4), implementation=impl)),
+            (a,), iron)
+        assert v.shape == (2, 6, 3) and w.shape == (2, 3)
+        compare((v, w), (v_all[..., 1:4], w_all[..., 1:4]), 1e-4,
+                f"subset {impl}")
 
 
 def test_grad_through_linalg(iron, cpu):

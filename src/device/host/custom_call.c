@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "base/arena.h"
+#include "device/host/ew_common.h"
 
 typedef struct {
   bool relayout;  // false: the declared layout is row-major
@@ -49,7 +50,9 @@ static const iron_host_custom_call_target_t kDceSink = {
 static const iron_host_custom_call_target_t *find_target(const char *name) {
   if (!name) return NULL;
   if (strcmp(name, "dce_sink") == 0) return &kDceSink;
-  return iron_host_custom_call_lapack_find(name);
+  const iron_host_custom_call_target_t *t =
+      iron_host_custom_call_tridiag_find(name);
+  return t ? t : iron_host_custom_call_lapack_find(name);
 }
 
 // --- Attributes -------------------------------------------------------------
@@ -230,7 +233,12 @@ static iron_status_t cc_run(const iron_host_ctx_t *ctx, const void *params,
     out_t[o].data = scratch[kMaxArgs + o];
     out_p[o] = &out_t[o];
   }
+  // XLA:CPU runs custom-call handlers (jaxlib's LAPACK and tridiagonal
+  // ones) on its own threads, with denormals flushed to zero: a denormal
+  // pivot reads as 0 there (tridiagonal_solve_perturbed then perturbs it).
+  uint64_t fpenv = iron_ew_fpenv_enter();
   st = p->target->run(ctx, p->target_params, in_p, out_p);
+  iron_ew_fpenv_leave(fpenv);
   if (!st) {
     for (uint32_t o = 0; o < p->num_outputs; ++o)
       if (scratch[kMaxArgs + o])

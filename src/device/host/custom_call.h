@@ -32,6 +32,11 @@ typedef struct iron_host_custom_call_target {
 const iron_host_custom_call_target_t *iron_host_custom_call_lapack_find(
     const char *name);
 
+// jaxlib's "tridiagonal_solve_perturbed_ffi" (custom_call_tridiag.c), or
+// NULL when `name` is not it.
+const iron_host_custom_call_target_t *iron_host_custom_call_tridiag_find(
+    const char *name);
+
 // The minor-to-major layout of operand (results: result) `index` of a
 // custom call, written to out_m2m (rank entries). Absent layouts are the
 // default row-major one. INVALID_ARGUMENT when malformed.

@@ -123,6 +123,30 @@ IRON_NAIVE_ROWS_(naive_c128, c128_t, ((c128_t){0, 0}), IRON_MULADD_CPLX_)
 IRON_GEMV_ROWS_(gemv_f32, float)
 IRON_GEMV_ROWS_(gemv_f64, double)
 
+// Matrix-vector products shorter than one AVX2 vector (k < 8 floats, k < 4
+// doubles): XLA:CPU's row-major GEMV emitter vectorizes along k, so such
+// rows fall entirely into its scalar epilogue, which accumulates in order
+// with fused multiply-adds (it compiles for the host, which has FMA when we
+// take this path). Doing the same gives its results bit for bit; plain
+// multiply-then-add differs in the last bits, which finite-difference
+// gradient checks of small solves amplify past their tolerances.
+#define IRON_GEMV_SHORT_FMA_ROWS_(NAME, T, FMA)                             \
+  __attribute__((target("fma"))) static void NAME(void *arg, int64_t begin,  \
+                                                  int64_t end) {             \
+    const gemm_job_t *j = arg;                                               \
+    const T *A = j->a.data, *B = j->b.data;                                  \
+    for (int64_t r = begin; r < end; ++r) {                                  \
+      int64_t bi = r / j->m, i = r % j->m;                                   \
+      const T *arow = A + bi * j->a.bs + i * j->a.rs;                        \
+      const T *x = B + bi * j->b.bs;                                         \
+      T s = 0;                                                               \
+      for (int64_t p = 0; p < j->k; ++p) s = FMA(arow[p], x[p * j->b.rs], s); \
+      ((T *)j->c)[r] = s;                                                    \
+    }                                                                        \
+  }
+IRON_GEMV_SHORT_FMA_ROWS_(gemv_short_fma_f32, float, __builtin_fmaf)
+IRON_GEMV_SHORT_FMA_ROWS_(gemv_short_fma_f64, double, __builtin_fma)
+
 // ---------------------------------------------------------------------------
 // Blocked f32/f64 kernel. C is computed in KC-deep slices: B is packed into
 // NR-wide column panels (KC x NC block, shared by all threads), A into MR-row
@@ -453,9 +477,11 @@ iron_status_t iron_host_gemm(iron_threadpool_t *pool,
   if (fast && real && k > 0) {
     size_t es = type == IRON_HOST_GEMM_F32 ? 4 : 8;
     if (n == 1 && a->cs == 1) {
-      iron_threadpool_parallel_for(
-          pool, rows, grain, type == IRON_HOST_GEMM_F32 ? gemv_f32 : gemv_f64,
-          &j);
+      bool f32 = type == IRON_HOST_GEMM_F32;
+      iron_parallel_fn_t gemv = f32 ? gemv_f32 : gemv_f64;
+      if (k < (f32 ? 8 : 4) && cpu_has_avx2_fma())
+        gemv = f32 ? gemv_short_fma_f32 : gemv_short_fma_f64;
+      iron_threadpool_parallel_for(pool, rows, grain, gemv, &j);
       return IRON_OK;
     }
     // Packing costs O(MK + KN); worth it once every packed element is reused
