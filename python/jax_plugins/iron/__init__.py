@@ -79,6 +79,11 @@ def _enable_linalg(path: str) -> None:
     except Exception as e:  # pragma: no cover - jax internals changed
         logger.warning("ironjax: 16-bit linalg lowerings not wrapped: %s", e)
     try:
+        from ironjax import export_cpu
+        export_cpu.register_lowering(ironjax.PLATFORM)
+    except Exception as e:  # pragma: no cover - jax internals changed
+        logger.warning("ironjax: cpu exports not accepted: %s", e)
+    try:
         from ironjax import ann
         ann.register_lowerings(ironjax.PLATFORM)
     except Exception as e:  # pragma: no cover - jax internals changed
