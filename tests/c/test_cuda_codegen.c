@@ -776,18 +776,16 @@ static void prepare_fusions(iron_cuda_device_t *d, const iron_ir_block_t *b,
   }
 }
 
-// The corpus through the fusion pass with the CUDA predicate: every fusion
-// (element-wise chains and reduces with fused producers) is generated;
-// test_compile_all then compiles them with NVRTC.
-static void test_corpus_fused(void) {
+// Calls fn on every module of the program corpus the reader accepts (the
+// reader's own tests cover refusals); returns how many.
+typedef void (*corpus_fn_t)(iron_ir_module_t *m, const char *file,
+                            void *arg);
+static int for_each_corpus_module(corpus_fn_t fn, void *arg) {
   const char *dir = IRON_TEST_DATA_DIR "/corpus";
   DIR *dd = opendir(dir);
   CHECK(dd != NULL);
-  if (!dd) return;
-  iron_cuda_device_t *d = fake_device();
-  prep_stats_t stats = {0};
-  int fusions = 0, reduces = 0;
-  setenv("IRON_CUDA_FUSE_REDUCE", "all", 1);  // the corpus' are all narrow
+  if (!dd) return 0;
+  int files = 0;
   struct dirent *e;
   while ((e = readdir(dd)) != NULL) {
     size_t len = strlen(e->d_name);
@@ -805,69 +803,70 @@ static void test_corpus_fused(void) {
       iron_status_free(st);
       continue;
     }
-    CHECK_OK(iron_compiler_fuse(m, iron_cuda_fusable, NULL));
-    for (uint32_t fi = 0; fi < m->num_funcs; ++fi) {
-      const iron_ir_region_t *r = &m->funcs[fi].body;
-      for (uint32_t k = 0; k < r->num_blocks; ++k)
-        prepare_fusions(d, &r->blocks[k], &stats, &fusions, &reduces,
-                        e->d_name);
-    }
+    files++;
+    fn(m, e->d_name, arg);
     iron_ir_module_destroy(m);
   }
   closedir(dd);
+  return files;
+}
+
+typedef struct corpus_run {
+  iron_cuda_device_t *d;
+  prep_stats_t stats;
+  int fusions, reduces;
+} corpus_run_t;
+
+static void prepare_module(iron_ir_module_t *m, const char *file, void *arg) {
+  corpus_run_t *r = arg;
+  for (uint32_t fi = 0; fi < m->num_funcs; ++fi) {
+    const iron_ir_region_t *body = &m->funcs[fi].body;
+    for (uint32_t k = 0; k < body->num_blocks; ++k)
+      prepare_block(r->d, &body->blocks[k], &r->stats, file);
+  }
+}
+
+static void prepare_module_fused(iron_ir_module_t *m, const char *file,
+                                 void *arg) {
+  corpus_run_t *r = arg;
+  CHECK_OK(iron_compiler_fuse(m, iron_cuda_fusable, NULL));
+  for (uint32_t fi = 0; fi < m->num_funcs; ++fi) {
+    const iron_ir_region_t *body = &m->funcs[fi].body;
+    for (uint32_t k = 0; k < body->num_blocks; ++k)
+      prepare_fusions(r->d, &body->blocks[k], &r->stats, &r->fusions,
+                      &r->reduces, file);
+  }
+}
+
+// The corpus through the fusion pass with the CUDA predicate: every fusion
+// (element-wise chains and reduces with fused producers) is generated;
+// test_compile_all then compiles them with NVRTC.
+static void test_corpus_fused(void) {
+  corpus_run_t r = {.d = fake_device()};
+  setenv("IRON_CUDA_FUSE_REDUCE", "all", 1);  // the corpus' are all narrow
+  for_each_corpus_module(prepare_module_fused, &r);
   unsetenv("IRON_CUDA_FUSE_REDUCE");
   fprintf(stderr, "fused corpus: %d fusions (%d with a reduce), %d prepared, "
                   "%d refused, %zu sources\n",
-          fusions, reduces, stats.ok, stats.refused,
-          iron_cuda_compiler_pending_count(d));
-  CHECK(fusions > 50);
-  CHECK(reduces > 10);
-  collect_pending(d);
-  fake_device_free(d);
+          r.fusions, r.reduces, r.stats.ok, r.stats.refused,
+          iron_cuda_compiler_pending_count(r.d));
+  CHECK(r.fusions > 50);
+  CHECK(r.reduces > 10);
+  collect_pending(r.d);
+  fake_device_free(r.d);
 }
 
 static void test_corpus(void) {
-  const char *dir = IRON_TEST_DATA_DIR "/corpus";
-  DIR *dd = opendir(dir);
-  CHECK(dd != NULL);
-  if (!dd) return;
-  iron_cuda_device_t *d = fake_device();
-  prep_stats_t stats = {0};
-  int files = 0;
-  struct dirent *e;
-  while ((e = readdir(dd)) != NULL) {
-    size_t len = strlen(e->d_name);
-    if (len < 8 || strcmp(e->d_name + len - 7, ".mlirbc") != 0) continue;
-    char path[1024];
-    snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
-    size_t size = 0;
-    char *bytes = read_file(path, &size);
-    CHECK(bytes != NULL);
-    if (!bytes) continue;
-    iron_ir_module_t *m = NULL;
-    iron_status_t st = iron_stablehlo_read(bytes, size, &m);
-    free(bytes);
-    if (st) {
-      iron_status_free(st);  // the reader's own tests cover refusals
-      continue;
-    }
-    files++;
-    for (uint32_t fi = 0; fi < m->num_funcs; ++fi) {
-      const iron_ir_region_t *r = &m->funcs[fi].body;
-      for (uint32_t k = 0; k < r->num_blocks; ++k) {
-        prepare_block(d, &r->blocks[k], &stats, e->d_name);
-      }
-    }
-    iron_ir_module_destroy(m);
-  }
-  closedir(dd);
+  corpus_run_t r = {.d = fake_device()};
+  int files = for_each_corpus_module(prepare_module, &r);
   fprintf(stderr, "corpus: %d artifacts, %d ops prepared, %d refused, "
                   "%zu sources\n",
-          files, stats.ok, stats.refused, iron_cuda_compiler_pending_count(d));
+          files, r.stats.ok, r.stats.refused,
+          iron_cuda_compiler_pending_count(r.d));
   CHECK(files > 100);
-  CHECK(stats.ok > 100);
-  collect_pending(d);
-  fake_device_free(d);
+  CHECK(r.stats.ok > 100);
+  collect_pending(r.d);
+  fake_device_free(r.d);
 }
 
 // ---------------------------------------------------------------------------

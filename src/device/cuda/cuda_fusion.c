@@ -1563,16 +1563,8 @@ static iron_status_t fused_reduce_prepare(iron_device_t *dev,
       return iron_ir_op_unimplemented(red, "as a fused reduce with this init");
     init_in[i] = init->index;
   }
-  int64_t rd[IRON_MAX_RANK];
-  uint32_t nrd = 0;
-  IRON_RETURN_IF_ERROR_PLAIN(
-      iron_ir_op_i64_list(red, "dimensions", rd, IRON_MAX_RANK, &nrd));
-  bool reduced[IRON_MAX_RANK] = {false};
-  for (uint32_t i = 0; i < nrd; ++i) {
-    if (rd[i] < 0 || rd[i] >= in0->rank || reduced[rd[i]])
-      return IRON_ERR(INVALID_ARGUMENT, "%s: bad dimensions", red->name);
-    reduced[rd[i]] = true;
-  }
+  bool reduced[IRON_MAX_RANK];
+  IRON_RETURN_IF_ERROR_PLAIN(iron_cuda_reduce_dims(red, in0->rank, reduced));
   iron_cuda_fusion_t f = {
       .num_ops = b->num_ops - 2,
       .ops = (const iron_ir_op_t *const *)b->ops,

@@ -178,6 +178,21 @@ static int pick_mode(int32_t rank, const int64_t *dims, const bool *reduced,
   return MODE_THREAD;
 }
 
+iron_status_t iron_cuda_reduce_dims(const iron_ir_op_t *op, int32_t rank,
+                                    bool *out_reduced) {
+  int64_t rd[IRON_MAX_RANK];
+  uint32_t nrd = 0;
+  IRON_RETURN_IF_ERROR_PLAIN(
+      iron_ir_op_i64_list(op, "dimensions", rd, IRON_MAX_RANK, &nrd));
+  for (int32_t d = 0; d < IRON_MAX_RANK; ++d) out_reduced[d] = false;
+  for (uint32_t i = 0; i < nrd; ++i) {
+    if (rd[i] < 0 || rd[i] >= rank || out_reduced[rd[i]])
+      return IRON_ERR(INVALID_ARGUMENT, "%s: bad dimensions", op->name);
+    out_reduced[rd[i]] = true;
+  }
+  return IRON_OK;
+}
+
 int64_t iron_cuda_reduce_threads(int32_t rank, const int64_t *dims,
                                  const bool *reduced) {
   int64_t nout = 1, nred = 1;

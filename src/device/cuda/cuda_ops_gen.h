@@ -101,6 +101,11 @@ iron_status_t iron_cuda_gen_reduce(const char *name, int32_t rank,
                                    char **out_src, unsigned *out_grid,
                                    unsigned *out_block);
 
+// The reduce op's "dimensions" as flags over the operand's `rank` dims;
+// INVALID_ARGUMENT naming the op when one is out of range or repeated.
+iron_status_t iron_cuda_reduce_dims(const iron_ir_op_t *op, int32_t rank,
+                                    bool *out_reduced);
+
 // How many threads iron_cuda_gen_reduce's kernel for this reduce runs
 // (its parallelism: the fusion pass fuses producers only into wide ones).
 int64_t iron_cuda_reduce_threads(int32_t rank, const int64_t *dims,

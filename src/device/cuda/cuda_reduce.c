@@ -38,16 +38,8 @@ static iron_status_t reduce_prepare_on(iron_device_t *base,
         op->results[i].type->dtype != dts[i])
       return iron_ir_op_unimplemented(op, "on cuda with mixed init dtypes");
   }
-  int64_t rd[IRON_MAX_RANK];
-  uint32_t nrd = 0;
-  IRON_RETURN_IF_ERROR_PLAIN(
-      iron_ir_op_i64_list(op, "dimensions", rd, IRON_MAX_RANK, &nrd));
-  bool reduced[IRON_MAX_RANK] = {false};
-  for (uint32_t i = 0; i < nrd; ++i) {
-    if (rd[i] < 0 || rd[i] >= in0->rank || reduced[rd[i]])
-      return IRON_ERR(INVALID_ARGUMENT, "%s: bad dimensions", op->name);
-    reduced[rd[i]] = true;
-  }
+  bool reduced[IRON_MAX_RANK];
+  IRON_RETURN_IF_ERROR_PLAIN(iron_cuda_reduce_dims(op, in0->rank, reduced));
   const iron_ir_region_t *body =
       regions && regions[0] ? iron_host_region_ir(regions[0]) : &op->regions[0];
   reduce_params_t *p = calloc(1, sizeof(*p));
