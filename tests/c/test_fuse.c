@@ -171,7 +171,92 @@ static void test_reduce_joins(void) {
   }
 }
 
+// A two-operand reduce (argmax-like: values and indices) fed by two
+// groups of the same shape merges them; the fusion returns both of the
+// reduce's results, in order, even the unused one; the inits stay outside.
+static void test_variadic_reduce_merges_groups(void) {
+  iron_ir_module_t *m = iron_ir_builder_module_create("m", 1);
+  int64_t dims[2] = {2, 4};
+  const iron_ir_type_t *t = iron_ir_builder_tensor_type(m, IRON_DTYPE_F32, 2, dims);
+  const iron_ir_type_t *o = iron_ir_builder_tensor_type(m, IRON_DTYPE_F32, 1, dims);
+  const iron_ir_type_t *sc = iron_ir_builder_scalar_type(m, IRON_DTYPE_F32);
+  const iron_ir_type_t *ins[4] = {t, t, sc, sc};
+  iron_ir_func_t *f = iron_ir_builder_func(m, "main", true, 4, ins, 1, &o);
+  iron_ir_block_t *blk = iron_ir_builder_func_block(f);
+  iron_ir_value_t *x = &blk->args[0], *y = &blk->args[1];
+  iron_ir_value_t *z0 = &blk->args[2], *z1 = &blk->args[3];
+  // group 1: a = -x, b = a*a; group 2: c = exp(y), d = c+c
+  iron_ir_value_t *a = iron_ir_builder_op1(m, f, blk, IRON_OP_NEGATE, 1, &x, t);
+  iron_ir_value_t *aa[2] = {a, a};
+  iron_ir_value_t *b = iron_ir_builder_op1(m, f, blk, IRON_OP_MULTIPLY, 2, aa, t);
+  iron_ir_value_t *c = iron_ir_builder_op1(m, f, blk, IRON_OP_EXPONENTIAL, 1, &y, t);
+  iron_ir_value_t *cc[2] = {c, c};
+  iron_ir_value_t *d = iron_ir_builder_op1(m, f, blk, IRON_OP_ADD, 2, cc, t);
+  iron_ir_value_t *ops[4] = {b, d, z0, z1};
+  const iron_ir_type_t *outs[2] = {o, o};
+  iron_ir_op_t *r =
+      iron_ir_builder_op(m, f, blk, IRON_OP_REDUCE, 4, ops, 2, outs, 1);
+  int64_t dim = 1;
+  iron_ir_builder_attr(m, r, "dimensions", iron_ir_builder_attr_i64s(m, 1, &dim));
+  iron_ir_block_t *body = iron_ir_builder_region_block(r, 0);
+  iron_ir_value_t *args[4];
+  for (int i = 0; i < 4; ++i) args[i] = iron_ir_builder_block_arg(m, f, body, sc);
+  iron_ir_value_t *s0p[2] = {args[0], args[2]}, *s1p[2] = {args[1], args[3]};
+  iron_ir_value_t *rs[2] = {
+      iron_ir_builder_op1(m, f, body, IRON_OP_ADD, 2, s0p, sc),
+      iron_ir_builder_op1(m, f, body, IRON_OP_MAXIMUM, 2, s1p, sc)};
+  iron_ir_builder_return(m, f, body, IRON_OP_RETURN, 2, rs);
+  iron_ir_value_t *res = &r->results[1];  // result 0 unused
+  iron_ir_builder_return(m, f, blk, IRON_OP_FUNC_RETURN, 1, &res);
+  int n = -1;
+  CHECK_OK(iron_compiler_fuse(m, fusable_with_reduce, &n));
+  CHECK(n == 1);
+  CHECK(blk->num_ops == 2);
+  const iron_ir_op_t *fop = blk->ops[0];
+  CHECK(fop->kind == IRON_OP_FUSION);
+  const iron_ir_block_t *fb = &fop->regions[0].blocks[0];
+  CHECK(fb->num_ops == 6 && fb->ops[4] == r);  // 4 ew + reduce + return
+  CHECK(fop->num_operands == 4);                // x, y, z0, z1
+  CHECK(fop->num_results == 2);
+  CHECK(fb->ops[5]->operands[0] == &r->results[0] &&
+        fb->ops[5]->operands[1] == &r->results[1]);
+  CHECK(blk->ops[1]->operands[0] == &fop->results[1]);
+  iron_ir_module_destroy(m);
+}
+
+// A reduce whose init comes from the group feeding it stays apart.
+static void test_reduce_with_init_from_group_stays_apart(void) {
+  iron_ir_module_t *m = iron_ir_builder_module_create("m", 1);
+  const iron_ir_type_t *sc = iron_ir_builder_scalar_type(m, IRON_DTYPE_F32);
+  iron_ir_func_t *f = iron_ir_builder_func(m, "main", true, 1, &sc, 1, &sc);
+  iron_ir_block_t *blk = iron_ir_builder_func_block(f);
+  iron_ir_value_t *x = &blk->args[0];
+  // rank-0 group {e = exp(x), g = e*e}; reduce(g, init e) over no dims
+  iron_ir_value_t *e = iron_ir_builder_op1(m, f, blk, IRON_OP_EXPONENTIAL, 1, &x, sc);
+  iron_ir_value_t *ee[2] = {e, e};
+  iron_ir_value_t *g = iron_ir_builder_op1(m, f, blk, IRON_OP_MULTIPLY, 2, ee, sc);
+  iron_ir_value_t *ops[2] = {g, e};
+  iron_ir_op_t *r = iron_ir_builder_op(m, f, blk, IRON_OP_REDUCE, 2, ops, 1, &sc, 1);
+  iron_ir_builder_attr(m, r, "dimensions", iron_ir_builder_attr_i64s(m, 0, NULL));
+  iron_ir_block_t *body = iron_ir_builder_region_block(r, 0);
+  iron_ir_value_t *ab[2] = {iron_ir_builder_block_arg(m, f, body, sc),
+                            iron_ir_builder_block_arg(m, f, body, sc)};
+  iron_ir_value_t *sum = iron_ir_builder_op1(m, f, body, IRON_OP_ADD, 2, ab, sc);
+  iron_ir_builder_return(m, f, body, IRON_OP_RETURN, 1, &sum);
+  iron_ir_value_t *res = &r->results[0];
+  iron_ir_builder_return(m, f, blk, IRON_OP_FUNC_RETURN, 1, &res);
+  int n = -1;
+  CHECK_OK(iron_compiler_fuse(m, fusable_with_reduce, &n));
+  CHECK(n == 1);
+  // fusion{exp, mul} ; reduce ; return
+  CHECK(blk->num_ops == 3 && blk->ops[0]->kind == IRON_OP_FUSION &&
+        blk->ops[1] == r);
+  iron_ir_module_destroy(m);
+}
+
 static const iron_test_case_t kTests[] = {
+    {"variadic_reduce_merges_groups", test_variadic_reduce_merges_groups},
+    {"reduce_init_from_group", test_reduce_with_init_from_group_stays_apart},
     {"reduce_joins", test_reduce_joins},
     {"groups_and_outputs", test_groups_and_outputs},
     {"single_op_untouched", test_single_op_untouched},
