@@ -24,15 +24,8 @@
 #include "host_test_ops.h"
 #include "ir/builder.h"
 #include "stablehlo/reader.h"
+#include "cuda_test_nvrtc.h"
 #include "test.h"
-
-// The device code's context switch is not used without a GPU; cuda-rt's
-// definition (when linked) takes precedence over this one.
-__attribute__((weak)) iron_status_t iron_cuda_device_enter(
-    iron_cuda_device_t *d) {
-  (void)d;
-  return IRON_ERR(FAILED_PRECONDITION, "no GPU in this test");
-}
 
 static iron_cuda_api_t g_api;
 static bool g_have_nvrtc;
@@ -41,34 +34,7 @@ static void load_nvrtc(void) {
   static bool done;
   if (done) return;
   done = true;
-  const char *names[] = {NULL, "libnvrtc.so", "libnvrtc.so.13",
-                         "libnvrtc.so.12", "/usr/local/cuda/lib64/libnvrtc.so"};
-  char path[1024];
-  const char *home = getenv("CUDA_HOME");
-  if (home) {
-    snprintf(path, sizeof(path), "%s/lib64/libnvrtc.so", home);
-    names[0] = path;
-  }
-  void *h = NULL;
-  for (size_t i = 0; i < sizeof(names) / sizeof(names[0]) && !h; ++i) {
-    if (names[i]) h = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
-  }
-  if (!h) {
-    fprintf(stderr, "NVRTC not found (CUDA_HOME, libnvrtc.so*, "
-                    "/usr/local/cuda/lib64)\n");
-    return;
-  }
-  bool ok = true;
-#define LOAD_SYM(field, sym, ret, params)                   \
-  g_api.field = (ret(*) params)dlsym(h, sym);               \
-  if (!g_api.field) {                                       \
-    fprintf(stderr, "NVRTC lacks %s\n", sym);               \
-    ok = false;                                             \
-  }
-  IRON_NVRTC_SYMBOLS(LOAD_SYM)
-#undef LOAD_SYM
-  g_api.has_nvrtc = ok;
-  g_have_nvrtc = ok;
+  g_have_nvrtc = cuda_test_load_nvrtc(&g_api);
 }
 
 // ---------------------------------------------------------------------------

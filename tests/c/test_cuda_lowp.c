@@ -25,32 +25,14 @@
 #include "device/cuda/cuda_ops_gen.h"
 #include "device/host/ew_narrow.h"
 #include "host_test_ops.h"
+#include "cuda_test_nvrtc.h"
 #include "test.h"
-
-__attribute__((weak)) iron_status_t iron_cuda_device_enter(
-    iron_cuda_device_t *d) {
-  (void)d;
-  return IRON_ERR(FAILED_PRECONDITION, "no GPU in this test");
-}
 
 static iron_cuda_api_t g_api;
 static bool g_have_nvrtc;
 
 static void load_nvrtc(void) {
-  const char *names[] = {"libnvrtc.so", "libnvrtc.so.13", "libnvrtc.so.12",
-                         "/usr/local/cuda/lib64/libnvrtc.so"};
-  void *h = NULL;
-  for (size_t i = 0; i < sizeof(names) / sizeof(names[0]) && !h; ++i)
-    h = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
-  if (!h) return;
-  bool ok = true;
-#define LOAD_SYM(field, sym, ret, params)     \
-  g_api.field = (ret(*) params)dlsym(h, sym); \
-  if (!g_api.field) ok = false;
-  IRON_NVRTC_SYMBOLS(LOAD_SYM)
-#undef LOAD_SYM
-  g_api.has_nvrtc = ok;
-  g_have_nvrtc = ok;
+  g_have_nvrtc = cuda_test_load_nvrtc(&g_api);
 }
 
 static iron_cuda_kernel_table_t g_table;
