@@ -1528,15 +1528,16 @@ static iron_status_t fused_reduce_prepare(iron_device_t *dev,
   const iron_ir_op_t *red = b->ops[b->num_ops - 2];
   const iron_ir_op_t *term = b->ops[b->num_ops - 1];
   uint32_t num = red->num_results;
-  if (num == 0 || num > 8 || red->num_operands != 2 * num ||
-      red->num_regions != 1 || term->num_operands != num)
+  iron_dtype_t dts[8];
+  bool reduced[IRON_MAX_RANK];
+  IRON_RETURN_IF_ERROR_PLAIN(iron_cuda_reduce_check(red, dts, reduced));
+  if (term->num_operands != num)
     return iron_ir_op_unimplemented(op, "as a fused reduce of this form");
   for (uint32_t i = 0; i < num; ++i)
     if (term->operands[i] != &red->results[i])
       return iron_ir_op_unimplemented(op, "as a fused reduce that does not "
                                           "return the reduce's results");
   const iron_ir_type_t *in0 = red->operands[0]->type;
-  iron_dtype_t dts[8];
   const char *vct[8], *ict[64];
   uint32_t init_in[8];
   if (b->num_args > 64)
@@ -1550,21 +1551,12 @@ static iron_status_t fused_reduce_prepare(iron_device_t *dev,
                                       iron_dtype_name(b->args[k].type->dtype));
   }
   for (uint32_t i = 0; i < num; ++i) {
-    const iron_ir_type_t *t = red->operands[i]->type;
-    if (t->rank != in0->rank ||
-        memcmp(t->dims, in0->dims, sizeof(int64_t) * (size_t)t->rank) ||
-        !iron_ir_type_is_static(t))
-      return iron_ir_op_unimplemented(red, "on cuda for these operand types");
-    dts[i] = t->dtype;
     vct[i] = iron_cuda_compute_ctype(dts[i]);
     const iron_ir_value_t *init = red->operands[num + i];
-    if (init->def_block != b || init->def_op || init->type->dtype != dts[i] ||
-        red->results[i].type->dtype != dts[i])
+    if (init->def_block != b || init->def_op)  // fuse.c keeps inits outside
       return iron_ir_op_unimplemented(red, "as a fused reduce with this init");
     init_in[i] = init->index;
   }
-  bool reduced[IRON_MAX_RANK];
-  IRON_RETURN_IF_ERROR_PLAIN(iron_cuda_reduce_dims(red, in0->rank, reduced));
   iron_cuda_fusion_t f = {
       .num_ops = b->num_ops - 2,
       .ops = (const iron_ir_op_t *const *)b->ops,
@@ -1621,7 +1613,6 @@ static iron_status_t fusion_op_prepare(iron_device_t *dev,
                                        const iron_ir_op_t *op,
                                        iron_host_region_t *const *regions,
                                        void **out_params) {
-  (void)regions;
   if (op->num_regions < 1 || op->regions[0].num_blocks != 1) {
     return iron_ir_op_unimplemented(op, "as a CUDA fusion without one block");
   }

@@ -193,6 +193,31 @@ iron_status_t iron_cuda_reduce_dims(const iron_ir_op_t *op, int32_t rank,
   return IRON_OK;
 }
 
+iron_status_t iron_cuda_reduce_check(const iron_ir_op_t *op,
+                                     iron_dtype_t *out_dtypes,
+                                     bool *out_reduced) {
+  if (op->num_operands == 0 || op->num_operands % 2 ||
+      op->num_results != op->num_operands / 2 || op->num_regions != 1)
+    return IRON_ERR(INVALID_ARGUMENT, "%s: bad operand/result counts",
+                    op->name);
+  uint32_t num = op->num_results;
+  if (num > 8)
+    return iron_ir_op_unimplemented(op, "on cuda for %u operands", num);
+  const iron_ir_type_t *in0 = op->operands[0]->type;
+  for (uint32_t i = 0; i < num; ++i) {
+    const iron_ir_type_t *t = op->operands[i]->type;
+    if (!t || t->kind != IRON_TYPE_TENSOR || !iron_ir_type_is_static(t) ||
+        t->rank != in0->rank ||
+        memcmp(t->dims, in0->dims, sizeof(int64_t) * (size_t)t->rank))
+      return iron_ir_op_unimplemented(op, "on cuda for these operand types");
+    out_dtypes[i] = t->dtype;
+    if (op->operands[num + i]->type->dtype != t->dtype ||
+        op->results[i].type->dtype != t->dtype)
+      return iron_ir_op_unimplemented(op, "on cuda with mixed init dtypes");
+  }
+  return iron_cuda_reduce_dims(op, in0->rank, out_reduced);
+}
+
 int64_t iron_cuda_reduce_threads(int32_t rank, const int64_t *dims,
                                  const bool *reduced) {
   int64_t nout = 1, nred = 1;

@@ -106,6 +106,14 @@ iron_status_t iron_cuda_gen_reduce(const char *name, int32_t rank,
 iron_status_t iron_cuda_reduce_dims(const iron_ir_op_t *op, int32_t rank,
                                     bool *out_reduced);
 
+// The checks every CUDA reduce kernel makes of a stablehlo.reduce: 1..8
+// operands of one static shape, inits and results of their dtypes; fills
+// the operands' dtypes and the reduced-dims flags. INVALID_ARGUMENT or
+// UNIMPLEMENTED naming the op otherwise.
+iron_status_t iron_cuda_reduce_check(const iron_ir_op_t *op,
+                                     iron_dtype_t *out_dtypes,
+                                     bool *out_reduced);
+
 // How many threads iron_cuda_gen_reduce's kernel for this reduce runs
 // (its parallelism: the fusion pass fuses producers only into wide ones).
 int64_t iron_cuda_reduce_threads(int32_t rank, const int64_t *dims,

@@ -19,27 +19,11 @@ static iron_status_t reduce_prepare_on(iron_device_t *base,
                                        iron_host_region_t *const *regions,
                                        void **out_params) {
   iron_cuda_device_t *dev = iron_cuda_device_cast(base);
-  if (op->num_operands == 0 || op->num_operands % 2 ||
-      op->num_results != op->num_operands / 2 || op->num_regions != 1)
-    return IRON_ERR(INVALID_ARGUMENT, "%s: bad operand/result counts",
-                    op->name);
-  uint32_t num = op->num_results;
-  if (num > 8) return iron_ir_op_unimplemented(op, "on cuda for %u operands", num);
-  const iron_ir_type_t *in0 = op->operands[0]->type;
   iron_dtype_t dts[8];
-  for (uint32_t i = 0; i < num; ++i) {
-    const iron_ir_type_t *t = op->operands[i]->type;
-    if (!t || t->kind != IRON_TYPE_TENSOR || !iron_ir_type_is_static(t) ||
-        t->rank != in0->rank || memcmp(t->dims, in0->dims,
-                                       sizeof(int64_t) * (size_t)t->rank))
-      return iron_ir_op_unimplemented(op, "on cuda for these operand types");
-    dts[i] = t->dtype;
-    if (op->operands[num + i]->type->dtype != dts[i] ||
-        op->results[i].type->dtype != dts[i])
-      return iron_ir_op_unimplemented(op, "on cuda with mixed init dtypes");
-  }
   bool reduced[IRON_MAX_RANK];
-  IRON_RETURN_IF_ERROR_PLAIN(iron_cuda_reduce_dims(op, in0->rank, reduced));
+  IRON_RETURN_IF_ERROR_PLAIN(iron_cuda_reduce_check(op, dts, reduced));
+  uint32_t num = op->num_results;
+  const iron_ir_type_t *in0 = op->operands[0]->type;
   const iron_ir_region_t *body =
       regions && regions[0] ? iron_host_region_ir(regions[0]) : &op->regions[0];
   reduce_params_t *p = calloc(1, sizeof(*p));
