@@ -15,10 +15,6 @@ import logging
 
 logger = logging.getLogger(__name__)
 
-# The linalg primitives whose iron rule is jax's CPU (LAPACK) rule.
-_PRIMITIVES = ("cholesky", "eig", "eigh", "hessenberg", "householder_product",
-               "ormqr", "lu", "geqrf", "geqp3", "schur", "svd",
-               "triangular_solve", "tridiagonal", "tridiagonal_solve")
 
 
 def register_lowerings(platform: str) -> int:
@@ -40,6 +36,7 @@ def register_lowerings(platform: str) -> int:
     low = {np.dtype(dtypes.bfloat16), np.dtype(np.float16)}
     f32 = np.dtype(np.float32)
     count = 0
+    from ironjax.linalg import _PRIMITIVES  # the primitives with CPU rules
     for name in _PRIMITIVES:
         prim = getattr(jax_linalg, name + "_p", None)
         entry = ours.get(prim) if prim is not None else None
