@@ -24,8 +24,12 @@ typedef bool (*iron_fuse_predicate_t)(const iron_ir_op_t *op);
 // that `can_fuse` accepts, that produce the same shape and feed each other,
 // become one iron.fusion placed where the group's last op was. A group grows
 // only while none of its values has been used by an op outside it, so the
-// move never reorders a use before its definition. Groups of one op stay as
-// they are. *out_num_fusions (may be NULL) counts the fusions made.
+// move never reorders a use before its definition. A stablehlo.reduce that
+// `can_fuse` accepts ends the group computing its reduced operands when
+// nothing else of the group is used outside and its inits come from
+// outside; the fusion then returns all of the reduce's results. Groups of
+// one op stay as they are. *out_num_fusions (may be NULL) counts the
+// fusions made.
 iron_status_t iron_compiler_fuse(iron_ir_module_t *m,
                                  iron_fuse_predicate_t can_fuse,
                                  int *out_num_fusions);
