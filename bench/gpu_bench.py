@@ -20,6 +20,15 @@ and micro benchmarks: tiny (x*2+1 on 4 floats, round trip), matmul
 
 The iron worker runs with JAX_PLATFORMS=iron and IRON_DEVICE=cuda (so a
 missing CUDA device fails loudly instead of timing the host).
+
+--trace N: after the timed steps each worker runs N more steps under a
+CUPTI activity trace (bench/kernel_trace.c, built here against this
+machine's CUPTI) and reports, per step, the kernels and copies the GPU ran,
+their summed time, the time the GPU was busy (union of their intervals)
+and the wall time of the traced step; wall minus busy is the time the GPU
+waited for the host. The same instrument measures all three frameworks.
+Tracing adds a little host time per launch: wall times of traced steps are
+not the benchmark's timings.
 """
 import argparse
 import json
@@ -41,9 +50,116 @@ GRU = dict(H=256, I=256, T=256, B=256)
 
 
 # --------------------------------------------------------------------------
+# Kernel trace (--trace)
+
+KT_DIR = os.path.join(os.environ.get("TMPDIR", "/tmp"), "ironjax_kernel_trace")
+
+
+def _find(patterns):
+    import glob
+    for pat in patterns:
+        hits = sorted(glob.glob(pat, recursive=True))
+        if hits:
+            return hits[0]
+    return None
+
+
+def build_kernel_trace():
+    """Builds bench/kernel_trace.c against this machine's CUPTI; returns the
+    (libcupti, libkt) paths. Raises with what is missing."""
+    import site
+    sp = site.getsitepackages() + [site.getusersitepackages()]
+    cuda = os.environ.get("CUDA_HOME", "/usr/local/cuda")
+    lib = _find([f"{d}/nvidia/**/libcupti.so*" for d in sp] +
+                [f"{cuda}/extras/CUPTI/lib64/libcupti.so*",
+                 f"{cuda}/lib64/libcupti.so*", f"{cuda}/lib/libcupti.so*",
+                 f"{cuda}/targets/*/lib/libcupti.so*"])
+    hdr = _find([f"{cuda}/include/cupti.h", f"{cuda}/extras/CUPTI/include/cupti.h",
+                 f"{cuda}/targets/*/include/cupti.h"] +
+                [f"{d}/nvidia/**/include/cupti.h" for d in sp])
+    cuda_h = _find([f"{cuda}/include/cuda.h", f"{cuda}/targets/*/include/cuda.h"])
+    if not lib or not hdr or not cuda_h:
+        raise RuntimeError(f"kernel trace: CUPTI not found (lib {lib}, "
+                           f"cupti.h {hdr}, cuda.h {cuda_h})")
+    os.makedirs(KT_DIR, exist_ok=True)
+    out = os.path.join(KT_DIR, "libkernel_trace.so")
+    src = os.path.join(os.path.dirname(os.path.abspath(__file__)), "kernel_trace.c")
+    cmd = ["gcc", "-std=c17", "-O2", "-shared", "-fPIC", src,
+           "-I", os.path.dirname(hdr), "-I", os.path.dirname(cuda_h),
+           lib, "-Wl,-rpath," + os.path.dirname(lib), "-o", out]
+    subprocess.run(cmd, check=True)
+    with open(os.path.join(KT_DIR, "libs"), "w") as fh:
+        fh.write(lib + "\n" + out + "\n")
+    return lib, out
+
+
+def kernel_trace(fn, sync, n):
+    """Runs fn(); sync() n times under the trace; returns per-step medians
+    and the kernels that took the most time."""
+    import ctypes
+    with open(os.path.join(KT_DIR, "libs")) as fh:
+        lib, kt_path = fh.read().split()
+    ctypes.CDLL(lib, mode=ctypes.RTLD_GLOBAL)
+    kt = ctypes.CDLL(kt_path)
+    kt.kt_now.restype = ctypes.c_uint64
+    kt.kt_count.restype = ctypes.c_uint64
+    kt.kt_dropped.restype = ctypes.c_uint64
+    kt.kt_name.restype = ctypes.c_char_p
+    rc = kt.kt_start()
+    if rc:
+        raise RuntimeError(f"kernel trace: CUPTI error {rc}")
+    sync(fn())  # settles lazily created state under the trace
+    marks = []
+    for _ in range(n):
+        t0 = kt.kt_now()
+        sync(fn())
+        marks.append((t0, kt.kt_now()))
+    kt.kt_stop()
+    s, e = ctypes.c_uint64(), ctypes.c_uint64()
+    k, nm = ctypes.c_uint32(), ctypes.c_uint32()
+    recs = []
+    for i in range(kt.kt_count()):
+        kt.kt_get(ctypes.c_uint64(i), ctypes.byref(s), ctypes.byref(e),
+                  ctypes.byref(k), ctypes.byref(nm))
+        recs.append((s.value, e.value, k.value, nm.value))
+    recs.sort()
+    steps = []
+    by_name = {}
+    for t0, t1 in marks:
+        inside = [r for r in recs if t0 <= r[0] < t1]
+        kern = [r for r in inside if r[2] == 0]
+        busy, cur_s, cur_e = 0, None, None
+        for r in inside:  # sorted by start: union of intervals
+            rs, re = r[0], min(r[1], t1)
+            if cur_e is None or rs > cur_e:
+                if cur_e is not None:
+                    busy += cur_e - cur_s
+                cur_s, cur_e = rs, re
+            else:
+                cur_e = max(cur_e, re)
+        if cur_e is not None:
+            busy += cur_e - cur_s
+        for r in kern:
+            v = by_name.setdefault(r[3], [0, 0])
+            v[0] += 1
+            v[1] += r[1] - r[0]
+        steps.append({"kernels": len(kern), "copies": len(inside) - len(kern),
+                      "kernel_ms": sum(r[1] - r[0] for r in kern) / 1e6,
+                      "copy_ms": sum(r[1] - r[0] for r in inside if r[2]) / 1e6,
+                      "busy_ms": busy / 1e6, "wall_ms": (t1 - t0) / 1e6})
+    med = {key: statistics.median(st[key] for st in steps) for key in steps[0]}
+    top = sorted(by_name.items(), key=lambda kv: -kv[1][1])[:12]
+    med["top"] = [(kt.kt_name(i).decode(errors="replace")[:90], c / n,
+                   t / n / 1e6) for i, (c, t) in top]
+    med["distinct_kernels"] = len(by_name)
+    med["dropped"] = int(kt.kt_dropped())
+    return med
+
+
+# --------------------------------------------------------------------------
 # JAX (iron and xla workers)
 
-def jax_worker(bench, steps, warmup):
+def jax_worker(bench, steps, warmup, trace=0):
     import jax
     import jax.numpy as jnp
     import numpy as np
@@ -72,6 +188,8 @@ def jax_worker(bench, steps, warmup):
             times.append((time.perf_counter() - t0) / 100)
         out["times"] = times
         out["check"] = float(np.asarray(f(x)).sum())
+        if trace:
+            out["trace"] = kernel_trace(lambda: f(x), jax.block_until_ready, trace)
         return out
     if bench == "elementwise":
         n = 64 << 20
@@ -82,6 +200,8 @@ def jax_worker(bench, steps, warmup):
         timed(lambda: f(x, y), warmup)
         out["times"], r = timed(lambda: f(x, y), steps)
         out["check"] = float(np.asarray(r[:1000]).sum())
+        if trace:
+            out["trace"] = kernel_trace(lambda: f(x, y), jax.block_until_ready, trace)
         return out
     if bench == "matmul":
         n = 4096
@@ -92,6 +212,8 @@ def jax_worker(bench, steps, warmup):
         timed(lambda: f(a, b), warmup)
         out["times"], r = timed(lambda: f(a, b), steps)
         out["check"] = float(np.asarray(r[0, :8]).sum())
+        if trace:
+            out["trace"] = kernel_trace(lambda: f(a, b), jax.block_until_ready, trace)
         return out
 
     import optax
@@ -126,6 +248,9 @@ def jax_worker(bench, steps, warmup):
             times.append(dt)
     out["times"] = times
     out["losses"] = losses
+    if trace:
+        out["trace"] = kernel_trace(lambda: step(params, state, batch),
+                                    jax.block_until_ready, trace)
     if os.environ.get("IRON_PROFILE"):
         # Drop the executables so that iron prints its per-run profile.
         import gc
@@ -226,13 +351,16 @@ def jax_gru(c):
 # --------------------------------------------------------------------------
 # PyTorch worker
 
-def torch_worker(bench, steps, warmup):
+def torch_worker(bench, steps, warmup, trace=0):
     import numpy as np
     import torch
     dev = torch.device("cuda")
     torch.backends.cuda.matmul.allow_tf32 = True  # what XLA:GPU does for f32
     torch.backends.cudnn.allow_tf32 = True
     out = {"device": torch.cuda.get_device_name(0), "platform": "torch"}
+
+    def tsync(_):
+        torch.cuda.synchronize()
 
     def timed(fn, n):
         times = []
@@ -254,6 +382,8 @@ def torch_worker(bench, steps, warmup):
                 torch.cuda.synchronize()
             times.append((time.perf_counter() - t0) / 100)
         out["times"] = times
+        if trace:
+            out["trace"] = kernel_trace(lambda: x * 2 + 1, tsync, trace)
         return out
     if bench == "elementwise":
         n = 64 << 20
@@ -261,6 +391,8 @@ def torch_worker(bench, steps, warmup):
         y = torch.randn(n, device=dev)
         timed(lambda: torch.tanh(x) * y + 1, warmup)
         out["times"], _ = timed(lambda: torch.tanh(x) * y + 1, steps)
+        if trace:
+            out["trace"] = kernel_trace(lambda: torch.tanh(x) * y + 1, tsync, trace)
         return out
     if bench == "matmul":
         n = 4096
@@ -268,6 +400,8 @@ def torch_worker(bench, steps, warmup):
         b = torch.randn(n, n, device=dev)
         timed(lambda: a @ b, warmup)
         out["times"], _ = timed(lambda: a @ b, steps)
+        if trace:
+            out["trace"] = kernel_trace(lambda: a @ b, tsync, trace)
         return out
 
     torch.manual_seed(0)
@@ -341,13 +475,15 @@ def torch_worker(bench, steps, warmup):
 
     timed(step, warmup)
     out["times"], _ = timed(step, steps)
+    if trace:
+        out["trace"] = kernel_trace(step, tsync, trace)
     return out
 
 
 # --------------------------------------------------------------------------
 # Driver
 
-def run_worker(fw, bench, steps, warmup, timeout):
+def run_worker(fw, bench, steps, warmup, timeout, trace=0):
     env = dict(os.environ)
     if fw == "iron":
         env["JAX_PLATFORMS"] = "iron"
@@ -355,7 +491,8 @@ def run_worker(fw, bench, steps, warmup, timeout):
     elif fw == "xla":
         env["JAX_PLATFORMS"] = "cuda"
     cmd = [sys.executable, os.path.abspath(__file__), "--worker", fw, "--bench",
-           bench, "--steps", str(steps), "--warmup", str(warmup)]
+           bench, "--steps", str(steps), "--warmup", str(warmup),
+           "--trace", str(trace)]
     t0 = time.time()
     try:
         p = subprocess.run(cmd, env=env, capture_output=True, text=True,
@@ -366,6 +503,10 @@ def run_worker(fw, bench, steps, warmup, timeout):
         if line.startswith("RESULT "):
             r = json.loads(line[7:])
             r["wall_s"] = time.time() - t0
+            prof = [ln for ln in p.stderr.splitlines()
+                    if ln.startswith("iron profile:")]
+            if prof:  # IRON_PROFILE=1: the programs' own counts
+                r["iron_profile"] = prof
             return r
     tail = (p.stderr or p.stdout).strip().splitlines()[-6:]
     return {"error": f"exit {p.returncode}: " + " | ".join(tail)}
@@ -375,6 +516,37 @@ def fmt_ms(s):
     if s is None:
         return "-"
     return f"{s * 1e6:.1f} us" if s < 1e-3 else f"{s * 1e3:.2f} ms"
+
+
+def print_traces(benches, fws, results):
+    print()
+    print("kernel trace, medians per traced step (wall includes tracing):")
+    print(f"{'benchmark':18s} {'fw':6s} {'kernels':>8s} {'copies':>7s} "
+          f"{'kernel ms':>10s} {'busy ms':>9s} {'wall ms':>9s} {'idle ms':>9s} "
+          f"{'us/kernel':>9s}")
+    for b in benches:
+        for f in fws:
+            tr = [r["trace"] for r in results[b][f] if "trace" in r]
+            if not tr:
+                continue
+            t = tr[-1]
+            per = t["kernel_ms"] * 1e3 / t["kernels"] if t["kernels"] else 0
+            print(f"{b:18s} {f:6s} {t['kernels']:8.0f} {t['copies']:7.0f} "
+                  f"{t['kernel_ms']:10.3f} {t['busy_ms']:9.3f} {t['wall_ms']:9.3f} "
+                  f"{t['wall_ms'] - t['busy_ms']:9.3f} {per:9.2f}")
+    for b in benches:
+        for r in results[b].get("iron", [])[-1:]:
+            for ln in r.get("iron_profile", []):
+                print(f"{b}: {ln}")
+    for b in benches:
+        for f in fws:
+            tr = [r["trace"] for r in results[b][f] if "trace" in r]
+            if not tr or b in ("tiny", "elementwise", "matmul"):
+                continue
+            print(f"\n{b} {f}: {tr[-1]['distinct_kernels']} distinct kernels; "
+                  f"most time (count/step, ms/step):")
+            for name, c, ms in tr[-1]["top"]:
+                print(f"  {c:7.1f} {ms:8.3f}  {name}")
 
 
 def main():
@@ -388,24 +560,29 @@ def main():
     ap.add_argument("--frameworks", default=",".join(FRAMEWORKS))
     ap.add_argument("--timeout", type=int, default=300)
     ap.add_argument("--json")
+    ap.add_argument("--trace", type=int, default=0,
+                    help="also trace N steps per worker with CUPTI")
     a = ap.parse_args()
     if a.worker:
         try:
             if a.worker == "torch":
-                r = torch_worker(a.bench, a.steps, a.warmup)
+                r = torch_worker(a.bench, a.steps, a.warmup, a.trace)
             else:
-                r = jax_worker(a.bench, a.steps, a.warmup)
+                r = jax_worker(a.bench, a.steps, a.warmup, a.trace)
         except Exception as e:  # reported by the driver, with the message
             r = {"error": f"{type(e).__name__}: {str(e)[:800]}"}
         print("RESULT " + json.dumps(r), flush=True)
         return
     benches = [b for b in BENCHES if not a.only or b in a.only.split(",")]
+    if a.trace:
+        build_kernel_trace()
     fws = a.frameworks.split(",")
     results = {b: {f: [] for f in fws} for b in benches}
     for rnd in range(a.rounds):
         for b in benches:
             for f in fws:
-                r = run_worker(f, b, a.steps, a.warmup, a.timeout)
+                r = run_worker(f, b, a.steps, a.warmup, a.timeout,
+                               a.trace if rnd == a.rounds - 1 else 0)
                 results[b][f].append(r)
                 med = statistics.median(r["times"]) if "times" in r else None
                 print(f"round {rnd} {b:18s} {f:6s} "
@@ -439,6 +616,8 @@ def main():
               f"{note} {errs}")
         summary[b] = {"median_s": med, "iron_over_xla": ri, "iron_over_torch": rt,
                       "note": note, "errors": errs}
+    if a.trace:
+        print_traces(benches, fws, results)
     if a.json:
         with open(a.json, "w") as fh:
             json.dump({"summary": summary, "raw": results}, fh, indent=1)
