@@ -436,9 +436,36 @@ static void test_reduce_sources(void) {
   iron_dtype_t am16[2] = {IRON_DTYPE_BF16, IRON_DTYPE_S64};
   add_reduce("argmax_bf16", 3, d3, all, 2, am16,
              rb_argmax(IRON_DTYPE_BF16, IRON_DTYPE_S64));
+  // Column reduces split over row segments (few outputs, many rows): f32
+  // add (a layernorm's gamma gradient), ordered argmax, f16, int.
+  int64_t ln[2] = {16384, 512}, narrow_col[2] = {4096, 40};
+  iron_dtype_t f32 = IRON_DTYPE_F32;
+  const iron_dtype_t f16 = IRON_DTYPE_F16,
+                     s32 = IRON_DTYPE_S32;
+  add_reduce("reduce_split_f32", 2, ln, col0, 1, &f32,
+             rb_binary(IRON_OP_ADD, IRON_DTYPE_F32));
+  add_reduce("argmax_split", 2, narrow_col, col0, 2, am,
+             rb_argmax(IRON_DTYPE_F32, IRON_DTYPE_S32));
+  add_reduce("reduce_split_f16", 2, narrow_col, col0, 1, &f16,
+             rb_binary(IRON_OP_ADD, IRON_DTYPE_F16));
+  add_reduce("reduce_split_s32", 2, ln, col0, 1, &s32,
+             rb_binary(IRON_OP_MAXIMUM, IRON_DTYPE_S32));
+  {
+    char *src = NULL;
+    unsigned grid = 0, block = 0;
+    rb_t *b = rb_binary(IRON_OP_ADD, IRON_DTYPE_F32);
+    CHECK_OK(iron_cuda_gen_reduce("split_check", 2, ln, col0, 1, &f32,
+                                  &b->region, &src, &grid, &block));
+    // 16 tiles of 32 columns, each split into row segments.
+    CHECK(grid > 16 && grid % 16 == 0);
+    CHECK(src && strstr(src, "atomicAdd(&iop_count[tile]"));
+    CHECK(iron_cuda_reduce_threads(2, ln, col0) == (int64_t)grid * 256);
+    free(src);
+    free(b);
+  }
   // Empty reduced dims and empty outputs still generate.
   int64_t e[2] = {0, 5};
-  iron_dtype_t f32 = IRON_DTYPE_F32;
+
   add_reduce("reduce_empty_out", 2, e, big_row, 1, &f32,
              rb_binary(IRON_OP_ADD, f32));
   add_reduce("reduce_empty_red", 2, e, col0, 1, &f32,

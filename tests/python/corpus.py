@@ -416,6 +416,24 @@ def _(x):
             jnp.sum(x, axis=-1, keepdims=True))
 
 
+# Column reduces with few outputs and many rows: the CUDA device splits the
+# rows over many blocks and merges the segments in order (cuda_gen_reduce.c).
+@case("reduce_columns_split", lambda rng: (
+    rng.standard_normal((4096, 100)).astype(np.float32),
+    rng.integers(-1000, 1000, (2048, 64)).astype(np.int32),
+    rng.standard_normal((8, 700, 40)).astype(np.float32)), **ACC["f32"])
+def _(x, n, y):
+    return (jnp.sum(x, axis=0), jnp.max(x, axis=0), jnp.argmax(x, axis=0),
+            jnp.sum(n, axis=0), jnp.min(n, axis=0), jnp.sum(y, axis=(0, 1)),
+            jnp.sum(x * x, axis=0), jnp.argmin(y.reshape(-1, 40), axis=0))
+
+
+@case("reduce_columns_split_f16", lambda rng: (
+    rng.standard_normal((3000, 48)).astype(np.float16),), **ACC["f16"])
+def _(x):
+    return jnp.sum(x, axis=0), jnp.max(x, axis=0)
+
+
 @case("reduce_max_min", f32(6, 7, 8))
 def _(x):
     return jnp.max(x, axis=0), jnp.min(x, axis=(1, 2)), jnp.max(x), jnp.min(x)

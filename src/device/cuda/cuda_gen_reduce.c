@@ -3,6 +3,7 @@
 // (size-1 dims dropped, adjacent dims of the same role merged) so a
 // contiguous row reduce decomposes no index at all.
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "device/cuda/cuda_codegen.h"
@@ -178,6 +179,33 @@ static int pick_mode(int32_t rank, const int64_t *dims, const bool *reduced,
   return MODE_THREAD;
 }
 
+// Column reduces with few 32-output tiles (a layernorm's gamma/beta
+// gradients: 512 sums of 16384 rows make 16 blocks) leave most of the GPU
+// idle. They split the reduced rows into segments, one block per (tile,
+// segment): each block writes its partials to module-scope scratch, and
+// the last block of a tile to finish (a per-tile atomic counter) merges
+// the segments in order, so the result does not depend on block timing.
+// The scratch lives in the kernel's module (one stream per device runs one
+// kernel at a time, and the last block resets the counter). Returns the
+// number of segments: 1 means no split.
+#define SPLIT_TARGET_BLOCKS 512
+#define SPLIT_MIN_ROWS 256
+#define SPLIT_MAX_SCRATCH (4 << 20)
+static int64_t cols_segments(int64_t nout, int64_t nred, uint32_t num,
+                             bool splittable) {
+  int64_t ntiles = (nout + 31) / 32;
+  const char *env = getenv("IRON_CUDA_REDUCE_SPLIT");  // 0: never split
+  if (env && env[0] == '0') return 1;
+  if (!splittable || ntiles >= SPLIT_TARGET_BLOCKS / 2 ||
+      nred < 2 * SPLIT_MIN_ROWS)
+    return 1;
+  int64_t nseg = (SPLIT_TARGET_BLOCKS + ntiles - 1) / ntiles;
+  if (nseg > nred / SPLIT_MIN_ROWS) nseg = nred / SPLIT_MIN_ROWS;
+  while (nseg > 1 && nseg * ntiles * 32 * (int64_t)num * 12 > SPLIT_MAX_SCRATCH)
+    nseg /= 2;
+  return nseg < 2 ? 1 : nseg;
+}
+
 iron_status_t iron_cuda_reduce_dims(const iron_ir_op_t *op, int32_t rank,
                                     bool *out_reduced) {
   int64_t rd[IRON_MAX_RANK];
@@ -230,7 +258,10 @@ int64_t iron_cuda_reduce_threads(int32_t rank, const int64_t *dims,
   switch (pick_mode(rank, dims, reduced, nout, nred)) {
     case MODE_WARP: return nout * 32;
     case MODE_BLOCK: return nout * 256;
-    case MODE_COLS: return (nout + 31) / 32 * 256;
+    case MODE_COLS:
+      // Real scalar types (the split's precondition) are not known here:
+      // count the split that a real reduce would get.
+      return (nout + 31) / 32 * 256 * cols_segments(nout, nred, 1, true);
     default: return nout;
   }
 }
@@ -278,6 +309,11 @@ iron_status_t iron_cuda_gen_reduce_fused(
   // its first argument) must see the elements in order.
   bool ordered = !single_op_body(body, num);
   int mode = pick_mode(rank, dims, reduced, nout, nred);
+  bool splittable = true;  // partials of real scalar types
+  for (uint32_t i = 0; i < num; ++i)
+    if (ty[i].is_complex) splittable = false;
+  int64_t nseg =
+      mode == MODE_COLS ? cols_segments(nout, nred, num, splittable) : 1;
   iron_cuda_text_t t;
   iron_cuda_text_init(&t);
   // A fused reduce's producers use the element-wise prelude, whose first
@@ -291,6 +327,16 @@ iron_status_t iron_cuda_gen_reduce_fused(
   if (st) {
     iron_cuda_text_free(&t);
     return st;
+  }
+  const int64_t ntiles = (nout + 31) / 32;
+  if (nseg > 1) {
+    for (uint32_t i = 0; i < num; ++i)
+      iron_cuda_text_printf(&t, "__device__ %s iop_part%u[%lld];\n",
+                            ty[i].comp, i, (long long)(nseg * ntiles * 32));
+    iron_cuda_text_printf(&t,
+                          "__device__ int iop_phave[%lld];\n"
+                          "__device__ unsigned iop_count[%lld];\n",
+                          (long long)(nseg * ntiles * 32), (long long)ntiles);
   }
   iron_cuda_text_printf(&t,
                         "extern \"C\" __global__ void __launch_bounds__(256) "
@@ -316,7 +362,84 @@ iron_status_t iron_cuda_gen_reduce_fused(
       iron_cuda_text_printf(&t, "const %s *init%u = (const %s *)fin%u;\n",
                             ty[i].store, i, ty[i].store, fz->init_inputs[i]);
   int64_t blocks;
-  if (mode == MODE_COLS) {
+  if (mode == MODE_COLS && nseg > 1) {
+    // One block per (tile, segment); 8 slices of the segment per block as
+    // in the unsplit tiles, then the segments merge in the tile's last
+    // block (see cols_segments).
+    int64_t seg = (nred + nseg - 1) / nseg;
+    int64_t chunk = (seg + 7) / 8;
+    const long long np = (long long)(ntiles * 32);
+    iron_cuda_text_printf(
+        &t,
+        "const int lane = threadIdx.x & 31, ty = threadIdx.x >> 5;\n"
+        "__shared__ int sh_have[8][32];\n__shared__ int sh_last;\n");
+    for (uint32_t i = 0; i < num; ++i)
+      iron_cuda_text_printf(&t, "__shared__ %s sh%u[8][32];\n", ty[i].comp,
+                            i);
+    iron_cuda_text_printf(
+        &t,
+        "const iop_s64 tile = blockIdx.x / %lldLL, sg = blockIdx.x %% %lldLL;\n"
+        "const iop_s64 o = tile * 32 + lane;\n"
+        "int have = 0;\n",
+        (long long)nseg, (long long)nseg);
+    for (uint32_t i = 0; i < num; ++i)
+      iron_cuda_text_printf(&t, "%s acc%u = %s{};\n", ty[i].comp, i,
+                            ty[i].comp);
+    iron_cuda_text_printf(&t, "if (o < %lldLL) {\niop_s64 base = 0;\n",
+                          (long long)nout);
+    emit_offset(&t, &kept, "o", "base");
+    iron_cuda_text_printf(
+        &t,
+        "const iop_s64 s1 = sg * %lldLL + %lldLL < %lldLL ? sg * %lldLL + "
+        "%lldLL : %lldLL;\n"
+        "const iop_s64 r0 = sg * %lldLL + (iop_s64)ty * %lldLL;\n"
+        "const iop_s64 r1 = r0 + %lldLL < s1 ? r0 + %lldLL : s1;\n"
+        "for (iop_s64 r = r0; r < r1; ++r) {\n",
+        (long long)seg, (long long)seg, (long long)nred, (long long)seg,
+        (long long)seg, (long long)nred, (long long)seg, (long long)chunk,
+        (long long)chunk, (long long)chunk);
+    emit_load_fold(&t, num, ty, &red, true, fz);
+    iron_cuda_text_printf(&t, "}\n}\nsh_have[ty][lane] = have;\n");
+    for (uint32_t i = 0; i < num; ++i)
+      iron_cuda_text_printf(&t, "sh%u[ty][lane] = acc%u;\n", i, i);
+    iron_cuda_text_printf(&t,
+                          "__syncthreads();\n"
+                          "if (ty == 0) {\nhave = 0;\n"
+                          "for (int w = 0; w < 8; ++w) {\n");
+    for (uint32_t i = 0; i < num; ++i)
+      iron_cuda_text_printf(&t, "%s z%u = sh%u[w][lane];\n", ty[i].comp, i, i);
+    emit_merge(&t, num, ty, "z", "sh_have[w][lane]");
+    iron_cuda_text_printf(&t, "}\n");
+    for (uint32_t i = 0; i < num; ++i)
+      iron_cuda_text_printf(&t, "iop_part%u[sg * %lldLL + o] = acc%u;\n", i,
+                            np, i);
+    // Publish the partials before counting this block in.
+    iron_cuda_text_printf(
+        &t,
+        "iop_phave[sg * %lldLL + o] = have;\n"
+        "__threadfence();\n}\n"
+        "__syncthreads();\n"
+        "if (threadIdx.x == 0) sh_last = atomicAdd(&iop_count[tile], 1u) == "
+        "%lluu;\n"
+        "__syncthreads();\n"
+        "if (!sh_last) return;\n"
+        "__threadfence();\n"
+        // This block never read the other blocks' partials before, so no
+        // stale copy of them can sit in its L1.
+        "if (ty == 0 && o < %lldLL) {\nhave = 0;\n"
+        "for (iop_s64 q = 0; q < %lldLL; ++q) {\n",
+        np, (unsigned long long)(nseg - 1), (long long)nout, (long long)nseg);
+    for (uint32_t i = 0; i < num; ++i)
+      iron_cuda_text_printf(&t, "%s z%u = iop_part%u[q * %lldLL + o];\n",
+                            ty[i].comp, i, i, np);
+    char yh[64];
+    snprintf(yh, sizeof(yh), "iop_phave[q * %lldLL + o]", np);
+    emit_merge(&t, num, ty, "z", yh);
+    iron_cuda_text_printf(&t, "}\n");
+    emit_finish(&t, num, ty);
+    iron_cuda_text_printf(&t, "}\nif (threadIdx.x == 0) iop_count[tile] = 0;\n}\n");
+    blocks = ntiles * nseg;
+  } else if (mode == MODE_COLS) {
     // Column tiles: 32 consecutive outputs (lanes; the innermost kept dim
     // has stride 1, so loads coalesce) x 8 slices of the reduced elements,
     // each slice a contiguous chunk; slices merge in order.
