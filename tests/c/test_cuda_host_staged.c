@@ -382,6 +382,8 @@ static void test_callback_runs(void) {
   iron_executable_release(exe);
 }
 
+static iron_ir_module_t *build_cholesky(void);
+
 static void test_disabled(void) {
   setenv("IRON_CUDA_HOST_STAGED", "0", 1);
   iron_executable_t *exe = NULL;
@@ -397,6 +399,13 @@ static void test_disabled(void) {
   CHECK_EQ_INT(iron_status_code(st), IRON_STATUS_UNIMPLEMENTED);
   CHECK(st && strstr(iron_status_message(st),
                      "tridiagonal_solve_perturbed_ffi"));
+  CHECK(st && strstr(iron_status_message(st), "IRON_CUDA_HOST_STAGED=0"));
+  iron_status_free(st);
+  CHECK(exe == NULL);
+  // An op kind the CUDA table stages (no custom call).
+  st = compile_on_fake(build_cholesky(), &exe);
+  CHECK_EQ_INT(iron_status_code(st), IRON_STATUS_UNIMPLEMENTED);
+  CHECK(st && strstr(iron_status_message(st), "stablehlo.cholesky"));
   CHECK(st && strstr(iron_status_message(st), "IRON_CUDA_HOST_STAGED=0"));
   iron_status_free(st);
   CHECK(exe == NULL);
@@ -498,8 +507,8 @@ static void test_tridiag_staged(void) {
   iron_executable_release(exe);
 }
 
-// stablehlo.cholesky (lower) of a 3x3 SPD f64 matrix.
-static void test_cholesky_staged(void) {
+// stablehlo.cholesky (lower) of a 3x3 f64 matrix.
+static iron_ir_module_t *build_cholesky(void) {
   iron_ir_module_t *m = iron_ir_builder_module_create("jit_chol", 2);
   int64_t dims[2] = {3, 3};
   const iron_ir_type_t *t = iron_ir_builder_tensor_type(m, IRON_DTYPE_F64, 2,
@@ -512,6 +521,12 @@ static void test_cholesky_staged(void) {
   iron_ir_builder_attr(m, op, "lower", iron_ir_builder_attr_bool(m, true));
   iron_ir_value_t *rv = &op->results[0];
   iron_ir_builder_return(m, f, b, IRON_OP_FUNC_RETURN, 1, &rv);
+  return m;
+}
+
+static void test_cholesky_staged(void) {
+  int64_t dims[2] = {3, 3};
+  iron_ir_module_t *m = build_cholesky();
   iron_executable_t *exe = NULL;
   CHECK_OK(compile_on_fake(m, &exe));
   if (!exe) return;
