@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
 # The CUDA device's test run on the GPU machine: builds this tree with CMake,
-# runs the GPU C tests, the jax smoke test, then the pytest corpus and the
-# op-conformance suite with IRON_DEVICE=cuda (every program on the GPU,
-# compared with XLA:CPU). Prints each runner's "N passed, N failed".
-# Usage (through the device tool): scripts/cuda_tests.sh [corpus|conformance|all]
+# runs the GPU C tests, the jax smoke test, then the pytest corpus, the
+# host-staged steps (callbacks and linalg: test_cuda_host_staged.py,
+# test_callbacks.py, test_linalg*.py) and the op-conformance suite with
+# IRON_DEVICE=cuda (every program on the GPU, compared with XLA:CPU). Prints
+# each runner's "N passed, N failed".
+# Usage (through the device tool):
+#   scripts/cuda_tests.sh [corpus|staged|conformance|all]
 # Logs go under $OUT when set. PYTEST_TIMEOUT bounds each pytest stage.
 set -uo pipefail
 what=${1:-all}
@@ -24,6 +27,8 @@ export IRON_CACHE_DIR=${IRON_CACHE_DIR:-$root/build-dev/kcache}
 rc=0
 echo "== test_cuda_device"
 build-dev/tests/test_cuda_device 2>&1 | tail -5 || rc=1
+echo "== test_cuda_host_staged"
+build-dev/tests/test_cuda_host_staged 2>&1 | tail -5 || rc=1
 echo "== tests/cuda/smoke.py"
 IRON_DEVICE=cuda JAX_PLATFORMS=iron,cpu timeout 120 python3 tests/cuda/smoke.py 2>&1 | tail -8 || rc=1
 T=${PYTEST_TIMEOUT:-280}
@@ -32,6 +37,14 @@ if [ "$what" = all ] || [ "$what" = corpus ]; then
   IRON_DEVICE=cuda JAX_PLATFORMS=iron,cpu timeout "$T" python3 -m pytest \
     tests/python/test_corpus.py tests/python/test_mlp.py -q -p no:cacheprovider \
     -rf --tb=line 2>&1 | tee "$out/corpus_cuda.txt" | grep -v "^\.\|^F\|^s" | tail -60
+fi
+if [ "$what" = all ] || [ "$what" = staged ]; then
+  echo "== pytest host-staged steps (callbacks, linalg) on cuda"
+  IRON_DEVICE=cuda JAX_PLATFORMS=iron,cpu timeout "$T" python3 -m pytest \
+    tests/python/test_cuda_host_staged.py tests/python/test_callbacks.py \
+    tests/python/test_linalg.py tests/python/test_linalg_lowp.py -q \
+    -p no:cacheprovider -rf --tb=line 2>&1 | tee "$out/staged_cuda.txt" |
+    grep -v "^\.\|^F\|^s" | tail -60
 fi
 if [ "$what" = all ] || [ "$what" = conformance ]; then
   echo "== conformance on cuda"

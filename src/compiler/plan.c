@@ -509,11 +509,18 @@ static iron_status_t plan_op(scope_t *sc, const iron_ir_op_t *op,
       // Targets with a host kernel of their own (host callbacks).
       custom_kernel = iron_host_callback_kernel_for_target(target);
       if (custom_kernel) {
-        if (scope_device(sc) && scope_device(sc)->vtable->mem_alloc)
-          return iron_ir_op_unimplemented(
-              op, "for target \"%s\" on the %s device (host callbacks run "
-                  "on the host device only)",
-              target, scope_device(sc)->vtable->kind);
+        iron_device_t *cdev = scope_device(sc);
+        if (cdev && cdev->vtable->mem_alloc) {
+          // The host kernel cannot read device memory: such a device runs
+          // callbacks with its own custom_call kernel (CUDA: a host-staged
+          // step, cuda_host_staged.c), whose prepare may still refuse them.
+          custom_kernel = NULL;
+          if (!lookup_kernel_on(cdev, op->kind))
+            return iron_ir_op_unimplemented(
+                op, "for target \"%s\" on the %s device (host callbacks run "
+                    "on the host device only)",
+                target, cdev->vtable->kind);
+        }
         plan->has_host_callbacks = true;
         s->kind = IRON_STEP_KERNEL;
         break;
