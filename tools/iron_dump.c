@@ -1,24 +1,34 @@
 // iron-dump: prints the iron IR of a StableHLO portable artifact.
-//   iron-dump [--locations] FILE
+//   iron-dump [--locations] [--fuse-cuda] FILE
+// --fuse-cuda prints the module as the CUDA device plans it: after tuple
+// forwarding and the fusion pass with the CUDA device's predicate (each
+// iron.fusion becomes one kernel), so kernel counts per loop body can be
+// read without a GPU.
 // Exit status 1 with the reader's error on stderr for unreadable input.
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "compiler/fuse.h"
+#include "compiler/tuple_forward.h"
+#include "device/cuda/cuda_device.h"
 #include "ir/ir.h"
 #include "stablehlo/reader.h"
 
 static int usage(void) {
-  fprintf(stderr, "usage: iron-dump [--locations] FILE\n");
+  fprintf(stderr, "usage: iron-dump [--locations] [--fuse-cuda] FILE\n");
   return 2;
 }
 
 int main(int argc, char **argv) {
   iron_ir_print_options_t opts = {false};
   const char *path = NULL;
+  bool fuse_cuda = false;
   for (int i = 1; i < argc; ++i) {
     if (strcmp(argv[i], "--locations") == 0)
       opts.print_locations = true;
+    else if (strcmp(argv[i], "--fuse-cuda") == 0)
+      fuse_cuda = true;
     else if (argv[i][0] == '-' && argv[i][1] != '\0')
       return usage();
     else if (!path)
@@ -61,6 +71,18 @@ int main(int argc, char **argv) {
     fprintf(stderr, "iron-dump: %s: %s\n", path, iron_status_message(st));
     iron_status_free(st);
     return 1;
+  }
+  if (fuse_cuda) {
+    st = iron_compiler_tuple_forward(m);
+    int n = 0;
+    if (!st) st = iron_compiler_fuse(m, iron_cuda_fusable, &n);
+    if (st) {
+      fprintf(stderr, "iron-dump: %s: %s\n", path, iron_status_message(st));
+      iron_status_free(st);
+      iron_ir_module_destroy(m);
+      return 1;
+    }
+    fprintf(stderr, "iron-dump: %d fusions\n", n);
   }
   iron_ir_module_print(m, &opts, stdout);
   iron_ir_module_destroy(m);
