@@ -370,7 +370,11 @@ static iron_status_t fuse_block(fuse_ctx_t *c, iron_ir_block_t *blk) {
         groups[g].parent = g;
       }
       groups[g].size++;
-      if (op->kind != IRON_OP_BROADCAST_IN_DIM && op->kind != IRON_OP_CONVERT)
+      // Moving data alone (broadcasts, converts, slices, transposes) is not
+      // worth a fused kernel: the device's own kernels do it.
+      if (op->kind != IRON_OP_BROADCAST_IN_DIM && op->kind != IRON_OP_CONVERT &&
+          op->kind != IRON_OP_SLICE && op->kind != IRON_OP_TRANSPOSE &&
+          op->kind != IRON_OP_DYNAMIC_SLICE)
         groups[g].non_broadcast++;
       groups[g].last = i;
       op_group[i] = g;

@@ -699,6 +699,34 @@ def _(x):
     return lax.fori_loop(0, 10, body, jnp.zeros(4, jnp.float32))
 
 
+# Slices, transposes and dynamic slices of inputs that feed element-wise ops
+# fuse into the consumer's kernel on CUDA as indexed loads.
+@case("slice_transpose_fused", lambda rng: (
+    rng.standard_normal((6, 10)).astype(np.float32),
+    rng.standard_normal((10, 6)).astype(np.float32),
+    rng.standard_normal((3, 4, 5)).astype(np.float32),
+    rng.integers(-50, 50, (7, 12)).astype(np.int32)))
+def _(x, y, z, n):
+    return (x[:, 2:8] * 2.0 + y[1:7, ::1].T[:, :6],
+            x[::2, 1::3] - jnp.tanh(x[1::2, 0:9:3]),
+            jnp.transpose(z, (1, 0, 2)) * 3.0 + 1.0,
+            jnp.transpose(z, (2, 1, 0)) + jnp.transpose(z, (2, 1, 0))[::-1],
+            n[1:6, 3:9] * n[2:7, 0:6] + 7)
+
+
+@case("dynamic_slice_fused", lambda rng: (
+    rng.standard_normal((8, 9)).astype(np.float32),
+    rng.standard_normal((3, 4)).astype(np.float32),
+    *int_scalars(2, 3, 7, -4),
+    np.asarray(6, np.uint32), np.asarray(200, np.uint8)))
+def _(x, y, i, j, k, m, u, b):
+    # In-range, clamped (k=7, m=-4) and unsigned (u, b) start indices.
+    return (lax.dynamic_slice(x, (i, j), (3, 4)) * y + 1.0,
+            jnp.exp(lax.dynamic_slice(x, (k, m), (3, 4))) - y,
+            lax.dynamic_slice(x, (u, u - 5), (3, 4)) + lax.dynamic_slice(x, (j, i), (3, 4)),
+            lax.dynamic_slice(x[0], (b,), (4,)) * 2.0)
+
+
 @case("dynamic_update_index_i32", lambda rng: (
     np.arange(12, dtype=np.int32).reshape(3, 4), *int_scalars(2, 99)))
 def _(x, i, v):

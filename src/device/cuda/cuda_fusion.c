@@ -773,10 +773,18 @@ bool iron_cuda_fusion_op_supported(iron_op_kind_t kind) {
     case IRON_OP_COMPARE: case IRON_OP_SELECT: case IRON_OP_CLAMP:
     case IRON_OP_CONVERT: case IRON_OP_CONSTANT:
     case IRON_OP_BROADCAST_IN_DIM: case IRON_OP_IOTA: case IRON_OP_RESHAPE:
+    case IRON_OP_SLICE: case IRON_OP_TRANSPOSE: case IRON_OP_DYNAMIC_SLICE:
       return true;
     default:
       return false;
   }
+}
+
+// slice, transpose and dynamic_slice read their operand (a fusion input)
+// at other coordinates: indexed loads (gen_indexed_load).
+static bool is_indexed_load(iron_op_kind_t k) {
+  return k == IRON_OP_SLICE || k == IRON_OP_TRANSPOSE ||
+         k == IRON_OP_DYNAMIC_SLICE;
 }
 
 // The argument text of operand value `v` for op kind k (flush wrapper).
@@ -813,7 +821,9 @@ static iron_status_t arg_text(fz_gen_t *g, const iron_ir_op_t *op,
 static bool needs_coords(const iron_cuda_fusion_t *f) {
   for (uint32_t i = 0; i < f->num_ops; ++i) {
     iron_op_kind_t k = f->ops[i]->kind;
-    if (k == IRON_OP_BROADCAST_IN_DIM || k == IRON_OP_IOTA) return true;
+    if (k == IRON_OP_BROADCAST_IN_DIM || k == IRON_OP_IOTA ||
+        is_indexed_load(k))
+      return true;
   }
   return false;
 }
@@ -885,6 +895,113 @@ static iron_status_t check_same_operand_dtypes(const iron_ir_op_t *op,
   return IRON_OK;
 }
 
+// slice, transpose or dynamic_slice of a fusion input: one load at the
+// element's coordinates mapped into the operand. The operand has another
+// shape than the group (iron_cuda_fusable), so fuse.c never computes it
+// inside the fusion; a computed operand is refused.
+static iron_status_t gen_indexed_load(fz_gen_t *g, const iron_ir_op_t *op,
+                                      uint32_t index, const char *var) {
+  const iron_ir_value_t *src = op->operands[0];
+  const iron_ir_type_t *st = src->type, *rt = op->results[0].type;
+  iron_op_kind_t k = op->kind;
+  if (st->dtype != rt->dtype || st->rank != rt->rank)
+    return IRON_ERR(INVALID_ARGUMENT, "%s: operand and result differ in "
+                    "dtype or rank", op->name);
+  if (!dims_equal(g, rt))
+    return iron_ir_op_unimplemented(op, "in a CUDA fusion of another shape");
+  int input = -1;
+  for (uint32_t i = 0; i < g->f->num_inputs; ++i)
+    if (g->f->inputs[i] == src) input = (int)i;
+  if (input < 0)
+    return iron_ir_op_unimplemented(op, "in a CUDA fusion of a computed "
+                                        "value");
+  const int32_t r = st->rank;
+  int64_t istr[IRON_MAX_RANK];
+  int64_t s = 1;
+  for (int32_t d = r - 1; d >= 0; --d) {
+    istr[d] = s;
+    s *= st->dims[d];
+  }
+  int64_t a0[IRON_MAX_RANK], a1[IRON_MAX_RANK], a2[IRON_MAX_RANK];
+  uint32_t n0 = 0, n1 = 0, n2 = 0;
+  if (k == IRON_OP_SLICE) {
+    IRON_RETURN_IF_ERROR_PLAIN(
+        iron_ir_op_i64_list(op, "start_indices", a0, IRON_MAX_RANK, &n0));
+    IRON_RETURN_IF_ERROR_PLAIN(
+        iron_ir_op_i64_list(op, "strides", a2, IRON_MAX_RANK, &n2));
+    if ((int32_t)n0 != r || (int32_t)n2 != r)
+      return IRON_ERR(INVALID_ARGUMENT, "%s: attribute lengths", op->name);
+  } else if (k == IRON_OP_TRANSPOSE) {
+    IRON_RETURN_IF_ERROR_PLAIN(
+        iron_ir_op_i64_list(op, "permutation", a1, IRON_MAX_RANK, &n1));
+    if ((int32_t)n1 != r)
+      return IRON_ERR(INVALID_ARGUMENT, "%s: permutation length", op->name);
+    for (int32_t d = 0; d < r; ++d)
+      if (a1[d] < 0 || a1[d] >= r)
+        return IRON_ERR(INVALID_ARGUMENT, "%s: bad permutation", op->name);
+  } else {
+    IRON_RETURN_IF_ERROR_PLAIN(
+        iron_ir_op_i64_list(op, "slice_sizes", a0, IRON_MAX_RANK, &n0));
+    if ((int32_t)n0 != r || op->num_operands != 1 + (uint32_t)r)
+      return IRON_ERR(INVALID_ARGUMENT, "%s: slice_sizes or start count",
+                      op->name);
+    for (int32_t d = 0; d < r; ++d) {
+      const iron_ir_value_t *sv = op->operands[1 + d];
+      if (!fz_name(g, sv) || sv->type->rank != 0 || !is_int(sv->type->dtype) ||
+          a0[d] < 0 || a0[d] > st->dims[d])
+        return iron_ir_op_unimplemented(op, "in a CUDA fusion with start "
+                                            "index %d of this kind", d);
+    }
+  }
+  iron_cuda_src_t ix;
+  iron_cuda_src_init(&ix);
+  iron_cuda_src_printf(&ix, "0LL");
+  if (k == IRON_OP_SLICE) {
+    for (int32_t d = 0; d < r; ++d)
+      iron_cuda_src_printf(&ix, " + ((long long)c%d * %lldLL + %lldLL) * %lldLL",
+                           d, (long long)a2[d], (long long)a0[d],
+                           (long long)istr[d]);
+  } else if (k == IRON_OP_TRANSPOSE) {
+    for (int32_t d = 0; d < r; ++d)
+      iron_cuda_src_printf(&ix, " + (long long)c%d * %lldLL", d,
+                           (long long)istr[a1[d]]);
+  } else {
+    for (int32_t d = 0; d < r; ++d) {
+      const iron_ir_value_t *sv = op->operands[1 + d];
+      const char *sn = fz_name(g, sv);
+      // Clamped as XLA does; u64 values past INT64_MAX clamp high.
+      long long hi = (long long)(st->dims[d] - a0[d]);
+      if (sv->type->dtype == IRON_DTYPE_U64)
+        iron_cuda_src_printf(g->s,
+                             "    long long %s_s%d = (unsigned long long)%s > "
+                             "%lldULL ? %lldLL : (long long)%s;\n",
+                             var, d, sn, hi, hi, sn);
+      else
+        iron_cuda_src_printf(g->s, "    long long %s_s%d = (long long)%s;\n",
+                             var, d, sn);
+      iron_cuda_src_printf(g->s,
+                           "    %s_s%d = %s_s%d < 0 ? 0 : %s_s%d > %lldLL ? "
+                           "%lldLL : %s_s%d;\n",
+                           var, d, var, d, var, d, hi, hi, var, d);
+      iron_cuda_src_printf(&ix, " + (%s_s%d + (long long)c%d) * %lldLL", var,
+                           d, d, (long long)istr[d]);
+    }
+  }
+  char *ixs = NULL;
+  IRON_RETURN_IF_ERROR_PLAIN(iron_cuda_src_finish(&ix, &ixs));
+  size_t cap = strlen(ixs) + 32;
+  char *lv = malloc(cap);
+  if (!lv) {
+    free(ixs);
+    return IRON_ERR(RESOURCE_EXHAUSTED, "out of memory (fusion)");
+  }
+  snprintf(lv, cap, "in%d[%s]", input, ixs);
+  free(ixs);
+  emit_load(g->s, rt->dtype, var, lv);
+  free(lv);
+  return fz_add(g, &op->results[0], "v%u", index);
+}
+
 static iron_status_t gen_op(fz_gen_t *g, const iron_ir_op_t *op,
                             uint32_t index) {
   iron_op_kind_t k = op->kind;
@@ -913,6 +1030,7 @@ static iron_status_t gen_op(fz_gen_t *g, const iron_ir_op_t *op,
   if (!st_ctype(out)) return refuse_dtype(g, op, out);
   char var[24];
   snprintf(var, sizeof(var), "v%u", index);
+  if (is_indexed_load(k)) return gen_indexed_load(g, op, index, var);
   char a[3][256];
   fz_expr_t ex;
   fz_expr_t *e = &ex;
@@ -1138,7 +1256,10 @@ static bool input_read_directly(const iron_cuda_fusion_t *f, uint32_t i) {
   for (uint32_t o = 0; o < f->num_ops; ++o) {
     const iron_ir_op_t *op = f->ops[o];
     if (op->kind == IRON_OP_BROADCAST_IN_DIM) continue;
-    for (uint32_t k = 0; k < op->num_operands; ++k) {
+    // The operand of an indexed load is read at its own indices (a
+    // dynamic_slice's start indices are read directly).
+    for (uint32_t k = is_indexed_load(op->kind) ? 1 : 0; k < op->num_operands;
+         ++k) {
       if (op->operands[k] == v) return true;
     }
   }

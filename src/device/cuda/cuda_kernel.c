@@ -56,8 +56,65 @@ static bool reduce_fusable(const iron_ir_op_t *op) {
              kFuseReduceMinThreads;
 }
 
+// slice, transpose and dynamic_slice fuse as indexed loads of a fusion
+// input (cuda_fusion.c gen_indexed_load). Their operand must have another
+// shape than their result, so that fuse.c (one shape per group) never puts
+// it inside the same fusion. A transpose that moves the innermost dim reads
+// its input uncoalesced: it fuses only when the operand is small enough to
+// stay in L2; larger ones keep the tiled transpose kernel.
+enum { kFuseTransposeMaxBytes = 4 << 20 };
+static bool indexed_load_fusable(const iron_ir_op_t *op) {
+  const char *e = getenv("IRON_CUDA_FUSE_SLICES");  // compile time only
+  if (e && strcmp(e, "0") == 0) return false;
+  if (op->num_operands < 1 || op->num_results != 1) return false;
+  const iron_ir_type_t *in = op->operands[0]->type, *out = op->results[0].type;
+  if (!tensor_ok(in) || !tensor_ok(out) || !iron_ir_type_is_static(in) ||
+      !iron_ir_type_is_static(out) || in->rank != out->rank ||
+      in->dtype != out->dtype)
+    return false;
+  bool same = true;
+  for (int32_t d = 0; d < in->rank; ++d) same = same && in->dims[d] == out->dims[d];
+  if (same) return false;
+  if (op->kind == IRON_OP_TRANSPOSE) {
+    int64_t perm[IRON_MAX_RANK];
+    uint32_t np = 0;
+    iron_status_t st =
+        iron_ir_op_i64_list(op, "permutation", perm, IRON_MAX_RANK, &np);
+    if (st) {
+      iron_status_free(st);
+      return false;
+    }
+    size_t bytes;
+    bool inner_kept = np > 0 && perm[np - 1] == (int64_t)np - 1;
+    if (!inner_kept && (!iron_ir_type_byte_size(in, &bytes) ||
+                        bytes > kFuseTransposeMaxBytes))
+      return false;
+  }
+  if (op->kind == IRON_OP_DYNAMIC_SLICE) {
+    if (op->num_operands != 1 + (uint32_t)in->rank) return false;
+    for (uint32_t i = 1; i < op->num_operands; ++i) {
+      const iron_ir_type_t *t = op->operands[i]->type;
+      switch (t->kind == IRON_TYPE_TENSOR && t->rank == 0 ? t->dtype
+                                                          : IRON_DTYPE_INVALID) {
+        case IRON_DTYPE_S8: case IRON_DTYPE_S16: case IRON_DTYPE_S32:
+        case IRON_DTYPE_S64: case IRON_DTYPE_U8: case IRON_DTYPE_U16:
+        case IRON_DTYPE_U32: case IRON_DTYPE_U64:
+          break;
+        default:
+          return false;
+      }
+    }
+  } else if (op->num_operands != 1) {
+    return false;
+  }
+  return true;
+}
+
 bool iron_cuda_fusable(const iron_ir_op_t *op) {
   if (op->kind == IRON_OP_REDUCE) return reduce_fusable(op);
+  if (op->kind == IRON_OP_SLICE || op->kind == IRON_OP_TRANSPOSE ||
+      op->kind == IRON_OP_DYNAMIC_SLICE)
+    return indexed_load_fusable(op);
   if (!iron_cuda_fusion_op_supported(op->kind) || op->num_results != 1)
     return false;
   if (op->kind == IRON_OP_CONSTANT) {
