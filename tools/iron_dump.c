@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "compiler/fuse.h"
+#include "compiler/inline.h"
 #include "compiler/tuple_forward.h"
 #include "device/cuda/cuda_device.h"
 #include "ir/ir.h"
@@ -75,6 +76,9 @@ int main(int argc, char **argv) {
   if (fuse_cuda) {
     st = iron_compiler_tuple_forward(m);
     int n = 0;
+    const char *noinline = getenv("IRON_INLINE_CALLS");
+    if (!st && !(noinline && noinline[0] == '0'))
+      st = iron_compiler_inline_calls(m, IRON_INLINE_MAX_OPS, NULL);
     if (!st) st = iron_compiler_fuse(m, iron_cuda_fusable, &n);
     if (st) {
       fprintf(stderr, "iron-dump: %s: %s\n", path, iron_status_message(st));

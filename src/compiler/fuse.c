@@ -304,6 +304,54 @@ static int32_t join_reduce(fuse_ctx_t *c, use_ctx_t *u,
   return g;
 }
 
+// Whether a and b have the same dims once their size-1 dims are dropped.
+static bool same_dims_but_units(const iron_ir_type_t *a,
+                                const iron_ir_type_t *b) {
+  if (a->kind != IRON_TYPE_TENSOR || b->kind != IRON_TYPE_TENSOR) return false;
+  int32_t i = 0, j = 0;
+  for (;;) {
+    while (i < a->rank && a->dims[i] == 1) ++i;
+    while (j < b->rank && b->dims[j] == 1) ++j;
+    if (i == a->rank || j == b->rank) return i == a->rank && j == b->rank;
+    if (a->dims[i++] != b->dims[j++]) return false;
+  }
+}
+
+typedef struct {
+  const iron_ir_value_t *v;
+  uint32_t n;
+} count_ctx_t;
+
+static void count_use(iron_ir_value_t **slot, void *arg) {
+  count_ctx_t *cc = arg;
+  if (*slot == cc->v) cc->n++;
+}
+
+// A reshape that only adds or drops size-1 dims, fed by the one member of
+// an open group that is a slice, transpose or dynamic_slice used nowhere
+// else (jax's x[i] is dynamic_slice to [1, ...] then such a reshape): the
+// group takes the reshape's shape, so that the reshape and its consumers
+// join the load (the device maps the load's coordinates over the non-unit
+// dims). Returns the group, or -1.
+static int32_t unit_reshape_group(const iron_ir_block_t *blk, use_ctx_t *u,
+                                  const iron_ir_op_t *op) {
+  if (op->kind != IRON_OP_RESHAPE || op->num_operands != 1) return -1;
+  const iron_ir_value_t *v = op->operands[0];
+  int32_t h = group_of(u, v);
+  if (h < 0 || u->groups[h].closed || u->groups[h].size != 1 ||
+      !v->def_op || v->def_op != blk->ops[u->groups[h].last])
+    return -1;
+  iron_op_kind_t k = v->def_op->kind;
+  if (k != IRON_OP_SLICE && k != IRON_OP_TRANSPOSE &&
+      k != IRON_OP_DYNAMIC_SLICE)
+    return -1;
+  if (!same_dims_but_units(v->type, op->results[0].type)) return -1;
+  count_ctx_t cc = {v, 0};
+  for (uint32_t i = 0; i < blk->num_ops; ++i)
+    each_operand(blk->ops[i], count_use, &cc);
+  return cc.n == 1 ? h : -1;
+}
+
 static iron_status_t fuse_block(fuse_ctx_t *c, iron_ir_block_t *blk) {
   // Inner blocks first (loop bodies, branches).
   for (uint32_t i = 0; i < blk->num_ops; ++i) {
@@ -350,6 +398,8 @@ static iron_status_t fuse_block(fuse_ctx_t *c, iron_ir_block_t *blk) {
       }
     } else if (fusable) {
       const iron_ir_type_t *shape = op->results[0].type;
+      int32_t lh = unit_reshape_group(blk, &u, op);
+      if (lh >= 0) groups[lh].shape = shape;  // joined below
       // Join (and merge) every open group of this shape that feeds the op.
       for (uint32_t k = 0; k < op->num_operands; ++k) {
         int32_t h = group_of(&u, op->operands[k]);

@@ -8,6 +8,7 @@
 #include <time.h>
 
 #include "compiler/fuse.h"
+#include "compiler/inline.h"
 #include "compiler/plan.h"
 #include "compiler/tuple_forward.h"
 #include "runtime/executor.h"
@@ -190,8 +191,14 @@ iron_status_t iron_executable_compile_module(
     fingerprint(mname, strlen(mname), exe->fingerprint);
   iron_status_t st = iron_compiler_tuple_forward(module);
   const char *nofuse = getenv("IRON_NO_FUSION");
-  if (!st && exe->dev->vtable->fusable &&
-      !(nofuse && nofuse[0] && nofuse[0] != '0'))
+  bool fusing = exe->dev->vtable->fusable &&
+                !(nofuse && nofuse[0] && nofuse[0] != '0');
+  // Private functions are inlined where they are called so that fusion
+  // sees across them (IRON_INLINE_CALLS=0: kept as calls).
+  const char *noinline = getenv("IRON_INLINE_CALLS");
+  if (!st && fusing && !(noinline && noinline[0] == '0'))
+    st = iron_compiler_inline_calls(module, IRON_INLINE_MAX_OPS, NULL);
+  if (!st && fusing)
     st = iron_compiler_fuse(module, exe->dev->vtable->fusable, NULL);
   if (!st) st = iron_plan_create_on(module, exe->dev, &exe->plan);
   if (st) {

@@ -907,7 +907,24 @@ static iron_status_t gen_indexed_load(fz_gen_t *g, const iron_ir_op_t *op,
   if (st->dtype != rt->dtype || st->rank != rt->rank)
     return IRON_ERR(INVALID_ARGUMENT, "%s: operand and result differ in "
                     "dtype or rank", op->name);
-  if (!dims_equal(g, rt))
+  // The load's coordinates: the group's, over the non-unit dims (fuse.c
+  // lets a load to [1, A, B] join a group of shape [A, B] through a
+  // reshape); size-1 dims are 0.
+  char cn[IRON_MAX_RANK][16];
+  int32_t j = 0;
+  for (int32_t d = 0; d < rt->rank; ++d) {
+    if (rt->dims[d] == 1) {
+      snprintf(cn[d], sizeof(cn[d]), "0");
+      continue;
+    }
+    while (j < g->rank && g->dims[j] == 1) ++j;
+    if (j == g->rank || g->dims[j] != rt->dims[d])
+      return iron_ir_op_unimplemented(op, "in a CUDA fusion of another "
+                                          "shape");
+    snprintf(cn[d], sizeof(cn[d]), "c%d", j++);
+  }
+  while (j < g->rank && g->dims[j] == 1) ++j;
+  if (j != g->rank)
     return iron_ir_op_unimplemented(op, "in a CUDA fusion of another shape");
   int input = -1;
   for (uint32_t i = 0; i < g->f->num_inputs; ++i)
@@ -958,12 +975,12 @@ static iron_status_t gen_indexed_load(fz_gen_t *g, const iron_ir_op_t *op,
   iron_cuda_src_printf(&ix, "0LL");
   if (k == IRON_OP_SLICE) {
     for (int32_t d = 0; d < r; ++d)
-      iron_cuda_src_printf(&ix, " + ((long long)c%d * %lldLL + %lldLL) * %lldLL",
-                           d, (long long)a2[d], (long long)a0[d],
+      iron_cuda_src_printf(&ix, " + ((long long)%s * %lldLL + %lldLL) * %lldLL",
+                           cn[d], (long long)a2[d], (long long)a0[d],
                            (long long)istr[d]);
   } else if (k == IRON_OP_TRANSPOSE) {
     for (int32_t d = 0; d < r; ++d)
-      iron_cuda_src_printf(&ix, " + (long long)c%d * %lldLL", d,
+      iron_cuda_src_printf(&ix, " + (long long)%s * %lldLL", cn[d],
                            (long long)istr[a1[d]]);
   } else {
     for (int32_t d = 0; d < r; ++d) {
@@ -983,8 +1000,8 @@ static iron_status_t gen_indexed_load(fz_gen_t *g, const iron_ir_op_t *op,
                            "    %s_s%d = %s_s%d < 0 ? 0 : %s_s%d > %lldLL ? "
                            "%lldLL : %s_s%d;\n",
                            var, d, var, d, var, d, hi, hi, var, d);
-      iron_cuda_src_printf(&ix, " + (%s_s%d + (long long)c%d) * %lldLL", var,
-                           d, d, (long long)istr[d]);
+      iron_cuda_src_printf(&ix, " + (%s_s%d + (long long)%s) * %lldLL", var,
+                           d, cn[d], (long long)istr[d]);
     }
   }
   char *ixs = NULL;
