@@ -10,6 +10,7 @@ typedef struct {
   bool closed;                  // a value was used outside: cannot grow
   uint32_t size, non_broadcast;
   uint32_t reduces;  // a reduce ends the group (at most one)
+  uint32_t dus;      // dynamic_update_slice roots
   uint32_t last;     // index (in the block) of the last member
 } group_t;
 
@@ -129,9 +130,11 @@ static iron_status_t make_fusion(fuse_ctx_t *c, iron_ir_block_t *blk,
       for (uint32_t j = 0; j < nin && !seen; ++j) seen = ins[j] == v;
       if (!seen) ins[nin++] = v;
     }
-    // A reduce's kernel writes all its results: each is an output.
+    // A reduce's (or dynamic_update_slice root's) kernel writes all its
+    // results: each is an output.
     for (uint32_t r = 0; r < op->num_results; ++r)
       if (op->kind == IRON_OP_REDUCE ||
+          op->kind == IRON_OP_DYNAMIC_UPDATE_SLICE ||
           (op->results[r].id < u->num_ids && u->escapes[op->results[r].id]))
         outs[nout++] = &op->results[r];
   }
@@ -281,7 +284,8 @@ static int32_t join_reduce(fuse_ctx_t *c, use_ctx_t *u,
   for (uint32_t k = 0; k < num; ++k) {
     int32_t h = group_of(u, op->operands[k]);
     if (h < 0) continue;
-    if (u->groups[h].closed || !same_shape(u->groups[h].shape, shape))
+    if (u->groups[h].closed || u->groups[h].dus ||
+        !same_shape(u->groups[h].shape, shape))
       return -1;
     bool seen = false;
     for (uint32_t j = 0; j < nfeed && !seen; ++j) seen = feed[j] == h;
@@ -300,6 +304,7 @@ static int32_t join_reduce(fuse_ctx_t *c, use_ctx_t *u,
     u->groups[g].size += h->size;
     u->groups[g].non_broadcast += h->non_broadcast;
     u->groups[g].reduces += h->reduces;
+    u->groups[g].dus += h->dus;
   }
   return g;
 }
@@ -352,6 +357,107 @@ static int32_t unit_reshape_group(const iron_ir_block_t *blk, use_ctx_t *u,
   return cc.n == 1 ? h : -1;
 }
 
+// Whether `op` keeps its operand's elements in order and only adds or drops
+// size-1 dims: a reshape, or a broadcast_in_dim that maps the operand's
+// dims in order onto equal result dims.
+static bool is_unit_reshape(const iron_ir_op_t *op) {
+  if (op->num_operands != 1 || op->num_results != 1) return false;
+  const iron_ir_type_t *in = op->operands[0]->type, *out = op->results[0].type;
+  if (!same_dims_but_units(in, out) || in->dtype != out->dtype) return false;
+  if (op->kind == IRON_OP_RESHAPE) return true;
+  if (op->kind != IRON_OP_BROADCAST_IN_DIM) return false;
+  int64_t bd[IRON_MAX_RANK];
+  uint32_t nb = 0;
+  iron_status_t st =
+      iron_ir_op_i64_list(op, "broadcast_dimensions", bd, IRON_MAX_RANK, &nb);
+  if (st) {
+    iron_status_free(st);
+    return false;
+  }
+  if (nb != (uint32_t)in->rank) return false;
+  for (uint32_t i = 0; i < nb; ++i)
+    if (bd[i] < 0 || bd[i] >= out->rank || (i && bd[i] <= bd[i - 1]) ||
+        out->dims[bd[i]] != in->dims[i])
+      return false;
+  return true;
+}
+
+typedef struct {
+  const iron_ir_value_t *v;
+  const iron_ir_op_t *user;
+  uint32_t n;
+} user_ctx_t;
+
+static void find_user(iron_ir_op_t *op, user_ctx_t *uc) {
+  for (uint32_t i = 0; i < op->num_operands; ++i)
+    if (op->operands[i] == uc->v) {
+      uc->n++;
+      uc->user = op;
+    }
+  for (uint32_t r = 0; r < op->num_regions; ++r)
+    for (uint32_t b = 0; b < op->regions[r].num_blocks; ++b) {
+      iron_ir_block_t *blk = &op->regions[r].blocks[b];
+      for (uint32_t k = 0; k < blk->num_ops; ++k) find_user(blk->ops[k], uc);
+    }
+}
+
+// The op of `blk` that uses v, when v has exactly one use there (nested
+// regions count as uses by their op), else NULL.
+static const iron_ir_op_t *single_user(const iron_ir_block_t *blk,
+                                       const iron_ir_value_t *v) {
+  user_ctx_t uc = {v, NULL, 0};
+  for (uint32_t i = 0; i < blk->num_ops && uc.n < 2; ++i) {
+    user_ctx_t one = {v, NULL, 0};
+    find_user(blk->ops[i], &one);
+    if (one.n) {
+      uc.n += one.n;
+      uc.user = blk->ops[i];
+    }
+  }
+  return uc.n == 1 ? uc.user : NULL;
+}
+
+enum { kMaxDusRoots = 16 };
+
+// A unit reshape of a value of open group h, whose only use is the update
+// operand of a dynamic_update_slice the device fuses, joins h although its
+// shape differs (jax writes a scan's per-step outputs through
+// broadcast_in_dim to [1, ...] then dynamic_update_slice). Returns h or -1.
+static int32_t unit_reshape_into_dus(fuse_ctx_t *c, const iron_ir_block_t *blk,
+                                     use_ctx_t *u, const iron_ir_op_t *op) {
+  if (!is_unit_reshape(op)) return -1;
+  int32_t h = group_of(u, op->operands[0]);
+  if (h < 0 || u->groups[h].closed || u->groups[h].reduces ||
+      !same_shape(u->groups[h].shape, op->operands[0]->type))
+    return -1;
+  const iron_ir_op_t *user = single_user(blk, &op->results[0]);
+  if (!user || user->kind != IRON_OP_DYNAMIC_UPDATE_SLICE ||
+      user->num_operands < 2 || user->operands[1] != &op->results[0] ||
+      user->operands[0] == &op->results[0] || !c->can_fuse(user))
+    return -1;
+  return h;
+}
+
+// The group a dynamic_update_slice joins as a root (the fused kernel writes
+// the update into the operand in place), or -1: the update comes from an
+// open group of its shape (directly or through a unit reshape that joined
+// it), and the operand and start indices from outside the group.
+static int32_t join_dus(fuse_ctx_t *c, use_ctx_t *u, const iron_ir_op_t *op) {
+  if (op->num_operands < 2 || op->num_results != 1 || !c->can_fuse(op))
+    return -1;
+  const iron_ir_value_t *upd = op->operands[1];
+  int32_t h = group_of(u, upd);
+  if (h < 0 || u->groups[h].closed || u->groups[h].reduces ||
+      u->groups[h].dus >= kMaxDusRoots)
+    return -1;
+  if (!same_shape(u->groups[h].shape, upd->type) &&
+      !(upd->def_op && is_unit_reshape(upd->def_op)))
+    return -1;
+  for (uint32_t k = 0; k < op->num_operands; ++k)
+    if (k != 1 && group_of(u, op->operands[k]) == h) return -1;
+  return h;
+}
+
 static iron_status_t fuse_block(fuse_ctx_t *c, iron_ir_block_t *blk) {
   // Inner blocks first (loop bodies, branches).
   for (uint32_t i = 0; i < blk->num_ops; ++i) {
@@ -385,7 +491,17 @@ static iron_status_t fuse_block(fuse_ctx_t *c, iron_ir_block_t *blk) {
                    iron_ir_type_is_static(op->results[0].type) &&
                    c->can_fuse(op);
     int32_t g = -1;
-    if (op->kind == IRON_OP_REDUCE) {
+    if (op->kind == IRON_OP_DYNAMIC_UPDATE_SLICE) {
+      g = join_dus(c, &u, op);
+      if (g >= 0) {
+        groups[g].size++;
+        groups[g].non_broadcast++;
+        groups[g].dus++;
+        groups[g].last = i;
+        op_group[i] = g;
+        if (op->results[0].id < ids) val_group[op->results[0].id] = g;
+      }
+    } else if (op->kind == IRON_OP_REDUCE) {
       g = join_reduce(c, &u, op);
       if (g >= 0) {
         groups[g].size++;
@@ -400,6 +516,8 @@ static iron_status_t fuse_block(fuse_ctx_t *c, iron_ir_block_t *blk) {
       const iron_ir_type_t *shape = op->results[0].type;
       int32_t lh = unit_reshape_group(blk, &u, op);
       if (lh >= 0) groups[lh].shape = shape;  // joined below
+      int32_t dh = lh < 0 ? unit_reshape_into_dus(c, blk, &u, op) : -1;
+      if (dh >= 0) g = dh;  // joins without taking the shape
       // Join (and merge) every open group of this shape that feeds the op.
       for (uint32_t k = 0; k < op->num_operands; ++k) {
         int32_t h = group_of(&u, op->operands[k]);
@@ -412,6 +530,7 @@ static iron_status_t fuse_block(fuse_ctx_t *c, iron_ir_block_t *blk) {
           groups[g].size += groups[h].size;
           groups[g].non_broadcast += groups[h].non_broadcast;
           groups[g].reduces += groups[h].reduces;
+          groups[g].dus += groups[h].dus;
         }
       }
       if (g < 0) {

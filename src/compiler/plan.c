@@ -261,6 +261,52 @@ static bool env_flag(const char *name) {
   return v && v[0] && strcmp(v, "0") != 0;
 }
 
+// A fusion whose result j is a dynamic_update_slice of its input k (a root
+// that the device writes in place, fuse.c) may take input k's storage for
+// result j when input k dies at this step and nothing else in the fusion
+// reads it (the kernel writes it while other threads would read it).
+static iron_status_t fusion_dus_inplace(iron_plan_t *plan,
+                                        iron_plan_step_t *s) {
+  const iron_ir_op_t *op = s->op;
+  if (op->num_regions != 1 || op->regions[0].num_blocks != 1) return IRON_OK;
+  const iron_ir_block_t *b = &op->regions[0].blocks[0];
+  if (b->num_ops == 0 || b->num_args != s->num_inputs) return IRON_OK;
+  const iron_ir_op_t *term = b->ops[b->num_ops - 1];
+  if (term->num_operands != s->num_outputs) return IRON_OK;
+  int32_t *ip = NULL;
+  for (uint32_t o = 0; o < s->num_outputs; ++o) {
+    const iron_ir_op_t *d = term->operands[o]->def_op;
+    if (!d || d->kind != IRON_OP_DYNAMIC_UPDATE_SLICE || d->num_operands < 2)
+      continue;
+    const iron_ir_value_t *x = d->operands[0];
+    if (x->def_op || x->def_block != b) continue;  // not a fusion input
+    uint32_t k = x->index, uses = 0;
+    for (uint32_t i = 0; i + 1 < b->num_ops; ++i)
+      for (uint32_t a = 0; a < b->ops[i]->num_operands; ++a)
+        if (b->ops[i]->operands[a] == x) uses++;
+    for (uint32_t a = 0; a < term->num_operands; ++a)
+      if (term->operands[a] == x) uses++;
+    if (uses != 1 || k >= s->num_inputs) continue;
+    bool dies = false, taken = false;
+    for (uint32_t f = 0; f < s->num_frees; ++f)
+      if (s->frees[f] == s->inputs[k]) dies = true;
+    for (uint32_t i = 0; i < s->num_inputs; ++i)
+      if (i != k && s->inputs[i] == s->inputs[k]) taken = true;  // passed twice
+    if (!dies || taken) continue;
+    if (!ip) {
+      ip = iron_arena_alloc_array(&plan->arena, s->num_outputs + 1,
+                                  sizeof(int32_t));
+      if (!ip) return oom();
+      for (uint32_t p = 0; p < s->num_outputs; ++p) ip[p] = -1;
+    }
+    for (uint32_t p = 0; p < o; ++p)
+      if (ip[p] == (int32_t)k) taken = true;
+    if (!taken) ip[o] = (int32_t)k;
+  }
+  if (ip) s->inplace = ip;
+  return IRON_OK;
+}
+
 // True when broadcast_in_dim `op` moves no element: as many elements in as
 // out and the operand's dims map, in order, onto the result's (every other
 // result dim is then 1), so the row-major bytes are identical.
@@ -823,6 +869,10 @@ static iron_status_t plan_block(scope_t *sc, const iron_ir_block_t *blk,
         }
       }
       s->inplace = ip;
+    } else if (s->kind == IRON_STEP_KERNEL &&
+               s->op->kind == IRON_OP_FUSION && !env_flag("IRON_NO_INPLACE")) {
+      st = fusion_dus_inplace(plan, s);
+      if (st) goto done;
     }
   }
   out->exit_frees = lists[nops];

@@ -727,6 +727,34 @@ def _(x, y, i, j, k, m, u, b):
             lax.dynamic_slice(x[0], (b,), (4,)) * 2.0)
 
 
+# dynamic_update_slice whose update is computed element-wise: on CUDA the
+# update's kernel writes it into the operand (in place when the operand
+# dies), several roots per kernel.
+@case("dynamic_update_slice_fused", lambda rng: (
+    rng.standard_normal((6, 7)).astype(np.float32),
+    rng.standard_normal((2, 3)).astype(np.float32),
+    rng.standard_normal((5, 2, 3)).astype(np.float32), *int_scalars(1, 5, -3)))
+def _(x, u, z, i, j, k):
+    a = lax.dynamic_update_slice(x, jnp.tanh(u) * 2.0, (i, j))  # j clamped
+    b = lax.dynamic_update_slice(x * 1.0, u - 1.0, (k, i))      # k clamped
+    c = lax.dynamic_update_index_in_dim(z, u * u, i + 2, 0)
+    return a, b, c, x[0] + 1.0
+
+
+@case("scan_stacked_outputs", lambda rng: (
+    rng.standard_normal((12, 4, 5)).astype(np.float32),
+    rng.standard_normal((4, 5)).astype(np.float32)))
+def _(xs, h0):
+    def cell(h, x):
+        z = jax.nn.sigmoid(x + h)
+        n = jnp.tanh(x * z - h)
+        h2 = (1.0 - z) * n + z * h
+        return h2, (z, n, h2 * 2.0)
+    h, ys = lax.scan(cell, h0, xs)
+    hr, yr = lax.scan(cell, h0, xs, reverse=True)
+    return h, ys, hr, yr
+
+
 @case("dynamic_update_index_i32", lambda rng: (
     np.arange(12, dtype=np.int32).reshape(3, 4), *int_scalars(2, 99)))
 def _(x, i, v):

@@ -822,7 +822,7 @@ static bool needs_coords(const iron_cuda_fusion_t *f) {
   for (uint32_t i = 0; i < f->num_ops; ++i) {
     iron_op_kind_t k = f->ops[i]->kind;
     if (k == IRON_OP_BROADCAST_IN_DIM || k == IRON_OP_IOTA ||
-        is_indexed_load(k))
+        is_indexed_load(k) || k == IRON_OP_DYNAMIC_UPDATE_SLICE)
       return true;
   }
   return false;
@@ -895,6 +895,51 @@ static iron_status_t check_same_operand_dtypes(const iron_ir_op_t *op,
   return IRON_OK;
 }
 
+// Names the coordinate of each dim of `t` in the group's coordinates, over
+// the non-unit dims (size-1 dims of t are "0"); false when t's non-unit
+// dims are not the group's.
+static bool map_coords(const fz_gen_t *g, const iron_ir_type_t *t,
+                       char cn[][16]) {
+  int32_t j = 0;
+  for (int32_t d = 0; d < t->rank; ++d) {
+    if (t->dims[d] == 1) {
+      snprintf(cn[d], 16, "0");
+      continue;
+    }
+    while (j < g->rank && g->dims[j] == 1) ++j;
+    if (j == g->rank || g->dims[j] != t->dims[d]) return false;
+    snprintf(cn[d], 16, "c%d", j++);
+  }
+  while (j < g->rank && g->dims[j] == 1) ++j;
+  return j == g->rank;
+}
+
+// Declares `<pre>_s<d>` = start index d of `op` (operands first..), clamped
+// so that a `part` slice fits in `full` (XLA's rule; u64 values past
+// INT64_MAX clamp high).
+static void emit_clamped_starts(fz_gen_t *g, const iron_ir_op_t *op,
+                                uint32_t first, const char *pre,
+                                const iron_ir_type_t *full,
+                                const int64_t *part) {
+  for (int32_t d = 0; d < full->rank; ++d) {
+    const iron_ir_value_t *sv = op->operands[first + (uint32_t)d];
+    const char *sn = fz_name(g, sv);
+    long long hi = (long long)(full->dims[d] - part[d]);
+    if (sv->type->dtype == IRON_DTYPE_U64)
+      iron_cuda_src_printf(g->s,
+                           "    long long %s_s%d = (unsigned long long)%s > "
+                           "%lldULL ? %lldLL : (long long)%s;\n",
+                           pre, d, sn, hi, hi, sn);
+    else
+      iron_cuda_src_printf(g->s, "    long long %s_s%d = (long long)%s;\n",
+                           pre, d, sn);
+    iron_cuda_src_printf(g->s,
+                         "    %s_s%d = %s_s%d < 0 ? 0 : %s_s%d > %lldLL ? "
+                         "%lldLL : %s_s%d;\n",
+                         pre, d, pre, d, pre, d, hi, hi, pre, d);
+  }
+}
+
 // slice, transpose or dynamic_slice of a fusion input: one load at the
 // element's coordinates mapped into the operand. The operand has another
 // shape than the group (iron_cuda_fusable), so fuse.c never computes it
@@ -911,20 +956,7 @@ static iron_status_t gen_indexed_load(fz_gen_t *g, const iron_ir_op_t *op,
   // lets a load to [1, A, B] join a group of shape [A, B] through a
   // reshape); size-1 dims are 0.
   char cn[IRON_MAX_RANK][16];
-  int32_t j = 0;
-  for (int32_t d = 0; d < rt->rank; ++d) {
-    if (rt->dims[d] == 1) {
-      snprintf(cn[d], sizeof(cn[d]), "0");
-      continue;
-    }
-    while (j < g->rank && g->dims[j] == 1) ++j;
-    if (j == g->rank || g->dims[j] != rt->dims[d])
-      return iron_ir_op_unimplemented(op, "in a CUDA fusion of another "
-                                          "shape");
-    snprintf(cn[d], sizeof(cn[d]), "c%d", j++);
-  }
-  while (j < g->rank && g->dims[j] == 1) ++j;
-  if (j != g->rank)
+  if (!map_coords(g, rt, cn))
     return iron_ir_op_unimplemented(op, "in a CUDA fusion of another shape");
   int input = -1;
   for (uint32_t i = 0; i < g->f->num_inputs; ++i)
@@ -983,26 +1015,10 @@ static iron_status_t gen_indexed_load(fz_gen_t *g, const iron_ir_op_t *op,
       iron_cuda_src_printf(&ix, " + (long long)%s * %lldLL", cn[d],
                            (long long)istr[a1[d]]);
   } else {
-    for (int32_t d = 0; d < r; ++d) {
-      const iron_ir_value_t *sv = op->operands[1 + d];
-      const char *sn = fz_name(g, sv);
-      // Clamped as XLA does; u64 values past INT64_MAX clamp high.
-      long long hi = (long long)(st->dims[d] - a0[d]);
-      if (sv->type->dtype == IRON_DTYPE_U64)
-        iron_cuda_src_printf(g->s,
-                             "    long long %s_s%d = (unsigned long long)%s > "
-                             "%lldULL ? %lldLL : (long long)%s;\n",
-                             var, d, sn, hi, hi, sn);
-      else
-        iron_cuda_src_printf(g->s, "    long long %s_s%d = (long long)%s;\n",
-                             var, d, sn);
-      iron_cuda_src_printf(g->s,
-                           "    %s_s%d = %s_s%d < 0 ? 0 : %s_s%d > %lldLL ? "
-                           "%lldLL : %s_s%d;\n",
-                           var, d, var, d, var, d, hi, hi, var, d);
+    emit_clamped_starts(g, op, 1, var, st, a0);
+    for (int32_t d = 0; d < r; ++d)
       iron_cuda_src_printf(&ix, " + (%s_s%d + (long long)%s) * %lldLL", var,
                            d, cn[d], (long long)istr[d]);
-    }
   }
   char *ixs = NULL;
   IRON_RETURN_IF_ERROR_PLAIN(iron_cuda_src_finish(&ix, &ixs));
@@ -1211,7 +1227,17 @@ static iron_status_t gen_op(fz_gen_t *g, const iron_ir_op_t *op,
     for (uint32_t i = 0; i < g->f->num_inputs; ++i) {
       if (g->f->inputs[i] == src) input = (int)i;
     }
-    if (sc == 1) {
+    bool in_order = sc == rc;  // only size-1 dims added: same linear order
+    for (uint32_t d = 1; in_order && d < nb; ++d) in_order = bd[d] > bd[d - 1];
+    if (sc != 1 && in_order) {
+      if (input >= 0) {
+        char lv[64];
+        snprintf(lv, sizeof(lv), "in%d[i]", input);
+        emit_load(g->s, out, var, lv);
+        return fz_add(g, &op->results[0], "v%u", index);
+      }
+      EXPR("%s", sn);
+    } else if (sc == 1) {
       if (input >= 0) {
         char lv[64];
         snprintf(lv, sizeof(lv), "in%d[0]", input);
@@ -1275,12 +1301,45 @@ static bool input_read_directly(const iron_cuda_fusion_t *f, uint32_t i) {
     if (op->kind == IRON_OP_BROADCAST_IN_DIM) continue;
     // The operand of an indexed load is read at its own indices (a
     // dynamic_slice's start indices are read directly).
-    for (uint32_t k = is_indexed_load(op->kind) ? 1 : 0; k < op->num_operands;
-         ++k) {
+    uint32_t first = is_indexed_load(op->kind)                      ? 1
+                     : op->kind == IRON_OP_DYNAMIC_UPDATE_SLICE ? 2
+                                                                 : 0;
+    for (uint32_t k = first; k < op->num_operands; ++k) {
       if (op->operands[k] == v) return true;
     }
   }
   return false;
+}
+
+// The dynamic_update_slice op whose result output j is, or NULL.
+static const iron_ir_op_t *dus_root(const iron_cuda_fusion_t *f, uint32_t j) {
+  const iron_ir_op_t *d = f->outputs[j]->def_op;
+  return d && d->kind == IRON_OP_DYNAMIC_UPDATE_SLICE ? d : NULL;
+}
+
+// The shape the fusion iterates over: its first output's, passing over
+// outputs that may carry extra size-1 dims (reshapes, broadcasts) and
+// dynamic_update_slice roots (the operand's shape; they write their
+// update's, which is then the space when nothing else is written).
+static const iron_ir_type_t *fusion_space(const iron_cuda_fusion_t *f) {
+  for (uint32_t j = 0; j < f->num_outputs; ++j) {
+    const iron_ir_op_t *d = f->outputs[j]->def_op;
+    if (!d || (d->kind != IRON_OP_DYNAMIC_UPDATE_SLICE &&
+               d->kind != IRON_OP_RESHAPE &&
+               d->kind != IRON_OP_BROADCAST_IN_DIM))
+      return f->outputs[j]->type;
+  }
+  for (uint32_t j = 0; j < f->num_outputs; ++j) {
+    const iron_ir_op_t *d = dus_root(f, j);
+    if (!d) continue;
+    const iron_ir_value_t *u = d->operands[1];
+    if (u->def_op && (u->def_op->kind == IRON_OP_RESHAPE ||
+                      u->def_op->kind == IRON_OP_BROADCAST_IN_DIM) &&
+        u->def_op->num_operands == 1)
+      return u->def_op->operands[0]->type;
+    return u->type;
+  }
+  return f->num_outputs ? f->outputs[0]->type : NULL;
 }
 
 iron_status_t iron_cuda_codegen_fusion(const iron_cuda_fusion_t *f,
@@ -1291,7 +1350,7 @@ iron_status_t iron_cuda_codegen_fusion(const iron_cuda_fusion_t *f,
   if (f->num_outputs == 0) {
     return IRON_ERR(INVALID_ARGUMENT, "CUDA fusion without outputs");
   }
-  const iron_ir_type_t *t0 = f->outputs[0]->type;
+  const iron_ir_type_t *t0 = fusion_space(f);
   if (!t0 || t0->kind != IRON_TYPE_TENSOR || !iron_ir_type_is_static(t0)) {
     return owner ? iron_ir_op_unimplemented(owner, "on the CUDA device for "
                                                    "a non-static result")
@@ -1340,7 +1399,7 @@ iron_status_t iron_cuda_codegen_fusion(const iron_cuda_fusion_t *f,
                  : IRON_ERR(UNIMPLEMENTED, "CUDA fusion output type");
       goto fail;
     }
-    if (type_count(t) != g.count) {
+    if (type_count(t) != g.count && !dus_root(f, j)) {
       st = IRON_ERR(INVALID_ARGUMENT,
                     "CUDA fusion: outputs have different element counts");
       goto fail;
@@ -1439,10 +1498,41 @@ iron_status_t iron_cuda_codegen_fusion(const iron_cuda_fusion_t *f,
     if (st) goto fail;
   }
   for (uint32_t o = 0; o < f->num_ops; ++o) {
+    if (f->ops[o]->kind == IRON_OP_DYNAMIC_UPDATE_SLICE) continue;  // below
     st = gen_op(&g, f->ops[o], o);
     if (st) goto fail;
   }
   for (uint32_t j = 0; j < f->num_outputs; ++j) {
+    const iron_ir_op_t *d = dus_root(f, j);
+    if (d) {
+      // The update's element goes to its place in the operand, which the
+      // output holds (in place, or copied there by iron_cuda_ew_run).
+      const iron_ir_type_t *xt = d->operands[0]->type;
+      const iron_ir_type_t *ut = d->operands[1]->type;
+      const char *n = fz_name(&g, d->operands[1]);
+      char cn[IRON_MAX_RANK][16];
+      if (!n || f->device_fn || vec || !map_coords(&g, ut, cn)) {
+        st = iron_ir_op_unimplemented(d, "in this CUDA fusion");
+        goto fail;
+      }
+      char pre[16];
+      snprintf(pre, sizeof(pre), "u%u", j);
+      iron_cuda_src_printf(&body, "    {\n");
+      emit_clamped_starts(&g, d, 2, pre, xt, ut->dims);
+      int64_t xs = 1, xstr[IRON_MAX_RANK];
+      for (int32_t k = xt->rank - 1; k >= 0; --k) {
+        xstr[k] = xs;
+        xs *= xt->dims[k];
+      }
+      char se[512];
+      store_expr(f->outputs[j]->type->dtype, n, se, sizeof(se));
+      iron_cuda_src_printf(&body, "    out%u[0LL", j);
+      for (int32_t k = 0; k < xt->rank; ++k)
+        iron_cuda_src_printf(&body, " + (%s_s%d + (long long)%s) * %lldLL",
+                             pre, k, cn[k], (long long)xstr[k]);
+      iron_cuda_src_printf(&body, "] = %s;\n    }\n", se);
+      continue;
+    }
     const char *n = fz_name(&g, f->outputs[j]);
     if (!n) {
       st = IRON_ERR(INVALID_ARGUMENT, "CUDA fusion: output %u not defined", j);
@@ -1622,7 +1712,24 @@ iron_status_t iron_cuda_fusion_prepare(iron_device_t *dev,
   }
   p->num_inputs = fusion->num_inputs;
   p->num_outputs = fusion->num_outputs;
-  p->count = type_count(fusion->outputs[0]->type);
+  p->count = type_count(fusion_space(fusion));
+  for (uint32_t j = 0; j < fusion->num_outputs; ++j) {
+    const iron_ir_op_t *d = dus_root(fusion, j);
+    if (!d) continue;
+    uint32_t k = fusion->num_inputs;
+    for (uint32_t i = 0; i < fusion->num_inputs; ++i)
+      if (fusion->inputs[i] == d->operands[0]) k = i;
+    size_t bytes = 0;
+    if (k == fusion->num_inputs || p->num_dus == 16 ||
+        !iron_ir_type_byte_size(d->operands[0]->type, &bytes)) {
+      free(p);
+      return iron_ir_op_unimplemented(d, "in this CUDA fusion");
+    }
+    p->dus_out[p->num_dus] = j;
+    p->dus_in[p->num_dus] = k;
+    p->dus_bytes[p->num_dus] = bytes;
+    p->num_dus++;
+  }
   iron_cuda_launch_dims(dev, p->count, &p->grid, &p->block);
   *out_params = p;
   return IRON_OK;
@@ -1632,6 +1739,25 @@ iron_status_t iron_cuda_ew_run(const iron_host_ctx_t *ctx, const void *params,
                                const iron_tensor_t *const *inputs,
                                iron_tensor_t *const *outputs) {
   const iron_cuda_ew_params_t *p = params;
+  iron_cuda_device_t *dev = (iron_cuda_device_t *)ctx->dev;
+  for (uint32_t k = 0; k < p->num_dus; ++k) {
+    // A dynamic_update_slice root's output starts as its operand: shared
+    // storage when the plan let it take the operand's, else a copy.
+    void *dst = outputs[p->dus_out[k]]->data;
+    const void *src = inputs[p->dus_in[k]]->data;
+    if (dst == src || p->dus_bytes[k] == 0) continue;
+    for (uint32_t i = 0; i < p->num_inputs; ++i)
+      if (inputs[i]->data == dst)
+        return IRON_ERR(INTERNAL, "CUDA fusion: output %u shares input %u's "
+                        "storage", p->dus_out[k], i);
+    IRON_RETURN_IF_ERROR_PLAIN(iron_cuda_device_enter(dev));
+    CUresult r = dev->api->cuMemcpyDtoDAsync((CUdeviceptr)dst,
+                                             (CUdeviceptr)src,
+                                             p->dus_bytes[k], dev->stream);
+    if (r != IRON_CU_SUCCESS)
+      return IRON_ERR(INTERNAL, "cuMemcpyDtoDAsync of %zu bytes failed (%d)",
+                      p->dus_bytes[k], (int)r);
+  }
   if (p->count == 0) return IRON_OK;
   void *ptrs[64];
   void *args[64];

@@ -63,6 +63,13 @@ typedef struct iron_cuda_ew_params {
   uint32_t num_inputs, num_outputs;
   int64_t count;  // iteration space
   unsigned grid, block;
+  // Fusions with dynamic_update_slice roots: output dus_out[k] is input
+  // dus_in[k] (dus_bytes[k] bytes) with the update written in place; when
+  // the runtime did not give the output that input's storage, run copies
+  // the input over first.
+  uint32_t num_dus;
+  uint32_t dus_out[16], dus_in[16];
+  size_t dus_bytes[16];
 } iron_cuda_ew_params_t;
 
 // Generates, requests (compiled at plan_finish) and builds params for a

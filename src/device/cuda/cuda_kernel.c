@@ -110,8 +110,37 @@ static bool indexed_load_fusable(const iron_ir_op_t *op) {
   return true;
 }
 
+// A dynamic_update_slice fuses as a root: the fused kernel writes its
+// update into the operand (cuda_fusion.c). Not full-size updates (those are
+// a copy) and integer scalar start indices only.
+static bool dus_fusable(const iron_ir_op_t *op) {
+  const char *e = getenv("IRON_CUDA_FUSE_SLICES");  // compile time only
+  if (e && strcmp(e, "0") == 0) return false;
+  if (op->num_operands < 2 || op->num_results != 1) return false;
+  const iron_ir_type_t *x = op->operands[0]->type, *u = op->operands[1]->type;
+  if (!tensor_ok(x) || !tensor_ok(u) || !iron_ir_type_is_static(x) ||
+      !iron_ir_type_is_static(u) || x->rank != u->rank || x->dtype != u->dtype ||
+      op->num_operands != 2 + (uint32_t)x->rank ||
+      iron_ir_type_num_elements(u) >= iron_ir_type_num_elements(x))
+    return false;
+  for (uint32_t i = 2; i < op->num_operands; ++i) {
+    const iron_ir_type_t *t = op->operands[i]->type;
+    switch (t->kind == IRON_TYPE_TENSOR && t->rank == 0 ? t->dtype
+                                                        : IRON_DTYPE_INVALID) {
+      case IRON_DTYPE_S8: case IRON_DTYPE_S16: case IRON_DTYPE_S32:
+      case IRON_DTYPE_S64: case IRON_DTYPE_U8: case IRON_DTYPE_U16:
+      case IRON_DTYPE_U32: case IRON_DTYPE_U64:
+        break;
+      default:
+        return false;
+    }
+  }
+  return true;
+}
+
 bool iron_cuda_fusable(const iron_ir_op_t *op) {
   if (op->kind == IRON_OP_REDUCE) return reduce_fusable(op);
+  if (op->kind == IRON_OP_DYNAMIC_UPDATE_SLICE) return dus_fusable(op);
   if (op->kind == IRON_OP_SLICE || op->kind == IRON_OP_TRANSPOSE ||
       op->kind == IRON_OP_DYNAMIC_SLICE)
     return indexed_load_fusable(op);
