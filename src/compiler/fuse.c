@@ -619,6 +619,11 @@ static iron_status_t fuse_block(fuse_ctx_t *c, iron_ir_block_t *blk) {
     if (groups[g].last != i) continue;
     iron_ir_op_t *fop = NULL;
     st = make_fusion(c, blk, op_group, g, &u, remap, &fop);
+    // A group none of whose values is used (dead code left by inlining a
+    // function whose results are not all used) disappears: its members
+    // compute nothing else (reduce and dynamic_update_slice results are
+    // always outputs).
+    if (!st && fop && fop->num_results == 0) continue;
     if (!st) new_ops[nn++] = fop;
   }
   if (st) goto done;
