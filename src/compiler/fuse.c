@@ -523,6 +523,11 @@ static iron_status_t fuse_block(fuse_ctx_t *c, iron_ir_block_t *blk) {
         int32_t h = group_of(&u, op->operands[k]);
         if (h < 0 || groups[h].closed || !same_shape(groups[h].shape, shape))
           continue;
+        // A member value of another shape (a dynamic_update_slice root's
+        // result, a unit reshape feeding one) is not readable inside the
+        // group: the op reads it from memory instead.
+        if (h != lh && !same_shape(op->operands[k]->type, groups[h].shape))
+          continue;
         if (g < 0) {
           g = h;
         } else if (h != g) {

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "compiler/fuse.h"
+#include "compiler/inline.h"
 #include "device/cuda/cuda_codegen.h"
 #include "device/cuda/cuda_compile.h"
 #include "device/cuda/cuda_device.h"
@@ -795,6 +796,8 @@ static void prepare_module(iron_ir_module_t *m, const char *file, void *arg) {
 static void prepare_module_fused(iron_ir_module_t *m, const char *file,
                                  void *arg) {
   corpus_run_t *r = arg;
+  // As the executable compiles for CUDA: calls inlined, then fused.
+  CHECK_OK(iron_compiler_inline_calls(m, IRON_INLINE_MAX_OPS, NULL));
   CHECK_OK(iron_compiler_fuse(m, iron_cuda_fusable, NULL));
   for (uint32_t fi = 0; fi < m->num_funcs; ++fi) {
     const iron_ir_region_t *body = &m->funcs[fi].body;

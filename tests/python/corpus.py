@@ -738,7 +738,10 @@ def _(x, u, z, i, j, k):
     a = lax.dynamic_update_slice(x, jnp.tanh(u) * 2.0, (i, j))  # j clamped
     b = lax.dynamic_update_slice(x * 1.0, u - 1.0, (k, i))      # k clamped
     c = lax.dynamic_update_index_in_dim(z, u * u, i + 2, 0)
-    return a, b, c, x[0] + 1.0
+    # The update's shape read back from the updated array, next to the
+    # update itself: the slice reads the result from memory.
+    d = a[0:2, 0:3] * jnp.tanh(u) + a[1:3, 2:5]
+    return a, b, c, x[0] + 1.0, d
 
 
 @case("scan_stacked_outputs", lambda rng: (
