@@ -284,11 +284,13 @@ iron_status_t iron_cuda_gen_reduce_fused(
   if (num == 0 || num > 8)
     return IRON_ERR(UNIMPLEMENTED, "cuda reduce of %u operands", num);
   iron_cuda_gen_type_t ty[8];
+  bool narrow = false;
   for (uint32_t i = 0; i < num; ++i) {
-    ty[i] = iron_cuda_gen_type(dtypes[i]);
-    if (!ty[i].store)
-      return IRON_ERR(UNIMPLEMENTED, "cuda reduce for dtype %s",
-                      iron_dtype_name(dtypes[i]));
+    ty[i] = iron_cuda_gen_type_narrow(dtypes[i]);
+    if (!ty[i].store || (ty[i].is_narrow && fz))
+      return IRON_ERR(UNIMPLEMENTED, "cuda reduce for dtype %s%s",
+                      iron_dtype_name(dtypes[i]), fz ? " (fused)" : "");
+    narrow = narrow || ty[i].is_narrow;
   }
   group_t kept, red;
   memset(&kept, 0, sizeof(kept));
@@ -308,7 +310,11 @@ iron_status_t iron_cuda_gen_reduce_fused(
   // strided (coalesced) elements. Any other body (argmax's NaN rule picks
   // its first argument) must see the elements in order.
   bool ordered = !single_op_body(body, num);
-  int mode = pick_mode(rank, dims, reduced, nout, nred);
+  // Narrow dtypes round every body result, so no body is associative:
+  // one thread per output folds init then the elements in order, as the
+  // host's reduce does for them (XLA's order; the host folds pairwise
+  // only past 64 elements into fewer than 64 outputs).
+  int mode = narrow ? MODE_THREAD : pick_mode(rank, dims, reduced, nout, nred);
   bool splittable = true;  // partials of real scalar types
   for (uint32_t i = 0; i < num; ++i)
     if (ty[i].is_complex) splittable = false;

@@ -187,7 +187,7 @@ static const char kPrelude[] =
 const char *iron_cuda_ops_prelude(void) { return kPrelude; }
 
 iron_cuda_gen_type_t iron_cuda_gen_type(iron_dtype_t dt) {
-  iron_cuda_gen_type_t t = {NULL, NULL, "", "", false, false, false};
+  iron_cuda_gen_type_t t = {NULL, NULL, "", "", false, false, false, false};
   switch (dt) {
     case IRON_DTYPE_PRED: t.store = t.comp = "iop_u8"; break;
     case IRON_DTYPE_S8: t.store = t.comp = "iop_s8"; t.is_signed = true; break;
@@ -234,6 +234,96 @@ iron_cuda_gen_type_t iron_cuda_gen_type(iron_dtype_t dt) {
     default: break;
   }
   return t;
+}
+
+// Narrow dtypes: ld/st macros per dtype (iron_cuda_gen_narrow_helpers).
+// Floats decode exactly to float; st rounds a float holding an f16 result
+// to f16 first (the value XLA:CPU's f16 op produced), then to the narrow
+// dtype, as the host's ew_narrow.c converts f16 -> f8 (through f64).
+typedef struct narrow_gen {
+  iron_dtype_t dt;
+  const char *ld, *st;
+} narrow_gen_t;
+static const narrow_gen_t kNarrowGen[] = {
+    {IRON_DTYPE_S4, "IOP_LD_S4", "IOP_ST_N4"},
+    {IRON_DTYPE_U4, "IOP_LD_U4", "IOP_ST_N4"},
+    {IRON_DTYPE_F8E5M2, "IOP_LD_F8E5M2", "IOP_ST_F8E5M2"},
+    {IRON_DTYPE_F8E4M3, "IOP_LD_F8E4M3", "IOP_ST_F8E4M3"},
+    {IRON_DTYPE_F8E3M4, "IOP_LD_F8E3M4", "IOP_ST_F8E3M4"},
+    {IRON_DTYPE_F8E4M3FN, "IOP_LD_F8E4M3FN", "IOP_ST_F8E4M3FN"},
+    {IRON_DTYPE_F8E4M3FNUZ, "IOP_LD_F8E4M3FNUZ", "IOP_ST_F8E4M3FNUZ"},
+    {IRON_DTYPE_F8E5M2FNUZ, "IOP_LD_F8E5M2FNUZ", "IOP_ST_F8E5M2FNUZ"},
+    {IRON_DTYPE_F8E4M3B11FNUZ, "IOP_LD_F8E4M3B11FNUZ",
+     "IOP_ST_F8E4M3B11FNUZ"},
+    {IRON_DTYPE_F4E2M1FN, "IOP_LD_F4E2M1FN", "IOP_ST_F4E2M1FN"},
+    {IRON_DTYPE_F8E8M0FNU, "iop_e8m0_ld", "iop_e8m0_st"},
+};
+
+iron_cuda_gen_type_t iron_cuda_gen_type_narrow(iron_dtype_t dt) {
+  iron_cuda_gen_type_t t = iron_cuda_gen_type(dt);
+  for (size_t i = 0; i < sizeof(kNarrowGen) / sizeof(kNarrowGen[0]); ++i) {
+    if (kNarrowGen[i].dt != dt) continue;
+    t.store = "iop_u8";
+    t.ld = kNarrowGen[i].ld;
+    t.st = kNarrowGen[i].st;
+    t.is_narrow = true;
+    if (dt == IRON_DTYPE_S4) {
+      t.comp = "iop_s8";
+      t.is_signed = true;
+    } else if (dt == IRON_DTYPE_U4) {
+      t.comp = "iop_u8";
+    } else {
+      t.comp = "float";
+      t.is_float = true;
+    }
+  }
+  return t;
+}
+
+void iron_cuda_gen_narrow_helpers(iron_cuda_text_t *t) {
+  // The element-wise prelude (a fused reduce's source holds both) defines
+  // iron_nf_*: ours are renamed iop_nf_* so the two never collide.
+  iron_cuda_text_printf(
+      t,
+      "#ifndef IOP_NARROW_HELPERS\n#define IOP_NARROW_HELPERS\n"
+      "#define iron_nf_decode iop_nf_decode\n"
+      "#define iron_nf_encode iop_nf_encode\n%s"
+      "#undef iron_nf_decode\n#undef iron_nf_encode\n"
+      // f8E8M0FNU as the element-wise prelude's iron_e8m0_ld/st (the
+      // host's ew_narrow.c: from the f32 bits of a value).
+      "__device__ __forceinline__ float iop_e8m0_ld(unsigned b) {\n"
+      "  b &= 0xffu;\n"
+      "  return __uint_as_float(b == 0xffu ? 0x7fc00000u\n"
+      "                         : b == 0 ? 0x00400000u : b << 23);\n"
+      "}\n"
+      "__device__ __forceinline__ iop_u8 iop_e8m0_st(float f) {\n"
+      "  unsigned b = __float_as_uint(f), e = (b >> 23) & 0xffu, m = b & "
+      "0x7fffffu;\n"
+      "  if ((b >> 31) || e == 0xffu || (b & 0x7fffffffu) == 0) return 0xff;\n"
+      "  if (e == 0) return m > 0x400000u ? 1 : 0;\n"
+      "  unsigned code = e + (m >= 0x400000u);\n"
+      "  return code > 254 ? 0xff : (iop_u8)code;\n"
+      "}\n"
+      "#define IOP_LD_S4(b) ((iop_s8)((((int)(b) & 0xf) ^ 8) - 8))\n"
+      "#define IOP_LD_U4(b) ((iop_u8)((int)(b) & 0xf))\n"
+      "#define IOP_ST_N4(x) ((iop_u8)((int)(x) & 0xf))\n"
+      "#define IOP_LD_NF_(b, e, m, bi, k) "
+      "((float)iop_nf_decode((unsigned)(b), e, m, bi, k))\n"
+      "#define IOP_ST_NF_(x, e, m, bi, k) ((iop_u8)iop_nf_encode("
+      "(double)iop_ld_f16(iop_st_f16(x)), e, m, bi, k))\n",
+      IRON_CUDA_NF_HELPERS);
+  for (size_t i = 0; i < sizeof(kNarrowGen) / sizeof(kNarrowGen[0]); ++i) {
+    int eb, mb, bias, kind;
+    if (!iron_cuda_nf_format(kNarrowGen[i].dt, &eb, &mb, &bias, &kind))
+      continue;
+    iron_cuda_text_printf(
+        t,
+        "#define %s(b) IOP_LD_NF_(b, %d, %d, %d, %d)\n"
+        "#define %s(x) IOP_ST_NF_(x, %d, %d, %d, %d)\n",
+        kNarrowGen[i].ld, eb, mb, bias, kind, kNarrowGen[i].st, eb, mb, bias,
+        kind);
+  }
+  iron_cuda_text_printf(t, "#endif\n");
 }
 
 // Appends `dst_comp_var = convert(src_comp_expr)` where the source is of
