@@ -1041,6 +1041,83 @@ case("f8e8m0_convert",
      [E8M0], e8m0_convert_args, x64=True)
 
 
+# Narrow dtypes as reduce / reduce_window / sort / scatter /
+# select_and_scatter values: every body op computes wide and rounds back per
+# op (XLA:CPU's normalization; the host's element-wise narrow kernels, the
+# CUDA region generator). Short rows (8): XLA:CPU, the host and CUDA fold
+# them in order. Every encoding may occur (f8E8M0FNU: but 2^-127, see
+# above), small values more often so that sums stay finite for a while.
+NARROW_VALUES = INT4 + F8 + [E8M0]
+
+
+def narrow_rand(rng, dt, shape):
+    if dt in INT4:
+        lo = -8 if dt == INT4[0] else 0
+        return rng.integers(lo, lo + 16, size=shape).astype(dt)
+    n = 16 if dt == np.dtype(ml_dtypes.float4_e2m1fn) else 256
+    lo = 1 if dt == E8M0 else 0
+    x = rng.integers(lo, n, size=shape).astype(np.uint8).view(dt)
+    if dt == E8M0:
+        return x
+    small = (rng.integers(-4, 5, size=shape) / 2.0 ** rng.integers(0, 3, size=shape))
+    return np.where(rng.random(shape) < 0.75, small.astype(dt), x)
+
+
+def narrow_reduce_args(rng, dt):
+    return (narrow_rand(rng, dt, (6, 8)), narrow_rand(rng, dt, ())[()])
+
+
+def _reduce_fns(x, i):
+    return (lax.reduce(x, i, lax.add, (1,)), lax.reduce(x, i, lax.max, (1,)),
+            lax.reduce(x, i, lax.min, (0,)),
+            lax.reduce(x, i, lambda a, b: a + b * b, (1,)),
+            lax.reduce_window(x, i, lax.add, (1, 3), (1, 2), [(0, 0), (2, 1)]),
+            lax.reduce_window(x, i, lax.max, (2, 2), (1, 1), "VALID"))
+
+
+case("narrow_reduce", lambda dt: _reduce_fns, NARROW_VALUES, narrow_reduce_args,
+     every_dtype=True)
+
+
+def narrow_sort_args(rng, dt):
+    return (narrow_rand(rng, dt, (3, 40)),)
+
+
+case("narrow_sort",
+     lambda dt: lambda x: (lax.sort(x), lax.sort(x, dimension=0),
+                           lax.sort((x, lax.broadcasted_iota(np.int32, x.shape, 1)),
+                                    num_keys=1, is_stable=True)[1]),
+     NARROW_VALUES, narrow_sort_args, every_dtype=True)
+
+
+def narrow_scatter_args(rng, dt):
+    return (narrow_rand(rng, dt, (16,)),
+            np.array([3, 7, 3, 15, 0, 7, 3, 20, 9, 3], np.int32),
+            narrow_rand(rng, dt, (10,)))
+
+
+case("narrow_scatter",
+     lambda dt: lambda x, i, u: (
+         x.at[i].add(u, mode="drop"), x.at[i].max(u, mode="drop"),
+         x.at[i].mul(u, mode="drop"), x.at[i].set(u, mode="drop"),
+         x.at[i].apply(lambda v: v * v, mode="drop")),
+     NARROW_VALUES, narrow_scatter_args, every_dtype=True)
+
+
+def narrow_sas_args(rng, dt):
+    return (narrow_rand(rng, dt, (2, 9)), narrow_rand(rng, dt, (2, 5)))
+
+
+def _narrow_sas(x, s):
+    # The max pool's gradient (jax's own lowering pads with the lowest value).
+    from jax._src.lax.windowed_reductions import _select_and_scatter_add
+    return _select_and_scatter_add(s, x, lax.ge_p, (1, 3), (1, 2), [(0, 0), (1, 1)])
+
+
+case("narrow_select_and_scatter", lambda dt: _narrow_sas, NARROW_VALUES,
+     narrow_sas_args)
+
+
 def mixed_fp8_args(shape_l, shape_r):
     def args(rng, dt):
         x = rng.standard_normal(shape_l) * 4
