@@ -1064,18 +1064,31 @@ def narrow_rand(rng, dt, shape):
 
 
 def narrow_reduce_args(rng, dt):
-    return (narrow_rand(rng, dt, (6, 8)), narrow_rand(rng, dt, ())[()])
+    return (narrow_rand(rng, dt, (6, 8)), narrow_rand(rng, dt, ())[()],
+            narrow_rand(rng, dt, (64, 64)))
 
 
-def _reduce_fns(x, i):
-    return (lax.reduce(x, i, lax.add, (1,)), lax.reduce(x, i, lax.max, (1,)),
-            lax.reduce(x, i, lax.min, (0,)),
-            lax.reduce(x, i, lambda a, b: a + b * b, (1,)),
-            lax.reduce_window(x, i, lax.add, (1, 3), (1, 2), [(0, 0), (2, 1)]),
-            lax.reduce_window(x, i, lax.max, (2, 2), (1, 1), "VALID"))
+def _narrow_reduce_fns(dt):
+    def f(x, i, y):
+        out = (lax.reduce(x, i, lax.add, (1,)), lax.reduce(x, i, lax.max, (1,)),
+               lax.reduce(x, i, lax.min, (0,)),
+               lax.reduce(x, i, lambda a, b: a + b * b, (1,)),
+               lax.reduce_window(x, i, lax.add, (1, 3), (1, 2), [(0, 0), (2, 1)]),
+               lax.reduce_window(x, i, lax.max, (2, 2), (1, 1), "VALID"),
+               jnp.argmax(x, axis=1), jnp.argmin(x, axis=0),
+               # Order-free bodies over long rows (the devices' parallel
+               # shapes): max/min, and 4-bit sums (they wrap exactly). Long
+               # rows take identity inits: XLA:CPU folds init into each of
+               # its vector accumulators.
+               lax.reduce(y, i, lax.max, (0, 1)), lax.reduce(y, i, lax.min, (1,)))
+        if dt in INT4:
+            out += (lax.reduce(y, np.array(0, dt), lax.add, (0, 1)),
+                    lax.reduce(y, np.array(1, dt), lax.mul, (0,)))
+        return out
+    return f
 
 
-case("narrow_reduce", lambda dt: _reduce_fns, NARROW_VALUES, narrow_reduce_args,
+case("narrow_reduce", _narrow_reduce_fns, NARROW_VALUES, narrow_reduce_args,
      every_dtype=True)
 
 
