@@ -620,8 +620,7 @@ typedef void (*k3_t)(void *, void *, void *);
 typedef void (*k4_t)(void *, void *, void *, void *);
 
 // One source per case, each in its namespace after one copy of the ops
-// prelude; the narrow helpers' guard is reset per source (namespaces do
-// not share them).
+// prelude.
 static char *joined_text(const char *prelude) {
   size_t pl = strlen(prelude), len = pl + 1;
   for (int i = 0; i < g_ncases; ++i) len += strlen(g_cases[i].src) + 96;
@@ -631,7 +630,7 @@ static char *joined_text(const char *prelude) {
     const char *s = g_cases[i].src;
     CHECK(strncmp(s, prelude, pl) == 0);
     at += (size_t)snprintf(text + at, len - at,
-                           "namespace n%d {\n#undef IOP_NARROW_HELPERS\n%s\n}\n",
+                           "namespace n%d {\n%s\n}\n",
                            i, s + pl);
   }
   return text;

@@ -1017,6 +1017,28 @@ case("f8e8m0_unary",
      [E8M0], e8m0_all)
 
 
+def e8m0_near_one(rng, shape):
+    """f8E8M0FNU values 2^-7 .. 2^8 (sums exact in f32), some 2^-127 (read
+    as 0: the f32 dot flushes it)."""
+    b = rng.integers(120, 136, size=shape).astype(np.uint8)
+    b[rng.random(shape) < 0.1] = 0
+    return b.view(E8M0)
+
+
+# dot/convolution: XLA:CPU converts f8E8M0FNU operands to f32 by their bits
+# and the f32 result back by its bits (no f16 step).
+# (A narrow result with an operand of another dtype is refused: XLA:CPU
+# converts that operand to the result dtype first.)
+case("dot_e8m0",
+     lambda dt: lambda x, y, z: (lax.dot(x, y), lax.dot(x, y, preferred_element_type=np.float32),
+                                 lax.dot(x, z, preferred_element_type=np.float32)),
+     [E8M0], lambda rng, dt: (e8m0_near_one(rng, (5, 9)), e8m0_near_one(rng, (9, 4)),
+                              narrow_ints(rng, np.dtype(ml_dtypes.float8_e4m3fn), (9, 4))))
+case("conv_e8m0",
+     lambda dt: lambda x, w: lax.conv(x, w, (1, 1), "SAME"), [E8M0],
+     lambda rng, dt: (e8m0_near_one(rng, (1, 2, 6, 5)), e8m0_near_one(rng, (3, 2, 3, 3))))
+
+
 def e8m0_convert_args(rng, dt):
     f = np.concatenate([
         np.array([0, -0.0, 1, 1.5, 1.4999, 0.75, 0.7, -1, 3e38, 2.0 ** 127 * 1.5,

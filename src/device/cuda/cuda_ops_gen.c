@@ -281,11 +281,15 @@ iron_cuda_gen_type_t iron_cuda_gen_type_narrow(iron_dtype_t dt) {
 }
 
 void iron_cuda_gen_narrow_helpers(iron_cuda_text_t *t) {
-  // The element-wise prelude (a fused reduce's source holds both) defines
+  // Once per source (a marker line, not an #ifndef guard: tests link many
+  // sources into one program, each in a namespace of its own). The
+  // element-wise prelude (a fused reduce's source holds both) defines
   // iron_nf_*: ours are renamed iop_nf_* so the two never collide.
+  static const char kMarker[] = "// iop narrow helpers\n";
+  if (t->s && t->len && strstr(t->s, kMarker)) return;
   iron_cuda_text_printf(
       t,
-      "#ifndef IOP_NARROW_HELPERS\n#define IOP_NARROW_HELPERS\n"
+      "%s"
       "#define iron_nf_decode iop_nf_decode\n"
       "#define iron_nf_encode iop_nf_encode\n%s"
       "#undef iron_nf_decode\n#undef iron_nf_encode\n"
@@ -311,7 +315,7 @@ void iron_cuda_gen_narrow_helpers(iron_cuda_text_t *t) {
       "((float)iop_nf_decode((unsigned)(b), e, m, bi, k))\n"
       "#define IOP_ST_NF_(x, e, m, bi, k) ((iop_u8)iop_nf_encode("
       "(double)iop_ld_f16(iop_st_f16(x)), e, m, bi, k))\n",
-      IRON_CUDA_NF_HELPERS);
+      kMarker, IRON_CUDA_NF_HELPERS);
   for (size_t i = 0; i < sizeof(kNarrowGen) / sizeof(kNarrowGen[0]); ++i) {
     int eb, mb, bias, kind;
     if (!iron_cuda_nf_format(kNarrowGen[i].dt, &eb, &mb, &bias, &kind))
@@ -323,7 +327,6 @@ void iron_cuda_gen_narrow_helpers(iron_cuda_text_t *t) {
         kNarrowGen[i].ld, eb, mb, bias, kind, kNarrowGen[i].st, eb, mb, bias,
         kind);
   }
-  iron_cuda_text_printf(t, "#endif\n");
 }
 
 // Appends `dst_comp_var = convert(src_comp_expr)` where the source is of
@@ -360,7 +363,8 @@ static void emit_index_decompose(iron_cuda_text_t *t, const char *lin,
   }
 }
 
-// Narrow dtypes in pack kernels (dot operands and results): s4/u4 read as
+// Narrow dtypes in pack kernels (dot operands and results; f8E8M0FNU by
+// its f32 bits, as the host's iron_ew_narrow_dot_load/store): s4/u4 read as
 // s8/u8 (sign-extended low bits) and written as their low bits; f8/f4
 // read as f32 (exact) and written from f32 as XLA:CPU stores a dot's f32
 // result: rounded to f16, then to the narrow dtype (f16 NaN -> f8E5M2 is
@@ -373,7 +377,11 @@ typedef struct pack_narrow {
 
 static pack_narrow_t pack_narrow(iron_dtype_t dt) {
   pack_narrow_t n = {false, IRON_DTYPE_INVALID, 0, 0, 0, 0};
-  if (dt == IRON_DTYPE_S4 || dt == IRON_DTYPE_U4) {
+  if (dt == IRON_DTYPE_F8E8M0FNU) {  // f32 bits (see below)
+    n.on = true;
+    n.wide = IRON_DTYPE_F32;
+    n.kind = -1;
+  } else if (dt == IRON_DTYPE_S4 || dt == IRON_DTYPE_U4) {
     n.on = true;
     n.wide = dt == IRON_DTYPE_S4 ? IRON_DTYPE_S8 : IRON_DTYPE_U8;
   } else if (iron_cuda_nf_format(dt, &n.eb, &n.mb, &n.bias, &n.kind)) {
@@ -402,6 +410,8 @@ iron_status_t iron_cuda_gen_pack(const char *name, iron_dtype_t src_dt,
   iron_cuda_text_printf(&t, "%s", kPrelude);
   if ((ns.on && ns.wide == IRON_DTYPE_F32) || (nd.on && nd.wide == IRON_DTYPE_F32))
     iron_cuda_text_printf(&t, "%s", IRON_CUDA_NF_HELPERS);
+  if (ns.kind < 0 || nd.kind < 0) iron_cuda_gen_narrow_helpers(&t);
+  bool flush = iron_cuda_flush_denormals();
   iron_cuda_text_printf(&t,
                         "extern \"C\" __global__ void %s(const %s *__restrict__ "
                         "src, %s *__restrict__ dst) {\n",
@@ -416,6 +426,9 @@ iron_status_t iron_cuda_gen_pack(const char *name, iron_dtype_t src_dt,
     iron_cuda_text_printf(&t, "iop_s8 v_ = (iop_s8)(((int)(src[o_] & 0xf) ^ 8) - 8);\n");
   else if (src_dt == IRON_DTYPE_U4)
     iron_cuda_text_printf(&t, "iop_u8 v_ = (iop_u8)(src[o_] & 0xf);\n");
+  else if (ns.kind < 0)  // f8E8M0FNU: 2^-127 (0x00) is an f32 denormal
+    iron_cuda_text_printf(&t, "float v_ = %siop_e8m0_ld(src[o_]);\n",
+                          flush ? "src[o_] == 0 ? 0.0f : " : "");
   else if (ns.on)
     iron_cuda_text_printf(&t, "float v_ = (float)iron_nf_decode(src[o_], %d, %d, %d, %d);\n",
                           ns.eb, ns.mb, ns.bias, ns.kind);
@@ -430,6 +443,9 @@ iron_status_t iron_cuda_gen_pack(const char *name, iron_dtype_t src_dt,
   }
   if (dst_dt == IRON_DTYPE_S4 || dst_dt == IRON_DTYPE_U4)
     iron_cuda_text_printf(&t, "dst[i] = (iop_u8)(w_ & 0xf);\n}\n}\n");
+  else if (nd.kind < 0)  // from the f32 bits, a denormal flushed first
+    iron_cuda_text_printf(&t, "dst[i] = iop_e8m0_st(%s(w_));\n}\n}\n",
+                          flush ? "iop_daz" : "");
   else if (nd.on)
     iron_cuda_text_printf(
         &t,

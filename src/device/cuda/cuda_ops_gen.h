@@ -67,7 +67,7 @@ iron_cuda_gen_type_t iron_cuda_gen_type(iron_dtype_t dt);
 // iron_cuda_gen_narrow_helpers appends (iron_cuda_gen_region_fn does so
 // before a region that touches a narrow dtype).
 iron_cuda_gen_type_t iron_cuda_gen_type_narrow(iron_dtype_t dt);
-// Appends the narrow helpers (idempotent within one source: guarded).
+// Appends the narrow helpers unless `t` holds them already.
 void iron_cuda_gen_narrow_helpers(iron_cuda_text_t *t);
 
 // --- dot_general ------------------------------------------------------------
