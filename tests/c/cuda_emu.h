@@ -20,6 +20,9 @@ static const char kCudaEmuShim[] =
     "#define __device__\n#define __global__\n"
     "#define __forceinline__ inline\n#define __launch_bounds__(x)\n"
     "#define __align__(n) alignas(n)\n"
+    // One thread: shared arrays are locals, barriers are no-ops.
+    "#define __shared__\n"
+    "static inline void __syncthreads() {}\n"
     "struct iemu_dim3_ { unsigned x, y, z; };\n"
     "static const iemu_dim3_ threadIdx = {0, 0, 0}, blockIdx = {0, 0, 0},\n"
     "  blockDim = {1, 1, 1}, gridDim = {1, 1, 1};\n"

@@ -308,6 +308,11 @@ static void fill(iron_tensor_t *t) {
           ((uint8_t *)t->data)[i] = iron_ew_narrow_encode(t->dtype, f);
           break;
         }
+        if (t->dtype == IRON_DTYPE_F8E8M0FNU) {  // 2^-7 .. 2^8, some 2^-127
+          ((uint8_t *)t->data)[i] =
+              ht_rand() % 16 == 0 ? 0 : (uint8_t)(120 + ht_rand() % 16);
+          break;
+        }
         uint64_t v = ht_rand();
         memcpy((char *)t->data + (size_t)i * iron_dtype_size(t->dtype), &v,
                iron_dtype_size(t->dtype));
@@ -560,6 +565,9 @@ static void test_conv_cases(void) {
       {IRON_DTYPE_F4E2M1FN, IRON_DTYPE_F4E2M1FN, IRON_DTYPE_F4E2M1FN},
       {IRON_DTYPE_F8E5M2, IRON_DTYPE_F8E4M3B11FNUZ, IRON_DTYPE_F32},
       {IRON_DTYPE_F8E3M4, IRON_DTYPE_F8E3M4, IRON_DTYPE_F8E5M2FNUZ},
+      // f8E8M0FNU: by its f32 bits both ways.
+      {IRON_DTYPE_F8E8M0FNU, IRON_DTYPE_F8E8M0FNU, IRON_DTYPE_F8E8M0FNU},
+      {IRON_DTYPE_F8E8M0FNU, IRON_DTYPE_F8E4M3FN, IRON_DTYPE_F32},
   };
   const int nt = (int)(sizeof(kTypes) / sizeof(kTypes[0]));
   // Every dtype combination in 1-2 spatial dims, then geometry variety

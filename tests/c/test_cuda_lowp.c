@@ -348,12 +348,13 @@ static void add_bitcast_cases(void) {
 
 // The dot's pack kernels for narrow operands/results (cuda_dot.c): f8/f4
 // -> f32 exactly, f32 -> f8/f4 through f16 as the host's dot stores its
-// f32 results, s4/u4 -> s8/u8.
+// f32 results, s4/u4 -> s8/u8, f8E8M0FNU <-> f32 by the f32 bits.
 static void add_pack_cases(void) {
   static const iron_dtype_t kF[] = {
       IRON_DTYPE_F8E4M3FN, IRON_DTYPE_F8E5M2, IRON_DTYPE_F8E4M3B11FNUZ,
       IRON_DTYPE_F8E4M3FNUZ, IRON_DTYPE_F8E5M2FNUZ, IRON_DTYPE_F8E4M3,
-      IRON_DTYPE_F8E3M4, IRON_DTYPE_F4E2M1FN, IRON_DTYPE_S4, IRON_DTYPE_U4};
+      IRON_DTYPE_F8E3M4, IRON_DTYPE_F4E2M1FN, IRON_DTYPE_S4, IRON_DTYPE_U4,
+      IRON_DTYPE_F8E8M0FNU};
   int64_t n = 256, one = 1;
   for (size_t f = 0; f < sizeof(kF) / sizeof(kF[0]); ++f) {
     iron_dtype_t dt = kF[f];
@@ -383,18 +384,20 @@ static void add_pack_cases(void) {
               (int8_t)(dt == IRON_DTYPE_S4 && v >= 8 ? v - 16 : v);
         } else if (!dir) {
           ((uint8_t *)x->data)[i] = (uint8_t)i;
-          ((float *)want->data)[i] = (float)iron_ew_narrow_decode(dt, (unsigned)i);
+          ((float *)want->data)[i] =
+              (float)iron_ew_narrow_dot_load(dt, (unsigned)i);
         } else {
           // Values around the formats' ranges, specials at the start.
           static const float kSpec[] = {0.0f, -0.0f, INFINITY, -INFINITY,
                                         NAN, 65504.0f, 65520.0f, 1e-8f,
                                         448.0f, 464.0f, 57344.0f, 6.0f,
-                                        7.0f, 0.25f, 0x1p-10f, 0x1p-17f};
-          float v = i < 16 ? kSpec[i]
+                                        7.0f, 0.25f, 0x1p-10f, 0x1p-17f,
+                                        1e-40f, -3e-39f, 0x1.8p-126f};
+          float v = i < 19 ? kSpec[i]
                            : (float)((double)(int64_t)(ht_rand() % 20001 - 10000) /
                                      (double)(1 << (ht_rand() % 24)));
           ((float *)x->data)[i] = v;
-          ((uint8_t *)want->data)[i] = iron_ew_narrow_store_f32(dt, v);
+          ((uint8_t *)want->data)[i] = iron_ew_narrow_dot_store(dt, v);
         }
       }
       emu_case_t *c = &g_cases[g_ncases++];

@@ -285,9 +285,9 @@ static void test_refusals(void) {
   int64_t d[2] = {2, 2};
   ht_op_t b;
   ht_init(&b, IRON_OP_DOT_GENERAL);
-  // f8E8M0FNU (f8E4M3FN & co. are computed in f32, as XLA:CPU; E8M0 is
-  // not).
-  ht_operand(&b, IRON_DTYPE_F8E8M0FNU, 2, d);
+  // An f8E8M0FNU result with an operand of another dtype (XLA:CPU converts
+  // that operand to f8E8M0FNU first).
+  ht_operand(&b, IRON_DTYPE_F8E4M3FN, 2, d);
   ht_operand(&b, IRON_DTYPE_F8E8M0FNU, 2, d);
   ht_result(&b, IRON_DTYPE_F8E8M0FNU, 2, d);
   int64_t one = 1, zero = 0;
@@ -298,6 +298,30 @@ static void test_refusals(void) {
                          ->prepare(&b.op, NULL, &params);
   CHECK(iron_status_code(st) == IRON_STATUS_UNIMPLEMENTED);
   iron_status_free(st);
+  // f8E8M0FNU alone: through f32 by the bits (XLA:CPU, measured):
+  // 2^20*2^20 + 2^20*2^21 = 3 * 2^40 -> 2^42 (code 169); 2^-127 (0x00)
+  // reads as 0, and 0 is NaN (0xff).
+  {
+    int64_t l[2] = {2, 2}, r[2] = {2, 1}, o[2] = {2, 1};
+    ht_init(&b, IRON_OP_DOT_GENERAL);
+    ht_operand(&b, IRON_DTYPE_F8E8M0FNU, 2, l);
+    ht_operand(&b, IRON_DTYPE_F8E8M0FNU, 2, r);
+    ht_result(&b, IRON_DTYPE_F8E8M0FNU, 2, o);
+    ht_attr_i64(&b, "lhs_contracting_dimensions", 1, &one);
+    ht_attr_i64(&b, "rhs_contracting_dimensions", 1, &zero);
+    iron_tensor_t *in[2] = {ht_tensor(IRON_DTYPE_F8E8M0FNU, 2, l),
+                            ht_tensor(IRON_DTYPE_F8E8M0FNU, 2, r)};
+    iron_tensor_t *out = ht_tensor(IRON_DTYPE_F8E8M0FNU, 2, o);
+    static const uint8_t kL[4] = {147, 147, 0, 0}, kR[2] = {147, 148};
+    memcpy(in[0]->data, kL, 4);
+    memcpy(in[1]->data, kR, 2);
+    CHECK_OK(ht_run(&b, g_pool, NULL, in, &out));
+    CHECK_EQ_INT(((uint8_t *)out->data)[0], 169);
+    CHECK_EQ_INT(((uint8_t *)out->data)[1], 0xff);
+    ht_tensor_free(in[0]);
+    ht_tensor_free(in[1]);
+    ht_tensor_free(out);
+  }
   // Mismatched contracting sizes are invalid.
   int64_t e[2] = {2, 3};
   ht_init(&b, IRON_OP_DOT_GENERAL);

@@ -1017,6 +1017,28 @@ case("f8e8m0_unary",
      [E8M0], e8m0_all)
 
 
+def e8m0_near_one(rng, shape):
+    """f8E8M0FNU values 2^-7 .. 2^8 (sums exact in f32), some 2^-127 (read
+    as 0: the f32 dot flushes it)."""
+    b = rng.integers(120, 136, size=shape).astype(np.uint8)
+    b[rng.random(shape) < 0.1] = 0
+    return b.view(E8M0)
+
+
+# dot/convolution: XLA:CPU converts f8E8M0FNU operands to f32 by their bits
+# and the f32 result back by its bits (no f16 step).
+# (A narrow result with an operand of another dtype is refused: XLA:CPU
+# converts that operand to the result dtype first.)
+case("dot_e8m0",
+     lambda dt: lambda x, y, z: (lax.dot(x, y), lax.dot(x, y, preferred_element_type=np.float32),
+                                 lax.dot(x, z, preferred_element_type=np.float32)),
+     [E8M0], lambda rng, dt: (e8m0_near_one(rng, (5, 9)), e8m0_near_one(rng, (9, 4)),
+                              narrow_ints(rng, np.dtype(ml_dtypes.float8_e4m3fn), (9, 4))))
+case("conv_e8m0",
+     lambda dt: lambda x, w: lax.conv(x, w, (1, 1), "SAME"), [E8M0],
+     lambda rng, dt: (e8m0_near_one(rng, (1, 2, 6, 5)), e8m0_near_one(rng, (3, 2, 3, 3))))
+
+
 def e8m0_convert_args(rng, dt):
     f = np.concatenate([
         np.array([0, -0.0, 1, 1.5, 1.4999, 0.75, 0.7, -1, 3e38, 2.0 ** 127 * 1.5,
@@ -1039,6 +1061,96 @@ case("f8e8m0_convert",
          e.astype(ml_dtypes.float8_e4m3fn), f.astype(E8M0), b.astype(E8M0),
          h.astype(E8M0), d.astype(E8M0), i.astype(E8M0)),
      [E8M0], e8m0_convert_args, x64=True)
+
+
+# Narrow dtypes as reduce / reduce_window / sort / scatter /
+# select_and_scatter values: every body op computes wide and rounds back per
+# op (XLA:CPU's normalization; the host's element-wise narrow kernels, the
+# CUDA region generator). Short rows (8): XLA:CPU, the host and CUDA fold
+# them in order. Every encoding may occur (f8E8M0FNU: but 2^-127, see
+# above), small values more often so that sums stay finite for a while.
+NARROW_VALUES = INT4 + F8 + [E8M0]
+
+
+def narrow_rand(rng, dt, shape):
+    if dt in INT4:
+        lo = -8 if dt == INT4[0] else 0
+        return rng.integers(lo, lo + 16, size=shape).astype(dt)
+    n = 16 if dt == np.dtype(ml_dtypes.float4_e2m1fn) else 256
+    lo = 1 if dt == E8M0 else 0
+    x = rng.integers(lo, n, size=shape).astype(np.uint8).view(dt)
+    if dt == E8M0:
+        return x
+    small = (rng.integers(-4, 5, size=shape) / 2.0 ** rng.integers(0, 3, size=shape))
+    return np.where(rng.random(shape) < 0.75, small.astype(dt), x)
+
+
+def narrow_reduce_args(rng, dt):
+    return (narrow_rand(rng, dt, (6, 8)), narrow_rand(rng, dt, ())[()],
+            narrow_rand(rng, dt, (64, 64)))
+
+
+def _narrow_reduce_fns(dt):
+    def f(x, i, y):
+        out = (lax.reduce(x, i, lax.add, (1,)), lax.reduce(x, i, lax.max, (1,)),
+               lax.reduce(x, i, lax.min, (0,)),
+               lax.reduce(x, i, lambda a, b: a + b * b, (1,)),
+               lax.reduce_window(x, i, lax.add, (1, 3), (1, 2), [(0, 0), (2, 1)]),
+               lax.reduce_window(x, i, lax.max, (2, 2), (1, 1), "VALID"),
+               jnp.argmax(x, axis=1), jnp.argmin(x, axis=0),
+               # Order-free bodies over long rows (the devices' parallel
+               # shapes): max/min, and 4-bit sums (they wrap exactly). Long
+               # rows take identity inits: XLA:CPU folds init into each of
+               # its vector accumulators.
+               lax.reduce(y, i, lax.max, (0, 1)), lax.reduce(y, i, lax.min, (1,)))
+        if dt in INT4:
+            out += (lax.reduce(y, np.array(0, dt), lax.add, (0, 1)),
+                    lax.reduce(y, np.array(1, dt), lax.mul, (0,)))
+        return out
+    return f
+
+
+case("narrow_reduce", _narrow_reduce_fns, NARROW_VALUES, narrow_reduce_args,
+     every_dtype=True)
+
+
+def narrow_sort_args(rng, dt):
+    return (narrow_rand(rng, dt, (3, 40)),)
+
+
+case("narrow_sort",
+     lambda dt: lambda x: (lax.sort(x), lax.sort(x, dimension=0),
+                           lax.sort((x, lax.broadcasted_iota(np.int32, x.shape, 1)),
+                                    num_keys=1, is_stable=True)[1]),
+     NARROW_VALUES, narrow_sort_args, every_dtype=True)
+
+
+def narrow_scatter_args(rng, dt):
+    return (narrow_rand(rng, dt, (16,)),
+            np.array([3, 7, 3, 15, 0, 7, 3, 20, 9, 3], np.int32),
+            narrow_rand(rng, dt, (10,)))
+
+
+case("narrow_scatter",
+     lambda dt: lambda x, i, u: (
+         x.at[i].add(u, mode="drop"), x.at[i].max(u, mode="drop"),
+         x.at[i].mul(u, mode="drop"), x.at[i].set(u, mode="drop"),
+         x.at[i].apply(lambda v: v * v, mode="drop")),
+     NARROW_VALUES, narrow_scatter_args, every_dtype=True)
+
+
+def narrow_sas_args(rng, dt):
+    return (narrow_rand(rng, dt, (2, 9)), narrow_rand(rng, dt, (2, 5)))
+
+
+def _narrow_sas(x, s):
+    # The max pool's gradient (jax's own lowering pads with the lowest value).
+    from jax._src.lax.windowed_reductions import _select_and_scatter_add
+    return _select_and_scatter_add(s, x, lax.ge_p, (1, 3), (1, 2), [(0, 0), (1, 1)])
+
+
+case("narrow_select_and_scatter", lambda dt: _narrow_sas, NARROW_VALUES,
+     narrow_sas_args)
 
 
 def mixed_fp8_args(shape_l, shape_r):

@@ -23,6 +23,7 @@
 #include "device/cuda/cuda_compile.h"
 #include "device/cuda/cuda_ops_gen.h"
 #include "device/cuda/cuda_ops_internal.h"
+#include "device/host/ew_narrow.h"
 
 #define LT_WORKSPACE_BYTES ((size_t)32 << 20)
 
@@ -347,11 +348,13 @@ static bool is_intlike(iron_dtype_t dt) {
          (iron_dtype_is_int(dt) && iron_cuda_gen_type(dt).store);
 }
 
-// f8/f4 (not f8E8M0FNU): read as f32 (exact), results stored from f32
-// through f16 (XLA:CPU; the host's dot.c).
+// f8/f4: read as f32 (exact), results stored from f32 through f16
+// (XLA:CPU; the host's dot.c); f8E8M0FNU by its f32 bits both ways (the
+// pack kernels, iron_cuda_gen_pack).
 static bool is_narrowf(iron_dtype_t dt) {
   int eb, mb, bias, kind;
-  return iron_cuda_nf_format(dt, &eb, &mb, &bias, &kind);
+  return dt == IRON_DTYPE_F8E8M0FNU ||
+         iron_cuda_nf_format(dt, &eb, &mb, &bias, &kind);
 }
 
 static iron_status_t dot_prepare_dims(iron_device_t *base,
@@ -420,7 +423,8 @@ static iron_status_t dot_prepare_dims(iron_device_t *base,
   bool ops_any = (is_intlike(ldt) || lt_type(ldt) >= 0) &&
                  (is_intlike(rdt) || lt_type(rdt) >= 0);
   if (!((out_int && ops_int) || (out_real && ops_real) ||
-        (out_cplx && ops_any)))
+        (out_cplx && ops_any)) ||
+      !iron_ew_narrow_dot_mix_ok(ldt, rdt, odt))
     return iron_ir_op_unimplemented(op, "on cuda for %s x %s -> %s",
                                     iron_dtype_name(ldt), iron_dtype_name(rdt),
                                     iron_dtype_name(odt));

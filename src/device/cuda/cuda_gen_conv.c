@@ -14,6 +14,7 @@
 
 #include "device/cuda/cuda_codegen.h"
 #include "device/cuda/cuda_ops_gen.h"
+#include "device/host/ew_narrow.h"
 
 // f8/f4 (not f8E8M0FNU) operands and results of the direct kernel: read as
 // f32 (exact), results from the f32 sum through f16 as XLA:CPU (host
@@ -26,9 +27,14 @@ static bool conv_narrowf(iron_dtype_t dt, conv_nf_t *f) {
   if (!f) f = &tmp;
   return iron_cuda_nf_format(dt, &f->eb, &f->mb, &f->bias, &f->kind);
 }
+// f8E8M0FNU operands and results: read as f32 by their bits (2^-127 as 0
+// when denormals are flushed), results from the f32 sum by its bits (a
+// denormal sum flushed first): XLA:CPU's converts around an f32 conv (the
+// host's iron_ew_narrow_dot_load/store).
+static bool conv_e8m0(iron_dtype_t dt) { return dt == IRON_DTYPE_F8E8M0FNU; }
 // iron_cuda_gen_type, with narrow floats stored as bytes.
 static iron_cuda_gen_type_t conv_type(iron_dtype_t dt) {
-  if (conv_narrowf(dt, NULL)) {
+  if (conv_narrowf(dt, NULL) || conv_e8m0(dt)) {
     iron_cuda_gen_type_t t = iron_cuda_gen_type(IRON_DTYPE_U8);
     return t;
   }
@@ -64,7 +70,8 @@ static iron_dtype_t conv_comp(iron_dtype_t out) {
       return IRON_DTYPE_S64;
     default:
       // f8/f4 results: XLA:CPU convolves in f32 and rounds through f16.
-      return conv_narrowf(out, NULL) ? IRON_DTYPE_F32 : IRON_DTYPE_INVALID;
+      return conv_narrowf(out, NULL) || conv_e8m0(out) ? IRON_DTYPE_F32
+                                                       : IRON_DTYPE_INVALID;
   }
 }
 
@@ -87,7 +94,8 @@ static bool operand_ok(iron_dtype_t op, iron_dtype_t comp) {
       return is_intlike(op);
     case IRON_DTYPE_F32:
     case IRON_DTYPE_F64:
-      return is_intlike(op) || is_realf(op) || conv_narrowf(op, NULL);
+      return is_intlike(op) || is_realf(op) || conv_narrowf(op, NULL) ||
+             conv_e8m0(op);
     case IRON_DTYPE_C64:
     case IRON_DTYPE_C128:
       return is_intlike(op) || is_realf(op) || is_cplx(op);
@@ -158,7 +166,8 @@ iron_status_t iron_cuda_conv_plan(const iron_ir_op_t *op,
       return iron_ir_op_unimplemented(op, "for non-static tensor types");
   iron_dtype_t comp = conv_comp(ot->dtype);
   if (comp == IRON_DTYPE_INVALID || !operand_ok(lt->dtype, comp) ||
-      !operand_ok(rt->dtype, comp))
+      !operand_ok(rt->dtype, comp) ||
+      !iron_ew_narrow_dot_mix_ok(lt->dtype, rt->dtype, ot->dtype))
     return iron_ir_op_unimplemented(
         op, "for %s x %s -> %s", iron_dtype_name(lt->dtype),
         iron_dtype_name(rt->dtype), iron_dtype_name(ot->dtype));
@@ -329,6 +338,11 @@ static void emit_load(iron_cuda_text_t *t, iron_dtype_t dt, iron_dtype_t comp,
   if (conv_narrowf(dt, &nf))
     iron_cuda_text_printf(t, "(%s)iron_nf_decode(%s, %d, %d, %d, %d)", real,
                           v, nf.eb, nf.mb, nf.bias, nf.kind);
+  else if (conv_e8m0(dt) && iron_cuda_flush_denormals())
+    iron_cuda_text_printf(t, "(%s)((%s) == 0 ? 0.0f : iop_e8m0_ld(%s))", real,
+                          v, v);
+  else if (conv_e8m0(dt))
+    iron_cuda_text_printf(t, "(%s)iop_e8m0_ld(%s)", real, v);
   else if (dt == IRON_DTYPE_F16 || dt == IRON_DTYPE_BF16)
     iron_cuda_text_printf(t, "(%s)iop_ld_%s(%s)", real,
                           dt == IRON_DTYPE_F16 ? "f16" : "bf16", v);
@@ -379,6 +393,9 @@ iron_status_t iron_cuda_gen_conv(const char *name, const iron_cuda_conv_t *c,
   if (conv_narrowf(c->lhs_dtype, NULL) || conv_narrowf(c->rhs_dtype, NULL) ||
       conv_narrowf(c->out_dtype, NULL))
     iron_cuda_text_printf(&t, "%s", IRON_CUDA_NF_HELPERS);
+  if (conv_e8m0(c->lhs_dtype) || conv_e8m0(c->rhs_dtype) ||
+      conv_e8m0(c->out_dtype))
+    iron_cuda_gen_narrow_helpers(&t);
   iron_cuda_text_printf(
       &t,
       "__device__ __forceinline__ iop_c64 iop_mk_c64(float re, float im) {\n"
@@ -495,6 +512,10 @@ iron_status_t iron_cuda_gen_conv(const char *name, const iron_cuda_conv_t *c,
   conv_nf_t onf;
   bool onarrow = conv_narrowf(c->out_dtype, &onf);
   switch (onarrow ? IRON_DTYPE_INVALID : c->out_dtype) {
+    case IRON_DTYPE_F8E8M0FNU:
+      iron_cuda_text_printf(&t, "out[o] = iop_e8m0_st(%s(acc));\n",
+                            iron_cuda_flush_denormals() ? "iop_daz" : "");
+      break;
     case IRON_DTYPE_INVALID:  // f8/f4: f32 -> f16 -> narrow
       iron_cuda_text_printf(
           &t,

@@ -542,10 +542,16 @@ iron_status_t iron_cuda_gen_scatter(const char *name,
                                     const iron_ir_region_t *body,
                                     bool unique_indices, char **out_src,
                                     unsigned *out_grid) {
-  iron_cuda_gen_type_t ty = iron_cuda_gen_type(p->dtype);
+  iron_cuda_gen_type_t ty = iron_cuda_gen_type_narrow(p->dtype);
   size_t es = iron_dtype_size(p->dtype);
   const char *st = ty.store ? ty.store : copy_type(es);
   bool atomic = op != IRON_CUDA_SCATTER_SET && op != IRON_CUDA_SCATTER_GENERIC;
+  // Narrow dtypes round each body result: no atomic form, the body runs in
+  // XLA:CPU's order like generic bodies.
+  if (ty.is_narrow && atomic) {
+    atomic = false;
+    op = IRON_CUDA_SCATTER_GENERIC;
+  }
   // Complex products (and anything but adds) have no atomic form: they run
   // the body in XLA:CPU's order (points in order) like generic bodies.
   if (ty.is_complex && op != IRON_CUDA_SCATTER_ADD) {
@@ -637,7 +643,7 @@ iron_status_t iron_cuda_gen_select_and_scatter(
     const char *name, const iron_cuda_window_t *w, iron_dtype_t dt,
     const iron_ir_region_t *select, const iron_ir_region_t *scatter,
     char **out_src, unsigned *out_grid) {
-  iron_cuda_gen_type_t ty = iron_cuda_gen_type(dt);
+  iron_cuda_gen_type_t ty = iron_cuda_gen_type_narrow(dt);
   if (!ty.store || ty.is_complex)
     return IRON_ERR(UNIMPLEMENTED, "cuda select_and_scatter for dtype %s",
                     iron_dtype_name(dt));
@@ -645,7 +651,9 @@ iron_status_t iron_cuda_gen_select_and_scatter(
     if (w->base_dil[d] != 1 || w->win_dil[d] != 1)
       return IRON_ERR(UNIMPLEMENTED, "cuda select_and_scatter with dilation");
   iron_cuda_scatter_op_t op = iron_cuda_scatter_classify(scatter);
-  bool atomic = op != IRON_CUDA_SCATTER_SET && op != IRON_CUDA_SCATTER_GENERIC;
+  // Narrow dtypes: no atomics (see iron_cuda_gen_scatter).
+  bool atomic = op != IRON_CUDA_SCATTER_SET &&
+                op != IRON_CUDA_SCATTER_GENERIC && !ty.is_narrow;
   int64_t in_strides[IRON_MAX_RANK], nsrc = 1, s = 1;
   for (int32_t d = w->rank - 1; d >= 0; --d) {
     in_strides[d] = s;

@@ -139,28 +139,33 @@ static void emit_finish(iron_cuda_text_t *t, uint32_t num,
     iron_cuda_text_printf(t, "out%u[o] = %s(i%u);\n", i, ty[i].st, i);
 }
 
-// True when the body is `return op(arg0, arg1)` (either order) with a
-// commutative, associative op.
-static bool single_op_body(const iron_ir_region_t *body, uint32_t num) {
-  if (num != 1 || !body || body->num_blocks != 1) return false;
+// The op of a body `return op(arg0, arg1)` (either order) with a
+// commutative, associative op; IRON_OP_UNKNOWN otherwise.
+static iron_op_kind_t single_op_kind(const iron_ir_region_t *body,
+                                     uint32_t num) {
+  if (num != 1 || !body || body->num_blocks != 1) return IRON_OP_UNKNOWN;
   const iron_ir_block_t *blk = &body->blocks[0];
-  if (blk->num_args != 2 || blk->num_ops != 2) return false;
+  if (blk->num_args != 2 || blk->num_ops != 2) return IRON_OP_UNKNOWN;
   const iron_ir_op_t *op = blk->ops[0], *ret = blk->ops[1];
   if (ret->kind != IRON_OP_RETURN || ret->num_operands != 1 ||
       ret->operands[0] != &op->results[0] || op->num_operands != 2)
-    return false;
+    return IRON_OP_UNKNOWN;
   const iron_ir_value_t *a = &blk->args[0], *b = &blk->args[1];
   if (!((op->operands[0] == a && op->operands[1] == b) ||
         (op->operands[0] == b && op->operands[1] == a)))
-    return false;
+    return IRON_OP_UNKNOWN;
   switch (op->kind) {
     case IRON_OP_ADD: case IRON_OP_MULTIPLY: case IRON_OP_MAXIMUM:
     case IRON_OP_MINIMUM: case IRON_OP_AND: case IRON_OP_OR:
     case IRON_OP_XOR:
-      return true;
+      return op->kind;
     default:
-      return false;
+      return IRON_OP_UNKNOWN;
   }
+}
+
+static bool single_op_body(const iron_ir_region_t *body, uint32_t num) {
+  return single_op_kind(body, num) != IRON_OP_UNKNOWN;
 }
 
 static int pick_mode(int32_t rank, const int64_t *dims, const bool *reduced,
@@ -284,11 +289,13 @@ iron_status_t iron_cuda_gen_reduce_fused(
   if (num == 0 || num > 8)
     return IRON_ERR(UNIMPLEMENTED, "cuda reduce of %u operands", num);
   iron_cuda_gen_type_t ty[8];
+  bool narrow = false;
   for (uint32_t i = 0; i < num; ++i) {
-    ty[i] = iron_cuda_gen_type(dtypes[i]);
-    if (!ty[i].store)
-      return IRON_ERR(UNIMPLEMENTED, "cuda reduce for dtype %s",
-                      iron_dtype_name(dtypes[i]));
+    ty[i] = iron_cuda_gen_type_narrow(dtypes[i]);
+    if (!ty[i].store || (ty[i].is_narrow && fz))
+      return IRON_ERR(UNIMPLEMENTED, "cuda reduce for dtype %s%s",
+                      iron_dtype_name(dtypes[i]), fz ? " (fused)" : "");
+    narrow = narrow || ty[i].is_narrow;
   }
   group_t kept, red;
   memset(&kept, 0, sizeof(kept));
@@ -308,7 +315,19 @@ iron_status_t iron_cuda_gen_reduce_fused(
   // strided (coalesced) elements. Any other body (argmax's NaN rule picks
   // its first argument) must see the elements in order.
   bool ordered = !single_op_body(body, num);
-  int mode = pick_mode(rank, dims, reduced, nout, nred);
+  // Narrow floats round every body result, so their sums and products are
+  // not associative: one thread per output folds init then the elements in
+  // order, as the host's reduce does (XLA's order; the host folds pairwise
+  // only past 64 elements into fewer than 64 outputs). Orders do not
+  // matter for max/min (they pick an operand) nor for s4/u4 single ops
+  // (wrapping in 4 bits is a ring map of the 8-bit ops): those keep the
+  // parallel shapes.
+  iron_op_kind_t k1 = single_op_kind(body, num);
+  bool in_order = narrow && !(k1 == IRON_OP_MAXIMUM ||
+                              k1 == IRON_OP_MINIMUM ||
+                              (k1 != IRON_OP_UNKNOWN && !ty[0].is_float));
+  int mode =
+      in_order ? MODE_THREAD : pick_mode(rank, dims, reduced, nout, nred);
   bool splittable = true;  // partials of real scalar types
   for (uint32_t i = 0; i < num; ++i)
     if (ty[i].is_complex) splittable = false;

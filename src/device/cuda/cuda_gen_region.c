@@ -39,7 +39,7 @@ static iron_status_t emit_constant(iron_cuda_text_t *t, const char *dst,
     return iron_ir_op_unimplemented(op, "in a cuda region (non-dense value)");
   iron_dtype_t dt = a->dense.type->dtype;
   const void *p = a->dense.data;
-  iron_cuda_gen_type_t ct = iron_cuda_gen_type(dt);
+  iron_cuda_gen_type_t ct = iron_cuda_gen_type_narrow(dt);
   switch (dt) {
     case IRON_DTYPE_PRED:
     case IRON_DTYPE_U8:
@@ -114,6 +114,12 @@ static iron_status_t emit_constant(iron_cuda_text_t *t, const char *dst,
       break;
     }
     default:
+      // Narrow dtypes: the byte, decoded (exact in the comp type).
+      if (ct.is_narrow) {
+        iron_cuda_text_printf(t, "%s %s = %s((iop_u8)0x%x);\n", ct.comp, dst,
+                              ct.ld, (unsigned)*(const uint8_t *)p);
+        break;
+      }
       return iron_ir_op_unimplemented(op, "in a cuda region for dtype %s",
                                       iron_dtype_name(dt));
   }
@@ -260,6 +266,96 @@ static iron_status_t operand_text(iron_cuda_text_t *t,
 static iron_status_t emit_ops(iron_cuda_text_t *t, const iron_ir_block_t *blk,
                               int depth);
 
+// convert from or to a narrow dtype (values in their comp type), as the
+// host's ew_narrow.c: narrow floats and s4/u4 widen exactly; to a narrow
+// float through f64 (f32/f16/bf16 sources with denormals flushed, as the
+// element-wise generator) and to f8E8M0FNU from f32/bf16 bits; to s4/u4
+// from integers by their low bits. The rest (f8E8M0FNU widened to other
+// than f32/bf16/pred, to f8E8M0FNU from others) is refused here.
+static iron_status_t emit_narrow_convert(iron_cuda_text_t *t,
+                                         const iron_ir_op_t *op,
+                                         iron_dtype_t from, iron_dtype_t to,
+                                         const char *dst, const char *a) {
+  iron_cuda_gen_type_t ft = iron_cuda_gen_type_narrow(from);
+  iron_cuda_gen_type_t tt = iron_cuda_gen_type_narrow(to);
+  bool se = from == IRON_DTYPE_F8E8M0FNU, de = to == IRON_DTYPE_F8E8M0FNU;
+  bool fint = !ft.is_float && !ft.is_complex;  // ints, pred, s4/u4
+  int eb, mb, bias, kind;
+  if (ft.is_complex || tt.is_complex) goto refuse;
+  if (!tt.is_narrow) {  // narrow -> wide
+    if (se) {
+      if (to == IRON_DTYPE_F32 || to == IRON_DTYPE_BF16) {
+        iron_cuda_text_printf(t, "float %s = %s;\n", dst, a);
+        return IRON_OK;
+      }
+      if (to == IRON_DTYPE_PRED) {  // 2^-127 (an f32 denormal) is false
+        iron_cuda_text_printf(t, "iop_u8 %s = !(%s < 1.17549435e-38f);\n",
+                              dst, a);
+        return IRON_OK;
+      }
+      goto refuse;
+    }
+    if (to == IRON_DTYPE_PRED)
+      iron_cuda_text_printf(t, "iop_u8 %s = %s != 0;\n", dst, a);
+    else  // exact in every wider float or integer comp type
+      iron_cuda_text_printf(t, "%s %s = (%s)%s;\n", tt.comp, dst, tt.comp, a);
+    return IRON_OK;
+  }
+  if (to == IRON_DTYPE_S4 || to == IRON_DTYPE_U4) {
+    if (!fint) goto refuse;  // float -> int: refused above already
+    iron_cuda_text_printf(t, "%s %s = %s(%s((iop_s64)%s));\n", tt.comp, dst,
+                          tt.ld, tt.st, a);
+    return IRON_OK;
+  }
+  if (de) {
+    if (from != IRON_DTYPE_F32 && from != IRON_DTYPE_BF16 && !se)
+      goto refuse;
+    iron_cuda_text_printf(t, "float %s = iop_e8m0_ld(iop_e8m0_st(%s));\n",
+                          dst, a);
+    return IRON_OK;
+  }
+  if (se || !iron_cuda_nf_format(to, &eb, &mb, &bias, &kind)) goto refuse;
+  bool daz = iron_cuda_flush_denormals() &&
+             (from == IRON_DTYPE_F32 || from == IRON_DTYPE_F16 ||
+              from == IRON_DTYPE_BF16);
+  iron_cuda_text_printf(
+      t, "float %s = (float)iop_nf_decode(iop_nf_encode((double)%s(%s), %d, "
+         "%d, %d, %d), %d, %d, %d, %d);\n",
+      dst, daz ? "iop_daz" : "", a, eb, mb, bias, kind, eb, mb, bias, kind);
+  return IRON_OK;
+refuse:
+  return iron_ir_op_unimplemented(op, "in a cuda region (%s -> %s)",
+                                  iron_dtype_name(from), iron_dtype_name(to));
+}
+
+static bool type_narrow(const iron_ir_type_t *ty) {
+  return ty && iron_cuda_gen_type_narrow(ty->dtype).is_narrow;
+}
+
+// True when a value of `blk` (or of a function it calls) has a narrow
+// dtype: the region then needs iron_cuda_gen_narrow_helpers.
+static bool block_touches_narrow(const iron_ir_block_t *blk, int depth) {
+  for (uint32_t i = 0; i < blk->num_args; ++i)
+    if (type_narrow(blk->args[i].type)) return true;
+  for (uint32_t oi = 0; oi < blk->num_ops; ++oi) {
+    const iron_ir_op_t *op = blk->ops[oi];
+    for (uint32_t k = 0; k < op->num_operands; ++k)
+      if (type_narrow(op->operands[k]->type)) return true;
+    for (uint32_t k = 0; k < op->num_results; ++k)
+      if (type_narrow(op->results[k].type)) return true;
+    if (op->kind == IRON_OP_FUNC_CALL && g_module && depth < 8) {
+      const char *name = iron_ir_op_string(op, "callee");
+      if (name && name[0] == '@') name++;
+      const iron_ir_func_t *f =
+          name ? iron_ir_module_lookup(g_module, name) : NULL;
+      if (f && f->body.num_blocks == 1 &&
+          block_touches_narrow(&f->body.blocks[0], depth + 1))
+        return true;
+    }
+  }
+  return false;
+}
+
 // func.call inside a region (jnp.where in a reduce body lowers to one):
 // the callee's body is inlined in a scope of its own. Arguments and results
 // pass through ci<depth>_<op>_<i> / cr<depth>_<op>_<i>, names no IR value
@@ -288,7 +384,7 @@ static iron_status_t emit_call(iron_cuda_text_t *t, const iron_ir_block_t *blk,
   char nm[48], tag[32];
   for (uint32_t i = 0; i < op->num_operands; ++i) {
     const iron_ir_type_t *ty = op->operands[i]->type;
-    iron_cuda_gen_type_t ct = iron_cuda_gen_type(ty ? ty->dtype : 0);
+    iron_cuda_gen_type_t ct = iron_cuda_gen_type_narrow(ty ? ty->dtype : 0);
     if (!scalar_type(ty) || !ct.store)
       return iron_ir_op_unimplemented(op, "in a cuda region (non-scalar)");
     snprintf(tag, sizeof(tag), "%u_%u", oi, i);
@@ -299,14 +395,14 @@ static iron_status_t emit_call(iron_cuda_text_t *t, const iron_ir_block_t *blk,
   }
   for (uint32_t i = 0; i < op->num_results; ++i) {
     const iron_ir_type_t *ty = op->results[i].type;
-    iron_cuda_gen_type_t ct = iron_cuda_gen_type(ty ? ty->dtype : 0);
+    iron_cuda_gen_type_t ct = iron_cuda_gen_type_narrow(ty ? ty->dtype : 0);
     if (!scalar_type(ty) || !ct.store)
       return iron_ir_op_unimplemented(op, "in a cuda region (non-scalar)");
     iron_cuda_text_printf(t, "%s cr%d_%u_%u;\n", ct.comp, depth, oi, i);
   }
   iron_cuda_text_printf(t, "{\n");
   for (uint32_t i = 0; i < cb->num_args; ++i) {
-    iron_cuda_gen_type_t ct = iron_cuda_gen_type(op->operands[i]->type->dtype);
+    iron_cuda_gen_type_t ct = iron_cuda_gen_type_narrow(op->operands[i]->type->dtype);
     if (!cb->args[i].type ||
         cb->args[i].type->dtype != op->operands[i]->type->dtype)
       return IRON_ERR(INVALID_ARGUMENT, "%s: argument %u of @%s has another "
@@ -323,7 +419,7 @@ static iron_status_t emit_call(iron_cuda_text_t *t, const iron_ir_block_t *blk,
   }
   iron_cuda_text_printf(t, "}\n");
   for (uint32_t i = 0; i < op->num_results; ++i) {
-    iron_cuda_gen_type_t ct = iron_cuda_gen_type(op->results[i].type->dtype);
+    iron_cuda_gen_type_t ct = iron_cuda_gen_type_narrow(op->results[i].type->dtype);
     iron_cuda_text_printf(t, "const %s t%u_%u = cr%d_%u_%u;\n", ct.comp, oi, i,
                           depth, oi, i);
   }
@@ -345,7 +441,7 @@ static iron_status_t emit_ops(iron_cuda_text_t *t, const iron_ir_block_t *blk,
       return iron_ir_op_unimplemented(op, "in a cuda region (non-scalar)");
     snprintf(dst, sizeof(dst), "t%u_0", oi);
     iron_dtype_t rdt = op->results[0].type->dtype;
-    iron_cuda_gen_type_t rt = iron_cuda_gen_type(rdt);
+    iron_cuda_gen_type_t rt = iron_cuda_gen_type_narrow(rdt);
     if (!rt.store)
       return iron_ir_op_unimplemented(op, "in a cuda region for dtype %s",
                                       iron_dtype_name(rdt));
@@ -360,7 +456,7 @@ static iron_status_t emit_ops(iron_cuda_text_t *t, const iron_ir_block_t *blk,
     }
     iron_dtype_t odt =
         op->num_operands ? op->operands[0]->type->dtype : IRON_DTYPE_INVALID;
-    iron_cuda_gen_type_t ot = iron_cuda_gen_type(odt);
+    iron_cuda_gen_type_t ot = iron_cuda_gen_type_narrow(odt);
     bool fl = ot.is_float;
     bool un = !fl && !ot.is_signed;  // unsigned ints and pred
     bool cx = ot.is_complex || rt.is_complex;
@@ -472,6 +568,11 @@ static iron_status_t emit_ops(iron_cuda_text_t *t, const iron_ir_block_t *blk,
         // bodies yet.
         if (fl && !rt.is_float)
           return iron_ir_op_unimplemented(op, "in a cuda region (float->int)");
+        if (ot.is_narrow || rt.is_narrow) {
+          IRON_RETURN_IF_ERROR_PLAIN(
+              emit_narrow_convert(t, op, odt, rdt, dst, a));
+          continue;  // rounded already
+        }
         if (rdt == IRON_DTYPE_PRED)
           iron_cuda_text_printf(t, "iop_u8 %s = %s != 0;\n", dst, a);
         else
@@ -506,6 +607,15 @@ static iron_status_t emit_ops(iron_cuda_text_t *t, const iron_ir_block_t *blk,
         break;
       }
     }
+    // A narrow result is the wide op's value (f16/f32/s8/u8 as computed
+    // above) rounded to the narrow dtype, as XLA:CPU (and the host's
+    // ew_narrow.c) convert every op's result back. Ops that only pick one
+    // of their operands (or decode a constant) skip it; negate and abs do
+    // not (-0 of an FNUZ dtype is +0; abs of s4 -8 wraps).
+    if (rt.is_narrow && op->kind != IRON_OP_SELECT &&
+        op->kind != IRON_OP_CONSTANT && op->kind != IRON_OP_MAXIMUM &&
+        op->kind != IRON_OP_MINIMUM)
+      iron_cuda_text_printf(t, "%s = %s(%s(%s));\n", dst, rt.ld, rt.st, dst);
   }
   return IRON_OK;
 }
@@ -518,18 +628,19 @@ iron_status_t iron_cuda_gen_region_fn(iron_cuda_text_t *t, const char *fname,
   if (blk->num_ops == 0 || blk->ops[blk->num_ops - 1]->kind != IRON_OP_RETURN)
     return IRON_ERR(UNIMPLEMENTED, "cuda region: no return");
   const iron_ir_op_t *ret = blk->ops[blk->num_ops - 1];
+  if (block_touches_narrow(blk, 0)) iron_cuda_gen_narrow_helpers(t);
   // Signature.
   iron_cuda_text_printf(t, "__device__ __forceinline__ void %s(", fname);
   for (uint32_t i = 0; i < blk->num_args; ++i) {
     const iron_ir_type_t *ty = blk->args[i].type;
-    iron_cuda_gen_type_t ct = iron_cuda_gen_type(ty ? ty->dtype : 0);
+    iron_cuda_gen_type_t ct = iron_cuda_gen_type_narrow(ty ? ty->dtype : 0);
     if (!scalar_type(ty) || !ct.store)
       return IRON_ERR(UNIMPLEMENTED,
                       "cuda region: argument %u is not a scalar", i);
     iron_cuda_text_printf(t, "%sconst %s a%u", i ? ", " : "", ct.comp, i);
   }
   for (uint32_t i = 0; i < ret->num_operands; ++i) {
-    iron_cuda_gen_type_t ct = iron_cuda_gen_type(ret->operands[i]->type->dtype);
+    iron_cuda_gen_type_t ct = iron_cuda_gen_type_narrow(ret->operands[i]->type->dtype);
     if (!ct.store)
       return IRON_ERR(UNIMPLEMENTED, "cuda region: result %u unsupported", i);
     iron_cuda_text_printf(t, "%s%s *r%u", (i || blk->num_args) ? ", " : "",

@@ -25,7 +25,7 @@ iron_status_t iron_cuda_gen_sort(const char *name, int32_t rank,
                     IRON_CUDA_SORT_MAX_ROW, (long long)n);
   iron_cuda_gen_type_t ty[16];
   for (uint32_t i = 0; i < num; ++i) {
-    ty[i] = iron_cuda_gen_type(dtypes[i]);
+    ty[i] = iron_cuda_gen_type_narrow(dtypes[i]);
     if (!ty[i].store)
       return IRON_ERR(UNIMPLEMENTED, "cuda sort for dtype %s",
                       iron_dtype_name(dtypes[i]));

@@ -15,7 +15,7 @@ iron_status_t iron_cuda_gen_reduce_window(const char *name,
     return IRON_ERR(UNIMPLEMENTED, "cuda reduce_window of %u operands", num);
   iron_cuda_gen_type_t ty[8];
   for (uint32_t i = 0; i < num; ++i) {
-    ty[i] = iron_cuda_gen_type(dtypes[i]);
+    ty[i] = iron_cuda_gen_type_narrow(dtypes[i]);
     if (!ty[i].store)
       return IRON_ERR(UNIMPLEMENTED, "cuda reduce_window for dtype %s",
                       iron_dtype_name(dtypes[i]));

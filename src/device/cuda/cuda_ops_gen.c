@@ -187,7 +187,7 @@ static const char kPrelude[] =
 const char *iron_cuda_ops_prelude(void) { return kPrelude; }
 
 iron_cuda_gen_type_t iron_cuda_gen_type(iron_dtype_t dt) {
-  iron_cuda_gen_type_t t = {NULL, NULL, "", "", false, false, false};
+  iron_cuda_gen_type_t t = {NULL, NULL, "", "", false, false, false, false};
   switch (dt) {
     case IRON_DTYPE_PRED: t.store = t.comp = "iop_u8"; break;
     case IRON_DTYPE_S8: t.store = t.comp = "iop_s8"; t.is_signed = true; break;
@@ -236,6 +236,99 @@ iron_cuda_gen_type_t iron_cuda_gen_type(iron_dtype_t dt) {
   return t;
 }
 
+// Narrow dtypes: ld/st macros per dtype (iron_cuda_gen_narrow_helpers).
+// Floats decode exactly to float; st rounds a float holding an f16 result
+// to f16 first (the value XLA:CPU's f16 op produced), then to the narrow
+// dtype, as the host's ew_narrow.c converts f16 -> f8 (through f64).
+typedef struct narrow_gen {
+  iron_dtype_t dt;
+  const char *ld, *st;
+} narrow_gen_t;
+static const narrow_gen_t kNarrowGen[] = {
+    {IRON_DTYPE_S4, "IOP_LD_S4", "IOP_ST_N4"},
+    {IRON_DTYPE_U4, "IOP_LD_U4", "IOP_ST_N4"},
+    {IRON_DTYPE_F8E5M2, "IOP_LD_F8E5M2", "IOP_ST_F8E5M2"},
+    {IRON_DTYPE_F8E4M3, "IOP_LD_F8E4M3", "IOP_ST_F8E4M3"},
+    {IRON_DTYPE_F8E3M4, "IOP_LD_F8E3M4", "IOP_ST_F8E3M4"},
+    {IRON_DTYPE_F8E4M3FN, "IOP_LD_F8E4M3FN", "IOP_ST_F8E4M3FN"},
+    {IRON_DTYPE_F8E4M3FNUZ, "IOP_LD_F8E4M3FNUZ", "IOP_ST_F8E4M3FNUZ"},
+    {IRON_DTYPE_F8E5M2FNUZ, "IOP_LD_F8E5M2FNUZ", "IOP_ST_F8E5M2FNUZ"},
+    {IRON_DTYPE_F8E4M3B11FNUZ, "IOP_LD_F8E4M3B11FNUZ",
+     "IOP_ST_F8E4M3B11FNUZ"},
+    {IRON_DTYPE_F4E2M1FN, "IOP_LD_F4E2M1FN", "IOP_ST_F4E2M1FN"},
+    {IRON_DTYPE_F8E8M0FNU, "iop_e8m0_ld", "iop_e8m0_st"},
+};
+
+iron_cuda_gen_type_t iron_cuda_gen_type_narrow(iron_dtype_t dt) {
+  iron_cuda_gen_type_t t = iron_cuda_gen_type(dt);
+  for (size_t i = 0; i < sizeof(kNarrowGen) / sizeof(kNarrowGen[0]); ++i) {
+    if (kNarrowGen[i].dt != dt) continue;
+    t.store = "iop_u8";
+    t.ld = kNarrowGen[i].ld;
+    t.st = kNarrowGen[i].st;
+    t.is_narrow = true;
+    if (dt == IRON_DTYPE_S4) {
+      t.comp = "iop_s8";
+      t.is_signed = true;
+    } else if (dt == IRON_DTYPE_U4) {
+      t.comp = "iop_u8";
+    } else {
+      t.comp = "float";
+      t.is_float = true;
+    }
+  }
+  return t;
+}
+
+void iron_cuda_gen_narrow_helpers(iron_cuda_text_t *t) {
+  // Once per source (a marker line, not an #ifndef guard: tests link many
+  // sources into one program, each in a namespace of its own). The
+  // element-wise prelude (a fused reduce's source holds both) defines
+  // iron_nf_*: ours are renamed iop_nf_* so the two never collide.
+  static const char kMarker[] = "// iop narrow helpers\n";
+  if (t->s && t->len && strstr(t->s, kMarker)) return;
+  iron_cuda_text_printf(
+      t,
+      "%s"
+      "#define iron_nf_decode iop_nf_decode\n"
+      "#define iron_nf_encode iop_nf_encode\n%s"
+      "#undef iron_nf_decode\n#undef iron_nf_encode\n"
+      // f8E8M0FNU as the element-wise prelude's iron_e8m0_ld/st (the
+      // host's ew_narrow.c: from the f32 bits of a value).
+      "__device__ __forceinline__ float iop_e8m0_ld(unsigned b) {\n"
+      "  b &= 0xffu;\n"
+      "  return __uint_as_float(b == 0xffu ? 0x7fc00000u\n"
+      "                         : b == 0 ? 0x00400000u : b << 23);\n"
+      "}\n"
+      "__device__ __forceinline__ iop_u8 iop_e8m0_st(float f) {\n"
+      "  unsigned b = __float_as_uint(f), e = (b >> 23) & 0xffu, m = b & "
+      "0x7fffffu;\n"
+      "  if ((b >> 31) || e == 0xffu || (b & 0x7fffffffu) == 0) return 0xff;\n"
+      "  if (e == 0) return m > 0x400000u ? 1 : 0;\n"
+      "  unsigned code = e + (m >= 0x400000u);\n"
+      "  return code > 254 ? 0xff : (iop_u8)code;\n"
+      "}\n"
+      "#define IOP_LD_S4(b) ((iop_s8)((((int)(b) & 0xf) ^ 8) - 8))\n"
+      "#define IOP_LD_U4(b) ((iop_u8)((int)(b) & 0xf))\n"
+      "#define IOP_ST_N4(x) ((iop_u8)((int)(x) & 0xf))\n"
+      "#define IOP_LD_NF_(b, e, m, bi, k) "
+      "((float)iop_nf_decode((unsigned)(b), e, m, bi, k))\n"
+      "#define IOP_ST_NF_(x, e, m, bi, k) ((iop_u8)iop_nf_encode("
+      "(double)iop_ld_f16(iop_st_f16(x)), e, m, bi, k))\n",
+      kMarker, IRON_CUDA_NF_HELPERS);
+  for (size_t i = 0; i < sizeof(kNarrowGen) / sizeof(kNarrowGen[0]); ++i) {
+    int eb, mb, bias, kind;
+    if (!iron_cuda_nf_format(kNarrowGen[i].dt, &eb, &mb, &bias, &kind))
+      continue;
+    iron_cuda_text_printf(
+        t,
+        "#define %s(b) IOP_LD_NF_(b, %d, %d, %d, %d)\n"
+        "#define %s(x) IOP_ST_NF_(x, %d, %d, %d, %d)\n",
+        kNarrowGen[i].ld, eb, mb, bias, kind, kNarrowGen[i].st, eb, mb, bias,
+        kind);
+  }
+}
+
 // Appends `dst_comp_var = convert(src_comp_expr)` where the source is of
 // dtype s and the destination of d, both as comp types.
 static iron_status_t emit_convert(iron_cuda_text_t *t, iron_dtype_t s,
@@ -270,7 +363,8 @@ static void emit_index_decompose(iron_cuda_text_t *t, const char *lin,
   }
 }
 
-// Narrow dtypes in pack kernels (dot operands and results): s4/u4 read as
+// Narrow dtypes in pack kernels (dot operands and results; f8E8M0FNU by
+// its f32 bits, as the host's iron_ew_narrow_dot_load/store): s4/u4 read as
 // s8/u8 (sign-extended low bits) and written as their low bits; f8/f4
 // read as f32 (exact) and written from f32 as XLA:CPU stores a dot's f32
 // result: rounded to f16, then to the narrow dtype (f16 NaN -> f8E5M2 is
@@ -283,7 +377,11 @@ typedef struct pack_narrow {
 
 static pack_narrow_t pack_narrow(iron_dtype_t dt) {
   pack_narrow_t n = {false, IRON_DTYPE_INVALID, 0, 0, 0, 0};
-  if (dt == IRON_DTYPE_S4 || dt == IRON_DTYPE_U4) {
+  if (dt == IRON_DTYPE_F8E8M0FNU) {  // f32 bits (see below)
+    n.on = true;
+    n.wide = IRON_DTYPE_F32;
+    n.kind = -1;
+  } else if (dt == IRON_DTYPE_S4 || dt == IRON_DTYPE_U4) {
     n.on = true;
     n.wide = dt == IRON_DTYPE_S4 ? IRON_DTYPE_S8 : IRON_DTYPE_U8;
   } else if (iron_cuda_nf_format(dt, &n.eb, &n.mb, &n.bias, &n.kind)) {
@@ -312,6 +410,8 @@ iron_status_t iron_cuda_gen_pack(const char *name, iron_dtype_t src_dt,
   iron_cuda_text_printf(&t, "%s", kPrelude);
   if ((ns.on && ns.wide == IRON_DTYPE_F32) || (nd.on && nd.wide == IRON_DTYPE_F32))
     iron_cuda_text_printf(&t, "%s", IRON_CUDA_NF_HELPERS);
+  if (ns.kind < 0 || nd.kind < 0) iron_cuda_gen_narrow_helpers(&t);
+  bool flush = iron_cuda_flush_denormals();
   iron_cuda_text_printf(&t,
                         "extern \"C\" __global__ void %s(const %s *__restrict__ "
                         "src, %s *__restrict__ dst) {\n",
@@ -326,6 +426,9 @@ iron_status_t iron_cuda_gen_pack(const char *name, iron_dtype_t src_dt,
     iron_cuda_text_printf(&t, "iop_s8 v_ = (iop_s8)(((int)(src[o_] & 0xf) ^ 8) - 8);\n");
   else if (src_dt == IRON_DTYPE_U4)
     iron_cuda_text_printf(&t, "iop_u8 v_ = (iop_u8)(src[o_] & 0xf);\n");
+  else if (ns.kind < 0)  // f8E8M0FNU: 2^-127 (0x00) is an f32 denormal
+    iron_cuda_text_printf(&t, "float v_ = %siop_e8m0_ld(src[o_]);\n",
+                          flush ? "src[o_] == 0 ? 0.0f : " : "");
   else if (ns.on)
     iron_cuda_text_printf(&t, "float v_ = (float)iron_nf_decode(src[o_], %d, %d, %d, %d);\n",
                           ns.eb, ns.mb, ns.bias, ns.kind);
@@ -340,6 +443,9 @@ iron_status_t iron_cuda_gen_pack(const char *name, iron_dtype_t src_dt,
   }
   if (dst_dt == IRON_DTYPE_S4 || dst_dt == IRON_DTYPE_U4)
     iron_cuda_text_printf(&t, "dst[i] = (iop_u8)(w_ & 0xf);\n}\n}\n");
+  else if (nd.kind < 0)  // from the f32 bits, a denormal flushed first
+    iron_cuda_text_printf(&t, "dst[i] = iop_e8m0_st(%s(w_));\n}\n}\n",
+                          flush ? "iop_daz" : "");
   else if (nd.on)
     iron_cuda_text_printf(
         &t,

@@ -51,8 +51,24 @@ typedef struct iron_cuda_gen_type {
   bool is_float;    // f16, bf16, f32, f64
   bool is_complex;  // c64, c128
   bool is_signed;   // signed integers
+  // Narrow dtypes (iron_cuda_gen_type_narrow only): stored one element per
+  // byte, held in the comp type of the dtype XLA:CPU computes them in (s4
+  // -> s8, u4 -> u8, f8/f4E2M1FN -> f16 and f8E8M0FNU -> f32, both held in
+  // float); `ld` decodes a byte, `st` rounds a wide value (an f16 or f32
+  // result) to the narrow dtype as the host's convert does.
+  bool is_narrow;
 } iron_cuda_gen_type_t;
 iron_cuda_gen_type_t iron_cuda_gen_type(iron_dtype_t dt);
+// iron_cuda_gen_type plus the narrow dtypes (s4/u4, the f8 family,
+// f4E2M1FN, f8E8M0FNU), for the generators that round every narrow body
+// result (iron_cuda_gen_region_fn) and combine values only through the
+// body, in the host's order (reduce, reduce_window, sort, scatter,
+// select_and_scatter). The ld/st names are macros/functions of the text
+// iron_cuda_gen_narrow_helpers appends (iron_cuda_gen_region_fn does so
+// before a region that touches a narrow dtype).
+iron_cuda_gen_type_t iron_cuda_gen_type_narrow(iron_dtype_t dt);
+// Appends the narrow helpers unless `t` holds them already.
+void iron_cuda_gen_narrow_helpers(iron_cuda_text_t *t);
 
 // --- dot_general ------------------------------------------------------------
 

@@ -273,9 +273,13 @@ static iron_status_t sas_prepare_on(iron_device_t *base, const iron_ir_op_t *op,
   p->fill_grid = iron_cuda_ops_grid(count);
   char *src = NULL;
   int64_t zero = 0;
-  // The result starts as the init value everywhere (a stride-0 pack).
-  iron_status_t st = iron_cuda_gen_pack("iron_sas_fill", in->dtype, in->dtype,
-                                        1, &count, &zero, &src);
+  // The result starts as the init value everywhere (a stride-0 pack; the
+  // narrow dtypes' bytes copied as they are).
+  iron_dtype_t fdt = iron_cuda_gen_type_narrow(in->dtype).is_narrow
+                         ? IRON_DTYPE_U8
+                         : in->dtype;
+  iron_status_t st = iron_cuda_gen_pack("iron_sas_fill", fdt, fdt, 1, &count,
+                                        &zero, &src);
   if (!st) st = iron_cuda_ops_request(dev, src, "iron_sas_fill", &p->fill);
   free(src);
   src = NULL;

@@ -116,8 +116,9 @@ static iron_dtype_t compute_dtype(iron_dtype_t out) {
   case IRON_DTYPE_U64:
     return IRON_DTYPE_S64;
   default:
-    // f8/f4 results: XLA:CPU convolves in f32 and rounds through f16.
-    return iron_ew_narrow_is_float(out) ? IRON_DTYPE_F32 : IRON_DTYPE_INVALID;
+    // f8/f4 results: XLA:CPU convolves in f32 and rounds through f16
+    // (f8E8M0FNU: from the f32 bits, iron_ew_narrow_dot_store).
+    return iron_ew_narrow_dot_is(out) ? IRON_DTYPE_F32 : IRON_DTYPE_INVALID;
   }
 }
 
@@ -126,7 +127,7 @@ static bool operand_ok(iron_dtype_t op, iron_dtype_t comp) {
                  (iron_dtype_is_int(op) && op != IRON_DTYPE_INDEX);
   bool realf = op == IRON_DTYPE_F16 || op == IRON_DTYPE_BF16 ||
                op == IRON_DTYPE_F32 || op == IRON_DTYPE_F64 ||
-               iron_ew_narrow_is_float(op);
+               iron_ew_narrow_dot_is(op);
   bool cplx = op == IRON_DTYPE_C64 || op == IRON_DTYPE_C128;
   switch (comp) {
   case IRON_DTYPE_S64:
@@ -205,8 +206,8 @@ static void load_elem(const void *p, iron_dtype_t dt, int64_t i, double *re,
     *im = ((const double *)p)[2 * i + 1];
     return;
   default:
-    if (iron_ew_narrow_is_float(dt)) { // f8/f4 (operand_ok)
-      *re = iron_ew_narrow_decode(dt, b[i]);
+    if (iron_ew_narrow_dot_is(dt)) { // f8/f4 (operand_ok)
+      *re = iron_ew_narrow_dot_load(dt, b[i]);
       return;
     }
     *iv = 0;
@@ -279,9 +280,9 @@ static inline void store_elem(const void *src, iron_dtype_t cdt, int64_t si,
     ((uint8_t *)dst)[di] = ((const int64_t *)src)[si] != 0;
     return;
   default: {
-    if (iron_ew_narrow_is_float(odt)) {
+    if (iron_ew_narrow_dot_is(odt)) {
       ((uint8_t *)dst)[di] =
-          iron_ew_narrow_store_f32(odt, ((const float *)src)[si]);
+          iron_ew_narrow_dot_store(odt, ((const float *)src)[si]);
       return;
     }
     // integers: keep the low bytes (wrap around; s4/u4/s2/u2 the low bits);
@@ -377,7 +378,8 @@ static iron_status_t conv_prepare(const iron_ir_op_t *op,
       return iron_ir_op_unimplemented(op, "for non-static tensor types");
   iron_dtype_t comp = compute_dtype(ot->dtype);
   if (comp == IRON_DTYPE_INVALID || !operand_ok(lt->dtype, comp) ||
-      !operand_ok(rt->dtype, comp))
+      !operand_ok(rt->dtype, comp) ||
+      !iron_ew_narrow_dot_mix_ok(lt->dtype, rt->dtype, ot->dtype))
     return iron_ir_op_unimplemented(
         op, "for %s x %s -> %s", iron_dtype_name(lt->dtype),
         iron_dtype_name(rt->dtype), iron_dtype_name(ot->dtype));

@@ -53,8 +53,9 @@ static iron_dtype_t compute_dtype(iron_dtype_t out) {
     case IRON_DTYPE_S4: case IRON_DTYPE_U4:  // wrap in 4 bits, as s8 would
       return IRON_DTYPE_S64;
     default:
-      // f8/f4 results: XLA:CPU dots in f32 and rounds through f16.
-      return iron_ew_narrow_is_float(out) ? IRON_DTYPE_F32
+      // f8/f4 results: XLA:CPU dots in f32 and rounds through f16
+      // (f8E8M0FNU: from the f32 bits, iron_ew_narrow_dot_store).
+      return iron_ew_narrow_dot_is(out) ? IRON_DTYPE_F32
                                           : IRON_DTYPE_INVALID;
   }
 }
@@ -65,7 +66,7 @@ static bool operand_ok(iron_dtype_t op, iron_dtype_t comp) {
                  (iron_dtype_is_int(op) && op != IRON_DTYPE_INDEX);
   // f8/f4 operands (XLA:CPU converts them to the f32 of the dot; their
   // products are exact there).
-  bool narrowf = iron_ew_narrow_is_float(op);
+  bool narrowf = iron_ew_narrow_dot_is(op);
   bool realf = op == IRON_DTYPE_F16 || op == IRON_DTYPE_BF16 ||
                op == IRON_DTYPE_F32 || op == IRON_DTYPE_F64 || narrowf;
   bool cplx = op == IRON_DTYPE_C64 || op == IRON_DTYPE_C128;
@@ -120,8 +121,8 @@ static void load_elem(const void *p, iron_dtype_t dt, int64_t i, double *re,
       *im = ((const double *)p)[2 * i + 1];
       return;
     default:
-      if (iron_ew_narrow_is_float(dt)) {  // f8/f4 (operand_ok)
-        *re = iron_ew_narrow_decode(dt, ((const uint8_t *)p)[i]);
+      if (iron_ew_narrow_dot_is(dt)) {  // f8/f4 (operand_ok)
+        *re = iron_ew_narrow_dot_load(dt, ((const uint8_t *)p)[i]);
         return;
       }
       *iv = 0;
@@ -178,9 +179,9 @@ static void convert_from_compute(const void *src, iron_dtype_t cdt, void *dst,
         ((uint8_t *)dst)[i] = ((const int64_t *)src)[i] != 0;
         break;
       default: {
-        if (iron_ew_narrow_is_float(odt)) {
+        if (iron_ew_narrow_dot_is(odt)) {
           ((uint8_t *)dst)[i] =
-              iron_ew_narrow_store_f32(odt, ((const float *)src)[i]);
+              iron_ew_narrow_dot_store(odt, ((const float *)src)[i]);
           break;
         }
         // integers: keep the low bytes (wrap around); s4/u4 the low bits.
@@ -284,7 +285,8 @@ static iron_status_t dot_prepare_dims(
       return iron_ir_op_unimplemented(op, "for non-static tensor types");
   iron_dtype_t comp = compute_dtype(ot->dtype);
   if (comp == IRON_DTYPE_INVALID || !operand_ok(lt->dtype, comp) ||
-      !operand_ok(rt->dtype, comp))
+      !operand_ok(rt->dtype, comp) ||
+      !iron_ew_narrow_dot_mix_ok(lt->dtype, rt->dtype, ot->dtype))
     return iron_ir_op_unimplemented(op, "for %s x %s -> %s",
                                     iron_dtype_name(lt->dtype),
                                     iron_dtype_name(rt->dtype),

@@ -455,6 +455,32 @@ uint8_t iron_ew_narrow_store_f32(iron_dtype_t dt, float v) {
   return nf_encode(f, h);
 }
 
+bool iron_ew_narrow_dot_is(iron_dtype_t dt) {
+  return dt == IRON_DTYPE_F8E8M0FNU || iron_ew_narrow_is_float(dt);
+}
+
+double iron_ew_narrow_dot_load(iron_dtype_t dt, unsigned bits) {
+  if (dt != IRON_DTYPE_F8E8M0FNU) return iron_ew_narrow_decode(dt, bits);
+  if ((bits & 0xffu) == 0 && iron_ew_flush_enabled()) return 0.0;
+  return e8m0_decode(bits);
+}
+
+bool iron_ew_narrow_dot_mix_ok(iron_dtype_t lhs, iron_dtype_t rhs,
+                               iron_dtype_t out) {
+  if (lhs != IRON_DTYPE_F8E8M0FNU && rhs != IRON_DTYPE_F8E8M0FNU &&
+      out != IRON_DTYPE_F8E8M0FNU)
+    return true;
+  return !iron_ew_narrow_dot_is(out) || (lhs == out && rhs == out);
+}
+
+uint8_t iron_ew_narrow_dot_store(iron_dtype_t dt, float v) {
+  if (dt != IRON_DTYPE_F8E8M0FNU) return iron_ew_narrow_store_f32(dt, v);
+  uint32_t b;
+  memcpy(&b, &v, 4);
+  if ((b & 0x7f800000u) == 0 && iron_ew_flush_enabled()) b &= 0x80000000u;
+  return e8m0_from_f32_bits(b);
+}
+
 // ---------------------------------------------------------------------------
 // Element-wise ops computed in a wider dtype (see ew_narrow.h).
 

@@ -40,6 +40,23 @@ uint8_t iron_ew_narrow_store_f32(iron_dtype_t dt, float v);
 // with iron_ew_narrow_decode, or results, stored with the above).
 bool iron_ew_narrow_is_float(iron_dtype_t dt);
 
+// The narrow float dtypes dot and convolution take: iron_ew_narrow_is_float
+// plus f8E8M0FNU, which XLA:CPU converts to f32 by its bits (an operand) and
+// from the f32 result by its bits (a result: no f16 step), the f32 dot
+// flushing denormals (2^-127, 0x00, reads as 0; a denormal result as 0,
+// which is NaN in f8E8M0FNU) unless IRON_HOST_DENORMALS=keep.
+bool iron_ew_narrow_dot_is(iron_dtype_t dt);
+// An operand element's value (exact in f32).
+double iron_ew_narrow_dot_load(iron_dtype_t dt, unsigned bits);
+// A result element from its f32 value.
+uint8_t iron_ew_narrow_dot_store(iron_dtype_t dt, float v);
+// False for the dtype mixes with f8E8M0FNU that dot/convolution do not
+// take: a narrow result with an operand of another dtype (XLA:CPU converts
+// such operands to the result's dtype first, measured: f8E4M3FN x
+// f8E8M0FNU -> f8E8M0FNU is NaN wherever the f8E4M3FN operand is <= 0).
+bool iron_ew_narrow_dot_mix_ok(iron_dtype_t lhs, iron_dtype_t rhs,
+                               iron_dtype_t out);
+
 // Element-wise ops on narrow dtypes. XLA:CPU has no arithmetic of its own
 // for them: its FloatNormalization pass converts the operands to a wider
 // dtype, runs the op there and converts the result back (s4 -> s8,
