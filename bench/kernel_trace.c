@@ -155,9 +155,7 @@ int kt_get(uint64_t i, uint64_t *start, uint64_t *end, uint32_t *kind,
   return 0;
 }
 
-const char *kt_name(uint32_t i) {
-  return i < g_num_names ? g_names[i] : "?";
-}
+const char *kt_name(uint32_t i) { return i < g_num_names ? g_names[i] : "?"; }
 
 void kt_clear(void) {
   pthread_mutex_lock(&g_mu);

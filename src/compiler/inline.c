@@ -69,10 +69,10 @@ static bool clone_block(inl_ctx_t *c, const iron_ir_block_t *src,
   memset(dst, 0, sizeof(*dst));
   dst->parent = parent;
   dst->num_args = src->num_args;
-  dst->args = iron_arena_alloc_array(a, src->num_args + 1,
-                                     sizeof(iron_ir_value_t));
-  dst->ops = iron_arena_alloc_array(a, src->num_ops + 1,
-                                    sizeof(iron_ir_op_t *));
+  dst->args =
+      iron_arena_alloc_array(a, src->num_args + 1, sizeof(iron_ir_value_t));
+  dst->ops =
+      iron_arena_alloc_array(a, src->num_ops + 1, sizeof(iron_ir_op_t *));
   if (!dst->args || !dst->ops) return false;
   for (uint32_t i = 0; i < src->num_args; ++i) {
     iron_ir_value_t *v = &dst->args[i];
@@ -99,10 +99,10 @@ static iron_ir_op_t *clone_op(inl_ctx_t *c, const iron_ir_op_t *src,
   op->parent = parent;
   op->operands = iron_arena_alloc_array(a, src->num_operands + 1,
                                         sizeof(iron_ir_value_t *));
-  op->results = iron_arena_alloc_array(a, src->num_results + 1,
-                                       sizeof(iron_ir_value_t));
-  op->regions = iron_arena_alloc_array(a, src->num_regions + 1,
-                                       sizeof(iron_ir_region_t));
+  op->results =
+      iron_arena_alloc_array(a, src->num_results + 1, sizeof(iron_ir_value_t));
+  op->regions =
+      iron_arena_alloc_array(a, src->num_regions + 1, sizeof(iron_ir_region_t));
   if (!op->operands || !op->results || !op->regions) return NULL;
   for (uint32_t i = 0; i < src->num_operands; ++i)
     op->operands[i] = mapped(vm, src->operands[i]);
@@ -119,8 +119,8 @@ static iron_ir_op_t *clone_op(inl_ctx_t *c, const iron_ir_op_t *src,
     iron_ir_region_t *dr = &op->regions[r];
     dr->parent = op;
     dr->num_blocks = sr->num_blocks;
-    dr->blocks = iron_arena_alloc_array(a, sr->num_blocks + 1,
-                                        sizeof(iron_ir_block_t));
+    dr->blocks =
+        iron_arena_alloc_array(a, sr->num_blocks + 1, sizeof(iron_ir_block_t));
     if (!dr->blocks) return NULL;
     for (uint32_t k = 0; k < sr->num_blocks; ++k)
       if (!clone_block(c, &sr->blocks[k], &dr->blocks[k], dr, vm)) return NULL;

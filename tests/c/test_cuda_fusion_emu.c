@@ -39,40 +39,51 @@ static bool build(built_t *out) {
   out->m = m;
   int64_t dx[3] = {4, 3, 4}, dy[3] = {4, 3, 2}, dd[3] = {5, 3, 4},
           dz[3] = {6, 3, 4}, dg[3] = {2, 3, 4};
-  const iron_ir_type_t *tx = iron_ir_builder_tensor_type(m, IRON_DTYPE_F32, 3, dx);
-  const iron_ir_type_t *ty = iron_ir_builder_tensor_type(m, IRON_DTYPE_F32, 3, dy);
-  const iron_ir_type_t *td = iron_ir_builder_tensor_type(m, IRON_DTYPE_F32, 3, dd);
-  const iron_ir_type_t *tz = iron_ir_builder_tensor_type(m, IRON_DTYPE_F32, 3, dz);
-  const iron_ir_type_t *tg = iron_ir_builder_tensor_type(m, IRON_DTYPE_F32, 3, dg);
+  const iron_ir_type_t *tx =
+      iron_ir_builder_tensor_type(m, IRON_DTYPE_F32, 3, dx);
+  const iron_ir_type_t *ty =
+      iron_ir_builder_tensor_type(m, IRON_DTYPE_F32, 3, dy);
+  const iron_ir_type_t *td =
+      iron_ir_builder_tensor_type(m, IRON_DTYPE_F32, 3, dd);
+  const iron_ir_type_t *tz =
+      iron_ir_builder_tensor_type(m, IRON_DTYPE_F32, 3, dz);
+  const iron_ir_type_t *tg =
+      iron_ir_builder_tensor_type(m, IRON_DTYPE_F32, 3, dg);
   const iron_ir_type_t *ti = iron_ir_builder_scalar_type(m, IRON_DTYPE_S32);
   const iron_ir_type_t *ins[NUM_ARGS] = {tx, ty, td, tz, ti, ti};
   const iron_ir_type_t *outs[2] = {tg, tz};
-  iron_ir_func_t *f = iron_ir_builder_func(m, "main", true, NUM_ARGS, ins, 2,
-                                           outs);
+  iron_ir_func_t *f =
+      iron_ir_builder_func(m, "main", true, NUM_ARGS, ins, 2, outs);
   iron_ir_block_t *b = iron_ir_builder_func_block(f);
   iron_ir_value_t *X = &b->args[ARG_X], *Y = &b->args[ARG_Y],
                   *D = &b->args[ARG_D], *Z = &b->args[ARG_Z],
                   *I = &b->args[ARG_I], *J = &b->args[ARG_J];
-  iron_ir_op_t *sl = iron_ir_builder_op(m, f, b, IRON_OP_SLICE, 1, &X, 1, &tg, 0);
+  iron_ir_op_t *sl =
+      iron_ir_builder_op(m, f, b, IRON_OP_SLICE, 1, &X, 1, &tg, 0);
   int64_t s0[3] = {1, 0, 0}, s1[3] = {3, 3, 4}, s2[3] = {1, 1, 1};
-  iron_ir_builder_attr(m, sl, "start_indices", iron_ir_builder_attr_i64s(m, 3, s0));
-  iron_ir_builder_attr(m, sl, "limit_indices", iron_ir_builder_attr_i64s(m, 3, s1));
+  iron_ir_builder_attr(m, sl, "start_indices",
+                       iron_ir_builder_attr_i64s(m, 3, s0));
+  iron_ir_builder_attr(m, sl, "limit_indices",
+                       iron_ir_builder_attr_i64s(m, 3, s1));
   iron_ir_builder_attr(m, sl, "strides", iron_ir_builder_attr_i64s(m, 3, s2));
-  iron_ir_op_t *tr = iron_ir_builder_op(m, f, b, IRON_OP_TRANSPOSE, 1, &Y, 1, &tg, 0);
+  iron_ir_op_t *tr =
+      iron_ir_builder_op(m, f, b, IRON_OP_TRANSPOSE, 1, &Y, 1, &tg, 0);
   int64_t perm[3] = {2, 1, 0};
-  iron_ir_builder_attr(m, tr, "permutation", iron_ir_builder_attr_i64s(m, 3, perm));
+  iron_ir_builder_attr(m, tr, "permutation",
+                       iron_ir_builder_attr_i64s(m, 3, perm));
   iron_ir_value_t *z0 = NULL;
   {
     int32_t zero = 0;
     z0 = iron_ir_builder_constant(m, f, b, ti, &zero, 4, false);
   }
   iron_ir_value_t *dsin[4] = {D, I, z0, z0};
-  iron_ir_op_t *ds = iron_ir_builder_op(m, f, b, IRON_OP_DYNAMIC_SLICE, 4, dsin,
-                                        1, &tg, 0);
-  iron_ir_builder_attr(m, ds, "slice_sizes", iron_ir_builder_attr_i64s(m, 3, dg));
+  iron_ir_op_t *ds =
+      iron_ir_builder_op(m, f, b, IRON_OP_DYNAMIC_SLICE, 4, dsin, 1, &tg, 0);
+  iron_ir_builder_attr(m, ds, "slice_sizes",
+                       iron_ir_builder_attr_i64s(m, 3, dg));
   iron_ir_value_t *mul_in[2] = {&tr->results[0], &ds->results[0]};
-  iron_ir_value_t *mul = iron_ir_builder_op1(m, f, b, IRON_OP_MULTIPLY, 2,
-                                             mul_in, tg);
+  iron_ir_value_t *mul =
+      iron_ir_builder_op1(m, f, b, IRON_OP_MULTIPLY, 2, mul_in, tg);
   iron_ir_value_t *add_in[2] = {&sl->results[0], mul};
   iron_ir_value_t *e = iron_ir_builder_op1(m, f, b, IRON_OP_ADD, 2, add_in, tg);
   iron_ir_value_t *ee_in[2] = {e, e};
@@ -103,7 +114,8 @@ static bool build(built_t *out) {
   CHECK_EQ_INT(out->fusion->num_results, 2);
   const iron_ir_op_t *term = fb->ops[fb->num_ops - 1];
   const iron_ir_value_t *inputs[16];
-  for (uint32_t k = 0; k < fb->num_args && k < 16; ++k) inputs[k] = &fb->args[k];
+  for (uint32_t k = 0; k < fb->num_args && k < 16; ++k)
+    inputs[k] = &fb->args[k];
   iron_cuda_fusion_t fu = {
       .num_ops = fb->num_ops - 1,
       .ops = (const iron_ir_op_t *const *)fb->ops,
@@ -126,7 +138,9 @@ static float yv(int64_t k) { return (float)(k % 5) - 2.0f; }
 static float dv(int64_t k) { return (float)(k % 9) * 0.25f; }
 static float zv(int64_t k) { return 100.0f + (float)k; }
 
-static int64_t clamp(int64_t v, int64_t hi) { return v < 0 ? 0 : v > hi ? hi : v; }
+static int64_t clamp(int64_t v, int64_t hi) {
+  return v < 0 ? 0 : v > hi ? hi : v;
+}
 
 static void test_fusion_emu(void) {
   built_t bt;

@@ -31,11 +31,21 @@ static char *read_file(const char *path, size_t *out_size) {
 static void fill(void *data, iron_dtype_t dt, int64_t count) {
   for (int64_t i = 0; i < count; ++i) {
     switch (dt) {
-      case IRON_DTYPE_F32: ((float *)data)[i] = 0.25f * (float)(i % 7) - 0.5f; break;
-      case IRON_DTYPE_F64: ((double *)data)[i] = 0.25 * (double)(i % 7) - 0.5; break;
-      case IRON_DTYPE_S32: ((int32_t *)data)[i] = (int32_t)(i % 5); break;
-      case IRON_DTYPE_S64: ((int64_t *)data)[i] = i % 5; break;
-      case IRON_DTYPE_PRED: ((uint8_t *)data)[i] = (uint8_t)(i & 1); break;
+      case IRON_DTYPE_F32:
+        ((float *)data)[i] = 0.25f * (float)(i % 7) - 0.5f;
+        break;
+      case IRON_DTYPE_F64:
+        ((double *)data)[i] = 0.25 * (double)(i % 7) - 0.5;
+        break;
+      case IRON_DTYPE_S32:
+        ((int32_t *)data)[i] = (int32_t)(i % 5);
+        break;
+      case IRON_DTYPE_S64:
+        ((int64_t *)data)[i] = i % 5;
+        break;
+      case IRON_DTYPE_PRED:
+        ((uint8_t *)data)[i] = (uint8_t)(i & 1);
+        break;
       default: {
         size_t es = iron_dtype_size(dt);
         memset((char *)data + (size_t)i * es, (int)(i % 3), es);
@@ -115,8 +125,8 @@ static uint8_t *run(iron_runtime_t *rt, const char *bytes, size_t size,
     size_t es = iron_dtype_size(dt);
     void *data = calloc((size_t)count + 1, es ? es : 1);
     fill(data, dt, count);
-    st = iron_buffer_create_from_host(dev, dt, rank, dims, data, NULL,
-                                      &args[i]);
+    st =
+        iron_buffer_create_from_host(dev, dt, rank, dims, data, NULL, &args[i]);
     free(data);
     if (st) {
       iron_status_free(st);
@@ -137,7 +147,8 @@ static uint8_t *run(iron_runtime_t *rt, const char *bytes, size_t size,
       ok = false;
     }
   }
-  for (uint32_t j = 0; j < no && ok; ++j) len += iron_buffer_size_in_bytes(outs[j]);
+  for (uint32_t j = 0; j < no && ok; ++j)
+    len += iron_buffer_size_in_bytes(outs[j]);
   if (ok) res = malloc(len + 1);
   size_t at = 0;
   for (uint32_t j = 0; j < no && res; ++j) {
@@ -208,8 +219,9 @@ static void test_corpus_inlined(void) {
       for (uint32_t k = 0; k < f->body.num_blocks && ok; ++k)
         ok = check_block(&f->body.blocks[k], defined, f->num_values);
       free(defined);
-      if (!ok) fprintf(stderr, "%s: @%s: bad IR after inlining\n", e->d_name,
-                       f->name ? f->name : "?");
+      if (!ok)
+        fprintf(stderr, "%s: @%s: bad IR after inlining\n", e->d_name,
+                f->name ? f->name : "?");
       CHECK(ok);
     }
     iron_ir_module_destroy(m);
@@ -221,8 +233,8 @@ static void test_corpus_inlined(void) {
       if (b) {
         compared++;
         bool same = la == lb && memcmp(a, b, la) == 0;
-        if (!same) fprintf(stderr, "%s: outputs differ when inlined\n",
-                           e->d_name);
+        if (!same)
+          fprintf(stderr, "%s: outputs differ when inlined\n", e->d_name);
         CHECK(same);
       }
     }
@@ -231,8 +243,9 @@ static void test_corpus_inlined(void) {
     free(bytes);
   }
   closedir(d);
-  fprintf(stderr, "inline: %d artifacts with calls, %d calls inlined, %d "
-                  "compared\n",
+  fprintf(stderr,
+          "inline: %d artifacts with calls, %d calls inlined, %d "
+          "compared\n",
           with_calls, calls_inlined, compared);
   CHECK(with_calls > 20);
   CHECK(compared > 20);
