@@ -24,10 +24,12 @@
 #include <string.h>
 
 #include "device/cuda/cuda_compile.h"
+#include "device/fft_plan.h"
 #include "device/cuda/cuda_ops_gen.h"
 #include "device/cuda/cuda_ops_internal.h"
 
 enum { FFT_FFT = 0, FFT_IFFT, FFT_RFFT, FFT_IRFFT };
+_Static_assert((int)FFT_IRFFT == (int)IRON_FFT_PLAN_IRFFT, "fft_type values");
 
 static unsigned grid_of(int64_t count) {
   int64_t g = (count + 255) / 256;
@@ -147,69 +149,14 @@ static iron_status_t fft_prepare_on(iron_device_t *base, const iron_ir_op_t *op,
                                     void **out_params) {
   (void)regions;
   iron_cuda_device_t *dev = iron_cuda_device_cast(base);
-  if (op->num_operands != 1 || op->num_results != 1)
-    return IRON_ERR(INVALID_ARGUMENT, "%s: expected 1 operand and 1 result",
-                    op->name);
-  const iron_ir_type_t *it = op->operands[0]->type, *ot = op->results[0].type;
-  if (it->kind != IRON_TYPE_TENSOR || ot->kind != IRON_TYPE_TENSOR ||
-      !iron_ir_type_is_static(it) || !iron_ir_type_is_static(ot))
-    return iron_ir_op_unimplemented(op, "for dynamic shapes");
-  int32_t type = iron_ir_op_enum(op, "fft_type", -1);
-  if (type < FFT_FFT || type > FFT_IRFFT)
-    return IRON_ERR(INVALID_ARGUMENT, "%s: missing or bad fft_type", op->name);
-  int64_t len[4];
-  uint32_t d = 0;
-  IRON_RETURN_IF_ERROR_PLAIN(iron_ir_op_i64_list(op, "fft_length", len, 4, &d));
-  if (d < 1 || d > 3)
-    return iron_ir_op_unimplemented(op,
-                                    "with %u fft_length entries "
-                                    "(1 to 3 are supported)",
-                                    d);
-  if (it->rank < (int32_t)d || ot->rank != it->rank)
-    return IRON_ERR(INVALID_ARGUMENT, "%s: rank %d for %u fft dimensions",
-                    op->name, it->rank, d);
+  iron_fft_plan_t fp;
+  IRON_RETURN_IF_ERROR_PLAIN(iron_fft_plan_read(op, &fp));
+  const iron_ir_type_t *it = fp.in, *ot = fp.out;
   const iron_dtype_t idt = it->dtype, odt = ot->dtype;
-  bool ok;
-  switch (type) {
-    case FFT_FFT:
-    case FFT_IFFT:
-      ok = (idt == IRON_DTYPE_C64 || idt == IRON_DTYPE_C128) && odt == idt;
-      break;
-    case FFT_RFFT:
-      ok = (idt == IRON_DTYPE_F32 && odt == IRON_DTYPE_C64) ||
-           (idt == IRON_DTYPE_F64 && odt == IRON_DTYPE_C128);
-      break;
-    default:
-      ok = (idt == IRON_DTYPE_C64 && odt == IRON_DTYPE_F32) ||
-           (idt == IRON_DTYPE_C128 && odt == IRON_DTYPE_F64);
-      break;
-  }
-  if (!ok)
-    return iron_ir_op_unimplemented(op, "from %s to %s", iron_dtype_name(idt),
-                                    iron_dtype_name(odt));
-  const int32_t rank = it->rank;
-  double total = 1;
-  for (uint32_t i = 0; i < d; ++i) {
-    const int32_t ax = rank - (int32_t)d + (int32_t)i;
-    const bool last = i + 1 == d;
-    int64_t want_in = len[i], want_out = len[i];
-    if (last && type == FFT_RFFT) want_out = len[i] / 2 + 1;
-    if (last && type == FFT_IRFFT) want_in = len[i] / 2 + 1;
-    if (len[i] > ((int64_t)1 << 40))
-      return iron_ir_op_unimplemented(op, "with fft_length[%u] = %lld", i,
-                                      (long long)len[i]);
-    if (len[i] < 0 || it->dims[ax] != want_in || ot->dims[ax] != want_out)
-      return IRON_ERR(INVALID_ARGUMENT,
-                      "%s: fft_length[%u] = %lld does not fit dimension %d "
-                      "(%lld -> %lld)",
-                      op->name, i, (long long)len[i], ax,
-                      (long long)it->dims[ax], (long long)ot->dims[ax]);
-    total *= (double)len[i];
-  }
-  for (int32_t ax = 0; ax < rank - (int32_t)d; ++ax)
-    if (it->dims[ax] != ot->dims[ax])
-      return IRON_ERR(INVALID_ARGUMENT, "%s: batch dimension %d differs",
-                      op->name, ax);
+  const int32_t type = fp.type;
+  const uint32_t d = (uint32_t)fp.d;
+  const int64_t *len = fp.len;
+  const double total = fp.total;
 
   const int64_t in_count = iron_ir_type_num_elements(it);
   const int64_t out_count = iron_ir_type_num_elements(ot);

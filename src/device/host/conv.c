@@ -33,6 +33,7 @@
 #include <string.h>
 
 #include "base/half.h"
+#include "device/conv_plan.h"
 #include "device/host/dot_gemm.h"
 #include "device/host/ew_narrow.h"
 #include "device/host/host_kernel.h"
@@ -86,61 +87,6 @@ static int64_t patch_bytes(void) {
 static bool fast_enabled(void) {
   const char *e = getenv("IRON_HOST_CONV_FAST");
   return !(e && e[0] == '0');
-}
-
-// Accumulation dtype for a result dtype, INVALID when unsupported.
-static iron_dtype_t compute_dtype(iron_dtype_t out) {
-  switch (out) {
-  case IRON_DTYPE_F16:
-  case IRON_DTYPE_BF16:
-  case IRON_DTYPE_F32:
-    return IRON_DTYPE_F32;
-  case IRON_DTYPE_F64:
-    return IRON_DTYPE_F64;
-  case IRON_DTYPE_C64:
-    return IRON_DTYPE_C64;
-  case IRON_DTYPE_C128:
-    return IRON_DTYPE_C128;
-  case IRON_DTYPE_PRED:
-  case IRON_DTYPE_S2:
-  case IRON_DTYPE_S4:
-  case IRON_DTYPE_S8:
-  case IRON_DTYPE_S16:
-  case IRON_DTYPE_S32:
-  case IRON_DTYPE_S64:
-  case IRON_DTYPE_U2:
-  case IRON_DTYPE_U4:
-  case IRON_DTYPE_U8:
-  case IRON_DTYPE_U16:
-  case IRON_DTYPE_U32:
-  case IRON_DTYPE_U64:
-    return IRON_DTYPE_S64;
-  default:
-    // f8/f4 results: XLA:CPU convolves in f32 and rounds through f16
-    // (f8E8M0FNU: from the f32 bits, iron_ew_narrow_dot_store).
-    return iron_ew_narrow_dot_is(out) ? IRON_DTYPE_F32 : IRON_DTYPE_INVALID;
-  }
-}
-
-static bool operand_ok(iron_dtype_t op, iron_dtype_t comp) {
-  bool intlike = op == IRON_DTYPE_PRED ||
-                 (iron_dtype_is_int(op) && op != IRON_DTYPE_INDEX);
-  bool realf = op == IRON_DTYPE_F16 || op == IRON_DTYPE_BF16 ||
-               op == IRON_DTYPE_F32 || op == IRON_DTYPE_F64 ||
-               iron_ew_narrow_dot_is(op);
-  bool cplx = op == IRON_DTYPE_C64 || op == IRON_DTYPE_C128;
-  switch (comp) {
-  case IRON_DTYPE_S64:
-    return intlike;
-  case IRON_DTYPE_F32:
-  case IRON_DTYPE_F64:
-    return intlike || realf;
-  case IRON_DTYPE_C64:
-  case IRON_DTYPE_C128:
-    return intlike || realf || cplx;
-  default:
-    return false;
-  }
 }
 
 // Element i of a supported operand dtype as (re, im) or an integer.
@@ -299,47 +245,6 @@ static inline void store_elem(const void *src, iron_dtype_t cdt, int64_t si,
 // ---------------------------------------------------------------------------
 // Prepare
 
-static iron_status_t read_dim(const iron_ir_op_t *op, const char *name,
-                              int32_t rank, int64_t *out) {
-  const iron_ir_attr_t *a = iron_ir_op_attr(op, name);
-  if (!a || !iron_ir_attr_as_i64(a, out) || *out < 0 || *out >= rank)
-    return IRON_ERR(INVALID_ARGUMENT, "%s: missing or bad %s", op->name, name);
-  return IRON_OK;
-}
-
-static iron_status_t read_list(const iron_ir_op_t *op, const char *name,
-                               int32_t n, int64_t dflt, int64_t *out) {
-  uint32_t got = 0;
-  IRON_RETURN_IF_ERROR_PLAIN(
-      iron_ir_op_i64_list(op, name, out, 2 * IRON_MAX_RANK, &got));
-  if (got == 0) {
-    for (int32_t d = 0; d < n; ++d)
-      out[d] = dflt;
-    return IRON_OK;
-  }
-  if ((int32_t)got != n)
-    return IRON_ERR(INVALID_ARGUMENT, "%s: %s has %u entries, expected %d",
-                    op->name, name, got, n);
-  return IRON_OK;
-}
-
-static iron_status_t read_count(const iron_ir_op_t *op, const char *name,
-                                int64_t *out) {
-  const iron_ir_attr_t *a = iron_ir_op_attr(op, name);
-  *out = 1;
-  if (a && (!iron_ir_attr_as_i64(a, out) || *out < 1))
-    return IRON_ERR(INVALID_ARGUMENT, "%s: bad %s", op->name, name);
-  return IRON_OK;
-}
-
-// Marks dims as used; false when one is used twice.
-static bool claim(bool *used, int64_t d) {
-  if (used[d])
-    return false;
-  used[d] = true;
-  return true;
-}
-
 // True when the result's rows (batch, then spatial dims in order) times the
 // features form the row-major layout [rows, features].
 static bool rows_contiguous(const conv_params_t *p, int64_t out_b_size) {
@@ -365,93 +270,17 @@ static iron_status_t conv_prepare(const iron_ir_op_t *op,
                                   iron_host_region_t *const *regions,
                                   void **out_params) {
   (void)regions;
-  if (op->num_operands != 2 || op->num_results != 1)
-    return IRON_ERR(INVALID_ARGUMENT, "%s: expected 2 operands, 1 result",
-                    op->name);
-  const iron_ir_type_t *lt = op->operands[0]->type;
-  const iron_ir_type_t *rt = op->operands[1]->type;
-  const iron_ir_type_t *ot = op->results[0].type;
-  const iron_ir_type_t *ts[3] = {lt, rt, ot};
-  for (int i = 0; i < 3; ++i)
-    if (!ts[i] || ts[i]->kind != IRON_TYPE_TENSOR ||
-        !iron_ir_type_is_static(ts[i]) || iron_ir_type_num_elements(ts[i]) < 0)
-      return iron_ir_op_unimplemented(op, "for non-static tensor types");
-  iron_dtype_t comp = compute_dtype(ot->dtype);
-  if (comp == IRON_DTYPE_INVALID || !operand_ok(lt->dtype, comp) ||
-      !operand_ok(rt->dtype, comp) ||
-      !iron_ew_narrow_dot_mix_ok(lt->dtype, rt->dtype, ot->dtype))
-    return iron_ir_op_unimplemented(
-        op, "for %s x %s -> %s", iron_dtype_name(lt->dtype),
-        iron_dtype_name(rt->dtype), iron_dtype_name(ot->dtype));
-  int32_t rank = lt->rank;
-  if (rank < 2 || rt->rank != rank || ot->rank != rank)
-    return IRON_ERR(INVALID_ARGUMENT, "%s: operand/result ranks %d, %d, %d",
-                    op->name, lt->rank, rt->rank, ot->rank);
-  int32_t nsp = rank - 2;
-
-  // Dimension numbers.
-  int64_t ib, ifd, kif, kof, ob, ofd;
-  int64_t isp[IRON_MAX_RANK * 2], ksp[IRON_MAX_RANK * 2],
-      osp[IRON_MAX_RANK * 2];
-  IRON_RETURN_IF_ERROR_PLAIN(read_dim(op, "input_batch_dimension", rank, &ib));
-  IRON_RETURN_IF_ERROR_PLAIN(
-      read_dim(op, "input_feature_dimension", rank, &ifd));
-  IRON_RETURN_IF_ERROR_PLAIN(
-      read_dim(op, "kernel_input_feature_dimension", rank, &kif));
-  IRON_RETURN_IF_ERROR_PLAIN(
-      read_dim(op, "kernel_output_feature_dimension", rank, &kof));
-  IRON_RETURN_IF_ERROR_PLAIN(read_dim(op, "output_batch_dimension", rank, &ob));
-  IRON_RETURN_IF_ERROR_PLAIN(
-      read_dim(op, "output_feature_dimension", rank, &ofd));
-  uint32_t n1 = 0, n2 = 0, n3 = 0;
-  IRON_RETURN_IF_ERROR_PLAIN(iron_ir_op_i64_list(op, "input_spatial_dimensions",
-                                                 isp, IRON_MAX_RANK, &n1));
-  IRON_RETURN_IF_ERROR_PLAIN(iron_ir_op_i64_list(
-      op, "kernel_spatial_dimensions", ksp, IRON_MAX_RANK, &n2));
-  IRON_RETURN_IF_ERROR_PLAIN(iron_ir_op_i64_list(
-      op, "output_spatial_dimensions", osp, IRON_MAX_RANK, &n3));
-  if ((int32_t)n1 != nsp || (int32_t)n2 != nsp || (int32_t)n3 != nsp)
-    return IRON_ERR(INVALID_ARGUMENT, "%s: %d spatial dims expected", op->name,
-                    nsp);
-  bool lu[IRON_MAX_RANK] = {0}, ku[IRON_MAX_RANK] = {0},
-       ou[IRON_MAX_RANK] = {0};
-  bool ok = claim(lu, ib) && claim(lu, ifd) && claim(ku, kif) &&
-            claim(ku, kof) && claim(ou, ob) && claim(ou, ofd);
-  for (int32_t d = 0; ok && d < nsp; ++d)
-    ok = isp[d] >= 0 && isp[d] < rank && ksp[d] >= 0 && ksp[d] < rank &&
-         osp[d] >= 0 && osp[d] < rank && claim(lu, isp[d]) &&
-         claim(ku, ksp[d]) && claim(ou, osp[d]);
-  if (!ok)
-    return IRON_ERR(INVALID_ARGUMENT, "%s: bad dimension numbers", op->name);
-
-  // Window attributes.
-  int64_t strides[2 * IRON_MAX_RANK], pad[2 * IRON_MAX_RANK],
-      ldil[2 * IRON_MAX_RANK], rdil[2 * IRON_MAX_RANK], rev[2 * IRON_MAX_RANK];
-  IRON_RETURN_IF_ERROR_PLAIN(read_list(op, "window_strides", nsp, 1, strides));
-  IRON_RETURN_IF_ERROR_PLAIN(read_list(op, "padding", 2 * nsp, 0, pad));
-  IRON_RETURN_IF_ERROR_PLAIN(read_list(op, "lhs_dilation", nsp, 1, ldil));
-  IRON_RETURN_IF_ERROR_PLAIN(read_list(op, "rhs_dilation", nsp, 1, rdil));
-  IRON_RETURN_IF_ERROR_PLAIN(read_list(op, "window_reversal", nsp, 0, rev));
-  int64_t fgc, bgc;
-  IRON_RETURN_IF_ERROR_PLAIN(read_count(op, "feature_group_count", &fgc));
-  IRON_RETURN_IF_ERROR_PLAIN(read_count(op, "batch_group_count", &bgc));
-  if (fgc > 1 && bgc > 1)
-    return iron_ir_op_unimplemented(
-        op, "with both feature_group_count and batch_group_count > 1");
-  for (int32_t d = 0; d < nsp; ++d)
-    if (strides[d] < 1 || ldil[d] < 1 || rdil[d] < 1)
-      return IRON_ERR(INVALID_ARGUMENT,
-                      "%s: strides and dilations must be positive", op->name);
-
-  // Sizes.
-  int64_t n_in = lt->dims[ib], c_in = lt->dims[ifd];
-  int64_t c_in_g = rt->dims[kif], c_out = rt->dims[kof];
-  int64_t groups = fgc * bgc;
-  if (c_in != c_in_g * fgc || n_in % bgc != 0 || c_out % groups != 0 ||
-      ot->dims[ob] != n_in / bgc || ot->dims[ofd] != c_out)
-    return IRON_ERR(INVALID_ARGUMENT,
-                    "%s: feature/batch sizes do not match the group counts",
-                    op->name);
+  iron_conv_plan_t cp;
+  IRON_RETURN_IF_ERROR_PLAIN(iron_conv_plan_read(op, &cp));
+  const iron_ir_type_t *lt = cp.lhs, *rt = cp.rhs, *ot = cp.out;
+  const iron_dtype_t comp = cp.comp_dtype;
+  const int32_t rank = cp.rank, nsp = cp.nsp;
+  const int64_t ib = cp.in_batch_dim, ifd = cp.in_feature_dim;
+  const int64_t kif = cp.k_in_feature_dim, kof = cp.k_out_feature_dim;
+  const int64_t ob = cp.out_batch_dim, ofd = cp.out_feature_dim;
+  const int64_t *isp = cp.in_sp_dim, *ksp = cp.k_sp_dim, *osp = cp.out_sp_dim;
+  const int64_t *strides = cp.stride, *pad = cp.pad, *ldil = cp.lhs_dil,
+                *rdil = cp.rhs_dil, *rev = cp.reversal;
 
   conv_params_t *p = calloc(1, sizeof(*p));
   if (!p)
@@ -480,12 +309,12 @@ static iron_status_t conv_prepare(const iron_ir_op_t *op,
   p->fast = fast_enabled();
   p->patch_bytes = patch_bytes();
   p->nsp = nsp;
-  p->groups = groups;
-  p->batch_groups = bgc > 1;
-  p->n_out = n_in / bgc;
-  p->c_in_g = c_in_g;
-  p->c_out = c_out;
-  p->c_out_g = c_out / groups;
+  p->groups = cp.groups;
+  p->batch_groups = cp.batch_group_count > 1;
+  p->n_out = cp.n_out;
+  p->c_in_g = cp.c_in_g;
+  p->c_out = cp.c_out;
+  p->c_out_g = cp.c_out_g;
   p->lhs_count = iron_ir_type_num_elements(lt);
   p->rhs_count = iron_ir_type_num_elements(rt);
   p->out_count = iron_ir_type_num_elements(ot);
@@ -508,19 +337,8 @@ static iron_status_t conv_prepare(const iron_ir_op_t *op,
   p->ks_count = 1;
   int64_t tab_size = 0;
   for (int32_t d = 0; d < nsp; ++d) {
-    int64_t in = lt->dims[isp[d]], k = rt->dims[ksp[d]], o = ot->dims[osp[d]];
-    // Output size: (padded dilated input - dilated window) / stride + 1.
-    int64_t din = in == 0 ? 0 : (in - 1) * ldil[d] + 1;
-    int64_t dk = k == 0 ? 0 : (k - 1) * rdil[d] + 1;
-    int64_t span = din + pad[2 * d] + pad[2 * d + 1] - dk;
-    int64_t expect = span < 0 ? 0 : span / strides[d] + 1;
-    if (expect != o) {
-      conv_destroy(p);
-      return IRON_ERR(INVALID_ARGUMENT,
-                      "%s: spatial dim %d of the result is %lld, expected "
-                      "%lld",
-                      op->name, d, (long long)o, (long long)expect);
-    }
+    // Result spatial sizes checked by iron_conv_plan_read.
+    int64_t k = rt->dims[ksp[d]], o = ot->dims[osp[d]];
     p->out_sp[d] = o;
     p->k_sp[d] = k;
     p->k_ss[d] = ks[ksp[d]];

@@ -19,6 +19,16 @@ typedef struct gemm_job {
   void *c;
 } gemm_job_t;
 
+// Element offsets, for flattened output row r (batch bi = r / m, row
+// i = r % m), of A's row i in batch bi (*out_a) and of B's batch bi
+// (*out_b): the row setup every row kernel below shares.
+static inline void gemm_row_offsets(const gemm_job_t *j, int64_t r,
+                                    int64_t *out_a, int64_t *out_b) {
+  int64_t bi = r / j->m, i = r % j->m;
+  *out_a = bi * j->a.bs + i * j->a.rs;
+  *out_b = bi * j->b.bs;
+}
+
 // Rows [begin, end) of the flattened [batch * m] output rows, i-k-j order so
 // the inner loop streams a row of B and of C. The restrict-qualified helper
 // lets the compiler vectorize the j loop without run-time alias checks.
@@ -35,11 +45,12 @@ typedef struct gemm_job {
     const gemm_job_t *j = arg;                                               \
     const T *A = j->a.data, *B = j->b.data;                                  \
     for (int64_t r = begin; r < end; ++r) {                                  \
-      int64_t bi = r / j->m, i = r % j->m;                                   \
+      int64_t ao, bo;                                                        \
+      gemm_row_offsets(j, r, &ao, &bo);                                      \
       T *c = (T *)j->c + r * j->n;                                           \
       for (int64_t q = 0; q < j->n; ++q) c[q] = ZERO;                        \
-      const T *arow = A + bi * j->a.bs + i * j->a.rs;                        \
-      const T *bb = B + bi * j->b.bs;                                        \
+      const T *arow = A + ao;                                                \
+      const T *bb = B + bo;                                                  \
       for (int64_t p = 0; p < j->k; ++p)                                     \
         NAME##_axpy(j->n, arow[p * j->a.cs], bb + p * j->b.rs, j->b.cs, c);  \
     }                                                                        \
@@ -75,11 +86,12 @@ typedef struct gemm_job {
     const gemm_job_t *j = arg;                                               \
     const T *A = j->a.data, *B = j->b.data;                                  \
     for (int64_t r = begin; r < end; ++r) {                                  \
-      int64_t bi = r / j->m, i = r % j->m;                                   \
+      int64_t ao, bo;                                                        \
+      gemm_row_offsets(j, r, &ao, &bo);                                      \
       T *c = (T *)j->c + r * j->n;                                           \
       memset(c, 0, sizeof(T) * (size_t)j->n);                                \
-      const T *arow = A + bi * j->a.bs + i * j->a.rs;                        \
-      const T *bb = B + bi * j->b.bs;                                        \
+      const T *arow = A + ao;                                                \
+      const T *bb = B + bo;                                                  \
       for (int64_t p = 0; p < j->k; ++p) {                                   \
         T av = arow[p * j->a.cs];                                            \
         const T *brow = bb + p * j->b.rs;                                    \
@@ -104,9 +116,10 @@ IRON_NAIVE_ROWS_(naive_c128, c128_t, ((c128_t){0, 0}), IRON_MULADD_CPLX_)
     const gemm_job_t *j = arg;                                               \
     const T *A = j->a.data, *B = j->b.data;                                  \
     for (int64_t r = begin; r < end; ++r) {                                  \
-      int64_t bi = r / j->m, i = r % j->m;                                   \
-      const T *arow = A + bi * j->a.bs + i * j->a.rs;                        \
-      const T *x = B + bi * j->b.bs;                                         \
+      int64_t ao, bo;                                                        \
+      gemm_row_offsets(j, r, &ao, &bo);                                      \
+      const T *arow = A + ao;                                                \
+      const T *x = B + bo;                                                   \
       int64_t xs = j->b.rs;                                                  \
       T part[16] = {0};                                                      \
       int64_t p = 0;                                                         \
@@ -136,9 +149,10 @@ IRON_GEMV_ROWS_(gemv_f64, double)
     const gemm_job_t *j = arg;                                               \
     const T *A = j->a.data, *B = j->b.data;                                  \
     for (int64_t r = begin; r < end; ++r) {                                  \
-      int64_t bi = r / j->m, i = r % j->m;                                   \
-      const T *arow = A + bi * j->a.bs + i * j->a.rs;                        \
-      const T *x = B + bi * j->b.bs;                                         \
+      int64_t ao, bo;                                                        \
+      gemm_row_offsets(j, r, &ao, &bo);                                      \
+      const T *arow = A + ao;                                                \
+      const T *x = B + bo;                                                   \
       T s = 0;                                                               \
       for (int64_t p = 0; p < j->k; ++p) s = FMA(arow[p], x[p * j->b.rs], s); \
       ((T *)j->c)[r] = s;                                                    \

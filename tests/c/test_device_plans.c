@@ -1,0 +1,378 @@
+// The validation the devices share (src/device/conv_plan.h, fft_plan.h):
+// each malformed stablehlo.convolution / stablehlo.fft gets the expected
+// status code and message, and the host kernel's prepare and the CUDA
+// convolution plan (GPU-free) return exactly the same status.
+#include <stdio.h>
+#include <string.h>
+
+#include "device/conv_plan.h"
+#include "device/cuda/cuda_gen_conv.h"
+#include "device/fft_plan.h"
+#include "host_test_ops.h"
+#include "test.h"
+
+#define NA 20
+typedef struct conv_op {
+  ht_op_t b;
+  iron_ir_attr_t attrs[NA];
+  iron_ir_named_attr_t named[NA];
+  iron_ir_type_t types[NA];
+  int64_t data[NA][2 * IRON_MAX_RANK];
+} conv_op_t;
+
+static void attr(conv_op_t *c, const char *name, int n, const int64_t *v) {
+  uint32_t i = c->b.op.num_attrs++;
+  for (int k = 0; k < n; ++k) c->data[i][k] = v[k];
+  int64_t dims[1] = {n};
+  ht_type(&c->types[i], IRON_DTYPE_S64, 1, dims);
+  c->attrs[i].kind = IRON_ATTR_DENSE;
+  c->attrs[i].dense.type = &c->types[i];
+  c->attrs[i].dense.data = c->data[i];
+  c->attrs[i].dense.size = (size_t)n * 8;
+  c->named[i].name = name;
+  c->named[i].value = &c->attrs[i];
+}
+
+static void attr1(conv_op_t *c, const char *name, int64_t v) {
+  uint32_t i = c->b.op.num_attrs++;
+  c->attrs[i].kind = IRON_ATTR_INT;
+  c->attrs[i].i = v;
+  c->attrs[i].int_dtype = IRON_DTYPE_S64;
+  c->named[i].name = name;
+  c->named[i].value = &c->attrs[i];
+}
+
+// Rewrites attribute `name` (a list of n values, or one integer when n < 0).
+static void set(conv_op_t *c, const char *name, int n, const int64_t *v) {
+  uint32_t i = 0;
+  while (i < c->b.op.num_attrs && strcmp(c->named[i].name, name) != 0) ++i;
+  CHECK(i < c->b.op.num_attrs);
+  if (i == c->b.op.num_attrs) return;
+  if (n < 0) {
+    c->attrs[i].i = v[0];
+    return;
+  }
+  for (int k = 0; k < n; ++k) c->data[i][k] = v[k];
+  c->types[i].dims[0] = n;
+  c->attrs[i].dense.size = (size_t)n * 8;
+}
+
+static void drop(conv_op_t *c, const char *name) {
+  for (uint32_t i = 0; i < c->b.op.num_attrs; ++i)
+    if (strcmp(c->named[i].name, name) == 0) c->named[i].name = "unused";
+}
+
+// A valid 1-D convolution: lhs [N=2, C=4, W=5] (b, f, 0), rhs [I=4, O=4,
+// K=3] (i, o, 0), result [2, 4, 3] (b, f, 0).
+static void conv_build(conv_op_t *c, iron_dtype_t dt, iron_dtype_t out_dt) {
+  memset(c, 0, sizeof(*c));
+  ht_init(&c->b, IRON_OP_CONVOLUTION);
+  c->b.op.attrs = c->named;
+  int64_t ld[3] = {2, 4, 5}, kd[3] = {4, 4, 3}, od[3] = {2, 4, 3};
+  ht_operand(&c->b, dt, 3, ld);
+  ht_operand(&c->b, dt, 3, kd);
+  ht_result(&c->b, out_dt, 3, od);
+  const int64_t zero = 0, one = 1, two = 2;
+  attr1(c, "input_batch_dimension", 0);
+  attr1(c, "input_feature_dimension", 1);
+  attr(c, "input_spatial_dimensions", 1, &two);
+  attr1(c, "kernel_input_feature_dimension", 0);
+  attr1(c, "kernel_output_feature_dimension", 1);
+  attr(c, "kernel_spatial_dimensions", 1, &two);
+  attr1(c, "output_batch_dimension", 0);
+  attr1(c, "output_feature_dimension", 1);
+  attr(c, "output_spatial_dimensions", 1, &two);
+  attr(c, "window_strides", 1, &one);
+  int64_t pad[2] = {0, 0};
+  attr(c, "padding", 2, pad);
+  attr(c, "lhs_dilation", 1, &one);
+  attr(c, "rhs_dilation", 1, &one);
+  attr(c, "window_reversal", 1, &zero);
+  attr1(c, "feature_group_count", 1);
+  attr1(c, "batch_group_count", 1);
+}
+
+// The shared reader, the host kernel and the CUDA plan agree on op's
+// status: `code` (IRON_STATUS_OK for none) with a message containing
+// `want`.
+static void conv_expect(conv_op_t *c, int code, const char *want) {
+  iron_conv_plan_t plan;
+  iron_status_t s0 = iron_conv_plan_read(&c->b.op, &plan);
+  const iron_host_kernel_t *k = iron_host_kernel_lookup(IRON_OP_CONVOLUTION);
+  CHECK(k != NULL);
+  if (!k) return;
+  void *params = NULL;
+  iron_status_t s1 = k->prepare(&c->b.op, NULL, &params);
+  if (!s1 && k->destroy) k->destroy(params);
+  iron_cuda_conv_t cplan;
+  iron_status_t s2 = iron_cuda_conv_plan(&c->b.op, &cplan);
+  iron_status_t all[3] = {s0, s1, s2};
+  for (int i = 0; i < 3; ++i) {
+    CHECK_EQ_INT(iron_status_code(all[i]), code);
+    if (code != IRON_STATUS_OK) {
+      const char *m = all[i] ? iron_status_message(all[i]) : "";
+      if (!strstr(m, want) || !strstr(m, "stablehlo.convolution")) {
+        fprintf(stderr, "  message '%s' lacks '%s'\n", m, want);
+        CHECK(false);
+      }
+      if (i > 0 && all[i] && s0)
+        CHECK(strcmp(iron_status_message(all[i]), iron_status_message(s0)) ==
+              0);
+    }
+  }
+  for (int i = 0; i < 3; ++i) iron_status_free(all[i]);
+}
+
+static void test_conv_valid(void) {
+  conv_op_t c;
+  conv_build(&c, IRON_DTYPE_F32, IRON_DTYPE_F32);
+  conv_expect(&c, IRON_STATUS_OK, "");
+  iron_conv_plan_t p;
+  CHECK_OK(iron_conv_plan_read(&c.b.op, &p));
+  CHECK_EQ_INT(p.rank, 3);
+  CHECK_EQ_INT(p.nsp, 1);
+  CHECK_EQ_INT(p.comp_dtype, IRON_DTYPE_F32);
+  CHECK_EQ_INT(p.in_sp_dim[0], 2);
+  CHECK_EQ_INT(p.k_out_feature_dim, 1);
+  CHECK_EQ_INT(p.groups, 1);
+  CHECK_EQ_INT(p.n_out, 2);
+  CHECK_EQ_INT(p.c_in_g, 4);
+  CHECK_EQ_INT(p.c_out_g, 4);
+  // Absent window attributes take their defaults.
+  drop(&c, "window_strides");
+  drop(&c, "padding");
+  drop(&c, "rhs_dilation");
+  CHECK_OK(iron_conv_plan_read(&c.b.op, &p));
+  CHECK_EQ_INT(p.stride[0], 1);
+  CHECK_EQ_INT(p.pad[1], 0);
+  CHECK_EQ_INT(p.rhs_dil[0], 1);
+  // Feature groups: 2 groups of 2 input features.
+  conv_build(&c, IRON_DTYPE_F32, IRON_DTYPE_F32);
+  const int64_t two = 2;
+  set(&c, "feature_group_count", -1, &two);
+  c.b.operand_types[1].dims[0] = 2;
+  conv_expect(&c, IRON_STATUS_OK, "");
+  CHECK_OK(iron_conv_plan_read(&c.b.op, &p));
+  CHECK_EQ_INT(p.groups, 2);
+  CHECK_EQ_INT(p.c_out_g, 2);
+}
+
+static void test_conv_dimension_numbers(void) {
+  conv_op_t c;
+  const int64_t v0 = 0, v3 = 3;
+  conv_build(&c, IRON_DTYPE_F32, IRON_DTYPE_F32);
+  drop(&c, "input_batch_dimension");
+  conv_expect(&c, IRON_STATUS_INVALID_ARGUMENT,
+              "missing or bad input_batch_dimension");
+  conv_build(&c, IRON_DTYPE_F32, IRON_DTYPE_F32);
+  set(&c, "output_feature_dimension", -1, &v3);
+  conv_expect(&c, IRON_STATUS_INVALID_ARGUMENT,
+              "missing or bad output_feature_dimension");
+  conv_build(&c, IRON_DTYPE_F32, IRON_DTYPE_F32);
+  int64_t two_sp[2] = {2, 2};
+  set(&c, "input_spatial_dimensions", 2, two_sp);
+  conv_expect(&c, IRON_STATUS_INVALID_ARGUMENT, "1 spatial dims expected");
+  // The kernel's spatial dim is also its input feature dim.
+  conv_build(&c, IRON_DTYPE_F32, IRON_DTYPE_F32);
+  set(&c, "kernel_spatial_dimensions", 1, &v0);
+  conv_expect(&c, IRON_STATUS_INVALID_ARGUMENT, "bad dimension numbers");
+  conv_build(&c, IRON_DTYPE_F32, IRON_DTYPE_F32);
+  set(&c, "output_spatial_dimensions", 1, &v3);
+  conv_expect(&c, IRON_STATUS_INVALID_ARGUMENT, "bad dimension numbers");
+  // Ranks differ.
+  conv_build(&c, IRON_DTYPE_F32, IRON_DTYPE_F32);
+  c.b.result_types[0].rank = 2;
+  conv_expect(&c, IRON_STATUS_INVALID_ARGUMENT, "operand/result ranks 3, 3, 2");
+  // Operand count.
+  conv_build(&c, IRON_DTYPE_F32, IRON_DTYPE_F32);
+  c.b.op.num_operands = 1;
+  conv_expect(&c, IRON_STATUS_INVALID_ARGUMENT, "expected 2 operands");
+}
+
+static void test_conv_window(void) {
+  conv_op_t c;
+  const int64_t v0 = 0, vm1 = -1, v2 = 2, v4 = 4;
+  conv_build(&c, IRON_DTYPE_F32, IRON_DTYPE_F32);
+  int64_t s2[2] = {1, 1};
+  set(&c, "window_strides", 2, s2);
+  conv_expect(&c, IRON_STATUS_INVALID_ARGUMENT,
+              "window_strides has 2 entries, expected 1");
+  conv_build(&c, IRON_DTYPE_F32, IRON_DTYPE_F32);
+  set(&c, "padding", 1, &v0);
+  conv_expect(&c, IRON_STATUS_INVALID_ARGUMENT,
+              "padding has 1 entries, expected 2");
+  conv_build(&c, IRON_DTYPE_F32, IRON_DTYPE_F32);
+  set(&c, "window_strides", 1, &v0);
+  conv_expect(&c, IRON_STATUS_INVALID_ARGUMENT,
+              "strides and dilations must be positive");
+  conv_build(&c, IRON_DTYPE_F32, IRON_DTYPE_F32);
+  set(&c, "lhs_dilation", 1, &vm1);
+  conv_expect(&c, IRON_STATUS_INVALID_ARGUMENT,
+              "strides and dilations must be positive");
+  conv_build(&c, IRON_DTYPE_F32, IRON_DTYPE_F32);
+  set(&c, "feature_group_count", -1, &v0);
+  conv_expect(&c, IRON_STATUS_INVALID_ARGUMENT, "bad feature_group_count");
+  conv_build(&c, IRON_DTYPE_F32, IRON_DTYPE_F32);
+  set(&c, "feature_group_count", -1, &v2);
+  set(&c, "batch_group_count", -1, &v2);
+  conv_expect(&c, IRON_STATUS_UNIMPLEMENTED,
+              "both feature_group_count and batch_group_count > 1");
+  // 2 feature groups need 2 kernel input features, not 4.
+  conv_build(&c, IRON_DTYPE_F32, IRON_DTYPE_F32);
+  set(&c, "feature_group_count", -1, &v2);
+  conv_expect(&c, IRON_STATUS_INVALID_ARGUMENT,
+              "feature/batch sizes do not match the group counts");
+  // A result width of 4 where the window gives 3.
+  conv_build(&c, IRON_DTYPE_F32, IRON_DTYPE_F32);
+  c.b.result_types[0].dims[2] = 4;
+  conv_expect(&c, IRON_STATUS_INVALID_ARGUMENT,
+              "spatial dim 0 of the result is 4, expected 3");
+  // Padding and stride enter the expected size: (5 + 4 - 3) / 2 + 1 = 4.
+  conv_build(&c, IRON_DTYPE_F32, IRON_DTYPE_F32);
+  int64_t pad[2] = {2, 2};
+  set(&c, "padding", 2, pad);
+  set(&c, "window_strides", 1, &v2);
+  c.b.result_types[0].dims[2] = 4;
+  conv_expect(&c, IRON_STATUS_OK, "");
+  c.b.result_types[0].dims[2] = 5;
+  conv_expect(&c, IRON_STATUS_INVALID_ARGUMENT,
+              "spatial dim 0 of the result is 5, expected 4");
+  (void)v4;
+}
+
+static void test_conv_dtypes(void) {
+  conv_op_t c;
+  conv_build(&c, IRON_DTYPE_F32, IRON_DTYPE_S32);
+  conv_expect(&c, IRON_STATUS_UNIMPLEMENTED, "f32 x f32 -> ");
+  conv_build(&c, IRON_DTYPE_S8, IRON_DTYPE_S32);
+  conv_expect(&c, IRON_STATUS_OK, "");
+  conv_build(&c, IRON_DTYPE_BF16, IRON_DTYPE_F32);
+  conv_expect(&c, IRON_STATUS_OK, "");
+  // Sub-byte integers: the host takes them, the CUDA plan refuses them
+  // (after the shared type checks, before the attributes).
+  conv_build(&c, IRON_DTYPE_S4, IRON_DTYPE_S32);
+  iron_conv_plan_t p;
+  CHECK_OK(iron_conv_plan_read(&c.b.op, &p));
+  iron_cuda_conv_t cp;
+  iron_status_t st = iron_cuda_conv_plan(&c.b.op, &cp);
+  CHECK_EQ_INT(iron_status_code(st), IRON_STATUS_UNIMPLEMENTED);
+  CHECK(st && strstr(iron_status_message(st), "on cuda for dtype"));
+  iron_status_free(st);
+  // f8 operands of a complex result: the host takes them, CUDA refuses them
+  // with the host's dtype message.
+  conv_build(&c, IRON_DTYPE_F8E5M2, IRON_DTYPE_C64);
+  CHECK_OK(iron_conv_plan_read(&c.b.op, &p));
+  st = iron_cuda_conv_plan(&c.b.op, &cp);
+  CHECK_EQ_INT(iron_status_code(st), IRON_STATUS_UNIMPLEMENTED);
+  CHECK(st && strstr(iron_status_message(st), " -> "));
+  iron_status_free(st);
+}
+
+// --- FFT --------------------------------------------------------------------
+
+enum { FFT = 0, IFFT, RFFT, IRFFT };
+
+static void fft_op(ht_op_t *b, int type, iron_dtype_t in_dt,
+                   iron_dtype_t out_dt, int rank, const int64_t *in_dims,
+                   const int64_t *out_dims, int d, const int64_t *len) {
+  ht_init(b, IRON_OP_FFT);
+  ht_operand(b, in_dt, rank, in_dims);
+  ht_result(b, out_dt, rank, out_dims);
+  ht_attr_i64(b, "fft_length", d, len);
+  uint32_t i = b->op.num_attrs++;
+  b->attrs[i].kind = IRON_ATTR_ENUM;
+  b->attrs[i].enumv.kind = IRON_ENUM_FFT_TYPE;
+  b->attrs[i].enumv.value = type;
+  b->named[i].name = "fft_type";
+  b->named[i].value = &b->attrs[i];
+}
+
+// The shared reader and the host kernel agree: `code`, message with `want`.
+static void fft_expect(ht_op_t *b, int code, const char *want) {
+  iron_fft_plan_t plan;
+  iron_status_t s0 = iron_fft_plan_read(&b->op, &plan);
+  const iron_host_kernel_t *k = iron_host_kernel_lookup(IRON_OP_FFT);
+  CHECK(k != NULL);
+  if (!k) return;
+  void *params = NULL;
+  iron_status_t s1 = k->prepare(&b->op, NULL, &params);
+  if (!s1 && k->destroy) k->destroy(params);
+  CHECK_EQ_INT(iron_status_code(s0), code);
+  CHECK_EQ_INT(iron_status_code(s1), code);
+  if (code != IRON_STATUS_OK && s0 && s1) {
+    const char *m = iron_status_message(s0);
+    if (!strstr(m, want) || !strstr(m, "stablehlo.fft")) {
+      fprintf(stderr, "  message '%s' lacks '%s'\n", m, want);
+      CHECK(false);
+    }
+    CHECK(strcmp(m, iron_status_message(s1)) == 0);
+  }
+  iron_status_free(s0);
+  iron_status_free(s1);
+}
+
+static void test_fft(void) {
+  ht_op_t b;
+  int64_t d38[2] = {3, 8}, d35[2] = {3, 5}, d48[2] = {4, 8};
+  int64_t l8[1] = {8}, l7[1] = {7}, lneg[1] = {-1};
+  fft_op(&b, FFT, IRON_DTYPE_C64, IRON_DTYPE_C64, 2, d38, d38, 1, l8);
+  fft_expect(&b, IRON_STATUS_OK, "");
+  iron_fft_plan_t p;
+  CHECK_OK(iron_fft_plan_read(&b.op, &p));
+  CHECK_EQ_INT(p.type, IRON_FFT_PLAN_FFT);
+  CHECK_EQ_INT(p.d, 1);
+  CHECK_EQ_INT(p.rank, 2);
+  CHECK_EQ_INT(p.len[0], 8);
+  CHECK(p.total == 8.0);
+  fft_op(&b, RFFT, IRON_DTYPE_F32, IRON_DTYPE_C64, 2, d38, d35, 1, l8);
+  fft_expect(&b, IRON_STATUS_OK, "");
+  fft_op(&b, IRFFT, IRON_DTYPE_C128, IRON_DTYPE_F64, 2, d35, d38, 1, l8);
+  fft_expect(&b, IRON_STATUS_OK, "");
+  int64_t l2[2] = {3, 8};
+  fft_op(&b, IFFT, IRON_DTYPE_C128, IRON_DTYPE_C128, 2, d38, d38, 2, l2);
+  fft_expect(&b, IRON_STATUS_OK, "");
+  CHECK_OK(iron_fft_plan_read(&b.op, &p));
+  CHECK(p.total == 24.0);
+  // fft_type out of range.
+  fft_op(&b, 7, IRON_DTYPE_C64, IRON_DTYPE_C64, 2, d38, d38, 1, l8);
+  fft_expect(&b, IRON_STATUS_INVALID_ARGUMENT, "missing or bad fft_type");
+  // fft_length that does not fit the shape, or negative.
+  fft_op(&b, FFT, IRON_DTYPE_C64, IRON_DTYPE_C64, 2, d38, d38, 1, l7);
+  fft_expect(&b, IRON_STATUS_INVALID_ARGUMENT,
+             "fft_length[0] = 7 does not fit dimension 1 (8 -> 8)");
+  fft_op(&b, FFT, IRON_DTYPE_C64, IRON_DTYPE_C64, 2, d38, d38, 1, lneg);
+  fft_expect(&b, IRON_STATUS_INVALID_ARGUMENT, "fft_length[0] = -1");
+  // RFFT's result keeps n/2 + 1 entries, not n.
+  fft_op(&b, RFFT, IRON_DTYPE_F32, IRON_DTYPE_C64, 2, d38, d38, 1, l8);
+  fft_expect(&b, IRON_STATUS_INVALID_ARGUMENT, "(8 -> 8)");
+  // More transform dims than the rank.
+  int64_t d8[1] = {8}, l88[2] = {8, 8};
+  fft_op(&b, FFT, IRON_DTYPE_C64, IRON_DTYPE_C64, 1, d8, d8, 2, l88);
+  fft_expect(&b, IRON_STATUS_INVALID_ARGUMENT, "rank 1 for 2 fft dimensions");
+  // Batch dims differ.
+  fft_op(&b, FFT, IRON_DTYPE_C64, IRON_DTYPE_C64, 2, d38, d48, 1, l8);
+  fft_expect(&b, IRON_STATUS_INVALID_ARGUMENT, "batch dimension 0 differs");
+  // Refusals by name: dtype pair, four transform dims, huge lengths.
+  fft_op(&b, FFT, IRON_DTYPE_F32, IRON_DTYPE_F32, 2, d38, d38, 1, l8);
+  fft_expect(&b, IRON_STATUS_UNIMPLEMENTED, "from f32 to f32");
+  int64_t d4[4] = {2, 2, 2, 2};
+  fft_op(&b, FFT, IRON_DTYPE_C64, IRON_DTYPE_C64, 4, d4, d4, 4, d4);
+  fft_expect(&b, IRON_STATUS_UNIMPLEMENTED, "with 4 fft_length entries");
+  int64_t huge[1] = {(int64_t)1 << 41}, dh[1] = {(int64_t)1 << 41};
+  fft_op(&b, FFT, IRON_DTYPE_C64, IRON_DTYPE_C64, 1, dh, dh, 1, huge);
+  fft_expect(&b, IRON_STATUS_UNIMPLEMENTED, "fft_length[0] = 2199023255552");
+  // Operand count.
+  fft_op(&b, FFT, IRON_DTYPE_C64, IRON_DTYPE_C64, 2, d38, d38, 1, l8);
+  b.op.num_results = 0;
+  fft_expect(&b, IRON_STATUS_INVALID_ARGUMENT, "expected 1 operand");
+}
+
+static const iron_test_case_t kTests[] = {
+    {"conv_valid", test_conv_valid},
+    {"conv_dimension_numbers", test_conv_dimension_numbers},
+    {"conv_window", test_conv_window},
+    {"conv_dtypes", test_conv_dtypes},
+    {"fft", test_fft},
+};
+
+IRON_TEST_MAIN(kTests)
