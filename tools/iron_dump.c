@@ -76,9 +76,7 @@ int main(int argc, char **argv) {
   if (fuse_cuda) {
     st = iron_compiler_tuple_forward(m);
     int n = 0;
-    const char *noinline = getenv("IRON_INLINE_CALLS");
-    if (!st && !(noinline && noinline[0] == '0'))
-      st = iron_compiler_inline_calls(m, IRON_INLINE_MAX_OPS, NULL);
+    if (!st) st = iron_compiler_inline_for_compile(m, true);
     if (!st) st = iron_compiler_fuse(m, iron_cuda_fusable, &n);
     if (st) {
       fprintf(stderr, "iron-dump: %s: %s\n", path, iron_status_message(st));

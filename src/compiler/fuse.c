@@ -324,66 +324,6 @@ static bool same_dims_but_units(const iron_ir_type_t *a,
 
 typedef struct {
   const iron_ir_value_t *v;
-  uint32_t n;
-} count_ctx_t;
-
-static void count_use(iron_ir_value_t **slot, void *arg) {
-  count_ctx_t *cc = arg;
-  if (*slot == cc->v) cc->n++;
-}
-
-// A reshape that only adds or drops size-1 dims, fed by the one member of
-// an open group that is a slice, transpose or dynamic_slice used nowhere
-// else (jax's x[i] is dynamic_slice to [1, ...] then such a reshape): the
-// group takes the reshape's shape, so that the reshape and its consumers
-// join the load (the device maps the load's coordinates over the non-unit
-// dims). Returns the group, or -1.
-static int32_t unit_reshape_group(const iron_ir_block_t *blk, use_ctx_t *u,
-                                  const iron_ir_op_t *op) {
-  if (op->kind != IRON_OP_RESHAPE || op->num_operands != 1) return -1;
-  const iron_ir_value_t *v = op->operands[0];
-  int32_t h = group_of(u, v);
-  if (h < 0 || u->groups[h].closed || u->groups[h].size != 1 ||
-      !v->def_op || v->def_op != blk->ops[u->groups[h].last])
-    return -1;
-  iron_op_kind_t k = v->def_op->kind;
-  if (k != IRON_OP_SLICE && k != IRON_OP_TRANSPOSE &&
-      k != IRON_OP_DYNAMIC_SLICE)
-    return -1;
-  if (!same_dims_but_units(v->type, op->results[0].type)) return -1;
-  count_ctx_t cc = {v, 0};
-  for (uint32_t i = 0; i < blk->num_ops; ++i)
-    each_operand(blk->ops[i], count_use, &cc);
-  return cc.n == 1 ? h : -1;
-}
-
-// Whether `op` keeps its operand's elements in order and only adds or drops
-// size-1 dims: a reshape, or a broadcast_in_dim that maps the operand's
-// dims in order onto equal result dims.
-static bool is_unit_reshape(const iron_ir_op_t *op) {
-  if (op->num_operands != 1 || op->num_results != 1) return false;
-  const iron_ir_type_t *in = op->operands[0]->type, *out = op->results[0].type;
-  if (!same_dims_but_units(in, out) || in->dtype != out->dtype) return false;
-  if (op->kind == IRON_OP_RESHAPE) return true;
-  if (op->kind != IRON_OP_BROADCAST_IN_DIM) return false;
-  int64_t bd[IRON_MAX_RANK];
-  uint32_t nb = 0;
-  iron_status_t st =
-      iron_ir_op_i64_list(op, "broadcast_dimensions", bd, IRON_MAX_RANK, &nb);
-  if (st) {
-    iron_status_free(st);
-    return false;
-  }
-  if (nb != (uint32_t)in->rank) return false;
-  for (uint32_t i = 0; i < nb; ++i)
-    if (bd[i] < 0 || bd[i] >= out->rank || (i && bd[i] <= bd[i - 1]) ||
-        out->dims[bd[i]] != in->dims[i])
-      return false;
-  return true;
-}
-
-typedef struct {
-  const iron_ir_value_t *v;
   const iron_ir_op_t *user;
   uint32_t n;
 } user_ctx_t;
@@ -415,6 +355,40 @@ static const iron_ir_op_t *single_user(const iron_ir_block_t *blk,
     }
   }
   return uc.n == 1 ? uc.user : NULL;
+}
+
+// A reshape that only adds or drops size-1 dims, fed by the one member of
+// an open group that is a slice, transpose or dynamic_slice used nowhere
+// else (jax's x[i] is dynamic_slice to [1, ...] then such a reshape): the
+// group takes the reshape's shape, so that the reshape and its consumers
+// join the load (the device maps the load's coordinates over the non-unit
+// dims). Returns the group, or -1.
+static int32_t unit_reshape_group(const iron_ir_block_t *blk, use_ctx_t *u,
+                                  const iron_ir_op_t *op) {
+  if (op->kind != IRON_OP_RESHAPE || op->num_operands != 1) return -1;
+  const iron_ir_value_t *v = op->operands[0];
+  int32_t h = group_of(u, v);
+  if (h < 0 || u->groups[h].closed || u->groups[h].size != 1 ||
+      !v->def_op || v->def_op != blk->ops[u->groups[h].last])
+    return -1;
+  iron_op_kind_t k = v->def_op->kind;
+  if (k != IRON_OP_SLICE && k != IRON_OP_TRANSPOSE &&
+      k != IRON_OP_DYNAMIC_SLICE)
+    return -1;
+  if (!same_dims_but_units(v->type, op->results[0].type)) return -1;
+  return single_user(blk, v) ? h : -1;
+}
+
+// Whether `op` keeps its operand's elements in order and only adds or drops
+// size-1 dims: a reshape, or a broadcast_in_dim that maps the operand's
+// dims in order onto equal result dims.
+static bool is_unit_reshape(const iron_ir_op_t *op) {
+  if (op->kind == IRON_OP_BROADCAST_IN_DIM)
+    return iron_ir_broadcast_is_reshape(op);
+  return op->kind == IRON_OP_RESHAPE && op->num_operands == 1 &&
+         op->num_results == 1 &&
+         op->operands[0]->type->dtype == op->results[0].type->dtype &&
+         same_dims_but_units(op->operands[0]->type, op->results[0].type);
 }
 
 enum { kMaxDusRoots = 16 };

@@ -8,6 +8,7 @@
 #ifndef IRON_COMPILER_INLINE_H_
 #define IRON_COMPILER_INLINE_H_
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "base/status.h"
@@ -31,6 +32,13 @@ extern "C" {
 iron_status_t iron_compiler_inline_calls(iron_ir_module_t *module,
                                          uint32_t max_ops,
                                          int *out_num_inlined);
+
+// The compile step's policy: inlines (IRON_INLINE_MAX_OPS) when the module
+// is about to be fused (`fusing`), unless IRON_INLINE_CALLS=0; always with
+// IRON_INLINE_CALLS=all (a test switch: test_inline runs the corpus both
+// ways on the host).
+iron_status_t iron_compiler_inline_for_compile(iron_ir_module_t *module,
+                                               bool fusing);
 
 #ifdef __cplusplus
 }

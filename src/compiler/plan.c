@@ -307,34 +307,6 @@ static iron_status_t fusion_dus_inplace(iron_plan_t *plan,
   return IRON_OK;
 }
 
-// True when broadcast_in_dim `op` moves no element: as many elements in as
-// out and the operand's dims map, in order, onto the result's (every other
-// result dim is then 1), so the row-major bytes are identical.
-static bool broadcast_is_reshape(const iron_ir_op_t *op) {
-  if (op->num_operands != 1 || op->num_results != 1) return false;
-  const iron_ir_type_t *in = op->operands[0]->type, *out = op->results[0].type;
-  if (!in || !out || in->kind != IRON_TYPE_TENSOR ||
-      out->kind != IRON_TYPE_TENSOR || !iron_ir_type_is_static(in) ||
-      !iron_ir_type_is_static(out) || in->dtype != out->dtype ||
-      iron_ir_type_num_elements(in) != iron_ir_type_num_elements(out))
-    return false;
-  int64_t bd[IRON_MAX_RANK];
-  uint32_t nb = 0;
-  iron_status_t st =
-      iron_ir_op_i64_list(op, "broadcast_dimensions", bd, IRON_MAX_RANK, &nb);
-  if (st) {  // the kernel's prepare reports the bad attribute
-    iron_status_free(st);
-    return false;
-  }
-  if (nb != (uint32_t)in->rank) return false;
-  for (uint32_t i = 0; i < nb; ++i) {
-    if (bd[i] < 0 || bd[i] >= out->rank || (i > 0 && bd[i] <= bd[i - 1]) ||
-        out->dims[bd[i]] != in->dims[i])
-      return false;
-  }
-  return true;
-}
-
 static iron_status_t fill_constant(const iron_ir_op_t *op,
                                    const iron_tensor_t *type, void *data);
 
@@ -593,7 +565,7 @@ static iron_status_t plan_op(scope_t *sc, const iron_ir_op_t *op,
       // A broadcast that only adds unit dims (jax writes one before every
       // dynamic_update_slice of a scan's stacked outputs) keeps the bytes
       // in place: a reshape. Others run their kernel.
-      if (!broadcast_is_reshape(op) ||
+      if (!iron_ir_broadcast_is_reshape(op) ||
           (env_flag("IRON_NO_ALIAS") &&
            lookup_kernel_on(scope_device(sc), op->kind))) {
         s->kind = IRON_STEP_KERNEL;

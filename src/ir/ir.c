@@ -289,6 +289,33 @@ iron_status_t iron_ir_op_i64_list(const iron_ir_op_t *op, const char *name,
                                cap, out_count);
 }
 
+bool iron_ir_broadcast_is_reshape(const iron_ir_op_t *op) {
+  if (op->kind != IRON_OP_BROADCAST_IN_DIM || op->num_operands != 1 ||
+      op->num_results != 1)
+    return false;
+  const iron_ir_type_t *in = op->operands[0]->type, *out = op->results[0].type;
+  if (!in || !out || in->kind != IRON_TYPE_TENSOR ||
+      out->kind != IRON_TYPE_TENSOR || !iron_ir_type_is_static(in) ||
+      !iron_ir_type_is_static(out) || in->dtype != out->dtype ||
+      iron_ir_type_num_elements(in) != iron_ir_type_num_elements(out))
+    return false;
+  int64_t bd[IRON_MAX_RANK];
+  uint32_t nb = 0;
+  iron_status_t st =
+      iron_ir_op_i64_list(op, "broadcast_dimensions", bd, IRON_MAX_RANK, &nb);
+  if (st) {  // the kernel's prepare reports the bad attribute
+    iron_status_free(st);
+    return false;
+  }
+  if (nb != (uint32_t)in->rank) return false;
+  for (uint32_t i = 0; i < nb; ++i) {
+    if (bd[i] < 0 || bd[i] >= out->rank || (i > 0 && bd[i] <= bd[i - 1]) ||
+        out->dims[bd[i]] != in->dims[i])
+      return false;
+  }
+  return true;
+}
+
 bool iron_ir_attr_as_i64(const iron_ir_attr_t *attr, int64_t *out) {
   if (!attr) return false;
   switch (attr->kind) {

@@ -319,6 +319,11 @@ iron_status_t iron_ir_attr_i64_list(const iron_ir_attr_t *attr,
 iron_status_t iron_ir_op_i64_list(const iron_ir_op_t *op, const char *name,
                                   int64_t *out_values, uint32_t cap,
                                   uint32_t *out_count);
+// True when `op` is a broadcast_in_dim that moves no element: as many
+// elements in as out and the operand's dims map, in order, onto equal
+// result dims (every other result dim is 1), so the row-major bytes are
+// identical (a reshape that only adds size-1 dims).
+bool iron_ir_broadcast_is_reshape(const iron_ir_op_t *op);
 // Integer scalar: INT, BOOL, or a one-element DENSE of integer type.
 bool iron_ir_attr_as_i64(const iron_ir_attr_t *attr, int64_t *out);
 // Enum value of `op`'s attribute `name`, or `dflt` when absent.

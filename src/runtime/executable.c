@@ -194,12 +194,8 @@ iron_status_t iron_executable_compile_module(
   bool fusing = exe->dev->vtable->fusable &&
                 !(nofuse && nofuse[0] && nofuse[0] != '0');
   // Private functions are inlined where they are called so that fusion
-  // sees across them (IRON_INLINE_CALLS=0: kept as calls; =all: inlined on
-  // every device, a test switch: test_inline runs the corpus both ways).
-  const char *inl = getenv("IRON_INLINE_CALLS");
-  bool inline_all = inl && strcmp(inl, "all") == 0;
-  if (!st && (inline_all || (fusing && !(inl && inl[0] == '0'))))
-    st = iron_compiler_inline_calls(module, IRON_INLINE_MAX_OPS, NULL);
+  // sees across them (inline.h: IRON_INLINE_CALLS).
+  if (!st) st = iron_compiler_inline_for_compile(module, fusing);
   if (!st && fusing)
     st = iron_compiler_fuse(module, exe->dev->vtable->fusable, NULL);
   if (!st) st = iron_plan_create_on(module, exe->dev, &exe->plan);

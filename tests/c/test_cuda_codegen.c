@@ -26,6 +26,7 @@
 #include "ir/builder.h"
 #include "stablehlo/reader.h"
 #include "cuda_test_nvrtc.h"
+#include "corpus_files.h"
 #include "test.h"
 
 static iron_cuda_api_t g_api;
@@ -681,22 +682,6 @@ static void test_fusion(void) {
 // ---------------------------------------------------------------------------
 // Corpus: prepare every op our kernels claim.
 
-static char *read_file(const char *path, size_t *out_size) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return NULL;
-  fseek(f, 0, SEEK_END);
-  long n = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  char *b = malloc((size_t)n + 1);
-  if (b && fread(b, 1, (size_t)n, f) != (size_t)n) {
-    free(b);
-    b = NULL;
-  }
-  fclose(f);
-  *out_size = (size_t)n;
-  return b;
-}
-
 static void prepare_block(iron_cuda_device_t *d, const iron_ir_block_t *b,
                           prep_stats_t *stats, const char *file) {
   for (uint32_t i = 0; i < b->num_ops; ++i) {
@@ -760,7 +745,7 @@ static int for_each_corpus_module(corpus_fn_t fn, void *arg) {
     char path[1024];
     snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
     size_t size = 0;
-    char *bytes = read_file(path, &size);
+    char *bytes = test_read_file(path, &size);
     CHECK(bytes != NULL);
     if (!bytes) continue;
     iron_ir_module_t *m = NULL;

@@ -8,41 +8,8 @@
 
 #include "iron/iron.h"
 #include "runtime/runtime_internal.h"
+#include "corpus_files.h"
 #include "test.h"
-
-static char *read_file(const char *path, size_t *out_size) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return NULL;
-  fseek(f, 0, SEEK_END);
-  long n = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  char *buf = malloc((size_t)n + 1);
-  if (buf && fread(buf, 1, (size_t)n, f) != (size_t)n) {
-    free(buf);
-    buf = NULL;
-  }
-  fclose(f);
-  *out_size = (size_t)n;
-  return buf;
-}
-
-static void fill(void *data, iron_dtype_t dt, int64_t count) {
-  for (int64_t i = 0; i < count; ++i) {
-    switch (dt) {
-      case IRON_DTYPE_F32: ((float *)data)[i] = 0.25f * (float)(i % 7) - 0.5f; break;
-      case IRON_DTYPE_F64: ((double *)data)[i] = 0.25 * (double)(i % 7) - 0.5; break;
-      case IRON_DTYPE_S32: ((int32_t *)data)[i] = (int32_t)(i % 5); break;
-      case IRON_DTYPE_U32: ((uint32_t *)data)[i] = (uint32_t)(i * 2654435761u); break;
-      case IRON_DTYPE_S64: ((int64_t *)data)[i] = i % 5; break;
-      case IRON_DTYPE_U64: ((uint64_t *)data)[i] = (uint64_t)i * 0x9E3779B97F4A7C15ull; break;
-      case IRON_DTYPE_PRED: ((uint8_t *)data)[i] = (uint8_t)(i & 1); break;
-      default: {
-        size_t es = iron_dtype_size(dt);
-        memset((char *)data + (size_t)i * es, (int)(i % 3), es);
-      }
-    }
-  }
-}
 
 typedef struct {
   char name[96];
@@ -92,7 +59,7 @@ static void test_corpus(void) {
     char path[1024];
     snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
     size_t size;
-    char *bytes = read_file(path, &size);
+    char *bytes = test_read_file(path, &size);
     CHECK(bytes != NULL);
     if (!bytes) continue;
     total++;
@@ -126,7 +93,7 @@ static void test_corpus(void) {
       for (int32_t k = 0; k < rank; ++k) count *= dims[k];
       size_t es = iron_dtype_size(dt);
       void *data = calloc((size_t)count + 1, es ? es : 1);
-      fill(data, dt, count);
+      test_fill_synthetic(data, dt, count);
       st = iron_buffer_create_from_host(dev, dt, rank, dims, data, NULL,
                                         &args[i]);
       free(data);

@@ -622,6 +622,21 @@ void iron_cuda_hash128(const void *data, size_t n, uint64_t seed,
   out[1] = mix64(b ^ mix64(a));
 }
 
+void iron_cuda_src_clamped_start(iron_cuda_src_t *s, const char *indent,
+                                 const char *var, const char *value,
+                                 iron_dtype_t dt, int64_t hi) {
+  iron_cuda_src_printf(s, "%slong long %s = (long long)%s;\n", indent, var,
+                       value);
+  if (dt == IRON_DTYPE_U64)
+    iron_cuda_src_printf(s,
+                         "%sif ((uint64_t)%s > 0x7fffffffffffffffULL) %s = "
+                         "0x7fffffffffffffffLL;\n",
+                         indent, value, var);
+  iron_cuda_src_printf(s, "%s%s = %s < 0 ? 0 : %s > %lldLL ? %lldLL : %s;\n",
+                       indent, var, var, var, (long long)hi, (long long)hi,
+                       var);
+}
+
 iron_status_t iron_cuda_source_make(iron_cuda_src_t *body, const char *prefix,
                                     char **out_source, char **out_name) {
   char *text = NULL;

@@ -36,6 +36,14 @@ typedef struct iron_cuda_src {
 void iron_cuda_src_init(iron_cuda_src_t *s);
 void iron_cuda_src_printf(iron_cuda_src_t *s, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
+
+// Declares `long long <var>` = start index `value` (a scalar of dtype dt)
+// clamped to [0, hi], XLA's rule for dynamic_slice/dynamic_update_slice
+// starts (u64 values past INT64_MAX read as INT64_MAX). `indent` prefixes
+// each line.
+void iron_cuda_src_clamped_start(iron_cuda_src_t *s, const char *indent,
+                                 const char *var, const char *value,
+                                 iron_dtype_t dt, int64_t hi);
 // On success *out_text is the malloc'ed text (the buffer is reset).
 iron_status_t iron_cuda_src_finish(iron_cuda_src_t *s, char **out_text);
 void iron_cuda_src_free(iron_cuda_src_t *s);

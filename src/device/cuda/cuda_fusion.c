@@ -923,20 +923,10 @@ static void emit_clamped_starts(fz_gen_t *g, const iron_ir_op_t *op,
                                 const int64_t *part) {
   for (int32_t d = 0; d < full->rank; ++d) {
     const iron_ir_value_t *sv = op->operands[first + (uint32_t)d];
-    const char *sn = fz_name(g, sv);
-    long long hi = (long long)(full->dims[d] - part[d]);
-    if (sv->type->dtype == IRON_DTYPE_U64)
-      iron_cuda_src_printf(g->s,
-                           "    long long %s_s%d = (unsigned long long)%s > "
-                           "%lldULL ? %lldLL : (long long)%s;\n",
-                           pre, d, sn, hi, hi, sn);
-    else
-      iron_cuda_src_printf(g->s, "    long long %s_s%d = (long long)%s;\n",
-                           pre, d, sn);
-    iron_cuda_src_printf(g->s,
-                         "    %s_s%d = %s_s%d < 0 ? 0 : %s_s%d > %lldLL ? "
-                         "%lldLL : %s_s%d;\n",
-                         pre, d, pre, d, pre, d, hi, hi, pre, d);
+    char var[40];
+    snprintf(var, sizeof(var), "%s_s%d", pre, d);
+    iron_cuda_src_clamped_start(g->s, "    ", var, fz_name(g, sv),
+                                sv->type->dtype, full->dims[d] - part[d]);
   }
 }
 

@@ -8,6 +8,7 @@
 // Transposes whose input-contiguous dim is not the output's innermost go
 // through a 32x32 shared-memory tile so that reads and writes are both
 // coalesced (IRON_CUDA_TILED_TRANSPOSE=0 turns this off).
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -667,20 +668,12 @@ static void emit_starts(iron_cuda_src_t *s, const iron_ir_op_t *op,
                         uint32_t first, int32_t rank, const int64_t *full,
                         const int64_t *part) {
   for (int32_t d = 0; d < rank; ++d) {
-    iron_dtype_t dt = op->operands[first + (uint32_t)d]->type->dtype;
-    iron_cuda_src_printf(s, "  long long st%d = (long long)in%u[0];\n", d,
-                         first + (uint32_t)d);
-    if (dt == IRON_DTYPE_U64) {
-      // Values beyond INT64_MAX read as INT64_MAX (host read_index).
-      iron_cuda_src_printf(s,
-                           "  if ((uint64_t)in%u[0] > 0x7fffffffffffffffULL) "
-                           "st%d = 0x7fffffffffffffffLL;\n",
-                           first + (uint32_t)d, d);
-    }
-    iron_cuda_src_printf(s,
-                         "  st%d = st%d < 0 ? 0 : st%d > %lldLL ? %lldLL : st%d;\n",
-                         d, d, d, (long long)(full[d] - part[d]),
-                         (long long)(full[d] - part[d]), d);
+    char var[16], val[24];
+    snprintf(var, sizeof(var), "st%d", d);
+    snprintf(val, sizeof(val), "in%u[0]", first + (uint32_t)d);
+    iron_cuda_src_clamped_start(
+        s, "  ", var, val, op->operands[first + (uint32_t)d]->type->dtype,
+        full[d] - part[d]);
   }
 }
 

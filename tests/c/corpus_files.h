@@ -1,0 +1,59 @@
+// Helpers shared by the C tests that run the program corpus
+// (tests/data/corpus): whole-file reads and synthetic inputs.
+#ifndef IRON_TESTS_CORPUS_FILES_H_
+#define IRON_TESTS_CORPUS_FILES_H_
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/dtype.h"
+
+// The whole file (malloc'ed, NULL when unreadable); *out_size its bytes.
+static inline char *test_read_file(const char *path, size_t *out_size) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return NULL;
+  fseek(f, 0, SEEK_END);
+  long n = ftell(f);
+  fseek(f, 0, SEEK_SET);
+  char *buf = malloc((size_t)n + 1);
+  if (buf && fread(buf, 1, (size_t)n, f) != (size_t)n) {
+    free(buf);
+    buf = NULL;
+  }
+  fclose(f);
+  *out_size = (size_t)n;
+  return buf;
+}
+
+// Deterministic inputs of any dtype: small values for the common types,
+// a byte pattern for the others.
+static inline void test_fill_synthetic(void *data, iron_dtype_t dt,
+                                       int64_t count) {
+  for (int64_t i = 0; i < count; ++i) {
+    switch (dt) {
+      case IRON_DTYPE_F32:
+        ((float *)data)[i] = 0.25f * (float)(i % 7) - 0.5f;
+        break;
+      case IRON_DTYPE_F64:
+        ((double *)data)[i] = 0.25 * (double)(i % 7) - 0.5;
+        break;
+      case IRON_DTYPE_S32: ((int32_t *)data)[i] = (int32_t)(i % 5); break;
+      case IRON_DTYPE_U32:
+        ((uint32_t *)data)[i] = (uint32_t)(i * 2654435761u);
+        break;
+      case IRON_DTYPE_S64: ((int64_t *)data)[i] = i % 5; break;
+      case IRON_DTYPE_U64:
+        ((uint64_t *)data)[i] = (uint64_t)i * 0x9E3779B97F4A7C15ull;
+        break;
+      case IRON_DTYPE_PRED: ((uint8_t *)data)[i] = (uint8_t)(i & 1); break;
+      default: {
+        size_t es = iron_dtype_size(dt);
+        memset((char *)data + (size_t)i * es, (int)(i % 3), es);
+      }
+    }
+  }
+}
+
+#endif  // IRON_TESTS_CORPUS_FILES_H_
