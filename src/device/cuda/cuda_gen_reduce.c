@@ -271,6 +271,46 @@ int64_t iron_cuda_reduce_threads(int32_t rank, const int64_t *dims,
   }
 }
 
+// Column tiles (MODE_COLS): lane = output within the tile, ty = slice.
+static void emit_cols_shared(iron_cuda_text_t *t, uint32_t num,
+                             const iron_cuda_gen_type_t *ty) {
+  iron_cuda_text_printf(
+      t,
+      "const int lane = threadIdx.x & 31, ty = threadIdx.x >> 5;\n"
+      "__shared__ int sh_have[8][32];\n");
+  for (uint32_t i = 0; i < num; ++i)
+    iron_cuda_text_printf(t, "__shared__ %s sh%u[8][32];\n", ty[i].comp, i);
+}
+
+// Each thread folds its slice's rows (`rows` opens the loop over r), the
+// slices meet in shared memory and, where `merge_cond` holds, merge in
+// order into (acc, have); the merge loop is left open for the caller.
+static void emit_cols_slices(iron_cuda_text_t *t, uint32_t num,
+                             const iron_cuda_gen_type_t *ty,
+                             const group_t *kept, const group_t *red,
+                             const iron_cuda_reduce_fused_t *fz, int64_t nout,
+                             const char *rows, const char *merge_cond) {
+  for (uint32_t i = 0; i < num; ++i)
+    iron_cuda_text_printf(t, "%s acc%u = %s{};\n", ty[i].comp, i, ty[i].comp);
+  iron_cuda_text_printf(t, "if (o < %lldLL) {\niop_s64 base = 0;\n",
+                        (long long)nout);
+  emit_offset(t, kept, "o", "base");
+  iron_cuda_text_printf(t, "%s", rows);
+  emit_load_fold(t, num, ty, red, true, fz);
+  iron_cuda_text_printf(t, "}\n}\nsh_have[ty][lane] = have;\n");
+  for (uint32_t i = 0; i < num; ++i)
+    iron_cuda_text_printf(t, "sh%u[ty][lane] = acc%u;\n", i, i);
+  iron_cuda_text_printf(t,
+                        "__syncthreads();\n"
+                        "if (%s) {\nhave = 0;\n"
+                        "for (int w = 0; w < 8; ++w) {\n",
+                        merge_cond);
+  for (uint32_t i = 0; i < num; ++i)
+    iron_cuda_text_printf(t, "%s z%u = sh%u[w][lane];\n", ty[i].comp, i, i);
+  emit_merge(t, num, ty, "z", "sh_have[w][lane]");
+  iron_cuda_text_printf(t, "}\n");
+}
+
 iron_status_t iron_cuda_gen_reduce(const char *name, int32_t rank,
                                    const int64_t *dims, const bool *reduced,
                                    uint32_t num, const iron_dtype_t *dtypes,
@@ -388,47 +428,25 @@ iron_status_t iron_cuda_gen_reduce_fused(
     int64_t seg = (nred + nseg - 1) / nseg;
     int64_t chunk = (seg + 7) / 8;
     const long long np = (long long)(ntiles * 32);
+    emit_cols_shared(&t, num, ty);
     iron_cuda_text_printf(
         &t,
-        "const int lane = threadIdx.x & 31, ty = threadIdx.x >> 5;\n"
-        "__shared__ int sh_have[8][32];\n__shared__ int sh_last;\n");
-    for (uint32_t i = 0; i < num; ++i)
-      iron_cuda_text_printf(&t, "__shared__ %s sh%u[8][32];\n", ty[i].comp,
-                            i);
-    iron_cuda_text_printf(
-        &t,
+        "__shared__ int sh_last;\n"
         "const iop_s64 tile = blockIdx.x / %lldLL, sg = blockIdx.x %% %lldLL;\n"
         "const iop_s64 o = tile * 32 + lane;\n"
         "int have = 0;\n",
         (long long)nseg, (long long)nseg);
-    for (uint32_t i = 0; i < num; ++i)
-      iron_cuda_text_printf(&t, "%s acc%u = %s{};\n", ty[i].comp, i,
-                            ty[i].comp);
-    iron_cuda_text_printf(&t, "if (o < %lldLL) {\niop_s64 base = 0;\n",
-                          (long long)nout);
-    emit_offset(&t, &kept, "o", "base");
-    iron_cuda_text_printf(
-        &t,
-        "const iop_s64 s1 = sg * %lldLL + %lldLL < %lldLL ? sg * %lldLL + "
-        "%lldLL : %lldLL;\n"
-        "const iop_s64 r0 = sg * %lldLL + (iop_s64)ty * %lldLL;\n"
-        "const iop_s64 r1 = r0 + %lldLL < s1 ? r0 + %lldLL : s1;\n"
-        "for (iop_s64 r = r0; r < r1; ++r) {\n",
-        (long long)seg, (long long)seg, (long long)nred, (long long)seg,
-        (long long)seg, (long long)nred, (long long)seg, (long long)chunk,
-        (long long)chunk, (long long)chunk);
-    emit_load_fold(&t, num, ty, &red, true, fz);
-    iron_cuda_text_printf(&t, "}\n}\nsh_have[ty][lane] = have;\n");
-    for (uint32_t i = 0; i < num; ++i)
-      iron_cuda_text_printf(&t, "sh%u[ty][lane] = acc%u;\n", i, i);
-    iron_cuda_text_printf(&t,
-                          "__syncthreads();\n"
-                          "if (ty == 0) {\nhave = 0;\n"
-                          "for (int w = 0; w < 8; ++w) {\n");
-    for (uint32_t i = 0; i < num; ++i)
-      iron_cuda_text_printf(&t, "%s z%u = sh%u[w][lane];\n", ty[i].comp, i, i);
-    emit_merge(&t, num, ty, "z", "sh_have[w][lane]");
-    iron_cuda_text_printf(&t, "}\n");
+    char rows[512];
+    snprintf(rows, sizeof(rows),
+             "const iop_s64 s1 = sg * %lldLL + %lldLL < %lldLL ? sg * %lldLL + "
+             "%lldLL : %lldLL;\n"
+             "const iop_s64 r0 = sg * %lldLL + (iop_s64)ty * %lldLL;\n"
+             "const iop_s64 r1 = r0 + %lldLL < s1 ? r0 + %lldLL : s1;\n"
+             "for (iop_s64 r = r0; r < r1; ++r) {\n",
+             (long long)seg, (long long)seg, (long long)nred, (long long)seg,
+             (long long)seg, (long long)nred, (long long)seg, (long long)chunk,
+             (long long)chunk, (long long)chunk);
+    emit_cols_slices(&t, num, ty, &kept, &red, fz, nout, rows, "ty == 0");
     for (uint32_t i = 0; i < num; ++i)
       iron_cuda_text_printf(&t, "iop_part%u[sg * %lldLL + o] = acc%u;\n", i,
                             np, i);
@@ -463,13 +481,7 @@ iron_status_t iron_cuda_gen_reduce_fused(
     // has stride 1, so loads coalesce) x 8 slices of the reduced elements,
     // each slice a contiguous chunk; slices merge in order.
     int64_t chunk = (nred + 7) / 8;
-    iron_cuda_text_printf(
-        &t,
-        "const int lane = threadIdx.x & 31, ty = threadIdx.x >> 5;\n"
-        "__shared__ int sh_have[8][32];\n");
-    for (uint32_t i = 0; i < num; ++i)
-      iron_cuda_text_printf(&t, "__shared__ %s sh%u[8][32];\n", ty[i].comp,
-                            i);
+    emit_cols_shared(&t, num, ty);
     iron_cuda_text_printf(
         &t,
         "for (iop_s64 tile = blockIdx.x; tile < %lldLL; tile += gridDim.x) "
@@ -477,32 +489,15 @@ iron_status_t iron_cuda_gen_reduce_fused(
         "const iop_s64 o = tile * 32 + lane;\n"
         "int have = 0;\n",
         (long long)((nout + 31) / 32));
-    for (uint32_t i = 0; i < num; ++i)
-      iron_cuda_text_printf(&t, "%s acc%u = %s{};\n", ty[i].comp, i,
-                            ty[i].comp);
-    iron_cuda_text_printf(&t, "if (o < %lldLL) {\niop_s64 base = 0;\n",
-                          (long long)nout);
-    emit_offset(&t, &kept, "o", "base");
-    iron_cuda_text_printf(
-        &t,
-        "const iop_s64 r0 = (iop_s64)ty * %lldLL;\n"
-        "const iop_s64 r1 = r0 + %lldLL < %lldLL ? r0 + %lldLL : %lldLL;\n"
-        "for (iop_s64 r = r0; r < r1; ++r) {\n",
-        (long long)chunk, (long long)chunk, (long long)nred, (long long)chunk,
-        (long long)nred);
-    emit_load_fold(&t, num, ty, &red, true, fz);
-    iron_cuda_text_printf(&t, "}\n}\nsh_have[ty][lane] = have;\n");
-    for (uint32_t i = 0; i < num; ++i)
-      iron_cuda_text_printf(&t, "sh%u[ty][lane] = acc%u;\n", i, i);
-    iron_cuda_text_printf(&t,
-                          "__syncthreads();\n"
-                          "if (ty == 0 && o < %lldLL) {\nhave = 0;\n"
-                          "for (int w = 0; w < 8; ++w) {\n",
-                          (long long)nout);
-    for (uint32_t i = 0; i < num; ++i)
-      iron_cuda_text_printf(&t, "%s z%u = sh%u[w][lane];\n", ty[i].comp, i, i);
-    emit_merge(&t, num, ty, "z", "sh_have[w][lane]");
-    iron_cuda_text_printf(&t, "}\n");
+    char rows[256], cond[64];
+    snprintf(rows, sizeof(rows),
+             "const iop_s64 r0 = (iop_s64)ty * %lldLL;\n"
+             "const iop_s64 r1 = r0 + %lldLL < %lldLL ? r0 + %lldLL : %lldLL;\n"
+             "for (iop_s64 r = r0; r < r1; ++r) {\n",
+             (long long)chunk, (long long)chunk, (long long)nred,
+             (long long)chunk, (long long)nred);
+    snprintf(cond, sizeof(cond), "ty == 0 && o < %lldLL", (long long)nout);
+    emit_cols_slices(&t, num, ty, &kept, &red, fz, nout, rows, cond);
     emit_finish(&t, num, ty);
     iron_cuda_text_printf(&t, "}\n__syncthreads();\n}\n}\n");
     blocks = (nout + 31) / 32;
