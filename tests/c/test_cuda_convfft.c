@@ -26,6 +26,7 @@
 #include "device/cuda/cuda_ops_gen.h"
 #include "cuda_emu.h"
 #include "device/host/ew_narrow.h"
+#include "conv_test_op.h"
 #include "host_test_ops.h"
 #include "test.h"
 
@@ -143,37 +144,6 @@ static char *g_fft_src[8];
 static int g_nfft;
 
 // --- convolution ops ---------------------------------------------------------
-
-#define NA 20
-typedef struct conv_op {
-  ht_op_t b;
-  iron_ir_attr_t attrs[NA];
-  iron_ir_named_attr_t named[NA];
-  iron_ir_type_t types[NA];
-  int64_t data[NA][2 * IRON_MAX_RANK];
-} conv_op_t;
-
-static void attr(conv_op_t *c, const char *name, int n, const int64_t *v) {
-  uint32_t i = c->b.op.num_attrs++;
-  for (int k = 0; k < n; ++k) c->data[i][k] = v[k];
-  int64_t dims[1] = {n};
-  ht_type(&c->types[i], IRON_DTYPE_S64, 1, dims);
-  c->attrs[i].kind = IRON_ATTR_DENSE;
-  c->attrs[i].dense.type = &c->types[i];
-  c->attrs[i].dense.data = c->data[i];
-  c->attrs[i].dense.size = (size_t)n * 8;
-  c->named[i].name = name;
-  c->named[i].value = &c->attrs[i];
-}
-
-static void attr1(conv_op_t *c, const char *name, int64_t v) {
-  uint32_t i = c->b.op.num_attrs++;
-  c->attrs[i].kind = IRON_ATTR_INT;
-  c->attrs[i].i = v;
-  c->attrs[i].int_dtype = IRON_DTYPE_S64;
-  c->named[i].name = name;
-  c->named[i].value = &c->attrs[i];
-}
 
 typedef struct geom {
   int nsp;
