@@ -20,7 +20,7 @@
 
 #include "base/status.h"
 #include "base/threadpool.h"
-#include "device/host/host_kernel.h"
+#include "device/kernel.h"
 #include "iron/iron.h"
 
 #ifdef __cplusplus
@@ -102,7 +102,7 @@ typedef struct iron_device_vtable {
   // The device's kernel for an op kind (NULL: none, the op is refused at
   // compile time). Kernels of such devices get tensors whose `data` are
   // device pointers, and ctx->dev.
-  const iron_host_kernel_t *(*kernel_lookup)(iron_op_kind_t kind);
+  const iron_kernel_t *(*kernel_lookup)(iron_op_kind_t kind);
   // Called once after every kernel of a plan was prepared (e.g. compile the
   // plan's generated sources in one parallel batch). May be NULL.
   iron_status_t (*plan_finish)(iron_device_t *dev);

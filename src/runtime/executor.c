@@ -225,7 +225,7 @@ static iron_status_t run_kernel(const iron_exec_ctx_t *ctx, frame_t *fr,
     out[o] = &dst->t;
   }
   exec_call_t call = {ctx, fr};
-  iron_host_ctx_t host = ctx->host;
+  iron_kernel_ctx_t host = ctx->host;
   host.runtime = &call;
   if (!st)
     st = s->kernel->run(&host, s->params,
@@ -706,10 +706,11 @@ static void fill_broadcast(void *dst, const void *src, size_t esize,
   for (int64_t i = 0; i < count; ++i) memcpy(d + (size_t)i * esize, src, esize);
 }
 
-static iron_status_t call_region(const iron_host_ctx_t *hctx,
-                                 const iron_host_region_t *r,
+static iron_status_t call_region(const iron_kernel_ctx_t *hctx,
+                                 const iron_region_t *region,
                                  const iron_tensor_t *const *inputs,
                                  iron_tensor_t *const *outputs) {
+  const iron_plan_region_t *r = iron_plan_region_of(region);
   const exec_call_t *call = (const exec_call_t *)hctx->runtime;
   const iron_exec_ctx_t *ctx = call->ctx;
   const iron_plan_block_t *b = &r->block;
@@ -718,7 +719,7 @@ static iron_status_t call_region(const iron_host_ctx_t *hctx,
     if (inputs[i]->count > count) count = inputs[i]->count;
   for (uint32_t i = 0; i < b->num_results; ++i)
     if (outputs[i]->count > count) count = outputs[i]->count;
-  if (count > 1 && !r->elementwise)
+  if (count > 1 && !region->elementwise)
     return IRON_ERR(INVALID_ARGUMENT,
                     "call_region: vector inputs for a region that is not "
                     "element-wise");

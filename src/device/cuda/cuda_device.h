@@ -92,10 +92,10 @@ iron_status_t iron_cuda_device_enter(iron_cuda_device_t *d);
 iron_status_t iron_cuda_device_fail(iron_cuda_device_t *d, iron_status_t st);
 
 // The CUDA device's kernel table (filled by the iron_cuda_register_* hooks).
-const iron_host_kernel_t *iron_cuda_kernel_lookup(iron_op_kind_t kind);
+const iron_kernel_t *iron_cuda_kernel_lookup(iron_op_kind_t kind);
 // Whether the fusion generator takes `op` (the vtable's `fusable`).
 bool iron_cuda_fusable(const iron_ir_op_t *op);
-typedef const iron_host_kernel_t *iron_cuda_kernel_table_t[IRON_OP_COUNT];
+typedef const iron_kernel_t *iron_cuda_kernel_table_t[IRON_OP_COUNT];
 void iron_cuda_register_elementwise(iron_cuda_kernel_table_t table);
 void iron_cuda_register_shape(iron_cuda_kernel_table_t table);
 void iron_cuda_register_ops(iron_cuda_kernel_table_t table);

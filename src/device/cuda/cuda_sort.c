@@ -16,7 +16,7 @@ typedef struct sort_params {
 
 static iron_status_t sort_prepare_on(iron_device_t *base,
                                      const iron_ir_op_t *op,
-                                     iron_host_region_t *const *regions,
+                                     iron_region_t *const *regions,
                                      void **out_params) {
   iron_cuda_device_t *dev = iron_cuda_device_cast(base);
   uint32_t num = op->num_operands;
@@ -41,7 +41,7 @@ static iron_status_t sort_prepare_on(iron_device_t *base,
     return IRON_ERR(INVALID_ARGUMENT, "%s: bad dimension", op->name);
   if (dim < 0) dim += t0->rank;
   const iron_ir_region_t *cmp =
-      regions && regions[0] ? iron_host_region_ir(regions[0]) : &op->regions[0];
+      regions && regions[0] ? regions[0]->ir : &op->regions[0];
   sort_params_t *p = calloc(1, sizeof(*p));
   if (!p) return IRON_ERR(RESOURCE_EXHAUSTED, "out of memory for params");
   p->num = num;
@@ -69,7 +69,7 @@ static iron_status_t sort_prepare_on(iron_device_t *base,
   return IRON_OK;
 }
 
-static iron_status_t sort_run(const iron_host_ctx_t *ctx, const void *params,
+static iron_status_t sort_run(const iron_kernel_ctx_t *ctx, const void *params,
                               const iron_tensor_t *const *inputs,
                               iron_tensor_t *const *outputs) {
   const sort_params_t *p = params;
@@ -85,7 +85,7 @@ static iron_status_t sort_run(const iron_host_ctx_t *ctx, const void *params,
   return iron_cuda_launch(dev, p->fn, p->grid, 1, 1, p->block, 0, args);
 }
 
-static const iron_host_kernel_t kSort = {.name = "cuda_sort",
+static const iron_kernel_t kSort = {.name = "cuda_sort",
                                          .run = sort_run,
                                          .prepare_on = sort_prepare_on,
     .graph_capturable = true};
