@@ -463,6 +463,44 @@ static void test_reduce_sources(void) {
     free(src);
     free(b);
   }
+  // Row reduces split over segments (few outputs, long rows): a full sum
+  // to a scalar, a few long rows, ordered argmax, a middle-axis reduce.
+  {
+    int64_t full[1] = {(int64_t)1 << 28}, rows[2] = {3, 1 << 20},
+            midd[3] = {2, 1 << 18, 1};
+    bool all1[1] = {true}, row1[2] = {false, true},
+         mid1[3] = {false, true, false};
+    add_reduce("reduce_rowsplit_full", 1, full, all1, 1, &f32,
+               rb_binary(IRON_OP_ADD, IRON_DTYPE_F32));
+    add_reduce("reduce_rowsplit_rows_s32", 2, rows, row1, 1, &s32,
+               rb_binary(IRON_OP_MAXIMUM, IRON_DTYPE_S32));
+    add_reduce("reduce_rowsplit_f16", 2, rows, row1, 1, &f16,
+               rb_binary(IRON_OP_ADD, IRON_DTYPE_F16));
+    add_reduce("argmax_rowsplit", 2, rows, row1, 2, am,
+               rb_argmax(IRON_DTYPE_F32, IRON_DTYPE_S32));
+    add_reduce("reduce_rowsplit_mid", 3, midd, mid1, 1, &f32,
+               rb_binary(IRON_OP_MINIMUM, IRON_DTYPE_F32));
+    char *src = NULL;
+    unsigned grid = 0, block = 0;
+    rb_t *b = rb_binary(IRON_OP_ADD, IRON_DTYPE_F32);
+    CHECK_OK(iron_cuda_gen_reduce("rowsplit_check", 1, full, all1, 1, &f32,
+                                  &b->region, &src, &grid, &block));
+    // One output: its row splits into many segments, one block each.
+    CHECK(grid >= 256);
+    CHECK(src && strstr(src, "atomicAdd(&iop_count[o]"));
+    CHECK(iron_cuda_reduce_threads(1, full, all1) == (int64_t)grid * 256);
+    free(src);
+    free(b);
+    // IRON_CUDA_REDUCE_SPLIT=0: one block.
+    setenv("IRON_CUDA_REDUCE_SPLIT", "0", 1);
+    b = rb_binary(IRON_OP_ADD, IRON_DTYPE_F32);
+    CHECK_OK(iron_cuda_gen_reduce("rowsplit_off", 1, full, all1, 1, &f32,
+                                  &b->region, &src, &grid, &block));
+    CHECK(grid == 1);
+    free(src);
+    free(b);
+    unsetenv("IRON_CUDA_REDUCE_SPLIT");
+  }
   // Empty reduced dims and empty outputs still generate.
   int64_t e[2] = {0, 5};
 
