@@ -57,6 +57,7 @@ typedef struct sort_case {
   int num_keys;
   bool desc;
   bool iota1;  // operand 1 holds positions along dim (argsort's payload)
+  bool iota_arg;  // ... passed as an argument (else a stablehlo.iota)
   data_kind_t data;
   iron_cuda_sort_options_t opt;
   iron_cuda_sort_algorithm_t want;
@@ -138,17 +139,36 @@ static int ctype_of(iron_dtype_t dt) {
 }
 
 // main(x0, ..) -> sort(x0, ..) along c->dim with c's comparator.
+static bool iota_op(const sort_case_t *c, int i) {
+  return i == 1 && c->iota1 && !c->iota_arg;
+}
+
 static iron_ir_module_t *build_module(const sort_case_t *c,
                                       const iron_ir_op_t **out_sort) {
   iron_ir_module_t *m = iron_ir_builder_module_create("jit_sort", 1);
-  const iron_ir_type_t *ts[MAX_OPS];
-  for (int i = 0; i < c->num; ++i)
+  const iron_ir_type_t *ts[MAX_OPS], *args[MAX_OPS];
+  uint32_t nargs = 0;
+  for (int i = 0; i < c->num; ++i) {
     ts[i] = iron_ir_builder_tensor_type(m, c->dt[i], c->rank, c->dims);
-  iron_ir_func_t *f = iron_ir_builder_func(m, "main", true, (uint32_t)c->num,
-                                           ts, (uint32_t)c->num, ts);
+    if (!iota_op(c, i)) args[nargs++] = ts[i];
+  }
+  iron_ir_func_t *f = iron_ir_builder_func(m, "main", true, nargs, args,
+                                           (uint32_t)c->num, ts);
   iron_ir_block_t *b = iron_ir_builder_func_block(f);
   iron_ir_value_t *in[MAX_OPS];
-  for (int i = 0; i < c->num; ++i) in[i] = &b->args[i];
+  for (int i = 0, a = 0; i < c->num; ++i) {
+    if (!iota_op(c, i)) {
+      in[i] = &b->args[a++];
+      continue;
+    }
+    // jnp.argsort's payload: iota along the sorted dim.
+    iron_ir_op_t *io = iron_ir_builder_op(m, f, b, IRON_OP_IOTA, 0, NULL, 1,
+                                          &ts[i], 0);
+    int64_t d = c->dim;
+    iron_ir_builder_attr(m, io, "iota_dimension",
+                         iron_ir_builder_attr_i64s(m, 1, &d));
+    in[i] = &io->results[0];
+  }
   iron_ir_op_t *s = iron_ir_builder_op(m, f, b, IRON_OP_SORT,
                                        (uint32_t)c->num, in, (uint32_t)c->num,
                                        ts, 1);
@@ -249,12 +269,14 @@ static sort_case_t *add_case(const char *label, int num,
 }
 
 // 1-D sort of n elements.
-static void add1(const char *label, int64_t n, int num,
-                 const iron_dtype_t *dt, cmp_kind_t cmp, int keys, bool desc,
-                 bool iota1, data_kind_t data, iron_cuda_sort_options_t o,
-                 iron_cuda_sort_algorithm_t want) {
+static sort_case_t *add1(const char *label, int64_t n, int num,
+                         const iron_dtype_t *dt, cmp_kind_t cmp, int keys,
+                         bool desc, bool iota1, data_kind_t data,
+                         iron_cuda_sort_options_t o,
+                         iron_cuda_sort_algorithm_t want) {
   int64_t d[1] = {n};
-  add_case(label, num, dt, 1, d, 0, cmp, keys, desc, iota1, data, o, want);
+  return add_case(label, num, dt, 1, d, 0, cmp, keys, desc, iota1, data, o,
+                  want);
 }
 
 static const iron_dtype_t kF32[1] = {IRON_DTYPE_F32};
@@ -302,8 +324,9 @@ static void add_cases(void) {
          dflt, IRON_CUDA_SORT_RADIX);
     add1("dtype-argsort", 100000, 3, three, CMP_JAX, 1, true, true,
          DATA_SPECIAL, dflt, IRON_CUDA_SORT_RADIX);
-    add1("dtype-ties", 20000, 2, three, CMP_JAX, 1, i % 2, true, DATA_TIES,
-         dflt, IRON_CUDA_SORT_RADIX);
+    sort_case_t *t = add1("dtype-ties", 20000, 2, three, CMP_JAX, 1, i % 2,
+                          true, DATA_TIES, dflt, IRON_CUDA_SORT_RADIX);
+    if (t) t->iota_arg = true;  // positions as data: gathered
     // The same on the merge path (the keys' comparator, not radix).
     add1("dtype-merge", 30000, 2, three, CMP_JAX, 1, i % 2 == 0, true,
          DATA_SPECIAL, merge, IRON_CUDA_SORT_MERGE);
@@ -523,15 +546,16 @@ static bool run_host(sort_case_t *c, unsigned char *const *in,
   iron_device_t *dev = iron_runtime_device(g_rt, 0);
   iron_buffer_t *args[MAX_OPS] = {NULL}, *res[MAX_OPS] = {NULL};
   bool ok = true;
+  uint32_t nargs = 0;
   for (int i = 0; i < c->num && ok; ++i) {
+    if (iota_op(c, i)) continue;
     st = iron_buffer_create_from_host(dev, c->dt[i], c->rank, c->dims, in[i],
-                                      NULL, &args[i]);
+                                      NULL, &args[nargs++]);
     ok = st == IRON_OK;
   }
   iron_event_t *done = NULL;
   if (ok) {
-    st = iron_executable_execute(exe, args, (uint32_t)c->num, NULL, res,
-                                 &done);
+    st = iron_executable_execute(exe, args, nargs, NULL, res, &done);
     ok = st == IRON_OK;
   }
   if (ok) {
@@ -551,7 +575,7 @@ static bool run_host(sort_case_t *c, unsigned char *const *in,
   }
   if (done) iron_event_release(done);
   for (int i = 0; i < c->num; ++i) {
-    iron_buffer_release(args[i]);
+    if (args[i]) iron_buffer_release(args[i]);
     if (res[i]) iron_buffer_release(res[i]);
   }
   iron_executable_release(exe);
@@ -619,7 +643,22 @@ static void run_case(const cuda_emu_lib_t *lib, sort_case_t *c) {
   clock_t t0 = clock();
   bool host_ok = run_host(c, in, want, bytes);
   clock_t t1 = clock();
-  bool emu_ok = run_emu(lib, c, in, got);
+  // Inputs the program does not read get garbage (so reading them would
+  // show); the iota operand must be one of them on the radix path.
+  unsigned char *ein[MAX_OPS];
+  for (int i = 0; i < c->num; ++i) {
+    ein[i] = in[i];
+    if (c->prog->unread_inputs >> i & 1) {
+      ein[i] = malloc(bytes[i] + 1);
+      memset(ein[i], 0xee, bytes[i]);
+    }
+  }
+  if (iota_op(c, 1) && c->prog->algorithm == IRON_CUDA_SORT_RADIX &&
+      c->num > 1)
+    CHECK(c->prog->unread_inputs >> 1 & 1);
+  bool emu_ok = run_emu(lib, c, ein, got);
+  for (int i = 0; i < c->num; ++i)
+    if (ein[i] != in[i]) free(ein[i]);
   clock_t t2 = clock();
   CHECK(host_ok);
   CHECK(emu_ok);

@@ -42,6 +42,18 @@ int64_t iron_cuda_sort_radix_chunk(int64_t rows, int64_t n) {
 
 static int key_bytes(const iron_sort_key_t *k) { return (int)k->part_size; }
 
+// What moves with the keys: the operand's values when it is the only one
+// (jnp.sort: nothing to gather at the end), else row-local indices.
+static bool value_payload(const iron_cuda_sort_shape_t *s) {
+  return s->num == 1 && iron_dtype_size(s->dtypes[0]) <= 8;
+}
+static const char *payload_type(const iron_cuda_sort_shape_t *s) {
+  return value_payload(s) ? s->ty[0].store : "iop_u32";
+}
+static int64_t payload_bytes(const iron_cuda_sort_shape_t *s) {
+  return value_payload(s) ? (int64_t)iron_dtype_size(s->dtypes[0]) : 4;
+}
+
 // Exclusive scan of one value per thread over the 256 threads of a block
 // (8 warps); *total gets the sum. Every thread must call it.
 static const char kBlockScan[] =
@@ -70,17 +82,28 @@ static void gen_init(iron_cuda_text_t *t, const char *p,
                      const iron_cuda_sort_shape_t *s, int32_t k, bool first) {
   const iron_sort_key_t *key = &s->keys->keys[k];
   int32_t o = key->operand;
-  const char *kt = iron_cuda_sort_key_type(key);
+  const char *kt = iron_cuda_sort_key_type(key), *pt = payload_type(s);
   iron_cuda_text_printf(
       t,
       "extern \"C\" __global__ void __launch_bounds__(%d) %s_init%d(const %s "
-      "*__restrict__ in, const iop_u32 *__restrict__ iin, %s *__restrict__ "
-      "kout, iop_u32 *__restrict__ iout, iop_s64 n, iop_s64 rows, iop_s64 "
+      "*__restrict__ in, const %s *__restrict__ iin, %s *__restrict__ "
+      "kout, %s *__restrict__ iout, iop_s64 n, iop_s64 rows, iop_s64 "
       "inner) {\n"
       "for (iop_s64 e = (iop_s64)blockIdx.x * %d + threadIdx.x; e < rows * n; "
       "e += (iop_s64)gridDim.x * %d) {\n"
       "const iop_s64 r = e / n;\n",
-      B, p, k, s->ty[o].store, kt, B, B);
+      B, p, k, s->ty[o].store, pt, kt, pt, B, B);
+  if (value_payload(s)) {
+    if (first)
+      iron_cuda_text_printf(t,
+                            "const %s v = in[" ROW_BASE("r") " + (e - r * n) * "
+                            "inner];\niout[e] = v;\n",
+                            pt);
+    else
+      iron_cuda_text_printf(t, "const %s v = iin[e];\n", pt);
+    iron_cuda_text_printf(t, "kout[e] = %s_key%d(v);\n}\n}\n", p, k);
+    return;
+  }
   if (first)
     iron_cuda_text_printf(t, "const iop_u32 j = (iop_u32)(e - r * n);\n"
                           "iout[e] = j;\n");
@@ -135,11 +158,12 @@ static void gen_scan(iron_cuda_text_t *t, const char *p) {
 static void gen_scatter(iron_cuda_text_t *t, const char *p,
                         const iron_cuda_sort_shape_t *s, int bytes,
                         const char *kt, bool final) {
+  const char *pt = payload_type(s);
   iron_cuda_text_printf(t,
                         "extern \"C\" __global__ void __launch_bounds__(%d) "
-                        "%s_%s%d(const %s *__restrict__ kin, const iop_u32 "
+                        "%s_%s%d(const %s *__restrict__ kin, const %s "
                         "*__restrict__ iin, ",
-                        B, p, final ? "fin" : "scat", bytes, kt);
+                        B, p, final ? "fin" : "scat", bytes, kt, pt);
   if (final) {
     iron_cuda_text_printf(t, "const iop_u32 *__restrict__ counts, iop_s64 "
                           "shift, ");
@@ -149,9 +173,9 @@ static void gen_scatter(iron_cuda_text_t *t, const char *p,
     iron_cuda_text_printf(t, ", iop_s64 inner");
   } else {
     iron_cuda_text_printf(t,
-                          "%s *__restrict__ kout, iop_u32 *__restrict__ iout, "
+                          "%s *__restrict__ kout, %s *__restrict__ iout, "
                           "const iop_u32 *__restrict__ counts, iop_s64 shift",
-                          kt);
+                          kt, pt);
   }
   iron_cuda_text_printf(
       t,
@@ -159,7 +183,7 @@ static void gen_scatter(iron_cuda_text_t *t, const char *p,
       "__shared__ iop_u32 whist[8][257];\n"
       "__shared__ iop_u32 gofs[256], tex[256], tcnt[256], ws[8];\n"
       "__shared__ %s skey[%d];\n"
-      "__shared__ iop_u32 sidx[%d];\n"
+      "__shared__ %s sidx[%d];\n"
       "const int tid = threadIdx.x, lane = tid & 31, w = tid >> 5;\n"
       "const unsigned below = (1u << lane) - 1u;\n"
       "const iop_s64 row = (iop_s64)blockIdx.x / nch, c = (iop_s64)blockIdx.x "
@@ -172,14 +196,15 @@ static void gen_scatter(iron_cuda_text_t *t, const char *p,
       "for (int d = lane; d < 257; d += 32) whist[w][d] = 0;\n"
       "__syncwarp();\n"
       "%s key[8];\n"
-      "iop_u32 id[8], rk[8];\n"
+      "%s id[8];\n"
+      "iop_u32 rk[8];\n"
       "int dg[8];\n"
       "#pragma unroll\n"
       "for (int it = 0; it < 8; ++it) {\n"
       "const int q = w * 256 + it * 32 + lane;\n"
       "const bool v = q < cnt;\n"
       "key[it] = v ? kin[base + t0 + q] : (%s)0;\n"
-      "id[it] = v ? iin[base + t0 + q] : 0u;\n"
+      "if (v) id[it] = iin[base + t0 + q];\n"
       "const int d = v ? (int)((key[it] >> shift) & 255u) : 256;\n"
       "dg[it] = d;\n"
       "const unsigned peers = __match_any_sync(0xffffffffu, d);\n"
@@ -211,14 +236,23 @@ static void gen_scatter(iron_cuda_text_t *t, const char *p,
       "const %s k = skey[j];\n"
       "const int d = (int)((k >> shift) & 255u);\n"
       "const iop_s64 pos = (iop_s64)gofs[d] + (iop_s64)(j - (int)tex[d]);\n",
-      kt, T, T, T, T, T, kt, kt, p, B, kt);
-  if (final) {
+      kt, T, pt, T, T, T, T, kt, pt, kt, p, B, kt);
+  if (final && value_payload(s)) {
+    iron_cuda_text_printf(t,
+                          "out0[" ROW_BASE("row") " + pos * inner] = "
+                          "sidx[j];\n");
+  } else if (final) {
     iron_cuda_text_printf(t,
                           "const iop_s64 rb = " ROW_BASE("row") ";\n"
                           "const iop_s64 src = rb + (iop_s64)sidx[j] * inner, "
                           "dst = rb + pos * inner;\n");
-    for (uint32_t i = 0; i < s->num; ++i)
-      iron_cuda_text_printf(t, "out%u[dst] = in%u[src];\n", i, i);
+    for (uint32_t i = 0; i < s->num; ++i) {
+      if (s->iota[i])  // the position is the value
+        iron_cuda_text_printf(t, "out%u[dst] = (%s)sidx[j];\n", i,
+                              s->ty[i].store);
+      else
+        iron_cuda_text_printf(t, "out%u[dst] = in%u[src];\n", i, i);
+    }
   } else {
     iron_cuda_text_printf(t,
                           "kout[base + pos] = k;\n"
@@ -270,10 +304,17 @@ iron_status_t iron_cuda_sort_gen_radix(iron_cuda_text_t *t,
     const iron_sort_key_t *key = &keys->keys[0];
     gen_scatter(t, p, s, key_bytes(key), iron_cuda_sort_key_type(key), true);
   }
+  for (uint32_t i = 0; i < s->num; ++i) {
+    bool key_operand = false;
+    for (int32_t k = 0; k < keys->num_keys; ++k)
+      key_operand |= keys->keys[k].operand == (int32_t)i;
+    if (s->iota[i] && !key_operand && !value_payload(s))
+      b->prog->unread_inputs |= 1ull << i;
+  }
   int64_t keys_a = iron_cuda_sort_scratch(b, total * kw);
   int64_t keys_b = iron_cuda_sort_scratch(b, total * kw);
-  int64_t idx_a = iron_cuda_sort_scratch(b, total * 4);
-  int64_t idx_b = iron_cuda_sort_scratch(b, total * 4);
+  int64_t idx_a = iron_cuda_sort_scratch(b, total * payload_bytes(s));
+  int64_t idx_b = iron_cuda_sort_scratch(b, total * payload_bytes(s));
   int64_t counts = iron_cuda_sort_scratch(b, rows * 256 * nch * 4);
   int64_t blocks = rows * nch;
   int64_t egrid = (total + B - 1) / B;

@@ -131,6 +131,52 @@ static void program_reset(iron_cuda_sort_program_t *p) {
   p->inner = inner;
 }
 
+// --- operands ------------------------------------------------------------
+
+static bool iota_fits(iron_dtype_t dt, int64_t n) {
+  int bits = iron_dtype_bits(dt);
+  switch (iron_dtype_class(dt)) {
+    case IRON_DTYPE_CLASS_SINT:
+      return bits >= 8 && bits % 8 == 0 &&
+             (bits >= 64 || n - 1 <= (int64_t)((1ull << (bits - 1)) - 1));
+    case IRON_DTYPE_CLASS_UINT:
+      return bits >= 8 && bits % 8 == 0 &&
+             (bits >= 64 || n - 1 <= (int64_t)((1ull << bits) - 1));
+    default:
+      return false;
+  }
+}
+
+bool iron_cuda_sort_operand_is_iota(const iron_ir_op_t *op, uint32_t i,
+                                    int64_t dim, int64_t n) {
+  const iron_ir_value_t *v = op->operands[i];
+  const iron_ir_type_t *t = v->type;
+  const iron_ir_op_t *d = v->def_op;
+  if (!t || t->rank == 0 || !iota_fits(t->dtype, n)) return false;
+  // A fusion's result: the value its region returns there.
+  if (d && d->kind == IRON_OP_FUSION && d->num_regions == 1 &&
+      d->regions[0].num_blocks == 1) {
+    const iron_ir_block_t *b = &d->regions[0].blocks[0];
+    const iron_ir_op_t *ret = b->num_ops ? b->ops[b->num_ops - 1] : NULL;
+    if (!ret || v->index >= ret->num_operands) return false;
+    v = ret->operands[v->index];
+    d = v->def_op;
+  }
+  if (!d || d->kind != IRON_OP_IOTA || d->num_results != 1) return false;
+  const iron_ir_type_t *it = d->results[0].type;
+  if (!it || it->dtype != t->dtype || it->rank != t->rank ||
+      memcmp(it->dims, t->dims, sizeof(int64_t) * (size_t)t->rank))
+    return false;
+  int64_t idim = -1;
+  uint32_t cnt = 0;
+  iron_status_t st = iron_ir_op_i64_list(d, "iota_dimension", &idim, 1, &cnt);
+  if (st) {
+    iron_status_free(st);
+    return false;
+  }
+  return cnt == 1 && idim == dim;
+}
+
 // --- generation ---------------------------------------------------------------
 
 static iron_status_t generate(const iron_cuda_sort_shape_t *s,
@@ -230,6 +276,8 @@ iron_status_t iron_cuda_sort_program_create(
   }
   s.rows = outer * s.inner;
   s.comparator = comparator;
+  for (uint32_t i = 0; i < num && t0->rank > 0; ++i)
+    s.iota[i] = iron_cuda_sort_operand_is_iota(op, i, dim, s.n);
   s.daz = options->daz;
   iron_cuda_sort_program_t *p = calloc(1, sizeof(*p));
   if (!p) return IRON_ERR(RESOURCE_EXHAUSTED, "out of memory");

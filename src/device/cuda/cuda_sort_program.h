@@ -21,7 +21,9 @@
 //    the histograms ([digit][chunk] order), and a scatter that ranks each
 //    2048-element tile stably (warp match + per-warp counters) and writes
 //    through shared memory. The last pass gathers every operand through the
-//    index into the results. Stable by construction.
+//    index into the results (an iota operand, argsort's, is the index
+//    itself); a single-operand sort (jnp.sort) moves the values instead of
+//    indices and gathers nothing. Stable by construction.
 //  - merge: any other comparator (generated from the region, or from the
 //    recognized keys when one compares as FLOAT): 2048-element tiles sorted
 //    by the bitonic network (ties by position), then merge passes of runs
@@ -100,6 +102,9 @@ typedef struct iron_cuda_sort_program {
   iron_cuda_sort_arg_t *args;
   size_t scratch_bytes;  // device memory the launches share (0: none)
   int64_t rows, n, inner;
+  // Bit i: the launches never read operand i's contents (an iota the
+  // radix sort writes from the index).
+  uint64_t unread_inputs;
 } iron_cuda_sort_program_t;
 
 // The program for stablehlo.sort `op` with comparator region `comparator`
@@ -123,7 +128,16 @@ typedef struct iron_cuda_sort_shape {
   const iron_sort_keys_t *keys;  // recognized keys, or NULL: the region
   const iron_ir_region_t *comparator;
   bool daz;
+  // Operand i is an integer iota along the sorted dim (jax's argsort
+  // payload) whose dtype holds every position: its sorted values are the
+  // sorted positions, written without reading it.
+  bool iota[IRON_CUDA_SORT_MAX_OPERANDS];
 } iron_cuda_sort_shape_t;
+
+// Whether operand `i` of sort `op` (sorted along `dim`, n per row) is such
+// an iota: defined by stablehlo.iota, or returned by a fusion from one.
+bool iron_cuda_sort_operand_is_iota(const iron_ir_op_t *op, uint32_t i,
+                                    int64_t dim, int64_t n);
 
 // Appends `struct <p>_rec` (one field v<i> per operand, storage types) and
 // `bool <p>_lt(const <p>_rec &a, const <p>_rec &b)`: the comparator (from
