@@ -2,11 +2,13 @@
 // as CUDA C text and the launches that run them.
 //
 // Scratch: two key buffers (the widest key's bytes per element), two
-// row-local index buffers (u32) and the digit counts, rows x 256 digits x
-// chunks (u32, [row][digit][chunk] so that a row's exclusive scan gives
-// each chunk's first position per digit). Per key, least significant
-// first: `init` computes the key of every element (through the current
-// index after the first key), then per byte of the key: `hist` counts the
+// payload buffers (the values of a single operand, else row-local u32
+// indices) and the digit counts, rows x 256 digits x chunks (u32,
+// [row][digit][chunk] so that a row's exclusive scan gives each chunk's
+// first position per digit). Per key, least significant first: `init`
+// computes the key of every element in the current order (the first key
+// sorted skips it: its first pass reads the operand itself), then per byte
+// of the key: `hist` counts the
 // chunk's digits (shared-memory atomics: order-free), `scan` turns a row's
 // counts into positions, `scat` moves each 2048-element tile: every warp
 // ranks its 8 x 32 elements in order (__match_any_sync finds the lanes
@@ -39,6 +41,8 @@ int64_t iron_cuda_sort_radix_chunk(int64_t rows, int64_t n) {
 // The element offset of position 0 of row `r` in an operand.
 // (Inside printf formats: hence %%.)
 #define ROW_BASE(r) "((" r ") / inner) * (n * inner) + (" r ") %% inner"
+// The same as plain text (a printf argument).
+#define ROW_BASE_TEXT(r) "((" r ") / inner) * (n * inner) + (" r ") % inner"
 
 static int key_bytes(const iron_sort_key_t *k) { return (int)k->part_size; }
 
@@ -78,8 +82,10 @@ static const char kBlockScan[] =
     "  return wo + x - v;\n"
     "}\n";
 
+// The keys of key k (not the first sorted) for the current order: from
+// the payload when it is the value, else from the operand through the index.
 static void gen_init(iron_cuda_text_t *t, const char *p,
-                     const iron_cuda_sort_shape_t *s, int32_t k, bool first) {
+                     const iron_cuda_sort_shape_t *s, int32_t k) {
   const iron_sort_key_t *key = &s->keys->keys[k];
   int32_t o = key->operand;
   const char *kt = iron_cuda_sort_key_type(key), *pt = payload_type(s);
@@ -90,50 +96,67 @@ static void gen_init(iron_cuda_text_t *t, const char *p,
       "kout, %s *__restrict__ iout, iop_s64 n, iop_s64 rows, iop_s64 "
       "inner) {\n"
       "for (iop_s64 e = (iop_s64)blockIdx.x * %d + threadIdx.x; e < rows * n; "
-      "e += (iop_s64)gridDim.x * %d) {\n"
-      "const iop_s64 r = e / n;\n",
+      "e += (iop_s64)gridDim.x * %d) {\n",
       B, p, k, s->ty[o].store, pt, kt, pt, B, B);
-  if (value_payload(s)) {
-    if (first)
-      iron_cuda_text_printf(t,
-                            "const %s v = in[" ROW_BASE("r") " + (e - r * n) * "
-                            "inner];\niout[e] = v;\n",
-                            pt);
-    else
-      iron_cuda_text_printf(t, "const %s v = iin[e];\n", pt);
-    iron_cuda_text_printf(t, "kout[e] = %s_key%d(v);\n}\n}\n", p, k);
-    return;
-  }
-  if (first)
-    iron_cuda_text_printf(t, "const iop_u32 j = (iop_u32)(e - r * n);\n"
-                          "iout[e] = j;\n");
+  if (value_payload(s))
+    iron_cuda_text_printf(t, "kout[e] = %s_key%d(iin[e]);\n}\n}\n", p, k);
   else
-    iron_cuda_text_printf(t, "const iop_u32 j = iin[e];\n");
-  iron_cuda_text_printf(t, "kout[e] = %s_key%d(in[" ROW_BASE("r")
-                        " + (iop_s64)j * inner]);\n}\n}\n",
-                        p, k);
+    iron_cuda_text_printf(t,
+                          "const iop_s64 r = e / n;\n"
+                          "kout[e] = %s_key%d(in[" ROW_BASE("r")
+                          " + (iop_s64)iin[e] * inner]);\n}\n}\n",
+                          p, k);
 }
 
-static void gen_hist(iron_cuda_text_t *t, const char *p, int bytes,
-                     const char *kt) {
+// The digit histogram of one pass. `src` >= 0: the first pass of the first
+// key, which reads key `src`'s operand directly (no key buffer yet).
+static void gen_hist(iron_cuda_text_t *t, const char *p,
+                     const iron_cuda_sort_shape_t *s, int bytes,
+                     const char *kt, int32_t src) {
+  if (src >= 0)
+    iron_cuda_text_printf(
+        t,
+        "extern \"C\" __global__ void __launch_bounds__(%d) %s_hist_k%d("
+        "const %s *__restrict__ in, iop_u32 *__restrict__ counts, iop_s64 "
+        "shift, iop_s64 n, iop_s64 chunk, iop_s64 nch, iop_s64 inner) {\n",
+        B, p, src, s->ty[s->keys->keys[src].operand].store);
+  else
+    iron_cuda_text_printf(
+        t,
+        "extern \"C\" __global__ void __launch_bounds__(%d) %s_hist%d(const "
+        "%s *__restrict__ keys, iop_u32 *__restrict__ counts, iop_s64 shift, "
+        "iop_s64 n, iop_s64 chunk, iop_s64 nch) {\n",
+        B, p, bytes, kt);
   iron_cuda_text_printf(
       t,
-      "extern \"C\" __global__ void __launch_bounds__(%d) %s_hist%d(const %s "
-      "*__restrict__ keys, iop_u32 *__restrict__ counts, iop_s64 shift, "
-      "iop_s64 n, iop_s64 chunk, iop_s64 nch) {\n"
       "__shared__ iop_u32 h[256];\n"
       "h[threadIdx.x] = 0;\n"
       "__syncthreads();\n"
       "const iop_s64 row = (iop_s64)blockIdx.x / nch, c = (iop_s64)blockIdx.x "
       "- row * nch;\n"
-      "const iop_s64 lo = c * chunk, hi = lo + chunk < n ? lo + chunk : n;\n"
-      "const %s *kp = keys + row * n;\n"
-      "for (iop_s64 i = lo + threadIdx.x; i < hi; i += %d)\n"
-      "  atomicAdd(&h[(unsigned)(kp[i] >> shift) & 255u], 1u);\n"
+      "const iop_s64 lo = c * chunk, hi = lo + chunk < n ? lo + chunk : n;\n");
+  if (src >= 0)
+    iron_cuda_text_printf(t,
+                          "const iop_s64 rb = " ROW_BASE("row") ";\n"
+                          "for (iop_s64 i = lo + threadIdx.x; i < hi; i += "
+                          "%d) {\n"
+                          "const %s kv = %s_key%d(in[rb + i * inner]);\n"
+                          "atomicAdd(&h[(unsigned)(kv >> shift) & 255u], "
+                          "1u);\n}\n",
+                          B, kt, p, src);
+  else
+    iron_cuda_text_printf(t,
+                          "const %s *kp = keys + row * n;\n"
+                          "for (iop_s64 i = lo + threadIdx.x; i < hi; i += "
+                          "%d)\n"
+                          "  atomicAdd(&h[(unsigned)(kp[i] >> shift) & 255u], "
+                          "1u);\n",
+                          kt, B);
+  iron_cuda_text_printf(
+      t,
       "__syncthreads();\n"
       "counts[(row * 256 + threadIdx.x) * nch + c] = h[threadIdx.x];\n"
-      "}\n",
-      B, p, bytes, kt, kt, B);
+      "}\n");
 }
 
 static void gen_scan(iron_cuda_text_t *t, const char *p) {
@@ -157,13 +180,20 @@ static void gen_scan(iron_cuda_text_t *t, const char *p) {
 // instead of moving keys and indices.
 static void gen_scatter(iron_cuda_text_t *t, const char *p,
                         const iron_cuda_sort_shape_t *s, int bytes,
-                        const char *kt, bool final) {
+                        const char *kt, bool final, int32_t src) {
   const char *pt = payload_type(s);
-  iron_cuda_text_printf(t,
-                        "extern \"C\" __global__ void __launch_bounds__(%d) "
-                        "%s_%s%d(const %s *__restrict__ kin, const %s "
-                        "*__restrict__ iin, ",
-                        B, p, final ? "fin" : "scat", bytes, kt, pt);
+  if (src >= 0)  // the first pass: keys from the operand, see gen_hist
+    iron_cuda_text_printf(t,
+                          "extern \"C\" __global__ void __launch_bounds__(%d) "
+                          "%s_%s_k%d(const %s *__restrict__ src, ",
+                          B, p, final ? "fin" : "scat", src,
+                          s->ty[s->keys->keys[src].operand].store);
+  else
+    iron_cuda_text_printf(t,
+                          "extern \"C\" __global__ void __launch_bounds__(%d) "
+                          "%s_%s%d(const %s *__restrict__ kin, const %s "
+                          "*__restrict__ iin, ",
+                          B, p, final ? "fin" : "scat", bytes, kt, pt);
   if (final) {
     iron_cuda_text_printf(t, "const iop_u32 *__restrict__ counts, iop_s64 "
                           "shift, ");
@@ -174,9 +204,25 @@ static void gen_scatter(iron_cuda_text_t *t, const char *p,
   } else {
     iron_cuda_text_printf(t,
                           "%s *__restrict__ kout, %s *__restrict__ iout, "
-                          "const iop_u32 *__restrict__ counts, iop_s64 shift",
-                          kt, pt);
+                          "const iop_u32 *__restrict__ counts, iop_s64 shift%s",
+                          kt, pt, src >= 0 ? ", iop_s64 inner" : "");
   }
+  char load[512];
+  if (src < 0)
+    snprintf(load, sizeof(load),
+             "key[it] = v ? kin[base + t0 + q] : (%s)0;\n"
+             "if (v) id[it] = iin[base + t0 + q];\n",
+             kt);
+  else
+    snprintf(load, sizeof(load),
+             "key[it] = 0;\n"
+             "if (v) {\n"
+             "const %s val = src[rb + (t0 + q) * inner];\n"
+             "key[it] = %s_key%d(val);\n"
+             "id[it] = %s;\n"
+             "}\n",
+             s->ty[s->keys->keys[src].operand].store, p, src,
+             value_payload(s) ? "val" : "(iop_u32)(t0 + q)");
   iron_cuda_text_printf(
       t,
       ", iop_s64 n, iop_s64 chunk, iop_s64 nch) {\n"
@@ -190,6 +236,7 @@ static void gen_scatter(iron_cuda_text_t *t, const char *p,
       "- row * nch;\n"
       "const iop_s64 lo = c * chunk, hi = lo + chunk < n ? lo + chunk : n;\n"
       "const iop_s64 base = row * n;\n"
+      "%s"
       "gofs[tid] = counts[(row * 256 + tid) * nch + c];\n"
       "for (iop_s64 t0 = lo; t0 < hi; t0 += %d) {\n"
       "const int cnt = (int)(hi - t0 < %d ? hi - t0 : %d);\n"
@@ -203,8 +250,7 @@ static void gen_scatter(iron_cuda_text_t *t, const char *p,
       "for (int it = 0; it < 8; ++it) {\n"
       "const int q = w * 256 + it * 32 + lane;\n"
       "const bool v = q < cnt;\n"
-      "key[it] = v ? kin[base + t0 + q] : (%s)0;\n"
-      "if (v) id[it] = iin[base + t0 + q];\n"
+      "%s"
       "const int d = v ? (int)((key[it] >> shift) & 255u) : 256;\n"
       "dg[it] = d;\n"
       "const unsigned peers = __match_any_sync(0xffffffffu, d);\n"
@@ -236,7 +282,8 @@ static void gen_scatter(iron_cuda_text_t *t, const char *p,
       "const %s k = skey[j];\n"
       "const int d = (int)((k >> shift) & 255u);\n"
       "const iop_s64 pos = (iop_s64)gofs[d] + (iop_s64)(j - (int)tex[d]);\n",
-      kt, T, pt, T, T, T, T, kt, pt, kt, p, B, kt);
+      kt, T, pt, T, src >= 0 ? "const iop_s64 rb = " ROW_BASE_TEXT("row") ";\n" : "",
+      T, T, T, kt, pt, load, p, B, kt);
   if (final && value_payload(s)) {
     iron_cuda_text_printf(t,
                           "out0[" ROW_BASE("row") " + pos * inner] = "
@@ -289,20 +336,29 @@ iron_status_t iron_cuda_sort_gen_radix(iron_cuda_text_t *t,
     if (key_bytes(&keys->keys[k]) > kw) kw = key_bytes(&keys->keys[k]);
   iron_cuda_text_printf(t, kBlockScan, p);
   gen_scan(t, p);
+  // The first key sorted (the least significant) starts from the operand:
+  // its first histogram and scatter compute the keys (and the payload)
+  // there, so no init pass reads and writes the whole array first.
+  int32_t first = keys->num_keys - 1;
+  const iron_sort_key_t *fk = &keys->keys[first];
+  gen_hist(t, p, s, key_bytes(fk), iron_cuda_sort_key_type(fk), first);
+  gen_scatter(t, p, s, key_bytes(fk), iron_cuda_sort_key_type(fk),
+              first == 0 && key_bytes(fk) == 1, first);
   for (int32_t k = 0; k < keys->num_keys; ++k) {
     const iron_sort_key_t *key = &keys->keys[k];
     int by = key_bytes(key);
-    gen_init(t, p, s, k, k == keys->num_keys - 1);
+    if (k != first) gen_init(t, p, s, k);
     if (width_done[by]) continue;
     width_done[by] = true;
     const char *kt = iron_cuda_sort_key_type(key);
-    gen_hist(t, p, by, kt);
-    gen_scatter(t, p, s, by, kt, false);
+    gen_hist(t, p, s, by, kt, -1);
+    gen_scatter(t, p, s, by, kt, false, -1);
   }
   // The final pass is a byte of key 0 (the most significant key).
   {
     const iron_sort_key_t *key = &keys->keys[0];
-    gen_scatter(t, p, s, key_bytes(key), iron_cuda_sort_key_type(key), true);
+    gen_scatter(t, p, s, key_bytes(key), iron_cuda_sort_key_type(key), true,
+                -1);
   }
   for (uint32_t i = 0; i < s->num; ++i) {
     bool key_operand = false;
@@ -319,36 +375,54 @@ iron_status_t iron_cuda_sort_gen_radix(iron_cuda_text_t *t,
   int64_t blocks = rows * nch;
   int64_t egrid = (total + B - 1) / B;
   if (egrid > (1 << 20)) egrid = 1 << 20;
-  int64_t icur = idx_a, inext = idx_b;
+  int64_t icur = idx_a, inext = idx_b, kcur = keys_a, knext = keys_b;
   char name[32];
   uint32_t kscan = iron_cuda_sort_kernel(b, "scan");
-  for (int32_t k = keys->num_keys - 1; k >= 0; --k) {
+  for (int32_t k = first; k >= 0; --k) {
     const iron_sort_key_t *key = &keys->keys[k];
     int by = key_bytes(key);
-    snprintf(name, sizeof(name), "init%d", k);
-    iron_cuda_sort_launch(b, iron_cuda_sort_kernel(b, name), egrid, B);
-    iron_cuda_sort_arg(b, IRON_CUDA_SORT_ARG_INPUT, (uint32_t)key->operand, 0);
-    iron_cuda_sort_arg(b, IRON_CUDA_SORT_ARG_SCRATCH, 0, icur);
-    iron_cuda_sort_arg(b, IRON_CUDA_SORT_ARG_SCRATCH, 0, keys_a);
-    iron_cuda_sort_arg(b, IRON_CUDA_SORT_ARG_SCRATCH, 0, icur);
-    iron_cuda_sort_geometry(b, s);
-    int64_t kcur = keys_a, knext = keys_b;
-    snprintf(name, sizeof(name), "hist%d", by);
-    uint32_t khist = iron_cuda_sort_kernel(b, name);
-    for (int byte = 0; byte < by; ++byte) {
-      iron_cuda_sort_launch(b, khist, blocks, B);
+    if (k != first) {
+      snprintf(name, sizeof(name), "init%d", k);
+      iron_cuda_sort_launch(b, iron_cuda_sort_kernel(b, name), egrid, B);
+      iron_cuda_sort_arg(b, IRON_CUDA_SORT_ARG_INPUT, (uint32_t)key->operand,
+                         0);
+      iron_cuda_sort_arg(b, IRON_CUDA_SORT_ARG_SCRATCH, 0, icur);
       iron_cuda_sort_arg(b, IRON_CUDA_SORT_ARG_SCRATCH, 0, kcur);
+      iron_cuda_sort_arg(b, IRON_CUDA_SORT_ARG_SCRATCH, 0, icur);
+      iron_cuda_sort_geometry(b, s);
+    }
+    for (int byte = 0; byte < by; ++byte) {
+      bool src = k == first && byte == 0;
+      bool last = k == 0 && byte == by - 1;
+      if (src)
+        snprintf(name, sizeof(name), "hist_k%d", k);
+      else
+        snprintf(name, sizeof(name), "hist%d", by);
+      iron_cuda_sort_launch(b, iron_cuda_sort_kernel(b, name), blocks, B);
+      if (src)
+        iron_cuda_sort_arg(b, IRON_CUDA_SORT_ARG_INPUT,
+                           (uint32_t)key->operand, 0);
+      else
+        iron_cuda_sort_arg(b, IRON_CUDA_SORT_ARG_SCRATCH, 0, kcur);
       iron_cuda_sort_arg(b, IRON_CUDA_SORT_ARG_SCRATCH, 0, counts);
       iron_cuda_sort_arg(b, IRON_CUDA_SORT_ARG_I64, 0, 8 * byte);
       chunk_args(b, n, chunk, nch);
+      if (src) iron_cuda_sort_arg(b, IRON_CUDA_SORT_ARG_I64, 0, s->inner);
       iron_cuda_sort_launch(b, kscan, rows, B);
       iron_cuda_sort_arg(b, IRON_CUDA_SORT_ARG_SCRATCH, 0, counts);
       iron_cuda_sort_arg(b, IRON_CUDA_SORT_ARG_I64, 0, nch);
-      bool last = k == 0 && byte == by - 1;
-      snprintf(name, sizeof(name), "%s%d", last ? "fin" : "scat", by);
+      if (src)
+        snprintf(name, sizeof(name), "%s_k%d", last ? "fin" : "scat", k);
+      else
+        snprintf(name, sizeof(name), "%s%d", last ? "fin" : "scat", by);
       iron_cuda_sort_launch(b, iron_cuda_sort_kernel(b, name), blocks, B);
-      iron_cuda_sort_arg(b, IRON_CUDA_SORT_ARG_SCRATCH, 0, kcur);
-      iron_cuda_sort_arg(b, IRON_CUDA_SORT_ARG_SCRATCH, 0, icur);
+      if (src) {
+        iron_cuda_sort_arg(b, IRON_CUDA_SORT_ARG_INPUT,
+                           (uint32_t)key->operand, 0);
+      } else {
+        iron_cuda_sort_arg(b, IRON_CUDA_SORT_ARG_SCRATCH, 0, kcur);
+        iron_cuda_sort_arg(b, IRON_CUDA_SORT_ARG_SCRATCH, 0, icur);
+      }
       if (last) {
         iron_cuda_sort_arg(b, IRON_CUDA_SORT_ARG_SCRATCH, 0, counts);
         iron_cuda_sort_arg(b, IRON_CUDA_SORT_ARG_I64, 0, 8 * byte);
@@ -363,6 +437,7 @@ iron_status_t iron_cuda_sort_gen_radix(iron_cuda_text_t *t,
         iron_cuda_sort_arg(b, IRON_CUDA_SORT_ARG_SCRATCH, 0, inext);
         iron_cuda_sort_arg(b, IRON_CUDA_SORT_ARG_SCRATCH, 0, counts);
         iron_cuda_sort_arg(b, IRON_CUDA_SORT_ARG_I64, 0, 8 * byte);
+        if (src) iron_cuda_sort_arg(b, IRON_CUDA_SORT_ARG_I64, 0, s->inner);
         chunk_args(b, n, chunk, nch);
         int64_t x = kcur;
         kcur = knext;
