@@ -29,11 +29,11 @@ static iron_status_t sort_prepare_on(iron_device_t *base,
                                      iron_host_region_t *const *regions,
                                      void **out_params) {
   iron_cuda_device_t *dev = iron_cuda_device_cast(base);
-  const iron_ir_region_t *cmp =
-      regions && regions[0] ? iron_host_region_ir(regions[0]) : &op->regions[0];
   if (op->num_regions != 1)
     return IRON_ERR(INVALID_ARGUMENT, "%s: expected one comparator region",
                     op->name);
+  const iron_ir_region_t *cmp =
+      regions && regions[0] ? iron_host_region_ir(regions[0]) : &op->regions[0];
   iron_cuda_sort_options_t opts;
   iron_cuda_sort_options_from_env(&opts);
   sort_params_t *p = calloc(1, sizeof(*p));
