@@ -501,9 +501,9 @@ def jax_worker(fw, names, a):
         jax.config.update("jax_persistent_cache_min_compile_time_secs", 0)
     dev = jax.devices()[0]
     if fw == "iron":
+        host = "host" in f"{getattr(dev, 'device_kind', '')} {dev}".lower()
         prec = ("f32 dots/convs as TF32 (IRON_CUDA_TF32=1)"
-                if os.environ.get("IRON_CUDA_TF32", "1") != "0" and dev.platform != "cpu"
-                and os.environ.get("IRON_DEVICE", "") != "host"
+                if os.environ.get("IRON_CUDA_TF32", "1") != "0" and not host
                 else "f32 dots/convs in f32")
     elif fw == "xla":
         prec = (f"matmul precision {jax.config.jax_default_matmul_precision or 'DEFAULT'}"
@@ -571,7 +571,6 @@ def jax_cnn(p, gen, sample, a):
     dt = jnp.bfloat16 if c["dtype"] == "bf16" else jnp.float32
     vals = {n: gen(inp, stream_offset(0, j))
             for j, (n, inp) in enumerate(_cnn_init_inputs(c))}
-    nl = len(c["chans"])
     params = {n: vals[n] for n in vals if n not in ("x", "y")}
     x, y = vals["x"], vals["y"]
 
@@ -609,7 +608,7 @@ def jax_cnn(p, gen, sample, a):
     del zeros
     t0 = time.perf_counter()
     state, l1 = jax.block_until_ready(f(state, x, y))
-    r = {"compile_s": time.perf_counter() - t0, "copies": 1, "layers": nl}
+    r = {"compile_s": time.perf_counter() - t0, "copies": 1}
     state, l2 = f(state, x, y)
     r["check"] = [sample(l1), sample(l2)]
     box = [state]
@@ -787,12 +786,15 @@ def run_worker(fw, names, a, on_result):
         if not remaining:
             break
         err.seek(0)
-        tail = " | ".join(err.read().strip().splitlines()[-5:])[-600:]
+        lines = [ln for ln in err.read().strip().splitlines()
+                 if "is experimental and not all JAX" not in ln]
+        tail = " | ".join(lines[-5:])[-600:]
         why = (f"no progress for {a.timeout}s (killed)" if killed[0]
                else f"worker exited with {rc}")
         if current is None:  # died before starting a program: give up on fw
             for n in remaining:
-                results[n] = {"name": n, "error": f"{why}: {tail}"}
+                results[n] = {"name": n, "error": f"{why} before it started: {tail}"}
+                on_result(fw, results[n])
             break
         results[current] = {"name": current, "error": f"{why} during it: {tail}"}
         on_result(fw, results[current])
@@ -938,8 +940,17 @@ def err_str(e):
     return s if e["ok"] else f"FAIL {s}"
 
 
-def print_table(rows, fws, ref, roof, metas):
+def print_table(rows, fws, ref, roof, metas, skipped):
+    """Errors and notes first, then the table: the last thing printed."""
     label = {"iron": "iron", "xla": "XLA", "torch": "torch", "cpu": "XLA:CPU"}
+    errs = [(row["name"], f, msg) for row in rows for f in fws
+            for msg in row["fw"][f]["errors"]]
+    if errs:
+        print("\nerrors (whole messages in --json):")
+        for n, f, msg in errs:
+            print(f"  {n} {f}: {msg[:240]}")
+    for f, why in skipped.items():
+        print(f"{f}: skipped ({why})")
     print()
     print(f"copy roofline: {roof['gbps']:.0f} GB/s ({roof['from']} copy of "
           f"{fmt_bytes(roof['bytes'] / 2)}, read + write)" if roof["gbps"]
@@ -975,16 +986,10 @@ def print_table(rows, fws, ref, roof, metas):
             ti, tr = row["fw"]["iron"]["median_s"], row["fw"][ref]["median_s"]
             line += f" | {(f'{ti / tr:.2f}' if ti and tr else '-'):>6s}"
         if other and ref:
-            line += " | " + "     " + " ".join(f"{err_str(row['fw'][f]):>7s}" for f in other)
+            line += " | " + "    " + " ".join(f"{err_str(row['fw'][f]):>7s}" for f in other)
         if notes:
             line += "  " + "; ".join(notes)
         print(line)
-    errs = [(row["name"], f, msg) for row in rows for f in fws
-            for msg in row["fw"][f]["errors"]]
-    if errs:
-        print("\nerrors:")
-        for n, f, msg in errs:
-            print(f"  {n} {f}: {msg[:300]}")
 
 
 def write_md(path, rows, fws, ref, roof, metas, a, elapsed):
@@ -1141,10 +1146,10 @@ def main():
 
     rows, roof = summarize(progs, names, fws, results, ref)
     elapsed = time.time() - t_begin
-    print_table(rows, fws, ref, roof, metas)
-    for f, why in skipped.items():
-        print(f"{f}: skipped ({why})")
-    print(f"\n{a.rounds_done} round(s) in {elapsed:.0f}s")
+    print_table(rows, fws, ref, roof, metas, skipped)
+    print(f"{a.rounds_done} round(s) of {','.join(fws)} in {elapsed:.0f}s; "
+          f"times are medians; MB = minimal bytes moved; %cp = share of the copy "
+          f"roofline; err = max rel. error vs {ref or '-'}")
     if a.json:
         for f in fws:  # samples are for checking, not for the record
             for rs in results[f].values():
