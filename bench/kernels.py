@@ -40,7 +40,8 @@ How it measures:
   cpu in smoke runs) on up to 4096 sampled elements per output. The error is
   max |a - r| / max(|r|, 1e-3 * max|r|): the relative error, except that
   elements smaller than 1/1000 of the largest are measured against that.
-  Each program has a tolerance (f32 1e-4, bf16 2e-2 / 5e-2, TF32 CNN 1e-2);
+  Each program has a tolerance (f32 1e-4, norms 1e-3, bf16 2e-2..5e-2,
+  TF32 CNN 1e-2);
   a larger error prints FAIL and makes the exit status 2.
 - Precision: the CNN's f32 convolutions and the linear layer use each
   framework's default: TF32 on Hopper for XLA:GPU (DEFAULT precision) and
@@ -358,7 +359,7 @@ def programs(smoke=False):
     add(Prog("argmax_full_f32", "reduce", f"jnp.argmax(m), {R}x{C} f32",
              [f32m], lambda m: jnp.argmax(m), lambda m: m.argmax()))
 
-    for dt, tol in (("f32", 1e-4), ("bf16", 2e-2)):
+    for dt, tol in (("f32", 1e-4), ("bf16", 3e-2)):
         add(Prog(f"softmax_{dt}", "rowwise", f"softmax(m, -1), {R}x{C} {dt}",
                  [Inp((R, C), dt)], lambda m: jax.nn.softmax(m, -1),
                  lambda m: torch.softmax(m, -1), tol=tol))
@@ -371,9 +372,11 @@ def programs(smoke=False):
     add(Prog("layernorm_f32", "rowwise", f"layer norm (gamma, beta), {R}x{LN} f32",
              [Inp((R, LN)), Inp((LN,), dist="pos"), Inp((LN,), dist="sym")],
              _layernorm_jax,
-             lambda x, g, b: F.layer_norm(x, (x.shape[-1],), g, b, eps=1e-5)))
+             lambda x, g, b: F.layer_norm(x, (x.shape[-1],), g, b, eps=1e-5),
+             tol=1e-3))  # outputs near 0 see the mean's rounding (sum order)
     add(Prog("rmsnorm_f32", "rowwise", f"RMS norm (gamma), {R}x{LN} f32",
-             [Inp((R, LN)), Inp((LN,), dist="pos")], _rmsnorm_jax, _rmsnorm_torch))
+             [Inp((R, LN)), Inp((LN,), dist="pos")], _rmsnorm_jax, _rmsnorm_torch,
+             tol=1e-3))
     add(Prog("softmax_grad_f32", "rowwise",
              f"grad of sum(softmax(m)*w), {R}x{C} f32",
              [f32m, Inp((R, C), dist="sym")], _softmax_grad_jax,
@@ -748,7 +751,8 @@ def run_worker(fw, names, a, on_result):
     or a hang (no output for a.timeout seconds); returns (meta, results)."""
     results, meta, remaining = {}, None, list(names)
     while remaining:
-        cmd = [sys.executable, os.path.abspath(__file__), "--worker", fw,
+        py = a.torch_python if fw == "torch" else sys.executable
+        cmd = [py, os.path.abspath(__file__), "--worker", fw,
                "--programs", ",".join(remaining), "--steps", str(a.steps),
                "--warmup", str(a.warmup), "--budget-s", str(a.budget_s)]
         if a.smoke:
@@ -1067,6 +1071,8 @@ def main():
                     help="kill a worker with no output for this many seconds")
     ap.add_argument("--cache-dir", default=None,
                     help="jax compilation cache ('' = off; smoke: off)")
+    ap.add_argument("--torch-python", default=sys.executable,
+                    help="interpreter of the torch worker (torch in another env)")
     ap.add_argument("--json")
     ap.add_argument("--md")
     a = ap.parse_args()
@@ -1105,8 +1111,10 @@ def main():
         names.insert(0, "copy_f32_1g")
     skipped = {}
     if "torch" in fws:
-        import importlib.util
-        if importlib.util.find_spec("torch") is None:
+        probe = subprocess.run([a.torch_python, "-c", "import importlib.util, sys; "
+                                "sys.exit(importlib.util.find_spec('torch') is None)"],
+                               capture_output=True)
+        if probe.returncode:
             skipped["torch"] = "torch is not installed"
             fws = [f for f in fws if f != "torch"]
             print("torch: skipped (not installed)", flush=True)
