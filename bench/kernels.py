@@ -937,6 +937,20 @@ def note_of(e):
     return ""
 
 
+def short_note(row, fws):
+    """Iterations and us/iteration, or conv TFLOP/s, for all frameworks."""
+    es = [(f, row["fw"][f]) for f in fws]
+    per = [(f, e["us_per_iter"]) for f, e in es if e.get("us_per_iter") is not None]
+    if per:
+        its = sorted({e["iters"] for f, e in es if e.get("iters")})
+        return (f"  {'/'.join(map(str, its))} it; us/it "
+                + " ".join(f"{f} {v:.3g}" for f, v in per))
+    tf = [(f, e["tflops"]) for f, e in es if e.get("tflops") is not None]
+    if tf:
+        return "  conv TFLOP/s " + " ".join(f"{f} {v:.3g}" for f, v in tf)
+    return ""
+
+
 def err_str(e):
     if e.get("err") is None:
         return "-"
@@ -976,23 +990,18 @@ def print_table(rows, fws, ref, roof, metas, skipped):
     for row in rows:
         mb = fmt_mb(row["bytes"])
         line = f"{row['name']:17s} {mb:>6s}"
-        notes = []
         for f in fws:
             e = row["fw"][f]
             g = f"{e['gbps']:.0f}" if e.get("gbps") else "-"
             pc = f"{e['pct_copy']:.0f}" if e.get("pct_copy") else "-"
             t = fmt_t(e["median_s"]) if e["median_s"] else ("ERR" if e["errors"] else "-")
             line += f" | {t:>9s} {g:>5s} {pc:>3s}"
-            n = note_of(e)
-            if n:
-                notes.append(f"{f} {n}")
         if ref and "iron" in fws and ref != "iron":
             ti, tr = row["fw"]["iron"]["median_s"], row["fw"][ref]["median_s"]
             line += f" | {(f'{ti / tr:.2f}' if ti and tr else '-'):>6s}"
         if other and ref:
             line += " | " + "    " + " ".join(f"{err_str(row['fw'][f]):>7s}" for f in other)
-        if notes:
-            line += "  " + "; ".join(notes)
+        line += short_note(row, fws)
         print(line)
 
 
