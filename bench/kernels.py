@@ -125,7 +125,7 @@ def hash_u32(x):
 class Inp:
     """One input. dist: mix = [-0.5, 1.5) * scale, sym = [-1, 1) * scale,
     pos = [0.5, 1.5) * scale, newton = (k + 1) * 2^16 for 24-bit k
-    (65536 .. 2^40), label = integers [0, scale), full = the value scale.
+    (2^17 .. 2^40), label = integers [0, scale), full = the value scale.
     scale is a power of two for mix/sym/pos, so every value is exact in f32
     (u has 24 bits) and the same in every framework, FMA or not."""
     shape: tuple
@@ -144,7 +144,9 @@ class Inp:
 
 
 def _values_from_k(k_float, kind, scale):
-    """Floats from 24-bit hash values; k_float is k converted to f32."""
+    """Floats from 24-bit hash values; k_float is k converted to f32. The
+    callers set k's lowest bit, so that no value is exactly 0 (u * 2 - 0.5
+    and u * 2 - 1 vanish only for even k)."""
     u = k_float * (2.0 ** -24)
     if kind == "mix":
         return (u * 2.0 - 0.5) * scale
@@ -167,7 +169,7 @@ def gen_numpy(inp, offset):
     h = hash_i64(x)
     if inp.dist == "label":
         return (h % int(inp.scale)).astype(np.int32).reshape(inp.shape)
-    v = _values_from_k((h >> 8).astype(np.float32), inp.dist, np.float32(inp.scale))
+    v = _values_from_k(((h >> 8) | 1).astype(np.float32), inp.dist, np.float32(inp.scale))
     return v.astype(np.float32).reshape(inp.shape)
 
 
@@ -183,7 +185,7 @@ def make_gen_jax(inp):
         if inp.dist == "label":
             v = (h % jnp.uint32(int(inp.scale))).astype(jnp.int32)
         else:
-            v = _values_from_k((h >> 8).astype(jnp.float32), inp.dist,
+            v = _values_from_k(((h >> 8) | 1).astype(jnp.float32), inp.dist,
                                jnp.float32(inp.scale)).astype(dt)
         return v.reshape(inp.shape)
     return jax.jit(g)
@@ -197,7 +199,7 @@ def gen_torch(inp, offset, dev):
     h = hash_i64(x)
     if inp.dist == "label":
         return (h % int(inp.scale)).to(torch.int32).reshape(inp.shape)
-    v = _values_from_k((h >> 8).to(torch.float32), inp.dist, float(inp.scale))
+    v = _values_from_k(((h >> 8) | 1).to(torch.float32), inp.dist, float(inp.scale))
     return v.to(dt).reshape(inp.shape)
 
 
@@ -282,7 +284,7 @@ NEWTON_MAX = 100
 
 
 def _newton_jax(a):
-    # Newton's iteration for sqrt(a) from x0 = a; a spans 2^16..2^40, so
+    # Newton's iteration for sqrt(a) from x0 = a; a spans 2^17..2^40, so
     # about 25 iterations; the predicate reduces over the whole array.
     def cond(c):
         x, i = c
