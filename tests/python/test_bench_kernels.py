@@ -106,9 +106,13 @@ def test_every_program_has_both_implementations(kb):
 
 def test_smoke_run_iron_vs_cpu(tmp_path):
     env = dict(os.environ)
-    if importlib.util.find_spec("ironjax") is None or not os.environ.get("PYTHONPATH"):
+    spec = importlib.util.find_spec("ironjax")
+    tree = os.path.join(ROOT, "python")
+    if spec is None or os.path.abspath(spec.origin).startswith(tree + os.sep):
+        # The plugin this session tests is the source tree's (conftest put
+        # it on sys.path): the workers need it on theirs.
         env["PYTHONPATH"] = os.pathsep.join(
-            [os.path.join(ROOT, "python")] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
+            [tree] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
     out_json, out_md = tmp_path / "k.json", tmp_path / "k.md"
     p = subprocess.run([sys.executable, BENCH, "--smoke", "--frameworks", "iron,cpu",
                         "--json", str(out_json), "--md", str(out_md)],
