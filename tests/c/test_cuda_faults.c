@@ -26,6 +26,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cuda_test_nvrtc.h"
 #include "device/cuda/cuda_compile.h"
 #include "device/cuda/cuda_device.h"
 #include "fake_cuda.h"
@@ -753,11 +754,28 @@ static void test_compile_while_recording(void) {
   fake_dev_close(&f);
 }
 
+// IRON_CUDA_TEST_FAULT's kernels compile (NVRTC, no GPU needed).
+static void test_fault_kernel_compiles(void) {
+  iron_cuda_api_t api;
+  memset(&api, 0, sizeof(api));
+  if (!cuda_test_load_nvrtc(&api)) {
+    fprintf(stderr, "no NVRTC: the fault kernel is not compiled here\n");
+    return;
+  }
+  void *cubin = NULL;
+  size_t size = 0;
+  CHECK_OK(iron_cuda_nvrtc_compile(&api, iron_cuda_device_test_fault_source(),
+                                   "sm_90a", &cubin, &size));
+  CHECK(cubin != NULL && size > 0);
+  free(cubin);
+}
+
 static void setup(void) { fake_cuda_api(&g_api); }
 
 static const iron_test_case_t kTests[] = {
     {"setup", setup},
     {"classification", test_classification},
+    {"fault_kernel_compiles", test_fault_kernel_compiles},
     {"race_copy_to_host", test_race_copy_to_host},
     {"race_copy_from_host", test_race_copy_from_host},
     {"recording_refuses_host_work", test_recording_refuses_host_work},

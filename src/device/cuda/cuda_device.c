@@ -756,6 +756,8 @@ static const char kFaultSource[] =
     "  asm volatile(\"trap;\");\n"
     "}\n";
 
+const char *iron_cuda_device_test_fault_source(void) { return kFaultSource; }
+
 static iron_status_t test_fault_setup(iron_cuda_device_t *d) {
   const char *e = getenv("IRON_CUDA_TEST_FAULT");
   if (!e || !e[0]) return IRON_OK;

@@ -128,6 +128,10 @@ iron_status_t iron_cuda_device_sticky(iron_cuda_device_t *d);
 struct iron_cuda_function *iron_cuda_device_test_fault(
     iron_cuda_device_t *d, const char *kernel_name);
 
+// The CUDA C of IRON_CUDA_TEST_FAULT's kernels (iron_test_fault_oob,
+// iron_test_fault_trap), for GPU-free NVRTC checks.
+const char *iron_cuda_device_test_fault_source(void);
+
 // For tests: creates the device on driver table `api` (GPU-free with a fake
 // driver; iron_cuda_device_create checks the process's GPUs first).
 iron_status_t iron_cuda_device_create_with_api(iron_runtime_t *rt, int id,
