@@ -485,9 +485,13 @@ static void test_loop_recorded(void) {
 // invalidates the capture): the capture ends, the loop runs the ordinary
 // way, and the next execution records again.
 static CUresult g_abort_err;
+static bool g_abort_alloc;  // fail the recording's next allocation instead
 static void abort_hook(bool recording) {
   if (recording && g_abort_err) {
-    fake_cuda.fail_launch = g_abort_err;
+    if (g_abort_alloc)
+      fake_cuda.fail_alloc_async = g_abort_err;
+    else
+      fake_cuda.fail_launch = g_abort_err;
     g_abort_err = 0;
   }
 }
@@ -499,9 +503,10 @@ static void test_capture_abort_on_driver_error(void) {
                                   IRON_CU_ERROR_STREAM_CAPTURE_UNSUPPORTED,
                                   IRON_CU_ERROR_INVALID_VALUE,
                                   IRON_CU_ERROR_OUT_OF_MEMORY};
-  for (int k = 0; k < 4 && exe; ++k) {
+  for (int k = 0; k < 8 && exe; ++k) {
     fake_cuda_reset();
-    g_abort_err = errs[k];
+    g_abort_err = errs[k % 4];
+    g_abort_alloc = k >= 4;
     g_add_hook = abort_hook;
     int32_t i = -1;
     float x[4] = {0};

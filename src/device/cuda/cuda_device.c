@@ -158,6 +158,20 @@ static iron_status_t stream_sync(iron_cuda_device_t *d) {
 // writing from graph_begin to graph_end. Taking a read lock costs an atomic
 // add when there is no writer.
 
+// Writers first: with glibc's default (readers first) a steady flow of
+// copies from several threads could keep a recording waiting. No thread
+// ever takes the read side twice, so the non-recursive kind is safe.
+static void stream_lock_init(pthread_rwlock_t *l) {
+  pthread_rwlockattr_t a;
+  pthread_rwlockattr_init(&a);
+#ifdef __GLIBC__
+  pthread_rwlockattr_setkind_np(&a,
+                                PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
+#endif
+  pthread_rwlock_init(l, &a);
+  pthread_rwlockattr_destroy(&a);
+}
+
 // True when the calling thread is recording a graph on d->stream.
 static bool recording_here(iron_cuda_device_t *d) {
   return atomic_load_explicit(&d->capturing, memory_order_acquire) &&
@@ -912,7 +926,7 @@ iron_status_t iron_cuda_device_create_with_api(iron_runtime_t *rt, int id,
   d->ordinal = ordinal;
   pthread_mutex_init(&d->mu, NULL);
   pthread_mutex_init(&d->cache_mu, NULL);
-  pthread_rwlock_init(&d->stream_lock, NULL);
+  stream_lock_init(&d->stream_lock);
   const char *ce = getenv("IRON_CUDA_ALLOC_CACHE");
   d->cache_on = !(ce && ce[0] == '0');
   if (d->cache_on) {
