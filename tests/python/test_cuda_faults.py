@@ -66,16 +66,24 @@ dev = jax.devices("iron")[0]
 x = jax.device_put(np.arange(1024, dtype=np.float32), dev)
 double = jax.jit(lambda v: v * 2)
 np.testing.assert_array_equal(np.asarray(double(x)), np.arange(1024) * 2)
-N = int({n})
+CHUNK = int({chunk})  # f32 elements per buffer
+fill = jax.jit(lambda v, k: jnp.zeros((CHUNK,), jnp.float32) + v[0] + k)
 for attempt in range(3):
+    # Allocate until the device refuses, holding every buffer.
+    held = []
     try:
-        big = jax.jit(lambda v: jnp.zeros((N,), jnp.float32) + v[0])(x)
-        big.block_until_ready()
-        raise SystemExit("no error for %d bytes" % (4 * N))
+        for k in range(100000):
+            y = fill(x, np.float32(k))
+            y.block_until_ready()
+            held.append(y)
+        raise SystemExit("never ran out of memory")
     except jax.errors.JaxRuntimeError as e:
         assert "RESOURCE_EXHAUSTED" in str(e), str(e)
         assert "stays unusable" not in str(e), str(e)
-        print("refused:", str(e).splitlines()[0][:200])
+        print("refused after %d buffers of %d bytes: %s"
+              % (len(held), 4 * CHUNK, str(e).splitlines()[0][:200]))
+    assert float(held[-1][7]) == len(held) - 1
+    del held
     # The next call works, and so does a loop (recorded as a CUDA graph).
     np.testing.assert_array_equal(np.asarray(double(x)), np.arange(1024) * 2)
     s = jax.jit(lambda v: jax.lax.fori_loop(0, 16, lambda i, a: a + 1.0, v))(x)
@@ -87,16 +95,16 @@ print("OK")
 
 
 def test_memory_limit_fails_one_call(gpu, tmp_path):
-    rc, out = run_script(tmp_path, OOM_SCRIPT.format(n=64 << 20),
-                         env={"IRON_CUDA_MEMORY_LIMIT": str(128 << 20)})
+    # IRON_CUDA_MEMORY_LIMIT of 1 GiB, buffers of 256 MiB.
+    rc, out = run_script(tmp_path, OOM_SCRIPT.format(chunk=64 << 20),
+                         env={"IRON_CUDA_MEMORY_LIMIT": str(1 << 30)})
     print(out)
     assert rc == 0 and "OK" in out, out
 
 
 def test_real_out_of_memory_fails_one_call(gpu, tmp_path):
-    # More than the card has: the driver's pool refuses it.
-    total = (gpu.memory_stats() or {}).get("bytes_limit") or (141 << 30)
-    rc, out = run_script(tmp_path, OOM_SCRIPT.format(n=int(total * 1.25) // 4))
+    # Buffers of 2 GiB until the card is full: the driver's pool refuses.
+    rc, out = run_script(tmp_path, OOM_SCRIPT.format(chunk=512 << 20))
     print(out)
     assert rc == 0 and "OK" in out, out
 

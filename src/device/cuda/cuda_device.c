@@ -99,10 +99,11 @@ static void describe_last_work(iron_cuda_device_t *d, char *buf, size_t cap) {
 
 iron_status_t iron_cuda_device_fail(iron_cuda_device_t *d, iron_status_t st) {
   char last[2048];
-  last[0] = '\0';
-  if (st) describe_last_work(d, last, sizeof(last));
   pthread_mutex_lock(&d->mu);
   if (st && !d->sticky) {
+    // Under mu: job_sync forgets the steps under mu too, before their
+    // executables may go away.
+    describe_last_work(d, last, sizeof(last));
     d->sticky = iron_status_make(
         IRON_STATUS_INTERNAL,
         "CUDA device %d (%s) failed; it stays unusable for the rest of the "
@@ -594,11 +595,11 @@ static iron_status_t cuda_job_sync(iron_device_t *dev) {
   bool held = stream_acquire(d);
   iron_status_t st = stream_sync(d);
   stream_release(d, held);
-  if (!st) {
-    // Everything enqueued so far ran: no later fault can be theirs, and
-    // their ops may die with their executables now.
-    atomic_store_explicit(&d->base.recent_count, 0, memory_order_relaxed);
-  }
+  // The job's steps have run (or their fault is recorded): their ops may
+  // die with their executables once the job completes, so forget them.
+  pthread_mutex_lock(&d->mu);
+  atomic_store_explicit(&d->base.recent_count, 0, memory_order_relaxed);
+  pthread_mutex_unlock(&d->mu);
   return st;
 }
 
