@@ -369,6 +369,9 @@ static iron_status_t record_body(const iron_exec_ctx_t *ctx, frame_t *fr,
   }
   iron_status_t st = vt->graph_begin(dev);
   bool recording = st == IRON_OK;
+  if (st && graph_debug())
+    fprintf(stderr, "iron: graph recording of %s not started: %s\n",
+            s->op->name, iron_status_message(st));
   iron_status_free(st);
   bool keep = recording;
   if (recording) {

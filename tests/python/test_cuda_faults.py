@@ -113,8 +113,9 @@ def test_real_out_of_memory_fails_one_call(gpu, tmp_path):
 
 def _loop_step(w, x):
     # A counted loop (recorded as a CUDA graph) around a matmul.
-    def body(i, h):
-        return jnp.tanh(h @ w + 0.01 * i)
+    def body(i, h):  # exact f32 (not TF32) to compare with the CPU
+        return jnp.tanh(jnp.dot(h, w, precision=lax.Precision.HIGHEST)
+                        + 0.01 * i)
     return lax.fori_loop(0, 8, body, x)
 
 
@@ -166,7 +167,7 @@ def test_compiles_and_copies_while_loops_are_captured(gpu):
                 if len(results) > 8:
                     r = results.pop(0)
                     np.testing.assert_allclose(np.asarray(r), want_loop,
-                                               rtol=1e-5, atol=1e-6)
+                                               rtol=1e-4, atol=1e-5)
         except Exception as e:  # noqa: BLE001
             errors.append(f"looper: {e!r}")
 
@@ -182,8 +183,10 @@ def test_compiles_and_copies_while_loops_are_captured(gpu):
                             (v[:1024] * s + b[:1024] * (k + 1)).sum())
                 v = rng.standard_normal(4096).astype(np.float32)
                 got = float(f(jax.device_put(v, gpu)))
-                want = float((v[:1024] * small + big[:1024] * (k + 1)).sum())
-                assert abs(got - want) <= 1e-3 * (1 + abs(want)), (got, want)
+                terms = v[:1024] * small + big[:1024] * (k + 1)
+                want = float(terms.sum())
+                tol = 1e-4 * float(np.abs(terms).sum()) + 1e-3
+                assert abs(got - want) <= tol, (got, want)
         except Exception as e:  # noqa: BLE001
             errors.append(f"compiler {seed}: {e!r}")
 
@@ -207,8 +210,8 @@ def test_compiles_and_copies_while_loops_are_captured(gpu):
     for t in ts:
         t.join()
     for r in results:
-        np.testing.assert_allclose(np.asarray(r), want_loop, rtol=1e-5,
-                                   atol=1e-6)
+        np.testing.assert_allclose(np.asarray(r), want_loop, rtol=1e-4,
+                                   atol=1e-5)
     assert not errors, errors
 
 
@@ -282,8 +285,8 @@ def test_jax_suite_programs_in_a_loop(gpu):
     are recorded) and linalg_test's lu_solve with broadcasting (a pivot
     loop recorded between host-staged triangular solves), several rounds in
     one process: no call may fail, results as on jax's CPU backend."""
-    from jax._src import test_util as jtu
     import jax.scipy.linalg as jsl
+    from jax.test_util import check_grads
     cpu = jax.devices("cpu")[0]
     rng = np.random.default_rng(0)
     d = rng.standard_normal(2)
@@ -306,8 +309,8 @@ def test_jax_suite_programs_in_a_loop(gpu):
             want = jax.grad(loss)(c, as_)
         np.testing.assert_allclose(np.asarray(got), np.asarray(want),
                                    rtol=5e-5, atol=1e-5)
-        jtu.check_grads(lambda c, a: scan(f_jit, c, a), (c, as_), order=2,
-                        modes=["rev"], atol=1e-3, rtol=5e-1)
+        check_grads(lambda c, a: scan(f_jit, c, a), (c, as_), order=2,
+                    modes=["rev"], atol=1e-3, rtol=5e-1)
         for lhs, rhs in (((3, 4, 4), (4,)), ((3, 8, 8), (8, 4)),
                          ((4, 4), (3, 4, 2))):
             for trans in (0, 1, 2):
