@@ -8,7 +8,7 @@
 // Thread-safety: every function may be called from any thread; objects are
 // internally synchronized.
 // Errors: fallible functions return iron_status_t (NULL = OK; see
-// src/base/status.h); out-parameters are untouched on error.
+// iron/status.h); out-parameters are untouched on error.
 #ifndef IRON_IRON_H_
 #define IRON_IRON_H_
 
@@ -16,8 +16,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "base/dtype.h"
-#include "base/status.h"
+#include "iron/dtype.h"
+#include "iron/status.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -188,6 +188,16 @@ iron_status_t iron_executable_execute(iron_executable_t *exe,
                                       uint32_t num_args, const bool *donate,
                                       iron_buffer_t **out_results,
                                       iron_event_t **out_done);
+
+// ---------------------------------------------------------------------------
+// Lent routines
+
+// Registers a LAPACK/BLAS routine (Fortran calling convention, e.g. "dgesdd"
+// from scipy.linalg.cython_lapack) that host kernels of jaxlib's LAPACK
+// custom calls call at run time; nothing is linked at build time.
+// INVALID_ARGUMENT when no kernel uses `name`. Thread-safe; a later registration
+// of the same name replaces the earlier one.
+iron_status_t iron_lapack_register(const char *name, void *fn);
 
 #ifdef __cplusplus
 }

@@ -144,8 +144,8 @@ static iron_tensor_t *vec(iron_dtype_t dt, int64_t n) {
   return ht_tensor(dt, 1, &n);
 }
 
-static iron_status_t interp_call(const iron_host_ctx_t *ctx,
-                                 const iron_host_region_t *region,
+static iron_status_t interp_call(const iron_kernel_ctx_t *ctx,
+                                 const iron_region_t *region,
                                  const iron_tensor_t *const *inputs,
                                  iron_tensor_t *const *outputs) {
   const iron_ir_block_t *blk = &region->ir->blocks[0];
@@ -185,7 +185,7 @@ static iron_status_t interp_call(const iron_host_ctx_t *ctx,
         ((uint8_t *)vals[oi]->data)[e] = *(const uint8_t *)a->dense.data;
       continue;
     }
-    const iron_host_kernel_t *k = iron_host_kernel_lookup(op->kind);
+    const iron_kernel_t *k = iron_host_kernel_lookup(op->kind);
     if (!k) {
       st = IRON_ERR(UNIMPLEMENTED, "no host kernel for %s", op->name);
       break;
@@ -234,11 +234,11 @@ static iron_tensor_t *tcopy(const iron_tensor_t *x) {
 // too) and the host kernel, runs the host's on `host_in` (outputs
 // `nres`), and queues the generated kernel `kname` with arguments `args`
 // (copies; the outputs at out_at[] compared with the host's results).
-static void add_case(ht_op_t *b, iron_host_region_t **regions,
+static void add_case(ht_op_t *b, iron_region_t **regions,
                      iron_tensor_t **host_in, int nres, const char *kname,
                      iron_tensor_t **args, int nargs, const int *out_at,
                      const char *what) {
-  const iron_host_kernel_t *ck = g_table[b->op.kind];
+  const iron_kernel_t *ck = g_table[b->op.kind];
   CHECK(ck != NULL);
   size_t np0 = iron_cuda_compiler_pending_count(g_dev);
   void *params = NULL;
@@ -247,11 +247,11 @@ static void add_case(ht_op_t *b, iron_host_region_t **regions,
   free(params);
   iron_tensor_t *want[2] = {NULL, NULL};
   for (int i = 0; i < nres; ++i) want[i] = ht_tensor_like(&b->result_types[i]);
-  const iron_host_kernel_t *hk = iron_host_kernel_lookup(b->op.kind);
+  const iron_kernel_t *hk = iron_host_kernel_lookup(b->op.kind);
   void *hp = NULL;
   iron_status_t hst = hk->prepare(&b->op, regions, &hp);
   if (!hst) {
-    iron_host_ctx_t ctx = {0};
+    iron_kernel_ctx_t ctx = {0};
     ctx.call_region = interp_call;
     hst = hk->run(&ctx, hp, (const iron_tensor_t *const *)host_in, want);
     if (hk->destroy) hk->destroy(hp); else free(hp);
@@ -397,11 +397,11 @@ static void add_reduce(iron_dtype_t dt, int kind, int rdim) {
   bb_t *body = body2(dt, kind);
   b.op.num_regions = 1;
   b.op.regions = &body->region;
-  struct iron_host_region hr;
+  struct iron_region hr;
   memset(&hr, 0, sizeof(hr));
   hr.ir = &body->region;
   hr.elementwise = true;
-  iron_host_region_t *regions[1] = {&hr};
+  iron_region_t *regions[1] = {&hr};
   iron_tensor_t *x = ht_tensor(dt, 2, dims), *init = ht_tensor(dt, 0, NULL);
   fill_mixed(x);
   fill_mixed(init);
@@ -431,11 +431,11 @@ static void add_reduce_window(iron_dtype_t dt, int kind) {
   bb_t *body = body2(dt, kind);
   b.op.num_regions = 1;
   b.op.regions = &body->region;
-  struct iron_host_region hr;
+  struct iron_region hr;
   memset(&hr, 0, sizeof(hr));
   hr.ir = &body->region;
   hr.elementwise = true;
-  iron_host_region_t *regions[1] = {&hr};
+  iron_region_t *regions[1] = {&hr};
   iron_tensor_t *x = ht_tensor(dt, 1, dims), *init = ht_tensor(dt, 0, NULL);
   fill_mixed(x);
   fill_mixed(init);
@@ -491,11 +491,11 @@ static void add_sort(iron_dtype_t dt, bool desc) {
   bb_ret(body, 1, lt, NULL);
   b.op.num_regions = 1;
   b.op.regions = &body->region;
-  struct iron_host_region hr;
+  struct iron_region hr;
   memset(&hr, 0, sizeof(hr));
   hr.ir = &body->region;
   hr.elementwise = true;
-  iron_host_region_t *regions[1] = {&hr};
+  iron_region_t *regions[1] = {&hr};
   iron_tensor_t *k = ht_tensor(dt, 2, dims), *v = ht_tensor(IRON_DTYPE_S32, 2, dims);
   fill_mixed(k);
   for (int64_t i = 0; i < v->count; ++i) ((int32_t *)v->data)[i] = (int32_t)i;
@@ -541,11 +541,11 @@ static void add_scatter(iron_dtype_t dt, int kind) {
   bb_t *body = body2(dt, kind);
   b.op.num_regions = 1;
   b.op.regions = &body->region;
-  struct iron_host_region hr;
+  struct iron_region hr;
   memset(&hr, 0, sizeof(hr));
   hr.ir = &body->region;
   hr.elementwise = true;
-  iron_host_region_t *regions[1] = {&hr};
+  iron_region_t *regions[1] = {&hr};
   iron_tensor_t *x = ht_tensor(dt, 1, od), *u = ht_tensor(dt, 1, ud);
   iron_tensor_t *idx = ht_tensor(IRON_DTYPE_S32, 2, idims);
   fill_mixed(x);
@@ -589,13 +589,13 @@ static void add_sas(iron_dtype_t dt, int kind) {
   iron_ir_region_t regs[2] = {sel->region, body->region};
   b.op.num_regions = 2;
   b.op.regions = regs;
-  struct iron_host_region hr[2];
+  struct iron_region hr[2];
   memset(hr, 0, sizeof(hr));
   hr[0].ir = &sel->region;
   hr[0].elementwise = true;
   hr[1].ir = &body->region;
   hr[1].elementwise = true;
-  iron_host_region_t *regions[2] = {&hr[0], &hr[1]};
+  iron_region_t *regions[2] = {&hr[0], &hr[1]};
   iron_tensor_t *x = ht_tensor(dt, 1, dims), *s = ht_tensor(dt, 1, sd);
   iron_tensor_t *init = ht_tensor(dt, 0, NULL);
   fill_mixed(x);
@@ -751,11 +751,11 @@ static void test_known_value(void) {
   bb_t *body = body2(dt, BODY_ADD);
   b.op.num_regions = 1;
   b.op.regions = &body->region;
-  struct iron_host_region hr;
+  struct iron_region hr;
   memset(&hr, 0, sizeof(hr));
   hr.ir = &body->region;
   hr.elementwise = true;
-  iron_host_region_t *regions[1] = {&hr};
+  iron_region_t *regions[1] = {&hr};
   iron_tensor_t *x = ht_tensor(dt, 1, dims), *init = ht_tensor(dt, 0, NULL);
   memset(x->data, iron_ew_narrow_encode(dt, 0.0625), 16);
   *(uint8_t *)init->data = iron_ew_narrow_encode(dt, 1.0);

@@ -66,7 +66,7 @@ static iron_status_t fake_job_sync(iron_device_t *dev) {
   __atomic_add_fetch(&g_syncs, 1, __ATOMIC_RELAXED);
   return IRON_OK;
 }
-static const iron_host_kernel_t *fake_lookup(iron_op_kind_t kind) {
+static const iron_kernel_t *fake_lookup(iron_op_kind_t kind) {
   return NULL;  // no kernels: only programs made of aliases run
 }
 static const char *fake_description(const iron_device_t *dev) {

@@ -68,7 +68,7 @@ static void conv_build(conv_op_t *c, iron_dtype_t dt, iron_dtype_t out_dt) {
 static void conv_expect(conv_op_t *c, int code, const char *want) {
   iron_conv_plan_t plan;
   iron_status_t s0 = iron_conv_plan_read(&c->b.op, &plan);
-  const iron_host_kernel_t *k = iron_host_kernel_lookup(IRON_OP_CONVOLUTION);
+  const iron_kernel_t *k = iron_host_kernel_lookup(IRON_OP_CONVOLUTION);
   CHECK(k != NULL);
   if (!k) return;
   void *params = NULL;
@@ -261,7 +261,7 @@ static void fft_op(ht_op_t *b, int type, iron_dtype_t in_dt,
 static void fft_expect(ht_op_t *b, int code, const char *want) {
   iron_fft_plan_t plan;
   iron_status_t s0 = iron_fft_plan_read(&b->op, &plan);
-  const iron_host_kernel_t *k = iron_host_kernel_lookup(IRON_OP_FFT);
+  const iron_kernel_t *k = iron_host_kernel_lookup(IRON_OP_FFT);
   CHECK(k != NULL);
   if (!k) return;
   void *params = NULL;

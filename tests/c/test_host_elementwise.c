@@ -91,10 +91,10 @@ static iron_tensor_t tensor_make(iron_dtype_t dt, int64_t count, void *data) {
 
 // Prepares and runs op `t` on the given buffers. Returns the status of
 // prepare or run.
-static iron_status_t run_op(test_op_t *t, const iron_host_ctx_t *ctx, int nin,
+static iron_status_t run_op(test_op_t *t, const iron_kernel_ctx_t *ctx, int nin,
                             void *const *in_data, const int64_t *in_counts,
                             void *out_data, int64_t n) {
-  const iron_host_kernel_t *k = iron_host_kernel_lookup(t->op.kind);
+  const iron_kernel_t *k = iron_host_kernel_lookup(t->op.kind);
   if (!k) return IRON_ERR(UNIMPLEMENTED, "no kernel for %s", t->op.name);
   void *params = NULL;
   iron_status_t s = k->prepare(&t->op, NULL, &params);
@@ -508,7 +508,7 @@ static void test_bitcast(void) {
   type_init(&t.out_type, IRON_DTYPE_U8, 2, odims);
   int64_t counts[1] = {4};
   void *ins[1] = {f};
-  const iron_host_kernel_t *k =
+  const iron_kernel_t *k =
       iron_host_kernel_lookup(IRON_OP_BITCAST_CONVERT);
   CHECK(k != NULL);
   void *params = NULL;
@@ -590,7 +590,7 @@ static void test_bitcast(void) {
 // s4 and f8E4M3FN arithmetic: computed in s8 / f16 and converted back (as
 // XLA:CPU does), wrapping in 4 bits / rounding to the f8 type.
 static void test_narrow_arith(void) {
-  const iron_host_kernel_t *k = iron_host_kernel_lookup(IRON_OP_ADD);
+  const iron_kernel_t *k = iron_host_kernel_lookup(IRON_OP_ADD);
   iron_dtype_t s4[2] = {IRON_DTYPE_S4, IRON_DTYPE_S4};
   test_op_t t;
   test_op_init(&t, IRON_OP_ADD, 2, s4, NULL, IRON_DTYPE_S4, 4, -1, -1);
@@ -634,7 +634,7 @@ static void test_refusals(void) {
   iron_dtype_t dts[2] = {IRON_DTYPE_S2, IRON_DTYPE_S2};
   test_op_t t;
   test_op_init(&t, IRON_OP_ADD, 2, dts, NULL, IRON_DTYPE_S2, 4, -1, -1);
-  const iron_host_kernel_t *k = iron_host_kernel_lookup(IRON_OP_ADD);
+  const iron_kernel_t *k = iron_host_kernel_lookup(IRON_OP_ADD);
   CHECK(k && k->elementwise && k->inplace_ok);
   void *params = NULL;
   iron_status_t s = k->prepare(&t.op, NULL, &params);
@@ -757,7 +757,7 @@ static void test_large(void) {
   }
   iron_threadpool_t *pool = NULL;
   CHECK_OK(iron_threadpool_create(2, &pool));
-  iron_host_ctx_t ctx = {0};
+  iron_kernel_ctx_t ctx = {0};
   ctx.pool = pool;
   iron_dtype_t dts[2] = {IRON_DTYPE_F32, IRON_DTYPE_F32};
   void *ins[2] = {a, b};

@@ -157,7 +157,7 @@ bool iron_cuda_fusable(const iron_ir_op_t *op) {
   return true;
 }
 
-const iron_host_kernel_t *iron_cuda_kernel_lookup(iron_op_kind_t kind) {
+const iron_kernel_t *iron_cuda_kernel_lookup(iron_op_kind_t kind) {
   pthread_once(&g_once, table_init);
   if ((int)kind < 0 || kind >= IRON_OP_COUNT) return NULL;
   return g_table[kind];

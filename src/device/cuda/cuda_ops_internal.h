@@ -20,9 +20,9 @@ void iron_cuda_register_fft(iron_cuda_kernel_table_t table);
 // Points the region generators (iron_cuda_gen_set_module) at the module of
 // an op's compiled regions, for func.call in bodies; NULL clears it.
 static inline void iron_cuda_ops_region_module(
-    iron_host_region_t *const *regions) {
+    iron_region_t *const *regions) {
   iron_cuda_gen_set_module(regions && regions[0]
-                               ? iron_host_region_module(regions[0])
+                               ? regions[0]->module
                                : NULL);
 }
 

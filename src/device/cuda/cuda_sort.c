@@ -26,14 +26,14 @@ static void sort_destroy(void *params) {
 
 static iron_status_t sort_prepare_on(iron_device_t *base,
                                      const iron_ir_op_t *op,
-                                     iron_host_region_t *const *regions,
+                                     iron_region_t *const *regions,
                                      void **out_params) {
   iron_cuda_device_t *dev = iron_cuda_device_cast(base);
   if (op->num_regions != 1)
     return IRON_ERR(INVALID_ARGUMENT, "%s: expected one comparator region",
                     op->name);
   const iron_ir_region_t *cmp =
-      regions && regions[0] ? iron_host_region_ir(regions[0]) : &op->regions[0];
+      regions && regions[0] ? regions[0]->ir : &op->regions[0];
   iron_cuda_sort_options_t opts;
   iron_cuda_sort_options_from_env(&opts);
   sort_params_t *p = calloc(1, sizeof(*p));
@@ -66,7 +66,7 @@ static iron_status_t sort_prepare_on(iron_device_t *base,
   return IRON_OK;
 }
 
-static iron_status_t sort_run(const iron_host_ctx_t *ctx, const void *params,
+static iron_status_t sort_run(const iron_kernel_ctx_t *ctx, const void *params,
                               const iron_tensor_t *const *inputs,
                               iron_tensor_t *const *outputs) {
   const sort_params_t *p = params;
@@ -116,7 +116,7 @@ static iron_status_t sort_run(const iron_host_ctx_t *ctx, const void *params,
   return st;
 }
 
-static const iron_host_kernel_t kSort = {.name = "cuda_sort",
+static const iron_kernel_t kSort = {.name = "cuda_sort",
                                          .run = sort_run,
                                          .destroy = sort_destroy,
                                          .prepare_on = sort_prepare_on,

@@ -93,7 +93,7 @@ static bool detect_scan(const iron_cuda_window_t *w, const int64_t *pad,
 
 static iron_status_t window_prepare_on(iron_device_t *base,
                                        const iron_ir_op_t *op,
-                                       iron_host_region_t *const *regions,
+                                       iron_region_t *const *regions,
                                        void **out_params) {
   iron_cuda_device_t *dev = iron_cuda_device_cast(base);
   if (op->num_operands == 0 || op->num_operands % 2 ||
@@ -158,7 +158,7 @@ static iron_status_t window_prepare_on(iron_device_t *base,
     w.pad_lo[d] = pad[2 * d];
   }
   const iron_ir_region_t *body =
-      regions && regions[0] ? iron_host_region_ir(regions[0]) : &op->regions[0];
+      regions && regions[0] ? regions[0]->ir : &op->regions[0];
   window_params_t *p = calloc(1, sizeof(*p));
   if (!p) return IRON_ERR(RESOURCE_EXHAUSTED, "out of memory for params");
   p->num = num;
@@ -193,7 +193,7 @@ static iron_status_t window_prepare_on(iron_device_t *base,
   return IRON_OK;
 }
 
-static iron_status_t window_run(const iron_host_ctx_t *ctx, const void *params,
+static iron_status_t window_run(const iron_kernel_ctx_t *ctx, const void *params,
                                 const iron_tensor_t *const *inputs,
                                 iron_tensor_t *const *outputs) {
   const window_params_t *p = params;
@@ -213,7 +213,7 @@ typedef struct sas_params {
 } sas_params_t;
 
 static iron_status_t sas_prepare_on(iron_device_t *base, const iron_ir_op_t *op,
-                                    iron_host_region_t *const *regions,
+                                    iron_region_t *const *regions,
                                     void **out_params) {
   iron_cuda_device_t *dev = iron_cuda_device_cast(base);
   if (op->num_operands != 3 || op->num_results != 1 || op->num_regions != 2)
@@ -262,9 +262,9 @@ static iron_status_t sas_prepare_on(iron_device_t *base, const iron_ir_op_t *op,
     w.base_dil[d] = w.win_dil[d] = 1;
   }
   const iron_ir_region_t *sel =
-      regions && regions[0] ? iron_host_region_ir(regions[0]) : &op->regions[0];
+      regions && regions[0] ? regions[0]->ir : &op->regions[0];
   const iron_ir_region_t *sct =
-      regions && regions[1] ? iron_host_region_ir(regions[1]) : &op->regions[1];
+      regions && regions[1] ? regions[1]->ir : &op->regions[1];
   sas_params_t *p = calloc(1, sizeof(*p));
   if (!p) return IRON_ERR(RESOURCE_EXHAUSTED, "out of memory for params");
   int64_t count = iron_ir_type_num_elements(ot);
@@ -301,7 +301,7 @@ static iron_status_t sas_prepare_on(iron_device_t *base, const iron_ir_op_t *op,
   return IRON_OK;
 }
 
-static iron_status_t sas_run(const iron_host_ctx_t *ctx, const void *params,
+static iron_status_t sas_run(const iron_kernel_ctx_t *ctx, const void *params,
                              const iron_tensor_t *const *inputs,
                              iron_tensor_t *const *outputs) {
   const sas_params_t *p = params;
@@ -317,13 +317,13 @@ static iron_status_t sas_run(const iron_host_ctx_t *ctx, const void *params,
   return iron_cuda_launch(dev, p->fn, p->grid, 1, 1, 256, 0, args);
 }
 
-static const iron_host_kernel_t kSelectAndScatter = {
+static const iron_kernel_t kSelectAndScatter = {
     .name = "cuda_select_and_scatter",
     .run = sas_run,
     .prepare_on = sas_prepare_on,
     .graph_capturable = true};
 
-static const iron_host_kernel_t kReduceWindow = {
+static const iron_kernel_t kReduceWindow = {
     .name = "cuda_reduce_window",
     .run = window_run,
     .prepare_on = window_prepare_on,

@@ -60,7 +60,7 @@ static bool collective_same_type(const iron_ir_type_t *a,
 }
 
 static iron_status_t collective_prepare(const iron_ir_op_t *op,
-                                        iron_host_region_t *const *regions,
+                                        iron_region_t *const *regions,
                                         void **out_params) {
   (void)regions;
   if (op->num_operands != op->num_results || op->num_operands == 0)
@@ -94,7 +94,7 @@ static iron_status_t collective_prepare(const iron_ir_op_t *op,
   return IRON_OK;
 }
 
-static iron_status_t collective_run(const iron_host_ctx_t *ctx,
+static iron_status_t collective_run(const iron_kernel_ctx_t *ctx,
                                     const void *params_v,
                                     const iron_tensor_t *const *inputs,
                                     iron_tensor_t *const *outputs) {
@@ -111,7 +111,7 @@ static iron_status_t collective_run(const iron_host_ctx_t *ctx,
   return IRON_OK;
 }
 
-static const iron_host_kernel_t kCollectiveKernel = {
+static const iron_kernel_t kCollectiveKernel = {
     .name = "collective",
     .prepare = collective_prepare,
     .run = collective_run,
@@ -120,7 +120,7 @@ static const iron_host_kernel_t kCollectiveKernel = {
     .elementwise = false,
 };
 
-void iron_host_register_collective(iron_host_kernel_table_t table) {
+void iron_host_register_collective(iron_kernel_table_t table) {
   table[IRON_OP_ALL_REDUCE] = &kCollectiveKernel;
   table[IRON_OP_CROSS_REPLICA_SUM] = &kCollectiveKernel;
   table[IRON_OP_ALL_GATHER] = &kCollectiveKernel;

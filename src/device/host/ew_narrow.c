@@ -298,7 +298,7 @@ static void nr_chunk(void *arg, int64_t begin, int64_t end) {
   iron_ew_fpenv_leave(env);
 }
 
-static iron_status_t nr_run(const iron_host_ctx_t *ctx, const void *params,
+static iron_status_t nr_run(const iron_kernel_ctx_t *ctx, const void *params,
                             const iron_tensor_t *const *inputs,
                             iron_tensor_t *const *outputs) {
   const nr_params_t *p = params;
@@ -424,7 +424,7 @@ iron_status_t iron_ew_narrow_prepare(const iron_ir_op_t *op,
   return IRON_OK;
 }
 
-iron_status_t iron_ew_narrow_run(const iron_host_ctx_t *ctx,
+iron_status_t iron_ew_narrow_run(const iron_kernel_ctx_t *ctx,
                                  const void *params,
                                  const iron_tensor_t *const *inputs,
                                  iron_tensor_t *const *outputs) {
@@ -555,7 +555,7 @@ static void nw_chunk(void *arg, int64_t begin, int64_t end) {
   iron_ew_fpenv_leave(env);
 }
 
-iron_status_t iron_ew_narrow_wrap_run(const iron_host_ctx_t *ctx,
+iron_status_t iron_ew_narrow_wrap_run(const iron_kernel_ctx_t *ctx,
                                       const void *params,
                                       const iron_tensor_t *const *inputs,
                                       iron_tensor_t *const *outputs) {

@@ -20,7 +20,7 @@ bool iron_ew_narrow_is(iron_dtype_t dt);
 iron_status_t iron_ew_narrow_prepare(const iron_ir_op_t *op,
                                      iron_ew_convert_lookup_fn_t lookup,
                                      void **out_params);
-iron_status_t iron_ew_narrow_run(const iron_host_ctx_t *ctx,
+iron_status_t iron_ew_narrow_run(const iron_kernel_ctx_t *ctx,
                                  const void *params,
                                  const iron_tensor_t *const *inputs,
                                  iron_tensor_t *const *outputs);
@@ -78,7 +78,7 @@ iron_status_t iron_ew_narrow_wrap_create(int num_inputs,
                                          iron_dtype_t out,
                                          const iron_ew_loop_fn_t *fns,
                                          void **out_params);
-iron_status_t iron_ew_narrow_wrap_run(const iron_host_ctx_t *ctx,
+iron_status_t iron_ew_narrow_wrap_run(const iron_kernel_ctx_t *ctx,
                                       const void *params,
                                       const iron_tensor_t *const *inputs,
                                       iron_tensor_t *const *outputs);

@@ -46,7 +46,7 @@ typedef struct sort_params {
   bool radix;  // fast path with only integer-ordered keys: LSD radix sort
   int32_t num_keys;
   iron_sort_key_t keys[IRON_SORT_MAX_KEYS];
-  const iron_host_region_t *region;  // generic path
+  const iron_region_t *region;  // generic path
 } sort_params_t;
 
 // ---------------------------------------------------------------------------
@@ -150,7 +150,7 @@ struct cmp_ctx {
   // Fast path: keys[t * num_keys + k] for element t of the row.
   const key_val_t *keys;
   // Generic path.
-  const iron_host_ctx_t *hctx;
+  const iron_kernel_ctx_t *hctx;
   const iron_tensor_t *const *inputs;
   int64_t row_base, stride;  // element offset of t = row_base + t * stride
   iron_tensor_t *args;       // 2N rank-0 views
@@ -259,7 +259,7 @@ static bool generic_less(cmp_ctx_t *c, int64_t i, int64_t j) {
 
 typedef struct sort_job {
   const sort_params_t *p;
-  const iron_host_ctx_t *hctx;
+  const iron_kernel_ctx_t *hctx;
   const iron_tensor_t *const *inputs;
   iron_tensor_t *const *outputs;
   atomic_int failed;  // 1: out of memory
@@ -370,7 +370,7 @@ done:
   free(arg_ptrs);
 }
 
-static iron_status_t sort_run(const iron_host_ctx_t *ctx, const void *params,
+static iron_status_t sort_run(const iron_kernel_ctx_t *ctx, const void *params,
                               const iron_tensor_t *const *inputs,
                               iron_tensor_t *const *outputs) {
   const sort_params_t *p = (const sort_params_t *)params;
@@ -398,7 +398,7 @@ static iron_status_t sort_run(const iron_host_ctx_t *ctx, const void *params,
 }
 
 static iron_status_t sort_prepare(const iron_ir_op_t *op,
-                                  iron_host_region_t *const *regions,
+                                  iron_region_t *const *regions,
                                   void **out_params) {
   *out_params = NULL;
   uint32_t n_ops = op->num_operands;
@@ -491,7 +491,7 @@ fail:
   return st;
 }
 
-static const iron_host_kernel_t kSort = {
+static const iron_kernel_t kSort = {
     /* .name = */ "sort",
     /* .prepare = */ sort_prepare,
     /* .run = */ sort_run,
@@ -500,6 +500,6 @@ static const iron_host_kernel_t kSort = {
     /* .elementwise = */ false,
 };
 
-void iron_host_register_sort(iron_host_kernel_table_t table) {
+void iron_host_register_sort(iron_kernel_table_t table) {
   table[IRON_OP_SORT] = &kSort;
 }
