@@ -112,6 +112,11 @@ typedef struct iron_device_vtable {
   // NULL: the device does not fuse. Fusions then reach kernel_lookup as
   // IRON_OP_FUSION ops. IRON_NO_FUSION=1 turns fusion off.
   bool (*fusable)(const iron_ir_op_t *op);
+  // A kernel that runs the whole stablehlo.while `op` on the device, with
+  // no host round trip per iteration (CUDA: loops over scalars, in one GPU
+  // thread), or NULL when the device cannot: the loop then runs as the
+  // planner's WHILE step. Called at compile time. May be NULL.
+  const iron_kernel_t *(*while_kernel)(const iron_ir_op_t *op);
   // Called on the thread that is about to run a job (the worker, or the
   // caller for inline jobs), e.g. to make the device's context current
   // there. Never fails (a device keeps its own error). May be NULL.

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "device/cuda/cuda_compile.h"
+#include "device/cuda/cuda_ops_internal.h"
 
 
 // --- device count ------------------------------------------------------------
@@ -856,6 +857,7 @@ static const iron_device_vtable_t kCudaVtable = {
     .plan_finish = cuda_plan_finish,
     .description = cuda_description,
     .fusable = iron_cuda_fusable,
+    .while_kernel = iron_cuda_while_kernel,
     .thread_enter = cuda_thread_enter,
     .graph_begin = cuda_graph_begin,
     .graph_end = cuda_graph_end,

@@ -70,6 +70,16 @@ iron_cuda_gen_type_t iron_cuda_gen_type_narrow(iron_dtype_t dt);
 // Appends the narrow helpers unless `t` holds them already.
 void iron_cuda_gen_narrow_helpers(iron_cuda_text_t *t);
 
+// --- while -------------------------------------------------------------------
+
+// A stablehlo.while whose carried values are all scalars as one kernel
+// `name(const S0 *in0, ..., S0 *out0, ...)` for one thread: the condition
+// and body regions (iron_cuda_gen_region_fn) alternate in a device loop.
+// UNIMPLEMENTED when a value is not a scalar or a region holds an op the
+// region generator does not translate.
+iron_status_t iron_cuda_gen_while(const char *name, const iron_ir_op_t *op,
+                                  char **out_src);
+
 // --- dot_general ------------------------------------------------------------
 
 // Packs a strided view into a dense row-major array, converting the dtype:
