@@ -16,6 +16,7 @@ void iron_cuda_register_window(iron_cuda_kernel_table_t table);
 void iron_cuda_register_reduce_precision(iron_cuda_kernel_table_t table);
 void iron_cuda_register_conv(iron_cuda_kernel_table_t table);
 void iron_cuda_register_fft(iron_cuda_kernel_table_t table);
+void iron_cuda_register_collective(iron_cuda_kernel_table_t table);
 
 // Points the region generators (iron_cuda_gen_set_module) at the module of
 // an op's compiled regions, for func.call in bodies; NULL clears it.
