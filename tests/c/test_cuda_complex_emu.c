@@ -24,9 +24,16 @@
 // add/subtract/multiply/divide/power/max/min, and compare) on the same
 // values, kernel by kernel, against the host kernel.
 //
+// A third case does the same for the programs of tests/data/emu_programs
+// (jax programs dumped on the host: the unrolled scans and eager ops of
+// jax's testScanGrad) on random operands, and for any directory named by
+// IRON_TEST_EMU_DIR (IRON_TEST_EMU_ULPS: tolerance, default 64 ulps).
+//
 // Where a GPU is present (iron_cuda_device_count), the programs also run
 // on the CUDA device itself and are compared the same way, which shows the
-// GPU's libdevice where it departs from the host.
+// GPU's libdevice where it departs from the host. IRON_TEST_DUMP=FILE
+// writes the generated kernels; IRON_TEST_VERBOSE=1 prints every
+// mismatching element.
 #include <dirent.h>
 #include <math.h>
 #include <stdbool.h>
@@ -48,6 +55,7 @@
 #include "device/cuda/cuda_device.h"
 #include "device/cuda/cuda_fusion.h"
 #include "host_test_ops.h"
+#include "base/half.h"
 #include "iron/iron.h"
 #include "stablehlo/reader.h"
 #include "test.h"
@@ -336,6 +344,73 @@ static const iron_ir_func_t *func_named(const iron_ir_module_t *m,
   return NULL;
 }
 
+static iron_status_t eval_block(const iron_ir_module_t *m,
+                                const iron_ir_block_t *b, uint32_t num_values,
+                                int64_t ew_count, iron_tensor_t **args,
+                                iron_tensor_t **results);
+
+static bool region_is_elementwise(const iron_ir_region_t *r) {
+  const iron_ir_block_t *b = &r->blocks[0];
+  for (uint32_t i = 0; i < b->num_ops; ++i) {
+    const iron_ir_op_t *op = b->ops[i];
+    if (op->kind == IRON_OP_RETURN || op->kind == IRON_OP_CONSTANT) continue;
+    const iron_kernel_t *k = iron_reference_kernel_lookup(op->kind);
+    if (!k || !k->elementwise || op->num_regions) return false;
+  }
+  return true;
+}
+
+// Values of a region's block are numbered within the enclosing function.
+static uint32_t region_num_values(const iron_ir_region_t *r) {
+  const iron_ir_op_t *op = r->parent;
+  while (op && op->parent && op->parent->parent && op->parent->parent->parent)
+    op = op->parent->parent->parent;
+  uint32_t n = 0;
+  const iron_ir_block_t *b = &r->blocks[0];
+  for (uint32_t i = 0; i < b->num_args; ++i)
+    if (b->args[i].id + 1 > n) n = b->args[i].id + 1;
+  for (uint32_t i = 0; i < b->num_ops; ++i)
+    for (uint32_t k = 0; k < b->ops[i]->num_results; ++k)
+      if (b->ops[i]->results[k].id + 1 > n) n = b->ops[i]->results[k].id + 1;
+  for (uint32_t i = 0; i < b->num_ops; ++i)
+    for (uint32_t k = 0; k < b->ops[i]->num_operands; ++k)
+      if (b->ops[i]->operands[k]->id + 1 > n) n = b->ops[i]->operands[k]->id + 1;
+  (void)op;
+  return n;
+}
+
+// call_region for the host kernels: the region's ops on the given tensors
+// (element-wise mode: every value of the common count).
+static iron_status_t region_call(const iron_kernel_ctx_t *ctx,
+                                 const iron_region_t *region,
+                                 const iron_tensor_t *const *inputs,
+                                 iron_tensor_t *const *outputs) {
+  (void)ctx;
+  const iron_ir_block_t *b = &region->ir->blocks[0];
+  int64_t count = 1;
+  for (uint32_t i = 0; i < b->num_args; ++i)
+    if (inputs[i]->count > count) count = inputs[i]->count;
+  iron_tensor_t *res[32] = {0};
+  IRON_RETURN_IF_ERROR_PLAIN(eval_block(
+      region->module, b, region_num_values(region->ir),
+      region->elementwise ? count : -1, (iron_tensor_t **)inputs, res));
+  uint32_t nres = 0;
+  while (nres < 32 && res[nres]) nres++;
+  for (uint32_t i = 0; i < nres; ++i) {
+    size_t n = res[i]->nbytes < outputs[i]->nbytes ? res[i]->nbytes
+                                                   : outputs[i]->nbytes;
+    if (res[i]->count == 1 && outputs[i]->count > 1) {
+      size_t es = iron_dtype_size(res[i]->dtype);
+      for (int64_t e = 0; e < outputs[i]->count; ++e)
+        memcpy((char *)outputs[i]->data + e * es, res[i]->data, es);
+    } else {
+      memcpy(outputs[i]->data, res[i]->data, n);
+    }
+    ht_tensor_free(res[i]);
+  }
+  return IRON_OK;
+}
+
 static iron_status_t eval_op(const iron_ir_module_t *m, const iron_ir_op_t *op,
                              iron_tensor_t **in, iron_tensor_t **out) {
   if (op->kind == IRON_OP_CONSTANT) {
@@ -381,25 +456,36 @@ static iron_status_t eval_op(const iron_ir_module_t *m, const iron_ir_op_t *op,
        a[31]);
     return IRON_OK;
   }
-  if (op->num_regions)
-    return IRON_ERR(UNIMPLEMENTED, "%s with regions", op->name);
   const iron_kernel_t *hk = iron_reference_kernel_lookup(op->kind);
   if (!hk || !hk->prepare)
     return IRON_ERR(UNIMPLEMENTED, "%s: no host kernel", op->name);
+  // Regions (reduce bodies, comparators) as the plan describes them; the
+  // host kernels call them back through call_region (region_call below).
+  iron_region_t rs[4], *regions[4];
+  if (op->num_regions > 4)
+    return IRON_ERR(UNIMPLEMENTED, "%s with %u regions", op->name,
+                    op->num_regions);
+  for (uint32_t r = 0; r < op->num_regions; ++r) {
+    rs[r].ir = &op->regions[r];
+    rs[r].module = m;
+    rs[r].elementwise = region_is_elementwise(&op->regions[r]);
+    regions[r] = &rs[r];
+  }
   void *params = NULL;
-  IRON_RETURN_IF_ERROR_PLAIN(hk->prepare(op, NULL, &params));
+  IRON_RETURN_IF_ERROR_PLAIN(hk->prepare(op, regions, &params));
   iron_kernel_ctx_t ctx = {0};
+  ctx.call_region = region_call;
   iron_status_t st = hk->run(&ctx, params, (const iron_tensor_t *const *)in,
                              (iron_tensor_t *const *)out);
   if (hk->destroy) hk->destroy(params); else free(params);
   return st;
 }
 
-static iron_status_t eval_func(const iron_ir_module_t *m,
-                               const iron_ir_func_t *f, iron_tensor_t **args,
-                               iron_tensor_t **results) {
-  const iron_ir_block_t *b = &f->body.blocks[0];
-  iron_tensor_t **v = calloc(f->num_values + 1, sizeof(*v));
+static iron_status_t eval_block(const iron_ir_module_t *m,
+                                const iron_ir_block_t *b, uint32_t num_values,
+                                int64_t ew_count, iron_tensor_t **args,
+                                iron_tensor_t **results) {
+  iron_tensor_t **v = calloc(num_values + 1, sizeof(*v));
   if (!v) return IRON_ERR(RESOURCE_EXHAUSTED, "out of memory");
   for (uint32_t i = 0; i < b->num_args; ++i) v[b->args[i].id] = tensor_copy(args[i]);
   iron_status_t st = IRON_OK;
@@ -415,15 +501,37 @@ static iron_status_t eval_func(const iron_ir_module_t *m,
       st = IRON_ERR(UNIMPLEMENTED, "%s: too many operands", op->name);
       break;
     }
-    for (uint32_t k = 0; k < op->num_operands; ++k) in[k] = v[op->operands[k]->id];
-    for (uint32_t k = 0; k < op->num_results; ++k)
-      out[k] = v[op->results[k].id] = tensor_of(op->results[k].type);
+    int64_t n = 1;
+    for (uint32_t k = 0; k < op->num_operands; ++k) {
+      in[k] = v[op->operands[k]->id];
+      if (!in[k]) {
+        st = IRON_ERR(UNIMPLEMENTED, "%s: operand %u from outside", op->name,
+                      k);
+        break;
+      }
+      if (in[k]->count > n) n = in[k]->count;
+    }
+    if (st) break;
+    for (uint32_t k = 0; k < op->num_results; ++k) {
+      const iron_ir_type_t *t = op->results[k].type;
+      // Element-wise mode: every value has the common count.
+      out[k] = v[op->results[k].id] =
+          ew_count >= 0 && op->kind != IRON_OP_CONSTANT
+              ? ht_tensor(t->dtype, 1, &n)
+              : tensor_of(t);
+    }
     st = eval_op(m, op, in, out);
     if (st) st = iron_status_annotate(st, "while emulating %s", op->name);
   }
-  for (uint32_t i = 0; i < f->num_values; ++i) ht_tensor_free(v[i]);
+  for (uint32_t i = 0; i < num_values; ++i) ht_tensor_free(v[i]);
   free(v);
   return st;
+}
+
+static iron_status_t eval_func(const iron_ir_module_t *m,
+                               const iron_ir_func_t *f, iron_tensor_t **args,
+                               iron_tensor_t **results) {
+  return eval_block(m, &f->body.blocks[0], f->num_values, -1, args, results);
 }
 
 // --- the programs ----------------------------------------------------------------
@@ -872,6 +980,224 @@ static void test_complex_ops(void) {
   }
 }
 
+// --- any artifacts: IRON_TEST_EMU_DIR -------------------------------------------
+
+// Runs exe on rt's device 0 with `args`; *outs gets num_outputs tensors.
+static iron_status_t run_args(iron_runtime_t *rt, const program_t *p,
+                              iron_tensor_t **args, uint32_t nargs,
+                              iron_tensor_t **outs, uint32_t *out_n) {
+  iron_executable_t *exe = NULL;
+  IRON_RETURN_IF_ERROR_PLAIN(
+      iron_executable_compile(rt, p->bytes, p->size, NULL, &exe));
+  iron_buffer_t *bufs[kMaxArgs] = {0}, *res[kMaxArgs] = {0};
+  uint32_t nout = iron_executable_num_outputs(exe);
+  iron_status_t st = nout > kMaxArgs || nargs > kMaxArgs
+                         ? IRON_ERR(UNIMPLEMENTED, "too many arguments")
+                         : IRON_OK;
+  for (uint32_t i = 0; i < nargs && !st; ++i)
+    st = iron_buffer_create_from_host(iron_runtime_device(rt, 0),
+                                      args[i]->dtype, args[i]->rank,
+                                      args[i]->dims, args[i]->data, NULL,
+                                      &bufs[i]);
+  if (!st) st = iron_executable_execute(exe, bufs, nargs, NULL, res, NULL);
+  for (uint32_t i = 0; i < nout && !st; ++i) {
+    iron_dtype_t dt;
+    int32_t rank;
+    const int64_t *dims;
+    iron_executable_output_type(exe, i, &dt, &rank, &dims);
+    outs[i] = ht_tensor(dt, rank, dims);
+    iron_event_t *done = NULL;
+    st = iron_buffer_to_host(res[i], outs[i]->data, outs[i]->nbytes, &done);
+    if (!st) st = iron_event_wait(done);
+    if (done) iron_event_release(done);
+  }
+  *out_n = nout;
+  for (uint32_t i = 0; i < kMaxArgs; ++i) {
+    if (bufs[i]) iron_buffer_release(bufs[i]);
+    if (res[i]) iron_buffer_release(res[i]);
+  }
+  iron_executable_release(exe);
+  return st;
+}
+
+// Random operands: floats in [-2, 2] (and a few specials), integers in
+// [0, 3] (valid as small indices), bools.
+static iron_tensor_t *random_arg(const iron_ir_type_t *t) {
+  iron_tensor_t *x = tensor_of(t);
+  for (int64_t e = 0; e < x->count; ++e) {
+    double v = (double)(ht_rand() % 4001) / 1000.0 - 2.0;
+    switch (t->dtype) {
+      case IRON_DTYPE_F32: ((float *)x->data)[e] = (float)v; break;
+      case IRON_DTYPE_F64: ((double *)x->data)[e] = v; break;
+      case IRON_DTYPE_C64:
+        ((float *)x->data)[2 * e] = (float)v;
+        ((float *)x->data)[2 * e + 1] = (float)(v * 0.5);
+        break;
+      case IRON_DTYPE_C128:
+        ((double *)x->data)[2 * e] = v;
+        ((double *)x->data)[2 * e + 1] = v * 0.5;
+        break;
+      case IRON_DTYPE_PRED: ((uint8_t *)x->data)[e] = ht_rand() & 1; break;
+      default: {
+        size_t es = iron_dtype_size(t->dtype);
+        uint64_t k = ht_rand() % 4;
+        if (es == 2 && iron_dtype_is_float(t->dtype)) {  // f16/bf16
+          float f = (float)v;
+          uint16_t h = t->dtype == IRON_DTYPE_F16 ? iron_f32_to_f16(f)
+                                                  : iron_f32_to_bf16(f);
+          memcpy((char *)x->data + e * 2, &h, 2);
+        } else {
+          memcpy((char *)x->data + e * es, &k, es < 8 ? es : 8);
+        }
+      }
+    }
+  }
+  return x;
+}
+
+// Every artifact of `dir` (e.g. dumped with IRON_DUMP_DIR while a jax test
+// ran on the host) runs on the host and with its CUDA element-wise/fusion
+// kernels emulated, on random operands; results must agree within
+// `max_ulps` ulps. Where there is a GPU, also on the CUDA device, within
+// `gpu_ulps` (libdevice's f32 functions are not the host's; the largest
+// distance per artifact is printed).
+static void emu_dir(const char *dir, int64_t max_ulps, int64_t gpu_ulps) {
+  DIR *d = opendir(dir);
+  CHECK(d != NULL);
+  if (!d) return;
+  static program_t progs[512];
+  int np = 0;
+  int kernels_before = g_nkernels;
+  struct dirent *e;
+  while ((e = readdir(d)) != NULL && np < 512) {
+    size_t l = strlen(e->d_name);
+    if (l < 7 || strcmp(e->d_name + l - 7, ".mlirbc") != 0) continue;
+    program_t *p = &progs[np];
+    snprintf(p->name, sizeof(p->name), "%.*s", (int)(l - 7), e->d_name);
+    char path[1024];
+    snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
+    CHECK_OK(read_file(path, &p->bytes, &p->size));
+    iron_status_t st = program_load(p);
+    if (st) {
+      fprintf(stderr, "%s: not emulated: %s\n", p->name,
+              iron_status_message(st));
+      iron_status_free(st);
+      continue;
+    }
+    np++;
+  }
+  closedir(d);
+  int nk = g_nkernels - kernels_before;
+  const char **srcs = calloc((size_t)nk + 1, sizeof(*srcs));
+  for (int i = 0; i < nk; ++i) srcs[i] = g_kernels[kernels_before + i].src;
+  cuda_emu_lib_t lib;
+  bool built = nk == 0 ||
+               (cuda_emu_have_cxx() &&
+                cuda_emu_build(srcs, nk, iron_cuda_prelude(), &lib));
+  free(srcs);
+  CHECK(built);
+  if (!built) return;
+  for (int i = kernels_before; nk && i < g_nkernels; ++i)
+    g_kernels[i].sym = cuda_emu_sym(&lib, g_kernels[i].name);
+  setenv("IRON_DEVICE", "host", 1);
+  iron_runtime_t *host = NULL;
+  CHECK_OK(iron_runtime_create(NULL, &host));
+  iron_runtime_t *gpu = NULL;
+  if (iron_cuda_device_count(NULL) > 0) {
+    setenv("IRON_DEVICE", "cuda", 1);
+    CHECK_OK(iron_runtime_create(NULL, &gpu));
+    setenv("IRON_DEVICE", "host", 1);
+  }
+  int bad = 0, ran = 0, gpu_bad = 0;
+  int64_t ulp_parts = 0, gpu_ulp_parts = 0;
+  for (int i = 0; host && i < np; ++i) {
+    program_t *p = &progs[i];
+    const iron_ir_func_t *f = iron_ir_module_main(p->m);
+    const iron_ir_block_t *b = &f->body.blocks[0];
+    iron_tensor_t *args[kMaxArgs] = {0}, *want[kMaxArgs] = {0},
+                  *got[kMaxArgs] = {0};
+    uint32_t nargs = b->num_args < kMaxArgs ? b->num_args : kMaxArgs, nout = 0;
+    for (uint32_t a = 0; a < nargs; ++a) args[a] = random_arg(b->args[a].type);
+    iron_status_t st = run_args(host, p, args, nargs, want, &nout);
+#if defined(__x86_64__)
+    unsigned csr = _mm_getcsr();
+    _mm_setcsr(csr | 0x8040u);
+#endif
+    if (!st) st = eval_func(p->m, f, args, got);
+#if defined(__x86_64__)
+    _mm_setcsr(csr);
+#endif
+    if (st) {
+      fprintf(stderr, "%s: not compared: %s\n", p->name,
+              iron_status_message(st));
+      iron_status_free(st);
+    } else {
+      ran++;
+      int64_t nb = 0;
+      for (uint32_t o = 0; o < nout; ++o)
+        if (want[o] && got[o])
+          nb += compare(p->name, NULL, got[o], want[o], max_ulps, &ulp_parts);
+      if (nb) {
+        fprintf(stderr, "%s: %lld parts differ from the host's\n", p->name,
+                (long long)nb);
+        bad++;
+      }
+    }
+    iron_tensor_t *dev_out[kMaxArgs] = {0};
+    uint32_t ndev = 0;
+    if (gpu && !run_args(gpu, p, args, nargs, dev_out, &ndev)) {
+      int64_t nb = 0, worst = 0;
+      for (uint32_t o = 0; o < ndev && o < nout; ++o) {
+        if (!want[o] || !dev_out[o]) continue;
+        char what[160];
+        snprintf(what, sizeof(what), "%.120s (GPU)", p->name);
+        nb += compare(what, NULL, dev_out[o], want[o], gpu_ulps,
+                      &gpu_ulp_parts);
+        for (int64_t q = 0; q < num_parts(want[o]); ++q) {
+          int64_t dq = part_diff(want[o]->dtype, dev_out[o]->data,
+                                 want[o]->data, q);
+          if (dq > worst && dq != INT64_MAX) worst = dq;
+        }
+      }
+      fprintf(stderr, "%s on the GPU: %lld ulps at most%s\n", p->name,
+              (long long)worst, nb ? ", DIFFERS" : "");
+      if (nb) gpu_bad++;
+    }
+    for (uint32_t o = 0; o < kMaxArgs; ++o) ht_tensor_free(dev_out[o]);
+    for (uint32_t a = 0; a < kMaxArgs; ++a) {
+      ht_tensor_free(args[a]);
+      ht_tensor_free(want[a]);
+      ht_tensor_free(got[a]);
+    }
+  }
+  CHECK_EQ_INT(bad, 0);
+  CHECK_EQ_INT(gpu_bad, 0);
+  fprintf(stderr,
+          "%s: %d artifacts compared (%d loaded), %d CUDA kernels emulated, "
+          "%d differ; %lld parts within %lld ulps\n",
+          dir, ran, np, nk, bad, (long long)ulp_parts, (long long)max_ulps);
+  if (gpu)
+    fprintf(stderr, "  on the GPU: %d differ, %lld parts within %lld ulps\n",
+            gpu_bad, (long long)gpu_ulp_parts, (long long)gpu_ulps);
+  if (nk) cuda_emu_close(&lib);
+  if (gpu) iron_runtime_release(gpu);
+  iron_runtime_release(host);
+}
+
+// tests/data/emu_programs: jax programs whose CUDA kernels are checked this
+// way in every run (scan_grad_*: the programs of jax's
+// testScanGrad_jit_scan=False_jit_f=False_impl=unroll0, dumped on the
+// host). IRON_TEST_EMU_DIR=DIR adds a directory of one's own, compared
+// within IRON_TEST_EMU_ULPS (default 64) ulps.
+static void test_emu_dir(void) {
+  emu_dir(IRON_TEST_DATA_DIR "/emu_programs", 0, 64);
+  const char *dir = getenv("IRON_TEST_EMU_DIR");
+  int64_t ulps = getenv("IRON_TEST_EMU_ULPS")
+                     ? atoll(getenv("IRON_TEST_EMU_ULPS"))
+                     : 64;
+  if (dir && *dir) emu_dir(dir, ulps, ulps);
+}
+
 static void test_setup(void) {
   const char *v = getenv("IRON_TEST_VERBOSE");
   if (v && strcmp(v, "1") == 0) g_print_max = 1 << 30;
@@ -887,6 +1213,7 @@ static const iron_test_case_t kTests[] = {
     {"setup", test_setup},
     {"complex_ops", test_complex_ops},
     {"complex_plane", test_complex_plane},
+    {"emu_dir", test_emu_dir},
 };
 
 IRON_TEST_MAIN(kTests)
