@@ -61,7 +61,8 @@ iron_status_t iron_collective_plan_read(const iron_ir_op_t *op,
   memset(out, 0, sizeof(*out));
   if (!is_collective(op->kind))
     return IRON_ERR(INVALID_ARGUMENT, "%s is not a collective", op->name);
-  if (op->num_operands != op->num_results || op->num_operands == 0)
+  if (op->num_operands != op->num_results || op->num_operands == 0 ||
+      op->num_operands > IRON_COLLECTIVE_PLAN_MAX)
     return iron_ir_op_unimplemented(op, "with %u operands and %u results",
                                     op->num_operands, op->num_results);
   for (uint32_t i = 0; i < op->num_operands; ++i) {
@@ -86,4 +87,13 @@ iron_status_t iron_collective_plan_read(const iron_ir_op_t *op,
   out->count = op->num_operands;
   out->zeros = op->kind == IRON_OP_COLLECTIVE_PERMUTE && !has_self;
   return IRON_OK;
+}
+
+int32_t iron_collective_plan_clobbered_input(const void *const *in_data,
+                                             uint32_t count,
+                                             const void *out_data,
+                                             uint32_t o) {
+  for (uint32_t j = 0; j < o && j < count; ++j)
+    if (in_data[j] == out_data) return (int32_t)j;
+  return -1;
 }

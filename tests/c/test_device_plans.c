@@ -567,7 +567,67 @@ static void coll_run(iron_op_kind_t kind, const int64_t *pairs, bool inplace,
   }
 }
 
+// Results in operands' storage across operands: result 0 in operand 1's
+// (what plan.c gives when operand 0 lives on and operand 1 dies) must still
+// let result 1 read operand 1; result 1 in operand 0's storage (which plan.c
+// never gives) fails instead of computing a wrong answer.
+static void coll_cross(bool bad) {
+  ht_op_t b;
+  ht_init(&b, IRON_OP_ALL_REDUCE);
+  int64_t d4[1] = {4};
+  for (int i = 0; i < 2; ++i) {
+    ht_operand(&b, IRON_DTYPE_F32, 1, d4);
+    ht_result(&b, IRON_DTYPE_F32, 1, d4);
+  }
+  static iron_cuda_api_t api;
+  api.cuCtxGetCurrent = fake_get_current;
+  api.cuCtxSetCurrent = fake_set_current;
+  api.cuMemcpyDtoDAsync = fake_dtod;
+  api.cuMemsetD8Async = fake_memset;
+  iron_cuda_device_t dev;
+  memset(&dev, 0, sizeof(dev));
+  dev.api = &api;
+  dev.ctx = kFakeCtx;
+  for (int device = 0; device < 2; ++device) {
+    const iron_kernel_t *k = device ? iron_cuda_kernel_lookup(b.op.kind)
+                                    : iron_host_kernel_lookup(b.op.kind);
+    iron_tensor_t *in[2], *out[2], *spare = ht_tensor(IRON_DTYPE_F32, 1, d4);
+    float want[2][4];
+    for (int i = 0; i < 2; ++i) {
+      in[i] = ht_tensor(IRON_DTYPE_F32, 1, d4);
+      for (int e = 0; e < 4; ++e)
+        ((float *)in[i]->data)[e] = want[i][e] = (float)(10 * i + e);
+    }
+    out[0] = bad ? spare : in[1];
+    out[1] = bad ? in[0] : spare;
+    void *params = NULL;
+    CHECK_OK(device ? k->prepare_on((iron_device_t *)&dev, &b.op, NULL,
+                                    &params)
+                    : k->prepare(&b.op, NULL, &params));
+    iron_kernel_ctx_t ctx;
+    memset(&ctx, 0, sizeof(ctx));
+    ctx.dev = device ? (iron_device_t *)&dev : NULL;
+    iron_status_t st =
+        k->run(&ctx, params, (const iron_tensor_t *const *)in, out);
+    free(params);
+    if (bad) {
+      CHECK_EQ_INT(iron_status_code(st), IRON_STATUS_INTERNAL);
+      CHECK(st && strstr(iron_status_message(st), "operand 0's storage"));
+      iron_status_free(st);
+    } else {
+      CHECK_OK(st);
+      for (int i = 0; i < 2; ++i)
+        CHECK(memcmp(out[i]->data, want[i], sizeof(want[i])) == 0);
+    }
+    ht_tensor_free(in[0]);
+    ht_tensor_free(in[1]);
+    ht_tensor_free(spare);
+  }
+}
+
 static void test_collective_run(void) {
+  coll_cross(false);
+  coll_cross(true);
   for (size_t k = 0; k < NUM_COLLECTIVES; ++k) {
     bool permute = kCollectives[k] == IRON_OP_COLLECTIVE_PERMUTE;
     coll_run(kCollectives[k], NULL, false, permute ? "ZZ" : "CC");

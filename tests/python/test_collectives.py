@@ -248,6 +248,40 @@ def test_stablehlo_collectives_and_tuples_match_cpu(iron_device, cpu_device,
         np.testing.assert_array_equal(g, w)
 
 
+def test_variadic_collective_in_place_across_operands(iron_device,
+                                                      cpu_device):
+    # %b dies at the all_reduce and has the byte size of %a's result, which
+    # the planner then writes into %b's storage (in place across operands):
+    # result 1 must still read %b before that.
+    text = """
+func.func public @main(%arg0: tensor<4xf32>, %arg1: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) {
+  %b = stablehlo.add %arg1, %arg1 : tensor<4xf32>
+  %0:2 = "stablehlo.all_reduce"(%arg0, %b) ({
+    ^bb0(%x: tensor<f32>, %y: tensor<f32>):
+      %1 = stablehlo.add %x, %y : tensor<f32>
+      stablehlo.return %1 : tensor<f32>
+  }) {replica_groups = dense<[[0]]> : tensor<1x1xi64>} : (tensor<4xf32>, tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>)
+  return %0#0, %0#1, %arg0 : tensor<4xf32>, tensor<4xf32>, tensor<4xf32>
+}"""
+    args = [np.array([1, -2, 3, 7], np.float32),
+            np.array([0.5, -1.25, 3.0, 8.0], np.float32)]
+
+    def run(dev):
+        module = ("module @m attributes {mhlo.num_partitions = 1 : i32, "
+                  "mhlo.num_replicas = 1 : i32} {" + text + "\n}")
+        options = compiler.get_compile_options(num_replicas=1,
+                                               num_partitions=1)
+        exe = dev.client.compile_and_load(module, xc.DeviceList((dev,)),
+                                          options)
+        return [np.asarray(o) for o in
+                exe.execute([jax.device_put(a, dev) for a in args])]
+
+    got, want = run(iron_device), run(cpu_device)
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(g, w)
+    np.testing.assert_array_equal(got[1], args[1] * 2)
+
+
 def test_collective_broadcast_is_identity(iron_device):
     # XLA:CPU has no collective-broadcast; with one participant the result
     # is the source's (our only) operand.

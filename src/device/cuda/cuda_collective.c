@@ -31,11 +31,23 @@ static iron_status_t collective_run(const iron_kernel_ctx_t *ctx,
   const iron_collective_plan_t *p = params_v;
   iron_cuda_device_t *dev = iron_cuda_device_cast(ctx->dev);
   const iron_cuda_api_t *api = dev->api;
+  const void *in_data[IRON_COLLECTIVE_PLAN_MAX];
+  if (p->count > IRON_COLLECTIVE_PLAN_MAX)
+    return IRON_ERR(INTERNAL, "collective with %u operands", p->count);
+  for (uint32_t i = 0; i < p->count; ++i) in_data[i] = inputs[i]->data;
   bool entered = false;
-  for (uint32_t i = 0; i < p->count; ++i) {
+  // Last to first (collective_plan.h): stream order keeps the host's order.
+  for (uint32_t i = p->count; i-- > 0;) {
     const iron_tensor_t *in = inputs[i];
     iron_tensor_t *out = outputs[i];
     if (out->nbytes == 0 || (!p->zeros && out->data == in->data)) continue;
+    int32_t j = iron_collective_plan_clobbered_input(in_data, p->count,
+                                                     out->data, i);
+    if (j >= 0 && !p->zeros)
+      return IRON_ERR(INTERNAL,
+                      "collective: result %u was given operand %d's storage, "
+                      "which result %d still reads",
+                      i, (int)j, (int)j);
     if (!entered) {
       IRON_RETURN_IF_ERROR_PLAIN(iron_cuda_device_enter(dev));
       entered = true;

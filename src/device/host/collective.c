@@ -27,13 +27,24 @@ static iron_status_t collective_run(const iron_kernel_ctx_t *ctx,
                                     iron_tensor_t *const *outputs) {
   (void)ctx;
   const iron_collective_plan_t *params = params_v;
-  for (uint32_t i = 0; i < params->count; ++i) {
+  const void *in_data[IRON_COLLECTIVE_PLAN_MAX];
+  if (params->count > IRON_COLLECTIVE_PLAN_MAX)
+    return IRON_ERR(INTERNAL, "collective with %u operands", params->count);
+  for (uint32_t i = 0; i < params->count; ++i) in_data[i] = inputs[i]->data;
+  // Last to first (collective_plan.h).
+  for (uint32_t i = params->count; i-- > 0;) {
     iron_tensor_t *out = outputs[i];
-    if (params->zeros) {
-      if (out->nbytes) memset(out->data, 0, out->nbytes);
-    } else if (out->data != inputs[i]->data && out->nbytes) {
-      memcpy(out->data, inputs[i]->data, out->nbytes);
-    }
+    if (out->nbytes == 0 || (!params->zeros && out->data == in_data[i]))
+      continue;
+    int32_t j = iron_collective_plan_clobbered_input(in_data, params->count,
+                                                     out->data, i);
+    if (j >= 0 && !params->zeros)
+      return IRON_ERR(INTERNAL,
+                      "collective: result %u was given operand %d's storage, "
+                      "which result %d still reads",
+                      i, (int)j, (int)j);
+    if (params->zeros) memset(out->data, 0, out->nbytes);
+    else memcpy(out->data, in_data[i], out->nbytes);
   }
   return IRON_OK;
 }
