@@ -31,16 +31,17 @@ static iron_status_t check_ids(const iron_ir_op_t *op, const char *name,
   int64_t *ids = malloc(sizeof(int64_t) * IRON_COLLECTIVE_MAX_IDS);
   if (ids == NULL) return IRON_ERR(RESOURCE_EXHAUSTED, "out of memory");
   uint32_t count = 0;
-  iron_status_t st = iron_ir_attr_i64_list(attr, name, ids,
-                                           IRON_COLLECTIVE_MAX_IDS, &count);
+  iron_status_t st =
+      iron_ir_attr_i64_list(attr, name, ids, IRON_COLLECTIVE_MAX_IDS, &count);
   if (st == IRON_OK) {
     for (uint32_t i = 0; i < count; ++i) {
       if (ids[i] == 0) {
         if (out_has_self) *out_has_self = true;
       } else if (ids[i] != -1) {
         st = iron_ir_op_unimplemented(
-            op, "across devices (%s names device %lld; iron runs programs "
-                "of one replica and one partition)",
+            op,
+            "across devices (%s names device %lld; iron runs programs "
+            "of one replica and one partition)",
             name, (long long)ids[i]);
         break;
       }
@@ -50,8 +51,7 @@ static iron_status_t check_ids(const iron_ir_op_t *op, const char *name,
   return st;
 }
 
-static bool same_static_type(const iron_ir_type_t *a,
-                             const iron_ir_type_t *b) {
+static bool same_static_type(const iron_ir_type_t *a, const iron_ir_type_t *b) {
   return a->kind == IRON_TYPE_TENSOR && iron_ir_type_is_static(a) &&
          iron_ir_type_equal(a, b);
 }
@@ -82,8 +82,7 @@ iron_status_t iron_collective_plan_read(const iron_ir_op_t *op,
                                     (long long)split_count);
   bool has_self = false;
   IRON_RETURN_IF_ERROR_PLAIN(check_ids(op, "replica_groups", NULL));
-  IRON_RETURN_IF_ERROR_PLAIN(
-      check_ids(op, "source_target_pairs", &has_self));
+  IRON_RETURN_IF_ERROR_PLAIN(check_ids(op, "source_target_pairs", &has_self));
   out->count = op->num_operands;
   out->zeros = op->kind == IRON_OP_COLLECTIVE_PERMUTE && !has_self;
   return IRON_OK;
@@ -91,8 +90,7 @@ iron_status_t iron_collective_plan_read(const iron_ir_op_t *op,
 
 int32_t iron_collective_plan_clobbered_input(const void *const *in_data,
                                              uint32_t count,
-                                             const void *out_data,
-                                             uint32_t o) {
+                                             const void *out_data, uint32_t o) {
   for (uint32_t j = 0; j < o && j < count; ++j)
     if (in_data[j] == out_data) return (int32_t)j;
   return -1;

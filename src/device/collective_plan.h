@@ -58,8 +58,7 @@ iron_status_t iron_collective_plan_read(const iron_ir_op_t *op,
 // -1 when writing result o is safe.
 int32_t iron_collective_plan_clobbered_input(const void *const *in_data,
                                              uint32_t count,
-                                             const void *out_data,
-                                             uint32_t o);
+                                             const void *out_data, uint32_t o);
 
 #ifdef __cplusplus
 }

@@ -45,6 +45,7 @@
 #include <xmmintrin.h>
 #endif
 
+#include "base/half.h"
 #include "compiler/fuse.h"
 #include "compiler/inline.h"
 #include "compiler/tuple_forward.h"
@@ -55,7 +56,6 @@
 #include "device/cuda/cuda_device.h"
 #include "device/cuda/cuda_fusion.h"
 #include "host_test_ops.h"
-#include "base/half.h"
 #include "iron/iron.h"
 #include "stablehlo/reader.h"
 #include "test.h"
@@ -68,7 +68,8 @@ static iron_cuda_api_t g_api;
 static iron_cuda_device_t *g_dev;
 static iron_cuda_kernel_table_t g_ew_table;
 
-// --- the grid -----------------------------------------------------------------
+// --- the grid
+// -----------------------------------------------------------------
 
 // jax's complex_plane_sample axis for size 11 (-inf, -max, 9 logarithmic
 // steps down to -tiny, 0, the same positive), then NaN, +-1, +-0.5, -0.
@@ -120,7 +121,8 @@ static iron_tensor_t *grid_tensor(iron_dtype_t dt) {
   return t;
 }
 
-// --- comparison ----------------------------------------------------------------
+// --- comparison
+// ----------------------------------------------------------------
 
 // Ulps between two finite floats of the same sign (or both zero).
 static int64_t ulps32(float a, float b) {
@@ -136,7 +138,8 @@ static int64_t ulps64(double a, double b) {
   memcpy(&x, &a, 8);
   memcpy(&y, &b, 8);
   if ((x < 0) != (y < 0)) return (a == b) ? 0 : INT64_MAX;
-  if ((x > 0 && y > 0 && (x - y > (int64_t)1 << 52 || y - x > (int64_t)1 << 52)))
+  if ((x > 0 && y > 0 &&
+       (x - y > (int64_t)1 << 52 || y - x > (int64_t)1 << 52)))
     return INT64_MAX;
   int64_t d = x - y;
   return d < 0 ? -d : d;
@@ -161,8 +164,9 @@ static int64_t part_diff(iron_dtype_t dt, const void *g, const void *w,
     return ulps64(a, b);
   }
   size_t es = iron_dtype_size(dt);
-  return memcmp((const char *)g + k * es, (const char *)w + k * es, es) ? INT64_MAX
-                                                                        : 0;
+  return memcmp((const char *)g + k * es, (const char *)w + k * es, es)
+             ? INT64_MAX
+             : 0;
 }
 
 static int64_t num_parts(const iron_tensor_t *t) {
@@ -181,9 +185,15 @@ static void print_elem(FILE *f, const iron_tensor_t *t, int64_t e) {
       fprintf(f, "(%.17g, %.17g)", ((double *)t->data)[2 * e],
               ((double *)t->data)[2 * e + 1]);
       break;
-    case IRON_DTYPE_F32: fprintf(f, "%.9g", ((float *)t->data)[e]); break;
-    case IRON_DTYPE_F64: fprintf(f, "%.17g", ((double *)t->data)[e]); break;
-    default: fprintf(f, "0x%02x", ((uint8_t *)t->data)[e]); break;
+    case IRON_DTYPE_F32:
+      fprintf(f, "%.9g", ((float *)t->data)[e]);
+      break;
+    case IRON_DTYPE_F64:
+      fprintf(f, "%.17g", ((double *)t->data)[e]);
+      break;
+    default:
+      fprintf(f, "0x%02x", ((uint8_t *)t->data)[e]);
+      break;
   }
 }
 
@@ -205,7 +215,10 @@ static int64_t compare(const char *what, const iron_tensor_t *x,
     int64_t e = cplx ? p / 2 : p;
     if (bad++ < g_print_max) {
       fprintf(stderr, "  %s: x = ", what);
-      if (x) print_elem(stderr, x, e); else fprintf(stderr, "[%lld]", (long long)e);
+      if (x)
+        print_elem(stderr, x, e);
+      else
+        fprintf(stderr, "[%lld]", (long long)e);
       fprintf(stderr, " -> ");
       print_elem(stderr, got, e);
       fprintf(stderr, ", host ");
@@ -216,7 +229,8 @@ static int64_t compare(const char *what, const iron_tensor_t *x,
   return bad;
 }
 
-// --- CUDA kernels of a module, emulated ------------------------------------------
+// --- CUDA kernels of a module, emulated
+// ------------------------------------------
 
 #define MAX_KERNELS 2048
 typedef struct emu_kernel {
@@ -309,7 +323,8 @@ static iron_status_t program_load(program_t *p) {
   return IRON_OK;
 }
 
-// --- evaluation ---------------------------------------------------------------
+// --- evaluation
+// ---------------------------------------------------------------
 
 static iron_tensor_t *tensor_of(const iron_ir_type_t *t) {
   return ht_tensor(t->dtype, t->rank, t->dims);
@@ -374,7 +389,8 @@ static uint32_t region_num_values(const iron_ir_region_t *r) {
       if (b->ops[i]->results[k].id + 1 > n) n = b->ops[i]->results[k].id + 1;
   for (uint32_t i = 0; i < b->num_ops; ++i)
     for (uint32_t k = 0; k < b->ops[i]->num_operands; ++k)
-      if (b->ops[i]->operands[k]->id + 1 > n) n = b->ops[i]->operands[k]->id + 1;
+      if (b->ops[i]->operands[k]->id + 1 > n)
+        n = b->ops[i]->operands[k]->id + 1;
   (void)op;
   return n;
 }
@@ -427,9 +443,8 @@ static iron_status_t eval_op(const iron_ir_module_t *m, const iron_ir_op_t *op,
   }
   if (op->kind == IRON_OP_FUNC_CALL || op->kind == IRON_OP_COMPOSITE) {
     const iron_ir_func_t *callee = func_named(
-        m, iron_ir_op_string(op, op->kind == IRON_OP_FUNC_CALL
-                                     ? "callee"
-                                     : "decomposition"));
+        m, iron_ir_op_string(
+               op, op->kind == IRON_OP_FUNC_CALL ? "callee" : "decomposition"));
     if (!callee) return IRON_ERR(NOT_FOUND, "%s: no callee", op->name);
     iron_tensor_t *res[kMaxArgs] = {0};
     IRON_RETURN_IF_ERROR_PLAIN(eval_func(m, callee, in, res));
@@ -450,10 +465,9 @@ static iron_status_t eval_op(const iron_ir_module_t *m, const iron_ir_op_t *op,
     for (uint32_t i = 0; i < op->num_results; ++i) a[n++] = out[i]->data;
     kfn_t fn;
     memcpy(&fn, &k->sym, sizeof(fn));
-    fn(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9], a[10],
-       a[11], a[12], a[13], a[14], a[15], a[16], a[17], a[18], a[19], a[20],
-       a[21], a[22], a[23], a[24], a[25], a[26], a[27], a[28], a[29], a[30],
-       a[31]);
+    fn(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9], a[10], a[11],
+       a[12], a[13], a[14], a[15], a[16], a[17], a[18], a[19], a[20], a[21],
+       a[22], a[23], a[24], a[25], a[26], a[27], a[28], a[29], a[30], a[31]);
     return IRON_OK;
   }
   const iron_kernel_t *hk = iron_reference_kernel_lookup(op->kind);
@@ -477,7 +491,10 @@ static iron_status_t eval_op(const iron_ir_module_t *m, const iron_ir_op_t *op,
   ctx.call_region = region_call;
   iron_status_t st = hk->run(&ctx, params, (const iron_tensor_t *const *)in,
                              (iron_tensor_t *const *)out);
-  if (hk->destroy) hk->destroy(params); else free(params);
+  if (hk->destroy)
+    hk->destroy(params);
+  else
+    free(params);
   return st;
 }
 
@@ -487,7 +504,8 @@ static iron_status_t eval_block(const iron_ir_module_t *m,
                                 iron_tensor_t **results) {
   iron_tensor_t **v = calloc(num_values + 1, sizeof(*v));
   if (!v) return IRON_ERR(RESOURCE_EXHAUSTED, "out of memory");
-  for (uint32_t i = 0; i < b->num_args; ++i) v[b->args[i].id] = tensor_copy(args[i]);
+  for (uint32_t i = 0; i < b->num_args; ++i)
+    v[b->args[i].id] = tensor_copy(args[i]);
   iron_status_t st = IRON_OK;
   for (uint32_t i = 0; i < b->num_ops && !st; ++i) {
     const iron_ir_op_t *op = b->ops[i];
@@ -505,8 +523,8 @@ static iron_status_t eval_block(const iron_ir_module_t *m,
     for (uint32_t k = 0; k < op->num_operands; ++k) {
       in[k] = v[op->operands[k]->id];
       if (!in[k]) {
-        st = IRON_ERR(UNIMPLEMENTED, "%s: operand %u from outside", op->name,
-                      k);
+        st =
+            IRON_ERR(UNIMPLEMENTED, "%s: operand %u from outside", op->name, k);
         break;
       }
       if (in[k]->count > n) n = in[k]->count;
@@ -534,7 +552,8 @@ static iron_status_t eval_func(const iron_ir_module_t *m,
   return eval_block(m, &f->body.blocks[0], f->num_values, -1, args, results);
 }
 
-// --- the programs ----------------------------------------------------------------
+// --- the programs
+// ----------------------------------------------------------------
 
 #define MAX_PROGRAMS 128
 static program_t g_programs[MAX_PROGRAMS];
@@ -551,8 +570,7 @@ static void load_programs(void) {
     if (l < 7 || strcmp(e->d_name + l - 7, ".mlirbc") != 0) continue;
     program_t *p = &g_programs[g_nprograms];
     snprintf(p->name, sizeof(p->name), "%.*s", (int)(l - 7), e->d_name);
-    p->dtype = strstr(p->name, "complex128") ? IRON_DTYPE_C128
-                                             : IRON_DTYPE_C64;
+    p->dtype = strstr(p->name, "complex128") ? IRON_DTYPE_C128 : IRON_DTYPE_C64;
     char path[1024];
     snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
     CHECK_OK(read_file(path, &p->bytes, &p->size));
@@ -569,9 +587,9 @@ static iron_status_t run_on_device(iron_runtime_t *rt, const program_t *p,
   IRON_RETURN_IF_ERROR_PLAIN(
       iron_executable_compile(rt, p->bytes, p->size, NULL, &exe));
   iron_buffer_t *arg = NULL, *res = NULL;
-  iron_status_t st = iron_buffer_create_from_host(
-      iron_runtime_device(rt, 0), x->dtype, x->rank, x->dims, x->data, NULL,
-      &arg);
+  iron_status_t st =
+      iron_buffer_create_from_host(iron_runtime_device(rt, 0), x->dtype,
+                                   x->rank, x->dims, x->data, NULL, &arg);
   if (!st) st = iron_executable_execute(exe, &arg, 1, NULL, &res, NULL);
   if (!st) {
     iron_dtype_t dt;
@@ -592,7 +610,7 @@ static iron_status_t run_on_device(iron_runtime_t *rt, const program_t *p,
 
 static bool is_transcendental_program(const char *name) {
   static const char *const kExact[] = {"conjugate", "positive", "negative",
-                                       "square", "absolute", "sign",
+                                       "square",    "absolute", "sign",
                                        "reciprocal"};
   for (size_t i = 0; i < sizeof(kExact) / sizeof(kExact[0]); ++i)
     if (strncmp(name, kExact[i], strlen(kExact[i])) == 0) return false;
@@ -631,9 +649,9 @@ static void test_on_gpu(iron_runtime_t *host) {
     if (want && got) {
       char what[160];
       snprintf(what, sizeof(what), "%.120s (GPU)", p->name);
-      int64_t bad = compare(what, x, got, want,
-                            is_transcendental_program(p->name) ? 16 : 0,
-                            &ulp_elems);
+      int64_t bad =
+          compare(what, x, got, want,
+                  is_transcendental_program(p->name) ? 16 : 0, &ulp_elems);
       if (bad) {
         fprintf(stderr, "%s: %lld parts on the GPU differ from the host's\n",
                 p->name, (long long)bad);
@@ -707,9 +725,9 @@ static void test_complex_plane(void) {
     if (st) fprintf(stderr, "%s: ", p->name);
     CHECK_OK(st);
     if (want && got[0]) {
-      int64_t bad = compare(p->name, x, got[0], want,
-                            is_transcendental_program(p->name) ? 4 : 0,
-                            &ulp_elems);
+      int64_t bad =
+          compare(p->name, x, got[0], want,
+                  is_transcendental_program(p->name) ? 4 : 0, &ulp_elems);
       if (bad) {
         fprintf(stderr, "%s: %lld parts differ from the host's\n", p->name,
                 (long long)bad);
@@ -730,7 +748,8 @@ static void test_complex_plane(void) {
   iron_runtime_release(host);
 }
 
-// --- every complex element-wise op, kernel by kernel --------------------------
+// --- every complex element-wise op, kernel by kernel
+// --------------------------
 
 typedef struct op_case {
   char what[96];
@@ -762,13 +781,13 @@ static void add_op_case(ht_op_t *b, iron_tensor_t **in, int64_t max_ulps,
   CHECK(k != NULL && g_nop_cases < MAX_OP_CASES);
   if (!k || g_nop_cases >= MAX_OP_CASES) return;
   void *params = NULL;
-  iron_status_t cst = k->prepare_on((iron_device_t *)g_dev, &b->op, NULL,
-                                    &params);
+  iron_status_t cst =
+      k->prepare_on((iron_device_t *)g_dev, &b->op, NULL, &params);
   iron_tensor_t *want = ht_tensor_like(&b->result_types[0]);
   iron_status_t hst = ht_run(b, NULL, NULL, in, &want);
   if (cst || hst) {
-    fprintf(stderr, "%s: %s refused: %s\n", what,
-            cst ? "CUDA" : "host", iron_status_message(cst ? cst : hst));
+    fprintf(stderr, "%s: %s refused: %s\n", what, cst ? "CUDA" : "host",
+            iron_status_message(cst ? cst : hst));
     CHECK(false);
     iron_status_free(cst);
     iron_status_free(hst);
@@ -814,11 +833,22 @@ static void pairs(iron_dtype_t dt, iron_tensor_t **out_x,
 }
 
 static void add_complex_op_cases(iron_dtype_t dt) {
-  static const iron_op_kind_t kUnary[] = {
-      IRON_OP_ABS, IRON_OP_NEGATE, IRON_OP_SIGN, IRON_OP_EXPONENTIAL,
-      IRON_OP_EXPONENTIAL_MINUS_ONE, IRON_OP_LOG, IRON_OP_LOG_PLUS_ONE,
-      IRON_OP_LOGISTIC, IRON_OP_SQRT, IRON_OP_RSQRT, IRON_OP_SINE,
-      IRON_OP_COSINE, IRON_OP_TAN, IRON_OP_TANH, IRON_OP_REAL, IRON_OP_IMAG};
+  static const iron_op_kind_t kUnary[] = {IRON_OP_ABS,
+                                          IRON_OP_NEGATE,
+                                          IRON_OP_SIGN,
+                                          IRON_OP_EXPONENTIAL,
+                                          IRON_OP_EXPONENTIAL_MINUS_ONE,
+                                          IRON_OP_LOG,
+                                          IRON_OP_LOG_PLUS_ONE,
+                                          IRON_OP_LOGISTIC,
+                                          IRON_OP_SQRT,
+                                          IRON_OP_RSQRT,
+                                          IRON_OP_SINE,
+                                          IRON_OP_COSINE,
+                                          IRON_OP_TAN,
+                                          IRON_OP_TANH,
+                                          IRON_OP_REAL,
+                                          IRON_OP_IMAG};
   int64_t n = kPoints;
   char what[96];
   for (size_t k = 0; k < sizeof(kUnary) / sizeof(kUnary[0]); ++k) {
@@ -836,8 +866,8 @@ static void add_complex_op_cases(iron_dtype_t dt) {
     add_op_case(&b, in, exact ? 0 : 4, what);
   }
   static const iron_op_kind_t kBinary[] = {
-      IRON_OP_ADD, IRON_OP_SUBTRACT, IRON_OP_MULTIPLY, IRON_OP_DIVIDE,
-      IRON_OP_POWER, IRON_OP_MAXIMUM, IRON_OP_MINIMUM};
+      IRON_OP_ADD,   IRON_OP_SUBTRACT, IRON_OP_MULTIPLY, IRON_OP_DIVIDE,
+      IRON_OP_POWER, IRON_OP_MAXIMUM,  IRON_OP_MINIMUM};
   int64_t nn = (int64_t)kPoints * kPoints;
   for (size_t k = 0; k < sizeof(kBinary) / sizeof(kBinary[0]); ++k) {
     ht_op_t b;
@@ -857,8 +887,7 @@ static void add_complex_op_cases(iron_dtype_t dt) {
     ht_operand(&b, dt, 1, &nn);
     ht_operand(&b, dt, 1, &nn);
     ht_result(&b, IRON_DTYPE_PRED, 1, &nn);
-    attr_enum(&b, "comparison_direction", IRON_ENUM_COMPARISON_DIRECTION,
-              dir);
+    attr_enum(&b, "comparison_direction", IRON_ENUM_COMPARISON_DIRECTION, dir);
     attr_enum(&b, "compare_type", IRON_ENUM_COMPARISON_TYPE,
               IRON_CMP_TYPE_FLOAT);
     iron_tensor_t *in[2];
@@ -880,8 +909,7 @@ static void add_complex_op_cases(iron_dtype_t dt) {
     size_t ps = iron_dtype_size(pt);
     for (int64_t e = 0; e < n; ++e) {
       memcpy((char *)re->data + e * ps, (char *)g->data + 2 * e * ps, ps);
-      memcpy((char *)im->data + e * ps, (char *)g->data + (2 * e + 1) * ps,
-             ps);
+      memcpy((char *)im->data + e * ps, (char *)g->data + (2 * e + 1) * ps, ps);
     }
     ht_tensor_free(g);
     iron_tensor_t *in[2] = {re, im};
@@ -889,7 +917,8 @@ static void add_complex_op_cases(iron_dtype_t dt) {
     add_op_case(&b, in, 0, what);
     ht_init(&b, IRON_OP_CONVERT);
     ht_operand(&b, dt, 1, &n);
-    iron_dtype_t other = dt == IRON_DTYPE_C64 ? IRON_DTYPE_C128 : IRON_DTYPE_C64;
+    iron_dtype_t other =
+        dt == IRON_DTYPE_C64 ? IRON_DTYPE_C128 : IRON_DTYPE_C64;
     ht_result(&b, other, 1, &n);
     iron_tensor_t *cin[1] = {grid_tensor(dt)};
     snprintf(what, sizeof(what), "convert %s -> %s", iron_dtype_name(dt),
@@ -916,8 +945,8 @@ static void test_complex_ops(void) {
     void *sym = cuda_emu_sym(&lib, c->name);
     CHECK(sym != NULL);
     if (!sym) continue;
-    iron_tensor_t *got = ht_tensor(c->want->dtype, c->want->rank,
-                                   c->want->dims);
+    iron_tensor_t *got =
+        ht_tensor(c->want->dtype, c->want->rank, c->want->dims);
     void *a[kMaxArgs] = {0};
     for (int k = 0; k < c->nin; ++k) a[k] = c->in[k]->data;
     a[c->nin] = got->data;
@@ -927,15 +956,14 @@ static void test_complex_ops(void) {
     unsigned csr = _mm_getcsr();
     _mm_setcsr(csr | 0x8040u);
 #endif
-    fn(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9], a[10],
-       a[11], a[12], a[13], a[14], a[15], a[16], a[17], a[18], a[19], a[20],
-       a[21], a[22], a[23], a[24], a[25], a[26], a[27], a[28], a[29], a[30],
-       a[31]);
+    fn(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9], a[10], a[11],
+       a[12], a[13], a[14], a[15], a[16], a[17], a[18], a[19], a[20], a[21],
+       a[22], a[23], a[24], a[25], a[26], a[27], a[28], a[29], a[30], a[31]);
 #if defined(__x86_64__)
     _mm_setcsr(csr);
 #endif
-    int64_t bad = compare(c->what, c->nin == 1 ? c->in[0] : NULL, got,
-                          c->want, c->max_ulps, &ulp_elems);
+    int64_t bad = compare(c->what, c->nin == 1 ? c->in[0] : NULL, got, c->want,
+                          c->max_ulps, &ulp_elems);
     if (bad) {
       fprintf(stderr, "%s: %lld parts differ from the host's\n", c->what,
               (long long)bad);
@@ -959,10 +987,11 @@ static void test_complex_ops(void) {
     for (int i = 0; i < g_nop_cases; ++i) {
       const char *s = g_op_cases[i].src;
       bool dup = false;
-      for (int j = 0; j < i && !dup; ++j) dup = strcmp(g_op_cases[j].src, s) == 0;
+      for (int j = 0; j < i && !dup; ++j)
+        dup = strcmp(g_op_cases[j].src, s) == 0;
       if (dup || strncmp(s, prelude, pl) != 0) continue;
-      at += (size_t)snprintf(text + at, len - at, "namespace n%d {\n%s\n}\n",
-                             i, s + pl);
+      at += (size_t)snprintf(text + at, len - at, "namespace n%d {\n%s\n}\n", i,
+                             s + pl);
     }
     void *cubin = NULL;
     size_t size = 0;
@@ -975,12 +1004,14 @@ static void test_complex_ops(void) {
   for (int i = 0; i < g_nop_cases; ++i) {
     free(g_op_cases[i].src);
     free(g_op_cases[i].name);
-    for (int k = 0; k < g_op_cases[i].nin; ++k) ht_tensor_free(g_op_cases[i].in[k]);
+    for (int k = 0; k < g_op_cases[i].nin; ++k)
+      ht_tensor_free(g_op_cases[i].in[k]);
     ht_tensor_free(g_op_cases[i].want);
   }
 }
 
-// --- any artifacts: IRON_TEST_EMU_DIR -------------------------------------------
+// --- any artifacts: IRON_TEST_EMU_DIR
+// -------------------------------------------
 
 // Runs exe on rt's device 0 with `args`; *outs gets num_outputs tensors.
 static iron_status_t run_args(iron_runtime_t *rt, const program_t *p,
@@ -995,10 +1026,9 @@ static iron_status_t run_args(iron_runtime_t *rt, const program_t *p,
                          ? IRON_ERR(UNIMPLEMENTED, "too many arguments")
                          : IRON_OK;
   for (uint32_t i = 0; i < nargs && !st; ++i)
-    st = iron_buffer_create_from_host(iron_runtime_device(rt, 0),
-                                      args[i]->dtype, args[i]->rank,
-                                      args[i]->dims, args[i]->data, NULL,
-                                      &bufs[i]);
+    st = iron_buffer_create_from_host(
+        iron_runtime_device(rt, 0), args[i]->dtype, args[i]->rank,
+        args[i]->dims, args[i]->data, NULL, &bufs[i]);
   if (!st) st = iron_executable_execute(exe, bufs, nargs, NULL, res, NULL);
   for (uint32_t i = 0; i < nout && !st; ++i) {
     iron_dtype_t dt;
@@ -1027,8 +1057,12 @@ static iron_tensor_t *random_arg(const iron_ir_type_t *t) {
   for (int64_t e = 0; e < x->count; ++e) {
     double v = (double)(ht_rand() % 4001) / 1000.0 - 2.0;
     switch (t->dtype) {
-      case IRON_DTYPE_F32: ((float *)x->data)[e] = (float)v; break;
-      case IRON_DTYPE_F64: ((double *)x->data)[e] = v; break;
+      case IRON_DTYPE_F32:
+        ((float *)x->data)[e] = (float)v;
+        break;
+      case IRON_DTYPE_F64:
+        ((double *)x->data)[e] = v;
+        break;
       case IRON_DTYPE_C64:
         ((float *)x->data)[2 * e] = (float)v;
         ((float *)x->data)[2 * e + 1] = (float)(v * 0.5);
@@ -1037,7 +1071,9 @@ static iron_tensor_t *random_arg(const iron_ir_type_t *t) {
         ((double *)x->data)[2 * e] = v;
         ((double *)x->data)[2 * e + 1] = v * 0.5;
         break;
-      case IRON_DTYPE_PRED: ((uint8_t *)x->data)[e] = ht_rand() & 1; break;
+      case IRON_DTYPE_PRED:
+        ((uint8_t *)x->data)[e] = ht_rand() & 1;
+        break;
       default: {
         size_t es = iron_dtype_size(t->dtype);
         uint64_t k = ht_rand() % 4;
@@ -1091,9 +1127,8 @@ static void emu_dir(const char *dir, int64_t max_ulps, int64_t gpu_ulps) {
   const char **srcs = calloc((size_t)nk + 1, sizeof(*srcs));
   for (int i = 0; i < nk; ++i) srcs[i] = g_kernels[kernels_before + i].src;
   cuda_emu_lib_t lib;
-  bool built = nk == 0 ||
-               (cuda_emu_have_cxx() &&
-                cuda_emu_build(srcs, nk, iron_cuda_prelude(), &lib));
+  bool built = nk == 0 || (cuda_emu_have_cxx() &&
+                           cuda_emu_build(srcs, nk, iron_cuda_prelude(), &lib));
   free(srcs);
   CHECK(built);
   if (!built) return;
@@ -1151,11 +1186,11 @@ static void emu_dir(const char *dir, int64_t max_ulps, int64_t gpu_ulps) {
         if (!want[o] || !dev_out[o]) continue;
         char what[160];
         snprintf(what, sizeof(what), "%.120s (GPU)", p->name);
-        nb += compare(what, NULL, dev_out[o], want[o], gpu_ulps,
-                      &gpu_ulp_parts);
+        nb +=
+            compare(what, NULL, dev_out[o], want[o], gpu_ulps, &gpu_ulp_parts);
         for (int64_t q = 0; q < num_parts(want[o]); ++q) {
-          int64_t dq = part_diff(want[o]->dtype, dev_out[o]->data,
-                                 want[o]->data, q);
+          int64_t dq =
+              part_diff(want[o]->dtype, dev_out[o]->data, want[o]->data, q);
           if (dq > worst && dq != INT64_MAX) worst = dq;
         }
       }
@@ -1192,9 +1227,8 @@ static void emu_dir(const char *dir, int64_t max_ulps, int64_t gpu_ulps) {
 static void test_emu_dir(void) {
   emu_dir(IRON_TEST_DATA_DIR "/emu_programs", 0, 64);
   const char *dir = getenv("IRON_TEST_EMU_DIR");
-  int64_t ulps = getenv("IRON_TEST_EMU_ULPS")
-                     ? atoll(getenv("IRON_TEST_EMU_ULPS"))
-                     : 64;
+  int64_t ulps =
+      getenv("IRON_TEST_EMU_ULPS") ? atoll(getenv("IRON_TEST_EMU_ULPS")) : 64;
   if (dir && *dir) emu_dir(dir, ulps, ulps);
 }
 

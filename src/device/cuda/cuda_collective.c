@@ -41,8 +41,8 @@ static iron_status_t collective_run(const iron_kernel_ctx_t *ctx,
     const iron_tensor_t *in = inputs[i];
     iron_tensor_t *out = outputs[i];
     if (out->nbytes == 0 || (!p->zeros && out->data == in->data)) continue;
-    int32_t j = iron_collective_plan_clobbered_input(in_data, p->count,
-                                                     out->data, i);
+    int32_t j =
+        iron_collective_plan_clobbered_input(in_data, p->count, out->data, i);
     if (j >= 0 && !p->zeros)
       return IRON_ERR(INTERNAL,
                       "collective: result %u was given operand %d's storage, "
@@ -69,12 +69,11 @@ static iron_status_t collective_run(const iron_kernel_ctx_t *ctx,
 }
 
 // An output may take its operand's storage (then nothing is copied).
-static const iron_kernel_t kCollective = {
-    .name = "cuda_collective",
-    .run = collective_run,
-    .inplace_ok = true,
-    .prepare_on = collective_prepare_on,
-    .graph_capturable = true};
+static const iron_kernel_t kCollective = {.name = "cuda_collective",
+                                          .run = collective_run,
+                                          .inplace_ok = true,
+                                          .prepare_on = collective_prepare_on,
+                                          .graph_capturable = true};
 
 void iron_cuda_register_collective(iron_cuda_kernel_table_t table) {
   table[IRON_OP_ALL_REDUCE] = &kCollective;

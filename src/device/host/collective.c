@@ -43,8 +43,10 @@ static iron_status_t collective_run(const iron_kernel_ctx_t *ctx,
                       "collective: result %u was given operand %d's storage, "
                       "which result %d still reads",
                       i, (int)j, (int)j);
-    if (params->zeros) memset(out->data, 0, out->nbytes);
-    else memcpy(out->data, in_data[i], out->nbytes);
+    if (params->zeros)
+      memset(out->data, 0, out->nbytes);
+    else
+      memcpy(out->data, in_data[i], out->nbytes);
   }
   return IRON_OK;
 }
