@@ -40,8 +40,8 @@
   X(F8E3M4, "f8E3M4", 1, FLOAT, 27)                         \
   X(F8E8M0FNU, "f8E8M0FNU", 1, FLOAT, 28)                   \
   X(F4E2M1FN, "f4E2M1FN", 1, FLOAT, 29)                     \
-  X(F6E2M3FN, "f6E2M3FN", 1, FLOAT, 30)                     \
-  X(F6E3M2FN, "f6E3M2FN", 1, FLOAT, 31)                     \
+  X(F6E2M3FN, "f6E2M3FN", 1, FLOAT, 32)                     \
+  X(F6E3M2FN, "f6E3M2FN", 1, FLOAT, 33)                     \
   X(TF32, "tf32", 4, FLOAT, 0)                              \
   X(INDEX, "index", 8, SINT, 0)                             \
   X(TOKEN, "!stablehlo.token", 0, TOKEN, 23)

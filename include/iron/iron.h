@@ -123,6 +123,11 @@ iron_status_t iron_buffer_copy_to_device(iron_buffer_t *buf,
 // Host address of the contents (host device only; NULL for devices with their
 // own memory, and while not ready).
 void *iron_buffer_host_pointer(iron_buffer_t *buf);
+// Address of the contents in the memory of the buffer's device, once ready:
+// the host address on the host device, the device pointer (CUdeviceptr) on
+// a CUDA device, as XLA's PJRT clients report for UnsafeBufferPointer; NULL
+// while not ready, after a failure, or for a donated buffer.
+void *iron_buffer_device_pointer(iron_buffer_t *buf);
 
 // ---------------------------------------------------------------------------
 // Executables

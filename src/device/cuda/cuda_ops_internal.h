@@ -16,6 +16,7 @@ void iron_cuda_register_window(iron_cuda_kernel_table_t table);
 void iron_cuda_register_reduce_precision(iron_cuda_kernel_table_t table);
 void iron_cuda_register_conv(iron_cuda_kernel_table_t table);
 void iron_cuda_register_fft(iron_cuda_kernel_table_t table);
+void iron_cuda_register_collective(iron_cuda_kernel_table_t table);
 
 // The device's while_kernel entry (cuda_while.c): the one-thread loop
 // kernel for a scalar while loop, or NULL. IRON_CUDA_DEVICE_LOOPS=0: NULL.
