@@ -36,6 +36,8 @@ typedef struct iron_cuda_device {
   CUdeviceptr lt_workspace;
   size_t lt_workspace_size;
   iron_cuda_compiler_t *compiler;  // generated kernels (cuda_compile.h)
+  // cuDNN handle and state (cuda_cudnn.c; NULL until the first convolution).
+  struct iron_cudnn_device *cudnn;
   pthread_mutex_t mu;
   iron_status_t sticky;  // first asynchronous fault (guarded by mu)
   // Freed blocks kept for reuse, by rounded size (cuda_device.c): all work
