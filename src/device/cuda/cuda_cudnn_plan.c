@@ -174,11 +174,12 @@ static void gather_dim(int64_t in, int64_t pl, int64_t oc, int64_t kc,
 // The result of a transposed convolution along one dim: result element
 // j gets lhs[o] * rhs[k] for j = o*s + pl - k*d (o < o_n, k < kn).
 typedef struct sdim {
-  bool stage;    // computed into a larger buffer, then copied
-  int64_t pad;   // cuDNN padding
-  int64_t ext;   // extent of cuDNN's dx
-  int64_t e;     // result element of dx element 0
-  int64_t n;     // dx elements [0, n) go to result [e, e + n)
+  bool stage;     // computed into a larger buffer, then copied
+  int64_t pad;    // cuDNN padding
+  int64_t ext;    // extent of cuDNN's dx
+  int64_t e;      // result element of dx element 0
+  int64_t n;      // dx elements [0, n) go to result [e, e + n)
+  int64_t extra;  // zero dy elements appended (dy staged)
 } sdim_t;
 
 static bool scatter_dim(int64_t jn, int64_t o_n, int64_t kn, int64_t s,
@@ -189,7 +190,8 @@ static bool scatter_dim(int64_t jn, int64_t o_n, int64_t kn, int64_t s,
   const int64_t p = kd - pl > 0 ? kd - pl : 0, e = pl - kd > 0 ? pl - kd : 0;
   // Contributions reach dx elements [0, imax] (cuDNN coordinates).
   const int64_t imax = (o_n - 1) * s + kd - p;
-  // dx extents for which cuDNN's forward formula gives o_n outputs.
+  // dx extents for which cuDNN's forward formula gives o_n outputs; each
+  // zero dy element appended moves the range up by s.
   int64_t lo = imax + 1 - p, hi = imax + s - p;
   if (lo < 1) lo = 1;
   const int64_t jz = jn - e;  // result elements at dx coordinates >= 0
@@ -202,15 +204,15 @@ static bool scatter_dim(int64_t jn, int64_t o_n, int64_t kn, int64_t s,
   r->e = e;
   if (jz >= lo && jz <= hi) {
     r->ext = jz;
-  } else if (jz > hi) {
-    // Result elements past every contribution: zeros, if cuDNN's extent
-    // can stop at the last contribution.
-    if (imax + 1 > hi)
-      return refuse(why, cap,
-                    "spatial dim %d: trailing zeros beyond cuDNN's padding "
-                    "(pad %lld >= stride %lld)",
-                    dim, (long long)p, (long long)s);
+  } else if (jz > hi && imax + 1 <= hi) {
+    // Result elements past every contribution: zeros (the result is
+    // zero-filled), cuDNN's extent stops after the last contribution.
     r->ext = imax + 1;
+  } else if (jz > hi) {
+    // The same with a padding >= the stride: cuDNN's extent cannot stop
+    // there; zero dy elements appended make it reach the result's end.
+    r->extra = (jz - hi + s - 1) / s;
+    r->ext = jz;
   } else {
     // The result is shorter than any dx cuDNN computes: compute more,
     // copy the part the result holds.
@@ -219,7 +221,7 @@ static bool scatter_dim(int64_t jn, int64_t o_n, int64_t kn, int64_t s,
   }
   r->n = r->ext < jz ? r->ext : jz;
   const int64_t span = r->ext + 2 * p - (kd + 1);
-  if (span < 0 || span / s + 1 != o_n)
+  if (span < 0 || span / s + 1 != o_n + r->extra)
     return refuse(why, cap, "spatial dim %d: inconsistent sizes", dim);
   return true;
 }
@@ -619,8 +621,34 @@ bool iron_cudnn_plan_make(const iron_conv_plan_t *cp, iron_cudnn_call_t call,
       out->stride[j] = cp->lhs_dil[r];
       out->dilation[j] = cp->rhs_dil[r];
     }
-    view_tensor(&yv, &g, yext, zero_start, IRON_CUDNN_BUF_LHS, &out->y);
     out->y_src = IRON_CUDNN_BUF_LHS;
+    bool extra = false;
+    for (int32_t j = 0; j < g.nspc; ++j) extra = extra || sd[j].extra > 0;
+    if (!extra) {
+      view_tensor(&yv, &g, yext, zero_start, IRON_CUDNN_BUF_LHS, &out->y);
+    } else {
+      // dy with zero elements appended: a zero-filled copy.
+      iron_cudnn_tensor_t *y = &out->y;
+      memset(y, 0, sizeof(*y));
+      int64_t ext[IRON_CUDNN_MAX_ND];
+      for (int32_t k = 0; k < nd; ++k)
+        ext[k] = yext[k] + (k >= 2 ? sd[k - 2].extra : 0);
+      for (int32_t k = 0; k < nd; ++k) y->dims[k] = ext[k];
+      dense_like(&yv, &g, ext, y->strides);
+      y->buf = add_stage(out, prod(nd, ext), true);
+      iron_cudnn_tensor_t src;
+      view_tensor(&yv, &g, yext, zero_start, IRON_CUDNN_BUF_LHS, &src);
+      iron_cudnn_copy_t *c = &out->pre[out->num_pre++];
+      memset(c, 0, sizeof(*c));
+      c->src_buf = IRON_CUDNN_BUF_LHS;
+      c->dst_buf = y->buf;
+      c->nd = nd;
+      for (int32_t k = 0; k < nd; ++k) {
+        c->dims[k] = yext[k];
+        c->src_strides[k] = src.strides[k];
+        c->dst_strides[k] = y->strides[k];
+      }
+    }
     // dx: the result, in place or staged.
     view_t xv;
     view_init(&xv, ot, cp->out_batch_dim, cp->out_feature_dim, osp, g.nsp);

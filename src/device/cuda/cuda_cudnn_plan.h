@@ -35,7 +35,9 @@
 // symmetric padding cannot express is staged: FORWARD/BACKWARD_FILTER
 // copy the input into a zero-filled buffer with the padding explicit,
 // BACKWARD_DATA computes into a larger buffer and copies the part the
-// result needs (or zero-fills result rows no contribution reaches).
+// result needs, or zero-fills result rows no contribution reaches (and,
+// where cuDNN's padding would not let its output end there, appends zero
+// rows to a copy of dy).
 // Filters must be dense KCRS or KRSC: other kernel layouts (HWIO) are
 // copied into the format that matches the input's layout (KRSC when its
 // feature dim is innermost), and a filter result is computed dense and
@@ -59,7 +61,7 @@ extern "C" {
 #define IRON_CUDNN_MAX_ND (IRON_CUDNN_MAX_SP + 2)  // N, C, spatial
 // A staged grouped filter splits K into (group, feature): one dim more.
 #define IRON_CUDNN_COPY_MAX_ND (IRON_CUDNN_MAX_ND + 1)
-#define IRON_CUDNN_MAX_STAGE 2
+#define IRON_CUDNN_MAX_STAGE 3
 #define IRON_CUDNN_MAX_PRE 2
 
 typedef enum iron_cudnn_call {
