@@ -585,9 +585,12 @@ static void test_copy_nvrtc(void) {
     }
     c.src_offset = 3;
     c.dst_offset = 5;
+    // 8-byte elements: indices past 2^31 (the 64-bit variant).
+    if (es == 8) c.src_strides[0] = (int64_t)1 << 32;
     char *src = NULL;
     unsigned grid = 0;
     CHECK_OK(iron_cudnn_gen_copy("iron_cudnn_copy", es, &c, &src, &grid));
+    CHECK(strstr(src, es == 8 ? "iop_s64 r" : "iop_u32 r") != NULL);
     void *cubin = NULL;
     size_t size = 0;
     CHECK_OK(iron_cuda_nvrtc_compile(&api, src, "sm_90a", &cubin, &size));

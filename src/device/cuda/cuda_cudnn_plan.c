@@ -745,6 +745,14 @@ iron_status_t iron_cudnn_gen_copy(const char *name, size_t elem_size,
                     elem_size, c->nd);
   int64_t count = 1;
   for (int32_t k = 0; k < c->nd; ++k) count *= c->dims[k];
+  // 32-bit index arithmetic when every index fits (64-bit division is a
+  // long instruction sequence on the GPU).
+  const bool narrow =
+      count <= INT32_MAX &&
+      fits_int(c->src_offset + tensor_span(c->nd, c->dims, c->src_strides)) &&
+      fits_int(c->dst_offset + tensor_span(c->nd, c->dims, c->dst_strides));
+  const char *ix = narrow ? "iop_u32" : "iop_s64";
+  const char *sfx = narrow ? "u" : "LL";
   iron_cuda_text_t s;
   iron_cuda_text_init(&s);
   iron_cuda_text_printf(&s, "%s", iron_cuda_ops_prelude());
@@ -754,21 +762,21 @@ iron_status_t iron_cudnn_gen_copy(const char *name, size_t elem_size,
       "*__restrict__ src, %s *__restrict__ dst) {\n"
       "for (iop_s64 e = (iop_s64)blockIdx.x * blockDim.x + threadIdx.x; "
       "e < %lldLL; e += (iop_s64)gridDim.x * blockDim.x) {\n"
-      "iop_s64 r = e, si = %lldLL, di = %lldLL;\n",
-      name, t, t, (long long)count, (long long)c->src_offset,
-      (long long)c->dst_offset);
+      "%s r = (%s)e, si = %lld%s, di = %lld%s;\n",
+      name, t, t, (long long)count, ix, ix, (long long)c->src_offset, sfx,
+      (long long)c->dst_offset, sfx);
   for (int32_t k = c->nd - 1; k >= 1; --k)
     iron_cuda_text_printf(&s,
-                          "{ const iop_s64 q = r %% %lldLL; r /= %lldLL; "
-                          "si += q * %lldLL; di += q * %lldLL; }\n",
-                          (long long)c->dims[k], (long long)c->dims[k],
-                          (long long)c->src_strides[k],
-                          (long long)c->dst_strides[k]);
+                          "{ const %s q = r %% %lld%s; r /= %lld%s; "
+                          "si += q * %lld%s; di += q * %lld%s; }\n",
+                          ix, (long long)c->dims[k], sfx, (long long)c->dims[k],
+                          sfx, (long long)c->src_strides[k], sfx,
+                          (long long)c->dst_strides[k], sfx);
   iron_cuda_text_printf(&s,
-                        "si += r * %lldLL; di += r * %lldLL;\n"
+                        "si += r * %lld%s; di += r * %lld%s;\n"
                         "dst[di] = src[si];\n}\n}\n",
-                        (long long)c->src_strides[0],
-                        (long long)c->dst_strides[0]);
+                        (long long)c->src_strides[0], sfx,
+                        (long long)c->dst_strides[0], sfx);
   *out_grid = iron_cuda_ops_grid(count);
   return iron_cuda_text_finish(&s, out_src);
 }
