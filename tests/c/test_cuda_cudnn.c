@@ -244,8 +244,11 @@ static void check_consistent(const char *what, const iron_conv_plan_t *cp,
       p->call == IRON_CUDNN_CALL_FORWARD         ? &p->y
       : p->call == IRON_CUDNN_CALL_BACKWARD_DATA ? &p->x
                                                  : &p->w;
+  // (A staged output may have nothing to copy: every result element it
+  // covers lies in the padding, and the result is zero-filled.)
   CHECK(o->buf == IRON_CUDNN_BUF_OUT ||
-        (p->num_post == 1 && p->post[0].src_buf == o->buf));
+        (p->num_post == 1 && p->post[0].src_buf == o->buf) ||
+        (p->num_post == 0 && o->buf >= IRON_CUDNN_BUF_STAGE && p->out_zero));
 }
 
 // Real cuDNN (no GPU needed for descriptors): it accepts the plan's
@@ -273,7 +276,7 @@ static void check_real_descs(const char *what, const iron_cudnn_plan_t *p) {
 
 // --- corpus walk ---------------------------------------------------------------------
 
-#define MAX_CASES 2048
+#define MAX_CASES 8192
 typedef struct plan_case {
   char what[240];
   iron_conv_plan_t cp;  // its types point at `types` (the module is gone)
@@ -302,16 +305,22 @@ static bool is_float(iron_dtype_t dt) {
          dt == IRON_DTYPE_F32 || dt == IRON_DTYPE_F64;
 }
 
-static void add_conv(const char *file, const iron_ir_op_t *op) {
+typedef enum { CONV_INVALID, CONV_PLANNED, CONV_REFUSED, CONV_OTHER } added_t;
+
+// Plans one convolution (every call that fits), checks each plan, and
+// queues the first for the CPU run with the host kernel's result.
+// `quiet`: refusals of float convolutions are expected (random sweep).
+static char g_last_why[512];  // the last refusal's reason
+
+static added_t add_conv(const char *what, const iron_ir_op_t *op,
+                        bool quiet) {
   iron_conv_plan_t cp;
   iron_status_t st0 = iron_conv_plan_read(op, &cp);
   if (st0) {  // not a convolution any device runs
     iron_status_free(st0);
-    return;
+    return CONV_INVALID;
   }
   g_convs++;
-  char what[160];
-  snprintf(what, sizeof(what), "%.120s:%d", file, (int)op->loc.line);
   iron_cudnn_call_t calls[2];
   int n = iron_cudnn_plan_calls(&cp, calls);
   bool same_dt = cp.lhs->dtype == cp.out->dtype &&
@@ -332,16 +341,17 @@ static void add_conv(const char *file, const iron_ir_op_t *op) {
   if (!planned) {
     if (eligible) {
       g_refused_float++;
-      fprintf(stderr, "  refused %s %s -> %s: %s\n", what,
-              iron_dtype_name(cp.lhs->dtype), iron_dtype_name(cp.out->dtype),
-              n ? why : "no call");
-    } else {
-      g_refused_other++;
-      // Not a cuDNN dtype combination: always refused.
-      CHECK(!eligible);
+      snprintf(g_last_why, sizeof(g_last_why), "%s", n ? why : "no call");
+      if (!quiet)
+        fprintf(stderr, "  refused %s %s -> %s: %s\n", what,
+                iron_dtype_name(cp.lhs->dtype), iron_dtype_name(cp.out->dtype),
+                n ? why : "no call");
+      return CONV_REFUSED;
     }
-    return;
+    g_refused_other++;
+    return CONV_OTHER;
   }
+  // Only one-dtype float convolutions are planned.
   CHECK(eligible);
   if (getenv("IRON_TEST_VERBOSE")) {
     printf("  %s %s: %s, %d pre, %d post, filter %s, pads", what,
@@ -360,7 +370,7 @@ static void add_conv(const char *file, const iron_ir_op_t *op) {
   g_filter_copies += (plan.w.buf >= IRON_CUDNN_BUF_STAGE);
   g_out_zero += plan.out_zero;
   CHECK(g_ncases < MAX_CASES);
-  if (g_ncases >= MAX_CASES) return;
+  if (g_ncases >= MAX_CASES) return CONV_PLANNED;
   plan_case_t *c = &g_cases[g_ncases++];
   snprintf(c->what, sizeof(c->what), "%s (%s)", what,
            iron_cudnn_call_name(plan.call));
@@ -403,6 +413,7 @@ static void add_conv(const char *file, const iron_ir_op_t *op) {
     CHECK(grid >= 1);
     g_copy_src[g_ncopy++] = src;
   }
+  return CONV_PLANNED;
 }
 
 static void walk_region(const char *file, const iron_ir_region_t *r) {
@@ -410,7 +421,11 @@ static void walk_region(const char *file, const iron_ir_region_t *r) {
     const iron_ir_block_t *bl = &r->blocks[b];
     for (uint32_t i = 0; i < bl->num_ops; ++i) {
       const iron_ir_op_t *op = bl->ops[i];
-      if (op->kind == IRON_OP_CONVOLUTION) add_conv(file, op);
+      if (op->kind == IRON_OP_CONVOLUTION) {
+        char what[160];
+        snprintf(what, sizeof(what), "%.120s:%d", file, (int)op->loc.line);
+        add_conv(what, op, false);
+      }
       for (uint32_t k = 0; k < op->num_regions; ++k)
         walk_region(file, &op->regions[k]);
     }
@@ -515,7 +530,6 @@ static void run_cases(const cuda_emu_lib_t *lib) {
 }
 
 static void test_corpus_plans(void) {
-  g_cases = calloc(MAX_CASES, sizeof(*g_cases));
   int files = walk_dir(IRON_TEST_DATA_DIR "/corpus");
   int conv_files = walk_dir(IRON_TEST_DATA_DIR "/conv");
   CHECK(files > 300);
@@ -537,7 +551,160 @@ static void test_corpus_plans(void) {
   // expresses, lhs dilation with window strides or with batch groups, are
   // in no program here: a new refusal needs a look).
   CHECK_EQ_INT(g_refused_float, 0);
+}
 
+#include "conv_test_op.h"
+
+// A random convolution: 0-3 spatial dims, every dim in a random place,
+// strides, padding (negative too), lhs and rhs dilation, window reversal,
+// feature or batch groups.
+typedef struct rgeom {
+  int nsp;
+  int64_t n, ci, co, fgc, bgc;
+  int64_t in[3], k[3], out[3];
+  int64_t str[3], pad[6], ld[3], rd[3], rev[3];
+  int64_t lpos[5], kpos[5], opos[5];  // [batch/in-f, feature/out-f, spatial]
+} rgeom_t;
+
+static void shuffle(int64_t *p, int n) {
+  for (int i = 0; i < n; ++i) p[i] = i;
+  for (int i = n - 1; i > 0; --i) {
+    int j = (int)ht_rand_range(0, i);
+    int64_t t = p[i];
+    p[i] = p[j];
+    p[j] = t;
+  }
+}
+
+static void random_geom(rgeom_t *g) {
+  memset(g, 0, sizeof(*g));
+  g->nsp = (int)ht_rand_range(0, 3);
+  // The forms jax emits, in turn: forward, input gradient (lhs dilation,
+  // stride 1), weight gradient (batch groups), and anything.
+  int form = (int)ht_rand_range(0, 3);
+  int64_t groups = ht_rand_range(1, 3);
+  bool batch = form == 2 || (form == 3 && ht_rand_range(0, 1));
+  g->fgc = batch ? 1 : groups;
+  g->bgc = batch ? groups : 1;
+  g->n = ht_rand_range(1, 3) * g->bgc;
+  g->ci = ht_rand_range(1, 4) * g->fgc;
+  g->co = ht_rand_range(1, 4) * groups;
+  bool rev = ht_rand_range(0, 3) == 0;
+  for (int d = 0; d < g->nsp; ++d) {
+    for (;;) {
+      g->in[d] = ht_rand_range(1, 7);
+      g->k[d] = ht_rand_range(1, 4);
+      g->str[d] = form == 1 ? 1 : ht_rand_range(1, 3);
+      g->ld[d] = form == 1 ? ht_rand_range(1, 3) : form == 3 ? ht_rand_range(1, 2) : 1;
+      g->rd[d] = ht_rand_range(1, 3);
+      g->pad[2 * d] = ht_rand_range(-2, 4);
+      g->pad[2 * d + 1] = ht_rand_range(-2, 4);
+      g->rev[d] = rev;
+      int64_t din = (g->in[d] - 1) * g->ld[d] + 1;
+      int64_t dk = (g->k[d] - 1) * g->rd[d] + 1;
+      int64_t span = din + g->pad[2 * d] + g->pad[2 * d + 1] - dk;
+      if (span >= 0) {
+        g->out[d] = span / g->str[d] + 1;
+        break;
+      }
+    }
+  }
+  shuffle(g->lpos, g->nsp + 2);
+  shuffle(g->kpos, g->nsp + 2);
+  shuffle(g->opos, g->nsp + 2);
+}
+
+static void build_op(conv_op_t *c, const rgeom_t *g, iron_dtype_t dt) {
+  memset(c, 0, sizeof(*c));
+  ht_init(&c->b, IRON_OP_CONVOLUTION);
+  c->b.op.attrs = c->named;
+  int rank = g->nsp + 2;
+  int64_t ld[5], kd[5], od[5];
+  int64_t lsz[5] = {g->n, g->ci}, ksz[5] = {g->ci / g->fgc, g->co},
+          osz[5] = {g->n / g->bgc, g->co};
+  for (int d = 0; d < g->nsp; ++d) {
+    lsz[2 + d] = g->in[d];
+    ksz[2 + d] = g->k[d];
+    osz[2 + d] = g->out[d];
+  }
+  for (int l = 0; l < rank; ++l) {
+    ld[g->lpos[l]] = lsz[l];
+    kd[g->kpos[l]] = ksz[l];
+    od[g->opos[l]] = osz[l];
+  }
+  ht_operand(&c->b, dt, rank, ld);
+  ht_operand(&c->b, dt, rank, kd);
+  ht_result(&c->b, dt, rank, od);
+  attr1(c, "input_batch_dimension", g->lpos[0]);
+  attr1(c, "input_feature_dimension", g->lpos[1]);
+  attr(c, "input_spatial_dimensions", g->nsp, g->lpos + 2);
+  attr1(c, "kernel_input_feature_dimension", g->kpos[0]);
+  attr1(c, "kernel_output_feature_dimension", g->kpos[1]);
+  attr(c, "kernel_spatial_dimensions", g->nsp, g->kpos + 2);
+  attr1(c, "output_batch_dimension", g->opos[0]);
+  attr1(c, "output_feature_dimension", g->opos[1]);
+  attr(c, "output_spatial_dimensions", g->nsp, g->opos + 2);
+  if (g->nsp > 0) {
+    attr(c, "window_strides", g->nsp, g->str);
+    attr(c, "padding", 2 * g->nsp, g->pad);
+    attr(c, "lhs_dilation", g->nsp, g->ld);
+    attr(c, "rhs_dilation", g->nsp, g->rd);
+    attr(c, "window_reversal", g->nsp, g->rev);
+  }
+  attr1(c, "feature_group_count", g->fgc);
+  attr1(c, "batch_group_count", g->bgc);
+}
+
+// Random convolutions of every form and layout: each either has a plan
+// (checked and run like the corpus's) or is one of the forms no cuDNN call
+// expresses (lhs dilation with window strides or with batch groups).
+static void test_random_plans(void) {
+  static const iron_dtype_t kDt[4] = {IRON_DTYPE_F32, IRON_DTYPE_F64,
+                                      IRON_DTYPE_F16, IRON_DTYPE_BF16};
+  int planned = 0, refused = 0, by_call[3] = {0, 0, 0};
+  const int ncases = getenv("IRON_TEST_CUDNN_RANDOM") ? atoi(getenv("IRON_TEST_CUDNN_RANDOM")) : 600;
+  for (int i = 0; i < ncases; ++i) {
+    rgeom_t g;
+    random_geom(&g);
+    conv_op_t c;
+    build_op(&c, &g, kDt[i % 4]);
+    char what[160];
+    snprintf(what, sizeof(what), "random #%d (nsp %d, fgc %lld, bgc %lld)",
+             i, g.nsp, (long long)g.fgc, (long long)g.bgc);
+    int before = g_ncases;
+    added_t a = add_conv(what, &c.b.op, true);
+    CHECK(a == CONV_PLANNED || a == CONV_REFUSED);
+    bool ld = false, str = false;
+    for (int d = 0; d < g.nsp; ++d) {
+      ld = ld || g.ld[d] > 1;
+      str = str || g.str[d] > 1;
+    }
+    bool inexpressible = ld && (str || g.bgc > 1);
+    if (a == CONV_REFUSED) {
+      refused++;
+      if (!inexpressible) {
+        fprintf(stderr, "  refused %s: %s\n   ", what, g_last_why);
+        for (int d = 0; d < g.nsp; ++d)
+          fprintf(stderr, " [in %lld k %lld out %lld str %lld ld %lld rd %lld pad %lld,%lld rev %lld]",
+                  (long long)g.in[d], (long long)g.k[d], (long long)g.out[d],
+                  (long long)g.str[d], (long long)g.ld[d], (long long)g.rd[d],
+                  (long long)g.pad[2 * d], (long long)g.pad[2 * d + 1], (long long)g.rev[d]);
+        fprintf(stderr, "\n");
+      }
+      CHECK(inexpressible);
+    } else if (a == CONV_PLANNED) {
+      planned++;
+      CHECK(!inexpressible);
+      if (g_ncases > before) by_call[g_cases[g_ncases - 1].plan.call]++;
+    }
+  }
+  printf("random convolutions: %d planned (%d forward, %d backward data, %d "
+         "backward filter), %d refused as inexpressible\n",
+         planned, by_call[0], by_call[1], by_call[2], refused);
+  CHECK(by_call[0] > 50 && by_call[1] > 50 && by_call[2] > 50);
+}
+
+static void test_emulation(void) {
   if (!cuda_emu_have_cxx()) {
     fprintf(stderr, "no C++ compiler: plans not run\n");
     CHECK(false);
@@ -608,8 +775,6 @@ static void test_copy_nvrtc(void) {
 }
 
 // --- refusals of hand-built forms ----------------------------------------------------
-
-#include "conv_test_op.h"
 
 // A 2-D NCHW convolution with the given window attributes.
 static bool plan_nchw(iron_dtype_t dt, iron_dtype_t odt, const int64_t *pad,
@@ -914,12 +1079,15 @@ static const iron_test_case_t kTests[] = {
     {"fake_table", test_fake_table},
     {"refusals", test_refusals},
     {"corpus_plans", test_corpus_plans},
+    {"random_plans", test_random_plans},
+    {"emulation", test_emulation},
     {"copy_nvrtc", test_copy_nvrtc},
 };
 
 int main(void) {
   CHECK_OK(iron_threadpool_create(2, &g_pool));
   iron_cudnn_api_load_from(NULL, &g_real);
+  g_cases = calloc(MAX_CASES, sizeof(*g_cases));
   for (size_t i = 0; i < sizeof(kTests) / sizeof(kTests[0]); ++i) {
     iron_test_current_ = kTests[i].name;
     kTests[i].fn();

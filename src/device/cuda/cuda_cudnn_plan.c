@@ -190,38 +190,38 @@ static bool scatter_dim(int64_t jn, int64_t o_n, int64_t kn, int64_t s,
   const int64_t p = kd - pl > 0 ? kd - pl : 0, e = pl - kd > 0 ? pl - kd : 0;
   // Contributions reach dx elements [0, imax] (cuDNN coordinates).
   const int64_t imax = (o_n - 1) * s + kd - p;
-  // dx extents for which cuDNN's forward formula gives o_n outputs; each
-  // zero dy element appended moves the range up by s.
-  int64_t lo = imax + 1 - p, hi = imax + s - p;
-  if (lo < 1) lo = 1;
+  // cuDNN's forward formula gives o_n + z outputs (z zero dy elements
+  // appended) for dx extents [lo + z*s, lo + z*s + s - 1].
+  const int64_t lo = imax + 1 - p;
   const int64_t jz = jn - e;  // result elements at dx coordinates >= 0
-  if (jz < 1 || hi < lo)
-    return refuse(why, cap,
-                  "spatial dim %d: the result lies outside what a symmetric "
-                  "padding reaches",
-                  dim);
   r->pad = p;
   r->e = e;
-  if (jz >= lo && jz <= hi) {
-    r->ext = jz;
-  } else if (jz > hi && imax + 1 <= hi) {
-    // Result elements past every contribution: zeros (the result is
-    // zero-filled), cuDNN's extent stops after the last contribution.
-    r->ext = imax + 1;
-  } else if (jz > hi) {
-    // The same with a padding >= the stride: cuDNN's extent cannot stop
-    // there; zero dy elements appended make it reach the result's end.
-    r->extra = (jz - hi + s - 1) / s;
-    r->ext = jz;
+  if (jz >= 1 && jz >= lo) {
+    const int64_t z = (jz - lo) / s;
+    if (z > 0 && imax >= 0 && imax + 1 <= lo + s - 1) {
+      // Result elements past every contribution: zeros (the result is
+      // zero-filled); cuDNN's extent stops after the last contribution.
+      r->ext = imax + 1;
+    } else {
+      // The result's extent, with zero dy elements appended where cuDNN's
+      // padding would otherwise ask for fewer.
+      r->ext = jz;
+      r->extra = z;
+    }
   } else {
-    // The result is shorter than any dx cuDNN computes: compute more,
-    // copy the part the result holds.
+    // The result is shorter than any dx cuDNN computes (or lies wholly in
+    // the zeros before the first contribution): compute more, copy the
+    // part the result holds.
     r->stage = true;
-    r->ext = lo;
+    const int64_t want = lo > 1 ? lo : 1;
+    const int64_t z =
+        want > lo + s - 1 ? (want - (lo + s - 1) + s - 1) / s : 0;
+    r->extra = z;
+    r->ext = want > lo + z * s ? want : lo + z * s;
   }
-  r->n = r->ext < jz ? r->ext : jz;
+  r->n = jz <= 0 ? 0 : r->ext < jz ? r->ext : jz;
   const int64_t span = r->ext + 2 * p - (kd + 1);
-  if (span < 0 || span / s + 1 != o_n + r->extra)
+  if (r->ext < 1 || span < 0 || span / s + 1 != o_n + r->extra)
     return refuse(why, cap, "spatial dim %d: inconsistent sizes", dim);
   return true;
 }
@@ -256,6 +256,19 @@ static int64_t tensor_span(int32_t nd, const int64_t *dims,
 }
 
 static bool fits_int(int64_t v) { return v >= 0 && v <= INT32_MAX; }
+
+// Lowest and highest element a strided box touches.
+static void index_range(int32_t nd, const int64_t *dims, int64_t offset,
+                        const int64_t *strides, int64_t *lo, int64_t *hi) {
+  *lo = *hi = offset;
+  for (int32_t k = 0; k < nd; ++k) {
+    int64_t e = (dims[k] - 1) * strides[k];
+    if (e < 0)
+      *lo += e;
+    else
+      *hi += e;
+  }
+}
 
 static bool tensor_fits(int32_t nd, const iron_cudnn_tensor_t *t) {
   for (int32_t k = 0; k < nd; ++k)
@@ -496,8 +509,6 @@ bool iron_cudnn_plan_make(const iron_conv_plan_t *cp, iron_cudnn_call_t call,
       return refuse(why, why_cap, "forward: batch_group_count > 1");
     if (!fwd && cp->feature_group_count != 1)
       return refuse(why, why_cap, "backward_filter: feature_group_count > 1");
-    if (!fwd && reversed)
-      return refuse(why, why_cap, "backward_filter: reversed window");
     out->mode = fwd && reversed ? IRON_CUDNN_CONVOLUTION
                                 : IRON_CUDNN_CROSS_CORRELATION;
     out->groups = fwd ? cp->feature_group_count : cp->batch_group_count;
@@ -545,6 +556,28 @@ bool iron_cudnn_plan_make(const iron_conv_plan_t *cp, iron_cudnn_call_t call,
     view_tensor(&yv, &g, yext, zero_start,
                 fwd ? IRON_CUDNN_BUF_OUT : IRON_CUDNN_BUF_RHS, &out->y);
     out->y_src = fwd ? IRON_CUDNN_BUF_OUT : IRON_CUDNN_BUF_RHS;
+    if (!fwd && reversed) {
+      // A reversed window reverses dy's positions: cuDNN reads a copy of
+      // dy with its spatial dims reversed.
+      const iron_cudnn_tensor_t src = out->y;
+      iron_cudnn_tensor_t *y = &out->y;
+      memset(y, 0, sizeof(*y));
+      for (int32_t k = 0; k < nd; ++k) y->dims[k] = yext[k];
+      dense_like(&yv, &g, yext, y->strides);
+      y->buf = add_stage(out, prod(nd, yext), false);
+      iron_cudnn_copy_t *c = &out->pre[out->num_pre++];
+      memset(c, 0, sizeof(*c));
+      c->src_buf = IRON_CUDNN_BUF_RHS;
+      c->dst_buf = y->buf;
+      c->nd = nd;
+      c->src_offset = src.offset;
+      for (int32_t k = 0; k < nd; ++k) {
+        c->dims[k] = yext[k];
+        c->dst_strides[k] = y->strides[k];
+        c->src_strides[k] = k >= 2 ? -src.strides[k] : src.strides[k];
+        if (k >= 2) c->src_offset += (yext[k] - 1) * src.strides[k];
+      }
+    }
     // The filter: forward's rhs (K <- kernel output feature), backward
     // filter's result (K <- result feature, C/G <- result batch).
     view_t wv;
@@ -675,6 +708,9 @@ bool iron_cudnn_plan_make(const iron_conv_plan_t *cp, iron_cudnn_call_t call,
       for (int32_t k = 0; k < nd; ++k) x->dims[k] = xext[k];
       dense_like(&xv, &g, xext, x->strides);
       x->buf = add_stage(out, prod(nd, xext), false);
+    }
+    if (stage && prod(nd, box) > 0) {
+      const iron_cudnn_tensor_t *x = &out->x;
       iron_cudnn_tensor_t dst;
       view_tensor(&xv, &g, box, e_start, IRON_CUDNN_BUF_OUT, &dst);
       iron_cudnn_copy_t *c = &out->post[out->num_post++];
@@ -747,10 +783,13 @@ iron_status_t iron_cudnn_gen_copy(const char *name, size_t elem_size,
   for (int32_t k = 0; k < c->nd; ++k) count *= c->dims[k];
   // 32-bit index arithmetic when every index fits (64-bit division is a
   // long instruction sequence on the GPU).
-  const bool narrow =
-      count <= INT32_MAX &&
-      fits_int(c->src_offset + tensor_span(c->nd, c->dims, c->src_strides)) &&
-      fits_int(c->dst_offset + tensor_span(c->nd, c->dims, c->dst_strides));
+  int64_t slo, shi, dlo, dhi;
+  index_range(c->nd, c->dims, c->src_offset, c->src_strides, &slo, &shi);
+  index_range(c->nd, c->dims, c->dst_offset, c->dst_strides, &dlo, &dhi);
+  // (Negative strides wrap around in unsigned arithmetic and still land on
+  // the index, which is in range.)
+  const bool narrow = count <= INT32_MAX && slo >= 0 && fits_int(shi) &&
+                      dlo >= 0 && fits_int(dhi);
   const char *ix = narrow ? "iop_u32" : "iop_s64";
   const char *sfx = narrow ? "u" : "LL";
   iron_cuda_text_t s;

@@ -38,6 +38,9 @@
 // result needs, or zero-fills result rows no contribution reaches (and,
 // where cuDNN's padding would not let its output end there, appends zero
 // rows to a copy of dy).
+// A reversed window is cuDNN's CONVOLUTION mode for forward (and
+// CROSS_CORRELATION for backward data); backward filter reads a reversed
+// copy of dy. Windows reversed in some dims only are refused.
 // Filters must be dense KCRS or KRSC: other kernel layouts (HWIO) are
 // copied into the format that matches the input's layout (KRSC when its
 // feature dim is innermost), and a filter result is computed dense and
