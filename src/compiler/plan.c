@@ -493,9 +493,20 @@ static iron_status_t plan_op(scope_t *sc, const iron_ir_op_t *op,
       if (op->num_regions != 2)
         return iron_ir_op_unimplemented(op, "with %u regions",
                                         op->num_regions);
-      s->kind = IRON_STEP_WHILE;
       const char *cap = getenv("IRON_MAX_WHILE_ITERATIONS");
       s->max_iterations = cap ? atoll(cap) : 0;
+      // A device may run the whole loop as one kernel (no host round trip
+      // per iteration); a loop with an iteration cap keeps its steps, where
+      // the executor counts them.
+      iron_device_t *wdev = scope_device(sc);
+      if (!s->max_iterations && wdev && wdev->vtable->while_kernel) {
+        custom_kernel = wdev->vtable->while_kernel(op);
+        if (custom_kernel) {
+          s->kind = IRON_STEP_KERNEL;
+          break;
+        }
+      }
+      s->kind = IRON_STEP_WHILE;
       break;
     }
     case IRON_OP_IF:
