@@ -293,7 +293,7 @@ static int g_ncopy;
 // Counters for the summary and the coverage checks.
 static int g_convs, g_planned, g_refused_float, g_refused_other;
 static int g_by_call[3], g_staged_in, g_staged_out, g_filter_copies,
-    g_out_zero;
+    g_out_zero, g_packed;
 
 static void fill_small_ints(iron_tensor_t *t) {
   for (int64_t i = 0; i < t->count; ++i)
@@ -303,6 +303,56 @@ static void fill_small_ints(iron_tensor_t *t) {
 static bool is_float(iron_dtype_t dt) {
   return dt == IRON_DTYPE_F16 || dt == IRON_DTYPE_BF16 ||
          dt == IRON_DTYPE_F32 || dt == IRON_DTYPE_F64;
+}
+
+// Queues a plan for the CPU run: inputs, the host kernel's result, the
+// plan's staging kernels.
+static void queue_case(const char *what, const iron_ir_op_t *op,
+                       const iron_conv_plan_t *cp,
+                       const iron_cudnn_plan_t *plan) {
+  CHECK(g_ncases < MAX_CASES);
+  if (g_ncases >= MAX_CASES) return;
+  plan_case_t *c = &g_cases[g_ncases++];
+  snprintf(c->what, sizeof(c->what), "%s (%s)", what,
+           iron_cudnn_call_name(plan->call));
+  c->cp = *cp;
+  c->types[0] = *cp->lhs;
+  c->types[1] = *cp->rhs;
+  c->types[2] = *cp->out;
+  c->cp.lhs = &c->types[0];
+  c->cp.rhs = &c->types[1];
+  c->cp.out = &c->types[2];
+  c->plan = *plan;
+  c->lhs = ht_tensor_like(cp->lhs);
+  c->rhs = ht_tensor_like(cp->rhs);
+  c->want = ht_tensor_like(cp->out);
+  fill_small_ints(c->lhs);
+  fill_small_ints(c->rhs);
+  const iron_kernel_t *k = iron_reference_kernel_lookup(IRON_OP_CONVOLUTION);
+  void *params = NULL;
+  iron_status_t st = k->prepare(op, NULL, &params);
+  if (!st) {
+    iron_kernel_ctx_t ctx = {0};
+    ctx.pool = g_pool;
+    const iron_tensor_t *ins[2] = {c->lhs, c->rhs};
+    iron_tensor_t *outs[1] = {c->want};
+    st = k->run(&ctx, params, ins, outs);
+    if (k->destroy) k->destroy(params); else free(params);
+  }
+  CHECK_OK(st);
+  c->first_copy = g_ncopy;
+  for (int32_t i = 0; i < plan->num_pre + plan->num_post; ++i) {
+    const iron_cudnn_copy_t *cc =
+        i < plan->num_pre ? &plan->pre[i] : &plan->post[i - plan->num_pre];
+    char name[48];
+    snprintf(name, sizeof(name), "iron_cudnn_copy_t%d", g_ncopy);
+    char *src = NULL;
+    unsigned grid = 0;
+    CHECK_OK(iron_cudnn_gen_copy(name, iron_dtype_size(plan->dtype), cc, &src,
+                                 &grid));
+    CHECK(grid >= 1);
+    g_copy_src[g_ncopy++] = src;
+  }
 }
 
 typedef enum { CONV_INVALID, CONV_PLANNED, CONV_REFUSED, CONV_OTHER } added_t;
@@ -369,49 +419,22 @@ static added_t add_conv(const char *what, const iron_ir_op_t *op,
                   plan.call != IRON_CUDNN_CALL_BACKWARD_FILTER;
   g_filter_copies += (plan.w.buf >= IRON_CUDNN_BUF_STAGE);
   g_out_zero += plan.out_zero;
-  CHECK(g_ncases < MAX_CASES);
-  if (g_ncases >= MAX_CASES) return CONV_PLANNED;
-  plan_case_t *c = &g_cases[g_ncases++];
-  snprintf(c->what, sizeof(c->what), "%s (%s)", what,
-           iron_cudnn_call_name(plan.call));
-  c->cp = cp;
-  c->types[0] = *cp.lhs;
-  c->types[1] = *cp.rhs;
-  c->types[2] = *cp.out;
-  c->cp.lhs = &c->types[0];
-  c->cp.rhs = &c->types[1];
-  c->cp.out = &c->types[2];
-  c->plan = plan;
-  c->lhs = ht_tensor_like(cp.lhs);
-  c->rhs = ht_tensor_like(cp.rhs);
-  c->want = ht_tensor_like(cp.out);
-  fill_small_ints(c->lhs);
-  fill_small_ints(c->rhs);
-  const iron_kernel_t *k = iron_reference_kernel_lookup(IRON_OP_CONVOLUTION);
-  void *params = NULL;
-  iron_status_t st = k->prepare(op, NULL, &params);
-  if (!st) {
-    iron_kernel_ctx_t ctx = {0};
-    ctx.pool = g_pool;
-    const iron_tensor_t *ins[2] = {c->lhs, c->rhs};
-    iron_tensor_t *outs[1] = {c->want};
-    st = k->run(&ctx, params, ins, outs);
-    if (k->destroy) k->destroy(params); else free(params);
-  }
-  CHECK_OK(st);
-  // Its staging kernels.
-  c->first_copy = g_ncopy;
-  for (int32_t i = 0; i < plan.num_pre + plan.num_post; ++i) {
-    const iron_cudnn_copy_t *cc =
-        i < plan.num_pre ? &plan.pre[i] : &plan.post[i - plan.num_pre];
-    char name[48];
-    snprintf(name, sizeof(name), "iron_cudnn_copy_t%d", g_ncopy);
-    char *src = NULL;
-    unsigned grid = 0;
-    CHECK_OK(iron_cudnn_gen_copy(name, iron_dtype_size(plan.dtype), cc, &src,
-                                 &grid));
-    CHECK(grid >= 1);
-    g_copy_src[g_ncopy++] = src;
+  queue_case(what, op, &cp, &plan);
+  // A plan with a sub-view also has its packed form (taken when cuDNN
+  // refuses the sub-view's strides): no sub-view left, same result.
+  if (plan.cropped) {
+    iron_cudnn_plan_t packed;
+    bool ok = iron_cudnn_plan_make_packed(&cp, plan.call, true, true, &packed,
+                                          why, sizeof(why));
+    CHECK(ok && !packed.cropped);
+    if (ok) {
+      check_consistent(what, &cp, &packed);
+      check_real_descs(what, &packed);
+      char w2[200];
+      snprintf(w2, sizeof(w2), "%.150s packed", what);
+      queue_case(w2, op, &cp, &packed);
+      g_packed++;
+    }
   }
   return CONV_PLANNED;
 }
@@ -536,10 +559,12 @@ static void test_corpus_plans(void) {
   CHECK(conv_files >= 100);
   printf("cuDNN plans: %d files, %d convolutions: %d planned (%d forward, %d "
          "backward data, %d backward filter; %d with a staged input, %d with "
-         "a staged output, %d filter copies, %d zero-filled results), %d "
+         "a staged output, %d filter copies, %d zero-filled results, %d "
+         "sub-views also packed), %d "
          "float ones refused, %d of other dtypes refused%s\n",
          files + conv_files, g_convs, g_planned, g_by_call[0], g_by_call[1],
          g_by_call[2], g_staged_in, g_staged_out, g_filter_copies, g_out_zero,
+         g_packed,
          g_refused_float, g_refused_other,
          g_real.has_cudnn ? "; descriptors checked with real cuDNN" : "");
   // Every call kind and every staging form is exercised.
@@ -695,13 +720,15 @@ static void test_random_plans(void) {
     } else if (a == CONV_PLANNED) {
       planned++;
       CHECK(!inexpressible);
-      if (g_ncases > before) by_call[g_cases[g_ncases - 1].plan.call]++;
+      if (g_ncases > before) by_call[g_cases[before].plan.call]++;
     }
   }
   printf("random convolutions: %d planned (%d forward, %d backward data, %d "
-         "backward filter), %d refused as inexpressible\n",
-         planned, by_call[0], by_call[1], by_call[2], refused);
+         "backward filter; %d sub-views also packed), %d refused as "
+         "inexpressible\n",
+         planned, by_call[0], by_call[1], by_call[2], g_packed, refused);
   CHECK(by_call[0] > 50 && by_call[1] > 50 && by_call[2] > 50);
+  CHECK(g_packed > 10);  // sub-views and their packed forms exercised
 }
 
 static void test_emulation(void) {

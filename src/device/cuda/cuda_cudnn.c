@@ -602,8 +602,8 @@ static const char *buf_name(int32_t buf) {
 
 // Plans, builds and tries one call; true when it is taken (*out set).
 static bool try_call(iron_cuda_device_t *dev, iron_cudnn_device_t *s,
-                     const iron_ir_op_t *op, const iron_conv_plan_t *cp,
-                     iron_cudnn_call_t call, bool tf32, int mode,
+                     const iron_conv_plan_t *cp, iron_cudnn_call_t call,
+                     bool tf32, bool packed, int mode, bool *out_cropped,
                      iron_cudnn_conv_t **out, char *why, size_t why_cap) {
   const iron_cudnn_api_t *api = s->api;
   iron_cudnn_conv_t *c = calloc(1, sizeof(*c));
@@ -613,10 +613,13 @@ static bool try_call(iron_cuda_device_t *dev, iron_cudnn_device_t *s,
   }
   c->api = api;
   c->ds = s;
-  if (!iron_cudnn_plan_make(cp, call, tf32, &c->plan, why, why_cap)) {
+  *out_cropped = false;
+  if (!iron_cudnn_plan_make_packed(cp, call, tf32, packed, &c->plan, why,
+                                   why_cap)) {
     free(c);
     return false;
   }
+  *out_cropped = c->plan.cropped;
   iron_status_t st = iron_cudnn_descs_create(api, &c->plan, &c->descs);
   if (st) {
     snprintf(why, why_cap, "%s", iron_status_message(st));
@@ -697,12 +700,18 @@ iron_status_t iron_cuda_cudnn_conv_prepare(iron_cuda_device_t *dev,
   iron_cudnn_conv_t *c = NULL;
   char reasons[1600] = "";
   for (int i = 0; i < ncalls && !c; ++i) {
-    why[0] = '\0';
-    if (!try_call(dev, s, op, &cp, calls[i], tf32, mode, &c, why,
-                  sizeof(why))) {
-      size_t len = strlen(reasons);
-      snprintf(reasons + len, sizeof(reasons) - len, "%s%s: %s",
-               len ? "; " : "", iron_cudnn_call_name(calls[i]), why);
+    // A sub-view's strides first; when cuDNN refuses them, a copy.
+    bool cropped = false;
+    for (int packed = 0; packed < 2 && !c; ++packed) {
+      if (packed && !cropped) break;
+      why[0] = '\0';
+      if (!try_call(dev, s, &cp, calls[i], tf32, packed, mode, &cropped, &c,
+                    why, sizeof(why))) {
+        size_t len = strlen(reasons);
+        snprintf(reasons + len, sizeof(reasons) - len, "%s%s%s: %s",
+                 len ? "; " : "", iron_cudnn_call_name(calls[i]),
+                 packed ? " (packed)" : "", why);
+      }
     }
   }
   if (!c) {

@@ -142,20 +142,24 @@ static void gather_dim(int64_t in, int64_t pl, int64_t oc, int64_t kc,
   // cuDNN coordinate of the last position read (cuDNN's input starts at
   // input element a, its padding p in front of it).
   const int64_t umax = (oc - 1) * sc + (kc - 1) * dc - p;
-  // Up to the last position read when the input reaches it (the rest is
-  // never read), else the whole input: the positions past it are
-  // stablehlo's high padding, which cuDNN's own padding covers when the
-  // output count comes out right.
-  const int64_t ext = avail >= umax + 1 ? umax + 1 : avail;
-  const int64_t span = ext + 2 * p - dk;
-  if (ext >= 1 && span >= 0 && span / sc + 1 == oc) {
-    g->pad = p;
-    g->ext = ext;
-    g->start = a;
-    g->src0 = a;
-    g->dst0 = 0;
-    g->n = ext;
-    return;
+  // The whole input when cuDNN's output count comes out right with it
+  // (positions past the last window are never read; positions past the
+  // input are stablehlo's high padding, which cuDNN's own covers), else
+  // only up to the last position read (a crop: strides of the larger
+  // tensor).
+  for (int pass = 0; pass < 2; ++pass) {
+    const int64_t ext = pass == 0 ? avail : umax + 1;
+    if (pass == 1 && ext >= avail) break;
+    const int64_t span = ext + 2 * p - dk;
+    if (ext >= 1 && span >= 0 && span / sc + 1 == oc) {
+      g->pad = p;
+      g->ext = ext;
+      g->start = a;
+      g->src0 = a;
+      g->dst0 = 0;
+      g->n = ext;
+      return;
+    }
   }
   // Explicit padding: the stage holds positions [-pl, -pl + v) of the
   // padded input (zeros outside the input), cuDNN pads nothing.
@@ -294,17 +298,22 @@ static int64_t prod(int32_t n, const int64_t *v) {
 // The gather-form input x from view v (role extents N, C), per slot gdims.
 static void plan_gather_input(iron_cudnn_plan_t *p, const geom_t *g,
                               const view_t *v, int32_t src_buf,
-                              const gdim_t *gd) {
+                              const gdim_t *gd, bool packed) {
   const int32_t nd = 2 + g->nspc;
   int64_t ext[IRON_CUDNN_MAX_ND], start[IRON_CUDNN_MAX_SP];
   ext[0] = v->t->dims[v->n_dim];
   ext[1] = v->t->dims[v->c_dim];
-  bool stage = false;
+  bool stage = false, crop = false;
   for (int32_t j = 0; j < g->nspc; ++j) {
+    int32_t r = slot_real(g, j);
     ext[2 + j] = gd[j].ext;
     start[j] = gd[j].start;
     stage = stage || gd[j].stage;
+    crop = crop || (r >= 0 && (gd[j].start > 0 ||
+                               gd[j].ext < v->t->dims[v->sp[r]]));
   }
+  if (packed && crop) stage = true;
+  p->cropped = p->cropped || (crop && !stage);
   if (!stage) {
     view_tensor(v, g, ext, start, src_buf, &p->x);
     return;
@@ -449,6 +458,14 @@ int64_t iron_cudnn_plan_buf_elems(const iron_conv_plan_t *cp,
 bool iron_cudnn_plan_make(const iron_conv_plan_t *cp, iron_cudnn_call_t call,
                           bool allow_tf32, iron_cudnn_plan_t *out, char *why,
                           size_t why_cap) {
+  return iron_cudnn_plan_make_packed(cp, call, allow_tf32, false, out, why,
+                                     why_cap);
+}
+
+bool iron_cudnn_plan_make_packed(const iron_conv_plan_t *cp,
+                                 iron_cudnn_call_t call, bool allow_tf32,
+                                 bool packed, iron_cudnn_plan_t *out,
+                                 char *why, size_t why_cap) {
   memset(out, 0, sizeof(*out));
   if (why && why_cap) why[0] = '\0';
   const iron_ir_type_t *lt = cp->lhs, *rt = cp->rhs, *ot = cp->out;
@@ -534,7 +551,7 @@ bool iron_cudnn_plan_make(const iron_conv_plan_t *cp, iron_cudnn_call_t call,
       out->dilation[j] = dc;
     }
     for (int32_t j = 0; j < g.nspc; ++j) out->pad[j] = gd[j].pad;
-    plan_gather_input(out, &g, &xv, IRON_CUDNN_BUF_LHS, gd);
+    plan_gather_input(out, &g, &xv, IRON_CUDNN_BUF_LHS, gd, packed);
     out->x_src = IRON_CUDNN_BUF_LHS;
     out->filter_format = out->x.strides[1] == 1 ? IRON_CUDNN_TENSOR_NHWC
                                                 : IRON_CUDNN_TENSOR_NCHW;
@@ -689,7 +706,7 @@ bool iron_cudnn_plan_make(const iron_conv_plan_t *cp, iron_cudnn_call_t call,
         e_start[IRON_CUDNN_MAX_SP];
     xext[0] = box[0] = ot->dims[cp->out_batch_dim];
     xext[1] = box[1] = ot->dims[cp->out_feature_dim];
-    bool stage = false;
+    bool stage = false, crop = false;
     for (int32_t j = 0; j < g.nspc; ++j) {
       int32_t r = slot_real(&g, j);
       xext[2 + j] = sd[j].ext;
@@ -698,7 +715,10 @@ bool iron_cudnn_plan_make(const iron_conv_plan_t *cp, iron_cudnn_call_t call,
       stage = stage || sd[j].stage;
       int64_t jn = r < 0 ? 1 : ot->dims[osp[r]];
       out->out_zero = out->out_zero || sd[j].e > 0 || sd[j].n < jn;
+      crop = crop || sd[j].e > 0 || sd[j].ext < jn;
     }
+    if (packed && crop) stage = true;
+    out->cropped = out->cropped || (crop && !stage);
     out->x_src = IRON_CUDNN_BUF_OUT;
     if (!stage) {
       view_tensor(&xv, &g, xext, e_start, IRON_CUDNN_BUF_OUT, &out->x);

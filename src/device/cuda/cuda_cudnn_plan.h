@@ -133,6 +133,11 @@ typedef struct iron_cudnn_plan {
   // The result is zero-filled before the call: it has elements that the
   // call (or the post copy) does not write and that no product reaches.
   bool out_zero;
+  // x is a sub-view of its operand or result (cropped by negative
+  // padding, or the part of the result a backward-data dx covers): strides
+  // of a larger tensor, which cuDNN may refuse (then
+  // iron_cudnn_plan_make_packed stages it).
+  bool cropped;
   // Which stablehlo operand each role reads (for diagnostics/tests):
   // cudnn's x/w/y -> IRON_CUDNN_BUF_LHS/RHS/OUT before staging.
   int32_t x_src, w_src, y_src;
@@ -151,6 +156,14 @@ int iron_cudnn_plan_calls(const iron_conv_plan_t *cp,
 bool iron_cudnn_plan_make(const iron_conv_plan_t *cp, iron_cudnn_call_t call,
                           bool allow_tf32, iron_cudnn_plan_t *out, char *why,
                           size_t why_cap);
+
+// The same with `packed`: x is never a sub-view (cropped inputs are
+// copied, a partial dx is computed into a buffer of its own), for when
+// cuDNN refuses the strides of a sub-view.
+bool iron_cudnn_plan_make_packed(const iron_conv_plan_t *cp,
+                                 iron_cudnn_call_t call, bool allow_tf32,
+                                 bool packed, iron_cudnn_plan_t *out,
+                                 char *why, size_t why_cap);
 
 // Elements of buffer `buf` of a plan's op (operands and result from cp).
 int64_t iron_cudnn_plan_buf_elems(const iron_conv_plan_t *cp,
