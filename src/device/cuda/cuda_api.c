@@ -260,6 +260,14 @@ static void *open_library(const char *what, const char *const *names,
   return h;
 }
 
+void *iron_cuda_api_open_library(const char *what, const char *const *names,
+                                 const char *explicit_path, char *out_path,
+                                 size_t path_cap, char *error,
+                                 size_t error_cap) {
+  return open_library(what, names, explicit_path, out_path, path_cap, error,
+                      error_cap);
+}
+
 static const char *const kDriverNames[] = {"libcuda.so.1", NULL};
 static const char *const kNvrtcNames[] = {"libnvrtc.so.13", "libnvrtc.so.12",
                                           "libnvrtc.so", NULL};

@@ -365,6 +365,17 @@ void iron_cuda_api_load_cufft_from(const char *path, iron_cuda_api_t *out_api);
 // RESOURCE_EXHAUSTED for CUFFT_ALLOC_FAILED).
 iron_status_t iron_cuda_cufft_status(cufftResult r, const char *what);
 
+// Opens a library the way the tables above are loaded: `explicit_path`
+// alone when not NULL, else the first of `names` (NULL-terminated sonames)
+// in the documented search order. Returns the dlopen handle (the caller
+// keeps it open) or NULL with `error` naming the library (`what`), every
+// place searched and the loader's last message; `out_path` gets where it
+// was found. For the lazily loaded libraries of other files (cuDNN).
+void *iron_cuda_api_open_library(const char *what, const char *const *names,
+                                 const char *explicit_path, char *out_path,
+                                 size_t path_cap, char *error,
+                                 size_t error_cap);
+
 // A CUresult as an iron_status_t: OK for 0, else INTERNAL (RESOURCE_EXHAUSTED
 // for out of memory) with "<what>: CUDA_ERROR_X (description)".
 iron_status_t iron_cuda_status(const iron_cuda_api_t *api, CUresult r,

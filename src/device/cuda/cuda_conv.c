@@ -1,5 +1,7 @@
-// stablehlo.convolution on the CUDA device. Two paths, both planned at
-// prepare time (cuda_gen_conv.c generates the kernels):
+// stablehlo.convolution on the CUDA device. cuDNN first where it is there
+// and takes the op (cuda_cudnn.h; IRON_CUDA_CUDNN=0 turns it off), else
+// two paths of our own, both planned at prepare time (cuda_gen_conv.c
+// generates the kernels):
 // - direct: one thread per result element, the host's loops and
 //   accumulation (every attribute and dtype the host handles, bit-exact
 //   with the host's direct loops for integers, f16/bf16 and f32 sums in the
@@ -17,6 +19,7 @@
 #include <string.h>
 
 #include "device/cuda/cuda_compile.h"
+#include "device/cuda/cuda_cudnn.h"
 #include "device/cuda/cuda_gen_conv.h"
 #include "device/cuda/cuda_ops_internal.h"
 
@@ -29,6 +32,7 @@
 typedef struct conv_params {
   const iron_cuda_api_t *api;
   bool empty, gemm;
+  iron_cudnn_conv_t *dnn;    // cuDNN (then nothing else is planned)
   iron_cuda_function_t *fn;  // direct
   unsigned grid;
   // GEMM path
@@ -50,6 +54,7 @@ typedef struct conv_params {
 static void conv_destroy(void *params) {
   conv_params_t *p = params;
   if (!p) return;
+  iron_cuda_cudnn_conv_destroy(p->dnn);
   if (p->api && p->api->has_cublaslt) {
     if (p->la) p->api->cublasLtMatrixLayoutDestroy(p->la);
     for (int i = 0; i < 2; ++i) {
@@ -263,12 +268,13 @@ static iron_status_t conv_prepare_on(iron_device_t *base,
   if (!p) return IRON_ERR(RESOURCE_EXHAUSTED, "out of memory for params");
   p->empty = c.out_count == 0;
   iron_status_t st = IRON_OK;
-  if (!p->empty && gemm_eligible(&c)) {
+  if (!p->empty) st = iron_cuda_cudnn_conv_prepare(dev, op, &p->dnn);
+  if (!st && !p->empty && !p->dnn && gemm_eligible(&c)) {
     bool ok = false;
     st = gemm_plan(dev, op, &c, p, &ok);
     p->gemm = !st && ok;
   }
-  if (!st && !p->empty && !p->gemm) {
+  if (!st && !p->empty && !p->gemm && !p->dnn) {
     char *src = NULL;
     st = iron_cuda_gen_conv("iron_conv", &c, &src, &p->grid);
     if (st) {
@@ -333,6 +339,9 @@ static iron_status_t conv_run(const iron_kernel_ctx_t *ctx, const void *params,
   const conv_params_t *p = params;
   if (p->empty) return IRON_OK;
   iron_cuda_device_t *dev = iron_cuda_device_cast(ctx->dev);
+  if (p->dnn)
+    return iron_cuda_cudnn_conv_run(dev, p->dnn, inputs[0]->data,
+                                    inputs[1]->data, outputs[0]->data);
   if (p->gemm)
     return run_gemm(dev, p, inputs[0]->data, inputs[1]->data, outputs[0]->data);
   void *ptrs[3] = {inputs[0]->data, inputs[1]->data, outputs[0]->data};
@@ -340,10 +349,14 @@ static iron_status_t conv_run(const iron_kernel_ctx_t *ctx, const void *params,
   return iron_cuda_launch(dev, p->fn, p->grid, 1, 1, 256, 0, args);
 }
 
+// Every path only enqueues work on the device's stream and allocates from
+// its stream-ordered pool (cuDNN's algorithm ran once at prepare), so a
+// loop body with convolutions can be recorded as a CUDA graph.
 static const iron_kernel_t kConv = {.name = "cuda_convolution",
-                                         .run = conv_run,
-                                         .destroy = conv_destroy,
-                                         .prepare_on = conv_prepare_on};
+                                    .run = conv_run,
+                                    .destroy = conv_destroy,
+                                    .prepare_on = conv_prepare_on,
+                                    .graph_capturable = true};
 
 void iron_cuda_register_conv(iron_cuda_kernel_table_t table) {
   table[IRON_OP_CONVOLUTION] = &kConv;

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "device/cuda/cuda_compile.h"
+#include "device/cuda/cuda_cudnn.h"
 #include "device/cuda/cuda_ops_internal.h"
 
 
@@ -821,6 +822,7 @@ static void release_fields(iron_cuda_device_t *d) {
     if (d->stream) api->cuStreamSynchronize(d->stream);
     if (d->lt_workspace) api->cuMemFree(d->lt_workspace);
     if (d->lt) api->cublasLtDestroy(d->lt);
+    iron_cuda_cudnn_release(d);
     if (d->stream) api->cuStreamDestroy(d->stream);
     api->cuDevicePrimaryCtxRelease(d->cu_dev);
     // Leave no dangling context current on this thread.

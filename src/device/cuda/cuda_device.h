@@ -43,6 +43,8 @@ typedef struct iron_cuda_device {
   CUdeviceptr lt_workspace;
   size_t lt_workspace_size;
   iron_cuda_compiler_t *compiler;  // generated kernels (cuda_compile.h)
+  // cuDNN handle and state (cuda_cudnn.c; NULL until the first convolution).
+  struct iron_cudnn_device *cudnn;
   pthread_mutex_t mu;
   iron_status_t sticky;  // the sticky fault that retired it (guarded by mu)
 
