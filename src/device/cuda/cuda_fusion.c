@@ -1307,28 +1307,65 @@ static const iron_ir_op_t *dus_root(const iron_cuda_fusion_t *f, uint32_t j) {
   return d && d->kind == IRON_OP_DYNAMIC_UPDATE_SLICE ? d : NULL;
 }
 
-// The shape the fusion iterates over: its first output's, passing over
-// outputs that may carry extra size-1 dims (reshapes, broadcasts) and
-// dynamic_update_slice roots (the operand's shape; they write their
-// update's, which is then the space when nothing else is written).
-static const iron_ir_type_t *fusion_space(const iron_cuda_fusion_t *f) {
-  for (uint32_t j = 0; j < f->num_outputs; ++j) {
-    const iron_ir_op_t *d = f->outputs[j]->def_op;
-    if (!d || (d->kind != IRON_OP_DYNAMIC_UPDATE_SLICE &&
-               d->kind != IRON_OP_RESHAPE &&
-               d->kind != IRON_OP_BROADCAST_IN_DIM))
-      return f->outputs[j]->type;
+static bool is_member(const iron_cuda_fusion_t *f, const iron_ir_op_t *op) {
+  for (uint32_t o = 0; op && o < f->num_ops; ++o)
+    if (f->ops[o] == op) return true;
+  return false;
+}
+
+// Whether a and b have the same dims once their size-1 dims are dropped.
+static bool same_dims_but_units(const iron_ir_type_t *a,
+                                const iron_ir_type_t *b) {
+  int32_t i = 0, j = 0;
+  for (;;) {
+    while (i < a->rank && a->dims[i] == 1) ++i;
+    while (j < b->rank && b->dims[j] == 1) ++j;
+    if (i == a->rank || j == b->rank) return i == a->rank && j == b->rank;
+    if (a->dims[i++] != b->dims[j++]) return false;
   }
-  for (uint32_t j = 0; j < f->num_outputs; ++j) {
-    const iron_ir_op_t *d = dus_root(f, j);
-    if (!d) continue;
+}
+
+// A member that only adds or drops size-1 dims of a value the fusion
+// computes (a reshape or an in-order broadcast_in_dim): fuse.c lets such an
+// op into a group of another shape to feed a dynamic_update_slice root.
+static bool is_unit_reshape_of_member(const iron_cuda_fusion_t *f,
+                                      const iron_ir_op_t *op) {
+  if ((op->kind != IRON_OP_RESHAPE && op->kind != IRON_OP_BROADCAST_IN_DIM) ||
+      op->num_operands != 1 || op->num_results != 1 ||
+      !is_member(f, op->operands[0]->def_op))
+    return false;
+  if (op->kind == IRON_OP_BROADCAST_IN_DIM)
+    return iron_ir_broadcast_is_reshape(op);
+  return same_dims_but_units(op->operands[0]->type, op->results[0].type);
+}
+
+// The shape the fusion iterates over: the group's shape (fuse.c), which
+// every member's result has except dynamic_update_slice roots (the
+// operand's shape), unit reshapes of member values feeding a root's update,
+// and indexed loads (equal up to size-1 dims when a reshape took the group
+// to its own shape). So: the first other member's result; failing that,
+// a root's update (through such a unit reshape: the value it reshapes), or
+// a load's result.
+static const iron_ir_type_t *fusion_space(const iron_cuda_fusion_t *f) {
+  for (uint32_t o = 0; o < f->num_ops; ++o) {
+    const iron_ir_op_t *op = f->ops[o];
+    if (op->kind == IRON_OP_DYNAMIC_UPDATE_SLICE || is_indexed_load(op->kind) ||
+        is_unit_reshape_of_member(f, op) || op->num_results != 1)
+      continue;
+    return op->results[0].type;
+  }
+  for (uint32_t o = 0; o < f->num_ops; ++o) {
+    const iron_ir_op_t *d = f->ops[o];
+    if (d->kind != IRON_OP_DYNAMIC_UPDATE_SLICE || d->num_operands < 2)
+      continue;
     const iron_ir_value_t *u = d->operands[1];
-    if (u->def_op && (u->def_op->kind == IRON_OP_RESHAPE ||
-                      u->def_op->kind == IRON_OP_BROADCAST_IN_DIM) &&
-        u->def_op->num_operands == 1)
+    if (u->def_op && is_member(f, u->def_op) &&
+        is_unit_reshape_of_member(f, u->def_op))
       return u->def_op->operands[0]->type;
     return u->type;
   }
+  for (uint32_t o = 0; o < f->num_ops; ++o)
+    if (is_indexed_load(f->ops[o]->kind)) return f->ops[o]->results[0].type;
   return f->num_outputs ? f->outputs[0]->type : NULL;
 }
 
