@@ -375,8 +375,12 @@ static void cuda_emu_fill(void *data, iron_dtype_t dt, int32_t rank,
     uint64_t r = cuda_emu_mix(seed * 0x100000001ull + arg * 7919u + (uint64_t)i);
     double f = (double)((int64_t)(r % 129) - 64) / 16.0;
     int64_t si = rank == 0 ? kScalars[r % 10] : (int64_t)(r % 22) - 9;
-    uint64_t ui = rank == 0 ? (uint64_t)(kScalars[r % 10] < 0 ? 0 : kScalars[r % 10])
-                            : r % 21;
+    // Unsigned scalars: 0 for the negative ones, or every bit set (past
+    // INT64_MAX for u64).
+    uint64_t ui = rank != 0 ? r % 21
+                  : kScalars[r % 10] == -1000 ? ~0ull
+                  : kScalars[r % 10] < 0     ? 0
+                                             : (uint64_t)kScalars[r % 10];
     switch (dt) {
       case IRON_DTYPE_F32: ((float *)data)[i] = (float)f; break;
       case IRON_DTYPE_F64: ((double *)data)[i] = f; break;
@@ -394,7 +398,7 @@ static void cuda_emu_fill(void *data, iron_dtype_t dt, int32_t rank,
       case IRON_DTYPE_S16: ((int16_t *)data)[i] = (int16_t)si; break;
       case IRON_DTYPE_S32: ((int32_t *)data)[i] = (int32_t)si; break;
       case IRON_DTYPE_S64: ((int64_t *)data)[i] = si; break;
-      case IRON_DTYPE_U8: ((uint8_t *)data)[i] = (uint8_t)(ui > 255 ? 255 : ui); break;
+      case IRON_DTYPE_U8: ((uint8_t *)data)[i] = (uint8_t)ui; break;
       case IRON_DTYPE_U16: ((uint16_t *)data)[i] = (uint16_t)ui; break;
       case IRON_DTYPE_U32: ((uint32_t *)data)[i] = (uint32_t)ui; break;
       case IRON_DTYPE_U64: ((uint64_t *)data)[i] = ui; break;
@@ -449,8 +453,26 @@ static bool cuda_emu_same(iron_dtype_t dt, const uint8_t *a, const uint8_t *b) {
     case IRON_DTYPE_C128:
       return cuda_emu_same(IRON_DTYPE_F64, a, b) &&
              cuda_emu_same(IRON_DTYPE_F64, a + 8, b + 8);
-    default:
-      return false;
+    case IRON_DTYPE_F8E8M0FNU:
+      return a[0] == 0xff && b[0] == 0xff;
+    default: {
+      // The f8 family: NaN is every all-ones exponent with a nonzero
+      // mantissa (IEEE-like), the all-ones magnitude (FN) or -0 (FNUZ).
+      int eb, mb, bias, kind;
+      if (!iron_cuda_nf_format(dt, &eb, &mb, &bias, &kind)) return false;
+      unsigned mag_mask = (1u << (eb + mb)) - 1u;
+      unsigned sign = 1u << (eb + mb), mmask = (1u << mb) - 1u;
+      bool nan[2];
+      for (int k = 0; k < 2; ++k) {
+        unsigned v = k ? b[0] : a[0];
+        unsigned mag = v & mag_mask;
+        nan[k] = kind == 0   ? ((mag >> mb) == (mag_mask >> mb) && (mag & mmask))
+                 : kind == 1 ? mag == mag_mask
+                 : kind == 2 ? v == sign
+                             : false;
+      }
+      return nan[0] && nan[1];
+    }
   }
 }
 
