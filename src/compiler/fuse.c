@@ -12,6 +12,9 @@ typedef struct {
   uint32_t reduces;  // a reduce ends the group (at most one)
   uint32_t dus;      // dynamic_update_slice roots
   uint32_t last;     // index (in the block) of the last member
+  // Bound on the fusion's operands plus results: per member, its results
+  // and its operands from outside the group when it joined.
+  uint32_t io;
 } group_t;
 
 typedef struct {
@@ -28,6 +31,22 @@ static iron_status_t oom(void) {
 static int32_t find(group_t *g, int32_t i) {
   while (g[i].parent != i) i = g[i].parent = g[g[i].parent].parent;
   return i;
+}
+
+// Whether a group whose bound is `io` can take `more` operands and results
+// (IRON_FUSE_MAX_OPERANDS).
+static bool io_fits(uint32_t io, uint32_t more) {
+  return io + more <= IRON_FUSE_MAX_OPERANDS;
+}
+
+// Merges group h into g.
+static void merge_into(group_t *groups, int32_t g, int32_t h) {
+  groups[h].parent = g;
+  groups[g].size += groups[h].size;
+  groups[g].non_broadcast += groups[h].non_broadcast;
+  groups[g].reduces += groups[h].reduces;
+  groups[g].dus += groups[h].dus;
+  groups[g].io += groups[h].io;
 }
 
 static bool same_shape(const iron_ir_type_t *a, const iron_ir_type_t *b) {
@@ -297,16 +316,21 @@ static int32_t join_reduce(fuse_ctx_t *c, use_ctx_t *u,
     for (uint32_t j = 0; j < nfeed; ++j)
       if (h == feed[j]) return -1;
   }
+  uint32_t io = op->num_operands + op->num_results;
+  for (uint32_t j = 0; j < nfeed; ++j) io += u->groups[feed[j]].io;
+  if (!io_fits(io, 0)) return -1;
   int32_t g = feed[0];
-  for (uint32_t j = 1; j < nfeed; ++j) {
-    group_t *h = &u->groups[feed[j]];
-    h->parent = g;
-    u->groups[g].size += h->size;
-    u->groups[g].non_broadcast += h->non_broadcast;
-    u->groups[g].reduces += h->reduces;
-    u->groups[g].dus += h->dus;
-  }
+  for (uint32_t j = 1; j < nfeed; ++j) merge_into(u->groups, g, feed[j]);
   return g;
+}
+
+// What `op` adds to the bound of group g when it joins: its results and
+// its operands that no member of g defines.
+static uint32_t io_of(const use_ctx_t *u, const iron_ir_op_t *op, int32_t g) {
+  uint32_t n = op->num_results;
+  for (uint32_t k = 0; k < op->num_operands; ++k)
+    if (group_of(u, op->operands[k]) != g) n++;
+  return n;
 }
 
 // Whether a and b have the same dims once their size-1 dims are dropped.
@@ -402,7 +426,8 @@ static int32_t unit_reshape_into_dus(fuse_ctx_t *c, const iron_ir_block_t *blk,
   if (!is_unit_reshape(op)) return -1;
   int32_t h = group_of(u, op->operands[0]);
   if (h < 0 || u->groups[h].closed || u->groups[h].reduces ||
-      !same_shape(u->groups[h].shape, op->operands[0]->type))
+      !same_shape(u->groups[h].shape, op->operands[0]->type) ||
+      !io_fits(u->groups[h].io, 1))
     return -1;
   const iron_ir_op_t *user = single_user(blk, &op->results[0]);
   if (!user || user->kind != IRON_OP_DYNAMIC_UPDATE_SLICE ||
@@ -422,7 +447,8 @@ static int32_t join_dus(fuse_ctx_t *c, use_ctx_t *u, const iron_ir_op_t *op) {
   const iron_ir_value_t *upd = op->operands[1];
   int32_t h = group_of(u, upd);
   if (h < 0 || u->groups[h].closed || u->groups[h].reduces ||
-      u->groups[h].dus >= kMaxDusRoots)
+      u->groups[h].dus >= kMaxDusRoots ||
+      !io_fits(u->groups[h].io, op->num_operands + op->num_results))
     return -1;
   if (!same_shape(u->groups[h].shape, upd->type) &&
       !(upd->def_op && is_unit_reshape(upd->def_op)))
@@ -468,6 +494,7 @@ static iron_status_t fuse_block(fuse_ctx_t *c, iron_ir_block_t *blk) {
     if (op->kind == IRON_OP_DYNAMIC_UPDATE_SLICE) {
       g = join_dus(c, &u, op);
       if (g >= 0) {
+        groups[g].io += io_of(&u, op, g);
         groups[g].size++;
         groups[g].non_broadcast++;
         groups[g].dus++;
@@ -478,6 +505,7 @@ static iron_status_t fuse_block(fuse_ctx_t *c, iron_ir_block_t *blk) {
     } else if (op->kind == IRON_OP_REDUCE) {
       g = join_reduce(c, &u, op);
       if (g >= 0) {
+        groups[g].io += io_of(&u, op, g);
         groups[g].size++;
         groups[g].reduces++;
         groups[g].last = i;
@@ -502,21 +530,22 @@ static iron_status_t fuse_block(fuse_ctx_t *c, iron_ir_block_t *blk) {
         // group: the op reads it from memory instead.
         if (h != lh && !same_shape(op->operands[k]->type, groups[h].shape))
           continue;
+        // A group that would outgrow one kernel's parameters stays apart
+        // (it is closed below: the op reads its value from memory).
+        uint32_t more = op->num_operands + op->num_results;
         if (g < 0) {
-          g = h;
-        } else if (h != g) {
-          groups[h].parent = g;
-          groups[g].size += groups[h].size;
-          groups[g].non_broadcast += groups[h].non_broadcast;
-          groups[g].reduces += groups[h].reduces;
-          groups[g].dus += groups[h].dus;
+          if (io_fits(groups[h].io, more)) g = h;
+        } else if (h != g && io_fits(groups[g].io + groups[h].io, more)) {
+          merge_into(groups, g, h);
         }
       }
+      if (lh >= 0 && g != lh) groups[lh].shape = op->operands[0]->type;
       if (g < 0) {
         g = ngroups++;
         groups[g].shape = shape;
         groups[g].parent = g;
       }
+      groups[g].io += io_of(&u, op, g);
       groups[g].size++;
       // Moving data alone (broadcasts, converts, slices, transposes) is not
       // worth a fused kernel: the device's own kernels do it.

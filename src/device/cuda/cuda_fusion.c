@@ -1716,10 +1716,11 @@ void iron_cuda_launch_dims(const iron_device_t *dev, int64_t count,
 iron_status_t iron_cuda_fusion_prepare(iron_device_t *dev,
                                        const iron_cuda_fusion_t *fusion,
                                        void **out_params) {
-  if (fusion->num_inputs + fusion->num_outputs > 64) {
+  if (fusion->num_inputs + fusion->num_outputs > IRON_CUDA_MAX_KERNEL_PARAMS) {
     const iron_ir_op_t *o = fusion->owner ? fusion->owner : fusion->ops[0];
-    return iron_ir_op_unimplemented(o, "with more than 64 operands and "
-                                       "results on the CUDA device");
+    return iron_ir_op_unimplemented(o, "with more than %d operands and "
+                                       "results on the CUDA device",
+                                    IRON_CUDA_MAX_KERNEL_PARAMS);
   }
   char *src = NULL, *name = NULL;
   IRON_RETURN_IF_ERROR_PLAIN(iron_cuda_codegen_fusion(fusion, &src, &name));
@@ -1786,8 +1787,11 @@ iron_status_t iron_cuda_ew_run(const iron_host_ctx_t *ctx, const void *params,
                       p->dus_bytes[k], (int)r);
   }
   if (p->count == 0) return IRON_OK;
-  void *ptrs[64];
-  void *args[64];
+  if (p->num_inputs + p->num_outputs > IRON_CUDA_MAX_KERNEL_PARAMS)
+    return IRON_ERR(INTERNAL, "CUDA kernel with %u parameters",
+                    p->num_inputs + p->num_outputs);
+  void *ptrs[IRON_CUDA_MAX_KERNEL_PARAMS];
+  void *args[IRON_CUDA_MAX_KERNEL_PARAMS];
   uint32_t n = 0;
   for (uint32_t i = 0; i < p->num_inputs; ++i) {
     ptrs[n] = inputs[i]->data;
@@ -1801,6 +1805,25 @@ iron_status_t iron_cuda_ew_run(const iron_host_ctx_t *ctx, const void *params,
   }
   return iron_cuda_launch((iron_cuda_device_t *)ctx->dev, p->fn, p->grid, 1, 1,
                           p->block, 0, args);
+}
+
+iron_status_t iron_cuda_ew_multi_run(const iron_host_ctx_t *ctx,
+                                     const void *params,
+                                     const iron_tensor_t *const *inputs,
+                                     iron_tensor_t *const *outputs) {
+  const iron_cuda_ew_multi_params_t *p = params;
+  for (uint32_t k = 0; k < p->num_parts; ++k)
+    IRON_RETURN_IF_ERROR_PLAIN(iron_cuda_ew_run(
+        ctx, &p->parts[k], inputs + p->first_input[k], outputs));
+  return IRON_OK;
+}
+
+void iron_cuda_ew_multi_destroy(void *params) {
+  iron_cuda_ew_multi_params_t *p = params;
+  if (!p) return;
+  free(p->parts);
+  free(p->first_input);
+  free(p);
 }
 
 // ---------------------------------------------------------------------------
@@ -1829,14 +1852,14 @@ static iron_status_t fused_reduce_prepare(iron_device_t *dev,
       return iron_ir_op_unimplemented(op, "as a fused reduce that does not "
                                           "return the reduce's results");
   const iron_ir_type_t *in0 = red->operands[0]->type;
-  const char *vct[8], *ict[64];
+  const char *vct[8];
   uint32_t init_in[8];
-  if (b->num_args > 64)
-    return iron_ir_op_unimplemented(op, "with more than 64 operands on the "
-                                        "CUDA device");
+  if (b->num_args + num > IRON_CUDA_MAX_KERNEL_PARAMS)
+    return iron_ir_op_unimplemented(op, "with more than %d operands and "
+                                        "results on the CUDA device",
+                                    IRON_CUDA_MAX_KERNEL_PARAMS);
   for (uint32_t k = 0; k < b->num_args; ++k) {
-    ict[k] = iron_cuda_ctype(b->args[k].type->dtype);
-    if (!ict[k])
+    if (!iron_cuda_ctype(b->args[k].type->dtype))
       return iron_ir_op_unimplemented(op, "on the CUDA device for input "
                                           "dtype %s",
                                       iron_dtype_name(b->args[k].type->dtype));
@@ -1860,6 +1883,17 @@ static iron_status_t fused_reduce_prepare(iron_device_t *dev,
   };
   char *fn_text = NULL, *fn_name = NULL;
   IRON_RETURN_IF_ERROR_PLAIN(iron_cuda_codegen_fusion(&f, &fn_text, &fn_name));
+  const char **ict = calloc(b->num_args + 1, sizeof(*ict));
+  iron_cuda_ew_params_t *p = calloc(1, sizeof(*p));
+  if (!ict || !p) {
+    free(ict);
+    free(p);
+    free(fn_text);
+    free(fn_name);
+    return IRON_ERR(RESOURCE_EXHAUSTED, "out of memory (params)");
+  }
+  for (uint32_t k = 0; k < b->num_args; ++k)
+    ict[k] = iron_cuda_ctype(b->args[k].type->dtype);
   iron_cuda_reduce_fused_t fz = {
       .fn_text = fn_text,
       .fn_name = fn_name,
@@ -1868,12 +1902,6 @@ static iron_status_t fused_reduce_prepare(iron_device_t *dev,
       .value_ctypes = vct,
       .init_inputs = init_in,
   };
-  iron_cuda_ew_params_t *p = calloc(1, sizeof(*p));
-  if (!p) {
-    free(fn_text);
-    free(fn_name);
-    return IRON_ERR(RESOURCE_EXHAUSTED, "out of memory (params)");
-  }
   char *src = NULL;
   iron_cuda_ops_region_module(regions);
   iron_status_t st = iron_cuda_gen_reduce_fused(
@@ -1882,6 +1910,7 @@ static iron_status_t fused_reduce_prepare(iron_device_t *dev,
   iron_cuda_ops_region_module(NULL);
   free(fn_text);
   free(fn_name);
+  free(ict);
   if (st) {
     free(p);
     return iron_cuda_ops_refused(red, st);
