@@ -67,7 +67,12 @@ typedef struct cuda_emu_params {
   void *cuda_params;                 // iron_cuda_ew_params_t (first member)
   const iron_host_kernel_t *host_k;  // non-NULL: runs on the host instead
   void *host_params;
-  size_t kernel;         // index into g_cuda_emu.k
+  // The launches: part k is parts[k] on inputs[first[k]..] (one part but
+  // for iron_cuda_ew_multi_run kernels).
+  uint32_t num_parts;
+  const iron_cuda_ew_params_t *parts;
+  const uint32_t *first;
+  size_t *kernel;        // per part: index into g_cuda_emu.k
   bool dus;              // an unfused dynamic_update_slice
   bool dus_full;         // ... whose update covers the operand
   size_t dus_bytes;
@@ -118,6 +123,7 @@ static void cuda_emu_params_destroy(void *params) {
     else
       free(p->host_params);
   }
+  free(p->kernel);
   free(p);
 }
 
@@ -150,15 +156,31 @@ static iron_status_t cuda_emu_prepare(iron_device_t *dev,
     return st;
   }
   p->cuda_k = ck;
-  const iron_cuda_ew_params_t *ew = p->cuda_params;
-  const char *name = ew->fn->name;
-  const char *src = cuda_emu_find_source(name);
-  unsigned grid, block;
-  iron_cuda_launch_dims((iron_device_t *)e->fake, ew->count, &grid, &block);
-  const char *body = src ? src + strlen(iron_cuda_prelude()) : NULL;
-  if (grid != ew->grid || block != ew->block ||
-      (body && (strstr(body, "__shared__") || strstr(body, "__syncthreads") ||
-                strstr(body, "threadIdx.y")))) {
+  static const uint32_t kFirst0 = 0;
+  if (ck->run == iron_cuda_ew_multi_run) {
+    const iron_cuda_ew_multi_params_t *mp = p->cuda_params;
+    p->num_parts = mp->num_parts;
+    p->parts = mp->parts;
+    p->first = mp->first_input;
+  } else {
+    p->num_parts = 1;
+    p->parts = p->cuda_params;
+    p->first = &kFirst0;
+  }
+  p->kernel = calloc(p->num_parts + 1, sizeof(size_t));
+  bool fixed_grid = false;
+  for (uint32_t k = 0; k < p->num_parts; ++k) {
+    const iron_cuda_ew_params_t *ew = &p->parts[k];
+    unsigned grid, block;
+    iron_cuda_launch_dims((iron_device_t *)e->fake, ew->count, &grid, &block);
+    const char *src = cuda_emu_find_source(ew->fn->name);
+    const char *body = src ? src + strlen(iron_cuda_prelude()) : NULL;
+    fixed_grid = fixed_grid || grid != ew->grid || block != ew->block ||
+                 (body && (strstr(body, "__shared__") ||
+                           strstr(body, "__syncthreads") ||
+                           strstr(body, "threadIdx.y")));
+  }
+  if (fixed_grid) {
     // A launch shape of the generator's own, threads that cooperate
     // (tiled transposes): one emulated thread cannot run it; the host
     // kernel does.
@@ -178,10 +200,13 @@ static iron_status_t cuda_emu_prepare(iron_device_t *dev,
     *out_params = p;
     return IRON_OK;
   }
-  p->kernel = cuda_emu_kernel_index(name, src);
-  if (!e->k[p->kernel].source) {
-    cuda_emu_params_destroy(p);
-    return IRON_ERR(INTERNAL, "cuda_emu: no source for kernel %s", name);
+  for (uint32_t k = 0; k < p->num_parts; ++k) {
+    const char *name = p->parts[k].fn->name;
+    p->kernel[k] = cuda_emu_kernel_index(name, cuda_emu_find_source(name));
+    if (!e->k[p->kernel[k]].source) {
+      cuda_emu_params_destroy(p);
+      return IRON_ERR(INTERNAL, "cuda_emu: no source for kernel %s", name);
+    }
   }
   if (op->kind == IRON_OP_DYNAMIC_UPDATE_SLICE) {
     p->dus = true;
@@ -200,11 +225,7 @@ static iron_status_t cuda_emu_run(const iron_host_ctx_t *ctx,
   const cuda_emu_params_t *p = params;
   if (p->host_k) return p->host_k->run(ctx, p->host_params, inputs, outputs);
   cuda_emu_exec_t *e = &g_cuda_emu;
-  const iron_cuda_ew_params_t *ew = p->cuda_params;
-  void (*call)(void *const *) = e->k[p->kernel].call;
-  if (!call)
-    return IRON_ERR(INTERNAL, "cuda_emu: kernel %s was not built",
-                    e->k[p->kernel].name);
+  const iron_cuda_ew_params_t *ew = &p->parts[0];
   // What iron_cuda_ew_run and the dynamic_update_slice kernel do before
   // their launch: a root's output starts as its operand.
   if (p->dus) {
@@ -226,23 +247,31 @@ static iron_status_t cuda_emu_run(const iron_host_ctx_t *ctx,
                         "storage", ew->dus_out[k], i);
     memcpy(dst, src, ew->dus_bytes[k]);
   }
-  if (ew->count == 0) return IRON_OK;
-  uint32_t n = ew->num_inputs + ew->num_outputs;
-  void **args = calloc(n + 1, sizeof(void *));
-  if (!args) return IRON_ERR(RESOURCE_EXHAUSTED, "out of memory");
-  for (uint32_t i = 0; i < ew->num_inputs; ++i) args[i] = inputs[i]->data;
-  for (uint32_t j = 0; j < ew->num_outputs; ++j)
-    args[ew->num_inputs + j] = outputs[j]->data;
+  for (uint32_t part = 0; part < p->num_parts; ++part) {
+    ew = &p->parts[part];
+    void (*call)(void *const *) = e->k[p->kernel[part]].call;
+    if (!call)
+      return IRON_ERR(INTERNAL, "cuda_emu: kernel %s was not built",
+                      e->k[p->kernel[part]].name);
+    if (ew->count == 0) continue;
+    uint32_t n = ew->num_inputs + ew->num_outputs;
+    void **args = calloc(n + 1, sizeof(void *));
+    if (!args) return IRON_ERR(RESOURCE_EXHAUSTED, "out of memory");
+    for (uint32_t i = 0; i < ew->num_inputs; ++i)
+      args[i] = inputs[p->first[part] + i]->data;
+    for (uint32_t j = 0; j < ew->num_outputs; ++j)
+      args[ew->num_inputs + j] = outputs[j]->data;
 #if defined(__x86_64__)
-  unsigned csr = _mm_getcsr();
-  if (e->flush) _mm_setcsr(csr | 0x8040u);  // FTZ and DAZ, as -ftz
+    unsigned csr = _mm_getcsr();
+    if (e->flush) _mm_setcsr(csr | 0x8040u);  // FTZ and DAZ, as -ftz
 #endif
-  call(args);
+    call(args);
 #if defined(__x86_64__)
-  _mm_setcsr(csr);
+    _mm_setcsr(csr);
 #endif
-  free(args);
-  __atomic_add_fetch(&e->launches, 1, __ATOMIC_RELAXED);
+    free(args);
+    __atomic_add_fetch(&e->launches, 1, __ATOMIC_RELAXED);
+  }
   if (p->fused) __atomic_add_fetch(&e->fused_launches, 1, __ATOMIC_RELAXED);
   return IRON_OK;
 }
@@ -267,7 +296,8 @@ static void cuda_emu_exec_init(void) {
   for (int k = 0; k < IRON_OP_COUNT; ++k) {
     const iron_host_kernel_t *ck = e->cuda[k];
     if (!ck || !ck->prepare_on) continue;
-    bool ok = ck->run == iron_cuda_ew_run || k == IRON_OP_FUSION ||
+    bool ok = ck->run == iron_cuda_ew_run ||
+              ck->run == iron_cuda_ew_multi_run || k == IRON_OP_FUSION ||
               k == IRON_OP_DYNAMIC_UPDATE_SLICE;
     if (!ok) continue;
     e->emulated[k] = true;
