@@ -58,6 +58,7 @@ typedef struct cuda_emu_exec {
   // Counters (for the caller's report).
   int64_t launches, fused_launches;
   int64_t host_fallbacks;  // ops prepared for the host instead
+  uint32_t max_fused_params;  // the most pointers a fusion kernel took
 } cuda_emu_exec_t;
 
 static cuda_emu_exec_t g_cuda_emu;
@@ -79,7 +80,7 @@ typedef struct cuda_emu_params {
   bool fused;
 } cuda_emu_params_t;
 
-static size_t cuda_emu_kernel_index(const char *name, const char *source) {
+static inline size_t cuda_emu_kernel_index(const char *name, const char *source) {
   cuda_emu_exec_t *e = &g_cuda_emu;
   for (size_t i = 0; i < e->num_k; ++i)
     if (strcmp(e->k[i].name, name) == 0) return i;
@@ -96,7 +97,7 @@ static size_t cuda_emu_kernel_index(const char *name, const char *source) {
 
 // The source that defines kernel `name` among the fake compiler's pending
 // sources (its `extern "C"` definition), or NULL.
-static const char *cuda_emu_find_source(const char *name) {
+static inline const char *cuda_emu_find_source(const char *name) {
   iron_cuda_device_t *d = g_cuda_emu.fake;
   size_t n = iron_cuda_compiler_pending_count(d);
   char pat[200];
@@ -108,7 +109,7 @@ static const char *cuda_emu_find_source(const char *name) {
   return NULL;
 }
 
-static void cuda_emu_params_destroy(void *params) {
+static inline void cuda_emu_params_destroy(void *params) {
   cuda_emu_params_t *p = params;
   if (!p) return;
   if (p->cuda_k && p->cuda_params) {
@@ -127,7 +128,7 @@ static void cuda_emu_params_destroy(void *params) {
   free(p);
 }
 
-static bool cuda_emu_is_fused_reduce(const iron_ir_op_t *op) {
+static inline bool cuda_emu_is_fused_reduce(const iron_ir_op_t *op) {
   if (op->kind != IRON_OP_FUSION || op->num_regions < 1 ||
       op->regions[0].num_blocks != 1)
     return false;
@@ -135,7 +136,7 @@ static bool cuda_emu_is_fused_reduce(const iron_ir_op_t *op) {
   return b->num_ops >= 2 && b->ops[b->num_ops - 2]->kind == IRON_OP_REDUCE;
 }
 
-static iron_status_t cuda_emu_prepare(iron_device_t *dev,
+static inline iron_status_t cuda_emu_prepare(iron_device_t *dev,
                                       const iron_ir_op_t *op,
                                       iron_host_region_t *const *regions,
                                       void **out_params) {
@@ -208,6 +209,9 @@ static iron_status_t cuda_emu_prepare(iron_device_t *dev,
       return IRON_ERR(INTERNAL, "cuda_emu: no source for kernel %s", name);
     }
   }
+  if (p->fused && p->parts[0].num_inputs + p->parts[0].num_outputs >
+                      e->max_fused_params)
+    e->max_fused_params = p->parts[0].num_inputs + p->parts[0].num_outputs;
   if (op->kind == IRON_OP_DYNAMIC_UPDATE_SLICE) {
     p->dus = true;
     p->dus_full = iron_ir_type_num_elements(op->operands[1]->type) ==
@@ -218,7 +222,7 @@ static iron_status_t cuda_emu_prepare(iron_device_t *dev,
   return IRON_OK;
 }
 
-static iron_status_t cuda_emu_run(const iron_host_ctx_t *ctx,
+static inline iron_status_t cuda_emu_run(const iron_host_ctx_t *ctx,
                                   const void *params,
                                   const iron_tensor_t *const *inputs,
                                   iron_tensor_t *const *outputs) {
@@ -276,7 +280,7 @@ static iron_status_t cuda_emu_run(const iron_host_ctx_t *ctx,
   return IRON_OK;
 }
 
-static const iron_host_kernel_t *cuda_emu_lookup(iron_op_kind_t kind) {
+static inline const iron_host_kernel_t *cuda_emu_lookup(iron_op_kind_t kind) {
   if ((int)kind < 0 || kind >= IRON_OP_COUNT) return NULL;
   if (g_cuda_emu.emulated[kind]) return &g_cuda_emu.kernels[kind];
   return iron_host_kernel_lookup(kind);
@@ -284,7 +288,7 @@ static const iron_host_kernel_t *cuda_emu_lookup(iron_op_kind_t kind) {
 
 // Sets up the fake device and the kernel table. Kernels emulated: those of
 // cuda_elementwise.c, cuda_shape.c (but reshape, a copy) and fusions.
-static void cuda_emu_exec_init(void) {
+static inline void cuda_emu_exec_init(void) {
   cuda_emu_exec_t *e = &g_cuda_emu;
   if (e->fake) return;
   e->fake = calloc(1, sizeof(*e->fake));
@@ -315,7 +319,7 @@ static void cuda_emu_exec_init(void) {
 
 // A runtime (on the host device) that plans and runs as described above.
 // Release it with iron_runtime_release.
-static iron_status_t cuda_emu_exec_runtime(iron_runtime_t **out_rt) {
+static inline iron_status_t cuda_emu_exec_runtime(iron_runtime_t **out_rt) {
   cuda_emu_exec_init();
   IRON_RETURN_IF_ERROR_PLAIN(iron_runtime_create(NULL, out_rt));
   iron_device_t *dev = iron_runtime_device(*out_rt, 0);
@@ -330,7 +334,7 @@ static iron_status_t cuda_emu_exec_runtime(iron_runtime_t **out_rt) {
 
 // Compiles the kernels requested since the last build (one C++ program)
 // and binds them. False when the C++ compile fails.
-static bool cuda_emu_exec_build(void) {
+static inline bool cuda_emu_exec_build(void) {
   cuda_emu_exec_t *e = &g_cuda_emu;
   size_t first = e->built_k, n = e->num_k - first;
   if (n == 0) return true;
@@ -365,7 +369,7 @@ static bool cuda_emu_exec_build(void) {
   return ok;
 }
 
-static void cuda_emu_exec_shutdown(void) {
+static inline void cuda_emu_exec_shutdown(void) {
   cuda_emu_exec_t *e = &g_cuda_emu;
   for (size_t i = 0; i < e->num_libs; ++i) cuda_emu_close(&e->libs[i]);
   free(e->libs);
@@ -398,7 +402,7 @@ static inline uint64_t cuda_emu_mix(uint64_t x) {  // splitmix64
 // test_fill_synthetic): floats in [-4, 4] in steps of 1/16, signed
 // integers in [-9, 12], unsigned in [0, 20], and scalar integers (start
 // indices, loop bounds) also far out of range: -1000 and 1000.
-static void cuda_emu_fill(void *data, iron_dtype_t dt, int32_t rank,
+static inline void cuda_emu_fill(void *data, iron_dtype_t dt, int32_t rank,
                           int64_t count, uint64_t seed, uint32_t arg) {
   static const int64_t kScalars[] = {-1000, -3, -1, 0, 1, 2, 3, 5, 8, 1000};
   for (int64_t i = 0; i < count; ++i) {
@@ -449,7 +453,7 @@ static void cuda_emu_fill(void *data, iron_dtype_t dt, int32_t rank,
 
 // Whether two elements of dtype dt are the same: equal bits, or both NaN
 // (payloads and signs of NaN are not compared).
-static bool cuda_emu_same(iron_dtype_t dt, const uint8_t *a, const uint8_t *b) {
+static inline bool cuda_emu_same(iron_dtype_t dt, const uint8_t *a, const uint8_t *b) {
   size_t es = iron_dtype_size(dt);
   if (memcmp(a, b, es) == 0) return true;
   switch (dt) {
@@ -510,7 +514,7 @@ static bool cuda_emu_same(iron_dtype_t dt, const uint8_t *a, const uint8_t *b) {
 // when `fill0` is given); *out_results (malloc'ed byte arrays, one per
 // output) on success.
 typedef void (*cuda_emu_fill0_fn)(void *data, iron_dtype_t dt, int64_t count);
-static iron_status_t cuda_emu_run_program(iron_executable_t *exe,
+static inline iron_status_t cuda_emu_run_program(iron_executable_t *exe,
                                           iron_device_t *dev, uint64_t seed,
                                           cuda_emu_fill0_fn fill0,
                                           uint8_t ***out_results) {
@@ -570,7 +574,7 @@ static iron_status_t cuda_emu_run_program(iron_executable_t *exe,
   return IRON_OK;
 }
 
-static void cuda_emu_free_results(uint8_t **res, uint32_t n) {
+static inline void cuda_emu_free_results(uint8_t **res, uint32_t n) {
   if (!res) return;
   for (uint32_t j = 0; j < n; ++j) free(res[j]);
   free(res);
@@ -579,7 +583,7 @@ static void cuda_emu_free_results(uint8_t **res, uint32_t n) {
 // Compares every output of `want` (host) and `got` (emulated CUDA);
 // prints the first difference of each differing output under `what`.
 // Returns the number of differing elements.
-static int64_t cuda_emu_compare(const iron_executable_t *exe,
+static inline int64_t cuda_emu_compare(const iron_executable_t *exe,
                                 uint8_t *const *want, uint8_t *const *got,
                                 const char *what) {
   int64_t bad = 0;
@@ -611,6 +615,123 @@ static int64_t cuda_emu_compare(const iron_executable_t *exe,
     bad += nbad;
   }
   return bad;
+}
+
+// ---------------------------------------------------------------------------
+// Batches: modules compiled both ways now, built and run later.
+
+#include "runtime/executable.h"
+
+typedef struct cuda_emu_prog {
+  char what[160];
+  iron_executable_t *ref, *emu;
+} cuda_emu_prog_t;
+
+typedef struct cuda_emu_batch {
+  iron_runtime_t *rt_ref, *rt_emu;
+  cuda_emu_prog_t *progs;
+  size_t num, cap;
+  int host_refused, cuda_refused;  // compile refusals (UNIMPLEMENTED)
+  int runs, differ, failed;
+  bool verbose;
+} cuda_emu_batch_t;
+
+static inline bool cuda_emu_batch_init(cuda_emu_batch_t *b) {
+  memset(b, 0, sizeof(*b));
+  setenv("IRON_DEVICE", "host", 1);
+  setenv("IRON_HOST_LIBM_EXP", "1", 1);
+  b->verbose = getenv("IRON_TEST_VERBOSE") != NULL;
+  if (!cuda_emu_have_cxx()) return false;
+  iron_status_t st = iron_runtime_create(NULL, &b->rt_ref);
+  if (!st) st = cuda_emu_exec_runtime(&b->rt_emu);
+  if (st) {
+    fprintf(stderr, "cuda_emu: %s\n", iron_status_message(st));
+    iron_status_free(st);
+    return false;
+  }
+  return true;
+}
+
+// Compiles `m_ref` on the host and `m_emu` (the same program, built again:
+// compiling consumes a module) as CUDA. A refusal by the host skips the
+// program; by CUDA it is returned (UNIMPLEMENTED is counted, the caller
+// decides whether it may happen) and the program skipped.
+static inline iron_status_t cuda_emu_batch_add(cuda_emu_batch_t *b,
+                                        iron_ir_module_t *m_ref,
+                                        iron_ir_module_t *m_emu,
+                                        const char *what) {
+  if (b->num == b->cap) {
+    b->cap = b->cap ? 2 * b->cap : 64;
+    b->progs = realloc(b->progs, b->cap * sizeof(*b->progs));
+  }
+  cuda_emu_prog_t *p = &b->progs[b->num];
+  memset(p, 0, sizeof(*p));
+  snprintf(p->what, sizeof(p->what), "%s", what);
+  iron_status_t st =
+      iron_executable_compile_module(b->rt_ref, m_ref, NULL, 0, NULL, &p->ref);
+  if (st) {
+    if (b->verbose) fprintf(stderr, "%s: host: %s\n", what,
+                            iron_status_message(st));
+    b->host_refused++;
+    iron_status_free(st);
+    iron_ir_module_destroy(m_emu);
+    return IRON_OK;
+  }
+  st = iron_executable_compile_module(b->rt_emu, m_emu, NULL, 0, NULL, &p->emu);
+  if (st) {
+    if (iron_status_code(st) == IRON_STATUS_UNIMPLEMENTED) b->cuda_refused++;
+    iron_executable_release(p->ref);
+    return st;
+  }
+  b->num++;
+  return IRON_OK;
+}
+
+// Builds the kernels and runs every program on seeds 1..num_seeds both
+// ways; differences and failures are printed and counted.
+static inline bool cuda_emu_batch_run(cuda_emu_batch_t *b, int num_seeds) {
+  if (!cuda_emu_exec_build()) return false;
+  for (size_t i = 0; i < b->num; ++i) {
+    cuda_emu_prog_t *p = &b->progs[i];
+    uint32_t no = iron_executable_num_outputs(p->ref);
+    for (uint64_t seed = 1; seed <= (uint64_t)num_seeds; ++seed) {
+      uint8_t **want = NULL, **got = NULL;
+      iron_status_t sr = cuda_emu_run_program(
+          p->ref, iron_runtime_device(b->rt_ref, 0), seed, NULL, &want);
+      iron_status_t se = cuda_emu_run_program(
+          p->emu, iron_runtime_device(b->rt_emu, 0), seed, NULL, &got);
+      if (sr || se) {
+        fprintf(stderr, "%s seed %llu: host: %s; CUDA emulation: %s\n",
+                p->what, (unsigned long long)seed,
+                sr ? iron_status_message(sr) : "ok",
+                se ? iron_status_message(se) : "ok");
+        b->failed++;
+      } else {
+        char what[200];
+        snprintf(what, sizeof(what), "%s seed %llu", p->what,
+                 (unsigned long long)seed);
+        if (cuda_emu_compare(p->ref, want, got, what)) b->differ++;
+        b->runs++;
+      }
+      iron_status_free(sr);
+      iron_status_free(se);
+      cuda_emu_free_results(want, no);
+      cuda_emu_free_results(got, no);
+    }
+  }
+  return true;
+}
+
+static inline void cuda_emu_batch_destroy(cuda_emu_batch_t *b) {
+  for (size_t i = 0; i < b->num; ++i) {
+    iron_executable_release(b->progs[i].ref);
+    iron_executable_release(b->progs[i].emu);
+  }
+  free(b->progs);
+  if (b->rt_ref) iron_runtime_release(b->rt_ref);
+  if (b->rt_emu) iron_runtime_release(b->rt_emu);
+  memset(b, 0, sizeof(*b));
+  cuda_emu_exec_shutdown();
 }
 
 #endif  // IRON_TESTS_CUDA_EMU_EXEC_H_
