@@ -415,6 +415,24 @@ static bool is_unit_reshape(const iron_ir_op_t *op) {
          same_dims_but_units(op->operands[0]->type, op->results[0].type);
 }
 
+// Whether op is not a broadcast_in_dim, or one whose dims keep their
+// order (so an operand of the result's shape is read at the element's own
+// coordinates).
+static bool broadcast_in_order(const iron_ir_op_t *op) {
+  if (op->kind != IRON_OP_BROADCAST_IN_DIM) return true;
+  int64_t bd[IRON_MAX_RANK];
+  uint32_t nb = 0;
+  iron_status_t st =
+      iron_ir_op_i64_list(op, "broadcast_dimensions", bd, IRON_MAX_RANK, &nb);
+  if (st) {  // the kernel's prepare reports the bad attribute
+    iron_status_free(st);
+    return false;
+  }
+  for (uint32_t i = 1; i < nb; ++i)
+    if (bd[i] <= bd[i - 1]) return false;
+  return true;
+}
+
 enum { kMaxDusRoots = 16 };
 
 // A unit reshape of a value of open group h, whose only use is the update
@@ -530,6 +548,10 @@ static iron_status_t fuse_block(fuse_ctx_t *c, iron_ir_block_t *blk) {
         // group: the op reads it from memory instead.
         if (h != lh && !same_shape(op->operands[k]->type, groups[h].shape))
           continue;
+        // A member value is computed at the element's own coordinates:
+        // a broadcast that reads it at others (permuted dims) reads it
+        // from memory instead.
+        if (!broadcast_in_order(op)) continue;
         // A group that would outgrow one kernel's parameters stays apart
         // (it is closed below: the op reads its value from memory).
         uint32_t more = op->num_operands + op->num_results;

@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "compiler/fuse.h"
-#include "cuda_emu.h"
+#include "cuda_emu_exec.h"
 #include "device/cuda/cuda_codegen.h"
 #include "device/cuda/cuda_device.h"
 #include "device/cuda/cuda_fusion.h"
@@ -215,7 +215,154 @@ static void test_fusion_emu(void) {
   iron_ir_module_destroy(bt.m);
 }
 
+// ---------------------------------------------------------------------------
+// Groups whose members have other shapes than the group, run whole on the
+// host and as the CUDA device plans them (cuda_emu_exec.h), bit for bit:
+// fuse.c may only form groups the generator generates correctly.
+
+typedef struct gb {
+  iron_ir_module_t *m;
+  iron_ir_func_t *f;
+  iron_ir_block_t *b;
+} gb_t;
+
+static iron_ir_value_t *g_op2(gb_t *p, iron_op_kind_t k, iron_ir_value_t *a,
+                              iron_ir_value_t *b) {
+  iron_ir_value_t *in[2] = {a, b};
+  return iron_ir_builder_op1(p->m, p->f, p->b, k, 2, in, a->type);
+}
+
+static iron_ir_value_t *g_bcast(gb_t *p, iron_ir_value_t *v, int32_t rank,
+                                const int64_t *dims, const int64_t *bd) {
+  const iron_ir_type_t *rt =
+      iron_ir_builder_tensor_type(p->m, v->type->dtype, rank, dims);
+  iron_ir_op_t *op = iron_ir_builder_op(p->m, p->f, p->b,
+                                        IRON_OP_BROADCAST_IN_DIM, 1, &v, 1,
+                                        &rt, 0);
+  iron_ir_builder_attr(
+      p->m, op, "broadcast_dimensions",
+      iron_ir_builder_attr_i64s(p->m, (uint32_t)v->type->rank, bd));
+  return &op->results[0];
+}
+
+enum {
+  GS_PERMUTING_BCAST,  // broadcast_in_dim that transposes a computed value
+  GS_PERMUTING_BCAST_INPUT,  // ... an input (an indexed load)
+  GS_BCAST_COMPUTED_ROW,  // a computed row broadcast along a new dim
+  GS_UNIT_BCAST_CHAIN,  // unit broadcasts of computed values, read again
+  GS_IOTA_RESHAPED,     // iota and a reshape of another shape
+  GS_COUNT
+};
+static const char *const kGsNames[GS_COUNT] = {
+    "permuting broadcast of a computed value",
+    "permuting broadcast of an input", "broadcast of a computed row",
+    "unit broadcasts of computed values", "iota with a reshape"};
+
+static iron_ir_module_t *build_group_shape(int which) {
+  gb_t p = {iron_ir_builder_module_create("shapes", 1), NULL, NULL};
+  int64_t d33[2] = {3, 5}, d53[2] = {5, 3}, d5[1] = {5}, d15[2] = {1, 5};
+  int64_t d35[2] = {3, 5}, d15x[1] = {15};
+  const iron_ir_type_t *t35 =
+      iron_ir_builder_tensor_type(p.m, IRON_DTYPE_F32, 2, d33);
+  const iron_ir_type_t *t53 =
+      iron_ir_builder_tensor_type(p.m, IRON_DTYPE_F32, 2, d53);
+  const iron_ir_type_t *t5 =
+      iron_ir_builder_tensor_type(p.m, IRON_DTYPE_F32, 1, d5);
+  const iron_ir_type_t *t15 =
+      iron_ir_builder_tensor_type(p.m, IRON_DTYPE_F32, 2, d15);
+  int64_t d44[2] = {4, 4};
+  const iron_ir_type_t *t44 =
+      iron_ir_builder_tensor_type(p.m, IRON_DTYPE_F32, 2, d44);
+  const iron_ir_type_t *tflat =
+      iron_ir_builder_tensor_type(p.m, IRON_DTYPE_F32, 1, d15x);
+  const iron_ir_type_t *ins[2], *outs[2];
+  uint32_t ni = 0, no = 0;
+  switch (which) {
+    case GS_PERMUTING_BCAST:  // square: the transposed value has the shape
+      ins[ni++] = t44; ins[ni++] = t44; outs[no++] = t44;
+      break;
+    case GS_PERMUTING_BCAST_INPUT:
+      ins[ni++] = t53; ins[ni++] = t35; outs[no++] = t35;
+      break;
+    case GS_BCAST_COMPUTED_ROW:
+      ins[ni++] = t5; ins[ni++] = t35; outs[no++] = t35;
+      break;
+    case GS_UNIT_BCAST_CHAIN:
+      ins[ni++] = t5; ins[ni++] = t5; outs[no++] = t15; outs[no++] = t5;
+      break;
+    case GS_IOTA_RESHAPED:
+      ins[ni++] = tflat; outs[no++] = t35;
+      break;
+  }
+  p.f = iron_ir_builder_func(p.m, "main", true, ni, ins, no, outs);
+  p.b = iron_ir_builder_func_block(p.f);
+  iron_ir_value_t *a = &p.b->args[0], *b = ni > 1 ? &p.b->args[1] : NULL;
+  iron_ir_value_t *res[2];
+  int64_t perm[2] = {1, 0}, row[1] = {1}, unit[1] = {1};
+  switch (which) {
+    case GS_PERMUTING_BCAST: {
+      // a [4,4] computed, then read transposed through broadcast dims
+      // [1, 0]: its elements at other coordinates than the group's
+      iron_ir_value_t *c = g_op2(&p, IRON_OP_MULTIPLY, a, a);
+      iron_ir_value_t *e = g_op2(&p, IRON_OP_ADD, c, a);
+      res[0] = g_op2(&p, IRON_OP_SUBTRACT, g_bcast(&p, e, 2, d44, perm), b);
+      break;
+    }
+    case GS_PERMUTING_BCAST_INPUT:
+      res[0] = g_op2(&p, IRON_OP_SUBTRACT, g_bcast(&p, a, 2, d35, perm), b);
+      break;
+    case GS_BCAST_COMPUTED_ROW: {
+      iron_ir_value_t *c = g_op2(&p, IRON_OP_MULTIPLY, a, a);
+      res[0] = g_op2(&p, IRON_OP_ADD, g_bcast(&p, c, 2, d35, row), b);
+      break;
+    }
+    case GS_UNIT_BCAST_CHAIN: {
+      iron_ir_value_t *c = g_op2(&p, IRON_OP_MULTIPLY, a, b);
+      iron_ir_value_t *u = g_bcast(&p, c, 2, d15, unit);
+      res[0] = g_op2(&p, IRON_OP_ADD, u, u);
+      res[1] = g_op2(&p, IRON_OP_ADD, c, a);
+      break;
+    }
+    case GS_IOTA_RESHAPED: {
+      const iron_ir_type_t *rt = t35;
+      iron_ir_op_t *io =
+          iron_ir_builder_op(p.m, p.f, p.b, IRON_OP_IOTA, 0, NULL, 1, &rt, 0);
+      iron_ir_builder_attr(p.m, io, "iota_dimension",
+                           iron_ir_builder_attr_int(p.m, 1));
+      iron_ir_value_t *sq = g_op2(&p, IRON_OP_MULTIPLY, a, a);
+      iron_ir_value_t *r =
+          iron_ir_builder_op1(p.m, p.f, p.b, IRON_OP_RESHAPE, 1, &sq, t35);
+      res[0] = g_op2(&p, IRON_OP_ADD, &io->results[0], r);
+      break;
+    }
+  }
+  iron_ir_builder_return(p.m, p.f, p.b, IRON_OP_FUNC_RETURN, no, res);
+  return p.m;
+}
+
+static void test_group_shapes(void) {
+  cuda_emu_batch_t b;
+  bool ok = cuda_emu_batch_init(&b);
+  CHECK(ok);
+  if (!ok) return;
+  for (int w = 0; w < GS_COUNT; ++w) {
+    iron_status_t st = cuda_emu_batch_add(&b, build_group_shape(w),
+                                          build_group_shape(w), kGsNames[w]);
+    if (st)
+      fprintf(stderr, "%s: CUDA: %s\n", kGsNames[w], iron_status_message(st));
+    CHECK(st == IRON_OK);
+    iron_status_free(st);
+  }
+  CHECK(cuda_emu_batch_run(&b, 3));
+  CHECK_EQ_INT(b.host_refused, 0);
+  CHECK_EQ_INT(b.differ, 0);
+  CHECK_EQ_INT(b.failed, 0);
+  CHECK_EQ_INT(b.runs, 3 * GS_COUNT);
+  cuda_emu_batch_destroy(&b);
+}
+
 static const iron_test_case_t kTests[] = {
     {"fusion_emu", test_fusion_emu},
+    {"group_shapes", test_group_shapes},
 };
 IRON_TEST_MAIN(kTests)
