@@ -15,6 +15,9 @@ typedef struct {
   // Bound on the fusion's operands plus results: per member, its results
   // and its operands from outside the group when it joined.
   uint32_t io;
+  // Uses of the members' results (anywhere in the function), and how many
+  // of them are by members.
+  uint32_t uses, inner;
 } group_t;
 
 typedef struct {
@@ -47,6 +50,8 @@ static void merge_into(group_t *groups, int32_t g, int32_t h) {
   groups[g].reduces += groups[h].reduces;
   groups[g].dus += groups[h].dus;
   groups[g].io += groups[h].io;
+  groups[g].uses += groups[h].uses;
+  groups[g].inner += groups[h].inner;
 }
 
 static bool same_shape(const iron_ir_type_t *a, const iron_ir_type_t *b) {
@@ -82,7 +87,23 @@ typedef struct {
   group_t *groups;
   int32_t self;  // group of the op being visited (-1: none)
   bool *escapes;  // by value id
+  const uint32_t *uses;  // by value id: operand slots that name it
 } use_ctx_t;
+
+typedef struct {
+  uint32_t *uses;
+  uint32_t num_ids;
+} count_ctx_t;
+
+static void count_use(iron_ir_value_t **slot, void *arg) {
+  count_ctx_t *cc = arg;
+  if (*slot && (*slot)->id < cc->num_ids) cc->uses[(*slot)->id]++;
+}
+
+static void count_uses(iron_ir_block_t *blk, count_ctx_t *cc) {
+  for (uint32_t k = 0; k < blk->num_ops; ++k)
+    each_operand(blk->ops[k], count_use, cc);
+}
 
 static int32_t group_of(const use_ctx_t *u, const iron_ir_value_t *v) {
   if (!v || v->id >= u->num_ids || u->val_group[v->id] < 0) return -1;
@@ -324,13 +345,51 @@ static int32_t join_reduce(fuse_ctx_t *c, use_ctx_t *u,
   return g;
 }
 
-// What `op` adds to the bound of group g when it joins: its results and
-// its operands that no member of g defines.
-static uint32_t io_of(const use_ctx_t *u, const iron_ir_op_t *op, int32_t g) {
-  uint32_t n = op->num_results;
-  for (uint32_t k = 0; k < op->num_operands; ++k)
-    if (group_of(u, op->operands[k]) != g) n++;
-  return n;
+// Accounts `op` joining group g: its results and its operands that no
+// member of g defines add to the bound, its results' uses to the group's.
+static void account_member(use_ctx_t *u, const iron_ir_op_t *op, int32_t g) {
+  group_t *gr = &u->groups[g];
+  gr->io += op->num_results;
+  for (uint32_t k = 0; k < op->num_operands; ++k) {
+    if (group_of(u, op->operands[k]) != g)
+      gr->io++;
+    else
+      gr->inner++;
+  }
+  for (uint32_t r = 0; r < op->num_results; ++r)
+    if (op->results[r].id < u->num_ids) gr->uses += u->uses[op->results[r].id];
+}
+
+enum { kMaxScalarFeed = 8 };
+
+// Small groups of one element whose values only `op` reads (besides
+// themselves) join op's group g: every thread of g's kernel computes them
+// (start indices of jax's x[i] and dynamic_update_slice at i: `i < 0 ? i +
+// n : i`), instead of a one-element kernel each. Only operands from `first`
+// on (the start indices of loads and roots; any operand of other ops).
+// IRON_FUSE_SCALARS=0 keeps them apart.
+static bool fuse_scalars(void) {
+  const char *e = getenv("IRON_FUSE_SCALARS");  // compile time only
+  return !(e && strcmp(e, "0") == 0);
+}
+
+static void merge_scalar_feeds(use_ctx_t *u, const iron_ir_op_t *op,
+                               uint32_t first, int32_t g) {
+  if (!fuse_scalars()) return;
+  for (uint32_t k = first; k < op->num_operands; ++k) {
+    int32_t h = group_of(u, op->operands[k]);
+    if (h < 0 || h == g) continue;
+    group_t *hg = &u->groups[h];
+    if (hg->closed || hg->reduces || hg->dus || hg->size > kMaxScalarFeed ||
+        iron_ir_type_num_elements(hg->shape) != 1 ||
+        !io_fits(u->groups[g].io + hg->io, op->num_operands + op->num_results))
+      continue;
+    uint32_t by_op = 0;
+    for (uint32_t j = 0; j < op->num_operands; ++j)
+      by_op += group_of(u, op->operands[j]) == h;
+    if (hg->uses != hg->inner + by_op) continue;  // read elsewhere too
+    merge_into(u->groups, g, h);
+  }
 }
 
 // Whether a and b have the same dims once their size-1 dims are dropped.
@@ -491,16 +550,20 @@ static iron_status_t fuse_block(fuse_ctx_t *c, iron_ir_block_t *blk) {
   int32_t *val_group = malloc(sizeof(int32_t) * (ids + 1));
   group_t *groups = calloc(n, sizeof(group_t));
   bool *escapes = calloc(ids + 1, sizeof(bool));
+  uint32_t *uses = calloc(ids + 1, sizeof(uint32_t));
   iron_ir_value_t **remap = calloc(ids + 1, sizeof(*remap));
   iron_ir_op_t **new_ops = NULL;
   iron_status_t st = IRON_OK;
-  if (!op_group || !val_group || !groups || !escapes || !remap) {
+  if (!op_group || !val_group || !groups || !escapes || !remap || !uses) {
     st = oom();
     goto done;
   }
   for (uint32_t i = 0; i < n; ++i) op_group[i] = -1;
   for (uint32_t i = 0; i <= ids; ++i) val_group[i] = -1;
-  use_ctx_t u = {val_group, ids, groups, -1, escapes};
+  count_ctx_t cc = {uses, ids};
+  for (uint32_t b = 0; b < c->f->body.num_blocks; ++b)
+    count_uses(&c->f->body.blocks[b], &cc);
+  use_ctx_t u = {val_group, ids, groups, -1, escapes, uses};
   int32_t ngroups = 0;
   for (uint32_t i = 0; i < n; ++i) {
     iron_ir_op_t *op = blk->ops[i];
@@ -512,7 +575,8 @@ static iron_status_t fuse_block(fuse_ctx_t *c, iron_ir_block_t *blk) {
     if (op->kind == IRON_OP_DYNAMIC_UPDATE_SLICE) {
       g = join_dus(c, &u, op);
       if (g >= 0) {
-        groups[g].io += io_of(&u, op, g);
+        merge_scalar_feeds(&u, op, 2, g);
+        account_member(&u, op, g);
         groups[g].size++;
         groups[g].non_broadcast++;
         groups[g].dus++;
@@ -523,7 +587,7 @@ static iron_status_t fuse_block(fuse_ctx_t *c, iron_ir_block_t *blk) {
     } else if (op->kind == IRON_OP_REDUCE) {
       g = join_reduce(c, &u, op);
       if (g >= 0) {
-        groups[g].io += io_of(&u, op, g);
+        account_member(&u, op, g);
         groups[g].size++;
         groups[g].reduces++;
         groups[g].last = i;
@@ -567,7 +631,10 @@ static iron_status_t fuse_block(fuse_ctx_t *c, iron_ir_block_t *blk) {
         groups[g].shape = shape;
         groups[g].parent = g;
       }
-      groups[g].io += io_of(&u, op, g);
+      bool load = op->kind == IRON_OP_SLICE || op->kind == IRON_OP_TRANSPOSE ||
+                  op->kind == IRON_OP_DYNAMIC_SLICE;
+      merge_scalar_feeds(&u, op, load ? 1 : 0, g);
+      account_member(&u, op, g);
       groups[g].size++;
       // Moving data alone (broadcasts, converts, slices, transposes) is not
       // worth a fused kernel: the device's own kernels do it.
@@ -667,6 +734,7 @@ done:
   free(val_group);
   free(groups);
   free(escapes);
+  free(uses);
   free(remap);
   return st;
 }

@@ -15,6 +15,11 @@
 //   ds_dus      a window read, changed and written back into the operand
 //   two_roots   one update written into two operands, and returned
 //   unfused     dynamic_slice and dynamic_update_slice of inputs alone
+//   ds_scalar   one element read at a start (x[i] of a vector) and
+//               broadcast into a computation of another shape
+// Start indices are traced arguments, constants, or computed from the
+// arguments the way jax normalizes negative indices (i < 0 ? i + n : i),
+// which fuse.c computes inside the kernel that uses them.
 // Each program is built with the IR builder, run on the host device and as
 // the CUDA device plans it (cuda_emu_exec.h: CUDA fusion, the generated
 // kernels run on the CPU), on three seeds, and the results must match bit
@@ -42,11 +47,12 @@ enum {
   FAM_DS_DUS,
   FAM_TWO_ROOTS,
   FAM_UNFUSED,
+  FAM_DS_SCALAR,
   NUM_FAMS
 };
 static const char *const kFamNames[NUM_FAMS] = {
     "ds_ew",       "ds_unit",  "dus_ew", "dus_bcast", "dus_reshape",
-    "dus_unit",    "ds_dus",   "two_roots", "unfused"};
+    "dus_unit",    "ds_dus",   "two_roots", "unfused", "ds_scalar"};
 
 // Operand and update (window) shapes.
 typedef struct shape {
@@ -79,10 +85,14 @@ static const iron_dtype_t kDtypes[] = {
 };
 #define NUM_DTYPES (int)(sizeof(kDtypes) / sizeof(kDtypes[0]))
 
+enum { ST_TRACED, ST_CONST, ST_COMPUTED, NUM_START_KINDS };
+static const char *const kStartNames[NUM_START_KINDS] = {"", " const",
+                                                         " computed"};
+
 typedef struct dcase {
   int fam, shape;
   iron_dtype_t dt, idx;
-  bool const_starts;
+  int starts;  // ST_*
 } dcase_t;
 
 // ---------------------------------------------------------------------------
@@ -112,22 +122,47 @@ static iron_ir_value_t *ew(pb_t *p, iron_ir_value_t *a, iron_ir_value_t *b) {
   return iron_ir_builder_op1(p->m, p->f, p->b, k, 2, in, a->type);
 }
 
-// Start indices: traced arguments args[first..] or constants (in range,
-// negative, far past the end, by dim).
+static iron_ir_value_t *scalar_const(pb_t *p, iron_dtype_t dt, int64_t v) {
+  const iron_ir_type_t *t = iron_ir_builder_scalar_type(p->m, dt);
+  uint8_t bytes[8];
+  memcpy(bytes, &v, 8);  // little-endian: the low bytes are the value
+  return iron_ir_builder_constant(p->m, p->f, p->b, t, bytes,
+                                  iron_dtype_size(dt), false);
+}
+
+// Start indices: traced arguments args[first..], constants (in range,
+// negative, far past the end, by dim), or computed from the arguments as
+// jax normalizes an index into a dim of n: select(i < 0, i + n, i).
 static void starts(pb_t *p, uint32_t first, int32_t rank, int salt,
-                   iron_ir_value_t **out) {
+                   const int64_t *dims, iron_ir_value_t **out) {
   static const int64_t kConst[] = {2, -3, 1000, 1, 0};
   const iron_ir_type_t *it = iron_ir_builder_scalar_type(p->m, p->c->idx);
+  const iron_ir_type_t *tp = iron_ir_builder_scalar_type(p->m, IRON_DTYPE_PRED);
   for (int32_t d = 0; d < rank; ++d) {
-    if (!p->c->const_starts) {
-      out[d] = &p->b->args[first + (uint32_t)d];
+    iron_ir_value_t *a = &p->b->args[first + (uint32_t)d];
+    if (p->c->starts == ST_TRACED) {
+      out[d] = a;
       continue;
     }
-    int64_t v = kConst[(d + salt) % 5];
-    uint8_t bytes[8];
-    memcpy(bytes, &v, 8);  // little-endian: the low bytes are the value
-    out[d] = iron_ir_builder_constant(p->m, p->f, p->b, it, bytes,
-                                      iron_dtype_size(p->c->idx), false);
+    if (p->c->starts == ST_COMPUTED) {
+      iron_ir_value_t *zero = scalar_const(p, p->c->idx, 0);
+      iron_ir_value_t *n = scalar_const(p, p->c->idx, dims[d % 4]);
+      iron_ir_value_t *cin[2] = {a, zero};
+      iron_ir_op_t *lt = iron_ir_builder_op(p->m, p->f, p->b, IRON_OP_COMPARE,
+                                            2, cin, 1, &tp, 0);
+      iron_ir_builder_attr(
+          p->m, lt, "comparison_direction",
+          iron_ir_builder_attr_enum(p->m, IRON_ENUM_COMPARISON_DIRECTION,
+                                    IRON_CMP_LT));
+      iron_ir_value_t *ain[2] = {a, n};
+      iron_ir_value_t *wrapped =
+          iron_ir_builder_op1(p->m, p->f, p->b, IRON_OP_ADD, 2, ain, it);
+      iron_ir_value_t *sin[3] = {&lt->results[0], wrapped, a};
+      out[d] = iron_ir_builder_op1(p->m, p->f, p->b, IRON_OP_SELECT, 3, sin, it);
+      continue;
+    }
+    (void)it;
+    out[d] = scalar_const(p, p->c->idx, kConst[(d + salt) % 5]);
   }
 }
 
@@ -180,7 +215,7 @@ static iron_ir_module_t *build(const dcase_t *c) {
   for (int32_t d = 0; d < r; ++d) ucount *= s->u[d];
   if (!arith && c->fam != FAM_UNFUSED && c->fam != FAM_DS_UNIT) return NULL;
   if ((c->fam == FAM_DS_UNIT || c->fam == FAM_DUS_RESHAPE ||
-       c->fam == FAM_DUS_UNIT) && r == 0)
+       c->fam == FAM_DUS_UNIT || c->fam == FAM_DS_SCALAR) && r == 0)
     return NULL;
   iron_ir_module_t *m = iron_ir_builder_module_create("dslice_emu", 1);
   pb_t p = {m, NULL, NULL, c};
@@ -242,15 +277,19 @@ static iron_ir_module_t *build(const dcase_t *c) {
     case FAM_UNFUSED:
       ins[ni++] = tx; ins[ni++] = tu; outs[no++] = tu; outs[no++] = tx;
       break;
+    case FAM_DS_SCALAR:
+      ins[ni++] = tx; ins[ni++] = tu; outs[no++] = tu;
+      break;
   }
   uint32_t first = ni;
-  if (!c->const_starts)
+  if (c->starts != ST_CONST)
     for (int32_t d = 0; d < nstarts; ++d) ins[ni++] = ti;
   p.f = iron_ir_builder_func(m, "main", true, ni, ins, no, outs);
   p.b = iron_ir_builder_func_block(p.f);
   iron_ir_value_t *a = p.b->args;
   iron_ir_value_t *st[8], *res[4];
-  starts(&p, first, nstarts, (int)c->shape, st);
+  const int64_t *sdims = c->fam == FAM_DUS_UNIT ? sx : s->x;
+  starts(&p, first, nstarts, (int)c->shape, sdims, st);
   switch (c->fam) {
     case FAM_DS_EW:
       res[0] = ew(&p, dslice(&p, &a[0], st, s->u, r), &a[1]);
@@ -299,6 +338,15 @@ static iron_ir_module_t *build(const dcase_t *c) {
       res[0] = dslice(&p, &a[0], st, s->u, r);
       res[1] = dupdate(&p, &a[0], &a[1], st);
       break;
+    case FAM_DS_SCALAR: {
+      // x[i, j, ...] as one element, broadcast over the update's shape.
+      int64_t ones[4] = {1, 1, 1, 1};
+      iron_ir_value_t *e = dslice(&p, &a[0], st, ones, r);
+      iron_ir_value_t *sc = reshape(&p, e, ts);
+      iron_ir_value_t *b = bcast(&p, sc, tu, NULL);
+      res[0] = arith ? ew(&p, b, &a[1]) : b;
+      break;
+    }
   }
   iron_ir_builder_return(m, p.f, p.b, IRON_OP_FUNC_RETURN, no, res);
   return m;
@@ -408,31 +456,37 @@ static void test_dynamic_slices(void) {
   CHECK_OK(cuda_emu_exec_runtime(&rt_emu));
   if (!rt_ref || !rt_emu) return;
   // The cases: every family x dtype x shape with traced starts (s32);
-  // constant starts for a few dtypes; every index dtype for f32.
+  // constant and computed starts for a few dtypes; every index dtype for
+  // f32 (traced, constant or computed in turn).
   static const iron_dtype_t kIdx[] = {IRON_DTYPE_S8,  IRON_DTYPE_S16,
                                       IRON_DTYPE_S64, IRON_DTYPE_U8,
                                       IRON_DTYPE_U16, IRON_DTYPE_U32,
                                       IRON_DTYPE_U64};
-  size_t cap = NUM_FAMS * NUM_SHAPES * (NUM_DTYPES + 3 + 7);
+  size_t cap = NUM_FAMS * NUM_SHAPES * (NUM_DTYPES + 6 + 7);
   prog_t *progs = calloc(cap, sizeof(*progs));
   size_t np = 0;
   for (int fam = 0; fam < NUM_FAMS; ++fam)
     for (int sh = 0; sh < NUM_SHAPES; ++sh) {
       for (int d = 0; d < NUM_DTYPES; ++d)
-        progs[np++].c = (dcase_t){fam, sh, kDtypes[d], IRON_DTYPE_S32, false};
+        progs[np++].c =
+            (dcase_t){fam, sh, kDtypes[d], IRON_DTYPE_S32, ST_TRACED};
       static const iron_dtype_t kConstDt[] = {IRON_DTYPE_F32, IRON_DTYPE_PRED,
                                               IRON_DTYPE_BF16};
-      for (int d = 0; d < 3; ++d)
-        progs[np++].c = (dcase_t){fam, sh, kConstDt[d], IRON_DTYPE_S32, true};
+      for (int d = 0; d < 3; ++d) {
+        progs[np++].c = (dcase_t){fam, sh, kConstDt[d], IRON_DTYPE_S32, ST_CONST};
+        progs[np++].c =
+            (dcase_t){fam, sh, kConstDt[d], IRON_DTYPE_S32, ST_COMPUTED};
+      }
       for (int k = 0; k < 7; ++k)
-        progs[np++].c = (dcase_t){fam, sh, IRON_DTYPE_F32, kIdx[k], k % 2};
+        progs[np++].c =
+            (dcase_t){fam, sh, IRON_DTYPE_F32, kIdx[k], k % NUM_START_KINDS};
     }
   int built = 0, host_refused = 0, cuda_refused = 0;
   for (size_t i = 0; i < np; ++i) {
     prog_t *p = &progs[i];
     snprintf(p->what, sizeof(p->what), "%s %s shape %d idx %s%s",
              kFamNames[p->c.fam], iron_dtype_name(p->c.dt), p->c.shape,
-             iron_dtype_name(p->c.idx), p->c.const_starts ? " const" : "");
+             iron_dtype_name(p->c.idx), kStartNames[p->c.starts]);
     iron_ir_module_t *m1 = build(&p->c);
     if (!m1) continue;
     iron_ir_module_t *m2 = build(&p->c);

@@ -361,8 +361,93 @@ static void test_group_shapes(void) {
   cuda_emu_batch_destroy(&b);
 }
 
+// A start index computed from an argument (jax's i < 0 ? i + n : i) joins
+// the kernel of the dynamic_update_slice that reads it, unless something
+// else reads it too (then it stays a kernel of its own, and the root reads
+// it from memory).
+static iron_ir_module_t *build_scalar_start(bool also_returned) {
+  gb_t p = {iron_ir_builder_module_create("start", 1), NULL, NULL};
+  int64_t dx[1] = {10}, du[1] = {3};
+  const iron_ir_type_t *tx = iron_ir_builder_tensor_type(p.m, IRON_DTYPE_F32, 1, dx);
+  const iron_ir_type_t *tu = iron_ir_builder_tensor_type(p.m, IRON_DTYPE_F32, 1, du);
+  const iron_ir_type_t *ti = iron_ir_builder_scalar_type(p.m, IRON_DTYPE_S32);
+  const iron_ir_type_t *tp = iron_ir_builder_scalar_type(p.m, IRON_DTYPE_PRED);
+  const iron_ir_type_t *ins[3] = {tx, tu, ti}, *outs[2] = {tx, ti};
+  p.f = iron_ir_builder_func(p.m, "main", true, 3, ins, also_returned ? 2 : 1,
+                             outs);
+  p.b = iron_ir_builder_func_block(p.f);
+  iron_ir_value_t *x = &p.b->args[0], *u = &p.b->args[1], *i = &p.b->args[2];
+  int32_t zero = 0, ten = 10;
+  iron_ir_value_t *z = iron_ir_builder_constant(p.m, p.f, p.b, ti, &zero, 4, false);
+  iron_ir_value_t *n = iron_ir_builder_constant(p.m, p.f, p.b, ti, &ten, 4, false);
+  iron_ir_value_t *cin[2] = {i, z};
+  iron_ir_op_t *lt = iron_ir_builder_op(p.m, p.f, p.b, IRON_OP_COMPARE, 2, cin,
+                                        1, &tp, 0);
+  iron_ir_builder_attr(p.m, lt, "comparison_direction",
+                       iron_ir_builder_attr_enum(
+                           p.m, IRON_ENUM_COMPARISON_DIRECTION, IRON_CMP_LT));
+  iron_ir_value_t *sin[3] = {&lt->results[0], g_op2(&p, IRON_OP_ADD, i, n), i};
+  iron_ir_value_t *j = iron_ir_builder_op1(p.m, p.f, p.b, IRON_OP_SELECT, 3, sin, ti);
+  iron_ir_value_t *din[3] = {x, g_op2(&p, IRON_OP_MULTIPLY, u, u), j};
+  iron_ir_value_t *res[2] = {
+      iron_ir_builder_op1(p.m, p.f, p.b, IRON_OP_DYNAMIC_UPDATE_SLICE, 3, din, tx),
+      j};
+  iron_ir_builder_return(p.m, p.f, p.b, IRON_OP_FUNC_RETURN,
+                         also_returned ? 2 : 1, res);
+  return p.m;
+}
+
+static void test_scalar_start_joins(void) {
+  for (int shared = 0; shared < 2; ++shared) {
+    iron_ir_module_t *m = build_scalar_start(shared);
+    int n = 0;
+    CHECK_OK(iron_compiler_fuse(m, iron_cuda_fusable, &n));
+    const iron_ir_block_t *b = &m->funcs[0].body.blocks[0];
+    // The root's fusion holds the select (and the compare and the add)
+    // only when nothing else reads the start.
+    const iron_ir_op_t *root = NULL;
+    for (uint32_t k = 0; k < b->num_ops; ++k) {
+      const iron_ir_op_t *op = b->ops[k];
+      if (op->kind != IRON_OP_FUSION) continue;
+      const iron_ir_block_t *fb = &op->regions[0].blocks[0];
+      for (uint32_t q = 0; q < fb->num_ops; ++q)
+        if (fb->ops[q]->kind == IRON_OP_DYNAMIC_UPDATE_SLICE) root = op;
+    }
+    CHECK(root != NULL);
+    if (!root) {
+      iron_ir_module_destroy(m);
+      continue;
+    }
+    const iron_ir_block_t *fb = &root->regions[0].blocks[0];
+    int selects = 0;
+    for (uint32_t q = 0; q < fb->num_ops; ++q)
+      selects += fb->ops[q]->kind == IRON_OP_SELECT;
+    CHECK_EQ_INT(selects, shared ? 0 : 1);
+    CHECK_EQ_INT(n, shared ? 2 : 1);
+    iron_ir_module_destroy(m);
+  }
+  // Both run as on the host.
+  cuda_emu_batch_t b;
+  bool ok = cuda_emu_batch_init(&b);
+  CHECK(ok);
+  if (!ok) return;
+  for (int shared = 0; shared < 2; ++shared) {
+    iron_status_t st = cuda_emu_batch_add(&b, build_scalar_start(shared),
+                                          build_scalar_start(shared),
+                                          shared ? "start read twice"
+                                                 : "start read once");
+    CHECK_OK(st);
+  }
+  CHECK(cuda_emu_batch_run(&b, 3));
+  CHECK_EQ_INT(b.differ, 0);
+  CHECK_EQ_INT(b.failed, 0);
+  CHECK_EQ_INT(b.runs, 6);
+  cuda_emu_batch_destroy(&b);
+}
+
 static const iron_test_case_t kTests[] = {
     {"fusion_emu", test_fusion_emu},
     {"group_shapes", test_group_shapes},
+    {"scalar_start_joins", test_scalar_start_joins},
 };
 IRON_TEST_MAIN(kTests)

@@ -897,9 +897,15 @@ static iron_status_t check_same_operand_dtypes(const iron_ir_op_t *op,
 
 // Names the coordinate of each dim of `t` in the group's coordinates, over
 // the non-unit dims (size-1 dims of t are "0"); false when t's non-unit
-// dims are not the group's.
+// dims are not the group's (and t has more than one element).
 static bool map_coords(const fz_gen_t *g, const iron_ir_type_t *t,
                        char cn[][16]) {
+  // One element (a start index, x[i] of a vector, computed for the group
+  // by every thread) is at 0 whatever the group's shape.
+  if (type_count(t) == 1) {
+    for (int32_t d = 0; d < t->rank; ++d) snprintf(cn[d], 16, "0");
+    return true;
+  }
   int32_t j = 0;
   for (int32_t d = 0; d < t->rank; ++d) {
     if (t->dims[d] == 1) {
@@ -1170,17 +1176,20 @@ static iron_status_t gen_op(fz_gen_t *g, const iron_ir_op_t *op,
     uint32_t n = 0;
     IRON_RETURN_IF_ERROR_PLAIN(
         iron_ir_op_i64_list(op, "iota_dimension", &dim, 1, &n));
-    if (!dims_equal(g, rt) || n != 1 || dim < 0 || dim >= rt->rank) {
+    // The coordinate along dim: the group's (size-1 dims aside; an iota of
+    // one element is 0 in any group of one element).
+    char cn[IRON_MAX_RANK][16];
+    if (n != 1 || dim < 0 || dim >= rt->rank || !map_coords(g, rt, cn)) {
       return iron_ir_op_unimplemented(op, "in a CUDA fusion of another shape");
     }
+    const char *c = cn[dim];
     if (out == IRON_DTYPE_PRED) {
-      EXPR("(c%lld != 0)", (long long)dim);
+      EXPR("(%s != 0)", c);
     } else if (is_cplx(out)) {
       const char *R = out == IRON_DTYPE_C64 ? "float" : "double";
-      EXPR("iron_mk((%s)c%lld, (%s)0, (%s *)0)", R, (long long)dim, R,
-           iron_cuda_ctype(out));
+      EXPR("iron_mk((%s)%s, (%s)0, (%s *)0)", R, c, R, iron_cuda_ctype(out));
     } else {
-      EXPR("(%s)c%lld", cp_ctype(out), (long long)dim);
+      EXPR("(%s)%s", cp_ctype(out), c);
     }
   } else if (k == IRON_OP_BROADCAST_IN_DIM) {
     if (op->num_operands != 1) {
@@ -1326,14 +1335,21 @@ static bool same_dims_but_units(const iron_ir_type_t *a,
 }
 
 // A member that only adds or drops size-1 dims of a value the fusion
-// computes (a reshape or an in-order broadcast_in_dim): fuse.c lets such an
-// op into a group of another shape to feed a dynamic_update_slice root.
+// computes (a reshape or an in-order broadcast_in_dim) to feed a
+// dynamic_update_slice root's update: fuse.c lets such an op into a group
+// of another shape.
 static bool is_unit_reshape_of_member(const iron_cuda_fusion_t *f,
                                       const iron_ir_op_t *op) {
   if ((op->kind != IRON_OP_RESHAPE && op->kind != IRON_OP_BROADCAST_IN_DIM) ||
       op->num_operands != 1 || op->num_results != 1 ||
       !is_member(f, op->operands[0]->def_op))
     return false;
+  bool feeds_root = false;
+  for (uint32_t o = 0; o < f->num_ops && !feeds_root; ++o)
+    feeds_root = f->ops[o]->kind == IRON_OP_DYNAMIC_UPDATE_SLICE &&
+                 f->ops[o]->num_operands > 1 &&
+                 f->ops[o]->operands[1] == &op->results[0];
+  if (!feeds_root) return false;
   if (op->kind == IRON_OP_BROADCAST_IN_DIM)
     return iron_ir_broadcast_is_reshape(op);
   return same_dims_but_units(op->operands[0]->type, op->results[0].type);
@@ -1342,17 +1358,24 @@ static bool is_unit_reshape_of_member(const iron_cuda_fusion_t *f,
 // The shape the fusion iterates over: the group's shape (fuse.c), which
 // every member's result has except dynamic_update_slice roots (the
 // operand's shape), unit reshapes of member values feeding a root's update,
-// and indexed loads (equal up to size-1 dims when a reshape took the group
-// to its own shape). So: the first other member's result; failing that,
-// a root's update (through such a unit reshape: the value it reshapes), or
-// a load's result.
+// indexed loads (equal up to size-1 dims when a reshape took the group to
+// its own shape) and one-element values computed for the group (start
+// indices: every thread computes them). So: the first other member's
+// result of more than one element; failing that, a root's update (through
+// such a unit reshape: the value it reshapes), a load's result, or any
+// other member's (a group of one element).
+static bool is_space_member(const iron_cuda_fusion_t *f,
+                            const iron_ir_op_t *op) {
+  return op->kind != IRON_OP_DYNAMIC_UPDATE_SLICE &&
+         !is_indexed_load(op->kind) && !is_unit_reshape_of_member(f, op) &&
+         op->num_results == 1;
+}
+
 static const iron_ir_type_t *fusion_space(const iron_cuda_fusion_t *f) {
   for (uint32_t o = 0; o < f->num_ops; ++o) {
     const iron_ir_op_t *op = f->ops[o];
-    if (op->kind == IRON_OP_DYNAMIC_UPDATE_SLICE || is_indexed_load(op->kind) ||
-        is_unit_reshape_of_member(f, op) || op->num_results != 1)
-      continue;
-    return op->results[0].type;
+    if (is_space_member(f, op) && type_count(op->results[0].type) > 1)
+      return op->results[0].type;
   }
   for (uint32_t o = 0; o < f->num_ops; ++o) {
     const iron_ir_op_t *d = f->ops[o];
@@ -1366,6 +1389,8 @@ static const iron_ir_type_t *fusion_space(const iron_cuda_fusion_t *f) {
   }
   for (uint32_t o = 0; o < f->num_ops; ++o)
     if (is_indexed_load(f->ops[o]->kind)) return f->ops[o]->results[0].type;
+  for (uint32_t o = 0; o < f->num_ops; ++o)
+    if (is_space_member(f, f->ops[o])) return f->ops[o]->results[0].type;
   return f->num_outputs ? f->outputs[0]->type : NULL;
 }
 
