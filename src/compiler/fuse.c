@@ -440,15 +440,20 @@ static const iron_ir_op_t *single_user(const iron_ir_block_t *blk,
   return uc.n == 1 ? uc.user : NULL;
 }
 
-// A reshape that only adds or drops size-1 dims, fed by the one member of
-// an open group that is a slice, transpose or dynamic_slice used nowhere
-// else (jax's x[i] is dynamic_slice to [1, ...] then such a reshape): the
-// group takes the reshape's shape, so that the reshape and its consumers
-// join the load (the device maps the load's coordinates over the non-unit
-// dims). Returns the group, or -1.
-static int32_t unit_reshape_group(const iron_ir_block_t *blk, use_ctx_t *u,
-                                  const iron_ir_op_t *op) {
-  if (op->kind != IRON_OP_RESHAPE || op->num_operands != 1) return -1;
+// A reshape (or a broadcast_in_dim that only adds size-1 dims) fed by the
+// one member of an open group that is a slice, transpose, dynamic_slice or
+// iota used nowhere else (jax's x[i] is dynamic_slice to [1, ...] then
+// such a reshape; a KV-cache write reshapes a slice of the qkv projection
+// to [1, heads, dim]; a mask broadcasts an iota to [1, n]): the group
+// takes the reshape's shape, so that the reshape and its consumers join
+// the load (the device computes the load's coordinates from the element's
+// linear index: a reshape keeps the order). Returns the group, or -1.
+static int32_t reshape_of_load_group(const iron_ir_block_t *blk, use_ctx_t *u,
+                                     const iron_ir_op_t *op) {
+  if ((op->kind != IRON_OP_RESHAPE && !iron_ir_broadcast_is_reshape(op)) ||
+      op->num_operands != 1 || op->num_results != 1 ||
+      op->operands[0]->type->dtype != op->results[0].type->dtype)
+    return -1;
   const iron_ir_value_t *v = op->operands[0];
   int32_t h = group_of(u, v);
   if (h < 0 || u->groups[h].closed || u->groups[h].size != 1 ||
@@ -456,9 +461,8 @@ static int32_t unit_reshape_group(const iron_ir_block_t *blk, use_ctx_t *u,
     return -1;
   iron_op_kind_t k = v->def_op->kind;
   if (k != IRON_OP_SLICE && k != IRON_OP_TRANSPOSE &&
-      k != IRON_OP_DYNAMIC_SLICE)
+      k != IRON_OP_DYNAMIC_SLICE && k != IRON_OP_IOTA)
     return -1;
-  if (!same_dims_but_units(v->type, op->results[0].type)) return -1;
   return single_user(blk, v) ? h : -1;
 }
 
@@ -598,7 +602,7 @@ static iron_status_t fuse_block(fuse_ctx_t *c, iron_ir_block_t *blk) {
       }
     } else if (fusable) {
       const iron_ir_type_t *shape = op->results[0].type;
-      int32_t lh = unit_reshape_group(blk, &u, op);
+      int32_t lh = reshape_of_load_group(blk, &u, op);
       if (lh >= 0) groups[lh].shape = shape;  // joined below
       int32_t dh = lh < 0 ? unit_reshape_into_dus(c, blk, &u, op) : -1;
       if (dh >= 0) g = dh;  // joins without taking the shape

@@ -251,12 +251,19 @@ enum {
   GS_BCAST_COMPUTED_ROW,  // a computed row broadcast along a new dim
   GS_UNIT_BCAST_CHAIN,  // unit broadcasts of computed values, read again
   GS_IOTA_RESHAPED,     // iota and a reshape of another shape
+  GS_SLICE_RESHAPE_DUS,  // slice, reshape to the update's shape, root
+  GS_IOTA_BCAST_MASK,    // iota broadcast to [1, n] and compared
+  GS_TRANSPOSE_RESHAPE,  // transpose of an input reshaped and computed on
+  GS_DS_RESHAPE,         // dynamic_slice reshaped to a vector
+  GS_IOTA_2D_RESHAPE,    // a 2-d iota along dim 1 reshaped to a vector
   GS_COUNT
 };
 static const char *const kGsNames[GS_COUNT] = {
     "permuting broadcast of a computed value",
     "permuting broadcast of an input", "broadcast of a computed row",
-    "unit broadcasts of computed values", "iota with a reshape"};
+    "unit broadcasts of computed values", "iota with a reshape",
+    "slice reshaped into a root", "iota broadcast to a mask",
+    "transpose reshaped", "dynamic_slice reshaped", "2-d iota reshaped"};
 
 static iron_ir_module_t *build_group_shape(int which) {
   gb_t p = {iron_ir_builder_module_create("shapes", 1), NULL, NULL};
@@ -275,7 +282,7 @@ static iron_ir_module_t *build_group_shape(int which) {
       iron_ir_builder_tensor_type(p.m, IRON_DTYPE_F32, 2, d44);
   const iron_ir_type_t *tflat =
       iron_ir_builder_tensor_type(p.m, IRON_DTYPE_F32, 1, d15x);
-  const iron_ir_type_t *ins[2], *outs[2];
+  const iron_ir_type_t *ins[4], *outs[2];
   uint32_t ni = 0, no = 0;
   switch (which) {
     case GS_PERMUTING_BCAST:  // square: the transposed value has the shape
@@ -293,10 +300,37 @@ static iron_ir_module_t *build_group_shape(int which) {
     case GS_IOTA_RESHAPED:
       ins[ni++] = tflat; outs[no++] = t35;
       break;
+    case GS_SLICE_RESHAPE_DUS:  // x [24] (a qkv row), cache [6, 2, 4], pos
+      ins[ni++] = iron_ir_builder_tensor_type(p.m, IRON_DTYPE_F32, 1,
+                                              (int64_t[]){24});
+      ins[ni++] = iron_ir_builder_tensor_type(p.m, IRON_DTYPE_F32, 3,
+                                              (int64_t[]){6, 2, 4});
+      ins[ni++] = iron_ir_builder_scalar_type(p.m, IRON_DTYPE_S32);
+      outs[no++] = ins[1];
+      break;
+    case GS_IOTA_BCAST_MASK:
+      ins[ni++] = iron_ir_builder_scalar_type(p.m, IRON_DTYPE_S32);
+      outs[no++] = iron_ir_builder_tensor_type(p.m, IRON_DTYPE_PRED, 2,
+                                               (int64_t[]){1, 6});
+      break;
+    case GS_TRANSPOSE_RESHAPE:
+    case GS_DS_RESHAPE:
+      ins[ni++] = t35;
+      ins[ni++] = tflat;
+      if (which == GS_DS_RESHAPE)
+        ins[ni++] = iron_ir_builder_scalar_type(p.m, IRON_DTYPE_S32);
+      outs[no++] = tflat;
+      break;
+    case GS_IOTA_2D_RESHAPE:
+      ins[ni++] = iron_ir_builder_tensor_type(p.m, IRON_DTYPE_S32, 1,
+                                              (int64_t[]){6});
+      outs[no++] = ins[0];
+      break;
   }
   p.f = iron_ir_builder_func(p.m, "main", true, ni, ins, no, outs);
   p.b = iron_ir_builder_func_block(p.f);
   iron_ir_value_t *a = &p.b->args[0], *b = ni > 1 ? &p.b->args[1] : NULL;
+  iron_ir_value_t *c3 = ni > 2 ? &p.b->args[2] : NULL;
   iron_ir_value_t *res[2];
   int64_t perm[2] = {1, 0}, row[1] = {1}, unit[1] = {1};
   switch (which) {
@@ -333,6 +367,92 @@ static iron_ir_module_t *build_group_shape(int which) {
       iron_ir_value_t *r =
           iron_ir_builder_op1(p.m, p.f, p.b, IRON_OP_RESHAPE, 1, &sq, t35);
       res[0] = g_op2(&p, IRON_OP_ADD, &io->results[0], r);
+      break;
+    }
+    case GS_SLICE_RESHAPE_DUS: {
+      // k = x[8:16] reshaped to [1, 2, 4], written at (pos, 0, 0).
+      const iron_ir_type_t *t8 =
+          iron_ir_builder_tensor_type(p.m, IRON_DTYPE_F32, 1, (int64_t[]){8});
+      iron_ir_op_t *sl =
+          iron_ir_builder_op(p.m, p.f, p.b, IRON_OP_SLICE, 1, &a, 1, &t8, 0);
+      iron_ir_builder_attr(p.m, sl, "start_indices",
+                           iron_ir_builder_attr_i64s(p.m, 1, (int64_t[]){8}));
+      iron_ir_builder_attr(p.m, sl, "limit_indices",
+                           iron_ir_builder_attr_i64s(p.m, 1, (int64_t[]){16}));
+      iron_ir_builder_attr(p.m, sl, "strides",
+                           iron_ir_builder_attr_i64s(p.m, 1, (int64_t[]){1}));
+      iron_ir_value_t *slv = &sl->results[0];
+      const iron_ir_type_t *tk = iron_ir_builder_tensor_type(
+          p.m, IRON_DTYPE_F32, 3, (int64_t[]){1, 2, 4});
+      iron_ir_value_t *k =
+          iron_ir_builder_op1(p.m, p.f, p.b, IRON_OP_RESHAPE, 1, &slv, tk);
+      int32_t zero = 0;
+      iron_ir_value_t *z = iron_ir_builder_constant(
+          p.m, p.f, p.b, c3->type, &zero, 4, false);
+      iron_ir_value_t *din[5] = {b, k, c3, z, z};
+      res[0] = iron_ir_builder_op1(p.m, p.f, p.b, IRON_OP_DYNAMIC_UPDATE_SLICE,
+                                   5, din, b->type);
+      break;
+    }
+    case GS_IOTA_BCAST_MASK: {
+      const iron_ir_type_t *t6 =
+          iron_ir_builder_tensor_type(p.m, IRON_DTYPE_S32, 1, (int64_t[]){6});
+      iron_ir_op_t *io =
+          iron_ir_builder_op(p.m, p.f, p.b, IRON_OP_IOTA, 0, NULL, 1, &t6, 0);
+      iron_ir_builder_attr(p.m, io, "iota_dimension",
+                           iron_ir_builder_attr_int(p.m, 0));
+      iron_ir_value_t *row = g_bcast(&p, &io->results[0], 2,
+                                     (int64_t[]){1, 6}, (int64_t[]){1});
+      iron_ir_value_t *pos = g_bcast(&p, a, 2, (int64_t[]){1, 6}, NULL);
+      const iron_ir_type_t *tm = iron_ir_builder_tensor_type(
+          p.m, IRON_DTYPE_PRED, 2, (int64_t[]){1, 6});
+      iron_ir_value_t *cin[2] = {row, pos};
+      iron_ir_op_t *le = iron_ir_builder_op(p.m, p.f, p.b, IRON_OP_COMPARE, 2,
+                                            cin, 1, &tm, 0);
+      iron_ir_builder_attr(p.m, le, "comparison_direction",
+                           iron_ir_builder_attr_enum(
+                               p.m, IRON_ENUM_COMPARISON_DIRECTION,
+                               IRON_CMP_LE));
+      res[0] = &le->results[0];
+      break;
+    }
+    case GS_TRANSPOSE_RESHAPE:
+    case GS_DS_RESHAPE: {
+      iron_ir_value_t *l;
+      if (which == GS_TRANSPOSE_RESHAPE) {
+        iron_ir_op_t *tr = iron_ir_builder_op(p.m, p.f, p.b, IRON_OP_TRANSPOSE,
+                                              1, &a, 1, &t53, 0);
+        iron_ir_builder_attr(p.m, tr, "permutation",
+                             iron_ir_builder_attr_i64s(p.m, 2, perm));
+        l = &tr->results[0];
+      } else {  // a [3, 5] window of a [3, 5] input: the whole, clamped
+        const iron_ir_type_t *t25 = iron_ir_builder_tensor_type(
+            p.m, IRON_DTYPE_F32, 2, (int64_t[]){3, 5});
+        iron_ir_value_t *dsin[3] = {a, c3, c3};
+        iron_ir_op_t *ds = iron_ir_builder_op(p.m, p.f, p.b,
+                                              IRON_OP_DYNAMIC_SLICE, 3, dsin,
+                                              1, &t25, 0);
+        iron_ir_builder_attr(p.m, ds, "slice_sizes",
+                             iron_ir_builder_attr_i64s(p.m, 2,
+                                                       (int64_t[]){3, 5}));
+        l = &ds->results[0];
+      }
+      iron_ir_value_t *r =
+          iron_ir_builder_op1(p.m, p.f, p.b, IRON_OP_RESHAPE, 1, &l, tflat);
+      res[0] = g_op2(&p, IRON_OP_MULTIPLY, r, b);
+      break;
+    }
+    case GS_IOTA_2D_RESHAPE: {
+      const iron_ir_type_t *t23 =
+          iron_ir_builder_tensor_type(p.m, IRON_DTYPE_S32, 2, (int64_t[]){2, 3});
+      iron_ir_op_t *io =
+          iron_ir_builder_op(p.m, p.f, p.b, IRON_OP_IOTA, 0, NULL, 1, &t23, 0);
+      iron_ir_builder_attr(p.m, io, "iota_dimension",
+                           iron_ir_builder_attr_int(p.m, 1));
+      iron_ir_value_t *iv = &io->results[0];
+      iron_ir_value_t *r = iron_ir_builder_op1(p.m, p.f, p.b, IRON_OP_RESHAPE,
+                                               1, &iv, a->type);
+      res[0] = g_op2(&p, IRON_OP_ADD, r, a);
       break;
     }
   }

@@ -920,6 +920,32 @@ static bool map_coords(const fz_gen_t *g, const iron_ir_type_t *t,
   return j == g->rank;
 }
 
+// The coordinates of a member of another shape than the group but as many
+// elements (a load or iota that a reshape took to the group's shape): its
+// own dims, from the element's linear index. Declares `<pre>_c<d>`.
+static void own_coords(fz_gen_t *g, const iron_ir_type_t *t, const char *pre,
+                       char cn[][16]) {
+  iron_cuda_src_printf(g->s, "    %s %s_r = (%s)i;\n", g->idx, pre, g->idx);
+  for (int32_t d = t->rank - 1; d >= 0; --d) {
+    snprintf(cn[d], 16, "%s_c%d", pre, d);
+    iron_cuda_src_printf(g->s, "    const %s %s = %s_r %% (%s)%lld;\n",
+                         g->idx, cn[d], pre, g->idx, (long long)t->dims[d]);
+    if (d)
+      iron_cuda_src_printf(g->s, "    %s_r /= (%s)%lld;\n", pre, g->idx,
+                           (long long)t->dims[d]);
+  }
+}
+
+// Names the coordinates of member result type t: the group's (map_coords),
+// or its own when only the element count is the group's.
+static bool member_coords(fz_gen_t *g, const iron_ir_type_t *t,
+                          const char *pre, char cn[][16]) {
+  if (map_coords(g, t, cn)) return true;
+  if (type_count(t) != g->count) return false;
+  own_coords(g, t, pre, cn);
+  return true;
+}
+
 // Declares `<pre>_s<d>` = start index d of `op` (operands first..), clamped
 // so that a `part` slice fits in `full` (XLA's rule; u64 values past
 // INT64_MAX clamp high).
@@ -950,9 +976,10 @@ static iron_status_t gen_indexed_load(fz_gen_t *g, const iron_ir_op_t *op,
                     "dtype or rank", op->name);
   // The load's coordinates: the group's, over the non-unit dims (fuse.c
   // lets a load to [1, A, B] join a group of shape [A, B] through a
-  // reshape); size-1 dims are 0.
+  // reshape); size-1 dims are 0. A load that another reshape took to the
+  // group's shape computes its own.
   char cn[IRON_MAX_RANK][16];
-  if (!map_coords(g, rt, cn))
+  if (!member_coords(g, rt, var, cn))
     return iron_ir_op_unimplemented(op, "in a CUDA fusion of another shape");
   int input = -1;
   for (uint32_t i = 0; i < g->f->num_inputs; ++i)
@@ -1179,7 +1206,8 @@ static iron_status_t gen_op(fz_gen_t *g, const iron_ir_op_t *op,
     // The coordinate along dim: the group's (size-1 dims aside; an iota of
     // one element is 0 in any group of one element).
     char cn[IRON_MAX_RANK][16];
-    if (n != 1 || dim < 0 || dim >= rt->rank || !map_coords(g, rt, cn)) {
+    if (n != 1 || dim < 0 || dim >= rt->rank ||
+        !member_coords(g, rt, var, cn)) {
       return iron_ir_op_unimplemented(op, "in a CUDA fusion of another shape");
     }
     const char *c = cn[dim];
@@ -1358,9 +1386,9 @@ static bool is_unit_reshape_of_member(const iron_cuda_fusion_t *f,
 // The shape the fusion iterates over: the group's shape (fuse.c), which
 // every member's result has except dynamic_update_slice roots (the
 // operand's shape), unit reshapes of member values feeding a root's update,
-// indexed loads (equal up to size-1 dims when a reshape took the group to
-// its own shape) and one-element values computed for the group (start
-// indices: every thread computes them). So: the first other member's
+// indexed loads and iotas that a reshape took to the group's shape (as
+// many elements) and one-element values computed for the group (start
+// indices: every thread computes them). So: the last other member's
 // result of more than one element; failing that, a root's update (through
 // such a unit reshape: the value it reshapes), a load's result, or any
 // other member's (a group of one element).
@@ -1372,7 +1400,9 @@ static bool is_space_member(const iron_cuda_fusion_t *f,
 }
 
 static const iron_ir_type_t *fusion_space(const iron_cuda_fusion_t *f) {
-  for (uint32_t o = 0; o < f->num_ops; ++o) {
+  // The last such member: an iota that a reshape takes to the group's
+  // shape comes before the reshape.
+  for (uint32_t o = f->num_ops; o-- > 0;) {
     const iron_ir_op_t *op = f->ops[o];
     if (is_space_member(f, op) && type_count(op->results[0].type) > 1)
       return op->results[0].type;
