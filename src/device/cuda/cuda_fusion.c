@@ -1388,21 +1388,35 @@ static bool is_unit_reshape_of_member(const iron_cuda_fusion_t *f,
 // operand's shape), unit reshapes of member values feeding a root's update,
 // indexed loads and iotas that a reshape took to the group's shape (as
 // many elements) and one-element values computed for the group (start
-// indices: every thread computes them). So: the last other member's
-// result of more than one element; failing that, a root's update (through
+// indices: every thread computes them). So: the first other member's
+// result of more than one element (a member computed from one of the
+// group's values and reshaped, which a hand-built fusion may hold, is
+// read by linear index whatever its dims); failing that, a root's update (through
 // such a unit reshape: the value it reshapes), a load's result, or any
 // other member's (a group of one element).
+// An iota whose value a reshape member takes to another shape.
+static bool is_reshaped_iota(const iron_cuda_fusion_t *f,
+                             const iron_ir_op_t *op) {
+  if (op->kind != IRON_OP_IOTA || op->num_results != 1) return false;
+  for (uint32_t o = 0; o < f->num_ops; ++o) {
+    const iron_ir_op_t *u = f->ops[o];
+    if ((u->kind == IRON_OP_RESHAPE || u->kind == IRON_OP_BROADCAST_IN_DIM) &&
+        u->num_operands == 1 && u->operands[0] == &op->results[0] &&
+        !iron_ir_type_equal(u->results[0].type, op->results[0].type))
+      return true;
+  }
+  return false;
+}
+
 static bool is_space_member(const iron_cuda_fusion_t *f,
                             const iron_ir_op_t *op) {
   return op->kind != IRON_OP_DYNAMIC_UPDATE_SLICE &&
          !is_indexed_load(op->kind) && !is_unit_reshape_of_member(f, op) &&
-         op->num_results == 1;
+         !is_reshaped_iota(f, op) && op->num_results == 1;
 }
 
 static const iron_ir_type_t *fusion_space(const iron_cuda_fusion_t *f) {
-  // The last such member: an iota that a reshape takes to the group's
-  // shape comes before the reshape.
-  for (uint32_t o = f->num_ops; o-- > 0;) {
+  for (uint32_t o = 0; o < f->num_ops; ++o) {
     const iron_ir_op_t *op = f->ops[o];
     if (is_space_member(f, op) && type_count(op->results[0].type) > 1)
       return op->results[0].type;

@@ -25,11 +25,16 @@ extern "C" {
 #endif
 
 // The DAG. `ops` in an order where every operand is defined earlier (or is
-// one of `inputs`); `outputs` are values defined by the ops or inputs. Every
-// output has the same element count N (the iteration space, with the dims
-// of output 0). An input is read at the output's index when it has N
-// elements and the dims of output 0, at 0 when it has one element, and
-// otherwise only through broadcast_in_dim ops of the list.
+// one of `inputs`); `outputs` are values defined by the ops or inputs. The
+// iteration space (N elements) has the shape of the group fuse.c formed:
+// the first op's result of more than one element, passing over
+// dynamic_update_slice roots, indexed loads, iotas a reshape takes to
+// another shape and unit reshapes feeding a root (see fusion_space).
+// Every output but roots has N elements (or one); values are indexed by
+// the element's linear index, so a reshape of N elements is the same
+// value. An input is read at the element's index when it has N elements,
+// at 0 when it has one, and otherwise only through broadcast_in_dim or
+// indexed loads (slice, transpose, dynamic_slice) of the list.
 typedef struct iron_cuda_fusion {
   uint32_t num_ops;
   const iron_ir_op_t *const *ops;
