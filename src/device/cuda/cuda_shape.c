@@ -738,12 +738,23 @@ static void emit_starts(iron_cuda_src_t *s, const iron_ir_op_t *op,
                         uint32_t first, int32_t rank, const int64_t *full,
                         const int64_t *part) {
   for (int32_t d = 0; d < rank; ++d) {
-    char var[16], val[24];
+    char var[16], val[96];
+    uint32_t k = first + (uint32_t)d;
+    iron_dtype_t dt = op->operands[k]->type->dtype;
     snprintf(var, sizeof(var), "st%d", d);
-    snprintf(val, sizeof(val), "in%u[0]", first + (uint32_t)d);
-    iron_cuda_src_clamped_start(
-        s, "  ", var, val, op->operands[first + (uint32_t)d]->type->dtype,
-        full[d] - part[d]);
+    // Sub-byte integers are stored one per byte, in the low bits (as
+    // numpy/ml_dtypes hand them over): sign-extend or mask them.
+    int bits = dt == IRON_DTYPE_S4 || dt == IRON_DTYPE_U4   ? 4
+               : dt == IRON_DTYPE_S2 || dt == IRON_DTYPE_U2 ? 2
+                                                            : 0;
+    if (bits && iron_dtype_is_signed_int(dt))
+      snprintf(val, sizeof(val), "((int)(int8_t)((uint8_t)in%u[0] << %d) >> %d)",
+               k, 8 - bits, 8 - bits);
+    else if (bits)
+      snprintf(val, sizeof(val), "((int)in%u[0] & %d)", k, (1 << bits) - 1);
+    else
+      snprintf(val, sizeof(val), "in%u[0]", k);
+    iron_cuda_src_clamped_start(s, "  ", var, val, dt, full[d] - part[d]);
   }
 }
 
