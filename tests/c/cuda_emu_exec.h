@@ -437,10 +437,14 @@ static inline void cuda_emu_fill(void *data, iron_dtype_t dt, int32_t rank,
       case IRON_DTYPE_U32: ((uint32_t *)data)[i] = (uint32_t)ui; break;
       case IRON_DTYPE_U64: ((uint64_t *)data)[i] = ui; break;
       case IRON_DTYPE_PRED: ((uint8_t *)data)[i] = (uint8_t)(r & 1); break;
-      case IRON_DTYPE_S4: ((int8_t *)data)[i] = (int8_t)((int64_t)(r % 16) - 8); break;
-      case IRON_DTYPE_U4: ((uint8_t *)data)[i] = (uint8_t)(r % 16); break;
-      case IRON_DTYPE_S2: ((int8_t *)data)[i] = (int8_t)((int64_t)(r % 4) - 2); break;
-      case IRON_DTYPE_U2: ((uint8_t *)data)[i] = (uint8_t)(r % 4); break;
+      // Sub-byte integers: the low bits of a byte, as numpy/ml_dtypes
+      // store them (-1 in s4 is 0x0f).
+      case IRON_DTYPE_S4: case IRON_DTYPE_U4:
+        ((uint8_t *)data)[i] = (uint8_t)(r % 16);
+        break;
+      case IRON_DTYPE_S2: case IRON_DTYPE_U2:
+        ((uint8_t *)data)[i] = (uint8_t)(r % 4);
+        break;
       default: {  // f8 / f4 / f6 families: any byte pattern of the low bits
         size_t es = iron_dtype_size(dt);
         int bits = iron_dtype_bits(dt);

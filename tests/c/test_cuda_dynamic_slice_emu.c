@@ -473,12 +473,14 @@ static void test_dynamic_slices(void) {
   if (!rt_ref || !rt_emu) return;
   // The cases: every family x dtype x shape with traced starts (s32);
   // constant and computed starts for a few dtypes; every index dtype for
-  // f32 (traced, constant or computed in turn).
-  static const iron_dtype_t kIdx[] = {IRON_DTYPE_S8,  IRON_DTYPE_S16,
-                                      IRON_DTYPE_S64, IRON_DTYPE_U8,
-                                      IRON_DTYPE_U16, IRON_DTYPE_U32,
-                                      IRON_DTYPE_U64};
-  size_t cap = NUM_FAMS * NUM_SHAPES * (NUM_DTYPES + 6 + 7);
+  // f32 (traced, constant or computed in turn; all three for the sub-byte
+// ones, stored one per byte in the low bits).
+  static const iron_dtype_t kIdx[] = {
+      IRON_DTYPE_S8,  IRON_DTYPE_S16, IRON_DTYPE_S64, IRON_DTYPE_U8,
+      IRON_DTYPE_U16, IRON_DTYPE_U32, IRON_DTYPE_U64, IRON_DTYPE_S4,
+      IRON_DTYPE_U4,  IRON_DTYPE_S2,  IRON_DTYPE_U2};
+  enum { NUM_IDX = sizeof(kIdx) / sizeof(kIdx[0]) };
+  size_t cap = NUM_FAMS * NUM_SHAPES * (NUM_DTYPES + 6 + NUM_IDX * 3);
   prog_t *progs = calloc(cap, sizeof(*progs));
   size_t np = 0;
   for (int fam = 0; fam < NUM_FAMS; ++fam)
@@ -501,9 +503,12 @@ static void test_dynamic_slices(void) {
         progs[np++].c =
             (dcase_t){fam, sh, kConstDt[d], IRON_DTYPE_S32, ST_COMPUTED};
       }
-      for (int k = 0; k < 7; ++k)
-        progs[np++].c =
-            (dcase_t){fam, sh, IRON_DTYPE_F32, kIdx[k], k % NUM_START_KINDS};
+      for (int k = 0; k < NUM_IDX; ++k) {
+        bool sub = iron_dtype_bits(kIdx[k]) < 8;  // every start kind
+        for (int sk = 0; sk < NUM_START_KINDS; ++sk)
+          if (sub || sk == k % NUM_START_KINDS)
+            progs[np++].c = (dcase_t){fam, sh, IRON_DTYPE_F32, kIdx[k], sk};
+      }
     }
   int built = 0, host_refused = 0, cuda_refused = 0;
   for (size_t i = 0; i < np; ++i) {

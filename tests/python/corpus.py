@@ -762,6 +762,18 @@ def _(x, u, s):
             w)
 
 
+# Sub-byte start indices: ml_dtypes keeps an int4 in the low 4 bits of a
+# byte (-1 is 0x0f), so -1 must read as -1 (clamped to 0), not 15.
+@case("dynamic_slice_int4_starts", lambda rng: (
+    rng.standard_normal(10).astype(np.float32),
+    np.asarray([-1, 3, -8, 7], jnp.int4), np.asarray([1, 15, 0, 9], jnp.uint4)))
+def _(x, s, u):
+    return tuple(
+        (lax.dynamic_slice(x, (s[k],), (3,)),
+         lax.dynamic_update_slice(x, x[:2] * 2.0, (u[k],)))
+        for k in range(4))
+
+
 # A batch-1 transformer decode step with a KV cache: a scan over layers
 # writes this token's keys and values at a traced position (the update is
 # computed in another shape and reshaped: the fusion refused it), then
