@@ -12,6 +12,12 @@ typedef struct {
   uint32_t reduces;  // a reduce ends the group (at most one)
   uint32_t dus;      // dynamic_update_slice roots
   uint32_t last;     // index (in the block) of the last member
+  // Bound on the fusion's operands plus results: per member, its results
+  // and its operands from outside the group when it joined.
+  uint32_t io;
+  // Uses of the members' results (anywhere in the function), and how many
+  // of them are by members.
+  uint32_t uses, inner;
 } group_t;
 
 typedef struct {
@@ -28,6 +34,24 @@ static iron_status_t oom(void) {
 static int32_t find(group_t *g, int32_t i) {
   while (g[i].parent != i) i = g[i].parent = g[g[i].parent].parent;
   return i;
+}
+
+// Whether a group whose bound is `io` can take `more` operands and results
+// (IRON_FUSE_MAX_OPERANDS).
+static bool io_fits(uint32_t io, uint32_t more) {
+  return io + more <= IRON_FUSE_MAX_OPERANDS;
+}
+
+// Merges group h into g.
+static void merge_into(group_t *groups, int32_t g, int32_t h) {
+  groups[h].parent = g;
+  groups[g].size += groups[h].size;
+  groups[g].non_broadcast += groups[h].non_broadcast;
+  groups[g].reduces += groups[h].reduces;
+  groups[g].dus += groups[h].dus;
+  groups[g].io += groups[h].io;
+  groups[g].uses += groups[h].uses;
+  groups[g].inner += groups[h].inner;
 }
 
 static bool same_shape(const iron_ir_type_t *a, const iron_ir_type_t *b) {
@@ -63,7 +87,23 @@ typedef struct {
   group_t *groups;
   int32_t self;  // group of the op being visited (-1: none)
   bool *escapes;  // by value id
+  const uint32_t *uses;  // by value id: operand slots that name it
 } use_ctx_t;
+
+typedef struct {
+  uint32_t *uses;
+  uint32_t num_ids;
+} count_ctx_t;
+
+static void count_use(iron_ir_value_t **slot, void *arg) {
+  count_ctx_t *cc = arg;
+  if (*slot && (*slot)->id < cc->num_ids) cc->uses[(*slot)->id]++;
+}
+
+static void count_uses(iron_ir_block_t *blk, count_ctx_t *cc) {
+  for (uint32_t k = 0; k < blk->num_ops; ++k)
+    each_operand(blk->ops[k], count_use, cc);
+}
 
 static int32_t group_of(const use_ctx_t *u, const iron_ir_value_t *v) {
   if (!v || v->id >= u->num_ids || u->val_group[v->id] < 0) return -1;
@@ -297,16 +337,59 @@ static int32_t join_reduce(fuse_ctx_t *c, use_ctx_t *u,
     for (uint32_t j = 0; j < nfeed; ++j)
       if (h == feed[j]) return -1;
   }
+  uint32_t io = op->num_operands + op->num_results;
+  for (uint32_t j = 0; j < nfeed; ++j) io += u->groups[feed[j]].io;
+  if (!io_fits(io, 0)) return -1;
   int32_t g = feed[0];
-  for (uint32_t j = 1; j < nfeed; ++j) {
-    group_t *h = &u->groups[feed[j]];
-    h->parent = g;
-    u->groups[g].size += h->size;
-    u->groups[g].non_broadcast += h->non_broadcast;
-    u->groups[g].reduces += h->reduces;
-    u->groups[g].dus += h->dus;
-  }
+  for (uint32_t j = 1; j < nfeed; ++j) merge_into(u->groups, g, feed[j]);
   return g;
+}
+
+// Accounts `op` joining group g: its results and its operands that no
+// member of g defines add to the bound, its results' uses to the group's.
+static void account_member(use_ctx_t *u, const iron_ir_op_t *op, int32_t g) {
+  group_t *gr = &u->groups[g];
+  gr->io += op->num_results;
+  for (uint32_t k = 0; k < op->num_operands; ++k) {
+    if (group_of(u, op->operands[k]) != g)
+      gr->io++;
+    else
+      gr->inner++;
+  }
+  for (uint32_t r = 0; r < op->num_results; ++r)
+    if (op->results[r].id < u->num_ids) gr->uses += u->uses[op->results[r].id];
+}
+
+enum { kMaxScalarFeed = 8 };
+
+// Small groups of one element whose values only `op` reads (besides
+// themselves) join op's group g: every thread of g's kernel computes them
+// (start indices of jax's x[i] and dynamic_update_slice at i: `i < 0 ? i +
+// n : i`), instead of a one-element kernel each. Only operands from `first`
+// on (the start indices of loads and roots; any operand of other ops).
+// IRON_FUSE_SCALARS=0 keeps them apart.
+static bool fuse_scalars(void) {
+  const char *e = getenv("IRON_FUSE_SCALARS");  // compile time only
+  return !(e && strcmp(e, "0") == 0);
+}
+
+static void merge_scalar_feeds(use_ctx_t *u, const iron_ir_op_t *op,
+                               uint32_t first, int32_t g) {
+  if (!fuse_scalars()) return;
+  for (uint32_t k = first; k < op->num_operands; ++k) {
+    int32_t h = group_of(u, op->operands[k]);
+    if (h < 0 || h == g) continue;
+    group_t *hg = &u->groups[h];
+    if (hg->closed || hg->reduces || hg->dus || hg->size > kMaxScalarFeed ||
+        iron_ir_type_num_elements(hg->shape) != 1 ||
+        !io_fits(u->groups[g].io + hg->io, op->num_operands + op->num_results))
+      continue;
+    uint32_t by_op = 0;
+    for (uint32_t j = 0; j < op->num_operands; ++j)
+      by_op += group_of(u, op->operands[j]) == h;
+    if (hg->uses != hg->inner + by_op) continue;  // read elsewhere too
+    merge_into(u->groups, g, h);
+  }
 }
 
 // Whether a and b have the same dims once their size-1 dims are dropped.
@@ -357,15 +440,20 @@ static const iron_ir_op_t *single_user(const iron_ir_block_t *blk,
   return uc.n == 1 ? uc.user : NULL;
 }
 
-// A reshape that only adds or drops size-1 dims, fed by the one member of
-// an open group that is a slice, transpose or dynamic_slice used nowhere
-// else (jax's x[i] is dynamic_slice to [1, ...] then such a reshape): the
-// group takes the reshape's shape, so that the reshape and its consumers
-// join the load (the device maps the load's coordinates over the non-unit
-// dims). Returns the group, or -1.
-static int32_t unit_reshape_group(const iron_ir_block_t *blk, use_ctx_t *u,
-                                  const iron_ir_op_t *op) {
-  if (op->kind != IRON_OP_RESHAPE || op->num_operands != 1) return -1;
+// A reshape (or a broadcast_in_dim that only adds size-1 dims) fed by the
+// one member of an open group that is a slice, transpose, dynamic_slice or
+// iota used nowhere else (jax's x[i] is dynamic_slice to [1, ...] then
+// such a reshape; a KV-cache write reshapes a slice of the qkv projection
+// to [1, heads, dim]; a mask broadcasts an iota to [1, n]): the group
+// takes the reshape's shape, so that the reshape and its consumers join
+// the load (the device computes the load's coordinates from the element's
+// linear index: a reshape keeps the order). Returns the group, or -1.
+static int32_t reshape_of_load_group(const iron_ir_block_t *blk, use_ctx_t *u,
+                                     const iron_ir_op_t *op) {
+  if ((op->kind != IRON_OP_RESHAPE && !iron_ir_broadcast_is_reshape(op)) ||
+      op->num_operands != 1 || op->num_results != 1 ||
+      op->operands[0]->type->dtype != op->results[0].type->dtype)
+    return -1;
   const iron_ir_value_t *v = op->operands[0];
   int32_t h = group_of(u, v);
   if (h < 0 || u->groups[h].closed || u->groups[h].size != 1 ||
@@ -373,9 +461,8 @@ static int32_t unit_reshape_group(const iron_ir_block_t *blk, use_ctx_t *u,
     return -1;
   iron_op_kind_t k = v->def_op->kind;
   if (k != IRON_OP_SLICE && k != IRON_OP_TRANSPOSE &&
-      k != IRON_OP_DYNAMIC_SLICE)
+      k != IRON_OP_DYNAMIC_SLICE && k != IRON_OP_IOTA)
     return -1;
-  if (!same_dims_but_units(v->type, op->results[0].type)) return -1;
   return single_user(blk, v) ? h : -1;
 }
 
@@ -391,6 +478,24 @@ static bool is_unit_reshape(const iron_ir_op_t *op) {
          same_dims_but_units(op->operands[0]->type, op->results[0].type);
 }
 
+// Whether op is not a broadcast_in_dim, or one whose dims keep their
+// order (so an operand of the result's shape is read at the element's own
+// coordinates).
+static bool broadcast_in_order(const iron_ir_op_t *op) {
+  if (op->kind != IRON_OP_BROADCAST_IN_DIM) return true;
+  int64_t bd[IRON_MAX_RANK];
+  uint32_t nb = 0;
+  iron_status_t st =
+      iron_ir_op_i64_list(op, "broadcast_dimensions", bd, IRON_MAX_RANK, &nb);
+  if (st) {  // the kernel's prepare reports the bad attribute
+    iron_status_free(st);
+    return false;
+  }
+  for (uint32_t i = 1; i < nb; ++i)
+    if (bd[i] <= bd[i - 1]) return false;
+  return true;
+}
+
 enum { kMaxDusRoots = 16 };
 
 // A unit reshape of a value of open group h, whose only use is the update
@@ -402,7 +507,8 @@ static int32_t unit_reshape_into_dus(fuse_ctx_t *c, const iron_ir_block_t *blk,
   if (!is_unit_reshape(op)) return -1;
   int32_t h = group_of(u, op->operands[0]);
   if (h < 0 || u->groups[h].closed || u->groups[h].reduces ||
-      !same_shape(u->groups[h].shape, op->operands[0]->type))
+      !same_shape(u->groups[h].shape, op->operands[0]->type) ||
+      !io_fits(u->groups[h].io, 1))
     return -1;
   const iron_ir_op_t *user = single_user(blk, &op->results[0]);
   if (!user || user->kind != IRON_OP_DYNAMIC_UPDATE_SLICE ||
@@ -422,7 +528,8 @@ static int32_t join_dus(fuse_ctx_t *c, use_ctx_t *u, const iron_ir_op_t *op) {
   const iron_ir_value_t *upd = op->operands[1];
   int32_t h = group_of(u, upd);
   if (h < 0 || u->groups[h].closed || u->groups[h].reduces ||
-      u->groups[h].dus >= kMaxDusRoots)
+      u->groups[h].dus >= kMaxDusRoots ||
+      !io_fits(u->groups[h].io, op->num_operands + op->num_results))
     return -1;
   if (!same_shape(u->groups[h].shape, upd->type) &&
       !(upd->def_op && is_unit_reshape(upd->def_op)))
@@ -448,16 +555,20 @@ static iron_status_t fuse_block(fuse_ctx_t *c, iron_ir_block_t *blk) {
   int32_t *val_group = malloc(sizeof(int32_t) * (ids + 1));
   group_t *groups = calloc(n, sizeof(group_t));
   bool *escapes = calloc(ids + 1, sizeof(bool));
+  uint32_t *uses = calloc(ids + 1, sizeof(uint32_t));
   iron_ir_value_t **remap = calloc(ids + 1, sizeof(*remap));
   iron_ir_op_t **new_ops = NULL;
   iron_status_t st = IRON_OK;
-  if (!op_group || !val_group || !groups || !escapes || !remap) {
+  if (!op_group || !val_group || !groups || !escapes || !remap || !uses) {
     st = oom();
     goto done;
   }
   for (uint32_t i = 0; i < n; ++i) op_group[i] = -1;
   for (uint32_t i = 0; i <= ids; ++i) val_group[i] = -1;
-  use_ctx_t u = {val_group, ids, groups, -1, escapes};
+  count_ctx_t cc = {uses, ids};
+  for (uint32_t b = 0; b < c->f->body.num_blocks; ++b)
+    count_uses(&c->f->body.blocks[b], &cc);
+  use_ctx_t u = {val_group, ids, groups, -1, escapes, uses};
   int32_t ngroups = 0;
   for (uint32_t i = 0; i < n; ++i) {
     iron_ir_op_t *op = blk->ops[i];
@@ -469,6 +580,8 @@ static iron_status_t fuse_block(fuse_ctx_t *c, iron_ir_block_t *blk) {
     if (op->kind == IRON_OP_DYNAMIC_UPDATE_SLICE) {
       g = join_dus(c, &u, op);
       if (g >= 0) {
+        merge_scalar_feeds(&u, op, 2, g);
+        account_member(&u, op, g);
         groups[g].size++;
         groups[g].non_broadcast++;
         groups[g].dus++;
@@ -479,6 +592,7 @@ static iron_status_t fuse_block(fuse_ctx_t *c, iron_ir_block_t *blk) {
     } else if (op->kind == IRON_OP_REDUCE) {
       g = join_reduce(c, &u, op);
       if (g >= 0) {
+        account_member(&u, op, g);
         groups[g].size++;
         groups[g].reduces++;
         groups[g].last = i;
@@ -489,7 +603,7 @@ static iron_status_t fuse_block(fuse_ctx_t *c, iron_ir_block_t *blk) {
       }
     } else if (fusable) {
       const iron_ir_type_t *shape = op->results[0].type;
-      int32_t lh = unit_reshape_group(blk, &u, op);
+      int32_t lh = reshape_of_load_group(blk, &u, op);
       if (lh >= 0) groups[lh].shape = shape;  // joined below
       int32_t dh = lh < 0 ? unit_reshape_into_dus(c, blk, &u, op) : -1;
       if (dh >= 0) g = dh;  // joins without taking the shape
@@ -503,21 +617,29 @@ static iron_status_t fuse_block(fuse_ctx_t *c, iron_ir_block_t *blk) {
         // group: the op reads it from memory instead.
         if (h != lh && !same_shape(op->operands[k]->type, groups[h].shape))
           continue;
+        // A member value is computed at the element's own coordinates:
+        // a broadcast that reads it at others (permuted dims) reads it
+        // from memory instead.
+        if (!broadcast_in_order(op)) continue;
+        // A group that would outgrow one kernel's parameters stays apart
+        // (it is closed below: the op reads its value from memory).
+        uint32_t more = op->num_operands + op->num_results;
         if (g < 0) {
-          g = h;
-        } else if (h != g) {
-          groups[h].parent = g;
-          groups[g].size += groups[h].size;
-          groups[g].non_broadcast += groups[h].non_broadcast;
-          groups[g].reduces += groups[h].reduces;
-          groups[g].dus += groups[h].dus;
+          if (io_fits(groups[h].io, more)) g = h;
+        } else if (h != g && io_fits(groups[g].io + groups[h].io, more)) {
+          merge_into(groups, g, h);
         }
       }
+      if (lh >= 0 && g != lh) groups[lh].shape = op->operands[0]->type;
       if (g < 0) {
         g = ngroups++;
         groups[g].shape = shape;
         groups[g].parent = g;
       }
+      bool load = op->kind == IRON_OP_SLICE || op->kind == IRON_OP_TRANSPOSE ||
+                  op->kind == IRON_OP_DYNAMIC_SLICE;
+      merge_scalar_feeds(&u, op, load ? 1 : 0, g);
+      account_member(&u, op, g);
       groups[g].size++;
       // Moving data alone (broadcasts, converts, slices, transposes) is not
       // worth a fused kernel: the device's own kernels do it.
@@ -617,6 +739,7 @@ done:
   free(val_group);
   free(groups);
   free(escapes);
+  free(uses);
   free(remap);
   return st;
 }

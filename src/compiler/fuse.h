@@ -15,6 +15,14 @@
 extern "C" {
 #endif
 
+// A fusion has at most this many operands plus results: one CUDA kernel
+// launch passes each as an 8-byte pointer parameter, and 4 KB of
+// parameters is what every CUDA driver and NVRTC accept (CUDA 12.1+ allow
+// 32 KB on Volta and newer; docs/decisions.md). fuse.c keeps groups within
+// it by a bound (each member's results and its operands from outside the
+// group when it joined), so a group that would pass it is split.
+#define IRON_FUSE_MAX_OPERANDS 512
+
 // Whether the device can generate `op` inside a fused kernel. For a
 // control-flow op (while, if, case): whether the device generates the op
 // whole as one kernel, so that its regions are left unfused.
@@ -30,7 +38,8 @@ typedef bool (*iron_fuse_predicate_t)(const iron_ir_op_t *op);
 // `can_fuse` accepts ends the group computing its reduced operands when
 // nothing else of the group is used outside and its inits come from
 // outside; the fusion then returns all of the reduce's results. Groups of
-// one op stay as they are. *out_num_fusions (may be NULL) counts the
+// one op stay as they are; no fusion has more than IRON_FUSE_MAX_OPERANDS
+// operands plus results. *out_num_fusions (may be NULL) counts the
 // fusions made.
 iron_status_t iron_compiler_fuse(iron_ir_module_t *m,
                                  iron_fuse_predicate_t can_fuse,

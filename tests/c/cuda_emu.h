@@ -61,7 +61,18 @@
 // The one-thread shim (cuda_emu_build).
 static const char kCudaEmuShim[] =
     "#define IRON_CUDA_EMU 1\n"
-    "#include <math.h>\n#include <string.h>\n"
+    "#include <math.h>\n#include <string.h>\n#include <utility>\n"
+    // iron_emu_call(kernel, args): calls a kernel of any pointer parameter
+    // list with args[0..] (cuLaunchKernel's view: one pointer per
+    // parameter), so a test needs no per-kernel prototype.
+    "template <class... A, unsigned long... I>\n"
+    "static inline void iron_emu_call_(void (*f)(A...), void *const *a,\n"
+    "    std::integer_sequence<unsigned long, I...>) { f((A)a[I]...); }\n"
+    "template <class... A>\n"
+    "static inline void iron_emu_call(void (*f)(A...), void *const *a) {\n"
+    "  iron_emu_call_(f, a,\n"
+    "      std::make_integer_sequence<unsigned long, sizeof...(A)>{});\n"
+    "}\n"
     "#define __device__\n#define __global__\n"
     "#define __forceinline__ inline\n#define __launch_bounds__(x)\n"
     "#define __align__(n) alignas(n)\n"

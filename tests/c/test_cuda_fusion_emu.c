@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "compiler/fuse.h"
-#include "cuda_emu.h"
+#include "cuda_emu_exec.h"
 #include "device/cuda/cuda_codegen.h"
 #include "device/cuda/cuda_device.h"
 #include "device/cuda/cuda_fusion.h"
@@ -215,7 +215,359 @@ static void test_fusion_emu(void) {
   iron_ir_module_destroy(bt.m);
 }
 
+// ---------------------------------------------------------------------------
+// Groups whose members have other shapes than the group, run whole on the
+// host and as the CUDA device plans them (cuda_emu_exec.h), bit for bit:
+// fuse.c may only form groups the generator generates correctly.
+
+typedef struct gb {
+  iron_ir_module_t *m;
+  iron_ir_func_t *f;
+  iron_ir_block_t *b;
+} gb_t;
+
+static iron_ir_value_t *g_op2(gb_t *p, iron_op_kind_t k, iron_ir_value_t *a,
+                              iron_ir_value_t *b) {
+  iron_ir_value_t *in[2] = {a, b};
+  return iron_ir_builder_op1(p->m, p->f, p->b, k, 2, in, a->type);
+}
+
+static iron_ir_value_t *g_bcast(gb_t *p, iron_ir_value_t *v, int32_t rank,
+                                const int64_t *dims, const int64_t *bd) {
+  const iron_ir_type_t *rt =
+      iron_ir_builder_tensor_type(p->m, v->type->dtype, rank, dims);
+  iron_ir_op_t *op = iron_ir_builder_op(p->m, p->f, p->b,
+                                        IRON_OP_BROADCAST_IN_DIM, 1, &v, 1,
+                                        &rt, 0);
+  iron_ir_builder_attr(
+      p->m, op, "broadcast_dimensions",
+      iron_ir_builder_attr_i64s(p->m, (uint32_t)v->type->rank, bd));
+  return &op->results[0];
+}
+
+enum {
+  GS_PERMUTING_BCAST,  // broadcast_in_dim that transposes a computed value
+  GS_PERMUTING_BCAST_INPUT,  // ... an input (an indexed load)
+  GS_BCAST_COMPUTED_ROW,  // a computed row broadcast along a new dim
+  GS_UNIT_BCAST_CHAIN,  // unit broadcasts of computed values, read again
+  GS_IOTA_RESHAPED,     // iota and a reshape of another shape
+  GS_SLICE_RESHAPE_DUS,  // slice, reshape to the update's shape, root
+  GS_IOTA_BCAST_MASK,    // iota broadcast to [1, n] and compared
+  GS_TRANSPOSE_RESHAPE,  // transpose of an input reshaped and computed on
+  GS_DS_RESHAPE,         // dynamic_slice reshaped to a vector
+  GS_IOTA_2D_RESHAPE,    // a 2-d iota along dim 1 reshaped to a vector
+  GS_COUNT
+};
+static const char *const kGsNames[GS_COUNT] = {
+    "permuting broadcast of a computed value",
+    "permuting broadcast of an input", "broadcast of a computed row",
+    "unit broadcasts of computed values", "iota with a reshape",
+    "slice reshaped into a root", "iota broadcast to a mask",
+    "transpose reshaped", "dynamic_slice reshaped", "2-d iota reshaped"};
+
+static iron_ir_module_t *build_group_shape(int which) {
+  gb_t p = {iron_ir_builder_module_create("shapes", 1), NULL, NULL};
+  int64_t d33[2] = {3, 5}, d53[2] = {5, 3}, d5[1] = {5}, d15[2] = {1, 5};
+  int64_t d35[2] = {3, 5}, d15x[1] = {15};
+  const iron_ir_type_t *t35 =
+      iron_ir_builder_tensor_type(p.m, IRON_DTYPE_F32, 2, d33);
+  const iron_ir_type_t *t53 =
+      iron_ir_builder_tensor_type(p.m, IRON_DTYPE_F32, 2, d53);
+  const iron_ir_type_t *t5 =
+      iron_ir_builder_tensor_type(p.m, IRON_DTYPE_F32, 1, d5);
+  const iron_ir_type_t *t15 =
+      iron_ir_builder_tensor_type(p.m, IRON_DTYPE_F32, 2, d15);
+  int64_t d44[2] = {4, 4};
+  const iron_ir_type_t *t44 =
+      iron_ir_builder_tensor_type(p.m, IRON_DTYPE_F32, 2, d44);
+  const iron_ir_type_t *tflat =
+      iron_ir_builder_tensor_type(p.m, IRON_DTYPE_F32, 1, d15x);
+  const iron_ir_type_t *ins[4], *outs[2];
+  uint32_t ni = 0, no = 0;
+  switch (which) {
+    case GS_PERMUTING_BCAST:  // square: the transposed value has the shape
+      ins[ni++] = t44; ins[ni++] = t44; outs[no++] = t44;
+      break;
+    case GS_PERMUTING_BCAST_INPUT:
+      ins[ni++] = t53; ins[ni++] = t35; outs[no++] = t35;
+      break;
+    case GS_BCAST_COMPUTED_ROW:
+      ins[ni++] = t5; ins[ni++] = t35; outs[no++] = t35;
+      break;
+    case GS_UNIT_BCAST_CHAIN:
+      ins[ni++] = t5; ins[ni++] = t5; outs[no++] = t15; outs[no++] = t5;
+      break;
+    case GS_IOTA_RESHAPED:
+      ins[ni++] = tflat; outs[no++] = t35;
+      break;
+    case GS_SLICE_RESHAPE_DUS:  // x [24] (a qkv row), cache [6, 2, 4], pos
+      ins[ni++] = iron_ir_builder_tensor_type(p.m, IRON_DTYPE_F32, 1,
+                                              (int64_t[]){24});
+      ins[ni++] = iron_ir_builder_tensor_type(p.m, IRON_DTYPE_F32, 3,
+                                              (int64_t[]){6, 2, 4});
+      ins[ni++] = iron_ir_builder_scalar_type(p.m, IRON_DTYPE_S32);
+      outs[no++] = ins[1];
+      break;
+    case GS_IOTA_BCAST_MASK:
+      ins[ni++] = iron_ir_builder_scalar_type(p.m, IRON_DTYPE_S32);
+      outs[no++] = iron_ir_builder_tensor_type(p.m, IRON_DTYPE_PRED, 2,
+                                               (int64_t[]){1, 6});
+      break;
+    case GS_TRANSPOSE_RESHAPE:
+    case GS_DS_RESHAPE:
+      ins[ni++] = t35;
+      ins[ni++] = tflat;
+      if (which == GS_DS_RESHAPE)
+        ins[ni++] = iron_ir_builder_scalar_type(p.m, IRON_DTYPE_S32);
+      outs[no++] = tflat;
+      break;
+    case GS_IOTA_2D_RESHAPE:
+      ins[ni++] = iron_ir_builder_tensor_type(p.m, IRON_DTYPE_S32, 1,
+                                              (int64_t[]){6});
+      outs[no++] = ins[0];
+      break;
+  }
+  p.f = iron_ir_builder_func(p.m, "main", true, ni, ins, no, outs);
+  p.b = iron_ir_builder_func_block(p.f);
+  iron_ir_value_t *a = &p.b->args[0], *b = ni > 1 ? &p.b->args[1] : NULL;
+  iron_ir_value_t *c3 = ni > 2 ? &p.b->args[2] : NULL;
+  iron_ir_value_t *res[2];
+  int64_t perm[2] = {1, 0}, row[1] = {1}, unit[1] = {1};
+  switch (which) {
+    case GS_PERMUTING_BCAST: {
+      // a [4,4] computed, then read transposed through broadcast dims
+      // [1, 0]: its elements at other coordinates than the group's
+      iron_ir_value_t *c = g_op2(&p, IRON_OP_MULTIPLY, a, a);
+      iron_ir_value_t *e = g_op2(&p, IRON_OP_ADD, c, a);
+      res[0] = g_op2(&p, IRON_OP_SUBTRACT, g_bcast(&p, e, 2, d44, perm), b);
+      break;
+    }
+    case GS_PERMUTING_BCAST_INPUT:
+      res[0] = g_op2(&p, IRON_OP_SUBTRACT, g_bcast(&p, a, 2, d35, perm), b);
+      break;
+    case GS_BCAST_COMPUTED_ROW: {
+      iron_ir_value_t *c = g_op2(&p, IRON_OP_MULTIPLY, a, a);
+      res[0] = g_op2(&p, IRON_OP_ADD, g_bcast(&p, c, 2, d35, row), b);
+      break;
+    }
+    case GS_UNIT_BCAST_CHAIN: {
+      iron_ir_value_t *c = g_op2(&p, IRON_OP_MULTIPLY, a, b);
+      iron_ir_value_t *u = g_bcast(&p, c, 2, d15, unit);
+      res[0] = g_op2(&p, IRON_OP_ADD, u, u);
+      res[1] = g_op2(&p, IRON_OP_ADD, c, a);
+      break;
+    }
+    case GS_IOTA_RESHAPED: {
+      const iron_ir_type_t *rt = t35;
+      iron_ir_op_t *io =
+          iron_ir_builder_op(p.m, p.f, p.b, IRON_OP_IOTA, 0, NULL, 1, &rt, 0);
+      iron_ir_builder_attr(p.m, io, "iota_dimension",
+                           iron_ir_builder_attr_int(p.m, 1));
+      iron_ir_value_t *sq = g_op2(&p, IRON_OP_MULTIPLY, a, a);
+      iron_ir_value_t *r =
+          iron_ir_builder_op1(p.m, p.f, p.b, IRON_OP_RESHAPE, 1, &sq, t35);
+      res[0] = g_op2(&p, IRON_OP_ADD, &io->results[0], r);
+      break;
+    }
+    case GS_SLICE_RESHAPE_DUS: {
+      // k = x[8:16] reshaped to [1, 2, 4], written at (pos, 0, 0).
+      const iron_ir_type_t *t8 =
+          iron_ir_builder_tensor_type(p.m, IRON_DTYPE_F32, 1, (int64_t[]){8});
+      iron_ir_op_t *sl =
+          iron_ir_builder_op(p.m, p.f, p.b, IRON_OP_SLICE, 1, &a, 1, &t8, 0);
+      iron_ir_builder_attr(p.m, sl, "start_indices",
+                           iron_ir_builder_attr_i64s(p.m, 1, (int64_t[]){8}));
+      iron_ir_builder_attr(p.m, sl, "limit_indices",
+                           iron_ir_builder_attr_i64s(p.m, 1, (int64_t[]){16}));
+      iron_ir_builder_attr(p.m, sl, "strides",
+                           iron_ir_builder_attr_i64s(p.m, 1, (int64_t[]){1}));
+      iron_ir_value_t *slv = &sl->results[0];
+      const iron_ir_type_t *tk = iron_ir_builder_tensor_type(
+          p.m, IRON_DTYPE_F32, 3, (int64_t[]){1, 2, 4});
+      iron_ir_value_t *k =
+          iron_ir_builder_op1(p.m, p.f, p.b, IRON_OP_RESHAPE, 1, &slv, tk);
+      int32_t zero = 0;
+      iron_ir_value_t *z = iron_ir_builder_constant(
+          p.m, p.f, p.b, c3->type, &zero, 4, false);
+      iron_ir_value_t *din[5] = {b, k, c3, z, z};
+      res[0] = iron_ir_builder_op1(p.m, p.f, p.b, IRON_OP_DYNAMIC_UPDATE_SLICE,
+                                   5, din, b->type);
+      break;
+    }
+    case GS_IOTA_BCAST_MASK: {
+      const iron_ir_type_t *t6 =
+          iron_ir_builder_tensor_type(p.m, IRON_DTYPE_S32, 1, (int64_t[]){6});
+      iron_ir_op_t *io =
+          iron_ir_builder_op(p.m, p.f, p.b, IRON_OP_IOTA, 0, NULL, 1, &t6, 0);
+      iron_ir_builder_attr(p.m, io, "iota_dimension",
+                           iron_ir_builder_attr_int(p.m, 0));
+      iron_ir_value_t *row = g_bcast(&p, &io->results[0], 2,
+                                     (int64_t[]){1, 6}, (int64_t[]){1});
+      iron_ir_value_t *pos = g_bcast(&p, a, 2, (int64_t[]){1, 6}, NULL);
+      const iron_ir_type_t *tm = iron_ir_builder_tensor_type(
+          p.m, IRON_DTYPE_PRED, 2, (int64_t[]){1, 6});
+      iron_ir_value_t *cin[2] = {row, pos};
+      iron_ir_op_t *le = iron_ir_builder_op(p.m, p.f, p.b, IRON_OP_COMPARE, 2,
+                                            cin, 1, &tm, 0);
+      iron_ir_builder_attr(p.m, le, "comparison_direction",
+                           iron_ir_builder_attr_enum(
+                               p.m, IRON_ENUM_COMPARISON_DIRECTION,
+                               IRON_CMP_LE));
+      res[0] = &le->results[0];
+      break;
+    }
+    case GS_TRANSPOSE_RESHAPE:
+    case GS_DS_RESHAPE: {
+      iron_ir_value_t *l;
+      if (which == GS_TRANSPOSE_RESHAPE) {
+        iron_ir_op_t *tr = iron_ir_builder_op(p.m, p.f, p.b, IRON_OP_TRANSPOSE,
+                                              1, &a, 1, &t53, 0);
+        iron_ir_builder_attr(p.m, tr, "permutation",
+                             iron_ir_builder_attr_i64s(p.m, 2, perm));
+        l = &tr->results[0];
+      } else {  // a [3, 5] window of a [3, 5] input: the whole, clamped
+        const iron_ir_type_t *t25 = iron_ir_builder_tensor_type(
+            p.m, IRON_DTYPE_F32, 2, (int64_t[]){3, 5});
+        iron_ir_value_t *dsin[3] = {a, c3, c3};
+        iron_ir_op_t *ds = iron_ir_builder_op(p.m, p.f, p.b,
+                                              IRON_OP_DYNAMIC_SLICE, 3, dsin,
+                                              1, &t25, 0);
+        iron_ir_builder_attr(p.m, ds, "slice_sizes",
+                             iron_ir_builder_attr_i64s(p.m, 2,
+                                                       (int64_t[]){3, 5}));
+        l = &ds->results[0];
+      }
+      iron_ir_value_t *r =
+          iron_ir_builder_op1(p.m, p.f, p.b, IRON_OP_RESHAPE, 1, &l, tflat);
+      res[0] = g_op2(&p, IRON_OP_MULTIPLY, r, b);
+      break;
+    }
+    case GS_IOTA_2D_RESHAPE: {
+      const iron_ir_type_t *t23 =
+          iron_ir_builder_tensor_type(p.m, IRON_DTYPE_S32, 2, (int64_t[]){2, 3});
+      iron_ir_op_t *io =
+          iron_ir_builder_op(p.m, p.f, p.b, IRON_OP_IOTA, 0, NULL, 1, &t23, 0);
+      iron_ir_builder_attr(p.m, io, "iota_dimension",
+                           iron_ir_builder_attr_int(p.m, 1));
+      iron_ir_value_t *iv = &io->results[0];
+      iron_ir_value_t *r = iron_ir_builder_op1(p.m, p.f, p.b, IRON_OP_RESHAPE,
+                                               1, &iv, a->type);
+      res[0] = g_op2(&p, IRON_OP_ADD, r, a);
+      break;
+    }
+  }
+  iron_ir_builder_return(p.m, p.f, p.b, IRON_OP_FUNC_RETURN, no, res);
+  return p.m;
+}
+
+static void test_group_shapes(void) {
+  cuda_emu_batch_t b;
+  bool ok = cuda_emu_batch_init(&b);
+  CHECK(ok);
+  if (!ok) return;
+  for (int w = 0; w < GS_COUNT; ++w) {
+    iron_status_t st = cuda_emu_batch_add(&b, build_group_shape(w),
+                                          build_group_shape(w), kGsNames[w]);
+    if (st)
+      fprintf(stderr, "%s: CUDA: %s\n", kGsNames[w], iron_status_message(st));
+    CHECK(st == IRON_OK);
+    iron_status_free(st);
+  }
+  CHECK(cuda_emu_batch_run(&b, 3));
+  CHECK_EQ_INT(b.host_refused, 0);
+  CHECK_EQ_INT(b.differ, 0);
+  CHECK_EQ_INT(b.failed, 0);
+  CHECK_EQ_INT(b.runs, 3 * GS_COUNT);
+  cuda_emu_batch_destroy(&b);
+}
+
+// A start index computed from an argument (jax's i < 0 ? i + n : i) joins
+// the kernel of the dynamic_update_slice that reads it, unless something
+// else reads it too (then it stays a kernel of its own, and the root reads
+// it from memory).
+static iron_ir_module_t *build_scalar_start(bool also_returned) {
+  gb_t p = {iron_ir_builder_module_create("start", 1), NULL, NULL};
+  int64_t dx[1] = {10}, du[1] = {3};
+  const iron_ir_type_t *tx = iron_ir_builder_tensor_type(p.m, IRON_DTYPE_F32, 1, dx);
+  const iron_ir_type_t *tu = iron_ir_builder_tensor_type(p.m, IRON_DTYPE_F32, 1, du);
+  const iron_ir_type_t *ti = iron_ir_builder_scalar_type(p.m, IRON_DTYPE_S32);
+  const iron_ir_type_t *tp = iron_ir_builder_scalar_type(p.m, IRON_DTYPE_PRED);
+  const iron_ir_type_t *ins[3] = {tx, tu, ti}, *outs[2] = {tx, ti};
+  p.f = iron_ir_builder_func(p.m, "main", true, 3, ins, also_returned ? 2 : 1,
+                             outs);
+  p.b = iron_ir_builder_func_block(p.f);
+  iron_ir_value_t *x = &p.b->args[0], *u = &p.b->args[1], *i = &p.b->args[2];
+  int32_t zero = 0, ten = 10;
+  iron_ir_value_t *z = iron_ir_builder_constant(p.m, p.f, p.b, ti, &zero, 4, false);
+  iron_ir_value_t *n = iron_ir_builder_constant(p.m, p.f, p.b, ti, &ten, 4, false);
+  iron_ir_value_t *cin[2] = {i, z};
+  iron_ir_op_t *lt = iron_ir_builder_op(p.m, p.f, p.b, IRON_OP_COMPARE, 2, cin,
+                                        1, &tp, 0);
+  iron_ir_builder_attr(p.m, lt, "comparison_direction",
+                       iron_ir_builder_attr_enum(
+                           p.m, IRON_ENUM_COMPARISON_DIRECTION, IRON_CMP_LT));
+  iron_ir_value_t *sin[3] = {&lt->results[0], g_op2(&p, IRON_OP_ADD, i, n), i};
+  iron_ir_value_t *j = iron_ir_builder_op1(p.m, p.f, p.b, IRON_OP_SELECT, 3, sin, ti);
+  iron_ir_value_t *din[3] = {x, g_op2(&p, IRON_OP_MULTIPLY, u, u), j};
+  iron_ir_value_t *res[2] = {
+      iron_ir_builder_op1(p.m, p.f, p.b, IRON_OP_DYNAMIC_UPDATE_SLICE, 3, din, tx),
+      j};
+  iron_ir_builder_return(p.m, p.f, p.b, IRON_OP_FUNC_RETURN,
+                         also_returned ? 2 : 1, res);
+  return p.m;
+}
+
+static void test_scalar_start_joins(void) {
+  for (int shared = 0; shared < 2; ++shared) {
+    iron_ir_module_t *m = build_scalar_start(shared);
+    int n = 0;
+    CHECK_OK(iron_compiler_fuse(m, iron_cuda_fusable, &n));
+    const iron_ir_block_t *b = &m->funcs[0].body.blocks[0];
+    // The root's fusion holds the select (and the compare and the add)
+    // only when nothing else reads the start.
+    const iron_ir_op_t *root = NULL;
+    for (uint32_t k = 0; k < b->num_ops; ++k) {
+      const iron_ir_op_t *op = b->ops[k];
+      if (op->kind != IRON_OP_FUSION) continue;
+      const iron_ir_block_t *fb = &op->regions[0].blocks[0];
+      for (uint32_t q = 0; q < fb->num_ops; ++q)
+        if (fb->ops[q]->kind == IRON_OP_DYNAMIC_UPDATE_SLICE) root = op;
+    }
+    CHECK(root != NULL);
+    if (!root) {
+      iron_ir_module_destroy(m);
+      continue;
+    }
+    const iron_ir_block_t *fb = &root->regions[0].blocks[0];
+    int selects = 0;
+    for (uint32_t q = 0; q < fb->num_ops; ++q)
+      selects += fb->ops[q]->kind == IRON_OP_SELECT;
+    CHECK_EQ_INT(selects, shared ? 0 : 1);
+    CHECK_EQ_INT(n, shared ? 2 : 1);
+    iron_ir_module_destroy(m);
+  }
+  // Both run as on the host.
+  cuda_emu_batch_t b;
+  bool ok = cuda_emu_batch_init(&b);
+  CHECK(ok);
+  if (!ok) return;
+  for (int shared = 0; shared < 2; ++shared) {
+    iron_status_t st = cuda_emu_batch_add(&b, build_scalar_start(shared),
+                                          build_scalar_start(shared),
+                                          shared ? "start read twice"
+                                                 : "start read once");
+    CHECK_OK(st);
+  }
+  CHECK(cuda_emu_batch_run(&b, 3));
+  CHECK_EQ_INT(b.differ, 0);
+  CHECK_EQ_INT(b.failed, 0);
+  CHECK_EQ_INT(b.runs, 6);
+  cuda_emu_batch_destroy(&b);
+}
+
 static const iron_test_case_t kTests[] = {
     {"fusion_emu", test_fusion_emu},
+    {"group_shapes", test_group_shapes},
+    {"scalar_start_joins", test_scalar_start_joins},
 };
 IRON_TEST_MAIN(kTests)

@@ -254,7 +254,52 @@ static void test_reduce_with_init_from_group_stays_apart(void) {
   iron_ir_module_destroy(m);
 }
 
+// main(x0..x399): t = x0 + x1 + ... + x399; return x0 * t, ..., x399 * t.
+// One group would take 400 inputs and return 400 values: more than one
+// kernel's parameters (IRON_FUSE_MAX_OPERANDS), so it is split, and every
+// fusion stays within the bound.
+static void test_operand_budget(void) {
+  enum { N = 400 };
+  iron_ir_module_t *m = iron_ir_builder_module_create("m", 1);
+  int64_t dims[1] = {4};
+  const iron_ir_type_t *t = iron_ir_builder_tensor_type(m, IRON_DTYPE_F32, 1, dims);
+  static const iron_ir_type_t *ins[N], *outs[N];
+  for (int i = 0; i < N; ++i) ins[i] = outs[i] = t;
+  iron_ir_func_t *f = iron_ir_builder_func(m, "main", true, N, ins, N, outs);
+  iron_ir_block_t *blk = iron_ir_builder_func_block(f);
+  iron_ir_value_t *sum = &blk->args[0];
+  for (int i = 1; i < N; ++i) {
+    iron_ir_value_t *in[2] = {sum, &blk->args[i]};
+    sum = iron_ir_builder_op1(m, f, blk, IRON_OP_ADD, 2, in, t);
+  }
+  static iron_ir_value_t *res[N];
+  for (int i = 0; i < N; ++i) {
+    iron_ir_value_t *in[2] = {&blk->args[i], sum};
+    res[i] = iron_ir_builder_op1(m, f, blk, IRON_OP_MULTIPLY, 2, in, t);
+  }
+  iron_ir_builder_return(m, f, blk, IRON_OP_FUNC_RETURN, N, res);
+  int n = -1;
+  CHECK_OK(iron_compiler_fuse(m, iron_host_fusable_for_testing, &n));
+  CHECK(n >= 2);
+  uint32_t fused_ops = 0, largest = 0;
+  for (uint32_t i = 0; i < blk->num_ops; ++i) {
+    const iron_ir_op_t *op = blk->ops[i];
+    if (op->kind != IRON_OP_FUSION) continue;
+    uint32_t io = op->num_operands + op->num_results;
+    CHECK(io <= IRON_FUSE_MAX_OPERANDS);
+    if (io > largest) largest = io;
+    fused_ops += op->regions[0].blocks[0].num_ops - 1;
+  }
+  CHECK(largest > 64);  // larger than the old limit of CUDA kernels
+  CHECK(fused_ops > N);  // most of the 799 ops are still fused
+  iron_plan_t *plan = NULL;
+  CHECK_OK(iron_plan_create(m, &plan));
+  iron_plan_destroy(plan);
+  iron_ir_module_destroy(m);
+}
+
 static const iron_test_case_t kTests[] = {
+    {"operand_budget", test_operand_budget},
     {"variadic_reduce_merges_groups", test_variadic_reduce_merges_groups},
     {"reduce_init_from_group", test_reduce_with_init_from_group_stays_apart},
     {"reduce_joins", test_reduce_joins},

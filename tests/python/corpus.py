@@ -744,6 +744,123 @@ def _(x, u, z, i, j, k):
     return a, b, c, x[0] + 1.0, d
 
 
+# Issue 12: programs the CUDA device refused or failed. A window read at a
+# data-dependent start and written back, updates that are broadcast
+# scalars (the fusion's shape was taken from the broadcast's scalar
+# operand: "3 elements in a fusion of 1 elements"), starts clamped at
+# both ends.
+@case("dus_window_dynamic_start", lambda rng: (
+    rng.standard_normal(10).astype(np.float32),
+    rng.standard_normal(3).astype(np.float32), np.asarray(2.5, np.float32)))
+def _(x, u, s):
+    i = jnp.argmax(x).astype(jnp.int32)
+    w = lax.dynamic_slice(x, (i,), (3,))
+    return (lax.dynamic_update_slice(x, u * w, (i - 2,)),
+            lax.dynamic_update_slice(x, jnp.full((3,), s), (i,)),
+            lax.dynamic_update_slice(x, jnp.broadcast_to(s * w[0], (3,)), (i + 7,)),
+            lax.dynamic_update_slice(x, w + 1.0, (i - 20,)),
+            w)
+
+
+# Sub-byte start indices: ml_dtypes keeps an int4 in the low 4 bits of a
+# byte (-1 is 0x0f), so -1 must read as -1 (clamped to 0), not 15.
+@case("dynamic_slice_int4_starts", lambda rng: (
+    rng.standard_normal(10).astype(np.float32),
+    np.asarray([-1, 3, -8, 7], jnp.int4), np.asarray([1, 15, 0, 9], jnp.uint4)))
+def _(x, s, u):
+    return tuple(
+        (lax.dynamic_slice(x, (s[k],), (3,)),
+         lax.dynamic_update_slice(x, x[:2] * 2.0, (u[k],)))
+        for k in range(4))
+
+
+# A batch-1 transformer decode step with a KV cache: a scan over layers
+# writes this token's keys and values at a traced position (the update is
+# computed in another shape and reshaped: the fusion refused it), then
+# attends over the cache.
+def _decode_step(w, kc, vc, x, pos):
+    def layer(h, p):
+        wl, k_cache, v_cache = p
+        q, k, v = jnp.split(h @ wl, 3, axis=-1)
+        n_heads, d_head = k_cache.shape[1], k_cache.shape[2]
+        k_cache = lax.dynamic_update_slice(
+            k_cache, k.reshape(1, n_heads, d_head), (pos, 0, 0))
+        v_cache = lax.dynamic_update_slice(
+            v_cache, v.reshape(1, n_heads, d_head), (pos, 0, 0))
+        s = jnp.einsum("hd,thd->ht", q.reshape(n_heads, d_head), k_cache)
+        s = s / jnp.sqrt(jnp.float32(d_head))
+        s = jnp.where(jnp.arange(k_cache.shape[0])[None, :] <= pos, s, -1e30)
+        o = jnp.einsum("ht,thd->hd", jax.nn.softmax(s, axis=-1), v_cache)
+        return h + o.reshape(-1), (k_cache, v_cache)
+    h, (kc, vc) = lax.scan(layer, x, (w, kc, vc))
+    return h, kc, vc
+
+
+@case("kv_cache_decode_step", lambda rng: (
+    rng.standard_normal((3, 8, 24)).astype(np.float32) * 0.3,
+    rng.standard_normal((3, 6, 2, 4)).astype(np.float32),
+    rng.standard_normal((3, 6, 2, 4)).astype(np.float32),
+    rng.standard_normal(8).astype(np.float32), np.asarray(4, np.int32)),
+    **ACC["f32"])
+def _(w, kc, vc, x, pos):
+    return _decode_step(w, kc, vc, x, pos)
+
+
+@case("kv_cache_decode_loop", lambda rng: (
+    rng.standard_normal((2, 8, 24)).astype(np.float32) * 0.3,
+    rng.standard_normal(8).astype(np.float32), np.asarray(1, np.int32)),
+    **ACC["f32"])
+def _(w, x, start):
+    # Several tokens in a fori_loop (a counted loop: a CUDA graph on the
+    # GPU), positions traced, the last ones past the cache (clamped).
+    kc = jnp.zeros((2, 5, 2, 4), jnp.float32)
+    def step(t, carry):
+        x, kc, vc = carry
+        h, kc, vc = _decode_step(w, kc, vc, x, start + t)
+        return jnp.tanh(h), kc, vc
+    return lax.fori_loop(0, 6, step, (x, kc, kc))
+
+
+# A scan of 80 carries updated from their sum: one fusion of 80 inputs and
+# 80 results (the CUDA device refused fusions of more than 64).
+@case("scan_many_carries", lambda rng: (
+    rng.standard_normal((80, 3)).astype(np.float32),), **ACC["f32"])
+def _(xs):
+    def body(c, _):
+        t = sum(c) * 0.01
+        return tuple(ci * 0.5 + t for ci in c), None
+    out, _ = lax.scan(body, tuple(xs[i] for i in range(80)), None, length=4)
+    return out
+
+
+# dynamic_slice / dynamic_update_slice of every dtype class inside a scan:
+# a window of the carry is read at the step's position, blended with the
+# step's row by a select (data movement only, so every dtype runs) and
+# written back one row further (the last step's write clamped).
+def _dslice_scan(xs, buf, m):
+    def body(c, x):
+        i, b = c
+        w = lax.dynamic_slice(b, (i, 0), (1, 5))
+        b = lax.dynamic_update_slice(b, jnp.where(m, x[None], w), (i + 1, 0))
+        return (i + 1, b), lax.dynamic_slice(b, (i - 1, 1), (2, 3))
+    (_, b), ys = lax.scan(body, (jnp.int32(0), buf), xs)
+    return b, ys
+
+
+def _dslice_args(dt):
+    def make(rng):
+        xs = arr(rng, (6, 5), dt)
+        buf = arr(rng, (6, 5), dt)
+        return xs, buf, rng.random(5) < 0.5
+    return make
+
+
+for _dt in (np.bool_, np.int8, np.uint16, np.int32, np.float16, BF16,
+            np.float32, np.complex64, jnp.float8_e4m3fn):
+    case(f"dynamic_slice_scan_{np.dtype(_dt).name}", _dslice_args(_dt))(
+        _dslice_scan)
+
+
 @case("scan_stacked_outputs", lambda rng: (
     rng.standard_normal((12, 4, 5)).astype(np.float32),
     rng.standard_normal((4, 5)).astype(np.float32)))
@@ -1587,7 +1704,32 @@ def _(x, r):
         jnp.fft.irfft(jnp.fft.rfft(r), n=20)
 
 
+# Issue 12: 64-bit start indices (signed, and unsigned past INT64_MAX,
+# which clamp high) on f64/complex128/int64 data, fused and in a counted
+# loop.
+@case("dynamic_slice_x64", lambda rng: (
+    rng.standard_normal((7, 6)), (rng.standard_normal((7, 6)) +
+                                  1j * rng.standard_normal((7, 6))),
+    rng.integers(-50, 50, (7, 6)), np.asarray(3, np.int64),
+    np.asarray(2**64 - 5, np.uint64), np.asarray(-9, np.int64)),
+    x64=True, **ACC["f64"])
+def _(x, z, n, i, big, neg):
+    def body(t, c):
+        x, z, n = c
+        t = t.astype(jnp.int64)
+        u = t.astype(jnp.uint64)
+        w = lax.dynamic_slice(x, (i + t, i - t), (2, 3))
+        x = lax.dynamic_update_slice(x, jnp.sin(w) * 2.0, (neg + t, i))
+        z = lax.dynamic_update_slice(z, lax.dynamic_slice(z, (u, big), (3, 2)) * 1j,
+                                     (big, u))
+        n = lax.dynamic_update_slice(n, lax.dynamic_slice(n, (t, t), (2, 2)) * 3 - t,
+                                     (i, neg))
+        return x, z, n
+    return lax.fori_loop(0, 5, body, (x, z, n))
+
+
 ALL_CASES: list[Case] = CASES + X64_CASES
 
 _names = [c.name for c in ALL_CASES]
 assert len(_names) == len(set(_names)), "duplicate corpus case names"
+

@@ -897,9 +897,15 @@ static iron_status_t check_same_operand_dtypes(const iron_ir_op_t *op,
 
 // Names the coordinate of each dim of `t` in the group's coordinates, over
 // the non-unit dims (size-1 dims of t are "0"); false when t's non-unit
-// dims are not the group's.
+// dims are not the group's (and t has more than one element).
 static bool map_coords(const fz_gen_t *g, const iron_ir_type_t *t,
                        char cn[][16]) {
+  // One element (a start index, x[i] of a vector, computed for the group
+  // by every thread) is at 0 whatever the group's shape.
+  if (type_count(t) == 1) {
+    for (int32_t d = 0; d < t->rank; ++d) snprintf(cn[d], 16, "0");
+    return true;
+  }
   int32_t j = 0;
   for (int32_t d = 0; d < t->rank; ++d) {
     if (t->dims[d] == 1) {
@@ -912,6 +918,32 @@ static bool map_coords(const fz_gen_t *g, const iron_ir_type_t *t,
   }
   while (j < g->rank && g->dims[j] == 1) ++j;
   return j == g->rank;
+}
+
+// The coordinates of a member of another shape than the group but as many
+// elements (a load or iota that a reshape took to the group's shape): its
+// own dims, from the element's linear index. Declares `<pre>_c<d>`.
+static void own_coords(fz_gen_t *g, const iron_ir_type_t *t, const char *pre,
+                       char cn[][16]) {
+  iron_cuda_src_printf(g->s, "    %s %s_r = (%s)i;\n", g->idx, pre, g->idx);
+  for (int32_t d = t->rank - 1; d >= 0; --d) {
+    snprintf(cn[d], 16, "%s_c%d", pre, d);
+    iron_cuda_src_printf(g->s, "    const %s %s = %s_r %% (%s)%lld;\n",
+                         g->idx, cn[d], pre, g->idx, (long long)t->dims[d]);
+    if (d)
+      iron_cuda_src_printf(g->s, "    %s_r /= (%s)%lld;\n", pre, g->idx,
+                           (long long)t->dims[d]);
+  }
+}
+
+// Names the coordinates of member result type t: the group's (map_coords),
+// or its own when only the element count is the group's.
+static bool member_coords(fz_gen_t *g, const iron_ir_type_t *t,
+                          const char *pre, char cn[][16]) {
+  if (map_coords(g, t, cn)) return true;
+  if (type_count(t) != g->count) return false;
+  own_coords(g, t, pre, cn);
+  return true;
 }
 
 // Declares `<pre>_s<d>` = start index d of `op` (operands first..), clamped
@@ -944,9 +976,10 @@ static iron_status_t gen_indexed_load(fz_gen_t *g, const iron_ir_op_t *op,
                     "dtype or rank", op->name);
   // The load's coordinates: the group's, over the non-unit dims (fuse.c
   // lets a load to [1, A, B] join a group of shape [A, B] through a
-  // reshape); size-1 dims are 0.
+  // reshape); size-1 dims are 0. A load that another reshape took to the
+  // group's shape computes its own.
   char cn[IRON_MAX_RANK][16];
-  if (!map_coords(g, rt, cn))
+  if (!member_coords(g, rt, var, cn))
     return iron_ir_op_unimplemented(op, "in a CUDA fusion of another shape");
   int input = -1;
   for (uint32_t i = 0; i < g->f->num_inputs; ++i)
@@ -1170,17 +1203,21 @@ static iron_status_t gen_op(fz_gen_t *g, const iron_ir_op_t *op,
     uint32_t n = 0;
     IRON_RETURN_IF_ERROR_PLAIN(
         iron_ir_op_i64_list(op, "iota_dimension", &dim, 1, &n));
-    if (!dims_equal(g, rt) || n != 1 || dim < 0 || dim >= rt->rank) {
+    // The coordinate along dim: the group's (size-1 dims aside; an iota of
+    // one element is 0 in any group of one element).
+    char cn[IRON_MAX_RANK][16];
+    if (n != 1 || dim < 0 || dim >= rt->rank ||
+        !member_coords(g, rt, var, cn)) {
       return iron_ir_op_unimplemented(op, "in a CUDA fusion of another shape");
     }
+    const char *c = cn[dim];
     if (out == IRON_DTYPE_PRED) {
-      EXPR("(c%lld != 0)", (long long)dim);
+      EXPR("(%s != 0)", c);
     } else if (is_cplx(out)) {
       const char *R = out == IRON_DTYPE_C64 ? "float" : "double";
-      EXPR("iron_mk((%s)c%lld, (%s)0, (%s *)0)", R, (long long)dim, R,
-           iron_cuda_ctype(out));
+      EXPR("iron_mk((%s)%s, (%s)0, (%s *)0)", R, c, R, iron_cuda_ctype(out));
     } else {
-      EXPR("(%s)c%lld", cp_ctype(out), (long long)dim);
+      EXPR("(%s)%s", cp_ctype(out), c);
     }
   } else if (k == IRON_OP_BROADCAST_IN_DIM) {
     if (op->num_operands != 1) {
@@ -1307,28 +1344,97 @@ static const iron_ir_op_t *dus_root(const iron_cuda_fusion_t *f, uint32_t j) {
   return d && d->kind == IRON_OP_DYNAMIC_UPDATE_SLICE ? d : NULL;
 }
 
-// The shape the fusion iterates over: its first output's, passing over
-// outputs that may carry extra size-1 dims (reshapes, broadcasts) and
-// dynamic_update_slice roots (the operand's shape; they write their
-// update's, which is then the space when nothing else is written).
-static const iron_ir_type_t *fusion_space(const iron_cuda_fusion_t *f) {
-  for (uint32_t j = 0; j < f->num_outputs; ++j) {
-    const iron_ir_op_t *d = f->outputs[j]->def_op;
-    if (!d || (d->kind != IRON_OP_DYNAMIC_UPDATE_SLICE &&
-               d->kind != IRON_OP_RESHAPE &&
-               d->kind != IRON_OP_BROADCAST_IN_DIM))
-      return f->outputs[j]->type;
+static bool is_member(const iron_cuda_fusion_t *f, const iron_ir_op_t *op) {
+  for (uint32_t o = 0; op && o < f->num_ops; ++o)
+    if (f->ops[o] == op) return true;
+  return false;
+}
+
+// Whether a and b have the same dims once their size-1 dims are dropped.
+static bool same_dims_but_units(const iron_ir_type_t *a,
+                                const iron_ir_type_t *b) {
+  int32_t i = 0, j = 0;
+  for (;;) {
+    while (i < a->rank && a->dims[i] == 1) ++i;
+    while (j < b->rank && b->dims[j] == 1) ++j;
+    if (i == a->rank || j == b->rank) return i == a->rank && j == b->rank;
+    if (a->dims[i++] != b->dims[j++]) return false;
   }
-  for (uint32_t j = 0; j < f->num_outputs; ++j) {
-    const iron_ir_op_t *d = dus_root(f, j);
-    if (!d) continue;
+}
+
+// A member that only adds or drops size-1 dims of a value the fusion
+// computes (a reshape or an in-order broadcast_in_dim) to feed a
+// dynamic_update_slice root's update: fuse.c lets such an op into a group
+// of another shape.
+static bool is_unit_reshape_of_member(const iron_cuda_fusion_t *f,
+                                      const iron_ir_op_t *op) {
+  if ((op->kind != IRON_OP_RESHAPE && op->kind != IRON_OP_BROADCAST_IN_DIM) ||
+      op->num_operands != 1 || op->num_results != 1 ||
+      !is_member(f, op->operands[0]->def_op))
+    return false;
+  bool feeds_root = false;
+  for (uint32_t o = 0; o < f->num_ops && !feeds_root; ++o)
+    feeds_root = f->ops[o]->kind == IRON_OP_DYNAMIC_UPDATE_SLICE &&
+                 f->ops[o]->num_operands > 1 &&
+                 f->ops[o]->operands[1] == &op->results[0];
+  if (!feeds_root) return false;
+  if (op->kind == IRON_OP_BROADCAST_IN_DIM)
+    return iron_ir_broadcast_is_reshape(op);
+  return same_dims_but_units(op->operands[0]->type, op->results[0].type);
+}
+
+// The shape the fusion iterates over: the group's shape (fuse.c), which
+// every member's result has except dynamic_update_slice roots (the
+// operand's shape), unit reshapes of member values feeding a root's update,
+// indexed loads and iotas that a reshape took to the group's shape (as
+// many elements) and one-element values computed for the group (start
+// indices: every thread computes them). So: the first other member's
+// result of more than one element (a member computed from one of the
+// group's values and reshaped, which a hand-built fusion may hold, is
+// read by linear index whatever its dims); failing that, a root's update (through
+// such a unit reshape: the value it reshapes), a load's result, or any
+// other member's (a group of one element).
+// An iota whose value a reshape member takes to another shape.
+static bool is_reshaped_iota(const iron_cuda_fusion_t *f,
+                             const iron_ir_op_t *op) {
+  if (op->kind != IRON_OP_IOTA || op->num_results != 1) return false;
+  for (uint32_t o = 0; o < f->num_ops; ++o) {
+    const iron_ir_op_t *u = f->ops[o];
+    if ((u->kind == IRON_OP_RESHAPE || u->kind == IRON_OP_BROADCAST_IN_DIM) &&
+        u->num_operands == 1 && u->operands[0] == &op->results[0] &&
+        !iron_ir_type_equal(u->results[0].type, op->results[0].type))
+      return true;
+  }
+  return false;
+}
+
+static bool is_space_member(const iron_cuda_fusion_t *f,
+                            const iron_ir_op_t *op) {
+  return op->kind != IRON_OP_DYNAMIC_UPDATE_SLICE &&
+         !is_indexed_load(op->kind) && !is_unit_reshape_of_member(f, op) &&
+         !is_reshaped_iota(f, op) && op->num_results == 1;
+}
+
+static const iron_ir_type_t *fusion_space(const iron_cuda_fusion_t *f) {
+  for (uint32_t o = 0; o < f->num_ops; ++o) {
+    const iron_ir_op_t *op = f->ops[o];
+    if (is_space_member(f, op) && type_count(op->results[0].type) > 1)
+      return op->results[0].type;
+  }
+  for (uint32_t o = 0; o < f->num_ops; ++o) {
+    const iron_ir_op_t *d = f->ops[o];
+    if (d->kind != IRON_OP_DYNAMIC_UPDATE_SLICE || d->num_operands < 2)
+      continue;
     const iron_ir_value_t *u = d->operands[1];
-    if (u->def_op && (u->def_op->kind == IRON_OP_RESHAPE ||
-                      u->def_op->kind == IRON_OP_BROADCAST_IN_DIM) &&
-        u->def_op->num_operands == 1)
+    if (u->def_op && is_member(f, u->def_op) &&
+        is_unit_reshape_of_member(f, u->def_op))
       return u->def_op->operands[0]->type;
     return u->type;
   }
+  for (uint32_t o = 0; o < f->num_ops; ++o)
+    if (is_indexed_load(f->ops[o]->kind)) return f->ops[o]->results[0].type;
+  for (uint32_t o = 0; o < f->num_ops; ++o)
+    if (is_space_member(f, f->ops[o])) return f->ops[o]->results[0].type;
   return f->num_outputs ? f->outputs[0]->type : NULL;
 }
 
@@ -1679,10 +1785,11 @@ void iron_cuda_launch_dims(const iron_device_t *dev, int64_t count,
 iron_status_t iron_cuda_fusion_prepare(iron_device_t *dev,
                                        const iron_cuda_fusion_t *fusion,
                                        void **out_params) {
-  if (fusion->num_inputs + fusion->num_outputs > 64) {
+  if (fusion->num_inputs + fusion->num_outputs > IRON_CUDA_MAX_KERNEL_PARAMS) {
     const iron_ir_op_t *o = fusion->owner ? fusion->owner : fusion->ops[0];
-    return iron_ir_op_unimplemented(o, "with more than 64 operands and "
-                                       "results on the CUDA device");
+    return iron_ir_op_unimplemented(o, "with more than %d operands and "
+                                       "results on the CUDA device",
+                                    IRON_CUDA_MAX_KERNEL_PARAMS);
   }
   char *src = NULL, *name = NULL;
   IRON_RETURN_IF_ERROR_PLAIN(iron_cuda_codegen_fusion(fusion, &src, &name));
@@ -1749,8 +1856,11 @@ iron_status_t iron_cuda_ew_run(const iron_kernel_ctx_t *ctx, const void *params,
                       p->dus_bytes[k], (int)r);
   }
   if (p->count == 0) return IRON_OK;
-  void *ptrs[64];
-  void *args[64];
+  if (p->num_inputs + p->num_outputs > IRON_CUDA_MAX_KERNEL_PARAMS)
+    return IRON_ERR(INTERNAL, "CUDA kernel with %u parameters",
+                    p->num_inputs + p->num_outputs);
+  void *ptrs[IRON_CUDA_MAX_KERNEL_PARAMS];
+  void *args[IRON_CUDA_MAX_KERNEL_PARAMS];
   uint32_t n = 0;
   for (uint32_t i = 0; i < p->num_inputs; ++i) {
     ptrs[n] = inputs[i]->data;
@@ -1764,6 +1874,25 @@ iron_status_t iron_cuda_ew_run(const iron_kernel_ctx_t *ctx, const void *params,
   }
   return iron_cuda_launch((iron_cuda_device_t *)ctx->dev, p->fn, p->grid, 1, 1,
                           p->block, 0, args);
+}
+
+iron_status_t iron_cuda_ew_multi_run(const iron_host_ctx_t *ctx,
+                                     const void *params,
+                                     const iron_tensor_t *const *inputs,
+                                     iron_tensor_t *const *outputs) {
+  const iron_cuda_ew_multi_params_t *p = params;
+  for (uint32_t k = 0; k < p->num_parts; ++k)
+    IRON_RETURN_IF_ERROR_PLAIN(iron_cuda_ew_run(
+        ctx, &p->parts[k], inputs + p->first_input[k], outputs));
+  return IRON_OK;
+}
+
+void iron_cuda_ew_multi_destroy(void *params) {
+  iron_cuda_ew_multi_params_t *p = params;
+  if (!p) return;
+  free(p->parts);
+  free(p->first_input);
+  free(p);
 }
 
 // ---------------------------------------------------------------------------
@@ -1792,14 +1921,14 @@ static iron_status_t fused_reduce_prepare(iron_device_t *dev,
       return iron_ir_op_unimplemented(op, "as a fused reduce that does not "
                                           "return the reduce's results");
   const iron_ir_type_t *in0 = red->operands[0]->type;
-  const char *vct[8], *ict[64];
+  const char *vct[8];
   uint32_t init_in[8];
-  if (b->num_args > 64)
-    return iron_ir_op_unimplemented(op, "with more than 64 operands on the "
-                                        "CUDA device");
+  if (b->num_args + num > IRON_CUDA_MAX_KERNEL_PARAMS)
+    return iron_ir_op_unimplemented(op, "with more than %d operands and "
+                                        "results on the CUDA device",
+                                    IRON_CUDA_MAX_KERNEL_PARAMS);
   for (uint32_t k = 0; k < b->num_args; ++k) {
-    ict[k] = iron_cuda_ctype(b->args[k].type->dtype);
-    if (!ict[k])
+    if (!iron_cuda_ctype(b->args[k].type->dtype))
       return iron_ir_op_unimplemented(op, "on the CUDA device for input "
                                           "dtype %s",
                                       iron_dtype_name(b->args[k].type->dtype));
@@ -1823,6 +1952,17 @@ static iron_status_t fused_reduce_prepare(iron_device_t *dev,
   };
   char *fn_text = NULL, *fn_name = NULL;
   IRON_RETURN_IF_ERROR_PLAIN(iron_cuda_codegen_fusion(&f, &fn_text, &fn_name));
+  const char **ict = calloc(b->num_args + 1, sizeof(*ict));
+  iron_cuda_ew_params_t *p = calloc(1, sizeof(*p));
+  if (!ict || !p) {
+    free(ict);
+    free(p);
+    free(fn_text);
+    free(fn_name);
+    return IRON_ERR(RESOURCE_EXHAUSTED, "out of memory (params)");
+  }
+  for (uint32_t k = 0; k < b->num_args; ++k)
+    ict[k] = iron_cuda_ctype(b->args[k].type->dtype);
   iron_cuda_reduce_fused_t fz = {
       .fn_text = fn_text,
       .fn_name = fn_name,
@@ -1831,12 +1971,6 @@ static iron_status_t fused_reduce_prepare(iron_device_t *dev,
       .value_ctypes = vct,
       .init_inputs = init_in,
   };
-  iron_cuda_ew_params_t *p = calloc(1, sizeof(*p));
-  if (!p) {
-    free(fn_text);
-    free(fn_name);
-    return IRON_ERR(RESOURCE_EXHAUSTED, "out of memory (params)");
-  }
   char *src = NULL;
   iron_cuda_ops_region_module(regions);
   iron_status_t st = iron_cuda_gen_reduce_fused(
@@ -1845,6 +1979,7 @@ static iron_status_t fused_reduce_prepare(iron_device_t *dev,
   iron_cuda_ops_region_module(NULL);
   free(fn_text);
   free(fn_name);
+  free(ict);
   if (st) {
     free(p);
     return iron_cuda_ops_refused(red, st);

@@ -25,11 +25,16 @@ extern "C" {
 #endif
 
 // The DAG. `ops` in an order where every operand is defined earlier (or is
-// one of `inputs`); `outputs` are values defined by the ops or inputs. Every
-// output has the same element count N (the iteration space, with the dims
-// of output 0). An input is read at the output's index when it has N
-// elements and the dims of output 0, at 0 when it has one element, and
-// otherwise only through broadcast_in_dim ops of the list.
+// one of `inputs`); `outputs` are values defined by the ops or inputs. The
+// iteration space (N elements) has the shape of the group fuse.c formed:
+// the first op's result of more than one element, passing over
+// dynamic_update_slice roots, indexed loads, iotas a reshape takes to
+// another shape and unit reshapes feeding a root (see fusion_space).
+// Every output but roots has N elements (or one); values are indexed by
+// the element's linear index, so a reshape of N elements is the same
+// value. An input is read at the element's index when it has N elements,
+// at 0 when it has one, and otherwise only through broadcast_in_dim or
+// indexed loads (slice, transpose, dynamic_slice) of the list.
 typedef struct iron_cuda_fusion {
   uint32_t num_ops;
   const iron_ir_op_t *const *ops;
@@ -57,6 +62,11 @@ bool iron_cuda_fusion_op_supported(iron_op_kind_t kind);
 iron_status_t iron_cuda_codegen_fusion(const iron_cuda_fusion_t *fusion,
                                        char **out_source, char **out_name);
 
+// Pointer parameters one launch of a generated kernel takes at most: 4 KB
+// of kernel parameters, what every driver and NVRTC accept (fuse.c keeps
+// fusions within IRON_FUSE_MAX_OPERANDS, which equals it).
+#define IRON_CUDA_MAX_KERNEL_PARAMS 512
+
 // Params of a prepared generated element-wise kernel (single op or fusion).
 typedef struct iron_cuda_ew_params {
   iron_cuda_function_t *fn;
@@ -71,6 +81,20 @@ typedef struct iron_cuda_ew_params {
   uint32_t dus_out[16], dus_in[16];
   size_t dus_bytes[16];
 } iron_cuda_ew_params_t;
+
+// Params of an op that runs as several generated kernels in order (a
+// concatenate of more operands than one kernel takes): part k reads its
+// num_inputs inputs from inputs[first_input[k]] on and writes the outputs.
+typedef struct iron_cuda_ew_multi_params {
+  uint32_t num_parts;
+  iron_cuda_ew_params_t *parts;
+  uint32_t *first_input;
+} iron_cuda_ew_multi_params_t;
+iron_status_t iron_cuda_ew_multi_run(const iron_host_ctx_t *ctx,
+                                     const void *params,
+                                     const iron_tensor_t *const *inputs,
+                                     iron_tensor_t *const *outputs);
+void iron_cuda_ew_multi_destroy(void *params);
 
 // Generates, requests (compiled at plan_finish) and builds params for a
 // fusion on `dev` (an iron_cuda_device_t).

@@ -3,11 +3,16 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "compiler/fuse.h"
 #include "device/cuda/cuda_codegen.h"
 #include "device/cuda/cuda_device.h"
 #include "device/cuda/cuda_fusion.h"
 #include "device/cuda/cuda_ops_gen.h"
 #include "device/cuda/cuda_ops_internal.h"
+
+// Every fusion fuse.c forms fits one launch's parameters.
+_Static_assert(IRON_FUSE_MAX_OPERANDS <= IRON_CUDA_MAX_KERNEL_PARAMS,
+               "fusions must fit one CUDA kernel launch's parameters");
 
 static iron_cuda_kernel_table_t g_table;
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;

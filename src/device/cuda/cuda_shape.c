@@ -82,11 +82,12 @@ static const char *index_ctype(iron_dtype_t dt) {
   }
 }
 
-// Requests `body` and fills ew params (inputs = every operand).
-static iron_status_t finish(iron_device_t *dev, const iron_ir_op_t *op,
-                            iron_cuda_src_t *body, const char *prefix,
-                            int64_t count, unsigned grid_override,
-                            void **out_params) {
+// Requests `body` and fills ew params for `num_inputs` inputs and the
+// op's results.
+static iron_status_t finish_n(iron_device_t *dev, const iron_ir_op_t *op,
+                              iron_cuda_src_t *body, const char *prefix,
+                              int64_t count, unsigned grid_override,
+                              uint32_t num_inputs, void **out_params) {
   char *src = NULL, *name = NULL;
   IRON_RETURN_IF_ERROR_PLAIN(
       iron_cuda_source_make(body, prefix, &src, &name));
@@ -104,18 +105,28 @@ static iron_status_t finish(iron_device_t *dev, const iron_ir_op_t *op,
     free(p);
     return st;
   }
-  if (op->num_operands + op->num_results > 64) {
+  if (num_inputs + op->num_results > IRON_CUDA_MAX_KERNEL_PARAMS) {
     free(p);
-    return iron_ir_op_unimplemented(op, "with more than 64 operands on the "
-                                        "CUDA device");
+    return iron_ir_op_unimplemented(op, "with more than %d operands on the "
+                                        "CUDA device",
+                                    IRON_CUDA_MAX_KERNEL_PARAMS);
   }
-  p->num_inputs = op->num_operands;
+  p->num_inputs = num_inputs;
   p->num_outputs = op->num_results;
   p->count = count;
   iron_cuda_launch_dims(dev, count, &p->grid, &p->block);
   if (grid_override) p->grid = grid_override;
   *out_params = p;
   return IRON_OK;
+}
+
+// Inputs = every operand.
+static iron_status_t finish(iron_device_t *dev, const iron_ir_op_t *op,
+                            iron_cuda_src_t *body, const char *prefix,
+                            int64_t count, unsigned grid_override,
+                            void **out_params) {
+  return finish_n(dev, op, body, prefix, count, grid_override,
+                  op->num_operands, out_params);
 }
 
 // ---------------------------------------------------------------------------
@@ -487,6 +498,69 @@ static iron_status_t iota_prepare(iron_device_t *dev, const iron_ir_op_t *op,
 // ---------------------------------------------------------------------------
 // concatenate: out[outer, mid, inner] from the input whose range holds mid.
 
+// Operands of one concatenate kernel: its parameters, and the chain of
+// range tests each element walks.
+enum { kConcatPerKernel = 64 };
+
+// The kernel writing operands [first, last) of a concatenate, whose range
+// of the dimension starts at `off` and is `width` wide (of D): one thread
+// per element of that range. Params have the part's operands as inputs.
+static iron_status_t concatenate_part(iron_device_t *dev,
+                                      const iron_ir_op_t *op, uint32_t first,
+                                      uint32_t last, int64_t dim,
+                                      int64_t inner, int64_t outer,
+                                      int64_t off, int64_t width, int64_t D,
+                                      void **out_params) {
+  const iron_ir_type_t *out = op->results[0].type;
+  int64_t count = outer * width * inner;
+  const char *T = elem_t(out);
+  int64_t total = iron_ir_type_num_elements(out);
+  const char *idx = idx_type(total, total);
+  iron_cuda_src_t s;
+  iron_cuda_src_init(&s);
+  iron_cuda_src_printf(&s,
+                       "extern \"C\" __global__ void __launch_bounds__(256) %s(",
+                       IRON_CUDA_KERNEL_PLACEHOLDER);
+  for (uint32_t i = first; i < last; ++i)
+    iron_cuda_src_printf(&s, "const %s *in%u, ", T, i - first);
+  iron_cuda_src_printf(&s,
+                       "%s *out0) {\n"
+                       "  IRON_LOOP(i, %s, %lldLL) {\n"
+                       "    const %s inn = i %% (%s)%lldLL;\n"
+                       "    const %s mid = (i / (%s)%lldLL) %% (%s)%lldLL;\n"
+                       "    const %s out = i / ((%s)%lldLL * (%s)%lldLL);\n",
+                       T, idx, (long long)count, idx, idx, (long long)inner,
+                       idx, idx, (long long)inner, idx, (long long)width, idx,
+                       idx, (long long)inner, idx, (long long)width);
+  // The whole dimension in one part writes element i itself (the kernel
+  // of every concatenate of up to kConcatPerKernel operands).
+  char dst[256];
+  if (width == D)
+    snprintf(dst, sizeof(dst), "out0[i]");
+  else
+    snprintf(dst, sizeof(dst),
+             "out0[(out * (%s)%lldLL + (%s)%lldLL + mid) * (%s)%lldLL + inn]",
+             idx, (long long)D, idx, (long long)off, idx, (long long)inner);
+  int64_t o = 0;
+  bool first_if = true;
+  for (uint32_t i = first; i < last; ++i) {
+    int64_t di = op->operands[i]->type->dims[dim];
+    if (di == 0) continue;
+    iron_cuda_src_printf(&s,
+                         "    %sif (mid < (%s)%lldLL) "
+                         "%s = in%u[(out * (%s)%lldLL + (mid - "
+                         "(%s)%lldLL)) * (%s)%lldLL + inn];\n",
+                         first_if ? "" : "else ", idx, (long long)(o + di),
+                         dst, i - first, idx, (long long)di, idx,
+                         (long long)o, idx, (long long)inner);
+    first_if = false;
+    o += di;
+  }
+  iron_cuda_src_printf(&s, "  }\n}\n");
+  return finish_n(dev, op, &s, "iron_concat", count, 0, last - first,
+                  out_params);
+}
+
 static iron_status_t concatenate_prepare(iron_device_t *dev,
                                          const iron_ir_op_t *op,
                                          iron_region_t *const *regions,
@@ -525,45 +599,41 @@ static iron_status_t concatenate_prepare(iron_device_t *dev,
   if (total != out->dims[dim]) {
     return IRON_ERR(INVALID_ARGUMENT, "%s: result size mismatch", op->name);
   }
-  int64_t count = iron_ir_type_num_elements(out);
-  const char *T = elem_t(out);
-  const char *idx = idx_type(count, count);
   int64_t D = out->dims[dim];
-  iron_cuda_src_t s;
-  iron_cuda_src_init(&s);
-  iron_cuda_src_printf(&s,
-                       "extern \"C\" __global__ void __launch_bounds__(256) %s(",
-                       IRON_CUDA_KERNEL_PLACEHOLDER);
-  for (uint32_t i = 0; i < op->num_operands; ++i) {
-    iron_cuda_src_printf(&s, "const %s *in%u, ", T, i);
+  uint32_t nparts = (op->num_operands + kConcatPerKernel - 1) / kConcatPerKernel;
+  iron_cuda_ew_multi_params_t *p = calloc(1, sizeof(*p));
+  if (p) {
+    p->parts = calloc(nparts, sizeof(*p->parts));
+    p->first_input = calloc(nparts, sizeof(*p->first_input));
   }
-  iron_cuda_src_printf(&s,
-                       "%s *out0) {\n"
-                       "  IRON_LOOP(i, %s, %lldLL) {\n"
-                       "    const %s inn = i %% (%s)%lldLL;\n"
-                       "    const %s mid = (i / (%s)%lldLL) %% (%s)%lldLL;\n"
-                       "    const %s out = i / ((%s)%lldLL * (%s)%lldLL);\n",
-                       T, idx, (long long)count, idx, idx, (long long)inner,
-                       idx, idx, (long long)inner, idx, (long long)D, idx, idx,
-                       (long long)inner, idx, (long long)D);
+  if (!p || !p->parts || !p->first_input) {
+    iron_cuda_ew_multi_destroy(p);
+    return IRON_ERR(RESOURCE_EXHAUSTED, "out of memory (params)");
+  }
   int64_t off = 0;
-  bool first = true;
-  for (uint32_t i = 0; i < op->num_operands; ++i) {
-    int64_t di = op->operands[i]->type->dims[dim];
-    if (di == 0) continue;
-    iron_cuda_src_printf(&s,
-                         "    %sif (mid < (%s)%lldLL) "
-                         "out0[i] = in%u[(out * (%s)%lldLL + (mid - "
-                         "(%s)%lldLL)) * (%s)%lldLL + inn];\n",
-                         first ? "" : "else ", idx, (long long)(off + di), i,
-                         idx, (long long)di, idx, (long long)off, idx,
-                         (long long)inner);
-    first = false;
-    off += di;
+  for (uint32_t k = 0; k < nparts; ++k) {
+    uint32_t first = k * kConcatPerKernel;
+    uint32_t last = first + kConcatPerKernel < op->num_operands
+                        ? first + kConcatPerKernel
+                        : op->num_operands;
+    int64_t width = 0;  // of this part's range of the dimension
+    for (uint32_t i = first; i < last; ++i)
+      width += op->operands[i]->type->dims[dim];
+    void *ew = NULL;
+    iron_status_t st = concatenate_part(dev, op, first, last, dim, inner,
+                                        outer, off, width, D, &ew);
+    if (st) {
+      iron_cuda_ew_multi_destroy(p);
+      return st;
+    }
+    p->parts[k] = *(iron_cuda_ew_params_t *)ew;
+    free(ew);
+    p->first_input[k] = first;
+    p->num_parts++;
+    off += width;
   }
-  (void)outer;
-  iron_cuda_src_printf(&s, "  }\n}\n");
-  return finish(dev, op, &s, "iron_concat", count, 0, out_params);
+  *out_params = p;
+  return IRON_OK;
 }
 
 // ---------------------------------------------------------------------------
@@ -668,12 +738,23 @@ static void emit_starts(iron_cuda_src_t *s, const iron_ir_op_t *op,
                         uint32_t first, int32_t rank, const int64_t *full,
                         const int64_t *part) {
   for (int32_t d = 0; d < rank; ++d) {
-    char var[16], val[24];
+    char var[16], val[96];
+    uint32_t k = first + (uint32_t)d;
+    iron_dtype_t dt = op->operands[k]->type->dtype;
     snprintf(var, sizeof(var), "st%d", d);
-    snprintf(val, sizeof(val), "in%u[0]", first + (uint32_t)d);
-    iron_cuda_src_clamped_start(
-        s, "  ", var, val, op->operands[first + (uint32_t)d]->type->dtype,
-        full[d] - part[d]);
+    // Sub-byte integers are stored one per byte, in the low bits (as
+    // numpy/ml_dtypes hand them over): sign-extend or mask them.
+    int bits = dt == IRON_DTYPE_S4 || dt == IRON_DTYPE_U4   ? 4
+               : dt == IRON_DTYPE_S2 || dt == IRON_DTYPE_U2 ? 2
+                                                            : 0;
+    if (bits && iron_dtype_is_signed_int(dt))
+      snprintf(val, sizeof(val), "((int)(int8_t)((uint8_t)in%u[0] << %d) >> %d)",
+               k, 8 - bits, 8 - bits);
+    else if (bits)
+      snprintf(val, sizeof(val), "((int)in%u[0] & %d)", k, (1 << bits) - 1);
+    else
+      snprintf(val, sizeof(val), "in%u[0]", k);
+    iron_cuda_src_clamped_start(s, "  ", var, val, dt, full[d] - part[d]);
   }
 }
 
@@ -911,8 +992,13 @@ SHAPE_KERNEL(kTranspose, "cuda_transpose", transpose_prepare,
 SHAPE_KERNEL(kSlice, "cuda_slice", slice_prepare, iron_cuda_ew_run, false)
 SHAPE_KERNEL(kReverse, "cuda_reverse", reverse_prepare, iron_cuda_ew_run,
              false)
-SHAPE_KERNEL(kConcatenate, "cuda_concatenate", concatenate_prepare,
-             iron_cuda_ew_run, false)
+static const iron_host_kernel_t kConcatenate = {
+    .name = "cuda_concatenate",
+    .run = iron_cuda_ew_multi_run,
+    .destroy = iron_cuda_ew_multi_destroy,
+    .prepare_on = concatenate_prepare,
+    .graph_capturable = true,
+};
 SHAPE_KERNEL(kPad, "cuda_pad", pad_prepare, iron_cuda_ew_run, false)
 SHAPE_KERNEL(kDynamicSlice, "cuda_dynamic_slice", dynamic_slice_prepare,
              iron_cuda_ew_run, false)

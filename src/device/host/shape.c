@@ -77,10 +77,12 @@ static int64_t read_index(const iron_tensor_t *t) {
       uint64_t v = *(const uint64_t *)d;
       return v > (uint64_t)INT64_MAX ? INT64_MAX : (int64_t)v;
     }
-    case IRON_DTYPE_S2:
-    case IRON_DTYPE_S4: return *(const int8_t *)d;
-    case IRON_DTYPE_U2:
-    case IRON_DTYPE_U4: return *(const uint8_t *)d;
+    // Sub-byte integers are one per byte, in the low bits (as numpy and
+    // ml_dtypes store them): sign-extend or mask.
+    case IRON_DTYPE_S2: return (int8_t)(uint8_t)(*(const uint8_t *)d << 6) >> 6;
+    case IRON_DTYPE_S4: return (int8_t)(uint8_t)(*(const uint8_t *)d << 4) >> 4;
+    case IRON_DTYPE_U2: return *(const uint8_t *)d & 3;
+    case IRON_DTYPE_U4: return *(const uint8_t *)d & 15;
     default: return 0;  // refused at prepare
   }
 }

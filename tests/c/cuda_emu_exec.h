@@ -1,0 +1,741 @@
+// Whole programs as the CUDA device plans them, run on the CPU (GPU-free):
+// a runtime whose host device fuses with the CUDA device's predicate
+// (iron_cuda_fusable, src/compiler/fuse.c) and runs the CUDA device's own
+// generated kernels for fusions, element-wise ops and data movement
+// (prepared by cuda_fusion.c / cuda_elementwise.c / cuda_shape.c on a fake
+// sm_90a device, compiled as host C++ by cuda_emu.h, one thread). Every
+// other op (dot, reduce, sort, ...) runs its host kernel. Running a
+// program here and on a plain host runtime and comparing the results bit
+// for bit checks the CUDA fusion pass and code generators on whole
+// programs (loops, scans, branches included).
+//
+// Kernels are collected while programs compile and built once
+// (cuda_emu_exec_build: one C++ compile for all), so compile every program
+// first, then build, then run.
+//
+// Limits of the emulation: kernels whose launch grid is fixed by their
+// generator (tiled transposes) and fusions that end in a reduce (their
+// reduce kernels split work over blocks and warps) cannot run on one
+// thread: such ops fall back to their host kernel / make
+// cuda_emu_exec_prepare refuse the program (counted by the caller).
+#ifndef IRON_TESTS_CUDA_EMU_EXEC_H_
+#define IRON_TESTS_CUDA_EMU_EXEC_H_
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#if defined(__x86_64__)
+#include <xmmintrin.h>
+#endif
+
+#include "cuda_emu.h"
+#include "device/cuda/cuda_codegen.h"
+#include "device/cuda/cuda_compile.h"
+#include "device/cuda/cuda_device.h"
+#include "device/cuda/cuda_fusion.h"
+#include "device/device.h"
+#include "iron/iron.h"
+#include "runtime/runtime_internal.h"
+
+typedef struct cuda_emu_kernel {
+  char *name, *source;  // source: a complete translation unit (prelude first)
+  void (*call)(void *const *args);  // after cuda_emu_exec_build
+} cuda_emu_kernel_t;
+
+typedef struct cuda_emu_exec {
+  iron_cuda_device_t *fake;  // prepares (queues sources; no GPU, no NVRTC)
+  iron_cuda_kernel_table_t cuda;
+  iron_host_kernel_t kernels[IRON_OP_COUNT];  // the emulated wrappers
+  bool emulated[IRON_OP_COUNT];
+  iron_device_vtable_t vtable;  // the host's, fusing as CUDA does
+  cuda_emu_kernel_t *k;
+  size_t num_k, cap_k, built_k;
+  cuda_emu_lib_t *libs;  // one per build
+  size_t num_libs;
+  bool flush;  // FTZ/DAZ around kernels, as NVRTC's -ftz
+  // Counters (for the caller's report).
+  int64_t launches, fused_launches;
+  int64_t host_fallbacks;  // ops prepared for the host instead
+  uint32_t max_fused_params;  // the most pointers a fusion kernel took
+} cuda_emu_exec_t;
+
+static cuda_emu_exec_t g_cuda_emu;
+
+typedef struct cuda_emu_params {
+  const iron_host_kernel_t *cuda_k;  // the CUDA kernel (params owner)
+  void *cuda_params;                 // iron_cuda_ew_params_t (first member)
+  const iron_host_kernel_t *host_k;  // non-NULL: runs on the host instead
+  void *host_params;
+  // The launches: part k is parts[k] on inputs[first[k]..] (one part but
+  // for iron_cuda_ew_multi_run kernels).
+  uint32_t num_parts;
+  const iron_cuda_ew_params_t *parts;
+  const uint32_t *first;
+  size_t *kernel;        // per part: index into g_cuda_emu.k
+  bool dus;              // an unfused dynamic_update_slice
+  bool dus_full;         // ... whose update covers the operand
+  size_t dus_bytes;
+  bool fused;
+} cuda_emu_params_t;
+
+static inline size_t cuda_emu_kernel_index(const char *name, const char *source) {
+  cuda_emu_exec_t *e = &g_cuda_emu;
+  for (size_t i = 0; i < e->num_k; ++i)
+    if (strcmp(e->k[i].name, name) == 0) return i;
+  if (e->num_k == e->cap_k) {
+    e->cap_k = e->cap_k ? 2 * e->cap_k : 256;
+    e->k = realloc(e->k, e->cap_k * sizeof(*e->k));
+  }
+  cuda_emu_kernel_t *k = &e->k[e->num_k];
+  memset(k, 0, sizeof(*k));
+  k->name = strdup(name);
+  k->source = source ? strdup(source) : NULL;
+  return e->num_k++;
+}
+
+// The source that defines kernel `name` among the fake compiler's pending
+// sources (its `extern "C"` definition), or NULL.
+static inline const char *cuda_emu_find_source(const char *name) {
+  iron_cuda_device_t *d = g_cuda_emu.fake;
+  size_t n = iron_cuda_compiler_pending_count(d);
+  char pat[200];
+  snprintf(pat, sizeof(pat), " %s(", name);
+  for (size_t i = n; i-- > 0;) {
+    const char *s = iron_cuda_compiler_pending_source(d, i);
+    if (s && strstr(s, pat)) return s;
+  }
+  return NULL;
+}
+
+static inline void cuda_emu_params_destroy(void *params) {
+  cuda_emu_params_t *p = params;
+  if (!p) return;
+  if (p->cuda_k && p->cuda_params) {
+    if (p->cuda_k->destroy)
+      p->cuda_k->destroy(p->cuda_params);
+    else
+      free(p->cuda_params);
+  }
+  if (p->host_k && p->host_params) {
+    if (p->host_k->destroy)
+      p->host_k->destroy(p->host_params);
+    else
+      free(p->host_params);
+  }
+  free(p->kernel);
+  free(p);
+}
+
+static inline bool cuda_emu_is_fused_reduce(const iron_ir_op_t *op) {
+  if (op->kind != IRON_OP_FUSION || op->num_regions < 1 ||
+      op->regions[0].num_blocks != 1)
+    return false;
+  const iron_ir_block_t *b = &op->regions[0].blocks[0];
+  return b->num_ops >= 2 && b->ops[b->num_ops - 2]->kind == IRON_OP_REDUCE;
+}
+
+static inline iron_status_t cuda_emu_prepare(iron_device_t *dev,
+                                      const iron_ir_op_t *op,
+                                      iron_host_region_t *const *regions,
+                                      void **out_params) {
+  (void)dev;
+  cuda_emu_exec_t *e = &g_cuda_emu;
+  const iron_host_kernel_t *ck = e->cuda[op->kind];
+  if (cuda_emu_is_fused_reduce(op))
+    return IRON_ERR(FAILED_PRECONDITION,
+                    "cuda_emu: a fusion ending in a reduce cannot run on "
+                    "one emulated thread");
+  cuda_emu_params_t *p = calloc(1, sizeof(*p));
+  if (!p) return IRON_ERR(RESOURCE_EXHAUSTED, "out of memory");
+  p->fused = op->kind == IRON_OP_FUSION;
+  iron_status_t st =
+      ck->prepare_on((iron_device_t *)e->fake, op, regions, &p->cuda_params);
+  if (st) {
+    free(p);
+    return st;
+  }
+  p->cuda_k = ck;
+  static const uint32_t kFirst0 = 0;
+  if (ck->run == iron_cuda_ew_multi_run) {
+    const iron_cuda_ew_multi_params_t *mp = p->cuda_params;
+    p->num_parts = mp->num_parts;
+    p->parts = mp->parts;
+    p->first = mp->first_input;
+  } else {
+    p->num_parts = 1;
+    p->parts = p->cuda_params;
+    p->first = &kFirst0;
+  }
+  p->kernel = calloc(p->num_parts + 1, sizeof(size_t));
+  bool fixed_grid = false;
+  for (uint32_t k = 0; k < p->num_parts; ++k) {
+    const iron_cuda_ew_params_t *ew = &p->parts[k];
+    unsigned grid, block;
+    iron_cuda_launch_dims((iron_device_t *)e->fake, ew->count, &grid, &block);
+    const char *src = cuda_emu_find_source(ew->fn->name);
+    const char *body = src ? src + strlen(iron_cuda_prelude()) : NULL;
+    fixed_grid = fixed_grid || grid != ew->grid || block != ew->block ||
+                 (body && (strstr(body, "__shared__") ||
+                           strstr(body, "__syncthreads") ||
+                           strstr(body, "threadIdx.y")));
+  }
+  if (fixed_grid) {
+    // A launch shape of the generator's own, threads that cooperate
+    // (tiled transposes): one emulated thread cannot run it; the host
+    // kernel does.
+    if (p->fused) {
+      cuda_emu_params_destroy(p);
+      return IRON_ERR(FAILED_PRECONDITION, "cuda_emu: fusion with a fixed "
+                                           "grid");
+    }
+    e->host_fallbacks++;
+    p->host_k = iron_host_kernel_lookup(op->kind);
+    st = p->host_k->prepare ? p->host_k->prepare(op, regions, &p->host_params)
+                            : IRON_OK;
+    if (st) {
+      cuda_emu_params_destroy(p);
+      return st;
+    }
+    *out_params = p;
+    return IRON_OK;
+  }
+  for (uint32_t k = 0; k < p->num_parts; ++k) {
+    const char *name = p->parts[k].fn->name;
+    p->kernel[k] = cuda_emu_kernel_index(name, cuda_emu_find_source(name));
+    if (!e->k[p->kernel[k]].source) {
+      cuda_emu_params_destroy(p);
+      return IRON_ERR(INTERNAL, "cuda_emu: no source for kernel %s", name);
+    }
+  }
+  if (p->fused && p->parts[0].num_inputs + p->parts[0].num_outputs >
+                      e->max_fused_params)
+    e->max_fused_params = p->parts[0].num_inputs + p->parts[0].num_outputs;
+  if (op->kind == IRON_OP_DYNAMIC_UPDATE_SLICE) {
+    p->dus = true;
+    p->dus_full = iron_ir_type_num_elements(op->operands[1]->type) ==
+                  iron_ir_type_num_elements(op->operands[0]->type);
+    iron_ir_type_byte_size(op->operands[0]->type, &p->dus_bytes);
+  }
+  *out_params = p;
+  return IRON_OK;
+}
+
+static inline iron_status_t cuda_emu_run(const iron_host_ctx_t *ctx,
+                                  const void *params,
+                                  const iron_tensor_t *const *inputs,
+                                  iron_tensor_t *const *outputs) {
+  const cuda_emu_params_t *p = params;
+  if (p->host_k) return p->host_k->run(ctx, p->host_params, inputs, outputs);
+  cuda_emu_exec_t *e = &g_cuda_emu;
+  const iron_cuda_ew_params_t *ew = &p->parts[0];
+  // What iron_cuda_ew_run and the dynamic_update_slice kernel do before
+  // their launch: a root's output starts as its operand.
+  if (p->dus) {
+    const void *src = p->dus_full ? inputs[1]->data : inputs[0]->data;
+    for (uint32_t k = 1; k < ew->num_inputs && !p->dus_full; ++k)
+      if (p->dus_bytes && outputs[0]->data == inputs[k]->data)
+        return IRON_ERR(INTERNAL, "dynamic_update_slice: result shares "
+                                  "input %u's storage", k);
+    if (outputs[0]->data != src && p->dus_bytes)
+      memmove(outputs[0]->data, src, p->dus_bytes);
+  }
+  for (uint32_t k = 0; k < ew->num_dus; ++k) {
+    void *dst = outputs[ew->dus_out[k]]->data;
+    const void *src = inputs[ew->dus_in[k]]->data;
+    if (dst == src || ew->dus_bytes[k] == 0) continue;
+    for (uint32_t i = 0; i < ew->num_inputs; ++i)
+      if (inputs[i]->data == dst)
+        return IRON_ERR(INTERNAL, "CUDA fusion: output %u shares input %u's "
+                        "storage", ew->dus_out[k], i);
+    memcpy(dst, src, ew->dus_bytes[k]);
+  }
+  for (uint32_t part = 0; part < p->num_parts; ++part) {
+    ew = &p->parts[part];
+    void (*call)(void *const *) = e->k[p->kernel[part]].call;
+    if (!call)
+      return IRON_ERR(INTERNAL, "cuda_emu: kernel %s was not built",
+                      e->k[p->kernel[part]].name);
+    if (ew->count == 0) continue;
+    uint32_t n = ew->num_inputs + ew->num_outputs;
+    void **args = calloc(n + 1, sizeof(void *));
+    if (!args) return IRON_ERR(RESOURCE_EXHAUSTED, "out of memory");
+    for (uint32_t i = 0; i < ew->num_inputs; ++i)
+      args[i] = inputs[p->first[part] + i]->data;
+    for (uint32_t j = 0; j < ew->num_outputs; ++j)
+      args[ew->num_inputs + j] = outputs[j]->data;
+#if defined(__x86_64__)
+    unsigned csr = _mm_getcsr();
+    if (e->flush) _mm_setcsr(csr | 0x8040u);  // FTZ and DAZ, as -ftz
+#endif
+    call(args);
+#if defined(__x86_64__)
+    _mm_setcsr(csr);
+#endif
+    free(args);
+    __atomic_add_fetch(&e->launches, 1, __ATOMIC_RELAXED);
+  }
+  if (p->fused) __atomic_add_fetch(&e->fused_launches, 1, __ATOMIC_RELAXED);
+  return IRON_OK;
+}
+
+static inline const iron_host_kernel_t *cuda_emu_lookup(iron_op_kind_t kind) {
+  if ((int)kind < 0 || kind >= IRON_OP_COUNT) return NULL;
+  if (g_cuda_emu.emulated[kind]) return &g_cuda_emu.kernels[kind];
+  return iron_host_kernel_lookup(kind);
+}
+
+// Sets up the fake device and the kernel table. Kernels emulated: those of
+// cuda_elementwise.c, cuda_shape.c (but reshape, a copy) and fusions.
+static inline void cuda_emu_exec_init(void) {
+  cuda_emu_exec_t *e = &g_cuda_emu;
+  if (e->fake) return;
+  e->fake = calloc(1, sizeof(*e->fake));
+  snprintf(e->fake->arch, sizeof(e->fake->arch), "sm_90a");
+  e->fake->num_sms = 132;
+  iron_cuda_register_elementwise(e->cuda);
+  iron_cuda_register_shape(e->cuda);
+  e->cuda[IRON_OP_FUSION] = &iron_cuda_fusion_kernel;
+  for (int k = 0; k < IRON_OP_COUNT; ++k) {
+    const iron_host_kernel_t *ck = e->cuda[k];
+    if (!ck || !ck->prepare_on) continue;
+    bool ok = ck->run == iron_cuda_ew_run ||
+              ck->run == iron_cuda_ew_multi_run || k == IRON_OP_FUSION ||
+              k == IRON_OP_DYNAMIC_UPDATE_SLICE;
+    if (!ok) continue;
+    e->emulated[k] = true;
+    e->kernels[k] = (iron_host_kernel_t){
+        .name = ck->name,
+        .run = cuda_emu_run,
+        .destroy = cuda_emu_params_destroy,
+        .inplace_ok = ck->inplace_ok,
+        .elementwise = false,
+        .prepare_on = cuda_emu_prepare,
+    };
+  }
+  e->flush = iron_cuda_flush_denormals();
+}
+
+// A runtime (on the host device) that plans and runs as described above.
+// Release it with iron_runtime_release.
+static inline iron_status_t cuda_emu_exec_runtime(iron_runtime_t **out_rt) {
+  cuda_emu_exec_init();
+  IRON_RETURN_IF_ERROR_PLAIN(iron_runtime_create(NULL, out_rt));
+  iron_device_t *dev = iron_runtime_device(*out_rt, 0);
+  if (strcmp(dev->vtable->kind, "host") != 0)
+    return IRON_ERR(FAILED_PRECONDITION, "cuda_emu: needs IRON_DEVICE=host");
+  g_cuda_emu.vtable = *dev->vtable;
+  g_cuda_emu.vtable.kernel_lookup = cuda_emu_lookup;
+  g_cuda_emu.vtable.fusable = iron_cuda_fusable;
+  dev->vtable = &g_cuda_emu.vtable;
+  return IRON_OK;
+}
+
+// Compiles the kernels requested since the last build (one C++ program)
+// and binds them. False when the C++ compile fails.
+static inline bool cuda_emu_exec_build(void) {
+  cuda_emu_exec_t *e = &g_cuda_emu;
+  size_t first = e->built_k, n = e->num_k - first;
+  if (n == 0) return true;
+  char **srcs = calloc(n, sizeof(char *));
+  for (size_t i = 0; i < n; ++i) {
+    const cuda_emu_kernel_t *k = &e->k[first + i];
+    size_t len = strlen(k->source) + 2 * strlen(k->name) + 128;
+    srcs[i] = malloc(len);
+    snprintf(srcs[i], len,
+             "%s\nextern \"C\" void emuw_%s(void *const *a) { "
+             "iron_emu_call(%s, a); }\n",
+             k->source, k->name, k->name);
+  }
+  e->libs = realloc(e->libs, (e->num_libs + 1) * sizeof(*e->libs));
+  cuda_emu_lib_t *lib = &e->libs[e->num_libs++];
+  bool ok = cuda_emu_build((const char *const *)srcs, (int)n,
+                           iron_cuda_prelude(), lib);
+  for (size_t i = 0; i < n && ok; ++i) {
+    cuda_emu_kernel_t *k = &e->k[first + i];
+    char sym[200];
+    snprintf(sym, sizeof(sym), "emuw_%s", k->name);
+    void *f = cuda_emu_sym(lib, sym);
+    if (!f) {
+      fprintf(stderr, "cuda_emu: %s not found\n", sym);
+      ok = false;
+    }
+    memcpy(&k->call, &f, sizeof(f));
+  }
+  for (size_t i = 0; i < n; ++i) free(srcs[i]);
+  free(srcs);
+  e->built_k = e->num_k;
+  return ok;
+}
+
+static inline void cuda_emu_exec_shutdown(void) {
+  cuda_emu_exec_t *e = &g_cuda_emu;
+  for (size_t i = 0; i < e->num_libs; ++i) cuda_emu_close(&e->libs[i]);
+  free(e->libs);
+  for (size_t i = 0; i < e->num_k; ++i) {
+    free(e->k[i].name);
+    free(e->k[i].source);
+  }
+  free(e->k);
+  if (e->fake) {
+    iron_cuda_compiler_destroy(e->fake->compiler);
+    free(e->fake);
+  }
+  memset(e, 0, sizeof(*e));
+}
+
+// ---------------------------------------------------------------------------
+// Inputs, runs and bit-for-bit comparison (shared by the tests that run
+// programs both ways).
+
+#include "base/half.h"
+
+static inline uint64_t cuda_emu_mix(uint64_t x) {  // splitmix64
+  x += 0x9E3779B97F4A7C15ull;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  return x ^ (x >> 31);
+}
+
+// Deterministic inputs for seed `seed` (> 0; seed 0 is the caller's
+// test_fill_synthetic): floats in [-4, 4] in steps of 1/16, signed
+// integers in [-9, 12], unsigned in [0, 20], and scalar integers (start
+// indices, loop bounds) also far out of range: -1000 and 1000.
+static inline void cuda_emu_fill(void *data, iron_dtype_t dt, int32_t rank,
+                          int64_t count, uint64_t seed, uint32_t arg) {
+  static const int64_t kScalars[] = {-1000, -3, -1, 0, 1, 2, 3, 5, 8, 1000};
+  for (int64_t i = 0; i < count; ++i) {
+    uint64_t r = cuda_emu_mix(seed * 0x100000001ull + arg * 7919u + (uint64_t)i);
+    double f = (double)((int64_t)(r % 129) - 64) / 16.0;
+    int64_t si = rank == 0 ? kScalars[r % 10] : (int64_t)(r % 22) - 9;
+    // Unsigned scalars: 0 for the negative ones, or every bit set (past
+    // INT64_MAX for u64).
+    uint64_t ui = rank != 0 ? r % 21
+                  : kScalars[r % 10] == -1000 ? ~0ull
+                  : kScalars[r % 10] < 0     ? 0
+                                             : (uint64_t)kScalars[r % 10];
+    switch (dt) {
+      case IRON_DTYPE_F32: ((float *)data)[i] = (float)f; break;
+      case IRON_DTYPE_F64: ((double *)data)[i] = f; break;
+      case IRON_DTYPE_F16: ((uint16_t *)data)[i] = iron_f32_to_f16((float)f); break;
+      case IRON_DTYPE_BF16: ((uint16_t *)data)[i] = iron_f32_to_bf16((float)f); break;
+      case IRON_DTYPE_C64:
+        ((float *)data)[2 * i] = (float)f;
+        ((float *)data)[2 * i + 1] = (float)((int64_t)((r >> 20) % 65) - 32) / 8.0f;
+        break;
+      case IRON_DTYPE_C128:
+        ((double *)data)[2 * i] = f;
+        ((double *)data)[2 * i + 1] = (double)((int64_t)((r >> 20) % 65) - 32) / 8.0;
+        break;
+      case IRON_DTYPE_S8: ((int8_t *)data)[i] = (int8_t)si; break;
+      case IRON_DTYPE_S16: ((int16_t *)data)[i] = (int16_t)si; break;
+      case IRON_DTYPE_S32: ((int32_t *)data)[i] = (int32_t)si; break;
+      case IRON_DTYPE_S64: ((int64_t *)data)[i] = si; break;
+      case IRON_DTYPE_U8: ((uint8_t *)data)[i] = (uint8_t)ui; break;
+      case IRON_DTYPE_U16: ((uint16_t *)data)[i] = (uint16_t)ui; break;
+      case IRON_DTYPE_U32: ((uint32_t *)data)[i] = (uint32_t)ui; break;
+      case IRON_DTYPE_U64: ((uint64_t *)data)[i] = ui; break;
+      case IRON_DTYPE_PRED: ((uint8_t *)data)[i] = (uint8_t)(r & 1); break;
+      // Sub-byte integers: the low bits of a byte, as numpy/ml_dtypes
+      // store them (-1 in s4 is 0x0f).
+      case IRON_DTYPE_S4: case IRON_DTYPE_U4:
+        ((uint8_t *)data)[i] = (uint8_t)(r % 16);
+        break;
+      case IRON_DTYPE_S2: case IRON_DTYPE_U2:
+        ((uint8_t *)data)[i] = (uint8_t)(r % 4);
+        break;
+      default: {  // f8 / f4 / f6 families: any byte pattern of the low bits
+        size_t es = iron_dtype_size(dt);
+        int bits = iron_dtype_bits(dt);
+        uint64_t v = bits >= 64 ? r : (r & ((1ull << bits) - 1));
+        memcpy((char *)data + (size_t)i * es, &v, es < 8 ? es : 8);
+      }
+    }
+  }
+}
+
+// Whether two elements of dtype dt are the same: equal bits, or both NaN
+// (payloads and signs of NaN are not compared).
+static inline bool cuda_emu_same(iron_dtype_t dt, const uint8_t *a, const uint8_t *b) {
+  size_t es = iron_dtype_size(dt);
+  if (memcmp(a, b, es) == 0) return true;
+  switch (dt) {
+    case IRON_DTYPE_F32: {
+      float x, y;
+      memcpy(&x, a, 4);
+      memcpy(&y, b, 4);
+      return x != x && y != y;
+    }
+    case IRON_DTYPE_F64: {
+      double x, y;
+      memcpy(&x, a, 8);
+      memcpy(&y, b, 8);
+      return x != x && y != y;
+    }
+    case IRON_DTYPE_F16: {
+      uint16_t x, y;
+      memcpy(&x, a, 2);
+      memcpy(&y, b, 2);
+      return (x & 0x7fff) > 0x7c00 && (y & 0x7fff) > 0x7c00;
+    }
+    case IRON_DTYPE_BF16: {
+      uint16_t x, y;
+      memcpy(&x, a, 2);
+      memcpy(&y, b, 2);
+      return (x & 0x7fff) > 0x7f80 && (y & 0x7fff) > 0x7f80;
+    }
+    case IRON_DTYPE_C64:
+      return cuda_emu_same(IRON_DTYPE_F32, a, b) &&
+             cuda_emu_same(IRON_DTYPE_F32, a + 4, b + 4);
+    case IRON_DTYPE_C128:
+      return cuda_emu_same(IRON_DTYPE_F64, a, b) &&
+             cuda_emu_same(IRON_DTYPE_F64, a + 8, b + 8);
+    case IRON_DTYPE_F8E8M0FNU:
+      return a[0] == 0xff && b[0] == 0xff;
+    default: {
+      // The f8 family: NaN is every all-ones exponent with a nonzero
+      // mantissa (IEEE-like), the all-ones magnitude (FN) or -0 (FNUZ).
+      int eb, mb, bias, kind;
+      if (!iron_cuda_nf_format(dt, &eb, &mb, &bias, &kind)) return false;
+      unsigned mag_mask = (1u << (eb + mb)) - 1u;
+      unsigned sign = 1u << (eb + mb), mmask = (1u << mb) - 1u;
+      bool nan[2];
+      for (int k = 0; k < 2; ++k) {
+        unsigned v = k ? b[0] : a[0];
+        unsigned mag = v & mag_mask;
+        nan[k] = kind == 0   ? ((mag >> mb) == (mag_mask >> mb) && (mag & mmask))
+                 : kind == 1 ? mag == mag_mask
+                 : kind == 2 ? v == sign
+                             : false;
+      }
+      return nan[0] && nan[1];
+    }
+  }
+}
+
+// Runs `exe` on `dev` with inputs of seed `seed` (0: test_fill_synthetic
+// when `fill0` is given); *out_results (malloc'ed byte arrays, one per
+// output) on success.
+typedef void (*cuda_emu_fill0_fn)(void *data, iron_dtype_t dt, int64_t count);
+static inline iron_status_t cuda_emu_run_program(iron_executable_t *exe,
+                                          iron_device_t *dev, uint64_t seed,
+                                          cuda_emu_fill0_fn fill0,
+                                          uint8_t ***out_results) {
+  uint32_t ni = iron_executable_num_inputs(exe);
+  uint32_t no = iron_executable_num_outputs(exe);
+  iron_buffer_t **args = calloc(ni + 1, sizeof(*args));
+  iron_buffer_t **outs = calloc(no + 1, sizeof(*outs));
+  uint8_t **res = calloc(no + 1, sizeof(*res));
+  iron_status_t st = IRON_OK;
+  for (uint32_t i = 0; i < ni && !st; ++i) {
+    iron_dtype_t dt;
+    int32_t rank;
+    const int64_t *dims;
+    iron_executable_input_type(exe, i, &dt, &rank, &dims);
+    int64_t count = 1;
+    for (int32_t k = 0; k < rank; ++k) count *= dims[k];
+    size_t es = iron_dtype_size(dt);
+    void *data = calloc((size_t)count + 1, es ? es : 1);
+    if (seed == 0 && fill0)
+      fill0(data, dt, count);
+    else
+      cuda_emu_fill(data, dt, rank, count, seed, i);
+    st = iron_buffer_create_from_host(dev, dt, rank, dims, data, NULL,
+                                      &args[i]);
+    free(data);
+  }
+  if (!st) {
+    iron_event_t *done = NULL;
+    st = iron_executable_execute(exe, args, ni, NULL, outs, &done);
+    if (!st) {
+      st = iron_event_wait(done);
+      iron_event_release(done);
+    }
+  }
+  for (uint32_t j = 0; j < no && !st; ++j) {
+    size_t nb = iron_buffer_size_in_bytes(outs[j]);
+    res[j] = malloc(nb + 1);
+    iron_event_t *done = NULL;
+    st = iron_buffer_to_host(outs[j], res[j], nb, &done);
+    if (!st) {
+      st = iron_event_wait(done);
+      iron_event_release(done);
+    }
+  }
+  for (uint32_t j = 0; j < no; ++j)
+    if (outs[j]) iron_buffer_release(outs[j]);
+  for (uint32_t i = 0; i < ni; ++i)
+    if (args[i]) iron_buffer_release(args[i]);
+  free(args);
+  free(outs);
+  if (st) {
+    for (uint32_t j = 0; j < no; ++j) free(res[j]);
+    free(res);
+    return st;
+  }
+  *out_results = res;
+  return IRON_OK;
+}
+
+static inline void cuda_emu_free_results(uint8_t **res, uint32_t n) {
+  if (!res) return;
+  for (uint32_t j = 0; j < n; ++j) free(res[j]);
+  free(res);
+}
+
+// Compares every output of `want` (host) and `got` (emulated CUDA);
+// prints the first difference of each differing output under `what`.
+// Returns the number of differing elements.
+static inline int64_t cuda_emu_compare(const iron_executable_t *exe,
+                                uint8_t *const *want, uint8_t *const *got,
+                                const char *what) {
+  int64_t bad = 0;
+  uint32_t no = iron_executable_num_outputs(exe);
+  for (uint32_t j = 0; j < no; ++j) {
+    iron_dtype_t dt;
+    int32_t rank;
+    const int64_t *dims;
+    iron_executable_output_type(exe, j, &dt, &rank, &dims);
+    int64_t count = 1;
+    for (int32_t k = 0; k < rank; ++k) count *= dims[k];
+    size_t es = iron_dtype_size(dt);
+    int64_t first = -1, nbad = 0;
+    for (int64_t i = 0; i < count; ++i)
+      if (!cuda_emu_same(dt, want[j] + (size_t)i * es, got[j] + (size_t)i * es)) {
+        if (first < 0) first = i;
+        nbad++;
+      }
+    if (nbad) {
+      uint64_t w = 0, g = 0;
+      memcpy(&w, want[j] + (size_t)first * es, es < 8 ? es : 8);
+      memcpy(&g, got[j] + (size_t)first * es, es < 8 ? es : 8);
+      fprintf(stderr,
+              "%s: output %u (%s, %lld elements): %lld differ; first at "
+              "%lld: host 0x%llx, CUDA emulation 0x%llx\n",
+              what, j, iron_dtype_name(dt), (long long)count, (long long)nbad,
+              (long long)first, (unsigned long long)w, (unsigned long long)g);
+    }
+    bad += nbad;
+  }
+  return bad;
+}
+
+// ---------------------------------------------------------------------------
+// Batches: modules compiled both ways now, built and run later.
+
+#include "runtime/executable.h"
+
+typedef struct cuda_emu_prog {
+  char what[160];
+  iron_executable_t *ref, *emu;
+} cuda_emu_prog_t;
+
+typedef struct cuda_emu_batch {
+  iron_runtime_t *rt_ref, *rt_emu;
+  cuda_emu_prog_t *progs;
+  size_t num, cap;
+  int host_refused, cuda_refused;  // compile refusals (UNIMPLEMENTED)
+  int runs, differ, failed;
+  bool verbose;
+} cuda_emu_batch_t;
+
+static inline bool cuda_emu_batch_init(cuda_emu_batch_t *b) {
+  memset(b, 0, sizeof(*b));
+  setenv("IRON_DEVICE", "host", 1);
+  setenv("IRON_HOST_LIBM_EXP", "1", 1);
+  b->verbose = getenv("IRON_TEST_VERBOSE") != NULL;
+  if (!cuda_emu_have_cxx()) return false;
+  iron_status_t st = iron_runtime_create(NULL, &b->rt_ref);
+  if (!st) st = cuda_emu_exec_runtime(&b->rt_emu);
+  if (st) {
+    fprintf(stderr, "cuda_emu: %s\n", iron_status_message(st));
+    iron_status_free(st);
+    return false;
+  }
+  return true;
+}
+
+// Compiles `m_ref` on the host and `m_emu` (the same program, built again:
+// compiling consumes a module) as CUDA. A refusal by the host skips the
+// program; by CUDA it is returned (UNIMPLEMENTED is counted, the caller
+// decides whether it may happen) and the program skipped.
+static inline iron_status_t cuda_emu_batch_add(cuda_emu_batch_t *b,
+                                        iron_ir_module_t *m_ref,
+                                        iron_ir_module_t *m_emu,
+                                        const char *what) {
+  if (b->num == b->cap) {
+    b->cap = b->cap ? 2 * b->cap : 64;
+    b->progs = realloc(b->progs, b->cap * sizeof(*b->progs));
+  }
+  cuda_emu_prog_t *p = &b->progs[b->num];
+  memset(p, 0, sizeof(*p));
+  snprintf(p->what, sizeof(p->what), "%s", what);
+  iron_status_t st =
+      iron_executable_compile_module(b->rt_ref, m_ref, NULL, 0, NULL, &p->ref);
+  if (st) {
+    if (b->verbose) fprintf(stderr, "%s: host: %s\n", what,
+                            iron_status_message(st));
+    b->host_refused++;
+    iron_status_free(st);
+    iron_ir_module_destroy(m_emu);
+    return IRON_OK;
+  }
+  st = iron_executable_compile_module(b->rt_emu, m_emu, NULL, 0, NULL, &p->emu);
+  if (st) {
+    if (iron_status_code(st) == IRON_STATUS_UNIMPLEMENTED) b->cuda_refused++;
+    iron_executable_release(p->ref);
+    return st;
+  }
+  b->num++;
+  return IRON_OK;
+}
+
+// Builds the kernels and runs every program on seeds 1..num_seeds both
+// ways; differences and failures are printed and counted.
+static inline bool cuda_emu_batch_run(cuda_emu_batch_t *b, int num_seeds) {
+  if (!cuda_emu_exec_build()) return false;
+  for (size_t i = 0; i < b->num; ++i) {
+    cuda_emu_prog_t *p = &b->progs[i];
+    uint32_t no = iron_executable_num_outputs(p->ref);
+    for (uint64_t seed = 1; seed <= (uint64_t)num_seeds; ++seed) {
+      uint8_t **want = NULL, **got = NULL;
+      iron_status_t sr = cuda_emu_run_program(
+          p->ref, iron_runtime_device(b->rt_ref, 0), seed, NULL, &want);
+      iron_status_t se = cuda_emu_run_program(
+          p->emu, iron_runtime_device(b->rt_emu, 0), seed, NULL, &got);
+      if (sr || se) {
+        fprintf(stderr, "%s seed %llu: host: %s; CUDA emulation: %s\n",
+                p->what, (unsigned long long)seed,
+                sr ? iron_status_message(sr) : "ok",
+                se ? iron_status_message(se) : "ok");
+        b->failed++;
+      } else {
+        char what[200];
+        snprintf(what, sizeof(what), "%s seed %llu", p->what,
+                 (unsigned long long)seed);
+        if (cuda_emu_compare(p->ref, want, got, what)) b->differ++;
+        b->runs++;
+      }
+      iron_status_free(sr);
+      iron_status_free(se);
+      cuda_emu_free_results(want, no);
+      cuda_emu_free_results(got, no);
+    }
+  }
+  return true;
+}
+
+static inline void cuda_emu_batch_destroy(cuda_emu_batch_t *b) {
+  for (size_t i = 0; i < b->num; ++i) {
+    iron_executable_release(b->progs[i].ref);
+    iron_executable_release(b->progs[i].emu);
+  }
+  free(b->progs);
+  if (b->rt_ref) iron_runtime_release(b->rt_ref);
+  if (b->rt_emu) iron_runtime_release(b->rt_emu);
+  memset(b, 0, sizeof(*b));
+  cuda_emu_exec_shutdown();
+}
+
+#endif  // IRON_TESTS_CUDA_EMU_EXEC_H_
