@@ -47,7 +47,7 @@ typedef struct cuda_emu_kernel {
 typedef struct cuda_emu_exec {
   iron_cuda_device_t *fake;  // prepares (queues sources; no GPU, no NVRTC)
   iron_cuda_kernel_table_t cuda;
-  iron_host_kernel_t kernels[IRON_OP_COUNT];  // the emulated wrappers
+  iron_kernel_t kernels[IRON_OP_COUNT];  // the emulated wrappers
   bool emulated[IRON_OP_COUNT];
   iron_device_vtable_t vtable;  // the host's, fusing as CUDA does
   cuda_emu_kernel_t *k;
@@ -64,9 +64,9 @@ typedef struct cuda_emu_exec {
 static cuda_emu_exec_t g_cuda_emu;
 
 typedef struct cuda_emu_params {
-  const iron_host_kernel_t *cuda_k;  // the CUDA kernel (params owner)
+  const iron_kernel_t *cuda_k;  // the CUDA kernel (params owner)
   void *cuda_params;                 // iron_cuda_ew_params_t (first member)
-  const iron_host_kernel_t *host_k;  // non-NULL: runs on the host instead
+  const iron_kernel_t *host_k;  // non-NULL: runs on the host instead
   void *host_params;
   // The launches: part k is parts[k] on inputs[first[k]..] (one part but
   // for iron_cuda_ew_multi_run kernels).
@@ -138,11 +138,11 @@ static inline bool cuda_emu_is_fused_reduce(const iron_ir_op_t *op) {
 
 static inline iron_status_t cuda_emu_prepare(iron_device_t *dev,
                                       const iron_ir_op_t *op,
-                                      iron_host_region_t *const *regions,
+                                      iron_region_t *const *regions,
                                       void **out_params) {
   (void)dev;
   cuda_emu_exec_t *e = &g_cuda_emu;
-  const iron_host_kernel_t *ck = e->cuda[op->kind];
+  const iron_kernel_t *ck = e->cuda[op->kind];
   if (cuda_emu_is_fused_reduce(op))
     return IRON_ERR(FAILED_PRECONDITION,
                     "cuda_emu: a fusion ending in a reduce cannot run on "
@@ -191,7 +191,7 @@ static inline iron_status_t cuda_emu_prepare(iron_device_t *dev,
                                            "grid");
     }
     e->host_fallbacks++;
-    p->host_k = iron_host_kernel_lookup(op->kind);
+    p->host_k = iron_reference_kernel_lookup(op->kind);
     st = p->host_k->prepare ? p->host_k->prepare(op, regions, &p->host_params)
                             : IRON_OK;
     if (st) {
@@ -222,7 +222,7 @@ static inline iron_status_t cuda_emu_prepare(iron_device_t *dev,
   return IRON_OK;
 }
 
-static inline iron_status_t cuda_emu_run(const iron_host_ctx_t *ctx,
+static inline iron_status_t cuda_emu_run(const iron_kernel_ctx_t *ctx,
                                   const void *params,
                                   const iron_tensor_t *const *inputs,
                                   iron_tensor_t *const *outputs) {
@@ -280,10 +280,10 @@ static inline iron_status_t cuda_emu_run(const iron_host_ctx_t *ctx,
   return IRON_OK;
 }
 
-static inline const iron_host_kernel_t *cuda_emu_lookup(iron_op_kind_t kind) {
+static inline const iron_kernel_t *cuda_emu_lookup(iron_op_kind_t kind) {
   if ((int)kind < 0 || kind >= IRON_OP_COUNT) return NULL;
   if (g_cuda_emu.emulated[kind]) return &g_cuda_emu.kernels[kind];
-  return iron_host_kernel_lookup(kind);
+  return iron_reference_kernel_lookup(kind);
 }
 
 // Sets up the fake device and the kernel table. Kernels emulated: those of
@@ -298,14 +298,14 @@ static inline void cuda_emu_exec_init(void) {
   iron_cuda_register_shape(e->cuda);
   e->cuda[IRON_OP_FUSION] = &iron_cuda_fusion_kernel;
   for (int k = 0; k < IRON_OP_COUNT; ++k) {
-    const iron_host_kernel_t *ck = e->cuda[k];
+    const iron_kernel_t *ck = e->cuda[k];
     if (!ck || !ck->prepare_on) continue;
     bool ok = ck->run == iron_cuda_ew_run ||
               ck->run == iron_cuda_ew_multi_run || k == IRON_OP_FUSION ||
               k == IRON_OP_DYNAMIC_UPDATE_SLICE;
     if (!ok) continue;
     e->emulated[k] = true;
-    e->kernels[k] = (iron_host_kernel_t){
+    e->kernels[k] = (iron_kernel_t){
         .name = ck->name,
         .run = cuda_emu_run,
         .destroy = cuda_emu_params_destroy,

@@ -1876,7 +1876,7 @@ iron_status_t iron_cuda_ew_run(const iron_kernel_ctx_t *ctx, const void *params,
                           p->block, 0, args);
 }
 
-iron_status_t iron_cuda_ew_multi_run(const iron_host_ctx_t *ctx,
+iron_status_t iron_cuda_ew_multi_run(const iron_kernel_ctx_t *ctx,
                                      const void *params,
                                      const iron_tensor_t *const *inputs,
                                      iron_tensor_t *const *outputs) {

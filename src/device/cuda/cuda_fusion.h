@@ -90,7 +90,7 @@ typedef struct iron_cuda_ew_multi_params {
   iron_cuda_ew_params_t *parts;
   uint32_t *first_input;
 } iron_cuda_ew_multi_params_t;
-iron_status_t iron_cuda_ew_multi_run(const iron_host_ctx_t *ctx,
+iron_status_t iron_cuda_ew_multi_run(const iron_kernel_ctx_t *ctx,
                                      const void *params,
                                      const iron_tensor_t *const *inputs,
                                      iron_tensor_t *const *outputs);

@@ -992,7 +992,7 @@ SHAPE_KERNEL(kTranspose, "cuda_transpose", transpose_prepare,
 SHAPE_KERNEL(kSlice, "cuda_slice", slice_prepare, iron_cuda_ew_run, false)
 SHAPE_KERNEL(kReverse, "cuda_reverse", reverse_prepare, iron_cuda_ew_run,
              false)
-static const iron_host_kernel_t kConcatenate = {
+static const iron_kernel_t kConcatenate = {
     .name = "cuda_concatenate",
     .run = iron_cuda_ew_multi_run,
     .destroy = iron_cuda_ew_multi_destroy,
