@@ -212,6 +212,19 @@ static void test_conv_window(void) {
   c.b.result_types[0].dims[2] = 5;
   conv_expect(&c, IRON_STATUS_INVALID_ARGUMENT,
               "spatial dim 0 of the result is 5, expected 4");
+  // Dilations and padding whose sizes overflow int64 are refused, not
+  // wrapped (issue 13).
+  const int64_t huge = (int64_t)1 << 62, big = (int64_t)1 << 61;
+  conv_build(&c, IRON_DTYPE_F32, IRON_DTYPE_F32);
+  set(&c, "lhs_dilation", 1, &huge);
+  conv_expect(&c, IRON_STATUS_INVALID_ARGUMENT, "window sizes overflow");
+  conv_build(&c, IRON_DTYPE_F32, IRON_DTYPE_F32);
+  set(&c, "rhs_dilation", 1, &big);
+  conv_expect(&c, IRON_STATUS_INVALID_ARGUMENT, "window sizes overflow");
+  conv_build(&c, IRON_DTYPE_F32, IRON_DTYPE_F32);
+  int64_t padh[2] = {big + 1, big + 1};
+  set(&c, "padding", 2, padh);
+  conv_expect(&c, IRON_STATUS_INVALID_ARGUMENT, "window sizes overflow");
   (void)v4;
 }
 
