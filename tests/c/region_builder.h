@@ -116,6 +116,16 @@ static inline iron_ir_value_t *bb_const(bb_t *b, iron_dtype_t dt,
   return r;
 }
 
+// A rank-0 constant of dt from its little-endian bytes (at most 8).
+static inline iron_ir_value_t *bb_const_bytes(bb_t *b, iron_dtype_t dt,
+                                              const void *bytes, size_t n) {
+  iron_ir_value_t *r = bb_const(b, dt, 0);
+  uint32_t i = b->block.num_ops - 1;
+  memcpy(b->cbytes[i], bytes, n);
+  b->attrs[b->nattrs - 1].dense.size = n;  // bb_const's "value"
+  return r;
+}
+
 static inline iron_ir_value_t *bb_arg(bb_t *b, int i) { return &b->args[i]; }
 
 static inline void bb_ret(bb_t *b, int n, iron_ir_value_t *x,

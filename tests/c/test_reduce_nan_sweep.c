@@ -7,14 +7,17 @@
 //  - max/min single-op bodies: IEEE maximum/minimum (NaN wins; of +0 and
 //    -0, max gives +0 and min -0);
 //  - cummax/cummin (reduce_window's cumulative pattern) and a sliding max:
-//    the same combiner, in window order.
+//    the same combiner, in window order;
+//  - sort with jax's comparator (-0.0 == 0.0, NaNs last, LT TOTALORDER on
+//    the canonicalized keys): the stable order.
 // Host kernels run every length 1..300, every power of two +-1 up to 2^16
 // and 100000 (f32; the half types and f64 the boundary lengths), each
 // pattern a row of a [16, n] and an [n, 16] operand (and [80, n] for the
 // host's sequential generic path). The CUDA generated kernels (reduce
 // modes thread/warp/block/columns/split columns, the cumulative scan, the
-// window) run on the CPU through cuda_emu_build_blocks at the lengths
-// where CUDA's paths change; a C++ compiler is needed for that part.
+// window, the bitonic sort) run on the CPU through cuda_emu_build_blocks at
+// the lengths where CUDA's paths change; a C++ compiler is needed for that
+// part.
 #include <math.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -471,6 +474,119 @@ static void host_window(int64_t n, iron_dtype_t dt, const layout_t *l,
   ht_tensor_free(out[0]);
 }
 
+// jax's jnp.sort comparator over dt: both keys canonicalized
+// (select(x == 0, 0, x), then select(x != x, NaN, .)), then LT TOTALORDER.
+static bb_t *jax_sort_comparator(iron_dtype_t dt) {
+  iron_dtype_t dts[2] = {dt, dt};
+  bb_t *b = bb_new(2, dts);
+  uint8_t zero[8] = {0}, nan[8] = {0};
+  size_t es = iron_dtype_size(dt);
+  switch (dt) {
+    case IRON_DTYPE_F32:
+      nan[2] = 0xc0;
+      nan[3] = 0x7f;
+      break;
+    case IRON_DTYPE_F64:
+      nan[6] = 0xf8;
+      nan[7] = 0x7f;
+      break;
+    case IRON_DTYPE_F16:
+      nan[1] = 0x7e;
+      break;
+    default:
+      nan[0] = 0xc0;
+      nan[1] = 0x7f;
+      break;  // bf16
+  }
+  iron_ir_value_t *canon[2];
+  for (int i = 0; i < 2; ++i) {
+    iron_ir_value_t *x = bb_arg(b, i);
+    iron_ir_value_t *z = bb_const_bytes(b, dt, zero, es);
+    iron_ir_value_t *isz = bb_cmp(b, IRON_CMP_EQ, IRON_CMP_TYPE_FLOAT, x, z);
+    iron_ir_value_t *z2 = bb_const_bytes(b, dt, zero, es);
+    iron_ir_value_t *s1 = bb_op(b, IRON_OP_SELECT, dt, 3, isz, z2, x);
+    iron_ir_value_t *isn = bb_cmp(b, IRON_CMP_NE, IRON_CMP_TYPE_FLOAT, x, x);
+    iron_ir_value_t *q = bb_const_bytes(b, dt, nan, es);
+    canon[i] = bb_op(b, IRON_OP_SELECT, dt, 3, isn, q, s1);
+  }
+  bb_ret(b, 1,
+         bb_cmp(b, IRON_CMP_LT, IRON_CMP_TYPE_TOTALORDER, canon[0], canon[1]),
+         NULL);
+  return b;
+}
+
+// jax's sort order of stored values: NaNs last (all equal), -0 == 0.
+static int sort_class(double a) { return a != a ? 1 : 0; }
+static bool sort_less(double a, double b) {
+  if (sort_class(a) != sort_class(b)) return sort_class(a) < sort_class(b);
+  return sort_class(a) == 0 && a < b;
+}
+
+// The stable sort of row[0..n) into out (insertion into a merge sort's
+// result: a plain stable merge sort on indices).
+static void ref_sort(const double *row, int64_t n, double *out, int64_t *ix,
+                     int64_t *tmp) {
+  for (int64_t i = 0; i < n; ++i) ix[i] = i;
+  for (int64_t w = 1; w < n; w *= 2)
+    for (int64_t lo = 0; lo < n; lo += 2 * w) {
+      int64_t mid = lo + w < n ? lo + w : n,
+              hi = lo + 2 * w < n ? lo + 2 * w : n;
+      int64_t i = lo, j = mid, k = lo;
+      while (i < mid && j < hi)
+        tmp[k++] = sort_less(row[ix[j]], row[ix[i]]) ? ix[j++] : ix[i++];
+      while (i < mid) tmp[k++] = ix[i++];
+      while (j < hi) tmp[k++] = ix[j++];
+      for (k = lo; k < hi; ++k) ix[k] = tmp[k];
+    }
+  for (int64_t i = 0; i < n; ++i) out[i] = row[ix[i]];
+}
+
+static void check_sort(const char *what, int64_t n, iron_dtype_t dt,
+                       const layout_t *l, const double *vals, const void *out) {
+  double *want = malloc(sizeof(double) * (size_t)(n + 1));
+  int64_t *ix = malloc(sizeof(int64_t) * (size_t)(2 * n + 2));
+  for (int64_t p = 0; p < l->rows; ++p) {
+    ref_sort(vals + p * n, n, want, ix, ix + n + 1);
+    for (int64_t r = 0; r < n; ++r) {
+      double got = load(dt, out, at(l, p, r));
+      if (!same(got, want[r])) {
+        report(what, n, p, r, got, want[r]);
+        break;
+      }
+    }
+  }
+  free(want);
+  free(ix);
+}
+
+static void host_sort(int64_t n, iron_dtype_t dt, const layout_t *l) {
+  int64_t dim = l->rdim;
+  ht_op_t b;
+  ht_init(&b, IRON_OP_SORT);
+  ht_operand(&b, dt, 2, l->dims);
+  ht_result(&b, dt, 2, l->dims);
+  uint32_t ai = b.op.num_attrs++;
+  b.attrs[ai].kind = IRON_ATTR_INT;
+  b.attrs[ai].i = dim;
+  b.named[ai].name = "dimension";
+  b.named[ai].value = &b.attrs[ai];
+  iron_tensor_t *in[1] = {ht_tensor(dt, 2, l->dims)};
+  iron_tensor_t *out[1] = {ht_tensor(dt, 2, l->dims)};
+  double *vals = malloc(sizeof(double) * (size_t)(l->rows * n));
+  fill(l, n, dt, in[0]->data, NULL, vals);
+  bb_t *cmp = jax_sort_comparator(dt);
+  CHECK_OK(host_run(&b, cmp, in, out));
+  char what[64];
+  snprintf(what, sizeof(what), "host sort %s [%lld,%lld]/%d",
+           iron_dtype_name(dt), (long long)l->dims[0], (long long)l->dims[1],
+           l->rdim);
+  check_sort(what, n, dt, l, vals, out[0]->data);
+  free(vals);
+  free(cmp);
+  ht_tensor_free(in[0]);
+  ht_tensor_free(out[0]);
+}
+
 static bool is_edge(int64_t n) {
   static const int64_t e[] = {
       1,   2,   3,    7,    8,    9,    15,   16,   17,    31,    32,
@@ -501,6 +617,8 @@ static void host_sweep_length(int64_t n) {
       host_window(n, dt, &cols, 0, false, m);
       host_window(n, dt, &rows, 7, false, m);
     }
+    host_sort(n, dt, &rows);
+    if (is_edge(n)) host_sort(n, dt, &cols);
     // Wide: the generic path's sequential order (kept >= 64), and a 1-D
     // reduce whose rows split over the threads.
     if (n <= 4097) {
@@ -565,6 +683,7 @@ typedef struct emu_case {
   iron_tensor_t *t[6];
   int out_at;        // the checked output (values, or indices when idx)
   bool idx, is_max;  // argmax/argmin: check indices
+  bool sort;         // sorted rows
   int64_t n, win;
   bool rev;
   layout_t l;
@@ -711,9 +830,41 @@ static void cuda_window_case(int64_t n, iron_dtype_t dt, const layout_t *l,
   store(dt, c->t[1]->data, 0, is_max ? -INFINITY : INFINITY);
 }
 
+static void cuda_sort_case(int64_t n, iron_dtype_t dt, const layout_t *l) {
+  char what[96], kname[64];
+  snprintf(kname, sizeof(kname), "k%d", g_nemu);
+  snprintf(what, sizeof(what), "cuda sort %s [%lld,%lld]/%d",
+           iron_dtype_name(dt), (long long)l->dims[0], (long long)l->dims[1],
+           l->rdim);
+  bb_t *cmp = jax_sort_comparator(dt);
+  char *src = NULL;
+  unsigned grid = 0, block = 0;
+  iron_status_t st = iron_cuda_gen_sort(kname, 2, l->dims, l->rdim, 1, &dt,
+                                        &cmp->region, &src, &grid, &block);
+  free(cmp);
+  emu_case_t *c = emu_new(what, st, src, kname);
+  if (!c) return;
+  c->grid = grid;
+  c->block = block;
+  c->sort = true;
+  c->n = n;
+  c->l = *l;
+  c->dt = dt;
+  c->vals = malloc(sizeof(double) * (size_t)(l->rows * n));
+  c->t[0] = ht_tensor(dt, 2, l->dims);
+  c->t[1] = ht_tensor(dt, 2, l->dims);
+  c->nargs = 2;
+  c->out_at = 1;
+  fill(l, n, dt, c->t[0]->data, NULL, c->vals);
+}
+
 static void emu_check(const emu_case_t *c) {
   const iron_tensor_t *o = c->t[c->out_at];
   int64_t n = c->n;
+  if (c->sort) {
+    check_sort(c->what, n, c->dt, &c->l, c->vals, o->data);
+    return;
+  }
   if (c->win || (!c->idx && o->rank == 2)) {
     int64_t od[2] = {o->dims[0], o->dims[1]};
     check_window(c->what, n, c->dt, &c->l, c->win, c->rev, c->is_max, c->vals,
@@ -755,6 +906,12 @@ static void test_cuda_sweep(void) {
       cuda_window_case(n, IRON_DTYPE_F32, &rows, 0, m, m);
       cuda_window_case(n, IRON_DTYPE_F32, &cols, 0, !m, m);
       if (n <= 4097) cuda_window_case(n, IRON_DTYPE_F32, &rows, 7, false, m);
+    }
+    if (n <= IRON_CUDA_SORT_MAX_ROW &&
+        (n <= 65 || n == 255 || n == 256 || n == 257 || n == 300 || n == 1000 ||
+         n == 4097)) {
+      cuda_sort_case(n, IRON_DTYPE_F32, &rows);
+      if (n == 33 || n == 257) cuda_sort_case(n, IRON_DTYPE_F32, &cols);
     }
     if (n == 1 || n == 65 || n == 257 || n == 4097) {
       cuda_reduce_case(n, IRON_DTYPE_F16, &rows, true, true);
