@@ -708,8 +708,23 @@ static iron_status_t rw_generic_vec(const iron_host_ctx_t *ctx,
     pin[n + i] = &tin[n + i];
     pout[i] = &tout[i];
   }
-  int64_t k[IRON_MAX_RANK] = {0};
-  for (int64_t w = 0; w < g->win_count && !st; ++w) {
+  // Only window positions that some output can use: per dim, k with
+  // k * wdl - pad_lo <= dil_in - 1 (the first window) and
+  // (out - 1) * stride + k * wdl - pad_lo >= 0 (the last one), so a window
+  // far larger than the input costs its real extent, not its size.
+  int64_t k[IRON_MAX_RANK], klo[IRON_MAX_RANK], khi[IRON_MAX_RANK];
+  bool none = false;
+  for (int32_t d = 0; d < g->rank; ++d) {
+    int64_t wdl = g->win_dil[d], last = (g->out_dims[d] - 1) * g->strides[d];
+    int64_t need = g->pad_lo[d] - last;  // k * wdl >= need
+    klo[d] = need <= 0 ? 0 : (need + wdl - 1) / wdl;
+    int64_t top = g->dil_in[d] - 1 + g->pad_lo[d];  // k * wdl <= top
+    khi[d] = top < 0 ? -1 : top / wdl;
+    if (khi[d] > g->wdims[d] - 1) khi[d] = g->wdims[d] - 1;
+    if (klo[d] > khi[d]) none = true;
+    k[d] = klo[d];
+  }
+  for (bool more = !none; more && !st;) {
     // src[o] = input offset of window position k for output o, or -1.
     int64_t any = 0;
     for (int64_t o = 0; o < O; ++o) {
@@ -744,9 +759,10 @@ static iron_status_t rw_generic_vec(const iron_host_ctx_t *ctx,
             memcpy(acc + (size_t)o * es, tmp[i] + (size_t)o * es, es);
       }
     }
-    for (int32_t d = g->rank - 1; d >= 0; --d) {
-      if (++k[d] < g->wdims[d]) break;
-      k[d] = 0;
+    more = false;
+    for (int32_t d = g->rank - 1; d >= 0 && !more; --d) {
+      if (++k[d] <= khi[d]) more = true;
+      else k[d] = klo[d];
     }
   }
   for (uint32_t i = 0; i < n; ++i) {
