@@ -11,7 +11,9 @@ static int64_t read_limit(void) {
   if (!e || !e[0]) return IRON_COMPILE_MEMORY_DEFAULT_LIMIT;
   char *end = NULL;
   long long v = strtoll(e, &end, 10);
-  if (end == e || v < 0) return IRON_COMPILE_MEMORY_DEFAULT_LIMIT;
+  // Bytes as a plain decimal number; anything else keeps the default.
+  if (end == e || *end != '\0' || v < 0)
+    return IRON_COMPILE_MEMORY_DEFAULT_LIMIT;
   return (int64_t)v;
 }
 

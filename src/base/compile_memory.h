@@ -5,8 +5,9 @@
 // FFT twiddles and convolution index tables) reserve their bytes before
 // they are built, and the compile fails with RESOURCE_EXHAUSTED naming the
 // structure and the limit when the total would pass the limit:
-// IRON_COMPILE_MEMORY_LIMIT bytes (read at each outermost begin; default
-// 4 GiB; 0 = no limit). Reservations are never returned before the
+// IRON_COMPILE_MEMORY_LIMIT bytes (a plain decimal number, read at each
+// outermost begin; default 4 GiB, also for values that are not a number;
+// 0 = no limit). Reservations are never returned before the
 // compile ends: what a compile keeps (constants, tables) stays charged,
 // and what it frees early is a small part. Everything else a compile
 // allocates is proportional to the artifact's size (the IR, plan steps,
