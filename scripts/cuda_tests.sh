@@ -5,8 +5,13 @@
 # test_callbacks.py, test_linalg*.py) and the op-conformance suite with
 # IRON_DEVICE=cuda (every program on the GPU, compared with XLA:CPU). Prints
 # each runner's "N passed, N failed".
+# With `faults` (or all): the error promise on the GPU
+# (tests/python/test_cuda_faults.py: out of memory, 8 threads, compiles and
+# copies while loops are recorded, an injected kernel fault, jax's
+# scan-grad/lu_solve programs in a loop, a 10,000-step soak whose memory
+# numbers go to $OUT/faults_cuda.txt).
 # Usage (through the device tool):
-#   scripts/cuda_tests.sh [corpus|staged|conformance|all]
+#   scripts/cuda_tests.sh [corpus|staged|conformance|faults|all]
 # Logs go under $OUT when set. PYTEST_TIMEOUT bounds each pytest stage.
 set -uo pipefail
 what=${1:-all}
@@ -29,6 +34,8 @@ echo "== test_cuda_device"
 build-dev/tests/test_cuda_device 2>&1 | tail -5 || rc=1
 echo "== test_cuda_host_staged"
 build-dev/tests/test_cuda_host_staged 2>&1 | tail -5 || rc=1
+echo "== test_cuda_faults (fake driver)"
+build-dev/tests/test_cuda_faults 2>&1 | tail -5 || rc=1
 echo "== tests/cuda/smoke.py"
 IRON_DEVICE=cuda JAX_PLATFORMS=iron,cpu timeout 120 python3 tests/cuda/smoke.py 2>&1 | tail -8 || rc=1
 T=${PYTEST_TIMEOUT:-280}
@@ -45,6 +52,12 @@ if [ "$what" = all ] || [ "$what" = staged ]; then
     tests/python/test_linalg.py tests/python/test_linalg_lowp.py -q \
     -p no:cacheprovider -rf --tb=line 2>&1 | tee "$out/staged_cuda.txt" |
     grep -v "^\.\|^F\|^s" | tail -60
+fi
+if [ "$what" = all ] || [ "$what" = faults ]; then
+  echo "== pytest test_cuda_faults on cuda"
+  IRON_DEVICE=cuda JAX_PLATFORMS=iron,cpu timeout "$T" python3 -m pytest \
+    tests/python/test_cuda_faults.py -q -s -p no:cacheprovider -rf \
+    --tb=short 2>&1 | tee "$out/faults_cuda.txt" | tail -60 || rc=1
 fi
 if [ "$what" = all ] || [ "$what" = conformance ]; then
   echo "== conformance on cuda"

@@ -23,6 +23,7 @@ Usage:
 
 import argparse
 import collections
+import concurrent.futures
 import json
 import os
 import re
@@ -72,6 +73,20 @@ def _event(obj):
 
 def pytest_runtest_logstart(nodeid, location):
     _event({"start": nodeid})
+
+
+def pytest_collection_modifyitems(session, config, items):
+    """JAX_SUITE_SHARD=i/k keeps every k-th collected test starting at i, so
+    one large file can run as k processes side by side."""
+    shard = os.environ.get("JAX_SUITE_SHARD")
+    if not shard:
+        return
+    i, k = (int(x) for x in shard.split("/"))
+    keep = [t for n, t in enumerate(items) if n % k == i]
+    drop = [t for n, t in enumerate(items) if n % k != i]
+    if drop:
+        config.hook.pytest_deselected(items=drop)
+    items[:] = keep
 
 
 def pytest_runtest_logreport(report):
@@ -143,6 +158,13 @@ def parse_args():
                    help="comma-separated test files (names under tests/)")
     p.add_argument("--exclude", default="",
                    help="comma-separated files to leave out (with --all)")
+    p.add_argument("--jobs", type=int, default=1,
+                   help="pytest processes at once (default 1; the GPU machine "
+                        "takes 16)")
+    p.add_argument("--shard", action="append", default=[],
+                   metavar="FILE:K",
+                   help="run FILE as K processes, each with every K-th test "
+                        "(repeatable), e.g. lax_numpy_test.py:4")
     p.add_argument("--timeout", type=float, default=600,
                    help="per-file timeout in seconds (default 600)")
     p.add_argument("--cases", type=int, default=3,
@@ -245,8 +267,9 @@ def parse_verbose(text):
     return out, last_started
 
 
-def run_pytest(args, jax_src, targets, platforms, tag):
-    """Runs one pytest process; returns (results, seconds, status_str)."""
+def run_pytest(args, jax_src, targets, platforms, tag, shard=None):
+    """Runs one pytest process; returns (results, seconds, status_str).
+    `shard` "i/k": only every k-th test of the targets (JAX_SUITE_SHARD)."""
     os.makedirs(args.workdir, exist_ok=True)
     xml = os.path.join(args.workdir, tag + ".xml")
     log = os.path.join(args.workdir, tag + ".log")
@@ -267,6 +290,8 @@ def run_pytest(args, jax_src, targets, platforms, tag):
         # Own process group, so a timeout kills pytest and anything it forked.
         env = suite_env(args, platforms)
         env["JAX_SUITE_EVENTS"] = events
+        if shard:
+            env["JAX_SUITE_SHARD"] = shard
         here = os.path.dirname(os.path.abspath(__file__))
         env["PYTHONPATH"] = os.pathsep.join(
             p for p in (here, env.get("PYTHONPATH", "")) if p)
@@ -355,20 +380,46 @@ def main():
     print(f"jax_suite: {len(files)} files, JAX_PLATFORMS={args.platforms}, "
           f"JAX_NUM_GENERATED_CASES={args.cases}, timeout {args.timeout:.0f}s/file",
           flush=True)
+    shards = {}
+    for spec in args.shard:
+        name, _, k = spec.rpartition(":")
+        name = name if name.endswith(".py") else name + ".py"
+        shards[name] = max(1, int(k))
+    units = []  # (file, tag, shard)
     for f in files:
-        tag = f[:-3]
-        res, dt, status = run_pytest(args, jax_src, ["tests/" + f],
-                                     args.platforms, tag)
-        c = collections.Counter(o for o, _ in res.values())
-        failed = c["failed"] + c["error"] + c["crashed"]
-        extra = "" if status == "ok" else f" [{status}]"
-        print(f"{f}: {c['passed']} passed, {failed} failed, "
-              f"{c['skipped'] + c['xfailed']} skipped ({dt:.0f}s){extra}",
-              flush=True)
-        file_stats.append({"file": f, "passed": c["passed"], "failed": failed,
-                           "skipped": c["skipped"] + c["xfailed"],
-                           "seconds": round(dt, 1), "status": status})
-        all_results.update(res)
+        k = shards.get(f, 1)
+        for i in range(k):
+            units.append((f, f[:-3] if k == 1 else f"{f[:-3]}.{i}of{k}",
+                          None if k == 1 else f"{i}/{k}"))
+
+    def run_unit(unit):
+        f, tag, shard = unit
+        return unit, run_pytest(args, jax_src, ["tests/" + f], args.platforms,
+                                tag, shard)
+
+    per_file = collections.OrderedDict((f, []) for f in files)
+    with concurrent.futures.ThreadPoolExecutor(max(1, args.jobs)) as pool:
+        for (f, tag, shard), (res, dt, status) in pool.map(run_unit, units):
+            per_file[f].append((res, dt, status))
+            if len(per_file[f]) < shards.get(f, 1):
+                continue
+            res = {}
+            for r, _, _ in per_file[f]:
+                res.update(r)
+            dt = max(d for _, d, _ in per_file[f])
+            bad = [st for _, _, st in per_file[f] if st != "ok"]
+            status = bad[0] if bad else "ok"
+            c = collections.Counter(o for o, _ in res.values())
+            failed = c["failed"] + c["error"] + c["crashed"]
+            extra = "" if status == "ok" else f" [{status}]"
+            print(f"{f}: {c['passed']} passed, {failed} failed, "
+                  f"{c['skipped'] + c['xfailed']} skipped ({dt:.0f}s){extra}",
+                  flush=True)
+            file_stats.append({"file": f, "passed": c["passed"],
+                               "failed": failed,
+                               "skipped": c["skipped"] + c["xfailed"],
+                               "seconds": round(dt, 1), "status": status})
+            all_results.update(res)
 
     # A test still running when its file hit the timeout did not fail; it is
     # reported as cut off and left out of the pass rate.

@@ -8,7 +8,7 @@
 // Thread-safety: every function may be called from any thread; objects are
 // internally synchronized.
 // Errors: fallible functions return iron_status_t (NULL = OK; see
-// src/base/status.h); out-parameters are untouched on error.
+// iron/status.h); out-parameters are untouched on error.
 #ifndef IRON_IRON_H_
 #define IRON_IRON_H_
 
@@ -16,8 +16,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "base/dtype.h"
-#include "base/status.h"
+#include "iron/dtype.h"
+#include "iron/status.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -123,6 +123,11 @@ iron_status_t iron_buffer_copy_to_device(iron_buffer_t *buf,
 // Host address of the contents (host device only; NULL for devices with their
 // own memory, and while not ready).
 void *iron_buffer_host_pointer(iron_buffer_t *buf);
+// Address of the contents in the memory of the buffer's device, once ready:
+// the host address on the host device, the device pointer (CUdeviceptr) on
+// a CUDA device, as XLA's PJRT clients report for UnsafeBufferPointer; NULL
+// while not ready, after a failure, or for a donated buffer.
+void *iron_buffer_device_pointer(iron_buffer_t *buf);
 
 // ---------------------------------------------------------------------------
 // Executables
@@ -188,6 +193,16 @@ iron_status_t iron_executable_execute(iron_executable_t *exe,
                                       uint32_t num_args, const bool *donate,
                                       iron_buffer_t **out_results,
                                       iron_event_t **out_done);
+
+// ---------------------------------------------------------------------------
+// Lent routines
+
+// Registers a LAPACK/BLAS routine (Fortran calling convention, e.g. "dgesdd"
+// from scipy.linalg.cython_lapack) that host kernels of jaxlib's LAPACK
+// custom calls call at run time; nothing is linked at build time.
+// INVALID_ARGUMENT when no kernel uses `name`. Thread-safe; a later registration
+// of the same name replaces the earlier one.
+iron_status_t iron_lapack_register(const char *name, void *fn);
 
 #ifdef __cplusplus
 }

@@ -433,10 +433,11 @@ static int32_t join_dus(fuse_ctx_t *c, use_ctx_t *u, const iron_ir_op_t *op) {
 }
 
 static iron_status_t fuse_block(fuse_ctx_t *c, iron_ir_block_t *blk) {
-  // Inner blocks first (loop bodies, branches).
+  // Inner blocks first (loop bodies, branches), except those of a control
+  // flow op that the device generates whole (a CUDA device loop).
   for (uint32_t i = 0; i < blk->num_ops; ++i) {
     iron_ir_op_t *op = blk->ops[i];
-    if (!is_control_flow(op)) continue;
+    if (!is_control_flow(op) || c->can_fuse(op)) continue;
     for (uint32_t r = 0; r < op->num_regions; ++r)
       for (uint32_t b = 0; b < op->regions[r].num_blocks; ++b)
         IRON_RETURN_IF_ERROR_PLAIN(fuse_block(c, &op->regions[r].blocks[b]));

@@ -15,7 +15,9 @@
 extern "C" {
 #endif
 
-// Whether the device can generate `op` inside a fused kernel.
+// Whether the device can generate `op` inside a fused kernel. For a
+// control-flow op (while, if, case): whether the device generates the op
+// whole as one kernel, so that its regions are left unfused.
 typedef bool (*iron_fuse_predicate_t)(const iron_ir_op_t *op);
 
 // Rewrites every function of `m` in place (new ops, values and regions come

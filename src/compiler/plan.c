@@ -8,14 +8,13 @@
 #include "compiler/plan.h"
 
 #include "base/compile_memory.h"
-#include "device/host/callback.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 struct iron_plan_owned {
-  const iron_host_kernel_t *kernel;  // params owner, or NULL
+  const iron_kernel_t *kernel;  // params owner, or NULL
   void *params;
   iron_storage_t *storage;  // constant, or NULL
   iron_plan_owned_t *next;
@@ -30,11 +29,11 @@ void iron_plan_set_kernel_lookup_for_testing(iron_plan_kernel_lookup_fn_t fn) {
 // The kernel for `kind` on `dev` (NULL: the host). Regions of kernel ops
 // (reduce bodies, comparators) always get host kernels: the host runs them
 // through call_region, and other devices generate code from their IR.
-static const iron_host_kernel_t *lookup_kernel_on(const iron_device_t *dev,
+static const iron_kernel_t *lookup_kernel_on(const iron_device_t *dev,
                                                   iron_op_kind_t kind) {
   if (g_lookup_override) return g_lookup_override(kind);
   if (dev && dev->vtable->kernel_lookup) return dev->vtable->kernel_lookup(kind);
-  return iron_host_kernel_lookup(kind);
+  return iron_reference_kernel_lookup(kind);
 }
 
 // Per-function analysis state (value-id indexed arrays).
@@ -75,7 +74,7 @@ static const char *loc_str(const iron_ir_op_t *op, char *buf, size_t cap) {
   return iron_ir_loc_format(&op->loc, buf, cap);
 }
 
-static iron_status_t own(iron_plan_t *plan, const iron_host_kernel_t *kernel,
+static iron_status_t own(iron_plan_t *plan, const iron_kernel_t *kernel,
                          void *params, iron_storage_t *storage) {
   iron_plan_owned_t *o = malloc(sizeof(*o));
   if (!o) {
@@ -209,10 +208,10 @@ static iron_status_t plan_region_block(scope_t *sc, const iron_ir_op_t *op,
 // A kernel op's region: its own slot space and frame.
 static iron_status_t plan_host_region(scope_t *parent, const iron_ir_op_t *op,
                                       uint32_t r, const char *func_name,
-                                      iron_host_region_t **out) {
+                                      iron_region_t **out) {
   func_ctx_t *fc = parent->fc;
   iron_plan_t *plan = fc->plan;
-  iron_host_region_t *hr = iron_arena_alloc(&plan->arena, sizeof(*hr));
+  iron_plan_region_t *hr = iron_arena_alloc(&plan->arena, sizeof(*hr));
   uint32_t *map = malloc(sizeof(uint32_t) * (fc->num_values + 1));
   if (!hr || !map) {
     free(map);
@@ -220,8 +219,8 @@ static iron_status_t plan_host_region(scope_t *parent, const iron_ir_op_t *op,
   }
   memset(map, 0xff, sizeof(uint32_t) * (fc->num_values + 1));
   scope_t sc = {fc, map, 0, true, parent, 0, 0, NULL};
-  hr->ir = &op->regions[r];
-  hr->module = plan->module;
+  hr->base.ir = &op->regions[r];
+  hr->base.module = plan->module;
   iron_status_t st = plan_region_block(&sc, op, r, func_name, &hr->block);
   free(map);
   if (!st && sc.num_captures) {
@@ -244,8 +243,8 @@ static iron_status_t plan_host_region(scope_t *parent, const iron_ir_op_t *op,
     }
     if (s->kind != IRON_STEP_KERNEL || !s->kernel->elementwise) ew = false;
   }
-  hr->elementwise = ew;
-  *out = hr;
+  hr->base.elementwise = ew;
+  *out = &hr->base;
   return IRON_OK;
 }
 
@@ -491,7 +490,7 @@ static void analyze_counted_loop(const iron_ir_op_t *op, iron_plan_step_t *s) {
 static iron_status_t plan_op(scope_t *sc, const iron_ir_op_t *op,
                              const char *func_name, iron_plan_step_t *s) {
   iron_plan_t *plan = sc->fc->plan;
-  const iron_host_kernel_t *custom_kernel = NULL;  // custom_call targets
+  const iron_kernel_t *custom_kernel = NULL;  // custom_call targets
   switch (op->kind) {
     case IRON_OP_CONSTANT:
     case IRON_OP_REPLICA_ID:
@@ -507,9 +506,20 @@ static iron_status_t plan_op(scope_t *sc, const iron_ir_op_t *op,
       if (op->num_regions != 2)
         return iron_ir_op_unimplemented(op, "with %u regions",
                                         op->num_regions);
-      s->kind = IRON_STEP_WHILE;
       const char *cap = getenv("IRON_MAX_WHILE_ITERATIONS");
       s->max_iterations = cap ? atoll(cap) : 0;
+      // A device may run the whole loop as one kernel (no host round trip
+      // per iteration); a loop with an iteration cap keeps its steps, where
+      // the executor counts them.
+      iron_device_t *wdev = scope_device(sc);
+      if (!s->max_iterations && wdev && wdev->vtable->while_kernel) {
+        custom_kernel = wdev->vtable->while_kernel(op);
+        if (custom_kernel) {
+          s->kind = IRON_STEP_KERNEL;
+          break;
+        }
+      }
+      s->kind = IRON_STEP_WHILE;
       break;
     }
     case IRON_OP_IF:
@@ -537,7 +547,7 @@ static iron_status_t plan_op(scope_t *sc, const iron_ir_op_t *op,
         break;
       }
       // Targets with a host kernel of their own (host callbacks).
-      custom_kernel = iron_host_callback_kernel_for_target(target);
+      custom_kernel = iron_reference_callback_kernel(target);
       if (custom_kernel) {
         iron_device_t *cdev = scope_device(sc);
         if (cdev && cdev->vtable->mem_alloc) {
@@ -655,7 +665,7 @@ static iron_status_t plan_op(scope_t *sc, const iron_ir_op_t *op,
 
   // Kernel.
   iron_device_t *dev = scope_device(sc);
-  const iron_host_kernel_t *k =
+  const iron_kernel_t *k =
       custom_kernel ? custom_kernel : lookup_kernel_on(dev, op->kind);
   if (!k) {
     if (dev)
@@ -664,7 +674,7 @@ static iron_status_t plan_op(scope_t *sc, const iron_ir_op_t *op,
     return iron_ir_op_unimplemented(op, NULL);
   }
   s->kernel = k;
-  iron_host_region_t **regions = NULL;
+  iron_region_t **regions = NULL;
   if (op->num_regions) {
     regions = iron_arena_alloc_array(&plan->arena, op->num_regions,
                                      sizeof(*regions));
@@ -985,17 +995,4 @@ void iron_plan_destroy(iron_plan_t *plan) {
   }
   iron_arena_deinit(&plan->arena);
   free(plan);
-}
-
-bool iron_host_region_is_elementwise(const iron_host_region_t *region) {
-  return region->elementwise;
-}
-
-const iron_ir_region_t *iron_host_region_ir(const iron_host_region_t *region) {
-  return region->ir;
-}
-
-const iron_ir_module_t *iron_host_region_module(
-    const iron_host_region_t *region) {
-  return region->module;
 }

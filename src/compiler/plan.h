@@ -12,7 +12,7 @@
 
 #include "base/arena.h"
 #include "device/device.h"
-#include "device/host/host_kernel.h"
+#include "device/kernel.h"
 #include "ir/ir.h"
 
 #ifdef __cplusplus
@@ -44,7 +44,7 @@ typedef struct iron_plan_step {
   // Output types (data NULL): dtype, rank, dims, count, nbytes.
   const iron_tensor_t *out_types;
   // KERNEL
-  const iron_host_kernel_t *kernel;
+  const iron_kernel_t *kernel;
   void *params;
   // Per output: the input it may be written into (dies here, equal byte
   // size, kernel inplace_ok), or -1. Checked again at run time (refcount).
@@ -96,21 +96,24 @@ struct iron_plan_func {
   int state;  // 0 not planned, 1 in progress, 2 done
 };
 
-struct iron_host_region {
-  const iron_ir_region_t *ir;
+// A kernel op's region as planned: the public part kernels see first, then
+// what the executor needs to run it (its own slot space and frame).
+typedef struct iron_plan_region {
+  iron_region_t base;  // first member: kernels get &region->base
   iron_plan_block_t block;
   uint32_t num_slots;
-  bool elementwise;
   // Values of the enclosing frame the region uses (regions of kernel ops are
   // not isolated: the artifact may hoist constants out of them). At each
   // call, slot captures[2k+1] of the region frame borrows slot captures[2k]
   // of the frame that runs the op.
   uint32_t num_captures;
   uint32_t *captures;
-  // The module the region's func.call ops name (for device code generators
-  // that translate region IR themselves).
-  const iron_ir_module_t *module;
-};
+} iron_plan_region_t;
+
+static inline const iron_plan_region_t *iron_plan_region_of(
+    const iron_region_t *region) {
+  return (const iron_plan_region_t *)region;
+}
 
 typedef struct iron_plan_owned iron_plan_owned_t;
 
@@ -137,14 +140,15 @@ iron_status_t iron_plan_create(const iron_ir_module_t *module,
 // The same for device `dev` (NULL: host): kernels from
 // dev->vtable->kernel_lookup, constants uploaded with dev->vtable->memcpy,
 // dev->vtable->plan_finish called at the end. Regions of kernel ops are
-// always planned for the host (see iron_host_region_ir).
+// always planned with the reference (host) kernels
+// (iron_reference_kernel_lookup).
 iron_status_t iron_plan_create_on(const iron_ir_module_t *module,
                                   iron_device_t *dev, iron_plan_t **out_plan);
 void iron_plan_destroy(iron_plan_t *plan);
 
 // Test hook: replaces iron_host_kernel_lookup for plans created afterwards
 // (NULL restores it). Lets runtime tests run before/without real kernels.
-typedef const iron_host_kernel_t *(*iron_plan_kernel_lookup_fn_t)(
+typedef const iron_kernel_t *(*iron_plan_kernel_lookup_fn_t)(
     iron_op_kind_t kind);
 void iron_plan_set_kernel_lookup_for_testing(iron_plan_kernel_lookup_fn_t fn);
 

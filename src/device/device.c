@@ -155,6 +155,7 @@ iron_status_t iron_device_init_base(iron_device_t *dev,
   dev->id = id;
   atomic_init(&dev->bytes_in_use, 0);
   atomic_init(&dev->peak_bytes_in_use, 0);
+  atomic_init(&dev->recent_count, 0);
   const char *sync = getenv("IRON_SYNC");
   dev->sync = sync && sync[0] && strcmp(sync, "0") != 0;
   const char *limit = getenv("IRON_HOST_MEMORY_LIMIT");

@@ -20,7 +20,7 @@
 
 #include "base/status.h"
 #include "base/threadpool.h"
-#include "device/host/host_kernel.h"
+#include "device/kernel.h"
 #include "iron/iron.h"
 
 #ifdef __cplusplus
@@ -102,7 +102,7 @@ typedef struct iron_device_vtable {
   // The device's kernel for an op kind (NULL: none, the op is refused at
   // compile time). Kernels of such devices get tensors whose `data` are
   // device pointers, and ctx->dev.
-  const iron_host_kernel_t *(*kernel_lookup)(iron_op_kind_t kind);
+  const iron_kernel_t *(*kernel_lookup)(iron_op_kind_t kind);
   // Called once after every kernel of a plan was prepared (e.g. compile the
   // plan's generated sources in one parallel batch). May be NULL.
   iron_status_t (*plan_finish)(iron_device_t *dev);
@@ -112,6 +112,11 @@ typedef struct iron_device_vtable {
   // NULL: the device does not fuse. Fusions then reach kernel_lookup as
   // IRON_OP_FUSION ops. IRON_NO_FUSION=1 turns fusion off.
   bool (*fusable)(const iron_ir_op_t *op);
+  // A kernel that runs the whole stablehlo.while `op` on the device, with
+  // no host round trip per iteration (CUDA: loops over scalars, in one GPU
+  // thread), or NULL when the device cannot: the loop then runs as the
+  // planner's WHILE step. Called at compile time. May be NULL.
+  const iron_kernel_t *(*while_kernel)(const iron_ir_op_t *op);
   // Called on the thread that is about to run a job (the worker, or the
   // caller for inline jobs), e.g. to make the device's context current
   // there. Never fails (a device keeps its own error). May be NULL.
@@ -123,19 +128,35 @@ typedef struct iron_device_vtable {
   // graphs. While recording, mem_alloc returns memory owned by the graph
   // (valid at every launch) and mem_free of such memory becomes part of the
   // graph; the recorded work must free all of it, must not read device
-  // memory back to the host and must not wait for the device. Other threads
-  // that enqueue work wait until the recording ends.
+  // memory back to the host and must not wait for the device: on the
+  // recording thread memcpy to or from the host, job_sync and graph entries
+  // fail (FAILED_PRECONDITION, nothing enqueued) and spoil the recording.
+  // Other threads' mem_alloc/mem_free/memcpy/job_sync wait until the
+  // recording ends (their work must neither join the graph nor wait for a
+  // stream that is being recorded). graph_begin waits for those already
+  // under way. The device must not be in sync mode (IRON_SYNC=1 runs jobs
+  // of several threads at once; the executor records nothing then).
   iron_status_t (*graph_begin)(iron_device_t *dev);
-  // Ends the recording. `keep` false (or any failure while recording, or
+  // Ends the recording, always (the stream is usable again afterwards).
+  // `keep` false (or any failure while recording, a spoiled recording, or
   // graph memory still allocated): the recording is discarded, *out_graph
   // is NULL and the status says why (OK when !keep). The device stays
-  // usable either way.
+  // usable either way, unless a sticky fault was seen.
   iron_status_t (*graph_end)(iron_device_t *dev, bool keep, void **out_graph);
   // Enqueues one replay of `graph` (ordered like any other device work).
   iron_status_t (*graph_launch)(iron_device_t *dev, void *graph);
   // Frees a graph (after the replays enqueued so far).
   void (*graph_destroy)(iron_device_t *dev, void *graph);
 } iron_device_vtable_t;
+
+#define IRON_DEVICE_RECENT_STEPS 4
+
+// One step enqueued on a device (see iron_device_t.recent).
+typedef struct iron_device_step_note {
+  _Atomic(const iron_ir_op_t *) op;
+  _Atomic(const char *) func;    // the function holding op (plan-owned)
+  _Atomic(const char *) kernel;  // set by the device (static or device-owned)
+} iron_device_step_note_t;
 
 struct iron_device {
   const iron_device_vtable_t *vtable;
@@ -165,6 +186,16 @@ struct iron_device {
   // Counted loops of at least this many iterations run their body as a
   // device graph (vtable->graph_*; 0: never). IRON_CUDA_GRAPHS on CUDA.
   int64_t graph_min_trips;
+  // The kernel steps (and loops replayed as graphs) the executor enqueued
+  // last on this device: a ring of IRON_DEVICE_RECENT_STEPS, the most
+  // recent at (recent_count - 1) % IRON_DEVICE_RECENT_STEPS. Written by the
+  // thread running the job (iron_device_note_step, a few relaxed stores per
+  // step); devices add the kernel they launched for it (`kernel`). A device
+  // that runs work asynchronously names them when it sees a fault later
+  // (op, source line, function, kernel); CUDA resets the count once its
+  // work has finished (the ops may die with their executables after that).
+  iron_device_step_note_t recent[IRON_DEVICE_RECENT_STEPS];
+  _Atomic uint32_t recent_count;
 };
 
 // Initializes the base part (queue and worker thread).
@@ -185,6 +216,29 @@ bool iron_device_deinit_base(iron_device_t *dev);
 void iron_device_enqueue(iron_device_t *dev, iron_job_t *job, bool small);
 // True when called on dev's worker thread (or inline in sync mode).
 bool iron_device_on_worker(const iron_device_t *dev);
+
+// Records that the job on the calling thread is about to enqueue the work
+// of `op` (in function `func`) on `dev` (iron_device_t.recent). Only the
+// thread running dev's current job calls it.
+static inline void iron_device_note_step(iron_device_t *dev,
+                                         const iron_ir_op_t *op,
+                                         const char *func) {
+  uint32_t n = atomic_load_explicit(&dev->recent_count, memory_order_relaxed);
+  iron_device_step_note_t *r = &dev->recent[n % IRON_DEVICE_RECENT_STEPS];
+  atomic_store_explicit(&r->op, op, memory_order_relaxed);
+  atomic_store_explicit(&r->func, func, memory_order_relaxed);
+  atomic_store_explicit(&r->kernel, NULL, memory_order_relaxed);
+  atomic_store_explicit(&dev->recent_count, n + 1, memory_order_release);
+}
+
+// Names the kernel the device launches for the step noted last.
+static inline void iron_device_note_kernel(iron_device_t *dev,
+                                           const char *kernel) {
+  uint32_t n = atomic_load_explicit(&dev->recent_count, memory_order_relaxed);
+  if (!n) return;
+  atomic_store_explicit(&dev->recent[(n - 1) % IRON_DEVICE_RECENT_STEPS].kernel,
+                        kernel, memory_order_relaxed);
+}
 // Bracket a host callback (Python code called from a running job). Work the
 // callback submits to the device running that job (a jitted function on
 // iron, a device_put) runs at once on the same thread, nested: the queue

@@ -352,21 +352,27 @@ PJRT_Error *iron_pjrt_Buffer_ReadyEvent(PJRT_Buffer_ReadyEvent_Args *args) {
   return NULL;
 }
 
-// Host address of a host buffer's contents, after waiting for them: callers
-// of UnsafePointer/OpaqueDeviceMemoryDataPointer read the memory directly.
-static iron_status_t iron_pjrt_buffer_host_address(PJRT_Buffer *buffer,
-                                                   void **out_address) {
+// Address of a buffer's contents in its device's memory, after waiting for
+// them (callers may read the memory directly): the host address on the host
+// device, the device pointer on a CUDA device. XLA's PJRT clients answer
+// UnsafeBufferPointer and OpaqueDeviceMemoryDataPointer the same way
+// (PjRtClient::UnsafeBufferPointer returns the external reference's
+// OpaqueDeviceMemoryDataPointer: device memory on XLA:GPU); jax compares
+// these addresses to tell copies from aliases
+// (Array.unsafe_buffer_pointer).
+static iron_status_t iron_pjrt_buffer_address(PJRT_Buffer *buffer,
+                                              void **out_address) {
   iron_buffer_t *live = NULL;
   IRON_RETURN_IF_ERROR_PLAIN(iron_pjrt_buffer_acquire(buffer, &live));
   iron_event_t *ready = iron_buffer_ready_event(live);
   iron_status_t status = iron_event_wait(ready);
   iron_event_release(ready);
-  void *address = status == IRON_OK ? iron_buffer_host_pointer(live) : NULL;
+  void *address = status == IRON_OK ? iron_buffer_device_pointer(live) : NULL;
   iron_buffer_release(live);
   IRON_RETURN_IF_ERROR(status, "while waiting for a buffer");
   if (address == NULL && buffer->size_in_bytes != 0)
-    return IRON_ERR(UNIMPLEMENTED,
-                    "the buffer on %s has no host address",
+    return IRON_ERR(FAILED_PRECONDITION,
+                    "the buffer on %s has no memory (donated or deleted)",
                     buffer->device->description.text);
   *out_address = address;
   return IRON_OK;
@@ -374,7 +380,7 @@ static iron_status_t iron_pjrt_buffer_host_address(PJRT_Buffer *buffer,
 
 PJRT_Error *iron_pjrt_Buffer_UnsafePointer(PJRT_Buffer_UnsafePointer_Args *args) {
   void *address = NULL;
-  iron_status_t status = iron_pjrt_buffer_host_address(args->buffer, &address);
+  iron_status_t status = iron_pjrt_buffer_address(args->buffer, &address);
   if (status != IRON_OK) return iron_pjrt_error_from_status(status);
   args->buffer_pointer = (uintptr_t)address;
   return NULL;
@@ -383,7 +389,7 @@ PJRT_Error *iron_pjrt_Buffer_UnsafePointer(PJRT_Buffer_UnsafePointer_Args *args)
 PJRT_Error *iron_pjrt_Buffer_OpaqueDeviceMemoryDataPointer(
     PJRT_Buffer_OpaqueDeviceMemoryDataPointer_Args *args) {
   void *address = NULL;
-  iron_status_t status = iron_pjrt_buffer_host_address(args->buffer, &address);
+  iron_status_t status = iron_pjrt_buffer_address(args->buffer, &address);
   if (status != IRON_OK) return iron_pjrt_error_from_status(status);
   args->device_memory_ptr = address;
   return NULL;

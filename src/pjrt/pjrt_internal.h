@@ -14,6 +14,8 @@
 #include <pthread.h>
 #include <stdatomic.h>
 
+#include "base/dtype.h"
+#include "base/status.h"
 #include "iron/iron.h"
 #include "pjrt/pjrt_abi.h"
 

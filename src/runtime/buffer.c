@@ -240,6 +240,14 @@ void *iron_buffer_host_pointer(iron_buffer_t *buf) {
   return p;
 }
 
+void *iron_buffer_device_pointer(iron_buffer_t *buf) {
+  if (!iron_event_is_ready(buf->ready) || buf->ready->status) return NULL;
+  pthread_mutex_lock(&buf->mu);
+  void *p = buf->storage && !buf->donated ? buf->storage->data : NULL;
+  pthread_mutex_unlock(&buf->mu);
+  return p;
+}
+
 iron_status_t iron_storage_copy(void *dst, iron_device_t *dst_dev,
                                 const void *src, iron_device_t *src_dev,
                                 size_t n) {

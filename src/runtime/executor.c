@@ -177,9 +177,18 @@ _Thread_local uint64_t iron_exec_kernel_steps = 0;
 _Thread_local uint64_t iron_exec_graph_launches = 0;
 _Thread_local uint64_t iron_exec_graph_discards = 0;
 
+// Tells the device which step it is about to be given, so that a fault it
+// sees later (CUDA reports kernel faults at the next wait) names the op,
+// its source line and function (device.h, iron_device_t.recent).
+static inline void note_step(const iron_exec_ctx_t *ctx,
+                             const iron_plan_step_t *s) {
+  if (ctx->dev) iron_device_note_step(ctx->dev, s->op, s->func_name);
+}
+
 static iron_status_t run_kernel(const iron_exec_ctx_t *ctx, frame_t *fr,
                                 const iron_plan_step_t *s) {
   iron_exec_kernel_steps++;
+  note_step(ctx, s);
   const iron_tensor_t *in_small[SMALL];
   iron_tensor_t *out_small[SMALL];
   const iron_tensor_t **in = in_small;
@@ -225,7 +234,7 @@ static iron_status_t run_kernel(const iron_exec_ctx_t *ctx, frame_t *fr,
     out[o] = &dst->t;
   }
   exec_call_t call = {ctx, fr};
-  iron_host_ctx_t host = ctx->host;
+  iron_kernel_ctx_t host = ctx->host;
   host.runtime = &call;
   if (!st)
     st = s->kernel->run(&host, s->params,
@@ -253,9 +262,12 @@ static iron_status_t run_kernel(const iron_exec_ctx_t *ctx, frame_t *fr,
 // recording: the body's liveness frees must not give them back (they are
 // revived afterwards). Anything the recording cannot express safely (a
 // result living in another carry's home, graph memory left allocated, a
-// free of memory from outside the body) discards the recording, and the
-// loop continues the ordinary way from the same state: nothing recorded has
-// run.
+// free of memory from outside the body, a step that asks the device for a
+// copy to or from the host or a wait: the device refuses those while
+// recording, device.h) discards the recording, and the loop continues the
+// ordinary way from the same state: nothing recorded has run. The device
+// ends the capture whatever happened, so its stream takes ordinary work
+// again; only a sticky fault seen meanwhile retires it.
 
 // IRON_GRAPH_DEBUG=1: say on stderr why a recording was discarded.
 static bool graph_debug(void) {
@@ -357,6 +369,9 @@ static iron_status_t record_body(const iron_exec_ctx_t *ctx, frame_t *fr,
   }
   iron_status_t st = vt->graph_begin(dev);
   bool recording = st == IRON_OK;
+  if (st && graph_debug())
+    fprintf(stderr, "iron: graph recording of %s not started: %s\n",
+            s->op->name, iron_status_message(st));
   iron_status_free(st);
   bool keep = recording;
   if (recording) {
@@ -446,6 +461,7 @@ static iron_status_t run_counted_graph(const iron_exec_ctx_t *ctx, frame_t *fr,
   void *graph = NULL;
   iron_status_t st = record_body(ctx, fr, s, homes, borrowed, types, &graph);
   if (!st && graph) {
+    note_step(ctx, s);  // a fault in a replay names the loop
     for (int64_t it = *io_it; it < trips && !st; ++it) {
       st = ctx->dev->vtable->graph_launch(ctx->dev, graph);
       iron_exec_graph_launches++;
@@ -579,10 +595,12 @@ static iron_status_t run_step(const iron_exec_ctx_t *ctx, frame_t *fr,
                                       trips >= ctx->dev->graph_min_trips))) {
         const iron_plan_step_t *why = NULL;
         bool capturable = block_capturable(body, 0, &why);
+        // Not in sync mode (IRON_SYNC=1): jobs of several threads then run
+        // at once, and another job's work would join the recording.
         graph_mode = capturable && ctx->dev->graph_min_trips > 0 &&
                      trips >= ctx->dev->graph_min_trips &&
                      ctx->dev->vtable->graph_begin && fr->device_mem &&
-                     !fr->scratch && fr->ew_count <= 1;
+                     !fr->scratch && fr->ew_count <= 1 && !ctx->dev->sync;
         if (graph_debug())
           fprintf(stderr,
                   "iron: %s of %lld iterations: graph %s (%u body steps%s%s%s)\n",
@@ -706,10 +724,11 @@ static void fill_broadcast(void *dst, const void *src, size_t esize,
   for (int64_t i = 0; i < count; ++i) memcpy(d + (size_t)i * esize, src, esize);
 }
 
-static iron_status_t call_region(const iron_host_ctx_t *hctx,
-                                 const iron_host_region_t *r,
+static iron_status_t call_region(const iron_kernel_ctx_t *hctx,
+                                 const iron_region_t *region,
                                  const iron_tensor_t *const *inputs,
                                  iron_tensor_t *const *outputs) {
+  const iron_plan_region_t *r = iron_plan_region_of(region);
   const exec_call_t *call = (const exec_call_t *)hctx->runtime;
   const iron_exec_ctx_t *ctx = call->ctx;
   const iron_plan_block_t *b = &r->block;
@@ -718,7 +737,7 @@ static iron_status_t call_region(const iron_host_ctx_t *hctx,
     if (inputs[i]->count > count) count = inputs[i]->count;
   for (uint32_t i = 0; i < b->num_results; ++i)
     if (outputs[i]->count > count) count = outputs[i]->count;
-  if (count > 1 && !r->elementwise)
+  if (count > 1 && !region->elementwise)
     return IRON_ERR(INVALID_ARGUMENT,
                     "call_region: vector inputs for a region that is not "
                     "element-wise");

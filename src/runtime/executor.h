@@ -6,7 +6,7 @@
 
 #include "compiler/plan.h"
 #include "device/device.h"
-#include "device/host/host_kernel.h"
+#include "device/kernel.h"
 
 // A value: its tensor and the reference it holds on the storage (NULL for
 // 0-byte values and borrowed tensors).
@@ -16,7 +16,7 @@ typedef struct iron_slot {
 } iron_slot_t;
 
 typedef struct iron_exec_ctx {
-  iron_host_ctx_t host;  // template; runtime is set per kernel call
+  iron_kernel_ctx_t host;  // template; runtime is set per kernel call
   iron_device_t *dev;
 } iron_exec_ctx_t;
 

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "device/cuda/cuda_device.h"
+#include "device/host/lapack.h"
 #include "runtime/runtime_internal.h"
 
 // The devices of a new runtime. IRON_DEVICE picks the kind: unset or empty
@@ -120,4 +121,8 @@ void iron_device_memory_stats(const iron_device_t *dev,
 
 void iron_device_reset_peak_memory(iron_device_t *dev) {
   atomic_store(&dev->peak_bytes_in_use, atomic_load(&dev->bytes_in_use));
+}
+
+iron_status_t iron_lapack_register(const char *name, void *fn) {
+  return iron_host_lapack_register(name, fn);
 }

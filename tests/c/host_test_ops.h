@@ -121,15 +121,15 @@ static inline void ht_fill_bytes(iron_tensor_t *t) {
 // Prepares op with its kernel and runs it once. Returns the prepare or run
 // status; *out_params is destroyed here.
 static inline iron_status_t ht_run(ht_op_t *b, iron_threadpool_t *pool,
-                                   iron_host_region_t *const *regions,
+                                   iron_region_t *const *regions,
                                    iron_tensor_t **inputs,
                                    iron_tensor_t **outputs) {
-  const iron_host_kernel_t *k = iron_host_kernel_lookup(b->op.kind);
+  const iron_kernel_t *k = iron_host_kernel_lookup(b->op.kind);
   if (!k) return IRON_ERR(UNIMPLEMENTED, "no kernel");
   void *params = NULL;
   iron_status_t st = k->prepare(&b->op, regions, &params);
   if (st) return st;
-  iron_host_ctx_t ctx = {0};
+  iron_kernel_ctx_t ctx = {0};
   ctx.pool = pool;
   st = k->run(&ctx, params, (const iron_tensor_t *const *)inputs,
               (iron_tensor_t *const *)outputs);

@@ -6,6 +6,7 @@
 #include "base/half.h"
 #include "base/status.h"
 #include "base/threadpool.h"
+#include "pjrt/pjrt_abi.h"
 #include "test.h"
 
 static iron_status_t fail_inner(void) {
@@ -56,6 +57,30 @@ static void test_dtype(void) {
   CHECK(iron_dtype_is_unsigned_int(IRON_DTYPE_U16));
   CHECK(iron_dtype_is_complex(IRON_DTYPE_C64));
   CHECK_EQ_INT(iron_dtype_bits(IRON_DTYPE_S4), 4);
+  // Every dtype PJRT numbers maps to PJRT's value of the same name (the ABI
+  // header's enum, taken from XLA's pjrt_c_api.h), both ways; f6 was 30/31
+  // (PJRT's S1/U1) once.
+  static const struct {
+    iron_dtype_t dt;
+    int pjrt;
+  } kPjrt[] = {
+#define P_(n) {IRON_DTYPE_##n, PJRT_Buffer_Type_##n}
+      P_(PRED), P_(S2), P_(S4), P_(S8), P_(S16), P_(S32), P_(S64), P_(U2),
+      P_(U4), P_(U8), P_(U16), P_(U32), P_(U64), P_(F16), P_(BF16), P_(F32),
+      P_(F64), P_(C64), P_(C128), P_(F8E5M2), P_(F8E4M3FN),
+      P_(F8E4M3B11FNUZ), P_(F8E5M2FNUZ), P_(F8E4M3FNUZ), P_(F8E4M3),
+      P_(F8E3M4), P_(F8E8M0FNU), P_(F4E2M1FN), P_(F6E2M3FN), P_(F6E3M2FN),
+      P_(TOKEN),
+#undef P_
+  };
+  for (size_t i = 0; i < sizeof(kPjrt) / sizeof(kPjrt[0]); ++i) {
+    CHECK_EQ_INT(iron_dtype_to_pjrt(kPjrt[i].dt), kPjrt[i].pjrt);
+    CHECK_EQ_INT(iron_dtype_from_pjrt(kPjrt[i].pjrt), kPjrt[i].dt);
+  }
+  // PJRT's s1/u1 (jax's int1/uint1, which XLA:CPU cannot run either) have
+  // no iron dtype.
+  CHECK_EQ_INT(iron_dtype_from_pjrt(PJRT_Buffer_Type_S1), IRON_DTYPE_INVALID);
+  CHECK_EQ_INT(iron_dtype_from_pjrt(PJRT_Buffer_Type_U1), IRON_DTYPE_INVALID);
 }
 
 static void test_half(void) {

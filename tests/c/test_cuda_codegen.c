@@ -129,7 +129,7 @@ static void collect_pending(iron_cuda_device_t *d) {
 
 static iron_cuda_kernel_table_t g_table;
 
-static const iron_host_kernel_t *lookup(iron_op_kind_t k) {
+static const iron_kernel_t *lookup(iron_op_kind_t k) {
   static bool init;
   if (!init) {
     init = true;
@@ -148,9 +148,9 @@ typedef struct prep_stats {
 // UNIMPLEMENTED; *other* errors fail the test (unless expect_error).
 static iron_status_t prepare(iron_cuda_device_t *d, const iron_ir_op_t *op,
                              prep_stats_t *stats) {
-  const iron_host_kernel_t *k = lookup(op->kind);
+  const iron_kernel_t *k = lookup(op->kind);
   if (!k) return IRON_ERR(NOT_FOUND, "no kernel");
-  iron_host_region_t *regions[8] = {0};
+  iron_region_t *regions[8] = {0};
   void *params = NULL;
   iron_status_t st = k->prepare_on((iron_device_t *)d, op, regions, &params);
   if (!st) {
@@ -658,7 +658,7 @@ static void test_fusion(void) {
 
   iron_cuda_device_t *d = fake_device();
   void *params = NULL;
-  iron_host_region_t *regions[1] = {NULL};
+  iron_region_t *regions[1] = {NULL};
   CHECK_OK(iron_cuda_fusion_kernel.prepare_on((iron_device_t *)d, fop, regions,
                                               &params));
   CHECK(params != NULL);

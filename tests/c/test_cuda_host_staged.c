@@ -107,7 +107,7 @@ static void fake_graph_destroy(iron_device_t *dev, void *graph) {
 // like CUDA's element-wise kernels) and s32 compare (planned, never run:
 // the loops here are counted).
 static iron_status_t fake_prepare(const iron_ir_op_t *op,
-                                  iron_host_region_t *const *regions,
+                                  iron_region_t *const *regions,
                                   void **out_params) {
   (void)regions;
   iron_dtype_t dt = op->operands[0]->type->dtype;
@@ -116,7 +116,7 @@ static iron_status_t fake_prepare(const iron_ir_op_t *op,
   *out_params = NULL;
   return IRON_OK;
 }
-static iron_status_t fake_add_run(const iron_host_ctx_t *ctx,
+static iron_status_t fake_add_run(const iron_kernel_ctx_t *ctx,
                                   const void *params,
                                   const iron_tensor_t *const *in,
                                   iron_tensor_t *const *out) {
@@ -135,7 +135,7 @@ static iron_status_t fake_add_run(const iron_host_ctx_t *ctx,
   }
   return IRON_OK;
 }
-static iron_status_t fake_compare_run(const iron_host_ctx_t *ctx,
+static iron_status_t fake_compare_run(const iron_kernel_ctx_t *ctx,
                                       const void *params,
                                       const iron_tensor_t *const *in,
                                       iron_tensor_t *const *out) {
@@ -146,14 +146,14 @@ static iron_status_t fake_compare_run(const iron_host_ctx_t *ctx,
       *(const int32_t *)to_host(in[1]->data);
   return IRON_OK;
 }
-static const iron_host_kernel_t kFakeAdd = {
+static const iron_kernel_t kFakeAdd = {
     .name = "fake_add", .prepare = fake_prepare, .run = fake_add_run,
     .graph_capturable = true};
-static const iron_host_kernel_t kFakeCompare = {
+static const iron_kernel_t kFakeCompare = {
     .name = "fake_compare", .prepare = fake_prepare, .run = fake_compare_run,
     .graph_capturable = true};
 
-static const iron_host_kernel_t *fake_lookup(iron_op_kind_t kind) {
+static const iron_kernel_t *fake_lookup(iron_op_kind_t kind) {
   switch (kind) {
     case IRON_OP_CUSTOM_CALL:
     case IRON_OP_CHOLESKY:
@@ -312,9 +312,9 @@ static iron_status_t run_callback(iron_executable_t *exe, int32_t n,
 }
 
 static void test_lookup(void) {
-  const iron_host_kernel_t *cb =
+  const iron_kernel_t *cb =
       iron_host_callback_kernel_for_target(IRON_HOST_CALLBACK_TARGET);
-  const iron_host_kernel_t *cc = iron_host_kernel_lookup(IRON_OP_CUSTOM_CALL);
+  const iron_kernel_t *cc = iron_host_kernel_lookup(IRON_OP_CUSTOM_CALL);
   CHECK(cb != NULL && cc != NULL);
   CHECK(iron_cuda_custom_call_host_kernel(IRON_HOST_CALLBACK_TARGET) == cb);
   CHECK(iron_cuda_custom_call_host_kernel("lapack_spotrf_ffi") == cc);
@@ -327,7 +327,7 @@ static void test_lookup(void) {
   const iron_op_kind_t kinds[3] = {IRON_OP_CUSTOM_CALL, IRON_OP_CHOLESKY,
                                    IRON_OP_TRIANGULAR_SOLVE};
   for (int i = 0; i < 3; ++i) {
-    const iron_host_kernel_t *k = iron_cuda_kernel_lookup(kinds[i]);
+    const iron_kernel_t *k = iron_cuda_kernel_lookup(kinds[i]);
     CHECK(k == &iron_cuda_host_staged_kernel);
     // A staged step waits for the device: never part of a graph.
     CHECK(k && !k->graph_capturable && k->prepare_on != NULL);

@@ -37,7 +37,7 @@ static void load_nvrtc(void) {
 
 static iron_cuda_kernel_table_t g_table;
 
-static const iron_host_kernel_t *cuda_kernel(iron_op_kind_t k) {
+static const iron_kernel_t *cuda_kernel(iron_op_kind_t k) {
   static bool init;
   if (!init) {
     init = true;
@@ -72,10 +72,10 @@ static int64_t g_ulp_elems;  // transcendental elements one narrow ulp off
 // by one side only it fails.
 static void add_case(ht_op_t *b, iron_tensor_t **in, int cmp,
                      const char *what) {
-  const iron_host_kernel_t *k = cuda_kernel(b->op.kind);
+  const iron_kernel_t *k = cuda_kernel(b->op.kind);
   CHECK(k != NULL);
   if (!k) return;
-  iron_host_region_t *regions[1] = {NULL};
+  iron_region_t *regions[1] = {NULL};
   void *params = NULL;
   iron_status_t cst = k->prepare_on((iron_device_t *)g_dev, &b->op, regions,
                                     &params);

@@ -16,6 +16,7 @@
 #include <xmmintrin.h>
 #endif
 
+#include "bb_region.h"
 #include "compiler/plan.h"
 #include "cuda_emu.h"
 #include "cuda_test_nvrtc.h"
@@ -25,7 +26,6 @@
 #include "device/cuda/cuda_ops_gen.h"
 #include "device/host/ew_narrow.h"
 #include "host_test_ops.h"
-#include "region_builder.h"
 #include "test.h"
 
 static iron_cuda_api_t g_api;
@@ -41,6 +41,8 @@ typedef struct rcase {
   char *src, kname[64];
   int nptr;
   iron_tensor_t *t[MAX_PTRS];  // the kernel's arguments, in order
+  int nint;
+  long long ints[4];  // integer arguments after the pointers
   int nout;
   int out_at[2];               // which of t are outputs
   iron_tensor_t *want[2];
@@ -58,11 +60,11 @@ static iron_tensor_t *tcopy(const iron_tensor_t *x) {
 // too) and the host kernel, runs the host's on `host_in` (outputs
 // `nres`), and queues the generated kernel `kname` with arguments `args`
 // (copies; the outputs at out_at[] compared with the host's results).
-static void add_case(ht_op_t *b, iron_host_region_t **regions,
+static void add_case(ht_op_t *b, iron_region_t **regions,
                      iron_tensor_t **host_in, int nres, const char *kname,
                      iron_tensor_t **args, int nargs, const int *out_at,
                      const char *what) {
-  const iron_host_kernel_t *ck = g_table[b->op.kind];
+  const iron_kernel_t *ck = g_table[b->op.kind];
   CHECK(ck != NULL);
   size_t np0 = iron_cuda_compiler_pending_count(g_dev);
   void *params = NULL;
@@ -71,11 +73,11 @@ static void add_case(ht_op_t *b, iron_host_region_t **regions,
   free(params);
   iron_tensor_t *want[2] = {NULL, NULL};
   for (int i = 0; i < nres; ++i) want[i] = ht_tensor_like(&b->result_types[i]);
-  const iron_host_kernel_t *hk = iron_host_kernel_lookup(b->op.kind);
+  const iron_kernel_t *hk = iron_host_kernel_lookup(b->op.kind);
   void *hp = NULL;
   iron_status_t hst = hk->prepare(&b->op, regions, &hp);
   if (!hst) {
-    iron_host_ctx_t ctx = {0};
+    iron_kernel_ctx_t ctx = {0};
     ctx.call_region = bb_interp_call;
     hst = hk->run(&ctx, hp, (const iron_tensor_t *const *)host_in, want);
     if (hk->destroy) hk->destroy(hp); else free(hp);
@@ -97,7 +99,16 @@ static void add_case(ht_op_t *b, iron_host_region_t **regions,
   snprintf(pat, sizeof(pat), " %s_", kname);
   for (size_t i = np0; ok && i < np && !src; ++i) {
     const char *s = iron_cuda_compiler_pending_source(g_dev, i);
-    if ((at = strstr(s, pat)) != NULL) src = s;
+    // The kernel itself: the match on a __global__ line (a source may
+    // also name helpers after the kernel's prefix).
+    for (at = strstr(s, pat); at && !src; at = src ? at : strstr(at + 1, pat)) {
+      const char *line = at;
+      while (line > s && line[-1] != '\n') --line;
+      char head[256];
+      snprintf(head, sizeof(head), "%.*s", (int)(at - line < 255 ? at - line : 255),
+               line);
+      if (strstr(head, "__global__")) src = s;
+    }
   }
   CHECK(!ok || src != NULL);
   if (!ok || !src || g_ncases >= MAX_CASES) {
@@ -212,11 +223,11 @@ static void add_reduce(iron_dtype_t dt, int kind, int rdim) {
   bb_t *body = body2(dt, kind);
   b.op.num_regions = 1;
   b.op.regions = &body->region;
-  struct iron_host_region hr;
+  struct iron_region hr;
   memset(&hr, 0, sizeof(hr));
   hr.ir = &body->region;
   hr.elementwise = true;
-  iron_host_region_t *regions[1] = {&hr};
+  iron_region_t *regions[1] = {&hr};
   iron_tensor_t *x = ht_tensor(dt, 2, dims), *init = ht_tensor(dt, 0, NULL);
   fill_mixed(x);
   fill_mixed(init);
@@ -246,11 +257,11 @@ static void add_reduce_window(iron_dtype_t dt, int kind) {
   bb_t *body = body2(dt, kind);
   b.op.num_regions = 1;
   b.op.regions = &body->region;
-  struct iron_host_region hr;
+  struct iron_region hr;
   memset(&hr, 0, sizeof(hr));
   hr.ir = &body->region;
   hr.elementwise = true;
-  iron_host_region_t *regions[1] = {&hr};
+  iron_region_t *regions[1] = {&hr};
   iron_tensor_t *x = ht_tensor(dt, 1, dims), *init = ht_tensor(dt, 0, NULL);
   fill_mixed(x);
   fill_mixed(init);
@@ -306,11 +317,11 @@ static void add_sort(iron_dtype_t dt, bool desc) {
   bb_ret(body, 1, lt, NULL);
   b.op.num_regions = 1;
   b.op.regions = &body->region;
-  struct iron_host_region hr;
+  struct iron_region hr;
   memset(&hr, 0, sizeof(hr));
   hr.ir = &body->region;
   hr.elementwise = true;
-  iron_host_region_t *regions[1] = {&hr};
+  iron_region_t *regions[1] = {&hr};
   iron_tensor_t *k = ht_tensor(dt, 2, dims), *v = ht_tensor(IRON_DTYPE_S32, 2, dims);
   fill_mixed(k);
   for (int64_t i = 0; i < v->count; ++i) ((int32_t *)v->data)[i] = (int32_t)i;
@@ -322,6 +333,16 @@ static void add_sort(iron_dtype_t dt, bool desc) {
   snprintf(what, sizeof(what), "sort%s %s", desc ? " desc" : "",
            iron_dtype_name(dt));
   add_case(&b, regions, hin, 2, "iron_sort", args, 4, out_at, what);
+  // The one-block sort kernel's geometry: dinner, n, rows, inner
+  // (cuda_sort_program.h).
+  if (g_ncases && strcmp(g_cases[g_ncases - 1].what, what) == 0) {
+    rcase_t *c = &g_cases[g_ncases - 1];
+    c->nint = 4;
+    c->ints[0] = 1;
+    c->ints[1] = dims[1];
+    c->ints[2] = dims[0];
+    c->ints[3] = 1;
+  }
   ht_tensor_free(k);
   ht_tensor_free(v);
   free(body);
@@ -346,11 +367,11 @@ static void add_scatter(iron_dtype_t dt, int kind) {
   bb_t *body = body2(dt, kind);
   b.op.num_regions = 1;
   b.op.regions = &body->region;
-  struct iron_host_region hr;
+  struct iron_region hr;
   memset(&hr, 0, sizeof(hr));
   hr.ir = &body->region;
   hr.elementwise = true;
-  iron_host_region_t *regions[1] = {&hr};
+  iron_region_t *regions[1] = {&hr};
   iron_tensor_t *x = ht_tensor(dt, 1, od), *u = ht_tensor(dt, 1, ud);
   iron_tensor_t *idx = ht_tensor(IRON_DTYPE_S32, 2, idims);
   fill_mixed(x);
@@ -394,13 +415,13 @@ static void add_sas(iron_dtype_t dt, int kind) {
   iron_ir_region_t regs[2] = {sel->region, body->region};
   b.op.num_regions = 2;
   b.op.regions = regs;
-  struct iron_host_region hr[2];
+  struct iron_region hr[2];
   memset(hr, 0, sizeof(hr));
   hr[0].ir = &sel->region;
   hr[0].elementwise = true;
   hr[1].ir = &body->region;
   hr[1].elementwise = true;
-  iron_host_region_t *regions[2] = {&hr[0], &hr[1]};
+  iron_region_t *regions[2] = {&hr[0], &hr[1]};
   iron_tensor_t *x = ht_tensor(dt, 1, dims), *s = ht_tensor(dt, 1, sd);
   iron_tensor_t *init = ht_tensor(dt, 0, NULL);
   fill_mixed(x);
@@ -443,6 +464,8 @@ static bool elem_same(iron_dtype_t dt, const uint8_t *g, const uint8_t *w) {
 }
 
 typedef void (*k3_t)(void *, void *, void *);
+typedef void (*k4i4_t)(void *, void *, void *, void *, long long, long long,
+                       long long, long long);
 typedef void (*k4_t)(void *, void *, void *, void *);
 
 // One source per case, each in its namespace after one copy of the ops
@@ -484,7 +507,12 @@ static void run_emulation(void) {
     if (!sym) continue;
     void *p[MAX_PTRS];
     for (int k = 0; k < c->nptr; ++k) p[k] = c->t[k]->data;
-    if (c->nptr == 3) {
+    if (c->nint == 4) {
+      k4i4_t f;
+      memcpy(&f, &sym, sizeof(f));
+      f(p[0], p[1], p[2], p[3], c->ints[0], c->ints[1], c->ints[2],
+        c->ints[3]);
+    } else if (c->nptr == 3) {
       k3_t f;
       memcpy(&f, &sym, sizeof(f));
       f(p[0], p[1], p[2]);
@@ -549,11 +577,11 @@ static void test_known_value(void) {
   bb_t *body = body2(dt, BODY_ADD);
   b.op.num_regions = 1;
   b.op.regions = &body->region;
-  struct iron_host_region hr;
+  struct iron_region hr;
   memset(&hr, 0, sizeof(hr));
   hr.ir = &body->region;
   hr.elementwise = true;
-  iron_host_region_t *regions[1] = {&hr};
+  iron_region_t *regions[1] = {&hr};
   iron_tensor_t *x = ht_tensor(dt, 1, dims), *init = ht_tensor(dt, 0, NULL);
   memset(x->data, iron_ew_narrow_encode(dt, 0.0625), 16);
   *(uint8_t *)init->data = iron_ew_narrow_encode(dt, 1.0);

@@ -8,6 +8,7 @@
 
 #include "device/cuda/cuda_ops_gen.h"
 #include "host_test_ops.h"
+#include "region_builder.h"
 #include "stablehlo/reader.h"
 #include "test.h"
 
@@ -191,183 +192,6 @@ static void test_dot_sources(void) {
 }
 
 
-// --- region builder ----------------------------------------------------------
-
-// A one-block region built by hand: arguments, scalar ops, return.
-#define RB_MAX 24
-typedef struct rb {
-  iron_ir_region_t region;
-  iron_ir_block_t block;
-  iron_ir_value_t args[8];
-  iron_ir_type_t types[RB_MAX + 8];
-  int ntypes;
-  iron_ir_op_t ops[RB_MAX];
-  iron_ir_op_t *op_ptrs[RB_MAX];
-  iron_ir_value_t results[RB_MAX];
-  iron_ir_value_t *operands[RB_MAX][8];
-  iron_ir_attr_t attrs[RB_MAX][2];
-  iron_ir_named_attr_t named[RB_MAX][2];
-  iron_ir_type_t attr_types[RB_MAX];
-  int64_t consts[RB_MAX];
-} rb_t;
-
-static rb_t *rb_new(void) {
-  rb_t *b = calloc(1, sizeof(*b));
-  b->block.args = b->args;
-  b->block.ops = b->op_ptrs;
-  b->block.parent = &b->region;
-  b->region.num_blocks = 1;
-  b->region.blocks = &b->block;
-  return b;
-}
-
-static const iron_ir_type_t *rb_type(rb_t *b, iron_dtype_t dt) {
-  iron_ir_type_t *t = &b->types[b->ntypes++];
-  ht_type(t, dt, 0, NULL);
-  return t;
-}
-
-static iron_ir_value_t *rb_arg(rb_t *b, iron_dtype_t dt) {
-  uint32_t i = b->block.num_args++;
-  b->args[i].type = rb_type(b, dt);
-  b->args[i].def_block = &b->block;
-  b->args[i].index = i;
-  return &b->args[i];
-}
-
-static iron_ir_op_t *rb_op_n(rb_t *b, iron_op_kind_t kind, iron_dtype_t rdt,
-                             int n, iron_ir_value_t *const *vals) {
-  uint32_t i = b->block.num_ops++;
-  iron_ir_op_t *op = &b->ops[i];
-  op->kind = kind;
-  op->name = iron_op_kind_name(kind);
-  op->num_operands = (uint32_t)n;
-  op->operands = b->operands[i];
-  for (int k = 0; k < n; ++k) b->operands[i][k] = vals[k];
-  if (kind != IRON_OP_RETURN) {
-    op->num_results = 1;
-    op->results = &b->results[i];
-    b->results[i].type = rb_type(b, rdt);
-    b->results[i].def_op = op;
-  }
-  op->attrs = b->named[i];
-  op->parent = &b->block;
-  b->op_ptrs[i] = op;
-  return op;
-}
-
-static iron_ir_value_t *rb_op(rb_t *b, iron_op_kind_t kind, iron_dtype_t rdt,
-                              iron_ir_value_t *x, iron_ir_value_t *y,
-                              iron_ir_value_t *z) {
-  iron_ir_value_t *v[3] = {x, y, z};
-  int n = z ? 3 : y ? 2 : 1;
-  return rb_op_n(b, kind, rdt, n, v)->results;
-}
-
-static iron_ir_value_t *rb_cmp(rb_t *b, int32_t dir, int32_t type,
-                               iron_ir_value_t *x, iron_ir_value_t *y) {
-  iron_ir_value_t *v[2] = {x, y};
-  iron_ir_op_t *op = rb_op_n(b, IRON_OP_COMPARE, IRON_DTYPE_PRED, 2, v);
-  uint32_t i = b->block.num_ops - 1;
-  b->attrs[i][0].kind = IRON_ATTR_ENUM;
-  b->attrs[i][0].enumv.kind = IRON_ENUM_COMPARISON_DIRECTION;
-  b->attrs[i][0].enumv.value = dir;
-  b->attrs[i][1].kind = IRON_ATTR_ENUM;
-  b->attrs[i][1].enumv.kind = IRON_ENUM_COMPARISON_TYPE;
-  b->attrs[i][1].enumv.value = type;
-  b->named[i][0].name = "comparison_direction";
-  b->named[i][0].value = &b->attrs[i][0];
-  b->named[i][1].name = "compare_type";
-  b->named[i][1].value = &b->attrs[i][1];
-  op->num_attrs = 2;
-  return op->results;
-}
-
-static iron_ir_value_t *rb_const_i64(rb_t *b, iron_dtype_t dt, int64_t v) {
-  iron_ir_op_t *op = rb_op_n(b, IRON_OP_CONSTANT, dt, 0, NULL);
-  uint32_t i = b->block.num_ops - 1;
-  b->consts[i] = v;
-  ht_type(&b->attr_types[i], dt, 0, NULL);
-  b->attrs[i][0].kind = IRON_ATTR_DENSE;
-  b->attrs[i][0].dense.type = &b->attr_types[i];
-  b->attrs[i][0].dense.data = &b->consts[i];
-  b->attrs[i][0].dense.size = iron_dtype_size(dt);
-  b->named[i][0].name = "value";
-  b->named[i][0].value = &b->attrs[i][0];
-  op->num_attrs = 1;
-  return op->results;
-}
-
-static void rb_return(rb_t *b, int n, iron_ir_value_t *const *vals) {
-  rb_op_n(b, IRON_OP_RETURN, IRON_DTYPE_INVALID, n, vals);
-}
-
-// A rank-0 constant defined outside the region (jax shares one constant
-// between a comparator's uses and the enclosing function).
-typedef struct outer_const {
-  iron_ir_op_t op;
-  iron_ir_value_t v;
-  iron_ir_type_t t, at;
-  iron_ir_attr_t a;
-  iron_ir_named_attr_t na;
-  unsigned char data[16];
-} outer_const_t;
-
-static iron_ir_value_t *outer_const(outer_const_t *c, iron_dtype_t dt,
-                                    const void *bytes) {
-  memset(c, 0, sizeof(*c));
-  memcpy(c->data, bytes, iron_dtype_size(dt));
-  ht_type(&c->t, dt, 0, NULL);
-  ht_type(&c->at, dt, 0, NULL);
-  c->a.kind = IRON_ATTR_DENSE;
-  c->a.dense.type = &c->at;
-  c->a.dense.data = c->data;
-  c->a.dense.size = iron_dtype_size(dt);
-  c->na.name = "value";
-  c->na.value = &c->a;
-  c->op.kind = IRON_OP_CONSTANT;
-  c->op.name = iron_op_kind_name(IRON_OP_CONSTANT);
-  c->op.num_results = 1;
-  c->op.results = &c->v;
-  c->op.num_attrs = 1;
-  c->op.attrs = &c->na;
-  c->v.type = &c->t;
-  c->v.def_op = &c->op;
-  return &c->v;
-}
-
-// return op(a0, a1)
-static rb_t *rb_binary(iron_op_kind_t kind, iron_dtype_t dt) {
-  rb_t *b = rb_new();
-  iron_ir_value_t *x = rb_arg(b, dt), *y = rb_arg(b, dt);
-  iron_ir_value_t *r = rb_op(b, kind, dt, x, y, NULL);
-  rb_return(b, 1, &r);
-  return b;
-}
-
-// jnp.argmax's body: (value, index) pairs; NaN wins, ties take the lower
-// index.
-static rb_t *rb_argmax(iron_dtype_t vdt, iron_dtype_t idt) {
-  rb_t *b = rb_new();
-  iron_ir_value_t *av = rb_arg(b, vdt), *ai = rb_arg(b, idt);
-  iron_ir_value_t *bv = rb_arg(b, vdt), *bi = rb_arg(b, idt);
-  iron_ir_value_t *gt = rb_cmp(b, IRON_CMP_GT, IRON_CMP_TYPE_FLOAT, av, bv);
-  iron_ir_value_t *nan = rb_cmp(b, IRON_CMP_NE, IRON_CMP_TYPE_FLOAT, av, av);
-  iron_ir_value_t *pick = rb_op(b, IRON_OP_OR, IRON_DTYPE_PRED, gt, nan, NULL);
-  iron_ir_value_t *eq = rb_cmp(b, IRON_CMP_EQ, IRON_CMP_TYPE_FLOAT, av, bv);
-  iron_ir_value_t *lt = rb_cmp(b, IRON_CMP_LT, IRON_CMP_TYPE_SIGNED, ai, bi);
-  iron_ir_value_t *tie = rb_op(b, IRON_OP_AND, IRON_DTYPE_PRED, eq, lt, NULL);
-  iron_ir_value_t *v = rb_op(b, IRON_OP_SELECT, vdt, pick, av, bv);
-  iron_ir_value_t *pi = rb_op(b, IRON_OP_OR, IRON_DTYPE_PRED, pick, tie, NULL);
-  iron_ir_value_t *i = rb_op(b, IRON_OP_SELECT, idt, pi, ai, bi);
-  iron_ir_value_t *one = rb_const_i64(b, idt, 1);
-  iron_ir_value_t *unused = rb_op(b, IRON_OP_ADD, idt, i, one, NULL);
-  (void)unused;
-  iron_ir_value_t *rets[2] = {v, i};
-  rb_return(b, 2, rets);
-  return b;
-}
-
 // --- reduce ------------------------------------------------------------------
 
 static void add_reduce(const char *name, int32_t rank, const int64_t *dims,
@@ -462,6 +286,44 @@ static void test_reduce_sources(void) {
     CHECK(iron_cuda_reduce_threads(2, ln, col0) == (int64_t)grid * 256);
     free(src);
     free(b);
+  }
+  // Row reduces split over segments (few outputs, long rows): a full sum
+  // to a scalar, a few long rows, ordered argmax, a middle-axis reduce.
+  {
+    int64_t full[1] = {(int64_t)1 << 28}, rows[2] = {3, 1 << 20},
+            midd[3] = {2, 1 << 18, 1};
+    bool all1[1] = {true}, row1[2] = {false, true},
+         mid1[3] = {false, true, false};
+    add_reduce("reduce_rowsplit_full", 1, full, all1, 1, &f32,
+               rb_binary(IRON_OP_ADD, IRON_DTYPE_F32));
+    add_reduce("reduce_rowsplit_rows_s32", 2, rows, row1, 1, &s32,
+               rb_binary(IRON_OP_MAXIMUM, IRON_DTYPE_S32));
+    add_reduce("reduce_rowsplit_f16", 2, rows, row1, 1, &f16,
+               rb_binary(IRON_OP_ADD, IRON_DTYPE_F16));
+    add_reduce("argmax_rowsplit", 2, rows, row1, 2, am,
+               rb_argmax(IRON_DTYPE_F32, IRON_DTYPE_S32));
+    add_reduce("reduce_rowsplit_mid", 3, midd, mid1, 1, &f32,
+               rb_binary(IRON_OP_MINIMUM, IRON_DTYPE_F32));
+    char *src = NULL;
+    unsigned grid = 0, block = 0;
+    rb_t *b = rb_binary(IRON_OP_ADD, IRON_DTYPE_F32);
+    CHECK_OK(iron_cuda_gen_reduce("rowsplit_check", 1, full, all1, 1, &f32,
+                                  &b->region, &src, &grid, &block));
+    // One output: its row splits into many segments, one block each.
+    CHECK(grid >= 256);
+    CHECK(src && strstr(src, "atomicAdd(&iop_count[o]"));
+    CHECK(iron_cuda_reduce_threads(1, full, all1) == (int64_t)grid * 256);
+    free(src);
+    free(b);
+    // IRON_CUDA_REDUCE_SPLIT=0: one block.
+    setenv("IRON_CUDA_REDUCE_SPLIT", "0", 1);
+    b = rb_binary(IRON_OP_ADD, IRON_DTYPE_F32);
+    CHECK_OK(iron_cuda_gen_reduce("rowsplit_off", 1, full, all1, 1, &f32,
+                                  &b->region, &src, &grid, &block));
+    CHECK(grid == 1);
+    free(src);
+    free(b);
+    unsetenv("IRON_CUDA_REDUCE_SPLIT");
   }
   // Empty reduced dims and empty outputs still generate.
   int64_t e[2] = {0, 5};

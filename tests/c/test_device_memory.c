@@ -67,7 +67,7 @@ static iron_status_t fake_job_sync(iron_device_t *dev) {
   __atomic_add_fetch(&g_syncs, 1, __ATOMIC_RELAXED);
   return IRON_OK;
 }
-static const iron_host_kernel_t *fake_lookup(iron_op_kind_t kind) {
+static const iron_kernel_t *fake_lookup(iron_op_kind_t kind) {
   return NULL;  // no kernels: only programs made of aliases run
 }
 static const char *fake_description(const iron_device_t *dev) {
@@ -136,6 +136,11 @@ static void test_round_trip(void) {
   CHECK_EQ_INT(g_h2d, h2d + 1);
   CHECK(iron_device_bytes_in_use(g_fake) >= 24);
   CHECK(iron_buffer_host_pointer(b) == NULL);  // never a device address
+  // The device address (what PJRT's UnsafeBufferPointer reports), which
+  // holds the contents in the device's memory.
+  void *dp = iron_buffer_device_pointer(b);
+  CHECK(dp != NULL && ((uintptr_t)dp & FAKE_BIT) != 0);
+  CHECK(dp && memcmp(fake_to_host(dp), x, sizeof(x)) == 0);
   CHECK_OK(read_buf(b, y, sizeof(y)));
   CHECK_EQ_INT(g_d2h, d2h + 1);
   CHECK(memcmp(x, y, sizeof(x)) == 0);
@@ -199,6 +204,7 @@ static void test_copies_between_devices(void) {
     CHECK_OK(read_buf(back, y, sizeof(y)));
     CHECK(memcmp(x, y, sizeof(x)) == 0);
     CHECK(iron_buffer_host_pointer(back) != NULL);
+    CHECK(iron_buffer_device_pointer(back) == iron_buffer_host_pointer(back));
   }
   if (f2) {
     memset(y, 0, sizeof(y));

@@ -364,10 +364,10 @@ static void bench(void) {
       fill_random(in[0]);
       fill_random(in[1]);
       iron_tensor_t *out = ht_tensor(t, 2, d);
-      const iron_host_kernel_t *k = iron_host_kernel_lookup(b.op.kind);
+      const iron_kernel_t *k = iron_host_kernel_lookup(b.op.kind);
       void *params = NULL;
       CHECK_OK(k->prepare(&b.op, NULL, &params));
-      iron_host_ctx_t ctx = {0};
+      iron_kernel_ctx_t ctx = {0};
       ctx.pool = pool;
       CHECK_OK(k->run(&ctx, params, (const iron_tensor_t *const *)in, &out));
       int reps = 10;

@@ -91,10 +91,10 @@ static iron_tensor_t tensor_make(iron_dtype_t dt, int64_t count, void *data) {
 
 // Prepares and runs op `t` on the given buffers. Returns the status of
 // prepare or run.
-static iron_status_t run_op(test_op_t *t, const iron_host_ctx_t *ctx, int nin,
+static iron_status_t run_op(test_op_t *t, const iron_kernel_ctx_t *ctx, int nin,
                             void *const *in_data, const int64_t *in_counts,
                             void *out_data, int64_t n) {
-  const iron_host_kernel_t *k = iron_host_kernel_lookup(t->op.kind);
+  const iron_kernel_t *k = iron_host_kernel_lookup(t->op.kind);
   if (!k) return IRON_ERR(UNIMPLEMENTED, "no kernel for %s", t->op.name);
   void *params = NULL;
   iron_status_t s = k->prepare(&t->op, NULL, &params);
@@ -508,7 +508,7 @@ static void test_bitcast(void) {
   type_init(&t.out_type, IRON_DTYPE_U8, 2, odims);
   int64_t counts[1] = {4};
   void *ins[1] = {f};
-  const iron_host_kernel_t *k =
+  const iron_kernel_t *k =
       iron_host_kernel_lookup(IRON_OP_BITCAST_CONVERT);
   CHECK(k != NULL);
   void *params = NULL;
@@ -590,7 +590,7 @@ static void test_bitcast(void) {
 // s4 and f8E4M3FN arithmetic: computed in s8 / f16 and converted back (as
 // XLA:CPU does), wrapping in 4 bits / rounding to the f8 type.
 static void test_narrow_arith(void) {
-  const iron_host_kernel_t *k = iron_host_kernel_lookup(IRON_OP_ADD);
+  const iron_kernel_t *k = iron_host_kernel_lookup(IRON_OP_ADD);
   iron_dtype_t s4[2] = {IRON_DTYPE_S4, IRON_DTYPE_S4};
   test_op_t t;
   test_op_init(&t, IRON_OP_ADD, 2, s4, NULL, IRON_DTYPE_S4, 4, -1, -1);
@@ -634,7 +634,7 @@ static void test_refusals(void) {
   iron_dtype_t dts[2] = {IRON_DTYPE_S2, IRON_DTYPE_S2};
   test_op_t t;
   test_op_init(&t, IRON_OP_ADD, 2, dts, NULL, IRON_DTYPE_S2, 4, -1, -1);
-  const iron_host_kernel_t *k = iron_host_kernel_lookup(IRON_OP_ADD);
+  const iron_kernel_t *k = iron_host_kernel_lookup(IRON_OP_ADD);
   CHECK(k && k->elementwise && k->inplace_ok);
   void *params = NULL;
   iron_status_t s = k->prepare(&t.op, NULL, &params);
@@ -653,12 +653,22 @@ static void test_refusals(void) {
   s = iron_host_kernel_lookup(IRON_OP_CLAMP)->prepare(&t.op, NULL, &params);
   CHECK(iron_status_code(s) == IRON_STATUS_UNIMPLEMENTED);
   iron_status_free(s);
-  // convert from f6 is refused.
-  iron_dtype_t f6 = IRON_DTYPE_F6E2M3FN;
-  test_op_init(&t, IRON_OP_CONVERT, 1, &f6, NULL, IRON_DTYPE_F32, 4, -1, -1);
-  s = iron_host_kernel_lookup(IRON_OP_CONVERT)->prepare(&t.op, NULL, &params);
-  CHECK(iron_status_code(s) == IRON_STATUS_UNIMPLEMENTED);
-  iron_status_free(s);
+  // f6 arithmetic is refused, as XLA:CPU cannot compile it.
+  static const iron_op_kind_t kF6Ops[] = {IRON_OP_ADD, IRON_OP_MULTIPLY,
+                                          IRON_OP_NEGATE, IRON_OP_EXPONENTIAL,
+                                          IRON_OP_MAXIMUM};
+  for (int w = 0; w < 2; ++w) {
+    iron_dtype_t f6 = w ? IRON_DTYPE_F6E3M2FN : IRON_DTYPE_F6E2M3FN;
+    iron_dtype_t f6s[2] = {f6, f6};
+    for (size_t i = 0; i < sizeof(kF6Ops) / sizeof(kF6Ops[0]); ++i) {
+      int nin = iron_op_kind_class(kF6Ops[i]) == IRON_OP_CLASS_UNARY ? 1 : 2;
+      test_op_init(&t, kF6Ops[i], nin, f6s, NULL, f6, 4, -1, -1);
+      s = iron_host_kernel_lookup(kF6Ops[i])->prepare(&t.op, NULL, &params);
+      CHECK(iron_status_code(s) == IRON_STATUS_UNIMPLEMENTED);
+      CHECK(s && strstr(iron_status_message(s), iron_dtype_name(f6)));
+      iron_status_free(s);
+    }
+  }
   // Run-time count mismatch is an error, not a crash.
   iron_dtype_t f32[2] = {IRON_DTYPE_F32, IRON_DTYPE_F32};
   test_op_init(&t, IRON_OP_ADD, 2, f32, NULL, IRON_DTYPE_F32, 4, -1, -1);
@@ -757,7 +767,7 @@ static void test_large(void) {
   }
   iron_threadpool_t *pool = NULL;
   CHECK_OK(iron_threadpool_create(2, &pool));
-  iron_host_ctx_t ctx = {0};
+  iron_kernel_ctx_t ctx = {0};
   ctx.pool = pool;
   iron_dtype_t dts[2] = {IRON_DTYPE_F32, IRON_DTYPE_F32};
   void *ins[2] = {a, b};
@@ -796,12 +806,93 @@ static void test_large(void) {
   free(o2);
 }
 
+// The f6 types convert like ml_dtypes (0.7.0): every encoding to f32 is its
+// value; from f32, round to nearest even, saturate past the largest finite
+// value, NaN -> the sign bit alone (vectors from ml_dtypes' astype). Also
+// f6 -> f6 of the other kind, and from/to s32 and f16.
+static void test_f6_convert(void) {
+  static const float kX[18] = {0.1f, 1.3f, -7.9f, 100.0f, NAN, INFINITY,
+                               -INFINITY, 1e-3f, -0.0f, 0.0625f, 0.09375f,
+                               7.5f, 8.0f, 28.0f, 30.0f, -30.0f, 0.15f,
+                               0.125f};
+  static const uint8_t kWant[2][18] = {
+      {1, 10, 63, 31, 32, 31, 63, 0, 32, 0, 1, 31, 31, 31, 31, 63, 1, 1},
+      {2, 13, 56, 31, 32, 31, 63, 0, 32, 1, 2, 24, 24, 31, 31, 63, 2, 2}};
+  for (int w = 0; w < 2; ++w) {
+    iron_dtype_t f6 = w ? IRON_DTYPE_F6E3M2FN : IRON_DTYPE_F6E2M3FN;
+    int ebits = w ? 3 : 2, mbits = w ? 2 : 3, bias = w ? 3 : 1;
+    // Every encoding -> f32.
+    uint8_t all[64];
+    float want[64], got[64];
+    for (int b = 0; b < 64; ++b) {
+      all[b] = (uint8_t)b;
+      int e = (b >> mbits) & ((1 << ebits) - 1), m = b & ((1 << mbits) - 1);
+      float v = e ? ldexpf((float)((1 << mbits) + m), e - bias - mbits)
+                  : ldexpf((float)m, 1 - bias - mbits);
+      want[b] = (b & 32) ? -v : v;
+    }
+    test_op_t t;
+    test_op_init(&t, IRON_OP_CONVERT, 1, &f6, NULL, IRON_DTYPE_F32, 64, -1,
+                 -1);
+    void *ins[1] = {all};
+    int64_t n64 = 64;
+    CHECK_OK(run_op(&t, NULL, 1, ins, &n64, got, 64));
+    CHECK(memcmp(got, want, sizeof(got)) == 0);
+    // f32 -> f6.
+    iron_dtype_t f32 = IRON_DTYPE_F32;
+    uint8_t enc[18];
+    test_op_init(&t, IRON_OP_CONVERT, 1, &f32, NULL, f6, 18, -1, -1);
+    void *xin[1] = {(void *)kX};
+    int64_t n18 = 18;
+    CHECK_OK(run_op(&t, NULL, 1, xin, &n18, enc, 18));
+    for (int i = 0; i < 18; ++i) {
+      if (enc[i] != kWant[w][i])
+        fprintf(stderr, "  f32 %g -> %s: %u, want %u\n", kX[i],
+                iron_dtype_name(f6), enc[i], kWant[w][i]);
+      CHECK_EQ_INT(enc[i], kWant[w][i]);
+    }
+    // f6 -> s32 truncates the value (7.5 -> 7; no f4-style saturation).
+    int32_t iv[64];
+    test_op_init(&t, IRON_OP_CONVERT, 1, &f6, NULL, IRON_DTYPE_S32, 64, -1,
+                 -1);
+    CHECK_OK(run_op(&t, NULL, 1, ins, &n64, iv, 64));
+    for (int b = 0; b < 64; ++b) CHECK_EQ_INT(iv[b], (int32_t)want[b]);
+    // f6 -> the other f6: the nearest of its 32 magnitudes (ties to the
+    // even encoding), the largest past it, the sign kept.
+    iron_dtype_t other = w ? IRON_DTYPE_F6E2M3FN : IRON_DTYPE_F6E3M2FN;
+    int oe = w ? 2 : 3, om = w ? 3 : 2, ob = w ? 1 : 3;
+    float omag[32];
+    for (int b = 0; b < 32; ++b) {
+      int e = b >> om, m = b & ((1 << om) - 1);
+      omag[b] = e ? ldexpf((float)((1 << om) + m), e - ob - om)
+                  : ldexpf((float)m, 1 - ob - om);
+    }
+    (void)oe;
+    uint8_t oc[64];
+    test_op_init(&t, IRON_OP_CONVERT, 1, &f6, NULL, other, 64, -1, -1);
+    CHECK_OK(run_op(&t, NULL, 1, ins, &n64, oc, 64));
+    for (int b = 0; b < 64; ++b) {
+      float a = fabsf(want[b]);
+      int best = 31;
+      for (int k = 0; k < 32; ++k) {
+        float d = fabsf(omag[k] - a), db = fabsf(omag[best] - a);
+        if (d < db || (d == db && (k & 1) == 0 && (best & 1))) best = k;
+      }
+      int expect = best | (signbit(want[b]) ? 32 : 0);
+      if (oc[b] != expect)
+        fprintf(stderr, "  %s %g -> %s: %u, want %d\n", iron_dtype_name(f6),
+                want[b], iron_dtype_name(other), oc[b], expect);
+      CHECK_EQ_INT(oc[b], expect);
+    }
+  }
+}
+
 static const iron_test_case_t kTests[] = {
     {"vectors", test_vectors},   {"vectors_narrow", test_vectors_narrow},
     {"narrow_arith", test_narrow_arith},
     {"bitcast", test_bitcast},   {"exp_accuracy", test_exp_accuracy},
     {"refusals", test_refusals}, {"scalars", test_scalars},
-    {"large", test_large},
+    {"large", test_large},       {"f6_convert", test_f6_convert},
 };
 
 IRON_TEST_MAIN(kTests)

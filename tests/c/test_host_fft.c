@@ -154,12 +154,12 @@ static void ref_block(const ref_t *r, const iron_tensor_t *in, int64_t base,
 static int g_failures_printed = 0;
 
 // Runs the kernel; returns the output tensor (caller frees).
-static iron_tensor_t *run_kernel(const iron_host_kernel_t *k,
+static iron_tensor_t *run_kernel(const iron_kernel_t *k,
                                  const void *params, iron_tensor_t *in,
                                  const int64_t *out_dims, iron_dtype_t out_dt,
                                  iron_threadpool_t *pool) {
   iron_tensor_t *out = ht_tensor(out_dt, in->rank, out_dims);
-  iron_host_ctx_t ctx = {0};
+  iron_kernel_ctx_t ctx = {0};
   ctx.pool = pool;
   CHECK_OK(k->run(&ctx, params, (const iron_tensor_t *const *)&in, &out));
   return out;
@@ -182,7 +182,7 @@ static void run_case(int type, bool wide, int batch, int d,
   if (type == IRFFT) in_dims[d] = h1;
   ht_op_t b;
   fft_op(&b, type, in_dt, out_dt, rank, in_dims, out_dims, d, len);
-  const iron_host_kernel_t *k = iron_host_kernel_lookup(IRON_OP_FFT);
+  const iron_kernel_t *k = iron_host_kernel_lookup(IRON_OP_FFT);
   CHECK(k != NULL);
   if (!k) return;
   void *params = NULL;
@@ -279,7 +279,7 @@ static void test_parallel(iron_threadpool_t *pool) {
 }
 
 static void test_refusals(void) {
-  const iron_host_kernel_t *k = iron_host_kernel_lookup(IRON_OP_FFT);
+  const iron_kernel_t *k = iron_host_kernel_lookup(IRON_OP_FFT);
   int64_t dims[1] = {8}, len[1] = {8}, bad[1] = {7};
   void *params = NULL;
   ht_op_t b;
@@ -321,7 +321,7 @@ static void bench_one(const char *what, int type, iron_dtype_t in_dt,
                       iron_threadpool_t *pool) {
   ht_op_t b;
   fft_op(&b, type, in_dt, out_dt, rank, in_dims, out_dims, 1, len);
-  const iron_host_kernel_t *k = iron_host_kernel_lookup(IRON_OP_FFT);
+  const iron_kernel_t *k = iron_host_kernel_lookup(IRON_OP_FFT);
   void *params = NULL;
   double t0 = now_s();
   CHECK_OK(k->prepare(&b.op, NULL, &params));
@@ -329,7 +329,7 @@ static void bench_one(const char *what, int type, iron_dtype_t in_dt,
   iron_tensor_t *in = ht_tensor(in_dt, rank, in_dims);
   iron_tensor_t *out = ht_tensor(out_dt, rank, out_dims);
   fill(in);
-  iron_host_ctx_t ctx = {0};
+  iron_kernel_ctx_t ctx = {0};
   ctx.pool = pool;
   double best = 1e30, best_cpu = 1e30;
   for (int r = 0; r < 12; ++r) {

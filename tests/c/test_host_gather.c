@@ -162,7 +162,7 @@ static void test_refusals(void) {
   gc_attr(&b, "index_vector_dim", 1, &ivd);
   gc_attr(&b, "slice_sizes", 2, sl);
   void *params = NULL;
-  const iron_host_kernel_t *k = iron_host_kernel_lookup(IRON_OP_GATHER);
+  const iron_kernel_t *k = iron_host_kernel_lookup(IRON_OP_GATHER);
   iron_status_t st = k->prepare(&b.op, NULL, &params);
   CHECK(st != IRON_OK);
   iron_status_free(st);

@@ -43,7 +43,7 @@ static void ht_attr_string(ht_op_t *b, const char *name, const char *s) {
 // (run must succeed when prepare did).
 static iron_status_t prepare_run(ht_op_t *b, iron_tensor_t **in,
                                  iron_tensor_t **out) {
-  const iron_host_kernel_t *k = iron_host_kernel_lookup(b->op.kind);
+  const iron_kernel_t *k = iron_host_kernel_lookup(b->op.kind);
   CHECK(k != NULL);
   if (!k) return IRON_ERR(INTERNAL, "no kernel");
   void *params = NULL;
@@ -339,7 +339,7 @@ static void test_unknown_target_and_dce_sink(void) {
   ht_result(&b, IRON_DTYPE_F32, 1, d);
   ht_attr_string(&b, "call_target_name", "my_unknown_target");
   void *params = NULL;
-  const iron_host_kernel_t *k = iron_host_kernel_lookup(IRON_OP_CUSTOM_CALL);
+  const iron_kernel_t *k = iron_host_kernel_lookup(IRON_OP_CUSTOM_CALL);
   iron_status_t st = k->prepare(&b.op, NULL, &params);
   CHECK_EQ_INT(iron_status_code(st), IRON_STATUS_UNIMPLEMENTED);
   CHECK(st && strstr(iron_status_message(st), "my_unknown_target") != NULL);

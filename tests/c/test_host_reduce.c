@@ -370,8 +370,8 @@ static void test_fast_nan_zero(void) {
 
 static int g_calls = 0;
 
-static iron_status_t fake_call_region(const iron_host_ctx_t *ctx,
-                                      const iron_host_region_t *region,
+static iron_status_t fake_call_region(const iron_kernel_ctx_t *ctx,
+                                      const iron_region_t *region,
                                       const iron_tensor_t *const *in,
                                       iron_tensor_t *const *out) {
   (void)ctx;
@@ -398,11 +398,11 @@ static void run_argmax(bool elementwise) {
   // path. The IR is only pattern-matched, so a 4-arg block suffices.
   ht_body_t body;
   ht_body_init(&body, IRON_OP_SELECT, IRON_DTYPE_F32, false);
-  struct iron_host_region region;
+  struct iron_region region;
   memset(&region, 0, sizeof(region));
   region.ir = &body.region;
   region.elementwise = elementwise;
-  iron_host_region_t *regions[1] = {&region};
+  iron_region_t *regions[1] = {&region};
   for (int iter = 0; iter < 80; ++iter) {
     int rank = (int)ht_rand_range(1, 3);
     int64_t dims[3];
@@ -454,10 +454,10 @@ static void run_argmax(bool elementwise) {
     *(int32_t *)ins[3]->data = 0;
     iron_tensor_t *outs[2] = {ht_tensor(IRON_DTYPE_F32, orank, od),
                               ht_tensor(IRON_DTYPE_S32, orank, od)};
-    const iron_host_kernel_t *k = iron_host_kernel_lookup(IRON_OP_REDUCE);
+    const iron_kernel_t *k = iron_host_kernel_lookup(IRON_OP_REDUCE);
     void *params = NULL;
     CHECK_OK(k->prepare(&b.op, regions, &params));
-    iron_host_ctx_t ctx = {0};
+    iron_kernel_ctx_t ctx = {0};
     ctx.pool = g_pool;
     ctx.call_region = fake_call_region;
     g_calls = 0;

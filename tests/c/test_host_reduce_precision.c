@@ -25,7 +25,7 @@ static uint64_t run_rp(iron_dtype_t dt, int64_t e, int64_t m, uint64_t bits) {
                      .attrs = attrs};
   iron_ir_value_t res = {.type = &t, .def_op = &op};
   op.results = &res;
-  const iron_host_kernel_t *k = iron_host_kernel_lookup(op.kind);
+  const iron_kernel_t *k = iron_host_kernel_lookup(op.kind);
   CHECK(k != NULL);
   if (!k) return 0;
   void *params = NULL;

@@ -93,7 +93,7 @@ static bool run_case(iron_threadpool_t *pool, int32_t alg, iron_dtype_t dtype,
                      int line_no) {
   rng_op_t r;
   rng_op_init(&r, alg, IRON_DTYPE_U64, state_len, dtype, rank, dims);
-  const iron_host_kernel_t *k =
+  const iron_kernel_t *k =
       iron_host_kernel_lookup(IRON_OP_RNG_BIT_GENERATOR);
   void *params = NULL;
   iron_status_t s = k->prepare(&r.op, NULL, &params);
@@ -113,7 +113,7 @@ static bool run_case(iron_threadpool_t *pool, int32_t alg, iron_dtype_t dtype,
   tensor_init(&tbits, &r.bits_type, bits);
   const iron_tensor_t *ins[1] = {&tin};
   iron_tensor_t *outs[2] = {&tstate, &tbits};
-  iron_host_ctx_t ctx = {.pool = pool};
+  iron_kernel_ctx_t ctx = {.pool = pool};
   s = k->run(&ctx, params, ins, outs);
   bool ok = s == IRON_OK && tbits.count == want_count;
   if (s) {
@@ -223,7 +223,7 @@ static void test_inplace_state(void) {
   rng_op_t r;
   rng_op_init(&r, IRON_RNG_THREE_FRY, IRON_DTYPE_U64, 2, IRON_DTYPE_U32, 1,
               dims);
-  const iron_host_kernel_t *k =
+  const iron_kernel_t *k =
       iron_host_kernel_lookup(IRON_OP_RNG_BIT_GENERATOR);
   CHECK(k->inplace_ok);
   void *params = NULL;

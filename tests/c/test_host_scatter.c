@@ -67,8 +67,8 @@ static void body_build(body_t *bd, iron_op_kind_t kind, iron_dtype_t dt,
 // The generic path's call_region. Region tag 1: s32 (a, b) -> a - 2b.
 // Tag 2: variadic s32 (a0, a1, b0, b1) -> (a0 - b1, a1 + a0 * b0).
 static int g_calls;
-static iron_status_t stub_call(const iron_host_ctx_t *ctx,
-                               const iron_host_region_t *region,
+static iron_status_t stub_call(const iron_kernel_ctx_t *ctx,
+                               const iron_region_t *region,
                                const iron_tensor_t *const *in,
                                iron_tensor_t *const *out) {
   (void)ctx;
@@ -198,15 +198,15 @@ static void build_scatter(ht_op_t *b, const gcase_t *c, iron_dtype_t dt,
   bd->region.parent = &b->op;
 }
 
-static iron_status_t run_op(ht_op_t *b, iron_host_region_t *region,
+static iron_status_t run_op(ht_op_t *b, iron_region_t *region,
                             iron_tensor_t **ins, iron_tensor_t **outs) {
-  const iron_host_kernel_t *k = iron_host_kernel_lookup(IRON_OP_SCATTER);
+  const iron_kernel_t *k = iron_host_kernel_lookup(IRON_OP_SCATTER);
   if (!k) return IRON_ERR(UNIMPLEMENTED, "no scatter kernel");
-  iron_host_region_t *regions[1] = {region};
+  iron_region_t *regions[1] = {region};
   void *params = NULL;
   iron_status_t st = k->prepare(&b->op, regions, &params);
   if (st) return st;
-  iron_host_ctx_t ctx = {.pool = g_pool, .call_region = stub_call};
+  iron_kernel_ctx_t ctx = {.pool = g_pool, .call_region = stub_call};
   st = k->run(&ctx, params, (const iron_tensor_t *const *)ins,
               (iron_tensor_t *const *)outs);
   free(params);
@@ -315,8 +315,8 @@ static bool one_case(int iter, iron_dtype_t dt, rbody_t body) {
   ins[ni++] = it;
   for (int i = 0; i < n; ++i) ins[ni++] = u[i];
   for (int i = 0; i < n; ++i) outs[i] = out[i];
-  iron_host_region_t *region =
-      (iron_host_region_t *)(intptr_t)(body == R_VAR ? 2 : 1);
+  iron_region_t *region =
+      (iron_region_t *)(intptr_t)(body == R_VAR ? 2 : 1);
   iron_status_t st = run_op(&b, region, ins, outs);
   CHECK_OK(st);
   bool ok = true;
@@ -395,12 +395,12 @@ static void test_fast_switch(void) {
   ((int32_t *)u->data)[0] = 5;
   ((int32_t *)u->data)[1] = 7;
   iron_tensor_t *ins[3] = {x, it, u}, *outs[1] = {out};
-  CHECK_OK(run_op(&b, (iron_host_region_t *)(intptr_t)1, ins, outs));
+  CHECK_OK(run_op(&b, (iron_region_t *)(intptr_t)1, ins, outs));
   CHECK_EQ_INT(g_calls, 2);
   CHECK_EQ_INT(((int32_t *)out->data)[1], -24);  // 0 - 10 - 14
   unsetenv("IRON_HOST_SCATTER_FAST");
   g_calls = 0;
-  CHECK_OK(run_op(&b, (iron_host_region_t *)(intptr_t)1, ins, outs));
+  CHECK_OK(run_op(&b, (iron_region_t *)(intptr_t)1, ins, outs));
   CHECK_EQ_INT(g_calls, 0);
   CHECK_EQ_INT(((int32_t *)out->data)[1], 12);
   CHECK_EQ_INT(bad, 0);

@@ -325,8 +325,8 @@ static int total_cmp(const ival_t *a, const ival_t *b) {
   return cx == 0 ? -r : r;
 }
 
-static iron_status_t interp_call(const iron_host_ctx_t *ctx,
-                                 const iron_host_region_t *region,
+static iron_status_t interp_call(const iron_kernel_ctx_t *ctx,
+                                 const iron_region_t *region,
                                  const iron_tensor_t *const *inputs,
                                  iron_tensor_t *const *outputs) {
   const iron_ir_block_t *blk = (const iron_ir_block_t *)region;
@@ -449,8 +449,8 @@ static iron_status_t run_sort_env(int n, iron_tensor_t *ins,
                                   bool *out_fast_ok) {
   setenv("IRON_SORT_GENERIC", generic ? "1" : "0", 1);
   setenv("IRON_SORT_RADIX", radix ? "1" : "0", 1);
-  const iron_host_kernel_t *k = iron_host_kernel_lookup(IRON_OP_SORT);
-  iron_host_region_t *regions[1] = {(iron_host_region_t *)&g_block};
+  const iron_kernel_t *k = iron_host_kernel_lookup(IRON_OP_SORT);
+  iron_region_t *regions[1] = {(iron_region_t *)&g_block};
   void *params = NULL;
   iron_status_t s = k->prepare(&g_sort, regions, &params);
   if (s) return s;
@@ -465,7 +465,7 @@ static iron_status_t run_sort_env(int n, iron_tensor_t *ins,
   const iron_tensor_t *in_ptrs[16];
   iron_tensor_t *out_ptrs[16];
   for (int i = 0; i < n; ++i) in_ptrs[i] = &ins[i], out_ptrs[i] = &outs[i];
-  iron_host_ctx_t ctx = {.pool = pool, .call_region = interp_call};
+  iron_kernel_ctx_t ctx = {.pool = pool, .call_region = interp_call};
   s = k->run(&ctx, params, in_ptrs, out_ptrs);
   free(params);
   return s;
@@ -839,7 +839,7 @@ static void test_not_fast(void) {
   int64_t dims[1] = {8};
   iron_dtype_t f = IRON_DTYPE_F32;
   iron_dtype_t two[2] = {IRON_DTYPE_F32, IRON_DTYPE_F32};
-  const iron_host_kernel_t *k = iron_host_kernel_lookup(IRON_OP_SORT);
+  const iron_kernel_t *k = iron_host_kernel_lookup(IRON_OP_SORT);
   setenv("IRON_SORT_GENERIC", "0", 1);
   void *p = NULL;
   iron_status_t s;

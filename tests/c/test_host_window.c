@@ -340,11 +340,11 @@ static cval_t init_for(iron_op_kind_t k, iron_dtype_t dt) {
 // reduce_window; for select_and_scatter the select region (GE on f32) and
 // the scatter region (add) are told apart by pointer.
 
-static struct iron_host_region g_sel_region, g_scat_region;
+static struct iron_region g_sel_region, g_scat_region;
 static int g_calls;
 
-static iron_status_t fake_call_region(const iron_host_ctx_t *ctx,
-                                      const iron_host_region_t *region,
+static iron_status_t fake_call_region(const iron_kernel_ctx_t *ctx,
+                                      const iron_region_t *region,
                                       const iron_tensor_t *const *in,
                                       iron_tensor_t *const *out) {
   (void)ctx;
@@ -405,11 +405,11 @@ static int run_rw_case(iron_op_kind_t k, iron_dtype_t dt, const wcfg_t *c,
                        int mode) {  // mode 0 fast, 1 generic scalar, 2 vec
   ht_body_t body;
   ht_body_init(&body, k, dt, ht_rand() % 2, 0);
-  struct iron_host_region region;
+  struct iron_region region;
   memset(&region, 0, sizeof(region));
   region.ir = &body.region;
   region.elementwise = mode == 2;
-  iron_host_region_t *regions[1] = {&region};
+  iron_region_t *regions[1] = {&region};
   ht_op_t b;
   build_rw(&b, c, dt, &body.region);
   iron_tensor_t *in = ht_tensor(dt, c->rank, c->in);
@@ -420,7 +420,7 @@ static int run_rw_case(iron_op_kind_t k, iron_dtype_t dt, const wcfg_t *c,
   cval_t iv = init_for(k, dt);
   store_v(dt, init->data, 0, iv);
   iv = load_v(dt, init->data, 0);
-  const iron_host_kernel_t *kern =
+  const iron_kernel_t *kern =
       iron_host_kernel_lookup(IRON_OP_REDUCE_WINDOW);
   void *params = NULL;
   int bad = 0;
@@ -429,7 +429,7 @@ static int run_rw_case(iron_op_kind_t k, iron_dtype_t dt, const wcfg_t *c,
     iron_status_free(st);
     bad = 1000;
   } else {
-    iron_host_ctx_t ctx = {0};
+    iron_kernel_ctx_t ctx = {0};
     ctx.pool = mode ? NULL : g_pool;
     ctx.call_region = fake_call_region;
     iron_tensor_t *ins[2] = {in, init}, *outs[1] = {out};
@@ -582,7 +582,7 @@ static int run_sas_case(iron_dtype_t dt, int32_t dir, bool swapped,
   memset(&g_scat_region, 0, sizeof(g_scat_region));
   g_sel_region.ir = &sel.region;
   g_scat_region.ir = &scat.region;
-  iron_host_region_t *regions[2] = {&g_sel_region, &g_scat_region};
+  iron_region_t *regions[2] = {&g_sel_region, &g_scat_region};
   ht_op_t b;
   ht_init(&b, IRON_OP_SELECT_AND_SCATTER);
   ht_operand(&b, dt, c->rank, c->in);
@@ -612,7 +612,7 @@ static int run_sas_case(iron_dtype_t dt, int32_t dir, bool swapped,
   }
   cval_t iv = {0.25, 0, 7};
   store_v(dt, init->data, 0, iv);
-  const iron_host_kernel_t *kern =
+  const iron_kernel_t *kern =
       iron_host_kernel_lookup(IRON_OP_SELECT_AND_SCATTER);
   void *params = NULL;
   int bad = 0;
@@ -621,7 +621,7 @@ static int run_sas_case(iron_dtype_t dt, int32_t dir, bool swapped,
     iron_status_free(st);
     bad = 1000;
   } else {
-    iron_host_ctx_t ctx = {0};
+    iron_kernel_ctx_t ctx = {0};
     ctx.pool = g_pool;
     ctx.call_region = fake_call_region;
     iron_tensor_t *ins[3] = {x, src, init}, *outs[1] = {out};
@@ -730,11 +730,11 @@ static void test_rw_huge_window(void) {
     iron_op_kind_t k = mode == 0 ? IRON_OP_ADD : IRON_OP_SUBTRACT;
     ht_body_t body;
     ht_body_init(&body, k, IRON_DTYPE_F32, false, 0);
-    struct iron_host_region region;
+    iron_region_t region;
     memset(&region, 0, sizeof(region));
     region.ir = &body.region;
     region.elementwise = mode == 2;
-    iron_host_region_t *regions[1] = {&region};
+    iron_region_t *regions[1] = {&region};
     ht_op_t b;
     build_rw(&b, &c, IRON_DTYPE_F32, &body.region);
     iron_tensor_t *in = ht_tensor(IRON_DTYPE_F32, 1, c.in);
@@ -742,12 +742,12 @@ static void test_rw_huge_window(void) {
     iron_tensor_t *out = ht_tensor(IRON_DTYPE_F32, 1, c.out);
     for (int i = 0; i < 6; ++i) ((float *)in->data)[i] = (float)(1 << i);
     *(float *)init->data = 100.0f;
-    const iron_host_kernel_t *kern =
+    const iron_kernel_t *kern =
         iron_host_kernel_lookup(IRON_OP_REDUCE_WINDOW);
     void *params = NULL;
     CHECK_OK(kern->prepare(&b.op, mode ? regions : NULL, &params));
     if (params) {
-      iron_host_ctx_t ctx = {0};
+      iron_kernel_ctx_t ctx = {0};
       ctx.pool = g_pool;
       ctx.call_region = fake_call_region;
       iron_tensor_t *ins[2] = {in, init}, *outs[1] = {out};

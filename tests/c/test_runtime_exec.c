@@ -17,7 +17,7 @@ static int64_t g_kernel_runs;
 
 // f32/s32 element-wise binary op; inputs of count 1 broadcast.
 static iron_status_t bin_prepare(const iron_ir_op_t *op,
-                                 iron_host_region_t *const *regions,
+                                 iron_region_t *const *regions,
                                  void **out_params) {
   (void)regions;
   iron_op_kind_t *k = malloc(sizeof(*k));
@@ -26,7 +26,7 @@ static iron_status_t bin_prepare(const iron_ir_op_t *op,
   return IRON_OK;
 }
 
-static iron_status_t bin_run(const iron_host_ctx_t *ctx, const void *params,
+static iron_status_t bin_run(const iron_kernel_ctx_t *ctx, const void *params,
                              const iron_tensor_t *const *in,
                              iron_tensor_t *const *out) {
   (void)ctx;
@@ -58,11 +58,11 @@ static iron_status_t bin_run(const iron_host_ctx_t *ctx, const void *params,
   return IRON_OK;
 }
 
-static const iron_host_kernel_t kBin = {"test_binary", bin_prepare, bin_run,
+static const iron_kernel_t kBin = {"test_binary", bin_prepare, bin_run,
                                         NULL, true, true};
 
 // compare LT (s32/f32) -> pred.
-static iron_status_t lt_run(const iron_host_ctx_t *ctx, const void *params,
+static iron_status_t lt_run(const iron_kernel_ctx_t *ctx, const void *params,
                             const iron_tensor_t *const *in,
                             iron_tensor_t *const *out) {
   (void)ctx;
@@ -78,11 +78,11 @@ static iron_status_t lt_run(const iron_host_ctx_t *ctx, const void *params,
   }
   return IRON_OK;
 }
-static const iron_host_kernel_t kLt = {"test_lt", NULL, lt_run, NULL, false,
+static const iron_kernel_t kLt = {"test_lt", NULL, lt_run, NULL, false,
                                        true};
 
 // "negate" fails at run time when the first element is negative.
-static iron_status_t fail_run(const iron_host_ctx_t *ctx, const void *params,
+static iron_status_t fail_run(const iron_kernel_ctx_t *ctx, const void *params,
                               const iron_tensor_t *const *in,
                               iron_tensor_t *const *out) {
   (void)ctx;
@@ -93,28 +93,28 @@ static iron_status_t fail_run(const iron_host_ctx_t *ctx, const void *params,
     ((float *)out[0]->data)[i] = -((const float *)in[0]->data)[i];
   return IRON_OK;
 }
-static const iron_host_kernel_t kNeg = {"test_neg", NULL, fail_run, NULL,
+static const iron_kernel_t kNeg = {"test_neg", NULL, fail_run, NULL,
                                         false, true};
 
 // reduce (f32, rank 1 -> scalar, one region): folds with call_region, both
 // element by element (scalars) and, when the region is element-wise, once
 // over halves in vector mode, to exercise both modes.
 static iron_status_t red_prepare(const iron_ir_op_t *op,
-                                 iron_host_region_t *const *regions,
+                                 iron_region_t *const *regions,
                                  void **out_params) {
   (void)op;
   *out_params = (void *)regions[0];
   return IRON_OK;
 }
 static void no_destroy(void *p) { (void)p; }
-static iron_status_t red_run(const iron_host_ctx_t *ctx, const void *params,
+static iron_status_t red_run(const iron_kernel_ctx_t *ctx, const void *params,
                              const iron_tensor_t *const *in,
                              iron_tensor_t *const *out) {
-  const iron_host_region_t *r = params;
+  const iron_region_t *r = params;
   const iron_tensor_t *x = in[0];
   float acc = *(const float *)in[1]->data;
   int64_t n = x->count, start = 0;
-  if (iron_host_region_is_elementwise(r) && n >= 2) {
+  if (r->elementwise && n >= 2) {
     // Vector mode: pair the halves, then fold the partial results.
     int64_t h = n / 2;
     iron_tensor_t lo = *x, hi = *x, res = *x;
@@ -160,10 +160,10 @@ static iron_status_t red_run(const iron_host_ctx_t *ctx, const void *params,
   *(float *)out[0]->data = acc;
   return IRON_OK;
 }
-static const iron_host_kernel_t kRed = {"test_reduce", red_prepare, red_run,
+static const iron_kernel_t kRed = {"test_reduce", red_prepare, red_run,
                                         no_destroy, false, false};
 
-static const iron_host_kernel_t *test_lookup(iron_op_kind_t kind) {
+static const iron_kernel_t *test_lookup(iron_op_kind_t kind) {
   switch (kind) {
     case IRON_OP_ADD:
     case IRON_OP_MULTIPLY:

@@ -1,6 +1,9 @@
 """Single-device collectives, replica/partition ids and tuples, as jax emits
 them for shard_map/pmap over a one-device mesh (and as hand-written
-StableHLO for the ops jax elides), compared with XLA:CPU."""
+StableHLO for the ops jax elides), compared with XLA:CPU. They run on
+whatever device `iron` is: with IRON_DEVICE=cuda on a GPU machine the CUDA
+device's collectives (device copies and memsets, src/device/cuda/
+cuda_collective.c), inside loops recorded as CUDA graphs too."""
 import numpy as np
 import pytest
 import jax
@@ -71,6 +74,95 @@ def test_single_device_collective_matches_cpu(programs, name):
     for g, w in zip(got, want):
         assert g.dtype == w.dtype
         np.testing.assert_array_equal(g, w)
+
+
+_DTYPES = [np.float32, jnp.bfloat16, np.int8, np.uint32, np.bool_,
+           np.complex64, np.float16]
+
+
+def _sample(dtype, shape):
+    x = (np.arange(int(np.prod(shape))).reshape(shape) % 7) - 3
+    if dtype == np.complex64:
+        return (x + 1j * (x + 1)).astype(dtype)
+    if dtype == np.bool_:
+        return x > 0
+    if dtype == np.uint32:
+        return (x + 3).astype(dtype)
+    return x.astype(dtype)
+
+
+@pytest.mark.parametrize("dtype", _DTYPES, ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize("shape", [(3, 5), (0, 4), (1,)], ids=str)
+def test_collectives_dtypes_shapes_match_cpu(iron_device, cpu_device, dtype,
+                                             shape):
+    def progs(dev):
+        mesh = Mesh(np.array([dev]), ("i",))
+
+        def f(a):
+            outs = [jax.lax.all_gather(a, "i"),
+                    jax.lax.ppermute(a, "i", [(0, 0)]),
+                    jax.lax.ppermute(a, "i", [])]
+            if dtype != np.bool_:
+                outs.append(jax.lax.psum(a, "i"))
+            if dtype not in (np.bool_, np.complex64):  # XLA:CPU refuses
+                outs.append(jax.lax.pmax(a, "i"))
+            return outs
+
+        return jax.jit(shard_map(f, mesh=mesh, in_specs=P(), out_specs=P(),
+                                 check_vma=False))
+
+    x = _sample(dtype, shape)
+    got = [np.asarray(o) for o in progs(iron_device)(x)]
+    want = [np.asarray(o) for o in progs(cpu_device)(x)]
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        assert g.dtype == w.dtype and g.shape == w.shape
+        np.testing.assert_array_equal(g, w)
+
+
+def test_collectives_in_counted_loop_match_cpu(iron_device, cpu_device):
+    # A fori_loop of 12 iterations whose body holds collectives: on the CUDA
+    # device the body is recorded once as a CUDA graph and replayed, so the
+    # copies and memsets must be graph-capturable and land in the loop's
+    # carries each iteration.
+    def prog(dev):
+        mesh = Mesh(np.array([dev]), ("i",))
+
+        def body(i, c):
+            a, z = c
+            a = jax.lax.psum(a * 0.5 + i, "i")
+            a = jax.lax.ppermute(a, "i", [(0, 0)]) + 1
+            z = jax.lax.ppermute(z + a, "i", [])
+            return a, z
+
+        def f(a):
+            return jax.lax.fori_loop(0, 12, body, (a, a))
+
+        return jax.jit(shard_map(f, mesh=mesh, in_specs=P(), out_specs=P(),
+                                 check_vma=False))
+
+    x = np.linspace(-2, 2, 24, dtype=np.float32).reshape(4, 6)
+    got = [np.asarray(o) for o in prog(iron_device)(x)]
+    want = [np.asarray(o) for o in prog(cpu_device)(x)]
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(g, w)
+    np.testing.assert_array_equal(got[1], np.zeros_like(x))
+
+
+def test_pmap_collective_grads_match_cpu(iron_device, cpu_device):
+    # jax's pmap tests (testGradOfGather, testGradOfPsum, ...): the
+    # transposes of all_gather/psum are reduce_scatter/psum.
+    def prog(dev):
+        def f(a):
+            g = jax.lax.all_gather(a, "i", tiled=True)
+            s = jax.lax.psum_scatter(g * g, "i", tiled=True)
+            return jnp.sum(jax.lax.psum(s, "i") * a)
+
+        return jax.pmap(jax.grad(f), axis_name="i", devices=[dev])
+
+    x = np.linspace(-1, 1, 12, dtype=np.float32).reshape(1, 12)
+    np.testing.assert_allclose(np.asarray(prog(iron_device)(x)),
+                               np.asarray(prog(cpu_device)(x)), rtol=1e-6)
 
 
 def test_ppermute_without_source_gives_zeros(programs):
@@ -154,6 +246,40 @@ def test_stablehlo_collectives_and_tuples_match_cpu(iron_device, cpu_device,
     for g, w in zip(got, want):
         assert g.dtype == w.dtype
         np.testing.assert_array_equal(g, w)
+
+
+def test_variadic_collective_in_place_across_operands(iron_device,
+                                                      cpu_device):
+    # %b dies at the all_reduce and has the byte size of %a's result, which
+    # the planner then writes into %b's storage (in place across operands):
+    # result 1 must still read %b before that.
+    text = """
+func.func public @main(%arg0: tensor<4xf32>, %arg1: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) {
+  %b = stablehlo.add %arg1, %arg1 : tensor<4xf32>
+  %0:2 = "stablehlo.all_reduce"(%arg0, %b) ({
+    ^bb0(%x: tensor<f32>, %y: tensor<f32>):
+      %1 = stablehlo.add %x, %y : tensor<f32>
+      stablehlo.return %1 : tensor<f32>
+  }) {replica_groups = dense<[[0]]> : tensor<1x1xi64>} : (tensor<4xf32>, tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>)
+  return %0#0, %0#1, %arg0 : tensor<4xf32>, tensor<4xf32>, tensor<4xf32>
+}"""
+    args = [np.array([1, -2, 3, 7], np.float32),
+            np.array([0.5, -1.25, 3.0, 8.0], np.float32)]
+
+    def run(dev):
+        module = ("module @m attributes {mhlo.num_partitions = 1 : i32, "
+                  "mhlo.num_replicas = 1 : i32} {" + text + "\n}")
+        options = compiler.get_compile_options(num_replicas=1,
+                                               num_partitions=1)
+        exe = dev.client.compile_and_load(module, xc.DeviceList((dev,)),
+                                          options)
+        return [np.asarray(o) for o in
+                exe.execute([jax.device_put(a, dev) for a in args])]
+
+    got, want = run(iron_device), run(cpu_device)
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(g, w)
+    np.testing.assert_array_equal(got[1], args[1] * 2)
 
 
 def test_collective_broadcast_is_identity(iron_device):

@@ -336,3 +336,45 @@ def test_polymorphic_export_runs_refined(iron_device, cpu_device, name):
     want = jax.tree.leaves(exported.call(jax.device_put(x, cpu_device)))
     for g, w in zip(got, want):
         np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=1e-6)
+
+
+# --------------------------------------------------------------------------
+# Array.unsafe_buffer_pointer (PJRT_Buffer_UnsafePointer): the contents'
+# address in the device's memory, a host address on the host device and a
+# device pointer on the CUDA device (as XLA:GPU reports it). jax's tests
+# compare these addresses to tell copies from aliases.
+
+def test_unsafe_buffer_pointer_tells_copies_from_aliases(iron_device):
+    put = lambda a: jax.device_put(a, iron_device)
+    x = put(np.array([1, 2, 3], np.int32))
+    p = x.unsafe_buffer_pointer()
+    assert isinstance(p, int) and p != 0
+    assert x.unsafe_buffer_pointer() == p  # stable
+    # A jitted identity returns a new buffer, two results two buffers
+    # (api_test test_trivial_computations).
+    y = jax.jit(lambda v: v)(x)
+    assert y.unsafe_buffer_pointer() != p
+    z1, z2 = jax.jit(lambda v: (v, v))(x)
+    assert z1.unsafe_buffer_pointer() != z2.unsafe_buffer_pointer()
+    # convert_element_type to the same dtype does not copy; to another does
+    # (lax_test LazyConstantTest).
+    f = put(np.zeros(5, np.float32))
+    assert jax.lax.convert_element_type(f, np.float32).unsafe_buffer_pointer() \
+        == f.unsafe_buffer_pointer()
+    assert jax.lax.convert_element_type(f, np.int32).unsafe_buffer_pointer() \
+        != f.unsafe_buffer_pointer()
+    # jnp.array(copy=True) copies, jnp.asarray does not (lax_numpy
+    # testArrayCopy); a key array shares its base array's buffer.
+    assert jnp.array(x, copy=True).unsafe_buffer_pointer() != p
+    assert jnp.asarray(x).unsafe_buffer_pointer() == p
+    with jax.default_device(iron_device):
+        key = jax.random.key(0)
+    assert key.unsafe_buffer_pointer() == key._base_array.unsafe_buffer_pointer()
+    # Every live buffer has its own address.
+    bufs = [put(np.full(4, i, np.float32)) for i in range(8)]
+    assert len({b.unsafe_buffer_pointer() for b in bufs}) == 8
+    # On the host device it is where the contents are.
+    if iron_device.device_kind == "host":
+        import ctypes
+        got = (ctypes.c_int32 * 3).from_address(p)
+        assert list(got) == [1, 2, 3]

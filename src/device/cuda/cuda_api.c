@@ -458,3 +458,29 @@ iron_status_t iron_cuda_status(const iron_cuda_api_t *api, CUresult r,
   return iron_status_make(code, "%s: %s (%s)", what ? what : "CUDA call", name,
                           desc ? desc : "no description");
 }
+
+bool iron_cuda_error_is_sticky(CUresult r) {
+  switch (r) {
+    case IRON_CU_ERROR_DEINITIALIZED:
+    case IRON_CU_ERROR_ECC_UNCORRECTABLE:
+    case IRON_CU_ERROR_NVLINK_UNCORRECTABLE:
+    case IRON_CU_ERROR_CONTAINED:
+    case IRON_CU_ERROR_ILLEGAL_ADDRESS:
+    case IRON_CU_ERROR_LAUNCH_TIMEOUT:
+    case IRON_CU_ERROR_CONTEXT_IS_DESTROYED:
+    case IRON_CU_ERROR_ASSERT:
+    case IRON_CU_ERROR_HARDWARE_STACK_ERROR:
+    case IRON_CU_ERROR_ILLEGAL_INSTRUCTION:
+    case IRON_CU_ERROR_MISALIGNED_ADDRESS:
+    case IRON_CU_ERROR_INVALID_ADDRESS_SPACE:
+    case IRON_CU_ERROR_INVALID_PC:
+    case IRON_CU_ERROR_LAUNCH_FAILED:
+    case IRON_CU_ERROR_TENSOR_MEMORY_LEAK:
+    case IRON_CU_ERROR_MPS_CLIENT_TERMINATED:
+    case IRON_CU_ERROR_EXTERNAL_DEVICE:
+    case IRON_CU_ERROR_UNKNOWN:
+      return true;
+    default:
+      return false;
+  }
+}

@@ -36,8 +36,33 @@ typedef unsigned long long CUdeviceptr;
 
 enum {
   IRON_CU_SUCCESS = 0,
+  IRON_CU_ERROR_INVALID_VALUE = 1,
   IRON_CU_ERROR_OUT_OF_MEMORY = 2,
+  IRON_CU_ERROR_NOT_INITIALIZED = 3,
+  IRON_CU_ERROR_DEINITIALIZED = 4,
+  IRON_CU_ERROR_ECC_UNCORRECTABLE = 214,
+  IRON_CU_ERROR_NVLINK_UNCORRECTABLE = 220,
+  IRON_CU_ERROR_CONTAINED = 226,
   IRON_CU_ERROR_NOT_READY = 600,
+  IRON_CU_ERROR_ILLEGAL_ADDRESS = 700,
+  IRON_CU_ERROR_LAUNCH_OUT_OF_RESOURCES = 701,
+  IRON_CU_ERROR_LAUNCH_TIMEOUT = 702,
+  IRON_CU_ERROR_CONTEXT_IS_DESTROYED = 709,
+  IRON_CU_ERROR_ASSERT = 710,
+  IRON_CU_ERROR_HARDWARE_STACK_ERROR = 714,
+  IRON_CU_ERROR_ILLEGAL_INSTRUCTION = 715,
+  IRON_CU_ERROR_MISALIGNED_ADDRESS = 716,
+  IRON_CU_ERROR_INVALID_ADDRESS_SPACE = 717,
+  IRON_CU_ERROR_INVALID_PC = 718,
+  IRON_CU_ERROR_LAUNCH_FAILED = 719,
+  IRON_CU_ERROR_TENSOR_MEMORY_LEAK = 721,
+  IRON_CU_ERROR_NOT_PERMITTED = 800,
+  IRON_CU_ERROR_MPS_CLIENT_TERMINATED = 810,
+  IRON_CU_ERROR_STREAM_CAPTURE_UNSUPPORTED = 900,
+  IRON_CU_ERROR_STREAM_CAPTURE_INVALIDATED = 901,
+  IRON_CU_ERROR_STREAM_CAPTURE_WRONG_THREAD = 908,
+  IRON_CU_ERROR_EXTERNAL_DEVICE = 911,
+  IRON_CU_ERROR_UNKNOWN = 999,
   // CUdevice_attribute values
   IRON_CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT = 16,
   IRON_CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR = 75,
@@ -53,6 +78,10 @@ enum {
   IRON_CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8,
   // CUstreamCaptureMode
   IRON_CU_STREAM_CAPTURE_MODE_THREAD_LOCAL = 1,
+  // CUstreamCaptureStatus
+  IRON_CU_STREAM_CAPTURE_STATUS_NONE = 0,
+  IRON_CU_STREAM_CAPTURE_STATUS_ACTIVE = 1,
+  IRON_CU_STREAM_CAPTURE_STATUS_INVALIDATED = 2,
 };
 
 // --- NVRTC types -------------------------------------------------------------
@@ -186,6 +215,8 @@ enum {
     (CUstream s, int mode))                                                  \
   X(cuStreamEndCapture, "cuStreamEndCapture", CUresult,                      \
     (CUstream s, CUgraph * g))                                               \
+  X(cuStreamIsCapturing, "cuStreamIsCapturing", CUresult,                    \
+    (CUstream s, int *status))                                               \
   X(cuGraphInstantiateWithFlags, "cuGraphInstantiateWithFlags", CUresult,    \
     (CUgraphExec * e, CUgraph g, unsigned long long flags))                  \
   X(cuGraphLaunch, "cuGraphLaunch", CUresult, (CUgraphExec e, CUstream s))   \
@@ -338,6 +369,20 @@ iron_status_t iron_cuda_cufft_status(cufftResult r, const char *what);
 // for out of memory) with "<what>: CUDA_ERROR_X (description)".
 iron_status_t iron_cuda_status(const iron_cuda_api_t *api, CUresult r,
                                const char *what);
+
+// Whether `r` is a sticky fault of the context: an error the driver
+// documents as leaving the process's CUDA state inconsistent, after which
+// every later call returns it too ("To continue using CUDA, the process must
+// be terminated and relaunched": ILLEGAL_ADDRESS, LAUNCH_FAILED, ASSERT,
+// ILLEGAL_INSTRUCTION, MISALIGNED_ADDRESS, INVALID_ADDRESS_SPACE,
+// INVALID_PC, HARDWARE_STACK_ERROR, LAUNCH_TIMEOUT, ECC_UNCORRECTABLE,
+// NVLINK_UNCORRECTABLE, CONTAINED, TENSOR_MEMORY_LEAK, EXTERNAL_DEVICE,
+// MPS_CLIENT_TERMINATED, CONTEXT_IS_DESTROYED), a driver that is gone
+// (DEINITIALIZED) and UNKNOWN (nothing says the context survived it). Only
+// these retire a device (cuda_device.h); every other error (out of memory,
+// invalid value, launch out of resources, stream-capture errors, ...)
+// fails the call that saw it and leaves the device usable.
+bool iron_cuda_error_is_sticky(CUresult r);
 
 #ifdef __cplusplus
 }

@@ -622,11 +622,28 @@ iron_status_t iron_cuda_launch(iron_cuda_device_t *dev,
   }
   if (grid_x == 0 || grid_y == 0 || grid_z == 0) return IRON_OK;
   IRON_RETURN_IF_ERROR_PLAIN(iron_cuda_device_enter(dev));
+  // Named in the message of a fault seen later (cuda_device.h).
+  iron_device_note_kernel(&dev->base, f->name);
+  if (dev->test_fault_fn) {
+    const iron_cuda_function_t *fault = iron_cuda_device_test_fault(dev, f->name);
+    if (fault && fault->fn) {
+      f = fault;
+      grid_x = grid_y = grid_z = 1;
+      block_x = 32;
+      shared_bytes = 0;
+      params = NULL;
+    }
+  }
   CUresult r = dev->api->cuLaunchKernel((CUfunction)f->fn, grid_x, grid_y,
                                         grid_z, block_x, 1, 1, shared_bytes,
                                         dev->stream, params, NULL);
   if (r != IRON_CU_SUCCESS) {
-    return cu_error(dev->api, r, "cuLaunchKernel", f->name);
+    // A sticky fault (an earlier kernel's, or this one's under
+    // CUDA_LAUNCH_BLOCKING=1) retires the device; anything else (too many
+    // resources, a recording that was invalidated) fails this step only.
+    iron_status_t st = cu_error(dev->api, r, "cuLaunchKernel", f->name);
+    if (iron_cuda_error_is_sticky(r)) return iron_cuda_device_fail(dev, st);
+    return st;
   }
   return IRON_OK;
 }

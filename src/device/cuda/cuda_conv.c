@@ -253,7 +253,7 @@ static iron_status_t gemm_plan(iron_cuda_device_t *dev, const iron_ir_op_t *op,
 
 static iron_status_t conv_prepare_on(iron_device_t *base,
                                      const iron_ir_op_t *op,
-                                     iron_host_region_t *const *regions,
+                                     iron_region_t *const *regions,
                                      void **out_params) {
   (void)regions;
   iron_cuda_device_t *dev = iron_cuda_device_cast(base);
@@ -327,7 +327,7 @@ static iron_status_t run_gemm(iron_cuda_device_t *dev, const conv_params_t *p,
   return st;
 }
 
-static iron_status_t conv_run(const iron_host_ctx_t *ctx, const void *params,
+static iron_status_t conv_run(const iron_kernel_ctx_t *ctx, const void *params,
                               const iron_tensor_t *const *inputs,
                               iron_tensor_t *const *outputs) {
   const conv_params_t *p = params;
@@ -340,7 +340,7 @@ static iron_status_t conv_run(const iron_host_ctx_t *ctx, const void *params,
   return iron_cuda_launch(dev, p->fn, p->grid, 1, 1, 256, 0, args);
 }
 
-static const iron_host_kernel_t kConv = {.name = "cuda_convolution",
+static const iron_kernel_t kConv = {.name = "cuda_convolution",
                                          .run = conv_run,
                                          .destroy = conv_destroy,
                                          .prepare_on = conv_prepare_on};

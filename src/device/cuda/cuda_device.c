@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "device/cuda/cuda_compile.h"
+#include "device/cuda/cuda_ops_internal.h"
 
 
 // --- device count ------------------------------------------------------------
@@ -59,20 +60,69 @@ iron_status_t iron_cuda_device_enter(iron_cuda_device_t *d) {
                           "cuCtxSetCurrent");
 }
 
+// Appends to the message of a sticky fault the steps enqueued last (op,
+// source line, function, kernel; most recent last). Kernel faults surface
+// when the device is next waited for (or at a later launch), so the
+// faulting step is one of the steps enqueued since the device last
+// finished its work, usually the most recent; CUDA_LAUNCH_BLOCKING=1 makes
+// every launch wait, so then the step that faults reports it itself.
+static void describe_last_work(iron_cuda_device_t *d, char *buf, size_t cap) {
+  uint32_t n =
+      atomic_load_explicit(&d->base.recent_count, memory_order_acquire);
+  if (!n) {
+    snprintf(buf, cap,
+             " (seen before any step was enqueued since the device last "
+             "finished its work)");
+    return;
+  }
+  size_t len = (size_t)snprintf(
+      buf, cap, " (the step%s enqueued last before the fault was seen%s: ",
+      n > 1 ? "s" : "", n > 1 ? ", most recent last" : "");
+  uint32_t first = n > IRON_DEVICE_RECENT_STEPS ? n - IRON_DEVICE_RECENT_STEPS
+                                                : 0;
+  for (uint32_t i = first; i < n && len < cap; ++i) {
+    const iron_device_step_note_t *r =
+        &d->base.recent[i % IRON_DEVICE_RECENT_STEPS];
+    const iron_ir_op_t *op = atomic_load_explicit(&r->op, memory_order_relaxed);
+    const char *func = atomic_load_explicit(&r->func, memory_order_relaxed);
+    const char *kernel =
+        atomic_load_explicit(&r->kernel, memory_order_relaxed);
+    char loc[256] = "";
+    if (op) iron_ir_loc_format(&op->loc, loc, sizeof(loc));
+    len += (size_t)snprintf(
+        buf + len, cap - len, "%s%s%s%s%s%s%s%s%s", i > first ? "; " : "",
+        op ? op->name : "?", loc[0] ? " (" : "", loc, loc[0] ? ")" : "",
+        func ? " in " : "", func ? func : "", kernel ? ", kernel " : "",
+        kernel ? kernel : "");
+  }
+  if (len < cap) snprintf(buf + len, cap - len, ")");
+}
+
 iron_status_t iron_cuda_device_fail(iron_cuda_device_t *d, iron_status_t st) {
+  char last[2048];
   pthread_mutex_lock(&d->mu);
   if (st && !d->sticky) {
-    d->sticky = iron_status_annotate(
-        st,
+    // Under mu: job_sync forgets the steps under mu too, before their
+    // executables may go away.
+    describe_last_work(d, last, sizeof(last));
+    d->sticky = iron_status_make(
+        IRON_STATUS_INTERNAL,
         "CUDA device %d (%s) failed; it stays unusable for the rest of the "
-        "process",
-        d->ordinal, d->name);
-    st = NULL;
+        "process: %s%s",
+        d->ordinal, d->name, iron_status_message(st), last);
   }
   iron_status_t copy = d->sticky ? iron_status_clone(d->sticky) : IRON_OK;
   pthread_mutex_unlock(&d->mu);
   iron_status_free(st);
   return copy;
+}
+
+iron_status_t iron_cuda_device_check(iron_cuda_device_t *d, CUresult r,
+                                     const char *what) {
+  if (r == IRON_CU_SUCCESS) return IRON_OK;
+  iron_status_t st = iron_cuda_status(d->api, r, what);
+  if (!iron_cuda_error_is_sticky(r)) return st;
+  return iron_cuda_device_fail(d, st);
 }
 
 // The sticky error (a copy) or OK; cheap when there is none.
@@ -83,13 +133,75 @@ static iron_status_t sticky_error(iron_cuda_device_t *d) {
   return copy;
 }
 
-// Waits for the stream; a failure there is an asynchronous fault of some
-// earlier work and becomes the sticky error.
+iron_status_t iron_cuda_device_sticky(iron_cuda_device_t *d) {
+  return sticky_error(d);
+}
+
+// Waits for the stream. Only a sticky fault of earlier work retires the
+// device; any other error fails this call only.
 static iron_status_t stream_sync(iron_cuda_device_t *d) {
-  CUresult r = d->api->cuStreamSynchronize(d->stream);
-  if (r == IRON_CU_SUCCESS) return IRON_OK;
-  return iron_cuda_device_fail(
-      d, iron_cuda_status(d->api, r, "cuStreamSynchronize"));
+  return iron_cuda_device_check(d, d->api->cuStreamSynchronize(d->stream),
+                                "cuStreamSynchronize");
+}
+
+// --- the stream lock ------------------------------------------------------
+//
+// Root cause of "cuStreamSynchronize: CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED"
+// in jax's suite on the H200 (2026-12, lax_control_flow_test's scan grads,
+// linalg_test's lu_solve): the worker recorded a loop body while a Python
+// thread copied a result to the host. The copy had checked "not recording"
+// before it started; cuMemcpyDtoHAsync from pageable memory then blocked
+// until the stream reached it, the worker began recording meanwhile, and
+// the copy's cuStreamSynchronize hit the capture (a copy from the host
+// passing the same check late would instead have been recorded into the
+// graph and never run). So the check and the use are one critical section:
+// threads that are not recording hold stream_lock for reading from before
+// they enqueue until after they waited; the recording thread holds it for
+// writing from graph_begin to graph_end. Taking a read lock costs an atomic
+// add when there is no writer.
+
+// Writers first: with glibc's default (readers first) a steady flow of
+// copies from several threads could keep a recording waiting. No thread
+// ever takes the read side twice, so the non-recursive kind is safe.
+static void stream_lock_init(pthread_rwlock_t *l) {
+  pthread_rwlockattr_t a;
+  pthread_rwlockattr_init(&a);
+#ifdef __GLIBC__
+  pthread_rwlockattr_setkind_np(&a,
+                                PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
+#endif
+  pthread_rwlock_init(l, &a);
+  pthread_rwlockattr_destroy(&a);
+}
+
+// True when the calling thread is recording a graph on d->stream.
+static bool recording_here(iron_cuda_device_t *d) {
+  return atomic_load_explicit(&d->capturing, memory_order_acquire) &&
+         pthread_equal(d->capture_thread, pthread_self());
+}
+
+// Takes the read side unless this thread is the recording one (which holds
+// the write side); returns whether it took it.
+static bool stream_acquire(iron_cuda_device_t *d) {
+  if (recording_here(d)) return false;
+  pthread_rwlock_rdlock(&d->stream_lock);
+  return true;
+}
+
+static void stream_release(iron_cuda_device_t *d, bool held) {
+  if (held) pthread_rwlock_unlock(&d->stream_lock);
+}
+
+// What the recording thread may not do while recording (a copy to or from
+// the host, a wait): refused without touching the stream, and the
+// recording is spoiled (graph_end discards it; the loop then runs the
+// ordinary way and does this outside a recording).
+static iron_status_t refuse_while_recording(iron_cuda_device_t *d,
+                                            const char *what) {
+  d->capture_spoiled = true;
+  return IRON_ERR(FAILED_PRECONDITION,
+                  "%s cannot be recorded in a CUDA graph (CUDA device %d)",
+                  what, d->ordinal);
 }
 
 // --- vtable ------------------------------------------------------------------
@@ -158,21 +270,6 @@ struct iron_cuda_graph_ptr {
   size_t nbytes;
 };
 
-// True when the calling thread is recording a graph on d->stream.
-static bool recording_here(iron_cuda_device_t *d) {
-  return atomic_load_explicit(&d->capturing, memory_order_acquire) &&
-         pthread_equal(d->capture_thread, pthread_self());
-}
-
-// Other threads wait here until a recording ends: whatever they enqueue on
-// d->stream would otherwise be recorded into the graph instead of running.
-static void graph_gate(iron_cuda_device_t *d) {
-  if (!atomic_load_explicit(&d->capturing, memory_order_acquire)) return;
-  if (pthread_equal(d->capture_thread, pthread_self())) return;
-  pthread_mutex_lock(&d->graph_mu);
-  pthread_mutex_unlock(&d->graph_mu);
-}
-
 static bool ptr_list_push(struct iron_cuda_graph_ptr **list, size_t *n,
                           size_t *cap, CUdeviceptr p, size_t nbytes) {
   if (*n >= *cap) {
@@ -202,10 +299,14 @@ static bool graph_ptr_take(iron_cuda_device_t *d, CUdeviceptr p) {
 static iron_status_t graph_mem_alloc(iron_cuda_device_t *d, size_t nbytes,
                                      void **out_ptr) {
   CUdeviceptr p = 0;
-  IRON_RETURN_IF_ERROR(
-      iron_cuda_status(d->api, d->api->cuMemAllocAsync(&p, nbytes, d->stream),
-                       "cuMemAllocAsync (recording a graph)"),
-      "allocating %zu bytes on CUDA device %d", nbytes, d->ordinal);
+  iron_status_t st = iron_cuda_device_check(
+      d, d->api->cuMemAllocAsync(&p, nbytes, d->stream),
+      "cuMemAllocAsync (recording a graph)");
+  if (st) {
+    d->capture_spoiled = true;
+    return iron_status_annotate(st, "allocating %zu bytes on CUDA device %d",
+                                nbytes, d->ordinal);
+  }
   pthread_mutex_lock(&d->cache_mu);
   size_t n = d->num_graph_ptrs;
   bool pushed = ptr_list_push(&d->graph_ptrs, &n, &d->cap_graph_ptrs, p,
@@ -214,10 +315,19 @@ static iron_status_t graph_mem_alloc(iron_cuda_device_t *d, size_t nbytes,
   pthread_mutex_unlock(&d->cache_mu);
   if (!pushed) {
     d->api->cuMemFreeAsync(p, d->stream);
+    d->capture_spoiled = true;
     return IRON_ERR(RESOURCE_EXHAUSTED, "out of memory recording a graph");
   }
   *out_ptr = (void *)(uintptr_t)p;
   return IRON_OK;
+}
+
+static iron_status_t oom_error(iron_cuda_device_t *d, size_t nbytes) {
+  return IRON_ERR(RESOURCE_EXHAUSTED,
+                  "out of memory allocating %zu bytes on CUDA device %d "
+                  "(%s, %lld bytes in use by ironjax, %zu total)",
+                  nbytes, d->ordinal, d->name,
+                  (long long)atomic_load(&d->base.bytes_in_use), d->total_mem);
 }
 
 static iron_status_t cuda_mem_alloc(iron_device_t *dev, size_t nbytes,
@@ -225,10 +335,11 @@ static iron_status_t cuda_mem_alloc(iron_device_t *dev, size_t nbytes,
   iron_cuda_device_t *d = iron_cuda_device_cast(dev);
   IRON_RETURN_IF_ERROR_PLAIN(sticky_error(d));
   if (recording_here(d)) return graph_mem_alloc(d, nbytes, out_ptr);
-  graph_gate(d);
   size_t rounded = nbytes;
   int cls = d->cache_on ? size_class(nbytes, &rounded) : -1;
   if (cls >= 0) {
+    // A cached block needs no stream operation (it is handed out in
+    // stream order): no lock.
     pthread_mutex_lock(&d->cache_mu);
     struct iron_cuda_block_list *l = &d->cache[cls];
     if (l->n) {
@@ -241,22 +352,22 @@ static iron_status_t cuda_mem_alloc(iron_device_t *dev, size_t nbytes,
     pthread_mutex_unlock(&d->cache_mu);
   }
   IRON_RETURN_IF_ERROR_PLAIN(iron_cuda_device_enter(d));
+  bool held = stream_acquire(d);
   CUdeviceptr p = 0;
   CUresult r = d->api->cuMemAllocAsync(&p, rounded, d->stream);
+  iron_status_t st = IRON_OK;
   if (r == IRON_CU_ERROR_OUT_OF_MEMORY) {
     // Memory freed on the stream returns to the pool once the stream gets
     // there: give back the cache, wait for it and try once more.
     cache_release_all(d);
-    IRON_RETURN_IF_ERROR_PLAIN(stream_sync(d));
-    r = d->api->cuMemAllocAsync(&p, rounded, d->stream);
+    st = stream_sync(d);
+    if (!st) r = d->api->cuMemAllocAsync(&p, rounded, d->stream);
   }
-  if (r == IRON_CU_ERROR_OUT_OF_MEMORY)
-    return IRON_ERR(RESOURCE_EXHAUSTED,
-                    "out of memory allocating %zu bytes on CUDA device %d "
-                    "(%s, %lld bytes in use by ironjax, %zu total)",
-                    nbytes, d->ordinal, d->name,
-                    (long long)atomic_load(&dev->bytes_in_use), d->total_mem);
-  IRON_RETURN_IF_ERROR(iron_cuda_status(d->api, r, "cuMemAllocAsync"),
+  stream_release(d, held);
+  IRON_RETURN_IF_ERROR_PLAIN(st);
+  // Out of memory fails this allocation only (RESOURCE_EXHAUSTED).
+  if (r == IRON_CU_ERROR_OUT_OF_MEMORY) return oom_error(d, nbytes);
+  IRON_RETURN_IF_ERROR(iron_cuda_device_check(d, r, "cuMemAllocAsync"),
                        "allocating %zu bytes on CUDA device %d", nbytes,
                        d->ordinal);
   *out_ptr = (void *)(uintptr_t)p;
@@ -290,7 +401,6 @@ static void cuda_mem_free(iron_device_t *dev, void *ptr, size_t nbytes) {
     pthread_mutex_unlock(&d->cache_mu);
     if (graph) return;
   }
-  graph_gate(d);
   size_t rounded;
   int cls = d->cache_on ? size_class(nbytes, &rounded) : -1;
   if (cls >= 0) {
@@ -305,12 +415,16 @@ static void cuda_mem_free(iron_device_t *dev, void *ptr, size_t nbytes) {
     pthread_mutex_unlock(&d->cache_mu);
   }
   iron_status_t st = iron_cuda_device_enter(d);
-  if (!st)
-    st = iron_cuda_status(
-        d->api, d->api->cuMemFreeAsync((CUdeviceptr)(uintptr_t)ptr, d->stream),
+  if (!st) {
+    bool held = stream_acquire(d);
+    st = iron_cuda_device_check(
+        d, d->api->cuMemFreeAsync((CUdeviceptr)(uintptr_t)ptr, d->stream),
         "cuMemFreeAsync");
-  // A failing free means the context is broken: keep it as the sticky error.
-  if (st) iron_status_free(iron_cuda_device_fail(d, st));
+    stream_release(d, held);
+  }
+  // mem_free cannot fail: a sticky fault is kept by the device (check), any
+  // other failure leaks the block.
+  iron_status_free(st);
 }
 
 // --- staged host-to-device copies -------------------------------------------
@@ -407,12 +521,12 @@ static bool staged_h2d(iron_cuda_device_t *d, CUdeviceptr dst, const void *src,
   if (!c) return false;
   const iron_cuda_api_t *api = d->api;
   memcpy(c->host, src, n);
-  iron_status_t st = iron_cuda_status(
-      api, api->cuMemcpyHtoDAsync(dst, c->host, n, d->stream),
+  iron_status_t st = iron_cuda_device_check(
+      d, api->cuMemcpyHtoDAsync(dst, c->host, n, d->stream),
       "cuMemcpyHtoDAsync");
   if (!st)
-    st = iron_cuda_status(api, api->cuEventRecord(c->done, d->stream),
-                          "cuEventRecord");
+    st = iron_cuda_device_check(d, api->cuEventRecord(c->done, d->stream),
+                                "cuEventRecord");
   // The copy may or may not be queued after an error: wait for the stream
   // before the chunk can be reused.
   if (st) iron_status_free(stream_sync(d));
@@ -428,46 +542,66 @@ static iron_status_t cuda_memcpy(iron_device_t *dev, void *dst,
                                  iron_copy_kind_t kind) {
   iron_cuda_device_t *d = iron_cuda_device_cast(dev);
   IRON_RETURN_IF_ERROR_PLAIN(sticky_error(d));
-  graph_gate(d);
   if (n == 0) return IRON_OK;
+  if (kind != IRON_COPY_DEVICE_TO_DEVICE && recording_here(d))
+    return refuse_while_recording(
+        d, kind == IRON_COPY_HOST_TO_DEVICE ? "a copy from the host"
+                                            : "a copy to the host");
   IRON_RETURN_IF_ERROR_PLAIN(iron_cuda_device_enter(d));
   const iron_cuda_api_t *api = d->api;
+  bool held = stream_acquire(d);
+  iron_status_t st = IRON_OK;
   switch (kind) {
-    case IRON_COPY_HOST_TO_DEVICE: {
-      iron_status_t st;
-      if (staged_h2d(d, (CUdeviceptr)(uintptr_t)dst, src, n, &st)) return st;
+    case IRON_COPY_HOST_TO_DEVICE:
+      if (staged_h2d(d, (CUdeviceptr)(uintptr_t)dst, src, n, &st)) break;
       // From pageable memory the driver may still read `src` after the call
       // returns; waiting lets the caller free it (contract of memcpy).
-      IRON_RETURN_IF_ERROR_PLAIN(iron_cuda_status(
-          api,
+      st = iron_cuda_device_check(
+          d,
           api->cuMemcpyHtoDAsync((CUdeviceptr)(uintptr_t)dst, src, n,
                                  d->stream),
-          "cuMemcpyHtoDAsync"));
-      return stream_sync(d);
-    }
+          "cuMemcpyHtoDAsync");
+      if (!st) st = stream_sync(d);
+      break;
     case IRON_COPY_DEVICE_TO_HOST:
-      IRON_RETURN_IF_ERROR_PLAIN(iron_cuda_status(
-          api,
+      st = iron_cuda_device_check(
+          d,
           api->cuMemcpyDtoHAsync(dst, (CUdeviceptr)(uintptr_t)src, n,
                                  d->stream),
-          "cuMemcpyDtoHAsync"));
-      return stream_sync(d);
+          "cuMemcpyDtoHAsync");
+      if (!st) st = stream_sync(d);
+      break;
     case IRON_COPY_DEVICE_TO_DEVICE:
-      return iron_cuda_status(
-          api,
+      // Recorded as a copy node when this thread is recording.
+      st = iron_cuda_device_check(
+          d,
           api->cuMemcpyDtoDAsync((CUdeviceptr)(uintptr_t)dst,
                                  (CUdeviceptr)(uintptr_t)src, n, d->stream),
           "cuMemcpyDtoDAsync");
+      if (st && recording_here(d)) d->capture_spoiled = true;
+      break;
+    default:
+      st = IRON_ERR(INVALID_ARGUMENT, "unknown copy kind %d", (int)kind);
   }
-  return IRON_ERR(INVALID_ARGUMENT, "unknown copy kind %d", (int)kind);
+  stream_release(d, held);
+  return st;
 }
 
 static iron_status_t cuda_job_sync(iron_device_t *dev) {
   iron_cuda_device_t *d = iron_cuda_device_cast(dev);
   IRON_RETURN_IF_ERROR_PLAIN(sticky_error(d));
-  graph_gate(d);
+  if (recording_here(d))
+    return refuse_while_recording(d, "waiting for the device");
   IRON_RETURN_IF_ERROR_PLAIN(iron_cuda_device_enter(d));
-  return stream_sync(d);
+  bool held = stream_acquire(d);
+  iron_status_t st = stream_sync(d);
+  stream_release(d, held);
+  // The job's steps have run (or their fault is recorded): their ops may
+  // die with their executables once the job completes, so forget them.
+  pthread_mutex_lock(&d->mu);
+  atomic_store_explicit(&d->base.recent_count, 0, memory_order_relaxed);
+  pthread_mutex_unlock(&d->mu);
+  return st;
 }
 
 static iron_status_t cuda_plan_finish(iron_device_t *dev) {
@@ -480,10 +614,13 @@ static const char *cuda_description(const iron_device_t *dev) {
 
 static void cuda_thread_enter(iron_device_t *dev) {
   iron_cuda_device_t *d = iron_cuda_device_cast(dev);
-  iron_status_t st = iron_cuda_device_enter(d);
-  // Without its context a job's launches would fail one by one with
-  // confusing errors; keep the reason instead.
-  if (st) iron_status_free(iron_cuda_device_fail(d, st));
+  // A failure here comes back from the job's first driver call (each one
+  // enters again); a sticky one retires the device.
+  CUcontext cur = NULL;
+  if (d->api->cuCtxGetCurrent(&cur) == IRON_CU_SUCCESS && cur == d->ctx)
+    return;
+  iron_status_free(iron_cuda_device_check(d, d->api->cuCtxSetCurrent(d->ctx),
+                                          "cuCtxSetCurrent"));
 }
 
 // --- graphs ------------------------------------------------------------------
@@ -491,34 +628,41 @@ static void cuda_thread_enter(iron_device_t *dev) {
 static iron_status_t cuda_graph_begin(iron_device_t *dev) {
   iron_cuda_device_t *d = iron_cuda_device_cast(dev);
   IRON_RETURN_IF_ERROR_PLAIN(sticky_error(d));
+  if (recording_here(d))
+    return IRON_ERR(FAILED_PRECONDITION,
+                    "a graph recording is already under way on this thread");
   IRON_RETURN_IF_ERROR_PLAIN(iron_cuda_device_enter(d));
-  pthread_mutex_lock(&d->graph_mu);
+  // Waits for other threads' stream work under way (a copy waiting for the
+  // stream) and keeps new work out until graph_end.
+  pthread_rwlock_wrlock(&d->stream_lock);
   pthread_mutex_lock(&d->cache_mu);
   size_t stale = d->num_graph_ptrs;
   pthread_mutex_unlock(&d->cache_mu);
   if (stale) {
     // Values of a discarded recording are still alive; their addresses
     // could collide with the new graph's.
-    pthread_mutex_unlock(&d->graph_mu);
+    pthread_rwlock_unlock(&d->stream_lock);
     return IRON_ERR(FAILED_PRECONDITION,
                     "%zu buffers of a discarded graph recording are alive",
                     stale);
   }
   d->num_deferred = 0;
   d->deferred_lost = false;
+  d->capture_spoiled = false;
   d->capture_thread = pthread_self();
   atomic_store_explicit(&d->capturing, true, memory_order_release);
-  // Thread-local mode: other threads' driver calls (an NVRTC module load
-  // for another executable) stay legal; their stream work waits at
-  // graph_gate.
-  iron_status_t st = iron_cuda_status(
-      d->api,
+  // Thread-local mode: other threads' driver calls that are not stream work
+  // (an NVRTC module load, cuMemAlloc for another library) stay legal;
+  // this thread's unsafe calls fail (and spoil the recording) instead of
+  // being silently left out of the graph.
+  iron_status_t st = iron_cuda_device_check(
+      d,
       d->api->cuStreamBeginCapture(d->stream,
                                    IRON_CU_STREAM_CAPTURE_MODE_THREAD_LOCAL),
       "cuStreamBeginCapture");
   if (st) {
     atomic_store_explicit(&d->capturing, false, memory_order_release);
-    pthread_mutex_unlock(&d->graph_mu);
+    pthread_rwlock_unlock(&d->stream_lock);
   }
   return st;
 }
@@ -528,15 +672,35 @@ static iron_status_t cuda_graph_end(iron_device_t *dev, bool keep,
   iron_cuda_device_t *d = iron_cuda_device_cast(dev);
   const iron_cuda_api_t *api = d->api;
   *out_graph = NULL;
+  if (!recording_here(d))
+    return IRON_ERR(FAILED_PRECONDITION,
+                    "graph_end without a recording on this thread");
+  // Always ends the capture, whatever happened while recording (an
+  // invalidated capture ends with CUDA_ERROR_STREAM_CAPTURE_INVALIDATED and
+  // no graph): the stream takes ordinary work again afterwards.
   CUgraph g = NULL;
-  iron_status_t st = iron_cuda_status(api, api->cuStreamEndCapture(d->stream, &g),
-                                      "cuStreamEndCapture");
+  CUresult er = api->cuStreamEndCapture(d->stream, &g);
+  iron_status_t st = iron_cuda_device_check(d, er, "cuStreamEndCapture");
+  if (er != IRON_CU_SUCCESS && !iron_cuda_error_is_sticky(er)) {
+    // Should the stream still be capturing, nothing could ever run on it
+    // again: retire the device rather than fail every later call with a
+    // capture error.
+    int status = 0;
+    if (api->cuStreamIsCapturing(d->stream, &status) != IRON_CU_SUCCESS ||
+        status != IRON_CU_STREAM_CAPTURE_STATUS_NONE)
+      st = iron_cuda_device_fail(
+          d, iron_status_annotate(st, "the stream could not leave capture"));
+  }
   pthread_mutex_lock(&d->cache_mu);
   size_t leaked = d->num_graph_ptrs;
   pthread_mutex_unlock(&d->cache_mu);
   atomic_store_explicit(&d->capturing, false, memory_order_release);
   if (!st && keep) {
-    if (leaked)
+    if (d->capture_spoiled)
+      st = IRON_ERR(FAILED_PRECONDITION,
+                    "the recorded work asked for something a graph cannot "
+                    "hold");
+    else if (leaked)
       st = IRON_ERR(FAILED_PRECONDITION,
                     "the recorded work leaves %zu graph buffers allocated",
                     leaked);
@@ -546,28 +710,39 @@ static iron_status_t cuda_graph_end(iron_device_t *dev, bool keep,
   }
   CUgraphExec exec = NULL;
   if (!st && keep)
-    st = iron_cuda_status(api, api->cuGraphInstantiateWithFlags(&exec, g, 0),
-                          "cuGraphInstantiateWithFlags");
+    st = iron_cuda_device_check(d, api->cuGraphInstantiateWithFlags(&exec, g, 0),
+                                "cuGraphInstantiateWithFlags");
   if (g) api->cuGraphDestroy(g);  // the executable graph is independent
-  pthread_mutex_unlock(&d->graph_mu);
+  d->capture_spoiled = false;
+  pthread_rwlock_unlock(&d->stream_lock);
   // The recording never ran: memory it freed is free now.
   size_t nd = d->num_deferred;
   d->num_deferred = 0;
   for (size_t i = 0; i < nd; ++i)
     cuda_mem_free(dev, (void *)(uintptr_t)d->deferred[i].p,
                   d->deferred[i].nbytes);
-  if (st) return st;
+  if (st) {
+    if (exec) api->cuGraphExecDestroy(exec);
+    return st;
+  }
   if (keep) *out_graph = exec;
   return IRON_OK;
 }
 
+static const char kGraphReplay[] = "(a CUDA graph replay of the loop body)";
+
 static iron_status_t cuda_graph_launch(iron_device_t *dev, void *graph) {
   iron_cuda_device_t *d = iron_cuda_device_cast(dev);
   IRON_RETURN_IF_ERROR_PLAIN(sticky_error(d));
+  if (recording_here(d))
+    return refuse_while_recording(d, "a graph replay");
   IRON_RETURN_IF_ERROR_PLAIN(iron_cuda_device_enter(d));
-  return iron_cuda_status(d->api,
-                          d->api->cuGraphLaunch((CUgraphExec)graph, d->stream),
-                          "cuGraphLaunch");
+  iron_device_note_kernel(&d->base, kGraphReplay);
+  bool held = stream_acquire(d);
+  iron_status_t st = iron_cuda_device_check(
+      d, d->api->cuGraphLaunch((CUgraphExec)graph, d->stream), "cuGraphLaunch");
+  stream_release(d, held);
+  return st;
 }
 
 static void cuda_graph_destroy(iron_device_t *dev, void *graph) {
@@ -576,6 +751,60 @@ static void cuda_graph_destroy(iron_device_t *dev, void *graph) {
   iron_status_free(iron_cuda_device_enter(d));
   // An in-flight replay completes first (the driver frees it afterwards).
   d->api->cuGraphExecDestroy((CUgraphExec)graph);
+}
+
+// --- IRON_CUDA_TEST_FAULT ---------------------------------------------------
+//
+// A test-only switch: launches of the named op's generated kernels run a
+// kernel that stores to an unmapped address (CUDA_ERROR_ILLEGAL_ADDRESS) or,
+// with ":trap", executes a trap (CUDA_ERROR_LAUNCH_FAILED). It shows what a
+// real fault does: the device retires naming the step; the process's other
+// devices and other processes go on. Compiled once, when the device is
+// created with the switch set; unset, a launch pays one NULL test.
+
+static const char kFaultSource[] =
+    "// IRON_CUDA_TEST_FAULT (cuda_device.c): a deliberate device fault.\n"
+    "extern \"C\" __global__ void iron_test_fault_oob() {\n"
+    "  // Far beyond any allocation: an illegal address.\n"
+    "  *(volatile int *)(0x10ull + 8ull * threadIdx.x) = 1;\n"
+    "}\n"
+    "extern \"C\" __global__ void iron_test_fault_trap() {\n"
+    "  asm volatile(\"trap;\");\n"
+    "}\n";
+
+const char *iron_cuda_device_test_fault_source(void) { return kFaultSource; }
+
+static iron_status_t test_fault_setup(iron_cuda_device_t *d) {
+  const char *e = getenv("IRON_CUDA_TEST_FAULT");
+  if (!e || !e[0]) return IRON_OK;
+  d->test_fault_match = strdup(e);
+  if (!d->test_fault_match)
+    return IRON_ERR(RESOURCE_EXHAUSTED, "out of memory (IRON_CUDA_TEST_FAULT)");
+  char *colon = strrchr(d->test_fault_match, ':');
+  bool trap = colon && strcmp(colon, ":trap") == 0;
+  if (trap) *colon = '\0';
+  IRON_RETURN_IF_ERROR(
+      iron_cuda_function_request(
+          d, kFaultSource, trap ? "iron_test_fault_trap" : "iron_test_fault_oob",
+          &d->test_fault_fn),
+      "IRON_CUDA_TEST_FAULT");
+  return iron_cuda_compiler_flush(d);
+}
+
+iron_cuda_function_t *iron_cuda_device_test_fault(iron_cuda_device_t *d,
+                                                  const char *kernel_name) {
+  const char *m = d->test_fault_match;
+  if (!m || !d->test_fault_fn) return NULL;
+  uint32_t n = atomic_load_explicit(&d->base.recent_count, memory_order_relaxed);
+  const iron_ir_op_t *op =
+      n ? atomic_load_explicit(
+              &d->base.recent[(n - 1) % IRON_DEVICE_RECENT_STEPS].op,
+              memory_order_relaxed)
+        : NULL;
+  if (op && strcmp(op->name, m) == 0) return d->test_fault_fn;
+  if (kernel_name && strncmp(kernel_name, m, strlen(m)) == 0)
+    return d->test_fault_fn;
+  return NULL;
 }
 
 // Releases what create_fields set up (any prefix of it).
@@ -602,7 +831,8 @@ static void release_fields(iron_cuda_device_t *d) {
   iron_status_free(d->sticky);
   pthread_mutex_destroy(&d->mu);
   pthread_mutex_destroy(&d->cache_mu);
-  pthread_mutex_destroy(&d->graph_mu);
+  pthread_rwlock_destroy(&d->stream_lock);
+  free(d->test_fault_match);
   free(d->graph_ptrs);
   free(d->deferred);
   free(d->cache);
@@ -627,6 +857,7 @@ static const iron_device_vtable_t kCudaVtable = {
     .plan_finish = cuda_plan_finish,
     .description = cuda_description,
     .fusable = iron_cuda_fusable,
+    .while_kernel = iron_cuda_while_kernel,
     .thread_enter = cuda_thread_enter,
     .graph_begin = cuda_graph_begin,
     .graph_end = cuda_graph_end,
@@ -688,22 +919,17 @@ static iron_status_t create_fields(iron_cuda_device_t *d, int ordinal) {
 }
 #undef CU_TRY
 
-iron_status_t iron_cuda_device_create(iron_runtime_t *rt, int id, int ordinal,
-                                      iron_device_t **out_device) {
-  const char *reason = NULL;
-  int count = iron_cuda_device_count(&reason);
-  if (count <= 0)
-    return IRON_ERR(FAILED_PRECONDITION, "no CUDA device: %s", reason);
-  if (ordinal < 0 || ordinal >= count)
-    return IRON_ERR(INVALID_ARGUMENT, "CUDA device %d does not exist (%d found)",
-                    ordinal, count);
+iron_status_t iron_cuda_device_create_with_api(iron_runtime_t *rt, int id,
+                                               int ordinal,
+                                               const iron_cuda_api_t *api,
+                                               iron_device_t **out_device) {
   iron_cuda_device_t *d = calloc(1, sizeof(*d));
   if (!d) return IRON_ERR(RESOURCE_EXHAUSTED, "out of memory for CUDA device");
-  d->api = iron_cuda_api_get();
+  d->api = api;
   d->ordinal = ordinal;
   pthread_mutex_init(&d->mu, NULL);
   pthread_mutex_init(&d->cache_mu, NULL);
-  pthread_mutex_init(&d->graph_mu, NULL);
+  stream_lock_init(&d->stream_lock);
   const char *ce = getenv("IRON_CUDA_ALLOC_CACHE");
   d->cache_on = !(ce && ce[0] == '0');
   if (d->cache_on) {
@@ -725,6 +951,24 @@ iron_status_t iron_cuda_device_create(iron_runtime_t *rt, int id, int ordinal,
   const char *ge = getenv("IRON_CUDA_GRAPHS");
   long long gn = ge && ge[0] ? atoll(ge) : 1;
   d->base.graph_min_trips = gn <= 0 ? 0 : gn == 1 ? 4 : gn;
+  st = test_fault_setup(d);
+  if (st) {
+    cuda_destroy(&d->base);
+    return iron_status_annotate(st, "creating CUDA device %d", ordinal);
+  }
   *out_device = &d->base;
   return IRON_OK;
+}
+
+iron_status_t iron_cuda_device_create(iron_runtime_t *rt, int id, int ordinal,
+                                      iron_device_t **out_device) {
+  const char *reason = NULL;
+  int count = iron_cuda_device_count(&reason);
+  if (count <= 0)
+    return IRON_ERR(FAILED_PRECONDITION, "no CUDA device: %s", reason);
+  if (ordinal < 0 || ordinal >= count)
+    return IRON_ERR(INVALID_ARGUMENT, "CUDA device %d does not exist (%d found)",
+                    ordinal, count);
+  return iron_cuda_device_create_with_api(rt, id, ordinal, iron_cuda_api_get(),
+                                          out_device);
 }

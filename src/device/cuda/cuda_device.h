@@ -2,8 +2,15 @@
 // behind one vtable). Storage is device memory from the device's
 // stream-ordered pool; all work (kernels, copies, frees) goes to one stream
 // per device, in FIFO job order; events complete when the stream reaches
-// them. An asynchronous fault is kept (sticky) and returned by every later
-// call.
+// them.
+//
+// Errors (docs/ARCHITECTURE.md, "What fails a call, what retires a
+// device"): a driver error fails the call that saw it and nothing else,
+// unless it is a sticky fault of the context (iron_cuda_error_is_sticky:
+// illegal address, launch failure, ECC, ...). Such a fault retires the
+// device: it is kept (sticky) and returned by every later call, naming the
+// last steps (op, source line, kernel) enqueued before it was seen
+// (base.recent).
 #ifndef IRON_DEVICE_CUDA_CUDA_DEVICE_H_
 #define IRON_DEVICE_CUDA_CUDA_DEVICE_H_
 
@@ -37,7 +44,8 @@ typedef struct iron_cuda_device {
   size_t lt_workspace_size;
   iron_cuda_compiler_t *compiler;  // generated kernels (cuda_compile.h)
   pthread_mutex_t mu;
-  iron_status_t sticky;  // first asynchronous fault (guarded by mu)
+  iron_status_t sticky;  // the sticky fault that retired it (guarded by mu)
+
   // Freed blocks kept for reuse, by rounded size (cuda_device.c): all work
   // runs on `stream`, so a block freed by one step can be handed to the
   // next without a driver call. IRON_CUDA_ALLOC_CACHE=0 turns it off.
@@ -49,13 +57,20 @@ typedef struct iron_cuda_device {
   // they need not wait for the stream (cuda_device.c; guarded by mu).
   struct iron_cuda_staging *staging;
   int num_staging;
-  // Graph recording (vtable graph_*, cuda_device.c). The recording thread
-  // holds graph_mu from graph_begin to graph_end; other threads that would
-  // enqueue work on `stream` meanwhile wait for it (their work would
-  // otherwise become part of the graph).
-  pthread_mutex_t graph_mu;
+  // Graph recording (vtable graph_*, cuda_device.c). Every use of `stream`
+  // by a thread that is not recording (enqueue through its wait) holds
+  // stream_lock for reading; the recording thread holds it for writing from
+  // graph_begin to graph_end. Work another thread put on the stream while
+  // it is being recorded would become part of the graph instead of
+  // running, and its cuStreamSynchronize would fail with
+  // CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED.
+  pthread_rwlock_t stream_lock;
   _Atomic bool capturing;
   pthread_t capture_thread;
+  // Set by the recording thread when it asked for something a graph cannot
+  // hold (a copy to or from the host, a wait for the device): refused
+  // without touching the stream, and graph_end discards the recording.
+  bool capture_spoiled;
   // Graph memory (allocated while recording) not freed yet: normally empty
   // at graph_end; after a discarded recording, pointers whose storages are
   // still alive (their memory never existed: they are dropped, not freed).
@@ -67,6 +82,11 @@ typedef struct iron_cuda_device {
   struct iron_cuda_graph_ptr *deferred;
   size_t num_deferred, cap_deferred;
   bool deferred_lost;  // a deferred free could not be remembered
+  // IRON_CUDA_TEST_FAULT=<op or kernel name>[:trap] (tests only): launches
+  // of that op's generated kernels run a kernel that writes out of bounds
+  // (or traps) instead; NULL when the switch is unset.
+  char *test_fault_match;
+  struct iron_cuda_function *test_fault_fn;
 } iron_cuda_device_t;
 
 // Number of CUDA devices usable by ironjax: 0 when the driver or a GPU is
@@ -87,15 +107,43 @@ static inline iron_cuda_device_t *iron_cuda_device_cast(iron_device_t *dev) {
 // already is). Every entry point that calls the driver does this first.
 iron_status_t iron_cuda_device_enter(iron_cuda_device_t *d);
 
-// Records `st` as the device's sticky error if it has none (takes
-// ownership); returns a copy of the sticky error (or OK).
+// Retires the device: records `st` (a sticky fault, see
+// iron_cuda_error_is_sticky) as the device's sticky error if it has none
+// (takes ownership), adding which op and kernel were enqueued last; returns
+// a copy of the sticky error. Use iron_cuda_device_check for a CUresult.
 iron_status_t iron_cuda_device_fail(iron_cuda_device_t *d, iron_status_t st);
 
+// The status of a driver call on the device (`what` names it): OK for
+// success; a sticky fault retires the device (iron_cuda_device_fail) and
+// returns the sticky error; any other error is returned as it is and the
+// device stays usable (RESOURCE_EXHAUSTED for out of memory).
+iron_status_t iron_cuda_device_check(iron_cuda_device_t *d, CUresult r,
+                                     const char *what);
+
+// The device's sticky error (a copy) or OK.
+iron_status_t iron_cuda_device_sticky(iron_cuda_device_t *d);
+
+// For iron_cuda_launch: when IRON_CUDA_TEST_FAULT names the op being run or
+// the kernel `kernel_name`, the fault kernel to launch instead (else NULL).
+struct iron_cuda_function *iron_cuda_device_test_fault(
+    iron_cuda_device_t *d, const char *kernel_name);
+
+// The CUDA C of IRON_CUDA_TEST_FAULT's kernels (iron_test_fault_oob,
+// iron_test_fault_trap), for GPU-free NVRTC checks.
+const char *iron_cuda_device_test_fault_source(void);
+
+// For tests: creates the device on driver table `api` (GPU-free with a fake
+// driver; iron_cuda_device_create checks the process's GPUs first).
+iron_status_t iron_cuda_device_create_with_api(iron_runtime_t *rt, int id,
+                                               int ordinal,
+                                               const iron_cuda_api_t *api,
+                                               iron_device_t **out_device);
+
 // The CUDA device's kernel table (filled by the iron_cuda_register_* hooks).
-const iron_host_kernel_t *iron_cuda_kernel_lookup(iron_op_kind_t kind);
+const iron_kernel_t *iron_cuda_kernel_lookup(iron_op_kind_t kind);
 // Whether the fusion generator takes `op` (the vtable's `fusable`).
 bool iron_cuda_fusable(const iron_ir_op_t *op);
-typedef const iron_host_kernel_t *iron_cuda_kernel_table_t[IRON_OP_COUNT];
+typedef const iron_kernel_t *iron_cuda_kernel_table_t[IRON_OP_COUNT];
 void iron_cuda_register_elementwise(iron_cuda_kernel_table_t table);
 void iron_cuda_register_shape(iron_cuda_kernel_table_t table);
 void iron_cuda_register_ops(iron_cuda_kernel_table_t table);

@@ -539,7 +539,7 @@ static iron_status_t dot_prepare_dims(iron_device_t *base,
 
 static iron_status_t dot_general_prepare_on(iron_device_t *dev,
                                             const iron_ir_op_t *op,
-                                            iron_host_region_t *const *regions,
+                                            iron_region_t *const *regions,
                                             void **out_params) {
   (void)regions;
   dot_dims_t d;
@@ -560,7 +560,7 @@ static iron_status_t dot_general_prepare_on(iron_device_t *dev,
 }
 
 static iron_status_t dot_prepare_on(iron_device_t *dev, const iron_ir_op_t *op,
-                                    iron_host_region_t *const *regions,
+                                    iron_region_t *const *regions,
                                     void **out_params) {
   (void)regions;
   if (op->num_operands != 2)
@@ -588,7 +588,7 @@ static iron_status_t run_pack(iron_cuda_device_t *dev, const dot_operand_t *o,
   return iron_cuda_launch(dev, o->pack_fn, o->pack_grid, 1, 1, 256, 0, args);
 }
 
-static iron_status_t dot_run(const iron_host_ctx_t *ctx, const void *params,
+static iron_status_t dot_run(const iron_kernel_ctx_t *ctx, const void *params,
                              const iron_tensor_t *const *inputs,
                              iron_tensor_t *const *outputs) {
   const dot_params_t *p = params;
@@ -639,13 +639,13 @@ static iron_status_t dot_run(const iron_host_ctx_t *ctx, const void *params,
   return st;
 }
 
-static const iron_host_kernel_t kDotGeneral = {
+static const iron_kernel_t kDotGeneral = {
     .name = "cuda_dot_general",
     .run = dot_run,
     .destroy = dot_destroy,
     .prepare_on = dot_general_prepare_on,
     .graph_capturable = true};
-static const iron_host_kernel_t kDot = {.name = "cuda_dot",
+static const iron_kernel_t kDot = {.name = "cuda_dot",
                                         .run = dot_run,
                                         .destroy = dot_destroy,
                                         .prepare_on = dot_prepare_on,

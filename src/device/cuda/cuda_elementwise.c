@@ -8,7 +8,7 @@
 #include "device/cuda/cuda_fusion.h"
 
 static iron_status_t ew_prepare_on(iron_device_t *dev, const iron_ir_op_t *op,
-                                   iron_host_region_t *const *regions,
+                                   iron_region_t *const *regions,
                                    void **out_params) {
   (void)regions;
   if (op->num_results != 1) {
@@ -54,7 +54,7 @@ static iron_status_t ew_prepare_on(iron_device_t *dev, const iron_ir_op_t *op,
   return iron_cuda_fusion_prepare(dev, &f, out_params);
 }
 
-static const iron_host_kernel_t kElementwise = {
+static const iron_kernel_t kElementwise = {
     .name = "cuda_elementwise",
     .run = iron_cuda_ew_run,
     .inplace_ok = true,
@@ -153,7 +153,7 @@ static iron_status_t bc_sub_prepare(iron_device_t *dev, const iron_ir_op_t *op,
 }
 
 static iron_status_t bc_prepare_on(iron_device_t *dev, const iron_ir_op_t *op,
-                                   iron_host_region_t *const *regions,
+                                   iron_region_t *const *regions,
                                    void **out_params) {
   (void)regions;
   if (op->num_operands != 1 || op->num_results != 1) {
@@ -189,7 +189,7 @@ static iron_status_t bc_prepare_on(iron_device_t *dev, const iron_ir_op_t *op,
   return IRON_OK;
 }
 
-static iron_status_t bc_run(const iron_host_ctx_t *ctx, const void *params,
+static iron_status_t bc_run(const iron_kernel_ctx_t *ctx, const void *params,
                             const iron_tensor_t *const *inputs,
                             iron_tensor_t *const *outputs) {
   const bc_params_t *p = params;
@@ -207,7 +207,7 @@ static iron_status_t bc_run(const iron_host_ctx_t *ctx, const void *params,
   return IRON_OK;
 }
 
-static const iron_host_kernel_t kBitcast = {
+static const iron_kernel_t kBitcast = {
     .name = "cuda_bitcast_convert",
     .run = bc_run,
     .inplace_ok = true,

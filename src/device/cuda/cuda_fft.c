@@ -145,7 +145,7 @@ static iron_status_t request(iron_cuda_device_t *dev, const iron_ir_op_t *op,
 }
 
 static iron_status_t fft_prepare_on(iron_device_t *base, const iron_ir_op_t *op,
-                                    iron_host_region_t *const *regions,
+                                    iron_region_t *const *regions,
                                     void **out_params) {
   (void)regions;
   iron_cuda_device_t *dev = iron_cuda_device_cast(base);
@@ -260,7 +260,7 @@ static iron_status_t fft_exec(const fft_params_t *p, void *in, void *out,
   }
 }
 
-static iron_status_t fft_run(const iron_host_ctx_t *ctx, const void *params,
+static iron_status_t fft_run(const iron_kernel_ctx_t *ctx, const void *params,
                              const iron_tensor_t *const *inputs,
                              iron_tensor_t *const *outputs) {
   fft_params_t *p = (fft_params_t *)params;
@@ -314,7 +314,7 @@ static iron_status_t fft_run(const iron_host_ctx_t *ctx, const void *params,
   return st;
 }
 
-static const iron_host_kernel_t kFft = {.name = "cuda_fft",
+static const iron_kernel_t kFft = {.name = "cuda_fft",
                                         .run = fft_run,
                                         .destroy = fft_destroy,
                                         .prepare_on = fft_prepare_on};

@@ -1725,7 +1725,7 @@ iron_status_t iron_cuda_fusion_prepare(iron_device_t *dev,
   return IRON_OK;
 }
 
-iron_status_t iron_cuda_ew_run(const iron_host_ctx_t *ctx, const void *params,
+iron_status_t iron_cuda_ew_run(const iron_kernel_ctx_t *ctx, const void *params,
                                const iron_tensor_t *const *inputs,
                                iron_tensor_t *const *outputs) {
   const iron_cuda_ew_params_t *p = params;
@@ -1775,7 +1775,7 @@ iron_status_t iron_cuda_ew_run(const iron_host_ctx_t *ctx, const void *params,
 // them, so the producers' values never go through memory.
 static iron_status_t fused_reduce_prepare(iron_device_t *dev,
                                           const iron_ir_op_t *op,
-                                          iron_host_region_t *const *regions,
+                                          iron_region_t *const *regions,
                                           const iron_ir_block_t *b,
                                           const iron_ir_value_t **inputs,
                                           void **out_params) {
@@ -1865,7 +1865,7 @@ static iron_status_t fused_reduce_prepare(iron_device_t *dev,
 
 static iron_status_t fusion_op_prepare(iron_device_t *dev,
                                        const iron_ir_op_t *op,
-                                       iron_host_region_t *const *regions,
+                                       iron_region_t *const *regions,
                                        void **out_params) {
   if (op->num_regions < 1 || op->regions[0].num_blocks != 1) {
     return iron_ir_op_unimplemented(op, "as a CUDA fusion without one block");
@@ -1907,7 +1907,7 @@ static iron_status_t fusion_op_prepare(iron_device_t *dev,
   return st;
 }
 
-const iron_host_kernel_t iron_cuda_fusion_kernel = {
+const iron_kernel_t iron_cuda_fusion_kernel = {
     .name = "cuda_fusion",
     .prepare = NULL,
     .run = iron_cuda_ew_run,

@@ -17,7 +17,7 @@
 #include <stdint.h>
 
 #include "device/cuda/cuda_compile.h"
-#include "device/host/host_kernel.h"
+#include "device/kernel.h"
 #include "ir/ir.h"
 
 #ifdef __cplusplus
@@ -79,7 +79,7 @@ iron_status_t iron_cuda_fusion_prepare(iron_device_t *dev,
                                        void **out_params);
 // Launches a prepared kernel: inputs[i]->data / outputs[j]->data are
 // device pointers.
-iron_status_t iron_cuda_ew_run(const iron_host_ctx_t *ctx, const void *params,
+iron_status_t iron_cuda_ew_run(const iron_kernel_ctx_t *ctx, const void *params,
                                const iron_tensor_t *const *inputs,
                                iron_tensor_t *const *outputs);
 
@@ -88,7 +88,7 @@ iron_status_t iron_cuda_ew_run(const iron_host_ctx_t *ctx, const void *params,
 // (stablehlo.return or func.return) returns the op's results; the block's
 // other ops form the DAG. prepare_on only (code is generated from the
 // region's IR; the compiled region is not used). Not in place.
-extern const iron_host_kernel_t iron_cuda_fusion_kernel;
+extern const iron_kernel_t iron_cuda_fusion_kernel;
 
 // convert where the operand or the result is a narrow dtype (f8 family,
 // f4E2M1FN, s4/u4/s2/u2, one element per byte), with the host's semantics

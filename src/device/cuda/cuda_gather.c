@@ -18,7 +18,7 @@ typedef struct gs_params {
 
 static iron_status_t gather_prepare_on(iron_device_t *base,
                                        const iron_ir_op_t *op,
-                                       iron_host_region_t *const *regions,
+                                       iron_region_t *const *regions,
                                        void **out_params) {
   (void)regions;
   iron_cuda_device_t *dev = iron_cuda_device_cast(base);
@@ -42,7 +42,7 @@ static iron_status_t gather_prepare_on(iron_device_t *base,
   return IRON_OK;
 }
 
-static iron_status_t gather_run(const iron_host_ctx_t *ctx, const void *params,
+static iron_status_t gather_run(const iron_kernel_ctx_t *ctx, const void *params,
                                 const iron_tensor_t *const *inputs,
                                 iron_tensor_t *const *outputs) {
   const gs_params_t *p = params;
@@ -61,7 +61,7 @@ static bool attr_true(const iron_ir_op_t *op, const char *name) {
 
 static iron_status_t scatter_prepare_on(iron_device_t *base,
                                         const iron_ir_op_t *op,
-                                        iron_host_region_t *const *regions,
+                                        iron_region_t *const *regions,
                                         void **out_params) {
   iron_cuda_device_t *dev = iron_cuda_device_cast(base);
   iron_cuda_gs_plan_t plan;
@@ -69,7 +69,7 @@ static iron_status_t scatter_prepare_on(iron_device_t *base,
   if (op->num_regions != 1)
     return IRON_ERR(INVALID_ARGUMENT, "%s: expects one body", op->name);
   const iron_ir_region_t *body =
-      regions && regions[0] ? iron_host_region_ir(regions[0]) : &op->regions[0];
+      regions && regions[0] ? regions[0]->ir : &op->regions[0];
   gs_params_t *p = calloc(1, sizeof(*p));
   if (!p) return IRON_ERR(RESOURCE_EXHAUSTED, "out of memory for params");
   p->op_bytes = (size_t)plan.op_count * iron_dtype_size(plan.dtype);
@@ -94,7 +94,7 @@ static iron_status_t scatter_prepare_on(iron_device_t *base,
   return IRON_OK;
 }
 
-static iron_status_t scatter_run(const iron_host_ctx_t *ctx,
+static iron_status_t scatter_run(const iron_kernel_ctx_t *ctx,
                                  const void *params,
                                  const iron_tensor_t *const *inputs,
                                  iron_tensor_t *const *outputs) {
@@ -114,13 +114,13 @@ static iron_status_t scatter_run(const iron_host_ctx_t *ctx,
   return iron_cuda_launch(dev, p->fn, p->grid, 1, 1, 256, 0, args);
 }
 
-static const iron_host_kernel_t kGather = {.name = "cuda_gather",
+static const iron_kernel_t kGather = {.name = "cuda_gather",
                                            .run = gather_run,
                                            .prepare_on = gather_prepare_on,
     .graph_capturable = true};
 // The result may share the operand's storage (donated buffers): every
 // element is copied before it is combined.
-static const iron_host_kernel_t kScatter = {.name = "cuda_scatter",
+static const iron_kernel_t kScatter = {.name = "cuda_scatter",
                                             .run = scatter_run,
                                             .inplace_ok = true,
                                             .prepare_on = scatter_prepare_on,

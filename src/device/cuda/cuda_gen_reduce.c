@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "device/cuda/cuda_codegen.h"
+#include "device/cuda/cuda_fusion.h"
 #include "device/cuda/cuda_ops_gen.h"
 
 enum { MODE_THREAD, MODE_WARP, MODE_BLOCK, MODE_COLS };
@@ -139,6 +140,37 @@ static void emit_finish(iron_cuda_text_t *t, uint32_t num,
     iron_cuda_text_printf(t, "out%u[o] = %s(i%u);\n", i, ty[i].st, i);
 }
 
+// Merges every thread's (acc, have) into thread 0's, in thread order when
+// `ordered` (neighbouring lanes first, then the 8 warps left to right),
+// through the block's sh<i>[8] / sh_have[8]. Every thread must reach it.
+static void emit_block_tree(iron_cuda_text_t *t, uint32_t num,
+                            const iron_cuda_gen_type_t *ty, bool ordered) {
+  iron_cuda_text_printf(t, "%s",
+                        ordered ? "for (int d = 1; d < 32; d <<= 1) {\n"
+                                : "for (int d = 16; d >= 1; d >>= 1) {\n");
+  iron_cuda_text_printf(t,
+                        "int yh = __shfl_down_sync(0xffffffffu, have, d);\n");
+  for (uint32_t i = 0; i < num; ++i)
+    iron_cuda_text_printf(t, "%s y%u = iop_shfl(acc%u, d);\n", ty[i].comp, i,
+                          i);
+  iron_cuda_text_printf(t, "%s",
+                        ordered ? "if ((lane & (2 * d - 1)) == 0 && lane + d "
+                                  "< 32) "
+                                : "if (lane + d < 32) ");
+  emit_merge(t, num, ty, "y", "yh");
+  iron_cuda_text_printf(t, "}\nif (lane == 0) { sh_have[warp] = have; ");
+  for (uint32_t i = 0; i < num; ++i)
+    iron_cuda_text_printf(t, "sh%u[warp] = acc%u; ", i, i);
+  iron_cuda_text_printf(t,
+                        "}\n__syncthreads();\n"
+                        "if (threadIdx.x == 0) {\nhave = 0;\n"
+                        "for (int w = 0; w < 8; ++w) {\n");
+  for (uint32_t i = 0; i < num; ++i)
+    iron_cuda_text_printf(t, "%s z%u = sh%u[w];\n", ty[i].comp, i, i);
+  emit_merge(t, num, ty, "z", "sh_have[w]");
+  iron_cuda_text_printf(t, "}\n}\n");
+}
+
 // The op of a body `return op(arg0, arg1)` (either order) with a
 // commutative, associative op; IRON_OP_UNKNOWN otherwise.
 static iron_op_kind_t single_op_kind(const iron_ir_region_t *body,
@@ -211,6 +243,34 @@ static int64_t cols_segments(int64_t nout, int64_t nred, uint32_t num,
   return nseg < 2 ? 1 : nseg;
 }
 
+// Row reduces with few outputs (a full reduce to a scalar: one row of
+// 2^28 elements) would run one block per output and leave the GPU idle.
+// They split each row into segments, one block per (output, segment), and
+// merge like the column split: partials to module scratch, the last block
+// of an output folds its segments in order, so the bits never depend on
+// block timing. Returns the number of segments (1: no split).
+#define ROWSPLIT_TARGET_BLOCKS 1056  // 8 blocks on each of 132 SMs
+#define ROWSPLIT_MIN_ELEMS 8192
+static int64_t row_segments(int64_t nout, int64_t nred, uint32_t num,
+                            bool splittable) {
+  const char *env = getenv("IRON_CUDA_REDUCE_SPLIT");  // 0: never split
+  if (env && env[0] == '0') return 1;
+  if (!splittable || nout >= ROWSPLIT_TARGET_BLOCKS / 4 ||
+      nred < 2 * ROWSPLIT_MIN_ELEMS)
+    return 1;
+  int64_t nseg = (ROWSPLIT_TARGET_BLOCKS + nout - 1) / nout;
+  if (nseg > nred / ROWSPLIT_MIN_ELEMS) nseg = nred / ROWSPLIT_MIN_ELEMS;
+  while (nseg > 1 && nseg * nout * (int64_t)num * 12 > SPLIT_MAX_SCRATCH)
+    nseg /= 2;
+  if (nseg < 2) return 1;
+  // Segments are whole multiples of 1024 elements, so vector loads stay
+  // aligned and every segment but the last is full.
+  int64_t seg = (nred + nseg - 1) / nseg;
+  seg = (seg + 1023) / 1024 * 1024;
+  nseg = (nred + seg - 1) / seg;
+  return nseg < 2 ? 1 : nseg;
+}
+
 iron_status_t iron_cuda_reduce_dims(const iron_ir_op_t *op, int32_t rank,
                                     bool *out_reduced) {
   int64_t rd[IRON_MAX_RANK];
@@ -262,7 +322,7 @@ int64_t iron_cuda_reduce_threads(int32_t rank, const int64_t *dims,
   }
   switch (pick_mode(rank, dims, reduced, nout, nred)) {
     case MODE_WARP: return nout * 32;
-    case MODE_BLOCK: return nout * 256;
+    case MODE_BLOCK: return nout * 256 * row_segments(nout, nred, 1, true);
     case MODE_COLS:
       // Real scalar types (the split's precondition) are not known here:
       // count the split that a real reduce would get.
@@ -372,7 +432,9 @@ iron_status_t iron_cuda_gen_reduce_fused(
   for (uint32_t i = 0; i < num; ++i)
     if (ty[i].is_complex) splittable = false;
   int64_t nseg =
-      mode == MODE_COLS ? cols_segments(nout, nred, num, splittable) : 1;
+      mode == MODE_COLS    ? cols_segments(nout, nred, num, splittable)
+      : mode == MODE_BLOCK ? row_segments(nout, nred, num, splittable)
+                           : 1;
   iron_cuda_text_t t;
   iron_cuda_text_init(&t);
   // A fused reduce's producers use the element-wise prelude, whose first
@@ -389,13 +451,18 @@ iron_status_t iron_cuda_gen_reduce_fused(
   }
   const int64_t ntiles = (nout + 31) / 32;
   if (nseg > 1) {
+    // Column split: one partial per (segment, output of a tile), a counter
+    // per tile. Row split: one partial per (output, segment), a counter per
+    // output.
+    const int64_t nparts = mode == MODE_COLS ? nseg * ntiles * 32 : nseg * nout;
+    const int64_t ncount = mode == MODE_COLS ? ntiles : nout;
     for (uint32_t i = 0; i < num; ++i)
       iron_cuda_text_printf(&t, "__device__ %s iop_part%u[%lld];\n",
-                            ty[i].comp, i, (long long)(nseg * ntiles * 32));
+                            ty[i].comp, i, (long long)nparts);
     iron_cuda_text_printf(&t,
                           "__device__ int iop_phave[%lld];\n"
                           "__device__ unsigned iop_count[%lld];\n",
-                          (long long)(nseg * ntiles * 32), (long long)ntiles);
+                          (long long)nparts, (long long)ncount);
   }
   iron_cuda_text_printf(&t,
                         "extern \"C\" __global__ void __launch_bounds__(256) "
@@ -476,6 +543,119 @@ iron_status_t iron_cuda_gen_reduce_fused(
     emit_finish(&t, num, ty);
     iron_cuda_text_printf(&t, "}\nif (threadIdx.x == 0) iop_count[tile] = 0;\n}\n");
     blocks = ntiles * nseg;
+  } else if (mode == MODE_BLOCK && nseg > 1) {
+    // One block per (output, segment of its row); see row_segments (which
+    // made the segment a multiple of 1024 elements).
+    int64_t seg = (nred + nseg - 1) / nseg;
+    seg = (seg + 1023) / 1024 * 1024;
+    iron_cuda_text_printf(
+        &t,
+        "const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;\n"
+        "__shared__ int sh_have[8];\n__shared__ int sh_last;\n");
+    for (uint32_t i = 0; i < num; ++i)
+      iron_cuda_text_printf(&t, "__shared__ %s sh%u[8];\n", ty[i].comp, i);
+    iron_cuda_text_printf(
+        &t,
+        "const iop_s64 o = blockIdx.x / %lldLL, sg = blockIdx.x %% %lldLL;\n"
+        "iop_s64 base = 0;\n",
+        (long long)nseg, (long long)nseg);
+    emit_offset(&t, &kept, "o", "base");
+    iron_cuda_text_printf(&t, "int have = 0;\n");
+    for (uint32_t i = 0; i < num; ++i)
+      iron_cuda_text_printf(&t, "%s acc%u = %s{};\n", ty[i].comp, i,
+                            ty[i].comp);
+    iron_cuda_text_printf(
+        &t,
+        "const iop_s64 s0 = sg * %lldLL;\n"
+        "const iop_s64 s1 = s0 + %lldLL < %lldLL ? s0 + %lldLL : %lldLL;\n",
+        (long long)seg, (long long)seg, (long long)nred, (long long)seg,
+        (long long)nred);
+    if (ordered) {
+      int64_t chunk = (seg + 255) / 256;
+      iron_cuda_text_printf(
+          &t,
+          "const iop_s64 r0 = s0 + (iop_s64)threadIdx.x * %lldLL;\n"
+          "const iop_s64 r1 = r0 + %lldLL < s1 ? r0 + %lldLL : s1;\n"
+          "for (iop_s64 r = r0; r < r1; ++r) {\n",
+          (long long)chunk, (long long)chunk, (long long)chunk);
+    } else {
+      // A contiguous row of one plain operand is read 16 bytes at a time
+      // (when its address allows; the check is uniform over the block).
+      const size_t esize = iron_dtype_size(dtypes[0]);
+      const int vec = esize && esize <= 8 ? (int)(16 / esize) : 1;
+      const bool vector = num == 1 && !fz && !ty[0].is_narrow && vec > 1 &&
+                          (red.n == 0 || (red.n == 1 && red.strides[0] == 1)) &&
+                          nred % vec == 0 && seg % vec == 0 &&
+                          iron_cuda_vectorize_enabled();
+      if (vector) {
+        iron_cuda_text_printf(
+            &t,
+            "struct __align__(16) iop_vec_ { %s v[%d]; };\n"
+            "if ((((unsigned long long)(in0 + base)) & 15ull) == 0) {\n"
+            "const iop_vec_ *vp = (const iop_vec_ *)(in0 + base);\n"
+            "#pragma unroll 2\n"
+            "for (iop_s64 q = s0 / %d + threadIdx.x; q < s1 / %d; q += 256) "
+            "{\n"
+            "const iop_vec_ w_ = vp[q];\n"
+            "#pragma unroll\n"
+            "for (int k = 0; k < %d; ++k) {\n"
+            "%s x0 = %s(w_.v[k]);\n"
+            "if (have) ",
+            ty[0].store, vec, vec, vec, vec, ty[0].comp, ty[0].ld);
+        emit_combine(&t, 1, ty, "acc", "x");
+        iron_cuda_text_printf(&t,
+                              "else { acc0 = x0; have = 1; }\n}\n}\n"
+                              "} else {\n");
+      }
+      // Unrolled so that each thread has several loads in flight.
+      iron_cuda_text_printf(
+          &t,
+          "#pragma unroll 4\n"
+          "for (iop_s64 r = s0 + threadIdx.x; r < s1; r += 256) {\n");
+      emit_load_fold(&t, num, ty, &red, true, fz);
+      if (vector) iron_cuda_text_printf(&t, "}\n");
+    }
+    if (ordered) emit_load_fold(&t, num, ty, &red, true, fz);
+    iron_cuda_text_printf(&t, "}\n");
+    emit_block_tree(&t, num, ty, ordered);
+    iron_cuda_text_printf(&t, "if (threadIdx.x == 0) {\n");
+    for (uint32_t i = 0; i < num; ++i)
+      iron_cuda_text_printf(&t, "iop_part%u[o * %lldLL + sg] = acc%u;\n", i,
+                            (long long)nseg, i);
+    // Publish the partial before counting this block in; the last block
+    // of the output never read the other partials before, so no stale copy
+    // of them sits in its L1.
+    iron_cuda_text_printf(
+        &t,
+        "iop_phave[o * %lldLL + sg] = have;\n"
+        "__threadfence();\n"
+        "sh_last = atomicAdd(&iop_count[o], 1u) == %lluu;\n}\n"
+        "__syncthreads();\n"
+        "if (!sh_last) return;\n"
+        "__threadfence();\n",
+        (long long)nseg, (unsigned long long)(nseg - 1));
+    const int64_t pc = (nseg + 255) / 256;
+    iron_cuda_text_printf(
+        &t,
+        "have = 0;\n"
+        "{ const iop_s64 q0 = (iop_s64)threadIdx.x * %lldLL;\n"
+        "const iop_s64 q1 = q0 + %lldLL < %lldLL ? q0 + %lldLL : %lldLL;\n"
+        "for (iop_s64 q = q0; q < q1; ++q) {\n",
+        (long long)pc, (long long)pc, (long long)nseg, (long long)pc,
+        (long long)nseg);
+    for (uint32_t i = 0; i < num; ++i)
+      iron_cuda_text_printf(&t, "%s z%u = iop_part%u[o * %lldLL + q];\n",
+                            ty[i].comp, i, i, (long long)nseg);
+    char yh[64];
+    snprintf(yh, sizeof(yh), "iop_phave[o * %lldLL + q]", (long long)nseg);
+    emit_merge(&t, num, ty, "z", yh);
+    iron_cuda_text_printf(&t, "} }\n");
+    // The segments merge in order whatever the body.
+    emit_block_tree(&t, num, ty, true);
+    iron_cuda_text_printf(&t, "if (threadIdx.x == 0) {\n");
+    emit_finish(&t, num, ty);
+    iron_cuda_text_printf(&t, "iop_count[o] = 0;\n}\n}\n");
+    blocks = nout * nseg;
   } else if (mode == MODE_COLS) {
     // Column tiles: 32 consecutive outputs (lanes; the innermost kept dim
     // has stride 1, so loads coalesce) x 8 slices of the reduced elements,

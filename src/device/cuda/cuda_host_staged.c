@@ -7,29 +7,19 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "device/host/callback.h"
-#include "device/host/custom_call.h"
 
 bool iron_cuda_host_staged_enabled(void) {
   const char *e = getenv("IRON_CUDA_HOST_STAGED");  // compile time only
   return !(e && strcmp(e, "0") == 0);
 }
 
-const iron_host_kernel_t *iron_cuda_custom_call_host_kernel(
+const iron_kernel_t *iron_cuda_custom_call_host_kernel(
     const char *target) {
-  if (!target) return NULL;
-  const iron_host_kernel_t *k = iron_host_callback_kernel_for_target(target);
-  if (k) return k;
-  // The host's custom_call kernel serves jaxlib's LAPACK targets and
-  // tridiagonal_solve_perturbed (in their declared layouts).
-  if (iron_host_custom_call_lapack_find(target) ||
-      iron_host_custom_call_tridiag_find(target))
-    return iron_host_kernel_lookup(IRON_OP_CUSTOM_CALL);
-  return NULL;
+  return iron_reference_custom_call_kernel(target);
 }
 
 typedef struct {
-  const iron_host_kernel_t *host;  // NULL: nothing to run (dce_sink)
+  const iron_kernel_t *host;  // NULL: nothing to run (dce_sink)
   void *host_params;
   uint32_t num_inputs, num_outputs;
 } staged_params_t;
@@ -46,13 +36,13 @@ static void staged_destroy(void *params) {
   free(p);
 }
 
-const iron_host_kernel_t *iron_cuda_host_staged_inner(const void *params) {
+const iron_kernel_t *iron_cuda_host_staged_inner(const void *params) {
   return params ? ((const staged_params_t *)params)->host : NULL;
 }
 
-iron_status_t iron_cuda_host_staged_prepare(const iron_host_kernel_t *host,
+iron_status_t iron_cuda_host_staged_prepare(const iron_kernel_t *host,
                                             const iron_ir_op_t *op,
-                                            iron_host_region_t *const *regions,
+                                            iron_region_t *const *regions,
                                             void **out_params) {
   void *hp = NULL;
   if (host && host->prepare)
@@ -77,10 +67,10 @@ iron_status_t iron_cuda_host_staged_prepare(const iron_host_kernel_t *host,
 
 static iron_status_t staged_prepare_on(iron_device_t *dev,
                                        const iron_ir_op_t *op,
-                                       iron_host_region_t *const *regions,
+                                       iron_region_t *const *regions,
                                        void **out_params) {
   (void)dev;  // the host kernel needs no device; run copies through ctx->dev
-  const iron_host_kernel_t *host;
+  const iron_kernel_t *host;
   if (op->kind == IRON_OP_CUSTOM_CALL) {
     const char *target = iron_ir_op_string(op, "call_target_name");
     if (target && strcmp(target, "dce_sink") == 0) {
@@ -99,7 +89,7 @@ static iron_status_t staged_prepare_on(iron_device_t *dev,
           op, "for target \"%s\" on the cuda device (host-staged steps are "
           "off: IRON_CUDA_HOST_STAGED=0)", target);
   } else {
-    host = iron_host_kernel_lookup(op->kind);
+    host = iron_reference_kernel_lookup(op->kind);
     if (!host) return iron_ir_op_unimplemented(op, "on the cuda device");
     if (!iron_cuda_host_staged_enabled())
       return iron_ir_op_unimplemented(
@@ -122,7 +112,7 @@ static bool add_bytes(size_t *total, size_t n) {
   return true;
 }
 
-static iron_status_t staged_run(const iron_host_ctx_t *ctx, const void *params,
+static iron_status_t staged_run(const iron_kernel_ctx_t *ctx, const void *params,
                                 const iron_tensor_t *const *inputs,
                                 iron_tensor_t *const *outputs) {
   const staged_params_t *p = params;
@@ -209,7 +199,7 @@ done:
   return st;
 }
 
-const iron_host_kernel_t iron_cuda_host_staged_kernel = {
+const iron_kernel_t iron_cuda_host_staged_kernel = {
     .name = "host_staged",
     .prepare = NULL,
     .run = staged_run,

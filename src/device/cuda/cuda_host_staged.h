@@ -36,26 +36,26 @@ bool iron_cuda_host_staged_enabled(void);
 // `target` (the host callback kernel, or the host's custom_call kernel for
 // jaxlib's LAPACK and tridiagonal targets), or NULL when the host has none.
 // The host kernel's prepare may still refuse a variant of the target.
-const iron_host_kernel_t *iron_cuda_custom_call_host_kernel(
+const iron_kernel_t *iron_cuda_custom_call_host_kernel(
     const char *target);
 
 // Prepares `host` (a host kernel) for `op` and wraps its params for a
 // host-staged run; `out_params` are params of iron_cuda_host_staged_kernel.
 // Errors are the host prepare's (UNIMPLEMENTED naming the op).
-iron_status_t iron_cuda_host_staged_prepare(const iron_host_kernel_t *host,
+iron_status_t iron_cuda_host_staged_prepare(const iron_kernel_t *host,
                                             const iron_ir_op_t *op,
-                                            iron_host_region_t *const *regions,
+                                            iron_region_t *const *regions,
                                             void **out_params);
 
 // The wrapper kernel ("host_staged"), whose params come from
 // iron_cuda_host_staged_prepare. Its own prepare_on picks the host kernel:
 // for custom_call by target (iron_cuda_custom_call_host_kernel; "dce_sink"
 // becomes a step that does nothing), else the host kernel of op->kind.
-extern const iron_host_kernel_t iron_cuda_host_staged_kernel;
+extern const iron_kernel_t iron_cuda_host_staged_kernel;
 
 // The host kernel that wrapper params run (NULL: a step that does nothing).
 // For tests and diagnostics.
-const iron_host_kernel_t *iron_cuda_host_staged_inner(const void *params);
+const iron_kernel_t *iron_cuda_host_staged_inner(const void *params);
 
 // Registers the wrapper for custom_call and for the ops the host runs that
 // have no CUDA kernel (cholesky, triangular_solve).

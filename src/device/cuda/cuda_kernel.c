@@ -7,6 +7,7 @@
 #include "device/cuda/cuda_device.h"
 #include "device/cuda/cuda_fusion.h"
 #include "device/cuda/cuda_ops_gen.h"
+#include "device/cuda/cuda_ops_internal.h"
 
 static iron_cuda_kernel_table_t g_table;
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
@@ -139,6 +140,8 @@ static bool dus_fusable(const iron_ir_op_t *op) {
 }
 
 bool iron_cuda_fusable(const iron_ir_op_t *op) {
+  // A device loop is one kernel generated from the loop's own regions.
+  if (op->kind == IRON_OP_WHILE) return iron_cuda_while_kernel(op) != NULL;
   if (op->kind == IRON_OP_REDUCE) return reduce_fusable(op);
   if (op->kind == IRON_OP_DYNAMIC_UPDATE_SLICE) return dus_fusable(op);
   if (op->kind == IRON_OP_SLICE || op->kind == IRON_OP_TRANSPOSE ||
@@ -157,7 +160,7 @@ bool iron_cuda_fusable(const iron_ir_op_t *op) {
   return true;
 }
 
-const iron_host_kernel_t *iron_cuda_kernel_lookup(iron_op_kind_t kind) {
+const iron_kernel_t *iron_cuda_kernel_lookup(iron_op_kind_t kind) {
   pthread_once(&g_once, table_init);
   if ((int)kind < 0 || kind >= IRON_OP_COUNT) return NULL;
   return g_table[kind];

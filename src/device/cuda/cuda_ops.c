@@ -13,5 +13,6 @@ void iron_cuda_register_ops(iron_cuda_kernel_table_t table) {
   iron_cuda_register_reduce_precision(table);
   iron_cuda_register_conv(table);
   iron_cuda_register_fft(table);
+  iron_cuda_register_collective(table);
   iron_cuda_register_host_staged(table);
 }

@@ -70,6 +70,16 @@ iron_cuda_gen_type_t iron_cuda_gen_type_narrow(iron_dtype_t dt);
 // Appends the narrow helpers unless `t` holds them already.
 void iron_cuda_gen_narrow_helpers(iron_cuda_text_t *t);
 
+// --- while -------------------------------------------------------------------
+
+// A stablehlo.while whose carried values are all scalars as one kernel
+// `name(const S0 *in0, ..., S0 *out0, ...)` for one thread: the condition
+// and body regions (iron_cuda_gen_region_fn) alternate in a device loop.
+// UNIMPLEMENTED when a value is not a scalar or a region holds an op the
+// region generator does not translate.
+iron_status_t iron_cuda_gen_while(const char *name, const iron_ir_op_t *op,
+                                  char **out_src);
+
 // --- dot_general ------------------------------------------------------------
 
 // Packs a strided view into a dense row-major array, converting the dtype:
@@ -255,16 +265,18 @@ iron_status_t iron_cuda_gen_rng(const char *name, int32_t algorithm,
 
 // --- sort ---------------------------------------------------------------------
 
-// Rows longer than this are refused (one block sorts a row in shared
-// memory).
+// The longest row the one-block sort kernel takes (a row's index
+// permutation lives in shared memory). Longer rows take the device-wide
+// sorts of cuda_sort_program.h, which plans every CUDA sort.
 #define IRON_CUDA_SORT_MAX_ROW 16384
 
-// Stable sort of `num` operands of the same dims along `dimension` with the
-// comparator region (args: lhs0, rhs0, lhs1, rhs1, ...; returns pred):
-// bitonic network over an index permutation in shared memory, ties broken
-// by index (so the result is the stable order, as the host's merge sort).
-// Kernel `name(const S0 *in0, ..., S0 *out0, ...)`; outputs must not alias
-// inputs. Launch *out_grid blocks of *out_block threads.
+// The one-block kernel alone (cuda_sort_program.h's "block" algorithm with
+// the comparator region): a stable sort of `num` operands of the same dims
+// along `dimension`, rows up to IRON_CUDA_SORT_MAX_ROW (longer: refused).
+// Kernel `name(const S0 *in0, ..., S0 *out0, ..., iop_s64 dinner, iop_s64
+// n, iop_s64 rows, iop_s64 inner)` (dinner = inner: the results' layout);
+// outputs must not alias inputs. Launch *out_grid blocks of *out_block
+// threads.
 iron_status_t iron_cuda_gen_sort(const char *name, int32_t rank,
                                  const int64_t *dims, int32_t dimension,
                                  uint32_t num, const iron_dtype_t *dtypes,

@@ -16,13 +16,19 @@ void iron_cuda_register_window(iron_cuda_kernel_table_t table);
 void iron_cuda_register_reduce_precision(iron_cuda_kernel_table_t table);
 void iron_cuda_register_conv(iron_cuda_kernel_table_t table);
 void iron_cuda_register_fft(iron_cuda_kernel_table_t table);
+void iron_cuda_register_collective(iron_cuda_kernel_table_t table);
+
+// The device's while_kernel entry (cuda_while.c): the one-thread loop
+// kernel for a scalar while loop, or NULL. IRON_CUDA_DEVICE_LOOPS=0: NULL.
+const iron_kernel_t *iron_cuda_while_kernel(const iron_ir_op_t *op);
+bool iron_cuda_device_loops_enabled(void);
 
 // Points the region generators (iron_cuda_gen_set_module) at the module of
 // an op's compiled regions, for func.call in bodies; NULL clears it.
 static inline void iron_cuda_ops_region_module(
-    iron_host_region_t *const *regions) {
+    iron_region_t *const *regions) {
   iron_cuda_gen_set_module(regions && regions[0]
-                               ? iron_host_region_module(regions[0])
+                               ? regions[0]->module
                                : NULL);
 }
 

@@ -12,7 +12,7 @@ typedef struct rp_params {
 } rp_params_t;
 
 static iron_status_t rp_prepare_on(iron_device_t *base, const iron_ir_op_t *op,
-                                   iron_host_region_t *const *regions,
+                                   iron_region_t *const *regions,
                                    void **out_params) {
   (void)regions;
   iron_cuda_device_t *dev = iron_cuda_device_cast(base);
@@ -53,7 +53,7 @@ static iron_status_t rp_prepare_on(iron_device_t *base, const iron_ir_op_t *op,
   return IRON_OK;
 }
 
-static iron_status_t rp_run(const iron_host_ctx_t *ctx, const void *params,
+static iron_status_t rp_run(const iron_kernel_ctx_t *ctx, const void *params,
                             const iron_tensor_t *const *inputs,
                             iron_tensor_t *const *outputs) {
   const rp_params_t *p = params;
@@ -66,7 +66,7 @@ static iron_status_t rp_run(const iron_host_ctx_t *ctx, const void *params,
 
 // Element i is read before it is written by the same thread: in place is
 // fine.
-static const iron_host_kernel_t kReducePrecision = {
+static const iron_kernel_t kReducePrecision = {
     .name = "cuda_reduce_precision",
     .run = rp_run,
     .inplace_ok = true,

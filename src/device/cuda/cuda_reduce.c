@@ -16,7 +16,7 @@ typedef struct reduce_params {
 
 static iron_status_t reduce_prepare_on(iron_device_t *base,
                                        const iron_ir_op_t *op,
-                                       iron_host_region_t *const *regions,
+                                       iron_region_t *const *regions,
                                        void **out_params) {
   iron_cuda_device_t *dev = iron_cuda_device_cast(base);
   iron_dtype_t dts[8];
@@ -25,7 +25,7 @@ static iron_status_t reduce_prepare_on(iron_device_t *base,
   uint32_t num = op->num_results;
   const iron_ir_type_t *in0 = op->operands[0]->type;
   const iron_ir_region_t *body =
-      regions && regions[0] ? iron_host_region_ir(regions[0]) : &op->regions[0];
+      regions && regions[0] ? regions[0]->ir : &op->regions[0];
   reduce_params_t *p = calloc(1, sizeof(*p));
   if (!p) return IRON_ERR(RESOURCE_EXHAUSTED, "out of memory for params");
   p->num = num;
@@ -51,7 +51,7 @@ static iron_status_t reduce_prepare_on(iron_device_t *base,
   return IRON_OK;
 }
 
-static iron_status_t reduce_run(const iron_host_ctx_t *ctx, const void *params,
+static iron_status_t reduce_run(const iron_kernel_ctx_t *ctx, const void *params,
                                 const iron_tensor_t *const *inputs,
                                 iron_tensor_t *const *outputs) {
   const reduce_params_t *p = params;
@@ -65,7 +65,7 @@ static iron_status_t reduce_run(const iron_host_ctx_t *ctx, const void *params,
   return iron_cuda_launch(dev, p->fn, p->grid, 1, 1, p->block, 0, args);
 }
 
-static const iron_host_kernel_t kReduce = {.name = "cuda_reduce",
+static const iron_kernel_t kReduce = {.name = "cuda_reduce",
                                            .run = reduce_run,
                                            .prepare_on = reduce_prepare_on,
     .graph_capturable = true};

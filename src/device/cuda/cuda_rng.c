@@ -12,7 +12,7 @@ typedef struct rng_params {
 
 static iron_status_t rng_prepare_on(iron_device_t *base,
                                     const iron_ir_op_t *op,
-                                    iron_host_region_t *const *regions,
+                                    iron_region_t *const *regions,
                                     void **out_params) {
   (void)regions;
   iron_cuda_device_t *dev = iron_cuda_device_cast(base);
@@ -58,7 +58,7 @@ static iron_status_t rng_prepare_on(iron_device_t *base,
   return IRON_OK;
 }
 
-static iron_status_t rng_run(const iron_host_ctx_t *ctx, const void *params,
+static iron_status_t rng_run(const iron_kernel_ctx_t *ctx, const void *params,
                              const iron_tensor_t *const *inputs,
                              iron_tensor_t *const *outputs) {
   const rng_params_t *p = params;
@@ -69,7 +69,7 @@ static iron_status_t rng_run(const iron_host_ctx_t *ctx, const void *params,
 }
 
 // Not in place: every thread reads the state, one writes the new one.
-static const iron_host_kernel_t kRng = {.name = "cuda_rng_bit_generator",
+static const iron_kernel_t kRng = {.name = "cuda_rng_bit_generator",
                                         .run = rng_run,
                                         .prepare_on = rng_prepare_on,
     .graph_capturable = true};

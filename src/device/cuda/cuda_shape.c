@@ -309,7 +309,7 @@ static iron_status_t broadcast_common(iron_device_t *dev,
 
 static iron_status_t broadcast_in_dim_prepare(
     iron_device_t *dev, const iron_ir_op_t *op,
-    iron_host_region_t *const *regions, void **out_params) {
+    iron_region_t *const *regions, void **out_params) {
   (void)regions;
   IRON_RETURN_IF_ERROR_PLAIN(check_unary_move(op));
   int64_t bdims[IRON_MAX_RANK];
@@ -321,7 +321,7 @@ static iron_status_t broadcast_in_dim_prepare(
 
 static iron_status_t broadcast_prepare(iron_device_t *dev,
                                        const iron_ir_op_t *op,
-                                       iron_host_region_t *const *regions,
+                                       iron_region_t *const *regions,
                                        void **out_params) {
   (void)regions;
   IRON_RETURN_IF_ERROR_PLAIN(check_unary_move(op));
@@ -350,7 +350,7 @@ static iron_status_t broadcast_prepare(iron_device_t *dev,
 
 static iron_status_t transpose_prepare(iron_device_t *dev,
                                        const iron_ir_op_t *op,
-                                       iron_host_region_t *const *regions,
+                                       iron_region_t *const *regions,
                                        void **out_params) {
   (void)regions;
   IRON_RETURN_IF_ERROR_PLAIN(check_unary_move(op));
@@ -382,7 +382,7 @@ static iron_status_t transpose_prepare(iron_device_t *dev,
 }
 
 static iron_status_t slice_prepare(iron_device_t *dev, const iron_ir_op_t *op,
-                                   iron_host_region_t *const *regions,
+                                   iron_region_t *const *regions,
                                    void **out_params) {
   (void)regions;
   IRON_RETURN_IF_ERROR_PLAIN(check_unary_move(op));
@@ -427,7 +427,7 @@ static iron_status_t slice_prepare(iron_device_t *dev, const iron_ir_op_t *op,
 
 static iron_status_t reverse_prepare(iron_device_t *dev,
                                      const iron_ir_op_t *op,
-                                     iron_host_region_t *const *regions,
+                                     iron_region_t *const *regions,
                                      void **out_params) {
   (void)regions;
   IRON_RETURN_IF_ERROR_PLAIN(check_unary_move(op));
@@ -464,7 +464,7 @@ static iron_status_t reverse_prepare(iron_device_t *dev,
 // iota: a one-op fusion (the generator computes coordinates).
 
 static iron_status_t iota_prepare(iron_device_t *dev, const iron_ir_op_t *op,
-                                  iron_host_region_t *const *regions,
+                                  iron_region_t *const *regions,
                                   void **out_params) {
   (void)regions;
   IRON_RETURN_IF_ERROR_PLAIN(check_arity(op, 0, 1));
@@ -489,7 +489,7 @@ static iron_status_t iota_prepare(iron_device_t *dev, const iron_ir_op_t *op,
 
 static iron_status_t concatenate_prepare(iron_device_t *dev,
                                          const iron_ir_op_t *op,
-                                         iron_host_region_t *const *regions,
+                                         iron_region_t *const *regions,
                                          void **out_params) {
   (void)regions;
   if (op->num_operands < 1 || op->num_results != 1) {
@@ -570,7 +570,7 @@ static iron_status_t concatenate_prepare(iron_device_t *dev,
 // pad (edge padding may be negative; interior padding between elements).
 
 static iron_status_t pad_prepare(iron_device_t *dev, const iron_ir_op_t *op,
-                                 iron_host_region_t *const *regions,
+                                 iron_region_t *const *regions,
                                  void **out_params) {
   (void)regions;
   if (op->num_operands != 2 || op->num_results != 1) {
@@ -688,7 +688,7 @@ static void emit_start_params(iron_cuda_src_t *s, const iron_ir_op_t *op,
 
 static iron_status_t dynamic_slice_prepare(iron_device_t *dev,
                                            const iron_ir_op_t *op,
-                                           iron_host_region_t *const *regions,
+                                           iron_region_t *const *regions,
                                            void **out_params) {
   (void)regions;
   IRON_RETURN_IF_ERROR_PLAIN(check_unary_move(op));
@@ -745,7 +745,7 @@ typedef struct dus_params {
   bool full_update;  // the update covers the operand: the result is it
 } dus_params_t;
 
-static iron_status_t device_copy(const iron_host_ctx_t *ctx, void *dst,
+static iron_status_t device_copy(const iron_kernel_ctx_t *ctx, void *dst,
                                  const void *src, size_t n) {
   if (n == 0 || dst == src) return IRON_OK;
   iron_cuda_device_t *d = (iron_cuda_device_t *)ctx->dev;
@@ -761,7 +761,7 @@ static iron_status_t device_copy(const iron_host_ctx_t *ctx, void *dst,
 
 static iron_status_t dynamic_update_slice_prepare(
     iron_device_t *dev, const iron_ir_op_t *op,
-    iron_host_region_t *const *regions, void **out_params) {
+    iron_region_t *const *regions, void **out_params) {
   (void)regions;
   IRON_RETURN_IF_ERROR_PLAIN(check_unary_move(op));
   if (op->num_operands < 2) {
@@ -831,7 +831,7 @@ static iron_status_t dynamic_update_slice_prepare(
 }
 
 static iron_status_t dynamic_update_slice_run(
-    const iron_host_ctx_t *ctx, const void *params,
+    const iron_kernel_ctx_t *ctx, const void *params,
     const iron_tensor_t *const *inputs, iron_tensor_t *const *outputs) {
   const dus_params_t *p = params;
   // An update as large as the operand starts at 0 (clamped): the result is
@@ -865,7 +865,7 @@ typedef struct copy_params {
 
 static iron_status_t reshape_prepare(iron_device_t *dev,
                                      const iron_ir_op_t *op,
-                                     iron_host_region_t *const *regions,
+                                     iron_region_t *const *regions,
                                      void **out_params) {
   (void)dev;
   (void)regions;
@@ -882,7 +882,7 @@ static iron_status_t reshape_prepare(iron_device_t *dev,
   return IRON_OK;
 }
 
-static iron_status_t reshape_run(const iron_host_ctx_t *ctx,
+static iron_status_t reshape_run(const iron_kernel_ctx_t *ctx,
                                  const void *params,
                                  const iron_tensor_t *const *inputs,
                                  iron_tensor_t *const *outputs) {
@@ -893,7 +893,7 @@ static iron_status_t reshape_run(const iron_host_ctx_t *ctx,
 // ---------------------------------------------------------------------------
 
 #define SHAPE_KERNEL(var, nm, prep, rn, inplace) \
-  static const iron_host_kernel_t var = {        \
+  static const iron_kernel_t var = {        \
       .name = nm,                                \
       .run = rn,                                 \
       .inplace_ok = inplace,                     \

@@ -1,94 +1,126 @@
-// stablehlo.sort on the CUDA device (cuda_gen_sort.c): rows up to
-// IRON_CUDA_SORT_MAX_ROW elements; longer rows are refused at prepare.
+// stablehlo.sort on the CUDA device: the program of cuda_sort_program.c
+// (one-block bitonic rows, device-wide LSD radix or merge sort) requested at
+// prepare and replayed at run. Scratch comes from iron_storage_allocate and
+// is released (stream-ordered) before run returns, so a sort records into
+// a CUDA graph like any kernel.
 #include <stdlib.h>
 #include <string.h>
 
 #include "device/cuda/cuda_compile.h"
 #include "device/cuda/cuda_ops_gen.h"
 #include "device/cuda/cuda_ops_internal.h"
+#include "device/cuda/cuda_sort_program.h"
 
 typedef struct sort_params {
-  uint32_t num;
-  iron_cuda_function_t *fn;
-  unsigned grid, block;
-  bool empty;
+  iron_cuda_sort_program_t *prog;
+  iron_cuda_function_t **fns;  // per program kernel
 } sort_params_t;
+
+static void sort_destroy(void *params) {
+  sort_params_t *p = params;
+  if (!p) return;
+  iron_cuda_sort_program_destroy(p->prog);
+  free(p->fns);
+  free(p);
+}
 
 static iron_status_t sort_prepare_on(iron_device_t *base,
                                      const iron_ir_op_t *op,
-                                     iron_host_region_t *const *regions,
+                                     iron_region_t *const *regions,
                                      void **out_params) {
   iron_cuda_device_t *dev = iron_cuda_device_cast(base);
-  uint32_t num = op->num_operands;
-  if (num == 0 || op->num_results != num || op->num_regions != 1)
-    return IRON_ERR(INVALID_ARGUMENT, "%s: bad operand/result counts",
+  if (op->num_regions != 1)
+    return IRON_ERR(INVALID_ARGUMENT, "%s: expected one comparator region",
                     op->name);
-  if (num > 16)
-    return iron_ir_op_unimplemented(op, "on cuda for %u operands", num);
-  const iron_ir_type_t *t0 = op->operands[0]->type;
-  iron_dtype_t dts[16];
-  for (uint32_t i = 0; i < num; ++i) {
-    const iron_ir_type_t *t = op->operands[i]->type;
-    if (t->kind != IRON_TYPE_TENSOR || !iron_ir_type_is_static(t) ||
-        t->rank != t0->rank ||
-        memcmp(t->dims, t0->dims, sizeof(int64_t) * (size_t)t->rank))
-      return iron_ir_op_unimplemented(op, "on cuda for these operand types");
-    dts[i] = t->dtype;
-  }
-  int64_t dim = 0;
-  const iron_ir_attr_t *da = iron_ir_op_attr(op, "dimension");
-  if (da && !iron_ir_attr_as_i64(da, &dim))
-    return IRON_ERR(INVALID_ARGUMENT, "%s: bad dimension", op->name);
-  if (dim < 0) dim += t0->rank;
   const iron_ir_region_t *cmp =
-      regions && regions[0] ? iron_host_region_ir(regions[0]) : &op->regions[0];
+      regions && regions[0] ? regions[0]->ir : &op->regions[0];
+  iron_cuda_sort_options_t opts;
+  iron_cuda_sort_options_from_env(&opts);
   sort_params_t *p = calloc(1, sizeof(*p));
   if (!p) return IRON_ERR(RESOURCE_EXHAUSTED, "out of memory for params");
-  p->num = num;
-  p->empty = iron_ir_type_num_elements(t0) == 0;
-  char *src = NULL;
-  iron_status_t st = IRON_OK;
-  {
-    // A rank-0 sort is a row of one element (a copy).
-    int64_t one = 1;
-    bool r0 = t0->rank == 0;
-    iron_cuda_ops_region_module(regions);
-    st = iron_cuda_gen_sort("iron_sort", r0 ? 1 : t0->rank,
-                            r0 ? &one : t0->dims, r0 ? 0 : (int32_t)dim, num,
-                            dts, cmp, &src, &p->grid, &p->block);
-    iron_cuda_ops_region_module(NULL);
-    if (st) st = iron_cuda_ops_refused(op, st);
-  }
-  if (!st) st = iron_cuda_ops_request(dev, src, "iron_sort", &p->fn);
-  free(src);
+  iron_cuda_ops_region_module(regions);
+  iron_status_t st = iron_cuda_sort_program_create(op, cmp, &opts, &p->prog);
+  iron_cuda_ops_region_module(NULL);
   if (st) {
     free(p);
+    iron_status_code_t code = iron_status_code(st);
+    if (code == IRON_STATUS_INVALID_ARGUMENT) return st;
+    return iron_cuda_ops_refused(op, st);
+  }
+  if (p->prog->num_kernels) {
+    p->fns = calloc(p->prog->num_kernels, sizeof(*p->fns));
+    if (!p->fns) st = IRON_ERR(RESOURCE_EXHAUSTED, "out of memory");
+  }
+  // One module: every kernel of the program comes from the same source.
+  for (uint32_t i = 0; i < p->prog->num_kernels && !st; ++i)
+    st = iron_cuda_function_request(dev, p->prog->source, p->prog->kernels[i],
+                                    &p->fns[i]);
+  if (st) {
+    sort_destroy(p);
     return st;
   }
+  // The text is the compiler's now (it keeps its own copy).
+  free(p->prog->source);
+  p->prog->source = NULL;
   *out_params = p;
   return IRON_OK;
 }
 
-static iron_status_t sort_run(const iron_host_ctx_t *ctx, const void *params,
+static iron_status_t sort_run(const iron_kernel_ctx_t *ctx, const void *params,
                               const iron_tensor_t *const *inputs,
                               iron_tensor_t *const *outputs) {
   const sort_params_t *p = params;
-  if (p->empty) return IRON_OK;
+  const iron_cuda_sort_program_t *prog = p->prog;
+  if (prog->num_launches == 0) return IRON_OK;
   iron_cuda_device_t *dev = iron_cuda_device_cast(ctx->dev);
-  void *ptrs[32];
-  void *args[32];
-  for (uint32_t i = 0; i < p->num; ++i) {
-    ptrs[i] = inputs[i]->data;
-    ptrs[p->num + i] = outputs[i]->data;
+  iron_storage_t *scratch = NULL;
+  iron_status_t st = IRON_OK;
+  if (prog->scratch_bytes)
+    st = iron_storage_allocate(&dev->base, prog->scratch_bytes, &scratch);
+  // Launch arguments: pointers and integers, each in its own slot.
+  enum { MAX_ARGS = 2 * IRON_CUDA_SORT_MAX_OPERANDS + 8 };
+  union {
+    void *ptr;
+    long long i64;
+  } vals[MAX_ARGS];
+  void *args[MAX_ARGS];
+  for (uint32_t l = 0; l < prog->num_launches && !st; ++l) {
+    const iron_cuda_sort_launch_t *ln = &prog->launches[l];
+    if (ln->num_args > MAX_ARGS) {
+      st = IRON_ERR(INTERNAL, "cuda sort: %u launch arguments", ln->num_args);
+      break;
+    }
+    for (uint32_t a = 0; a < ln->num_args; ++a) {
+      const iron_cuda_sort_arg_t *ar = &prog->args[ln->first_arg + a];
+      switch (ar->kind) {
+        case IRON_CUDA_SORT_ARG_INPUT:
+          vals[a].ptr = inputs[ar->index]->data;
+          break;
+        case IRON_CUDA_SORT_ARG_OUTPUT:
+          vals[a].ptr = outputs[ar->index]->data;
+          break;
+        case IRON_CUDA_SORT_ARG_SCRATCH:
+          vals[a].ptr = (char *)scratch->data + ar->value;
+          break;
+        default:
+          vals[a].i64 = (long long)ar->value;
+          break;
+      }
+      args[a] = &vals[a];
+    }
+    st = iron_cuda_launch(dev, p->fns[ln->kernel], ln->grid, 1, 1, ln->block,
+                          0, args);
   }
-  for (uint32_t i = 0; i < 2 * p->num; ++i) args[i] = &ptrs[i];
-  return iron_cuda_launch(dev, p->fn, p->grid, 1, 1, p->block, 0, args);
+  // Stream-ordered free: back to the pool after the kernels that use it.
+  iron_storage_release(scratch);
+  return st;
 }
 
-static const iron_host_kernel_t kSort = {.name = "cuda_sort",
+static const iron_kernel_t kSort = {.name = "cuda_sort",
                                          .run = sort_run,
+                                         .destroy = sort_destroy,
                                          .prepare_on = sort_prepare_on,
-    .graph_capturable = true};
+                                         .graph_capturable = true};
 
 void iron_cuda_register_sort(iron_cuda_kernel_table_t table) {
   table[IRON_OP_SORT] = &kSort;

@@ -105,7 +105,7 @@ static bool detect_scan(const iron_window_plan_t *g, iron_op_kind_t kind,
 
 static iron_status_t window_prepare_on(iron_device_t *base,
                                        const iron_ir_op_t *op,
-                                       iron_host_region_t *const *regions,
+                                       iron_region_t *const *regions,
                                        void **out_params) {
   iron_cuda_device_t *dev = iron_cuda_device_cast(base);
   iron_window_plan_t g;
@@ -116,7 +116,7 @@ static iron_status_t window_prepare_on(iron_device_t *base,
   for (uint32_t i = 0; i < num; ++i) dts[i] = op->operands[i]->type->dtype;
   const iron_ir_type_t *ot = op->results[0].type;
   const iron_ir_region_t *body =
-      regions && regions[0] ? iron_host_region_ir(regions[0]) : &op->regions[0];
+      regions && regions[0] ? regions[0]->ir : &op->regions[0];
   window_params_t *p = calloc(1, sizeof(*p));
   if (!p) return IRON_ERR(RESOURCE_EXHAUSTED, "out of memory for params");
   p->num = num;
@@ -151,7 +151,7 @@ static iron_status_t window_prepare_on(iron_device_t *base,
   return IRON_OK;
 }
 
-static iron_status_t window_run(const iron_host_ctx_t *ctx, const void *params,
+static iron_status_t window_run(const iron_kernel_ctx_t *ctx, const void *params,
                                 const iron_tensor_t *const *inputs,
                                 iron_tensor_t *const *outputs) {
   const window_params_t *p = params;
@@ -171,7 +171,7 @@ typedef struct sas_params {
 } sas_params_t;
 
 static iron_status_t sas_prepare_on(iron_device_t *base, const iron_ir_op_t *op,
-                                    iron_host_region_t *const *regions,
+                                    iron_region_t *const *regions,
                                     void **out_params) {
   iron_cuda_device_t *dev = iron_cuda_device_cast(base);
   iron_window_plan_t g;
@@ -180,9 +180,9 @@ static iron_status_t sas_prepare_on(iron_device_t *base, const iron_ir_op_t *op,
   const iron_ir_type_t *in = g.in, *src_t = g.source;
   const iron_ir_type_t *ot = op->results[0].type;
   const iron_ir_region_t *sel =
-      regions && regions[0] ? iron_host_region_ir(regions[0]) : &op->regions[0];
+      regions && regions[0] ? regions[0]->ir : &op->regions[0];
   const iron_ir_region_t *sct =
-      regions && regions[1] ? iron_host_region_ir(regions[1]) : &op->regions[1];
+      regions && regions[1] ? regions[1]->ir : &op->regions[1];
   sas_params_t *p = calloc(1, sizeof(*p));
   if (!p) return IRON_ERR(RESOURCE_EXHAUSTED, "out of memory for params");
   int64_t count = iron_ir_type_num_elements(ot);
@@ -219,7 +219,7 @@ static iron_status_t sas_prepare_on(iron_device_t *base, const iron_ir_op_t *op,
   return IRON_OK;
 }
 
-static iron_status_t sas_run(const iron_host_ctx_t *ctx, const void *params,
+static iron_status_t sas_run(const iron_kernel_ctx_t *ctx, const void *params,
                              const iron_tensor_t *const *inputs,
                              iron_tensor_t *const *outputs) {
   const sas_params_t *p = params;
@@ -235,13 +235,13 @@ static iron_status_t sas_run(const iron_host_ctx_t *ctx, const void *params,
   return iron_cuda_launch(dev, p->fn, p->grid, 1, 1, 256, 0, args);
 }
 
-static const iron_host_kernel_t kSelectAndScatter = {
+static const iron_kernel_t kSelectAndScatter = {
     .name = "cuda_select_and_scatter",
     .run = sas_run,
     .prepare_on = sas_prepare_on,
     .graph_capturable = true};
 
-static const iron_host_kernel_t kReduceWindow = {
+static const iron_kernel_t kReduceWindow = {
     .name = "cuda_reduce_window",
     .run = window_run,
     .prepare_on = window_prepare_on,

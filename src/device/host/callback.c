@@ -97,7 +97,7 @@ static iron_status_t check_type(const iron_ir_op_t *op, const char *what,
 }
 
 static iron_status_t callback_prepare(const iron_ir_op_t *op,
-                                      iron_host_region_t *const *regions,
+                                      iron_region_t *const *regions,
                                       void **out_params) {
   (void)regions;
   const char *config = iron_ir_op_string(op, "backend_config");
@@ -137,7 +137,7 @@ static int32_t count_data(const iron_tensor_t *const *ts, uint32_t n) {
   return c;
 }
 
-static iron_status_t callback_run(const iron_host_ctx_t *ctx,
+static iron_status_t callback_run(const iron_kernel_ctx_t *ctx,
                                   const void *params,
                                   const iron_tensor_t *const *inputs,
                                   iron_tensor_t *const *outputs) {
@@ -191,7 +191,7 @@ static iron_status_t callback_run(const iron_host_ctx_t *ctx,
   return st;
 }
 
-static const iron_host_kernel_t kCallbackKernel = {
+static const iron_kernel_t kCallbackKernel = {
     /* .name = */ "host_callback",
     /* .prepare = */ callback_prepare,
     /* .run = */ callback_run,
@@ -200,9 +200,13 @@ static const iron_host_kernel_t kCallbackKernel = {
     /* .elementwise = */ false,
 };
 
-const iron_host_kernel_t *iron_host_callback_kernel_for_target(
+const iron_kernel_t *iron_host_callback_kernel_for_target(
     const char *target) {
   if (target && strcmp(target, IRON_HOST_CALLBACK_TARGET) == 0)
     return &kCallbackKernel;
   return NULL;
+}
+
+const iron_kernel_t *iron_reference_callback_kernel(const char *target) {
+  return iron_host_callback_kernel_for_target(target);
 }

@@ -63,7 +63,7 @@ __attribute__((visibility("default"))) int32_t iron_host_callback_pins(
 
 // The kernel for custom_call target `target` if it is a host-callback
 // target, else NULL. This is the hook for custom_call dispatch.
-const iron_host_kernel_t *iron_host_callback_kernel_for_target(
+const iron_kernel_t *iron_host_callback_kernel_for_target(
     const char *target);
 
 #ifdef __cplusplus

@@ -271,7 +271,7 @@ static bool rows_contiguous(const conv_params_t *p, int64_t out_b_size) {
 }
 
 static iron_status_t conv_prepare(const iron_ir_op_t *op,
-                                  iron_host_region_t *const *regions,
+                                  iron_region_t *const *regions,
                                   void **out_params) {
   (void)regions;
   iron_conv_plan_t cp;
@@ -649,7 +649,7 @@ static void add_into(iron_dtype_t cdt, void *c, const void *t, int64_t n) {
 // im2col + GEMM over chunks of rows and, when one row of patches alone is
 // large (weight gradients: the kernel spans the whole image), chunks of
 // kernel positions whose partial products are summed.
-static iron_status_t run_fast(const iron_host_ctx_t *ctx, conv_job_t *j) {
+static iron_status_t run_fast(const iron_kernel_ctx_t *ctx, conv_job_t *j) {
   const conv_params_t *p = j->p;
   size_t ces = iron_dtype_size(p->comp_dtype);
   int64_t kdim = p->ks_count * p->c_in_g;
@@ -719,7 +719,7 @@ done:
   return st;
 }
 
-static iron_status_t conv_run(const iron_host_ctx_t *ctx, const void *params,
+static iron_status_t conv_run(const iron_kernel_ctx_t *ctx, const void *params,
                               const iron_tensor_t *const *inputs,
                               iron_tensor_t *const *outputs) {
   const conv_params_t *p = params;
@@ -761,11 +761,11 @@ static iron_status_t conv_run(const iron_host_ctx_t *ctx, const void *params,
   return st;
 }
 
-static const iron_host_kernel_t kConv = {.name = "convolution",
+static const iron_kernel_t kConv = {.name = "convolution",
                                          .prepare = conv_prepare,
                                          .run = conv_run,
                                          .destroy = conv_destroy};
 
-void iron_host_register_conv(iron_host_kernel_table_t table) {
+void iron_host_register_conv(iron_kernel_table_t table) {
   table[IRON_OP_CONVOLUTION] = &kConv;
 }

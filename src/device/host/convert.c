@@ -125,7 +125,7 @@ iron_ew_loop_fn_t iron_ew_convert_loop(iron_dtype_t from, iron_dtype_t to) {
 }
 
 static iron_status_t cv_prepare(const iron_ir_op_t *op,
-                                iron_host_region_t *const *regions,
+                                iron_region_t *const *regions,
                                 void **out_params) {
   (void)regions;
   IRON_RETURN_IF_ERROR_PLAIN(iron_ew_check_shapes(op, 1));
@@ -196,7 +196,7 @@ static iron_status_t bc_run_sub(const bc_params_t *p, const iron_tensor_t *in,
 }
 
 static iron_status_t bc_prepare(const iron_ir_op_t *op,
-                                iron_host_region_t *const *regions,
+                                iron_region_t *const *regions,
                                 void **out_params) {
   (void)regions;
   if (op->num_operands != 1 || op->num_results != 1) {
@@ -244,7 +244,7 @@ static iron_status_t bc_prepare(const iron_ir_op_t *op,
   return IRON_OK;
 }
 
-static iron_status_t bc_run(const iron_host_ctx_t *ctx, const void *params,
+static iron_status_t bc_run(const iron_kernel_ctx_t *ctx, const void *params,
                             const iron_tensor_t *const *inputs,
                             iron_tensor_t *const *outputs) {
   (void)ctx;
@@ -260,7 +260,7 @@ static iron_status_t bc_run(const iron_host_ctx_t *ctx, const void *params,
   return IRON_OK;
 }
 
-static iron_status_t cv_run(const iron_host_ctx_t *ctx, const void *params,
+static iron_status_t cv_run(const iron_kernel_ctx_t *ctx, const void *params,
                             const iron_tensor_t *const *inputs,
                             iron_tensor_t *const *outputs) {
   if (*(const uint32_t *)params == IRON_EW_NARROW_MAGIC) {
@@ -269,7 +269,7 @@ static iron_status_t cv_run(const iron_host_ctx_t *ctx, const void *params,
   return iron_ew_run(ctx, params, inputs, outputs);
 }
 
-static const iron_host_kernel_t kConvertKernel = {
+static const iron_kernel_t kConvertKernel = {
     .name = "convert",
     .prepare = cv_prepare,
     .run = cv_run,
@@ -279,7 +279,7 @@ static const iron_host_kernel_t kConvertKernel = {
 };
 
 // Not element-wise: the element counts differ when the element sizes do.
-static const iron_host_kernel_t kBitcastKernel = {
+static const iron_kernel_t kBitcastKernel = {
     .name = "bitcast_convert",
     .prepare = bc_prepare,
     .run = bc_run,
@@ -288,7 +288,7 @@ static const iron_host_kernel_t kBitcastKernel = {
     .elementwise = false,
 };
 
-void iron_host_register_convert(iron_host_kernel_table_t table) {
+void iron_host_register_convert(iron_kernel_table_t table) {
   table[IRON_OP_CONVERT] = &kConvertKernel;
   table[IRON_OP_BITCAST_CONVERT] = &kBitcastKernel;
 }

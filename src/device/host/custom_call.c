@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "base/arena.h"
+#include "device/host/callback.h"
 #include "device/host/ew_common.h"
 
 typedef struct {
@@ -34,7 +35,7 @@ static iron_status_t dce_sink_prepare(const iron_ir_op_t *op,
   *out_params = NULL;
   return IRON_OK;
 }
-static iron_status_t dce_sink_run(const iron_host_ctx_t *ctx,
+static iron_status_t dce_sink_run(const iron_kernel_ctx_t *ctx,
                                   const void *params,
                                   const iron_tensor_t *const *inputs,
                                   iron_tensor_t *const *outputs) {
@@ -149,7 +150,7 @@ static void cc_destroy(void *p) {
 }
 
 static iron_status_t cc_prepare(const iron_ir_op_t *op,
-                                iron_host_region_t *const *regions,
+                                iron_region_t *const *regions,
                                 void **out_params) {
   const char *name = iron_ir_op_string(op, "call_target_name");
   const iron_host_custom_call_target_t *target = find_target(name);
@@ -191,7 +192,7 @@ static iron_status_t cc_prepare(const iron_ir_op_t *op,
   return IRON_OK;
 }
 
-static iron_status_t cc_run(const iron_host_ctx_t *ctx, const void *params,
+static iron_status_t cc_run(const iron_kernel_ctx_t *ctx, const void *params,
                             const iron_tensor_t *const *inputs,
                             iron_tensor_t *const *outputs) {
   const cc_params_t *p = params;
@@ -250,7 +251,7 @@ done:
   return st;
 }
 
-static const iron_host_kernel_t kCustomCall = {
+static const iron_kernel_t kCustomCall = {
     /* .name = */ "custom_call",
     /* .prepare = */ cc_prepare,
     /* .run = */ cc_run,
@@ -259,6 +260,18 @@ static const iron_host_kernel_t kCustomCall = {
     /* .elementwise = */ false,
 };
 
-void iron_host_register_custom_call(iron_host_kernel_table_t table) {
+void iron_host_register_custom_call(iron_kernel_table_t table) {
   table[IRON_OP_CUSTOM_CALL] = &kCustomCall;
+}
+
+const iron_kernel_t *iron_reference_custom_call_kernel(const char *target) {
+  if (!target) return NULL;
+  const iron_kernel_t *k = iron_host_callback_kernel_for_target(target);
+  if (k) return k;
+  // The host's custom_call kernel serves jaxlib's LAPACK targets and
+  // tridiagonal_solve_perturbed (in their declared layouts).
+  if (iron_host_custom_call_lapack_find(target) ||
+      iron_host_custom_call_tridiag_find(target))
+    return iron_host_kernel_lookup(IRON_OP_CUSTOM_CALL);
+  return NULL;
 }

@@ -20,8 +20,8 @@ typedef struct iron_host_custom_call_target {
   // Compile time: validate the op (types, attributes, layouts) and build
   // params. Unsupported variants return iron_ir_op_unimplemented.
   iron_status_t (*prepare)(const iron_ir_op_t *op, void **out_params);
-  // Execute time, as iron_host_kernel_t.run but in declared layouts.
-  iron_status_t (*run)(const iron_host_ctx_t *ctx, const void *params,
+  // Execute time, as iron_kernel_t.run but in declared layouts.
+  iron_status_t (*run)(const iron_kernel_ctx_t *ctx, const void *params,
                        const iron_tensor_t *const *inputs,
                        iron_tensor_t *const *outputs);
   void (*destroy)(void *params);  // optional: NULL means free()

@@ -719,7 +719,7 @@ static iron_status_t run_trsm(const lp_params_t *p, const iron_tensor_t *const *
   return IRON_OK;
 }
 
-static iron_status_t lp_run(const iron_host_ctx_t *ctx, const void *params,
+static iron_status_t lp_run(const iron_kernel_ctx_t *ctx, const void *params,
                             const iron_tensor_t *const *in,
                             iron_tensor_t *const *out) {
   const lp_params_t *p = params;

@@ -165,7 +165,7 @@ TSP_DEFINE(c128, double complex, double, cabs, fabs, creal, DBL_EPSILON, DBL_MIN
 
 #undef TSP_DEFINE
 
-static iron_status_t tsp_run(const iron_host_ctx_t *ctx, const void *params,
+static iron_status_t tsp_run(const iron_kernel_ctx_t *ctx, const void *params,
                              const iron_tensor_t *const *in,
                              iron_tensor_t *const *out) {
   (void)ctx;

@@ -353,7 +353,7 @@ static iron_status_t dot_prepare_dims(
 }
 
 static iron_status_t dot_general_prepare(const iron_ir_op_t *op,
-                                         iron_host_region_t *const *regions,
+                                         iron_region_t *const *regions,
                                          void **out_params) {
   int64_t lb[IRON_MAX_RANK], rb[IRON_MAX_RANK], lc[IRON_MAX_RANK],
       rc[IRON_MAX_RANK];
@@ -371,7 +371,7 @@ static iron_status_t dot_general_prepare(const iron_ir_op_t *op,
 
 // stablehlo.dot: lhs rank 1 or 2 contracts its last dim with rhs dim 0.
 static iron_status_t dot_prepare(const iron_ir_op_t *op,
-                                 iron_host_region_t *const *regions,
+                                 iron_region_t *const *regions,
                                  void **out_params) {
   if (op->num_operands != 2)
     return IRON_ERR(INVALID_ARGUMENT, "%s: expected 2 operands", op->name);
@@ -406,7 +406,7 @@ static iron_status_t materialize(const dot_params_t *p, const operand_plan_t *o,
   return IRON_OK;
 }
 
-static iron_status_t dot_run(const iron_host_ctx_t *ctx, const void *params,
+static iron_status_t dot_run(const iron_kernel_ctx_t *ctx, const void *params,
                              const iron_tensor_t *const *inputs,
                              iron_tensor_t *const *outputs) {
   const dot_params_t *p = params;
@@ -439,12 +439,12 @@ static iron_status_t dot_run(const iron_host_ctx_t *ctx, const void *params,
   return st;
 }
 
-static const iron_host_kernel_t kDotGeneral = {
+static const iron_kernel_t kDotGeneral = {
     .name = "dot_general", .prepare = dot_general_prepare, .run = dot_run};
-static const iron_host_kernel_t kDot = {
+static const iron_kernel_t kDot = {
     .name = "dot", .prepare = dot_prepare, .run = dot_run};
 
-void iron_host_register_dot(iron_host_kernel_table_t table) {
+void iron_host_register_dot(iron_kernel_table_t table) {
   table[IRON_OP_DOT_GENERAL] = &kDotGeneral;
   table[IRON_OP_DOT] = &kDot;
 }

@@ -541,7 +541,7 @@ static bool ew_libm_exp(void) {
 }
 
 static iron_status_t ew_unary_prepare(const iron_ir_op_t *op,
-                                      iron_host_region_t *const *regions,
+                                      iron_region_t *const *regions,
                                       void **out_params) {
   (void)regions;
   if (op->num_operands == 1 && op->operands[0]->type && ew_libm_exp() &&
@@ -556,7 +556,7 @@ static iron_status_t ew_unary_prepare(const iron_ir_op_t *op,
 }
 
 static iron_status_t ew_binary_prepare(const iron_ir_op_t *op,
-                                       iron_host_region_t *const *regions,
+                                       iron_region_t *const *regions,
                                        void **out_params) {
   (void)regions;
   return ew_prepare_table(op, kBinary, sizeof(kBinary) / sizeof(kBinary[0]),
@@ -564,7 +564,7 @@ static iron_status_t ew_binary_prepare(const iron_ir_op_t *op,
 }
 
 static iron_status_t ew_clamp_prepare(const iron_ir_op_t *op,
-                                      iron_host_region_t *const *regions,
+                                      iron_region_t *const *regions,
                                       void **out_params) {
   (void)regions;
   return ew_prepare_table(op, kClamp, sizeof(kClamp) / sizeof(kClamp[0]), 3,
@@ -572,7 +572,7 @@ static iron_status_t ew_clamp_prepare(const iron_ir_op_t *op,
 }
 
 static iron_status_t ew_compare_prepare(const iron_ir_op_t *op,
-                                        iron_host_region_t *const *regions,
+                                        iron_region_t *const *regions,
                                         void **out_params) {
   (void)regions;
   IRON_RETURN_IF_ERROR_PLAIN(iron_ew_check_shapes(op, 2));
@@ -616,7 +616,7 @@ static iron_status_t ew_compare_prepare(const iron_ir_op_t *op,
 }
 
 static iron_status_t ew_select_prepare(const iron_ir_op_t *op,
-                                       iron_host_region_t *const *regions,
+                                       iron_region_t *const *regions,
                                        void **out_params) {
   (void)regions;
   IRON_RETURN_IF_ERROR_PLAIN(iron_ew_check_shapes(op, 3));
@@ -640,7 +640,7 @@ static iron_status_t ew_select_prepare(const iron_ir_op_t *op,
 
 // Params of the narrow-dtype ops (ew_narrow.h) start with their magic;
 // iron_ew_params_t's is 0.
-static iron_status_t ew_run(const iron_host_ctx_t *ctx, const void *params,
+static iron_status_t ew_run(const iron_kernel_ctx_t *ctx, const void *params,
                             const iron_tensor_t *const *inputs,
                             iron_tensor_t *const *outputs) {
   if (*(const uint32_t *)params == IRON_EW_WRAP_MAGIC) {
@@ -649,7 +649,7 @@ static iron_status_t ew_run(const iron_host_ctx_t *ctx, const void *params,
   return iron_ew_run(ctx, params, inputs, outputs);
 }
 
-static const iron_host_kernel_t kUnaryKernel = {
+static const iron_kernel_t kUnaryKernel = {
     .name = "elementwise_unary",
     .prepare = ew_unary_prepare,
     .run = ew_run,
@@ -657,7 +657,7 @@ static const iron_host_kernel_t kUnaryKernel = {
     .inplace_ok = true,
     .elementwise = true,
 };
-static const iron_host_kernel_t kBinaryKernel = {
+static const iron_kernel_t kBinaryKernel = {
     .name = "elementwise_binary",
     .prepare = ew_binary_prepare,
     .run = ew_run,
@@ -665,7 +665,7 @@ static const iron_host_kernel_t kBinaryKernel = {
     .inplace_ok = true,
     .elementwise = true,
 };
-static const iron_host_kernel_t kCompareKernel = {
+static const iron_kernel_t kCompareKernel = {
     .name = "compare",
     .prepare = ew_compare_prepare,
     .run = ew_run,
@@ -673,7 +673,7 @@ static const iron_host_kernel_t kCompareKernel = {
     .inplace_ok = true,
     .elementwise = true,
 };
-static const iron_host_kernel_t kSelectKernel = {
+static const iron_kernel_t kSelectKernel = {
     .name = "select",
     .prepare = ew_select_prepare,
     .run = ew_run,
@@ -681,7 +681,7 @@ static const iron_host_kernel_t kSelectKernel = {
     .inplace_ok = true,
     .elementwise = true,
 };
-static const iron_host_kernel_t kClampKernel = {
+static const iron_kernel_t kClampKernel = {
     .name = "clamp",
     .prepare = ew_clamp_prepare,
     .run = ew_run,
@@ -690,7 +690,7 @@ static const iron_host_kernel_t kClampKernel = {
     .elementwise = true,
 };
 
-void iron_host_register_elementwise(iron_host_kernel_table_t table) {
+void iron_host_register_elementwise(iron_kernel_table_t table) {
   for (size_t i = 0; i < sizeof(kUnary) / sizeof(kUnary[0]); ++i) {
     table[kUnary[i].op] = &kUnaryKernel;
   }

@@ -71,7 +71,7 @@ static void iron_ew_task_chunk(void *arg, int64_t begin, int64_t end) {
   iron_ew_fpenv_leave(env);
 }
 
-iron_status_t iron_ew_run(const iron_host_ctx_t *ctx, const void *params,
+iron_status_t iron_ew_run(const iron_kernel_ctx_t *ctx, const void *params,
                           const iron_tensor_t *const *inputs,
                           iron_tensor_t *const *outputs) {
   const iron_ew_params_t *p = params;

@@ -36,7 +36,7 @@ typedef struct iron_ew_params {
 } iron_ew_params_t;
 
 // Checks counts, picks the variant and runs it (in parallel when large).
-iron_status_t iron_ew_run(const iron_host_ctx_t *ctx, const void *params,
+iron_status_t iron_ew_run(const iron_kernel_ctx_t *ctx, const void *params,
                           const iron_tensor_t *const *inputs,
                           iron_tensor_t *const *outputs);
 

@@ -12,8 +12,16 @@
 // regular convert loops on the other side.
 //
 // f8E8M0FNU has its own rules (e8m0_* below, also measured; halfway cases
-// round up). The f6 types are refused (jax cannot transfer f6 arrays, so
-// their rounding is not verified).
+// round up).
+//
+// f6E2M3FN and f6E3M2FN (no inf, no NaN) convert like f4E2M1FN: round to
+// nearest even, overflow saturates, NaN -> the sign bit alone; that is
+// ml_dtypes' rounding. XLA:CPU (jax 0.11.2) has no more than that for them:
+// in range its converts to f6 agree, past the largest finite value it
+// gives +-0 (100 -> 0, -inf -> -0), and it cannot compile converts from f6
+// nor any arithmetic on them ("Invalid bitcast i6 to i8", "failed to
+// legalize arith.addf"). iron converts both ways (as ml_dtypes) and
+// refuses f6 arithmetic, dot and convolution as XLA:CPU does.
 #include "device/host/ew_narrow.h"
 
 #include "base/half.h"
@@ -43,7 +51,14 @@ static const nf_format_t kFormats[] = {
     {IRON_DTYPE_F8E5M2FNUZ, 5, 2, 16, NF_FNUZ},
     {IRON_DTYPE_F8E4M3B11FNUZ, 4, 3, 11, NF_FNUZ},
     {IRON_DTYPE_F4E2M1FN, 2, 1, 1, NF_SAT},
+    {IRON_DTYPE_F6E2M3FN, 2, 3, 1, NF_SAT},
+    {IRON_DTYPE_F6E3M2FN, 3, 2, 3, NF_SAT},
 };
+
+// Only converts take the f6 formats (see the top of the file).
+static bool nf_is_f6(iron_dtype_t dt) {
+  return dt == IRON_DTYPE_F6E2M3FN || dt == IRON_DTYPE_F6E3M2FN;
+}
 #define NF_NUM_FORMATS (sizeof(kFormats) / sizeof(kFormats[0]))
 
 static const nf_format_t *nf_format(iron_dtype_t dt) {
@@ -298,7 +313,7 @@ static void nr_chunk(void *arg, int64_t begin, int64_t end) {
   iron_ew_fpenv_leave(env);
 }
 
-static iron_status_t nr_run(const iron_host_ctx_t *ctx, const void *params,
+static iron_status_t nr_run(const iron_kernel_ctx_t *ctx, const void *params,
                             const iron_tensor_t *const *inputs,
                             iron_tensor_t *const *outputs) {
   const nr_params_t *p = params;
@@ -392,7 +407,7 @@ static bool nr_init(iron_dtype_t from, iron_dtype_t to,
   // (f32/f64 NaN give S.11111.10).
   p->nan_all_ones = p->dfmt && p->dfmt->dt == IRON_DTYPE_F8E5M2 &&
                     (from == IRON_DTYPE_F16 || from == IRON_DTYPE_BF16);
-  p->sat_max_is_inf = p->sfmt && p->sfmt->kind == NF_SAT &&
+  p->sat_max_is_inf = p->sfmt && p->sfmt->dt == IRON_DTYPE_F4E2M1FN &&
                       (d_int || iron_dtype_is_int(to));
   iron_dtype_t mid = p->via_int ? IRON_DTYPE_S64 : IRON_DTYPE_F64;
   if (!s_narrow && !(p->e8m0_dst && p->e8m0_in_bits)) {
@@ -424,7 +439,7 @@ iron_status_t iron_ew_narrow_prepare(const iron_ir_op_t *op,
   return IRON_OK;
 }
 
-iron_status_t iron_ew_narrow_run(const iron_host_ctx_t *ctx,
+iron_status_t iron_ew_narrow_run(const iron_kernel_ctx_t *ctx,
                                  const void *params,
                                  const iron_tensor_t *const *inputs,
                                  iron_tensor_t *const *outputs) {
@@ -444,7 +459,9 @@ uint8_t iron_ew_narrow_encode(iron_dtype_t dt, double v) {
   return f ? nf_encode(f, v) : 0;
 }
 
-bool iron_ew_narrow_is_float(iron_dtype_t dt) { return nf_format(dt) != NULL; }
+bool iron_ew_narrow_is_float(iron_dtype_t dt) {
+  return nf_format(dt) != NULL && !nf_is_f6(dt);
+}
 
 uint8_t iron_ew_narrow_store_f32(iron_dtype_t dt, float v) {
   const nf_format_t *f = nf_format(dt);
@@ -487,7 +504,7 @@ uint8_t iron_ew_narrow_dot_store(iron_dtype_t dt, float v) {
 iron_dtype_t iron_ew_narrow_wide(iron_dtype_t dt) {
   if (dt == IRON_DTYPE_S4) return IRON_DTYPE_S8;
   if (dt == IRON_DTYPE_U4) return IRON_DTYPE_U8;
-  if (nf_format(dt)) return IRON_DTYPE_F16;
+  if (nf_format(dt) && !nf_is_f6(dt)) return IRON_DTYPE_F16;
   if (dt == IRON_DTYPE_F8E8M0FNU) return IRON_DTYPE_F32;
   return IRON_DTYPE_INVALID;
 }
@@ -555,7 +572,7 @@ static void nw_chunk(void *arg, int64_t begin, int64_t end) {
   iron_ew_fpenv_leave(env);
 }
 
-iron_status_t iron_ew_narrow_wrap_run(const iron_host_ctx_t *ctx,
+iron_status_t iron_ew_narrow_wrap_run(const iron_kernel_ctx_t *ctx,
                                       const void *params,
                                       const iron_tensor_t *const *inputs,
                                       iron_tensor_t *const *outputs) {

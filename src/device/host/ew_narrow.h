@@ -1,4 +1,4 @@
-// convert from/to the narrow dtypes (f8 family, f4E2M1FN, s4/u4/s2/u2),
+// convert from/to the narrow dtypes (f8 family, f4E2M1FN, f6, s4/u4/s2/u2),
 // used by the convert kernel (convert.c). See ew_narrow.c for semantics.
 #ifndef IRON_DEVICE_HOST_EW_NARROW_H_
 #define IRON_DEVICE_HOST_EW_NARROW_H_
@@ -16,11 +16,11 @@ typedef iron_ew_loop_fn_t (*iron_ew_convert_lookup_fn_t)(iron_dtype_t from,
 // True for the dtypes handled here.
 bool iron_ew_narrow_is(iron_dtype_t dt);
 // Prepares convert(op) where operand or result is narrow; UNIMPLEMENTED for
-// the narrow dtypes not handled (f6*, f8E8M0FNU -> s4/u4/s2/u2).
+// the pairs not handled (f8E8M0FNU -> s4/u4/s2/u2).
 iron_status_t iron_ew_narrow_prepare(const iron_ir_op_t *op,
                                      iron_ew_convert_lookup_fn_t lookup,
                                      void **out_params);
-iron_status_t iron_ew_narrow_run(const iron_host_ctx_t *ctx,
+iron_status_t iron_ew_narrow_run(const iron_kernel_ctx_t *ctx,
                                  const void *params,
                                  const iron_tensor_t *const *inputs,
                                  iron_tensor_t *const *outputs);
@@ -28,7 +28,7 @@ iron_status_t iron_ew_narrow_run(const iron_host_ctx_t *ctx,
 // The regular (non-narrow) convert loop from -> to of convert.c, or NULL.
 iron_ew_loop_fn_t iron_ew_convert_loop(iron_dtype_t from, iron_dtype_t to);
 
-// Value of a narrow float encoding (f8 family, f4E2M1FN).
+// Value of a narrow float encoding (f8 family, f4E2M1FN, f6).
 double iron_ew_narrow_decode(iron_dtype_t dt, unsigned bits);
 // Narrow float encoding of v, rounded as convert f64 -> dt does.
 uint8_t iron_ew_narrow_encode(iron_dtype_t dt, double v);
@@ -65,7 +65,8 @@ bool iron_ew_narrow_dot_mix_ok(iron_dtype_t lhs, iron_dtype_t rhs,
 #define IRON_EW_WRAP_MAGIC 0x4e57u
 
 // The dtype dt is computed in, or INVALID where not handled here (s2/u2,
-// which XLA:CPU computes natively in 2 bits; the f6 types).
+// which XLA:CPU computes natively in 2 bits; the f6 types, which XLA:CPU
+// has no arithmetic for).
 iron_dtype_t iron_ew_narrow_wide(iron_dtype_t dt);
 // Params (freed with free()) for an op with num_inputs inputs of dtypes
 // in[i]: each input whose dtype differs from in_wide[i] is converted to it,
@@ -78,7 +79,7 @@ iron_status_t iron_ew_narrow_wrap_create(int num_inputs,
                                          iron_dtype_t out,
                                          const iron_ew_loop_fn_t *fns,
                                          void **out_params);
-iron_status_t iron_ew_narrow_wrap_run(const iron_host_ctx_t *ctx,
+iron_status_t iron_ew_narrow_wrap_run(const iron_kernel_ctx_t *ctx,
                                       const void *params,
                                       const iron_tensor_t *const *inputs,
                                       iron_tensor_t *const *outputs);

@@ -135,7 +135,7 @@ static uint64_t fft_plan_bytes(int64_t n, bool wide) {
 }
 
 static iron_status_t fft_prepare(const iron_ir_op_t *op,
-                                 iron_host_region_t *const *regions,
+                                 iron_region_t *const *regions,
                                  void **out_params) {
   (void)regions;
   iron_fft_plan_t fp;
@@ -243,7 +243,7 @@ static iron_status_t fft_real_axis(const fft_params_t *p,
   return lines_f(pool, job, lines);
 }
 
-static iron_status_t fft_run(const iron_host_ctx_t *ctx, const void *params,
+static iron_status_t fft_run(const iron_kernel_ctx_t *ctx, const void *params,
                              const iron_tensor_t *const *inputs,
                              iron_tensor_t *const *outputs) {
   const fft_params_t *p = params;
@@ -307,7 +307,7 @@ static iron_status_t fft_run(const iron_host_ctx_t *ctx, const void *params,
   }
 }
 
-static const iron_host_kernel_t kFftKernel = {
+static const iron_kernel_t kFftKernel = {
     .name = "fft",
     .prepare = fft_prepare,
     .run = fft_run,
@@ -316,6 +316,6 @@ static const iron_host_kernel_t kFftKernel = {
     .elementwise = false,
 };
 
-void iron_host_register_fft(iron_host_kernel_table_t table) {
+void iron_host_register_fft(iron_kernel_table_t table) {
   table[IRON_OP_FFT] = &kFftKernel;
 }

@@ -8,14 +8,14 @@
 #include "device/host/host_kernel.h"
 
 typedef struct {
-  const iron_host_region_t *region;
+  const iron_region_t *region;
 } fusion_params_t;
 
 static iron_status_t fusion_prepare(const iron_ir_op_t *op,
-                                    iron_host_region_t *const *regions,
+                                    iron_region_t *const *regions,
                                     void **out_params) {
   if (op->num_regions != 1 || !regions ||
-      !iron_host_region_is_elementwise(regions[0]))
+      !regions[0]->elementwise)
     return iron_ir_op_unimplemented(op, "with a region that is not "
                                         "element-wise");
   fusion_params_t *p = malloc(sizeof(*p));
@@ -25,25 +25,25 @@ static iron_status_t fusion_prepare(const iron_ir_op_t *op,
   return IRON_OK;
 }
 
-static iron_status_t fusion_run(const iron_host_ctx_t *ctx, const void *params,
+static iron_status_t fusion_run(const iron_kernel_ctx_t *ctx, const void *params,
                                 const iron_tensor_t *const *inputs,
                                 iron_tensor_t *const *outputs) {
   const fusion_params_t *p = params;
   return ctx->call_region(ctx, p->region, inputs, outputs);
 }
 
-static const iron_host_kernel_t kFusion = {
+static const iron_kernel_t kFusion = {
     .name = "fusion",
     .prepare = fusion_prepare,
     .run = fusion_run,
 };
 
-void iron_host_register_fusion(iron_host_kernel_table_t table) {
+void iron_host_register_fusion(iron_kernel_table_t table) {
   table[IRON_OP_FUSION] = &kFusion;
 }
 
 bool iron_host_fusable_for_testing(const iron_ir_op_t *op) {
-  const iron_host_kernel_t *k = iron_host_kernel_lookup(op->kind);
+  const iron_kernel_t *k = iron_host_kernel_lookup(op->kind);
   if (!k || !k->elementwise || op->num_results != 1) return false;
   // Same shape in and out: no implicit broadcasting inside the region.
   for (uint32_t i = 0; i < op->num_operands; ++i)

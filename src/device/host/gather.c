@@ -38,7 +38,7 @@ typedef struct gather_params {
 #define GATHER_BAD(...) IRON_ERR(INVALID_ARGUMENT, "stablehlo.gather: " __VA_ARGS__)
 
 static iron_status_t gather_prepare(const iron_ir_op_t *op,
-                                    iron_host_region_t *const *regions,
+                                    iron_region_t *const *regions,
                                     void **out_params) {
   (void)regions;
   *out_params = NULL;
@@ -229,7 +229,7 @@ static void gather_points(void *arg, int64_t begin, int64_t end) {
   }
 }
 
-static iron_status_t gather_run(const iron_host_ctx_t *ctx, const void *params,
+static iron_status_t gather_run(const iron_kernel_ctx_t *ctx, const void *params,
                                 const iron_tensor_t *const *inputs,
                                 iron_tensor_t *const *outputs) {
   const gather_params_t *p = params;
@@ -245,7 +245,7 @@ static iron_status_t gather_run(const iron_host_ctx_t *ctx, const void *params,
   return NULL;
 }
 
-static const iron_host_kernel_t kGatherKernel = {
+static const iron_kernel_t kGatherKernel = {
     .name = "gather",
     .prepare = gather_prepare,
     .run = gather_run,
@@ -254,7 +254,7 @@ static const iron_host_kernel_t kGatherKernel = {
     .elementwise = false,
 };
 
-void iron_host_register_gather(iron_host_kernel_table_t table) {
+void iron_host_register_gather(iron_kernel_table_t table) {
   table[IRON_OP_GATHER] = &kGatherKernel;
   table[IRON_OP_SCATTER] = &iron_host_scatter_kernel;
 }

@@ -11,7 +11,7 @@
 
 #include "device/host/host_kernel.h"
 
-extern const iron_host_kernel_t iron_host_scatter_kernel;
+extern const iron_kernel_t iron_host_scatter_kernel;
 
 static inline bool iron_gather_index_dtype_ok(iron_dtype_t dt) {
   switch (dt) {

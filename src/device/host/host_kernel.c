@@ -2,7 +2,7 @@
 
 #include <pthread.h>
 
-static iron_host_kernel_table_t g_table;
+static iron_kernel_table_t g_table;
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
 
 static void init_table(void) {
@@ -24,8 +24,13 @@ static void init_table(void) {
   iron_host_register_collective(g_table);
 }
 
-const iron_host_kernel_t *iron_host_kernel_lookup(iron_op_kind_t kind) {
+const iron_kernel_t *iron_host_kernel_lookup(iron_op_kind_t kind) {
   pthread_once(&g_once, init_table);
   if ((unsigned)kind >= IRON_OP_COUNT) return NULL;
   return g_table[kind];
+}
+
+// The reference kernels of device/kernel.h are the host's.
+const iron_kernel_t *iron_reference_kernel_lookup(iron_op_kind_t kind) {
+  return iron_host_kernel_lookup(kind);
 }

@@ -66,7 +66,7 @@ typedef struct {
 } chol_params_t;
 
 static iron_status_t chol_prepare(const iron_ir_op_t *op,
-                                  iron_host_region_t *const *regions,
+                                  iron_region_t *const *regions,
                                   void **out_params) {
   const iron_ir_type_t *t = op->operands[0]->type;
   if (op->num_operands != 1 || op->num_results != 1 ||
@@ -83,7 +83,7 @@ static iron_status_t chol_prepare(const iron_ir_op_t *op,
   return IRON_OK;
 }
 
-static iron_status_t chol_run(const iron_host_ctx_t *ctx, const void *params,
+static iron_status_t chol_run(const iron_kernel_ctx_t *ctx, const void *params,
                               const iron_tensor_t *const *inputs,
                               iron_tensor_t *const *outputs) {
   const chol_params_t *p = params;
@@ -143,7 +143,7 @@ typedef struct {
 } tri_params_t;
 
 static iron_status_t tri_prepare(const iron_ir_op_t *op,
-                                 iron_host_region_t *const *regions,
+                                 iron_region_t *const *regions,
                                  void **out_params) {
   if (op->num_operands != 2 || op->num_results != 1)
     return iron_ir_op_unimplemented(op, "with %u operands", op->num_operands);
@@ -176,7 +176,7 @@ static iron_status_t tri_prepare(const iron_ir_op_t *op,
   return IRON_OK;
 }
 
-static iron_status_t tri_run(const iron_host_ctx_t *ctx, const void *params,
+static iron_status_t tri_run(const iron_kernel_ctx_t *ctx, const void *params,
                              const iron_tensor_t *const *inputs,
                              iron_tensor_t *const *outputs) {
   const tri_params_t *p = params;
@@ -246,7 +246,7 @@ static iron_status_t tri_run(const iron_host_ctx_t *ctx, const void *params,
   return IRON_OK;
 }
 
-static const iron_host_kernel_t kCholesky = {
+static const iron_kernel_t kCholesky = {
     /* .name = */ "cholesky",
     /* .prepare = */ chol_prepare,
     /* .run = */ chol_run,
@@ -255,7 +255,7 @@ static const iron_host_kernel_t kCholesky = {
     /* .elementwise = */ false,
 };
 
-static const iron_host_kernel_t kTriangularSolve = {
+static const iron_kernel_t kTriangularSolve = {
     /* .name = */ "triangular_solve",
     /* .prepare = */ tri_prepare,
     /* .run = */ tri_run,
@@ -264,7 +264,7 @@ static const iron_host_kernel_t kTriangularSolve = {
     /* .elementwise = */ false,
 };
 
-void iron_host_register_linalg(iron_host_kernel_table_t table) {
+void iron_host_register_linalg(iron_kernel_table_t table) {
   table[IRON_OP_CHOLESKY] = &kCholesky;
   table[IRON_OP_TRIANGULAR_SOLVE] = &kTriangularSolve;
 }

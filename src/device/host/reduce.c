@@ -30,7 +30,7 @@ typedef struct reduce_params {
   bool gather;
   iron_host_copy_plan_t plans[IRON_REDUCE_MAX_INPUTS];
   const iron_host_reduce_impl_t *impl;  // NULL: generic path
-  const iron_host_region_t *region;
+  const iron_region_t *region;
   bool elementwise;
 } reduce_params_t;
 
@@ -96,7 +96,7 @@ static void order_plan(const iron_ir_type_t *t, const bool *reduced,
 }
 
 static iron_status_t reduce_prepare(const iron_ir_op_t *op,
-                                    iron_host_region_t *const *regions,
+                                    iron_region_t *const *regions,
                                     void **out_params) {
   uint32_t n = op->num_operands / 2;
   if (op->num_operands % 2 || n == 0 || op->num_results != n ||
@@ -151,7 +151,7 @@ static iron_status_t reduce_prepare(const iron_ir_op_t *op,
     if (reduced[d]) p->red *= t0->dims[d]; else p->kept *= t0->dims[d];
   }
   const iron_ir_region_t *ir =
-      regions && regions[0] ? iron_host_region_ir(regions[0]) : &op->regions[0];
+      regions && regions[0] ? regions[0]->ir : &op->regions[0];
   if (n == 1 && fast_enabled())
     p->impl = iron_host_reduce_impl_lookup(single_op_body(ir, p->dtypes[0]),
                                            p->dtypes[0]);
@@ -193,7 +193,7 @@ static iron_status_t reduce_prepare(const iron_ir_op_t *op,
       return iron_ir_op_unimplemented(op, "without a compiled body");
     }
     p->region = regions[0];
-    p->elementwise = iron_host_region_is_elementwise(regions[0]);
+    p->elementwise = regions[0]->elementwise;
     p->gather = true;
     for (uint32_t i = 0; i < n; ++i)
       order_plan(op->operands[i]->type, reduced, true, &p->plans[i]);
@@ -247,7 +247,7 @@ static void fast_tasks(void *arg, int64_t begin, int64_t end) {
   free(scratch);
 }
 
-static iron_status_t fast_run(const iron_host_ctx_t *ctx,
+static iron_status_t fast_run(const iron_kernel_ctx_t *ctx,
                               const reduce_params_t *p,
                               const iron_tensor_t *const *inputs,
                               iron_tensor_t *const *outputs) {
@@ -314,7 +314,7 @@ static iron_status_t fast_run(const iron_host_ctx_t *ctx,
 // ---------------------------------------------------------------------------
 // Generic path: the body through call_region.
 
-static iron_status_t generic_run(const iron_host_ctx_t *ctx,
+static iron_status_t generic_run(const iron_kernel_ctx_t *ctx,
                                  const reduce_params_t *p,
                                  const iron_tensor_t *const *inputs,
                                  iron_tensor_t *const *outputs) {
@@ -460,7 +460,7 @@ static iron_status_t generic_run(const iron_host_ctx_t *ctx,
   return st;
 }
 
-static iron_status_t reduce_run(const iron_host_ctx_t *ctx, const void *params,
+static iron_status_t reduce_run(const iron_kernel_ctx_t *ctx, const void *params,
                                 const iron_tensor_t *const *inputs,
                                 iron_tensor_t *const *outputs) {
   const reduce_params_t *p = params;
@@ -474,9 +474,9 @@ static iron_status_t reduce_run(const iron_host_ctx_t *ctx, const void *params,
   return fast_run(ctx, p, inputs, outputs);
 }
 
-static const iron_host_kernel_t kReduce = {
+static const iron_kernel_t kReduce = {
     .name = "reduce", .prepare = reduce_prepare, .run = reduce_run};
 
-void iron_host_register_reduce(iron_host_kernel_table_t table) {
+void iron_host_register_reduce(iron_kernel_table_t table) {
   table[IRON_OP_REDUCE] = &kReduce;
 }

@@ -73,7 +73,7 @@ static void rp_chunk(void *arg, int64_t b, int64_t e) {
 }
 
 static iron_status_t rp_prepare(const iron_ir_op_t *op,
-                                iron_host_region_t *const *regions,
+                                iron_region_t *const *regions,
                                 void **out_params) {
   (void)regions;
   if (op->num_operands != 1 || op->num_results != 1)
@@ -113,7 +113,7 @@ static iron_status_t rp_prepare(const iron_ir_op_t *op,
   return IRON_OK;
 }
 
-static iron_status_t rp_run(const iron_host_ctx_t *ctx, const void *params,
+static iron_status_t rp_run(const iron_kernel_ctx_t *ctx, const void *params,
                             const iron_tensor_t *const *inputs,
                             iron_tensor_t *const *outputs) {
   rp_job_t job = {params, outputs[0]->data, inputs[0]->data,
@@ -123,7 +123,7 @@ static iron_status_t rp_run(const iron_host_ctx_t *ctx, const void *params,
   return IRON_OK;
 }
 
-static const iron_host_kernel_t kReducePrecisionKernel = {
+static const iron_kernel_t kReducePrecisionKernel = {
     .name = "reduce_precision",
     .prepare = rp_prepare,
     .run = rp_run,
@@ -132,6 +132,6 @@ static const iron_host_kernel_t kReducePrecisionKernel = {
     .elementwise = true,
 };
 
-void iron_host_register_reduce_precision(iron_host_kernel_table_t table) {
+void iron_host_register_reduce_precision(iron_kernel_table_t table) {
   table[IRON_OP_REDUCE_PRECISION] = &kReducePrecisionKernel;
 }

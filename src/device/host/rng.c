@@ -158,7 +158,7 @@ static void philox_blocks(void *arg, int64_t begin, int64_t end) {
 // ---------------------------------------------------------------------------
 
 static iron_status_t rng_prepare(const iron_ir_op_t *op,
-                                 iron_host_region_t *const *regions,
+                                 iron_region_t *const *regions,
                                  void **out_params) {
   (void)regions;
   *out_params = NULL;
@@ -232,7 +232,7 @@ static iron_status_t rng_prepare(const iron_ir_op_t *op,
   return IRON_OK;
 }
 
-static iron_status_t rng_run(const iron_host_ctx_t *ctx, const void *params,
+static iron_status_t rng_run(const iron_kernel_ctx_t *ctx, const void *params,
                              const iron_tensor_t *const *inputs,
                              iron_tensor_t *const *outputs) {
   const rng_params_t *p = (const rng_params_t *)params;
@@ -285,7 +285,7 @@ static iron_status_t rng_run(const iron_host_ctx_t *ctx, const void *params,
   return IRON_OK;
 }
 
-static const iron_host_kernel_t kRngBitGenerator = {
+static const iron_kernel_t kRngBitGenerator = {
     /* .name = */ "rng_bit_generator",
     /* .prepare = */ rng_prepare,
     /* .run = */ rng_run,
@@ -294,6 +294,6 @@ static const iron_host_kernel_t kRngBitGenerator = {
     /* .elementwise = */ false,
 };
 
-void iron_host_register_rng(iron_host_kernel_table_t table) {
+void iron_host_register_rng(iron_kernel_table_t table) {
   table[IRON_OP_RNG_BIT_GENERATOR] = &kRngBitGenerator;
 }

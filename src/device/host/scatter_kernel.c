@@ -58,7 +58,7 @@ typedef struct scatter_params {
   int64_t op_count;
   scatter_body_t body;
   combine_fn_t combine;  // fast path (not for SET)
-  const iron_host_region_t *region;
+  const iron_region_t *region;
 } scatter_params_t;
 
 // ---------------------------------------------------------------------------
@@ -236,7 +236,7 @@ static bool fast_enabled(void) {
   IRON_ERR(INVALID_ARGUMENT, "stablehlo.scatter: " __VA_ARGS__)
 
 static iron_status_t scatter_fill(const iron_ir_op_t *op,
-                                  iron_host_region_t *const *regions,
+                                  iron_region_t *const *regions,
                                   scatter_params_t *p) {
   if (op->num_operands < 3 || op->num_operands % 2 != 1)
     return SCATTER_BAD("expects 2N+1 operands");
@@ -385,7 +385,7 @@ static iron_status_t scatter_fill(const iron_ir_op_t *op,
 }
 
 static iron_status_t scatter_prepare(const iron_ir_op_t *op,
-                                     iron_host_region_t *const *regions,
+                                     iron_region_t *const *regions,
                                      void **out_params) {
   *out_params = NULL;
   scatter_params_t *p = calloc(1, sizeof(*p));
@@ -403,7 +403,7 @@ static iron_status_t scatter_prepare(const iron_ir_op_t *op,
 // Run
 
 typedef struct generic_state {
-  const iron_host_ctx_t *ctx;
+  const iron_kernel_ctx_t *ctx;
   iron_tensor_t args[2 * SCATTER_MAX_OPERANDS];
   const iron_tensor_t *arg_ptrs[2 * SCATTER_MAX_OPERANDS];
   iron_tensor_t res[SCATTER_MAX_OPERANDS];
@@ -456,7 +456,7 @@ static void copy_bytes(iron_threadpool_t *pool, void *dst, const void *src,
   iron_threadpool_parallel_for(pool, chunks, 4, copy_chunks, &j);
 }
 
-static iron_status_t scatter_run(const iron_host_ctx_t *ctx,
+static iron_status_t scatter_run(const iron_kernel_ctx_t *ctx,
                                  const void *params,
                                  const iron_tensor_t *const *inputs,
                                  iron_tensor_t *const *outputs) {
@@ -563,7 +563,7 @@ static iron_status_t scatter_run(const iron_host_ctx_t *ctx,
   return st;
 }
 
-const iron_host_kernel_t iron_host_scatter_kernel = {
+const iron_kernel_t iron_host_scatter_kernel = {
     .name = "scatter",
     .prepare = scatter_prepare,
     .run = scatter_run,

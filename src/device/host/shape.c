@@ -103,7 +103,7 @@ typedef struct iota_params {
 } iota_params_t;
 
 static iron_status_t iota_prepare(const iron_ir_op_t *op,
-                                  iron_host_region_t *const *regions,
+                                  iron_region_t *const *regions,
                                   void **out_params) {
   IRON_RETURN_IF_ERROR_PLAIN(check_arity(op, 0, 1));
   const iron_ir_type_t *t = op->results[0].type;
@@ -177,7 +177,7 @@ static void encode_index(iron_dtype_t dt, int64_t j, unsigned char *out) {
   }
 }
 
-static iron_status_t iota_run(const iron_host_ctx_t *ctx, const void *params,
+static iron_status_t iota_run(const iron_kernel_ctx_t *ctx, const void *params,
                               const iron_tensor_t *const *inputs,
                               iron_tensor_t *const *outputs) {
   const iota_params_t *p = params;
@@ -224,7 +224,7 @@ static iron_status_t plan_params_new(const iron_host_copy_plan_t *plan,
   return IRON_OK;
 }
 
-static iron_status_t plan_run(const iron_host_ctx_t *ctx, const void *params,
+static iron_status_t plan_run(const iron_kernel_ctx_t *ctx, const void *params,
                               const iron_tensor_t *const *inputs,
                               iron_tensor_t *const *outputs) {
   const plan_params_t *p = params;
@@ -264,7 +264,7 @@ static iron_status_t broadcast_plan(const iron_ir_op_t *op,
 }
 
 static iron_status_t broadcast_in_dim_prepare(
-    const iron_ir_op_t *op, iron_host_region_t *const *regions,
+    const iron_ir_op_t *op, iron_region_t *const *regions,
     void **out_params) {
   IRON_RETURN_IF_ERROR_PLAIN(check_unary_move(op));
   int64_t bdims[IRON_MAX_RANK];
@@ -275,7 +275,7 @@ static iron_status_t broadcast_in_dim_prepare(
 }
 
 static iron_status_t broadcast_prepare(const iron_ir_op_t *op,
-                                       iron_host_region_t *const *regions,
+                                       iron_region_t *const *regions,
                                        void **out_params) {
   IRON_RETURN_IF_ERROR_PLAIN(check_unary_move(op));
   const iron_ir_type_t *in = op->operands[0]->type;
@@ -296,7 +296,7 @@ static iron_status_t broadcast_prepare(const iron_ir_op_t *op,
 }
 
 static iron_status_t transpose_prepare(const iron_ir_op_t *op,
-                                       iron_host_region_t *const *regions,
+                                       iron_region_t *const *regions,
                                        void **out_params) {
   IRON_RETURN_IF_ERROR_PLAIN(check_unary_move(op));
   const iron_ir_type_t *in = op->operands[0]->type;
@@ -324,7 +324,7 @@ static iron_status_t transpose_prepare(const iron_ir_op_t *op,
 }
 
 static iron_status_t slice_prepare(const iron_ir_op_t *op,
-                                   iron_host_region_t *const *regions,
+                                   iron_region_t *const *regions,
                                    void **out_params) {
   IRON_RETURN_IF_ERROR_PLAIN(check_unary_move(op));
   const iron_ir_type_t *in = op->operands[0]->type;
@@ -362,7 +362,7 @@ static iron_status_t slice_prepare(const iron_ir_op_t *op,
 }
 
 static iron_status_t reverse_prepare(const iron_ir_op_t *op,
-                                     iron_host_region_t *const *regions,
+                                     iron_region_t *const *regions,
                                      void **out_params) {
   IRON_RETURN_IF_ERROR_PLAIN(check_unary_move(op));
   const iron_ir_type_t *in = op->operands[0]->type;
@@ -398,7 +398,7 @@ typedef struct bytes_params {
 } bytes_params_t;
 
 static iron_status_t reshape_prepare(const iron_ir_op_t *op,
-                                     iron_host_region_t *const *regions,
+                                     iron_region_t *const *regions,
                                      void **out_params) {
   IRON_RETURN_IF_ERROR_PLAIN(check_unary_move(op));
   const iron_ir_type_t *in = op->operands[0]->type;
@@ -416,7 +416,7 @@ static iron_status_t reshape_prepare(const iron_ir_op_t *op,
   return IRON_OK;
 }
 
-static iron_status_t reshape_run(const iron_host_ctx_t *ctx,
+static iron_status_t reshape_run(const iron_kernel_ctx_t *ctx,
                                  const void *params,
                                  const iron_tensor_t *const *inputs,
                                  iron_tensor_t *const *outputs) {
@@ -467,7 +467,7 @@ static int64_t dyn_offset(const dyn_params_t *p,
 }
 
 static iron_status_t dynamic_slice_prepare(const iron_ir_op_t *op,
-                                           iron_host_region_t *const *regions,
+                                           iron_region_t *const *regions,
                                            void **out_params) {
   IRON_RETURN_IF_ERROR_PLAIN(check_unary_move(op));
   const iron_ir_type_t *in = op->operands[0]->type;
@@ -500,7 +500,7 @@ static iron_status_t dynamic_slice_prepare(const iron_ir_op_t *op,
   return IRON_OK;
 }
 
-static iron_status_t dynamic_slice_run(const iron_host_ctx_t *ctx,
+static iron_status_t dynamic_slice_run(const iron_kernel_ctx_t *ctx,
                                        const void *params,
                                        const iron_tensor_t *const *inputs,
                                        iron_tensor_t *const *outputs) {
@@ -511,7 +511,7 @@ static iron_status_t dynamic_slice_run(const iron_host_ctx_t *ctx,
 }
 
 static iron_status_t dynamic_update_slice_prepare(
-    const iron_ir_op_t *op, iron_host_region_t *const *regions,
+    const iron_ir_op_t *op, iron_region_t *const *regions,
     void **out_params) {
   IRON_RETURN_IF_ERROR_PLAIN(check_unary_move(op));
   if (op->num_operands < 2)
@@ -550,7 +550,7 @@ static iron_status_t dynamic_update_slice_prepare(
 }
 
 static iron_status_t dynamic_update_slice_run(
-    const iron_host_ctx_t *ctx, const void *params,
+    const iron_kernel_ctx_t *ctx, const void *params,
     const iron_tensor_t *const *inputs, iron_tensor_t *const *outputs) {
   const dyn_params_t *p = params;
   if (outputs[0]->data != inputs[0]->data && p->full_bytes)
@@ -569,7 +569,7 @@ typedef struct concat_params {
 } concat_params_t;
 
 static iron_status_t concatenate_prepare(const iron_ir_op_t *op,
-                                         iron_host_region_t *const *regions,
+                                         iron_region_t *const *regions,
                                          void **out_params) {
   if (op->num_operands < 1 || op->num_results != 1)
     return IRON_ERR(INVALID_ARGUMENT, "%s: bad arity", op->name);
@@ -618,7 +618,7 @@ static iron_status_t concatenate_prepare(const iron_ir_op_t *op,
   return IRON_OK;
 }
 
-static iron_status_t concatenate_run(const iron_host_ctx_t *ctx,
+static iron_status_t concatenate_run(const iron_kernel_ctx_t *ctx,
                                      const void *params,
                                      const iron_tensor_t *const *inputs,
                                      iron_tensor_t *const *outputs) {
@@ -639,7 +639,7 @@ typedef struct pad_params {
 } pad_params_t;
 
 static iron_status_t pad_prepare(const iron_ir_op_t *op,
-                                 iron_host_region_t *const *regions,
+                                 iron_region_t *const *regions,
                                  void **out_params) {
   IRON_RETURN_IF_ERROR_PLAIN(check_unary_move(op));
   if (op->num_operands != 2)
@@ -700,7 +700,7 @@ static iron_status_t pad_prepare(const iron_ir_op_t *op,
   return IRON_OK;
 }
 
-static iron_status_t pad_run(const iron_host_ctx_t *ctx, const void *params,
+static iron_status_t pad_run(const iron_kernel_ctx_t *ctx, const void *params,
                              const iron_tensor_t *const *inputs,
                              iron_tensor_t *const *outputs) {
   const pad_params_t *p = params;
@@ -713,41 +713,41 @@ static iron_status_t pad_run(const iron_host_ctx_t *ctx, const void *params,
 
 // ---------------------------------------------------------------------------
 
-static const iron_host_kernel_t kIota = {
+static const iron_kernel_t kIota = {
     .name = "iota", .prepare = iota_prepare, .run = iota_run};
-static const iron_host_kernel_t kBroadcastInDim = {
+static const iron_kernel_t kBroadcastInDim = {
     .name = "broadcast_in_dim",
     .prepare = broadcast_in_dim_prepare,
     .run = plan_run};
-static const iron_host_kernel_t kBroadcast = {
+static const iron_kernel_t kBroadcast = {
     .name = "broadcast", .prepare = broadcast_prepare, .run = plan_run};
-static const iron_host_kernel_t kReshape = {.name = "reshape",
+static const iron_kernel_t kReshape = {.name = "reshape",
                                             .prepare = reshape_prepare,
                                             .run = reshape_run,
                                             .inplace_ok = true};
-static const iron_host_kernel_t kTranspose = {
+static const iron_kernel_t kTranspose = {
     .name = "transpose", .prepare = transpose_prepare, .run = plan_run};
-static const iron_host_kernel_t kSlice = {
+static const iron_kernel_t kSlice = {
     .name = "slice", .prepare = slice_prepare, .run = plan_run};
-static const iron_host_kernel_t kReverse = {
+static const iron_kernel_t kReverse = {
     .name = "reverse", .prepare = reverse_prepare, .run = plan_run};
-static const iron_host_kernel_t kDynamicSlice = {
+static const iron_kernel_t kDynamicSlice = {
     .name = "dynamic_slice",
     .prepare = dynamic_slice_prepare,
     .run = dynamic_slice_run};
-static const iron_host_kernel_t kDynamicUpdateSlice = {
+static const iron_kernel_t kDynamicUpdateSlice = {
     .name = "dynamic_update_slice",
     .prepare = dynamic_update_slice_prepare,
     .run = dynamic_update_slice_run,
     .inplace_ok = true};
-static const iron_host_kernel_t kConcatenate = {
+static const iron_kernel_t kConcatenate = {
     .name = "concatenate",
     .prepare = concatenate_prepare,
     .run = concatenate_run};
-static const iron_host_kernel_t kPad = {
+static const iron_kernel_t kPad = {
     .name = "pad", .prepare = pad_prepare, .run = pad_run};
 
-void iron_host_register_shape(iron_host_kernel_table_t table) {
+void iron_host_register_shape(iron_kernel_table_t table) {
   table[IRON_OP_IOTA] = &kIota;
   table[IRON_OP_BROADCAST_IN_DIM] = &kBroadcastInDim;
   table[IRON_OP_BROADCAST] = &kBroadcast;

@@ -4,14 +4,8 @@
 // the 1-D slice along `dimension`), after which all operands are gathered
 // through the permutation. Only the comparison differs between the paths:
 //
-//  - Fast path: prepare recognises comparators of the form jax emits
-//    (jnp.sort / argsort / lax.sort with num_keys >= 1, complex keys as
-//    (real, imag)), i.e. lexicographic
-//      or(cmp_0(a0, b0), and(eq_0(a0, b0), or(cmp_1(..), and(eq_1, ...))))
-//    where cmp is LT or GT and each key ak/bk is an argument, its real/imag
-//    part, and optionally jax's canonicalisation chain
-//      select(x != x, NaN, select(x == 0, 0, x))
-//    Keys are extracted into typed 64-bit values once per row and compared
+//  - Fast path: prepare recognises the comparators jax emits
+//    (src/device/sort_keys.h, shared with the CUDA device). Keys are extracted into typed 64-bit values once per row and compared
 //    with exactly the semantics of the IR (FLOAT: IEEE <, ==; TOTALORDER:
 //    -NaN < -inf < ... < -0 < +0 < ... < inf < NaN; SIGNED; UNSIGNED), so
 //    the fast path gives the same permutation as evaluating the region
@@ -33,43 +27,15 @@
 #include "base/half.h"
 #include "device/host/ew_common.h"
 #include "device/host/host_kernel.h"
+#include "device/sort_keys.h"
 
-#define SORT_MAX_KEYS 16
-#define SORT_MAX_CANON 4
 #define SORT_MAX_OPERANDS 64
-
-typedef enum key_mode { KEY_S64, KEY_U64, KEY_F64 } key_mode_t;
 
 typedef union key_val {
   int64_t s;
   uint64_t u;
   double d;
 } key_val_t;
-
-// One step of a canonicalisation chain: when the test holds, the value is
-// replaced by the constant's bits. Steps are tried outermost first.
-typedef struct canon_step {
-  bool is_nan_test;  // x != x; else x == eq_value (FLOAT compare)
-  double eq_value;
-  uint64_t repl_bits;
-} canon_step_t;
-
-typedef struct sort_key {
-  int32_t operand;  // which sort operand
-  int32_t part;     // 0 whole value, 1 real part, 2 imag part
-  iron_dtype_t dtype;  // dtype of the compared scalar (the part's dtype)
-  size_t elem_size;    // bytes of one operand element
-  key_mode_t mode;
-  bool descending;  // GT, or LT with the operands swapped
-  bool is_float;
-  int32_t nbits;     // 8 * bytes of the compared scalar
-  size_t part_size;  // bytes of the compared scalar
-  int32_t num_canon;
-  canon_step_t canon[SORT_MAX_CANON];
-  // The canonicalisation's `x == 0` sees denormals (of the f32/f64 compute
-  // type) as zero, as XLA:CPU's compare does with denormals flushed.
-  bool daz;
-} sort_key_t;
 
 typedef struct sort_params {
   int32_t num_operands;
@@ -79,258 +45,9 @@ typedef struct sort_params {
   bool fast;
   bool radix;  // fast path with only integer-ordered keys: LSD radix sort
   int32_t num_keys;
-  sort_key_t keys[SORT_MAX_KEYS];
-  const iron_host_region_t *region;  // generic path
+  iron_sort_key_t keys[IRON_SORT_MAX_KEYS];
+  const iron_region_t *region;  // generic path
 } sort_params_t;
-
-// ---------------------------------------------------------------------------
-// Comparator pattern matching (prepare time)
-
-static const iron_ir_op_t *def_of(const iron_ir_value_t *v,
-                                  iron_op_kind_t kind) {
-  return v->def_op && v->def_op->kind == kind ? v->def_op : NULL;
-}
-
-// Bits of a scalar constant (little-endian, zero-extended) and its dtype.
-static bool constant_bits(const iron_ir_value_t *v, iron_dtype_t dtype,
-                          uint64_t *out_bits) {
-  const iron_ir_op_t *c = def_of(v, IRON_OP_CONSTANT);
-  if (!c) return false;
-  const iron_ir_attr_t *a = iron_ir_op_attr(c, "value");
-  if (!a || a->kind != IRON_ATTR_DENSE || a->dense.type->dtype != dtype)
-    return false;
-  size_t es = iron_dtype_size(dtype);
-  if (es == 0 || es > 8 || a->dense.size < es) return false;
-  uint64_t bits = 0;
-  memcpy(&bits, a->dense.data, es);
-  *out_bits = bits;
-  return true;
-}
-
-static bool is_float_key_dtype(iron_dtype_t dt) {
-  return dt == IRON_DTYPE_F16 || dt == IRON_DTYPE_BF16 ||
-         dt == IRON_DTYPE_F32 || dt == IRON_DTYPE_F64;
-}
-
-static double bits_to_double(uint64_t bits, iron_dtype_t dt) {
-  switch (dt) {
-    case IRON_DTYPE_F16: return iron_f16_to_f32((uint16_t)bits);
-    case IRON_DTYPE_BF16: return iron_bf16_to_f32((uint16_t)bits);
-    case IRON_DTYPE_F32: return iron_f32_from_bits((uint32_t)bits);
-    default: {
-      double d;
-      memcpy(&d, &bits, sizeof(d));
-      return d;
-    }
-  }
-}
-
-typedef struct leaf {
-  const iron_ir_value_t *base;  // block argument or real/imag of one
-  int32_t arg;
-  int32_t part;
-  iron_dtype_t dtype;
-  int32_t num_canon;
-  canon_step_t canon[SORT_MAX_CANON];
-} leaf_t;
-
-static bool is_float_cmp(const iron_ir_op_t *cmp) {
-  int32_t t = iron_ir_op_enum(cmp, "compare_type", IRON_CMP_TYPE_NOTYPE);
-  return t == IRON_CMP_TYPE_FLOAT || t == IRON_CMP_TYPE_NOTYPE;
-}
-
-static bool match_leaf(const iron_ir_value_t *v, const iron_ir_block_t *blk,
-                       leaf_t *out) {
-  memset(out, 0, sizeof(*out));
-  // Peel the canonicalisation selects, outermost first.
-  const iron_ir_op_t *sel;
-  const iron_ir_op_t *sels[SORT_MAX_CANON];
-  while ((sel = def_of(v, IRON_OP_SELECT)) != NULL) {
-    if (out->num_canon == SORT_MAX_CANON || sel->num_operands != 3)
-      return false;
-    sels[out->num_canon++] = sel;
-    v = sel->operands[2];
-  }
-  out->base = v;
-  const iron_ir_value_t *arg = v;
-  const iron_ir_op_t *part_op;
-  if ((part_op = def_of(v, IRON_OP_REAL)) != NULL) {
-    out->part = 1;
-    arg = part_op->operands[0];
-  } else if ((part_op = def_of(v, IRON_OP_IMAG)) != NULL) {
-    out->part = 2;
-    arg = part_op->operands[0];
-  }
-  if (arg->def_op || arg->def_block != blk) return false;
-  out->arg = (int32_t)arg->index;
-  if (v->type->kind != IRON_TYPE_TENSOR || v->type->rank != 0) return false;
-  out->dtype = v->type->dtype;
-  for (int32_t i = 0; i < out->num_canon; ++i) {
-    const iron_ir_op_t *s = sels[i];
-    canon_step_t *st = &out->canon[i];
-    if (!is_float_key_dtype(out->dtype)) return false;
-    if (!constant_bits(s->operands[1], out->dtype, &st->repl_bits))
-      return false;
-    const iron_ir_op_t *c = def_of(s->operands[0], IRON_OP_COMPARE);
-    if (!c || c->num_operands != 2 || !is_float_cmp(c)) return false;
-    int32_t dir = iron_ir_op_enum(c, "comparison_direction", -1);
-    const iron_ir_value_t *x = c->operands[0], *y = c->operands[1];
-    if (dir == IRON_CMP_NE && x == v && y == v) {
-      st->is_nan_test = true;
-    } else if (dir == IRON_CMP_EQ && (x == v || y == v)) {
-      uint64_t cb;
-      if (!constant_bits(x == v ? y : x, out->dtype, &cb)) return false;
-      st->eq_value = bits_to_double(cb, out->dtype);
-    } else {
-      return false;
-    }
-  }
-  return true;
-}
-
-static bool leaf_same_transform(const leaf_t *a, const leaf_t *b) {
-  if (a->part != b->part || a->dtype != b->dtype ||
-      a->num_canon != b->num_canon)
-    return false;
-  for (int32_t i = 0; i < a->num_canon; ++i) {
-    const canon_step_t *x = &a->canon[i], *y = &b->canon[i];
-    if (x->is_nan_test != y->is_nan_test || x->repl_bits != y->repl_bits)
-      return false;
-    if (!x->is_nan_test && !(x->eq_value == y->eq_value)) return false;
-  }
-  return true;
-}
-
-// The comparison semantics of a compare op on `dt` as a key mode.
-static bool key_mode_for(int32_t cmp_type, iron_dtype_t dt,
-                         key_mode_t *out_mode) {
-  iron_dtype_class_t cls = iron_dtype_class(dt);
-  if (cls == IRON_DTYPE_CLASS_FLOAT) {
-    if (!is_float_key_dtype(dt)) return false;
-    if (cmp_type == IRON_CMP_TYPE_FLOAT || cmp_type == IRON_CMP_TYPE_NOTYPE) {
-      *out_mode = KEY_F64;
-      return true;
-    }
-    if (cmp_type == IRON_CMP_TYPE_TOTALORDER) {
-      *out_mode = KEY_S64;
-      return true;
-    }
-    return false;
-  }
-  if (cls == IRON_DTYPE_CLASS_SINT || cls == IRON_DTYPE_CLASS_UINT ||
-      cls == IRON_DTYPE_CLASS_BOOL) {
-    if (iron_dtype_bits(dt) % 8 != 0 && dt != IRON_DTYPE_PRED) return false;
-    if (cmp_type == IRON_CMP_TYPE_NOTYPE)
-      cmp_type = cls == IRON_DTYPE_CLASS_SINT ? IRON_CMP_TYPE_SIGNED
-                                              : IRON_CMP_TYPE_UNSIGNED;
-    if (cmp_type == IRON_CMP_TYPE_SIGNED && cls == IRON_DTYPE_CLASS_SINT) {
-      *out_mode = KEY_S64;
-      return true;
-    }
-    if (cmp_type == IRON_CMP_TYPE_UNSIGNED && cls != IRON_DTYPE_CLASS_SINT) {
-      *out_mode = KEY_U64;
-      return true;
-    }
-  }
-  return false;
-}
-
-// Matches an ordering compare (LT/GT) of the lhs/rhs argument pair of one
-// operand; fills key (not yet appended) and returns its two leaf values.
-static bool match_order_cmp(const iron_ir_op_t *c, const iron_ir_block_t *blk,
-                            sort_key_t *key) {
-  if (!c || c->num_operands != 2) return false;
-  int32_t dir = iron_ir_op_enum(c, "comparison_direction", -1);
-  if (dir != IRON_CMP_LT && dir != IRON_CMP_GT) return false;
-  leaf_t a, b;
-  if (!match_leaf(c->operands[0], blk, &a) ||
-      !match_leaf(c->operands[1], blk, &b))
-    return false;
-  if (!leaf_same_transform(&a, &b)) return false;
-  bool a_is_lhs;
-  if (a.arg % 2 == 0 && b.arg == a.arg + 1) {
-    a_is_lhs = true;
-  } else if (b.arg % 2 == 0 && a.arg == b.arg + 1) {
-    a_is_lhs = false;
-  } else {
-    return false;
-  }
-  memset(key, 0, sizeof(*key));
-  key->operand = (a_is_lhs ? a.arg : b.arg) / 2;
-  key->part = a.part;
-  key->dtype = a.dtype;
-  key->descending = (dir == IRON_CMP_GT) == a_is_lhs;
-  int32_t ct = iron_ir_op_enum(c, "compare_type", IRON_CMP_TYPE_NOTYPE);
-  if (!key_mode_for(ct, a.dtype, &key->mode)) return false;
-  key->num_canon = a.num_canon;
-  memcpy(key->canon, a.canon, sizeof(key->canon));
-  key->daz = iron_ew_flush_enabled();
-  return true;
-}
-
-// True when `e` is compare(EQ) of the same two values (either order) with
-// the same compare type as the ordering compare `c`.
-static bool is_matching_eq(const iron_ir_op_t *e, const iron_ir_op_t *c) {
-  if (!e || e->num_operands != 2) return false;
-  if (iron_ir_op_enum(e, "comparison_direction", -1) != IRON_CMP_EQ)
-    return false;
-  if (iron_ir_op_enum(e, "compare_type", IRON_CMP_TYPE_NOTYPE) !=
-      iron_ir_op_enum(c, "compare_type", IRON_CMP_TYPE_NOTYPE))
-    return false;
-  const iron_ir_value_t *x = e->operands[0], *y = e->operands[1];
-  const iron_ir_value_t *a = c->operands[0], *b = c->operands[1];
-  return (x == a && y == b) || (x == b && y == a);
-}
-
-static bool match_lex(const iron_ir_value_t *v, const iron_ir_block_t *blk,
-                      sort_params_t *p) {
-  if (p->num_keys == SORT_MAX_KEYS) return false;
-  const iron_ir_op_t *c = def_of(v, IRON_OP_COMPARE);
-  if (c) return match_order_cmp(c, blk, &p->keys[p->num_keys++]);
-  const iron_ir_op_t *o = def_of(v, IRON_OP_OR);
-  if (!o || o->num_operands != 2) return false;
-  for (int side = 0; side < 2; ++side) {
-    const iron_ir_op_t *lt = def_of(o->operands[side], IRON_OP_COMPARE);
-    const iron_ir_op_t *an = def_of(o->operands[1 - side], IRON_OP_AND);
-    if (!lt || !an || an->num_operands != 2) continue;
-    for (int s2 = 0; s2 < 2; ++s2) {
-      const iron_ir_op_t *eq = def_of(an->operands[s2], IRON_OP_COMPARE);
-      if (!is_matching_eq(eq, lt)) continue;
-      int32_t saved = p->num_keys;
-      if (!match_order_cmp(lt, blk, &p->keys[p->num_keys++])) {
-        p->num_keys = saved;
-        continue;
-      }
-      if (match_lex(an->operands[1 - s2], blk, p)) return true;
-      p->num_keys = saved;
-    }
-  }
-  return false;
-}
-
-static bool match_comparator(const iron_ir_op_t *op, sort_params_t *p) {
-  if (op->num_regions != 1 || op->regions[0].num_blocks != 1) return false;
-  const iron_ir_block_t *blk = &op->regions[0].blocks[0];
-  if (blk->num_ops == 0) return false;
-  const iron_ir_op_t *ret = blk->ops[blk->num_ops - 1];
-  if (ret->kind != IRON_OP_RETURN || ret->num_operands != 1) return false;
-  p->num_keys = 0;
-  if (!match_lex(ret->operands[0], blk, p)) return false;
-  for (int32_t k = 0; k < p->num_keys; ++k) {
-    sort_key_t *key = &p->keys[k];
-    if (key->operand >= p->num_operands) return false;
-    key->elem_size = p->elem_size[key->operand];
-    key->part_size = iron_dtype_size(key->dtype);
-    key->nbits = (int32_t)(key->part_size * 8);
-    key->is_float = iron_dtype_class(key->dtype) == IRON_DTYPE_CLASS_FLOAT;
-    // The argument's type must be the operand's element type (or its part).
-    const iron_ir_type_t *at = blk->args[2 * key->operand].type;
-    iron_dtype_t want = key->part ? iron_dtype_complex_part(at->dtype)
-                                  : at->dtype;
-    if (want != key->dtype) return false;
-  }
-  return true;
-}
 
 // ---------------------------------------------------------------------------
 // Stable merge sort of an index permutation.
@@ -387,8 +104,8 @@ static void radix_sort(const sort_params_t *p, const key_val_t *keys,
   size_t nk = (size_t)p->num_keys;
   int64_t *cur = perm, *alt = tmp_idx;
   for (int32_t k = p->num_keys - 1; k >= 0; --k) {
-    const sort_key_t *key = &p->keys[k];
-    uint64_t flip = key->mode == KEY_S64 ? (1ull << 63) : 0;
+    const iron_sort_key_t *key = &p->keys[k];
+    uint64_t flip = key->mode == IRON_SORT_KEY_S64 ? (1ull << 63) : 0;
     uint64_t inv = key->descending ? ~0ull : 0;
     uint64_t mn = ~0ull, mx = 0;
     for (int64_t i = 0; i < n; ++i) {
@@ -433,7 +150,7 @@ struct cmp_ctx {
   // Fast path: keys[t * num_keys + k] for element t of the row.
   const key_val_t *keys;
   // Generic path.
-  const iron_host_ctx_t *hctx;
+  const iron_kernel_ctx_t *hctx;
   const iron_tensor_t *const *inputs;
   int64_t row_base, stride;  // element offset of t = row_base + t * stride
   iron_tensor_t *args;       // 2N rank-0 views
@@ -465,13 +182,13 @@ static bool is_compute_denormal(double d, iron_dtype_t dt) {
   }
 }
 
-static key_val_t make_key(const sort_key_t *k, uint64_t bits) {
+static key_val_t make_key(const iron_sort_key_t *k, uint64_t bits) {
   key_val_t out = {.u = 0};
   int nbits = k->nbits;
   if (k->num_canon) {
-    double d = bits_to_double(bits, k->dtype);
+    double d = iron_sort_bits_to_double(bits, k->dtype);
     for (int32_t i = 0; i < k->num_canon; ++i) {
-      const canon_step_t *st = &k->canon[i];
+      const iron_sort_canon_step_t *st = &k->canon[i];
       bool hit = st->is_nan_test ? d != d : d == st->eq_value;
       if (!hit && k->daz && !st->is_nan_test && st->eq_value == 0)
         hit = is_compute_denormal(d, k->dtype);
@@ -482,13 +199,13 @@ static key_val_t make_key(const sort_key_t *k, uint64_t bits) {
     }
   }
   switch (k->mode) {
-    case KEY_F64:
-      out.d = bits_to_double(bits, k->dtype);
+    case IRON_SORT_KEY_F64:
+      out.d = iron_sort_bits_to_double(bits, k->dtype);
       break;
-    case KEY_U64:
+    case IRON_SORT_KEY_U64:
       out.u = bits;
       break;
-    case KEY_S64: {
+    case IRON_SORT_KEY_S64: {
       // Sign-extend from the element width.
       int64_t s = nbits == 64 ? (int64_t)bits
                               : (int64_t)(bits << (64 - nbits)) >> (64 - nbits);
@@ -514,8 +231,8 @@ static bool fast_less(cmp_ctx_t *c, int64_t i, int64_t j) {
     }
     bool lt, eq;
     switch (p->keys[k].mode) {
-      case KEY_S64: lt = x.s < y.s, eq = x.s == y.s; break;
-      case KEY_U64: lt = x.u < y.u, eq = x.u == y.u; break;
+      case IRON_SORT_KEY_S64: lt = x.s < y.s, eq = x.s == y.s; break;
+      case IRON_SORT_KEY_U64: lt = x.u < y.u, eq = x.u == y.u; break;
       default: lt = x.d < y.d, eq = x.d == y.d; break;
     }
     if (lt) return true;
@@ -542,7 +259,7 @@ static bool generic_less(cmp_ctx_t *c, int64_t i, int64_t j) {
 
 typedef struct sort_job {
   const sort_params_t *p;
-  const iron_host_ctx_t *hctx;
+  const iron_kernel_ctx_t *hctx;
   const iron_tensor_t *const *inputs;
   iron_tensor_t *const *outputs;
   atomic_int failed;  // 1: out of memory
@@ -624,7 +341,7 @@ static void sort_rows(void *arg, int64_t begin, int64_t end) {
     if (p->fast) {
       for (int64_t t = 0; t < n; ++t) {
         for (size_t k = 0; k < nk; ++k) {
-          const sort_key_t *key = &p->keys[k];
+          const iron_sort_key_t *key = &p->keys[k];
           uint64_t bits = read_bits(job->inputs[key->operand]->data,
                                     key->elem_size, key->part,
                                     key->part_size,
@@ -653,7 +370,7 @@ done:
   free(arg_ptrs);
 }
 
-static iron_status_t sort_run(const iron_host_ctx_t *ctx, const void *params,
+static iron_status_t sort_run(const iron_kernel_ctx_t *ctx, const void *params,
                               const iron_tensor_t *const *inputs,
                               iron_tensor_t *const *outputs) {
   const sort_params_t *p = (const sort_params_t *)params;
@@ -681,7 +398,7 @@ static iron_status_t sort_run(const iron_host_ctx_t *ctx, const void *params,
 }
 
 static iron_status_t sort_prepare(const iron_ir_op_t *op,
-                                  iron_host_region_t *const *regions,
+                                  iron_region_t *const *regions,
                                   void **out_params) {
   *out_params = NULL;
   uint32_t n_ops = op->num_operands;
@@ -746,12 +463,17 @@ static iron_status_t sort_prepare(const iron_ir_op_t *op,
   }
   const char *env = getenv("IRON_SORT_GENERIC");
   bool allow_fast = !(env && env[0] && env[0] != '0');
-  p->fast = allow_fast && match_comparator(op, p);
+  iron_sort_keys_t matched;
+  p->fast = allow_fast && iron_sort_keys_match(op, &matched);
   if (p->fast) {
+    p->num_keys = matched.num_keys;
+    memcpy(p->keys, matched.keys, sizeof(p->keys));
+    for (int32_t k = 0; k < p->num_keys; ++k)
+      p->keys[k].daz = iron_ew_flush_enabled();
     const char *renv = getenv("IRON_SORT_RADIX");
     p->radix = !(renv && renv[0] == '0');
     for (int32_t k = 0; k < p->num_keys; ++k)
-      if (p->keys[k].mode == KEY_F64) p->radix = false;
+      if (p->keys[k].mode == IRON_SORT_KEY_F64) p->radix = false;
   }
   if (!p->fast) {
     p->num_keys = 0;
@@ -769,7 +491,7 @@ fail:
   return st;
 }
 
-static const iron_host_kernel_t kSort = {
+static const iron_kernel_t kSort = {
     /* .name = */ "sort",
     /* .prepare = */ sort_prepare,
     /* .run = */ sort_run,
@@ -778,6 +500,6 @@ static const iron_host_kernel_t kSort = {
     /* .elementwise = */ false,
 };
 
-void iron_host_register_sort(iron_host_kernel_table_t table) {
+void iron_host_register_sort(iron_kernel_table_t table) {
   table[IRON_OP_SORT] = &kSort;
 }

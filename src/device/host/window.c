@@ -543,7 +543,7 @@ typedef struct rw_params {
   // (forward) or the inclusive scan then init (reverse), as XLA pads it.
   int64_t scan_n, scan_outer, scan_inner;
   bool scan_rev, scan_excl;
-  const iron_host_region_t *region;
+  const iron_region_t *region;
   bool elementwise;
 } rw_params_t;
 
@@ -579,7 +579,7 @@ static void detect_scan(const iron_window_plan_t *g, iron_op_kind_t kind,
 }
 
 static iron_status_t rw_prepare(const iron_ir_op_t *op,
-                                iron_host_region_t *const *regions,
+                                iron_region_t *const *regions,
                                 void **out_params) {
   iron_window_plan_t g;
   memset(&g, 0, sizeof(g));
@@ -595,7 +595,7 @@ static iron_status_t rw_prepare(const iron_ir_op_t *op,
   p->g = g;
   for (uint32_t i = 0; i < n; ++i) p->dtypes[i] = op->operands[i]->type->dtype;
   const iron_ir_region_t *ir =
-      regions && regions[0] ? iron_host_region_ir(regions[0]) : &op->regions[0];
+      regions && regions[0] ? regions[0]->ir : &op->regions[0];
   if (n == 1 && fast_enabled()) {
     iron_op_kind_t k = single_op_body(ir, p->dtypes[0], NULL, NULL);
     p->fast = fast_lookup(k, p->dtypes[0]);
@@ -607,7 +607,7 @@ static iron_status_t rw_prepare(const iron_ir_op_t *op,
       return iron_ir_op_unimplemented(op, "without a compiled body");
     }
     p->region = regions[0];
-    p->elementwise = iron_host_region_is_elementwise(regions[0]);
+    p->elementwise = regions[0]->elementwise;
   }
   *out_params = p;
   return IRON_OK;
@@ -677,7 +677,7 @@ static void rw_scan_task(void *arg, int64_t begin, int64_t end) {
 
 // Element-wise body: one region call per window position over all outputs;
 // positions that fall on padding/holes keep the accumulator.
-static iron_status_t rw_generic_vec(const iron_host_ctx_t *ctx,
+static iron_status_t rw_generic_vec(const iron_kernel_ctx_t *ctx,
                                     const rw_params_t *p,
                                     const iron_tensor_t *const *inputs,
                                     iron_tensor_t *const *outputs) {
@@ -775,7 +775,7 @@ static iron_status_t rw_generic_vec(const iron_host_ctx_t *ctx,
 
 // Any body: one region call per element, in window order.
 typedef struct rw_scalar {
-  const iron_host_ctx_t *ctx;
+  const iron_kernel_ctx_t *ctx;
   const rw_params_t *p;
   const iron_tensor_t *const *inputs;
   unsigned char acc[WIN_MAX_INPUTS][16], nacc[WIN_MAX_INPUTS][16];
@@ -812,7 +812,7 @@ static bool rw_scalar_run(const int64_t *offs, int64_t m, int64_t shift,
 }
 
 // Any body: one region call per element, in window order.
-static iron_status_t rw_generic_scalar(const iron_host_ctx_t *ctx,
+static iron_status_t rw_generic_scalar(const iron_kernel_ctx_t *ctx,
                                        const rw_params_t *p,
                                        const iron_tensor_t *const *inputs,
                                        iron_tensor_t *const *outputs) {
@@ -838,7 +838,7 @@ static iron_status_t rw_generic_scalar(const iron_host_ctx_t *ctx,
   return r.st;
 }
 
-static iron_status_t rw_run(const iron_host_ctx_t *ctx, const void *params,
+static iron_status_t rw_run(const iron_kernel_ctx_t *ctx, const void *params,
                             const iron_tensor_t *const *inputs,
                             iron_tensor_t *const *outputs) {
   const rw_params_t *p = params;
@@ -870,7 +870,7 @@ static iron_status_t rw_run(const iron_host_ctx_t *ctx, const void *params,
   return rw_generic_scalar(ctx, p, inputs, outputs);
 }
 
-static const iron_host_kernel_t kReduceWindow = {
+static const iron_kernel_t kReduceWindow = {
     .name = "reduce_window",
     .prepare = rw_prepare,
     .run = rw_run,
@@ -976,7 +976,7 @@ typedef struct sas_params {
   iron_window_plan_t g;  // over the operand; out_dims = source dims
   sas_select_fn_t select;  // fast path (with scatter) or NULL
   sas_scatter_fn_t scatter;
-  const iron_host_region_t *select_region, *scatter_region;
+  const iron_region_t *select_region, *scatter_region;
 } sas_params_t;
 
 static void sas_destroy(void *params) { free(params); }
@@ -992,7 +992,7 @@ static int32_t flip_dir(int32_t dir) {
 }
 
 static iron_status_t sas_prepare(const iron_ir_op_t *op,
-                                 iron_host_region_t *const *regions,
+                                 iron_region_t *const *regions,
                                  void **out_params) {
   iron_window_plan_t g;
   IRON_RETURN_IF_ERROR_PLAIN(iron_window_plan_read(op, &g));
@@ -1005,9 +1005,9 @@ static iron_status_t sas_prepare(const iron_ir_op_t *op,
   p->g = g;
   p->dtype = rt->dtype;
   const iron_ir_region_t *sel_ir =
-      regions && regions[0] ? iron_host_region_ir(regions[0]) : &op->regions[0];
+      regions && regions[0] ? regions[0]->ir : &op->regions[0];
   const iron_ir_region_t *sc_ir =
-      regions && regions[1] ? iron_host_region_ir(regions[1]) : &op->regions[1];
+      regions && regions[1] ? regions[1]->ir : &op->regions[1];
   const iron_ir_op_t *cmp = NULL;
   bool swapped = false;
   if (fast_enabled() &&
@@ -1042,7 +1042,7 @@ static iron_status_t sas_prepare(const iron_ir_op_t *op,
 }
 
 typedef struct sas_pick {
-  const iron_host_ctx_t *ctx;
+  const iron_kernel_ctx_t *ctx;
   const sas_params_t *p;
   const char *x;
   int64_t best;  // offset chosen so far, -1: none
@@ -1076,7 +1076,7 @@ static bool sas_pick_run(const int64_t *offs, int64_t m, int64_t shift,
   return !k->st;
 }
 
-static iron_status_t sas_run(const iron_host_ctx_t *ctx, const void *params,
+static iron_status_t sas_run(const iron_kernel_ctx_t *ctx, const void *params,
                              const iron_tensor_t *const *inputs,
                              iron_tensor_t *const *outputs) {
   const sas_params_t *p = params;
@@ -1117,13 +1117,13 @@ static iron_status_t sas_run(const iron_host_ctx_t *ctx, const void *params,
   return st;
 }
 
-static const iron_host_kernel_t kSelectAndScatter = {
+static const iron_kernel_t kSelectAndScatter = {
     .name = "select_and_scatter",
     .prepare = sas_prepare,
     .run = sas_run,
     .destroy = sas_destroy};
 
-void iron_host_register_window(iron_host_kernel_table_t table) {
+void iron_host_register_window(iron_kernel_table_t table) {
   table[IRON_OP_REDUCE_WINDOW] = &kReduceWindow;
   table[IRON_OP_SELECT_AND_SCATTER] = &kSelectAndScatter;
 }

@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# One GPU-machine call that does much: builds this tree once (build-dev,
+# Release, every target, 16 cores), then runs the named stages, each with
+# its log under $OUT/logs, and packs the logs into $OUT/logs.tgz (the
+# device tool returns at most 8 files). A stage name may end in & to run
+# in the background beside the next ones; `wait` waits for them.
+# Stages:
+#   suite        jax's 20 core test files on CUDA (scripts/jax_suite_gpu.sh;
+#                $OUT/suite.json); needs .jaxtests carried
+#   corpus       pytest corpus + MLP on CUDA (scripts/cuda_tests.sh corpus)
+#   conformance  op conformance on CUDA
+#   staged       host-staged steps on CUDA
+#   faults       the error promise on the GPU (test_cuda_faults.py)
+#   kquick       bench/kernels.py --quick;  kernels: the whole benchmark
+#   gpubench     bench/gpu_bench.py --rounds 1 --steps 16
+#   sort         scripts/cuda_sort_check.sh tests; sortbench: its bench
+#   misc         scripts/cuda_misc_check.sh
+#   ctest        the GPU C tests (test_cuda_*)
+# Usage: scripts/gpu_session.sh build suite\& corpus\& wait kquick
+set -uo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+export OUT=${OUT:-/tmp/iron-out}
+logs=$OUT/logs
+mkdir -p "$logs"
+t0=$(date +%s)
+stamp() { echo "[$(( $(date +%s) - t0 ))s] $*"; }
+export IRON_CACHE_DIR=$root/build-dev/kcache
+export IRON_SUITE_REBUILD=0
+export PYTHONUNBUFFERED=1
+stage() {
+  local s=$1
+  case "$s" in
+    build)
+      nvidia-smi -L | head -1
+      python3 -c "import jax, jaxlib; print('jax', jax.__version__)"
+      cmake -S . -B build-dev -G Ninja -DCMAKE_BUILD_TYPE=Release \
+        -DIRON_WERROR=OFF >"$logs/build.log" 2>&1 &&
+        ninja -C build-dev >>"$logs/build.log" 2>&1 ||
+        { tail -30 "$logs/build.log"; return 1; } ;;
+    suite) JOBS=${SUITE_JOBS:-12} scripts/jax_suite_gpu.sh core20 300 \
+             >"$logs/suite.log" 2>&1; grep -E "passed, [0-9]+ failed|pass rate|new failures" "$logs/suite.log" | tail -25 ;;
+    corpus|conformance|staged|faults)
+      OUT=$logs scripts/cuda_tests.sh "$s" >"$logs/$s.log" 2>&1
+      grep -E "passed|failed|error" "$logs/$s.log" | tail -6 ;;
+    kquick|kernels)
+      local q=""; [ "$s" = kquick ] && q=--quick
+      IRON_PLUGIN_PATH=$root/build-dev/libiron_pjrt.so PYTHONPATH=$root/python \
+        python3 bench/kernels.py $q --json "$OUT/$s.json" --md "$OUT/$s.md" \
+        >"$logs/$s.log" 2>&1; tail -45 "$logs/$s.log" ;;
+    gpubench)
+      IRON_PLUGIN_PATH=$root/build-dev/libiron_pjrt.so PYTHONPATH=$root/python \
+        python3 bench/gpu_bench.py --rounds 1 --steps 16 \
+        --json "$OUT/gpubench.json" >"$logs/gpubench.log" 2>&1
+      tail -20 "$logs/gpubench.log" ;;
+    sort) OUT=$logs scripts/cuda_sort_check.sh tests >"$logs/sort.log" 2>&1; tail -15 "$logs/sort.log" ;;
+    sortbench) OUT=$logs scripts/cuda_sort_check.sh bench >"$logs/sortbench.log" 2>&1; tail -15 "$logs/sortbench.log" ;;
+    misc) OUT=$logs scripts/cuda_misc_check.sh 200 >"$logs/misc.log" 2>&1; tail -25 "$logs/misc.log" ;;
+    ctest) (cd build-dev && IRON_TEST_REQUIRE_CUDA=1 ctest -R test_cuda -j8 --timeout 300) >"$logs/ctest.log" 2>&1; tail -15 "$logs/ctest.log" ;;
+    *) echo "unknown stage $s"; return 1 ;;
+  esac
+}
+for s in "$@"; do
+  if [ "$s" = wait ]; then wait; stamp "waited"; continue; fi
+  if [ "${s%&}" != "$s" ]; then
+    ( stage "${s%&}" > "$logs/${s%&}.summary" 2>&1; stamp "${s%&} done" >> "$logs/${s%&}.summary" ) &
+    stamp "${s%&} started"
+  else
+    stage "$s"; stamp "$s done"
+  fi
+done
+wait
+for f in "$logs"/*.summary; do [ -f "$f" ] && { echo "== $(basename "$f" .summary)"; cat "$f"; }; done
+tar czf "$OUT/logs.tgz" -C "$OUT" logs 2>/dev/null && rm -rf "$logs"
+stamp "all done"

@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# jax's own test suite on the CUDA device, on the GPU machine (16 cores, one
+# H200, a 10-minute limit per call). Builds this tree, then runs the chosen
+# test files with scripts/jax_suite.py: 16 pytest processes at once, the
+# large files split into shards, IRON_DEVICE=cuda, IRON_CUDA_TF32=0.
+# jax's tests (tests/, conftest.py, pyproject.toml of the tag matching the
+# machine's jax, jax-v0.11.0) travel in the ignored folder .jaxtests (name it
+# in the device call's `carry`).
+# Usage: scripts/jax_suite_gpu.sh [SET] [TIMEOUT_S]
+#   SET: core20 (default, the 20 files of docs/jax-test-suite.md) or a
+#   comma-separated file list.
+# Results: $OUT/suite.json (every outcome; merge runs with
+# scripts/jax_suite_merge.py) and $OUT/suite.txt.
+set -uo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+out=${OUT:-/tmp/iron-out}
+mkdir -p "$out"
+set_=${1:-core20}
+tmo=${2:-400}
+if [ "$set_" = core20 ]; then
+  files=nn_test.py,random_test.py,x64_context_test.py,lax_control_flow_test.py,lax_test.py,lax_numpy_test.py,api_test.py,lax_numpy_reducers_test.py,batching_test.py,custom_api_test.py,lax_numpy_operators_test.py,lax_autodiff_test.py,dtypes_test.py,lax_numpy_indexing_test.py,tree_util_test.py,fft_test.py,linalg_test.py,debugging_primitives_test.py,pmap_test.py,stax_test.py
+else
+  files=$set_
+fi
+if [ ! -f build-dev/libiron_pjrt.so ] || [ "${IRON_SUITE_REBUILD:-1}" = 1 ]; then
+  cmake -S . -B build-dev -G Ninja -DCMAKE_BUILD_TYPE=Release -DIRON_WERROR=OFF \
+    -DIRON_BUILD_TESTS=OFF >"$out/cmake.log" 2>&1 &&
+    ninja -C build-dev iron_pjrt >>"$out/cmake.log" 2>&1 ||
+    { tail -40 "$out/cmake.log"; exit 1; }
+fi
+export IRON_PLUGIN_PATH=$root/build-dev/libiron_pjrt.so
+export PYTHONPATH=$root/python${PYTHONPATH:+:$PYTHONPATH}
+export IRON_DEVICE=cuda IRON_CUDA_TF32=0 IRON_TEST_REQUIRE_CUDA=1
+export IRON_CACHE_DIR=${IRON_CACHE_DIR:-$root/build-dev/kcache}
+export PYTHONUNBUFFERED=1
+python3 scripts/jax_suite.py --jax-src "$root/.jaxtests" --files "$files" \
+  --jobs "${JOBS:-16}" --timeout "$tmo" --cases 3 \
+  --shard lax_numpy_test.py:5 --shard lax_test.py:4 \
+  --shard lax_control_flow_test.py:3 --shard api_test.py:2 \
+  --shard linalg_test.py:3 --shard lax_autodiff_test.py:2 --shard nn_test.py:2 \
+  --shard custom_api_test.py:2 --shard lax_numpy_operators_test.py:2 \
+  --workdir /tmp/jax_suite_out --json "$out/suite.json" \
+  --known "$root/tests/jax_suite/known_failures_cuda.txt" 2>&1 |
+  tee "$out/suite.txt"

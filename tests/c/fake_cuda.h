@@ -1,0 +1,707 @@
+// A fake CUDA driver for GPU-free tests of src/device/cuda/cuda_device.c
+// (and of the executor's graph mode through it): an iron_cuda_api_t whose
+// driver entries emulate one context, streams, stream-ordered memory and
+// stream capture in host memory, with the rules of the real driver that
+// matter for errors:
+//
+// - work enqueued on a stream runs at once (device memory is host memory);
+// - while a stream is being captured, work enqueued on it by ANY thread is
+//   recorded into the capture instead of running (cuStreamBeginCapture:
+//   "all operations pushed into the stream will not be executed, but will
+//   instead be captured into a graph"); copies from or to pageable host
+//   memory cannot be captured;
+// - cuStreamSynchronize of a capturing stream (from any thread) fails with
+//   CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED and invalidates the capture, as do
+//   the capturing thread's unsafe calls (cuMemAlloc, cuCtxSynchronize, ...)
+//   in THREAD_LOCAL mode; work on an invalidated capture fails with
+//   CUDA_ERROR_STREAM_CAPTURE_INVALIDATED, and cuStreamEndCapture then ends
+//   the capture with that error and no graph;
+// - a kernel marked `fault` leaves a sticky CUDA_ERROR_ILLEGAL_ADDRESS that
+//   the next synchronization (and every later call) returns.
+//
+// Tests inject failures (fake_cuda.fail_*) and hooks (fake_cuda.on_dtoh:
+// runs inside a device-to-host copy, after its capture check, as the real
+// driver blocks there until the stream reaches the copy) and read counters.
+// Kernels are fake_kernel_t pointers passed as CUfunction; each parameter
+// is 8 bytes. One fake context per process (fake_cuda_reset between
+// devices). Header-only: include it from one test file.
+#ifndef IRON_TESTS_FAKE_CUDA_H_
+#define IRON_TESTS_FAKE_CUDA_H_
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "device/cuda/cuda_api.h"
+
+typedef struct fake_kernel {
+  const char *name;
+  void (*fn)(const uint64_t *args);  // NULL: does nothing
+  int nargs;
+  bool fault;  // running it leaves a sticky CUDA_ERROR_ILLEGAL_ADDRESS
+} fake_kernel_t;
+
+enum { FAKE_MAX_ARGS = 8 };
+
+typedef enum {
+  FAKE_NODE_KERNEL,
+  FAKE_NODE_COPY,  // dst <- src, n bytes (memcpy at replay)
+  FAKE_NODE_SET8,
+  FAKE_NODE_NOP,   // event record, free node
+} fake_node_kind_t;
+
+typedef struct fake_node {
+  fake_node_kind_t kind;
+  const fake_kernel_t *k;
+  uint64_t args[FAKE_MAX_ARGS];
+  void *dst;
+  const void *src;
+  size_t n;
+  unsigned char v;
+  bool host_src;  // a copy from host memory (recorded H2D)
+} fake_node_t;
+
+typedef struct fake_graph {
+  fake_node_t *nodes;
+  size_t num_nodes, cap_nodes;
+  void **allocs;  // graph memory (alloc nodes), freed with the graph
+  size_t num_allocs, cap_allocs;
+} fake_graph_t;
+
+typedef struct fake_stream {
+  bool capturing, invalidated;
+  pthread_t thread;
+  int mode;
+  fake_graph_t *graph;
+} fake_stream_t;
+
+typedef struct fake_cuda_state {
+  pthread_mutex_t mu;
+  CUresult sticky;  // a fault of the context (0: none)
+  CUresult pending_fault;  // a fault not seen yet: sticky at the next wait
+  // Injected failures: the next call of that kind returns the code (0:
+  // none); each is consumed by one call.
+  CUresult fail_launch, fail_alloc_async, fail_sync, fail_end_capture;
+  int oom_allocs;  // this many cuMemAllocAsync calls fail: out of memory
+  // Called inside cuMemcpyDtoHAsync / cuMemcpyHtoDAsync (not captured, no
+  // lock held), e.g. to let another thread act while the copy "waits".
+  void (*on_dtoh)(void);
+  void (*on_htod)(void);
+  // Pinned host ranges (cuMemAllocHost).
+  void *pinned[64];
+  size_t pinned_n[64];
+  int num_pinned;
+  // Counters.
+  atomic_int syncs, capture_errors, captures_begun, captures_ended,
+      graph_launches, launches, captured_host_copies, live_device_blocks,
+      live_streams;
+} fake_cuda_state_t;
+
+static fake_cuda_state_t fake_cuda = {.mu = PTHREAD_MUTEX_INITIALIZER};
+static _Thread_local CUcontext fake_tls_ctx;
+
+// --- helpers -------------------------------------------------------------
+
+// Device memory is host memory 128 bytes into a larger block, so that it
+// can never sit right after a storage header (device.c tells device memory
+// from host storage by that address).
+static void *fake_dev_malloc(size_t n) {
+  char *p = malloc(n + 128);
+  return p ? p + 128 : NULL;
+}
+static void fake_dev_free(void *p) {
+  if (p) free((char *)p - 128);
+}
+
+static bool fake_is_pinned(const void *p, size_t n) {
+  for (int i = 0; i < fake_cuda.num_pinned; ++i) {
+    const char *b = fake_cuda.pinned[i];
+    if ((const char *)p >= b && (const char *)p + n <= b + fake_cuda.pinned_n[i])
+      return true;
+  }
+  return false;
+}
+
+static fake_stream_t *fake_stream(CUstream s) { return (fake_stream_t *)s; }
+
+static void fake_graph_free(fake_graph_t *g) {
+  if (!g) return;
+  for (size_t i = 0; i < g->num_allocs; ++i) {
+    fake_dev_free(g->allocs[i]);
+    atomic_fetch_sub(&fake_cuda.live_device_blocks, 1);
+  }
+  free(g->allocs);
+  free(g->nodes);
+  free(g);
+}
+
+static void fake_graph_add(fake_graph_t *g, const fake_node_t *n) {
+  if (g->num_nodes == g->cap_nodes) {
+    g->cap_nodes = g->cap_nodes ? 2 * g->cap_nodes : 16;
+    g->nodes = realloc(g->nodes, g->cap_nodes * sizeof(*g->nodes));
+  }
+  g->nodes[g->num_nodes++] = *n;
+}
+
+static void fake_run_node(const fake_node_t *n) {
+  switch (n->kind) {
+    case FAKE_NODE_KERNEL:
+      atomic_fetch_add(&fake_cuda.launches, 1);
+      if (n->k->fault) {
+        // Seen at the next wait, like a real asynchronous fault; launches
+        // until then are accepted.
+        fake_cuda.pending_fault = IRON_CU_ERROR_ILLEGAL_ADDRESS;
+        return;
+      }
+      if (n->k->fn) n->k->fn(n->args);
+      break;
+    case FAKE_NODE_COPY: memmove(n->dst, n->src, n->n); break;
+    case FAKE_NODE_SET8: memset(n->dst, n->v, n->n); break;
+    case FAKE_NODE_NOP: break;
+  }
+}
+
+// A wait reaches an earlier fault: it becomes the context's. mu held.
+static void fake_see_fault_locked(void) {
+  if (fake_cuda.pending_fault && !fake_cuda.sticky)
+    fake_cuda.sticky = fake_cuda.pending_fault;
+  fake_cuda.pending_fault = 0;
+}
+
+// Enqueues `n` on stream `s`: runs it, records it, or fails. mu held.
+static CUresult fake_enqueue_locked(CUstream s, const fake_node_t *n) {
+  if (fake_cuda.sticky) return fake_cuda.sticky;
+  fake_stream_t *st = fake_stream(s);
+  if (st && st->capturing) {
+    if (st->invalidated) return IRON_CU_ERROR_STREAM_CAPTURE_INVALIDATED;
+    fake_graph_add(st->graph, n);
+    if (n->kind == FAKE_NODE_COPY && n->host_src)
+      atomic_fetch_add(&fake_cuda.captured_host_copies, 1);
+    return IRON_CU_SUCCESS;
+  }
+  fake_run_node(n);
+  return IRON_CU_SUCCESS;
+}
+
+// Invalidates the capture of `s` with CAPTURE_UNSUPPORTED. mu held.
+static CUresult fake_capture_violation_locked(fake_stream_t *st) {
+  st->invalidated = true;
+  atomic_fetch_add(&fake_cuda.capture_errors, 1);
+  return IRON_CU_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+}
+
+// --- driver entries --------------------------------------------------------
+
+static CUresult fake_cuInit(unsigned int f) { (void)f; return 0; }
+static CUresult fake_cuDriverGetVersion(int *v) { *v = 12080; return 0; }
+static CUresult fake_cuGetErrorName(CUresult e, const char **s) {
+  switch (e) {
+    case 0: *s = "CUDA_SUCCESS"; return 0;
+    case 1: *s = "CUDA_ERROR_INVALID_VALUE"; return 0;
+    case 2: *s = "CUDA_ERROR_OUT_OF_MEMORY"; return 0;
+    case 700: *s = "CUDA_ERROR_ILLEGAL_ADDRESS"; return 0;
+    case 701: *s = "CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES"; return 0;
+    case 719: *s = "CUDA_ERROR_LAUNCH_FAILED"; return 0;
+    case 900: *s = "CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED"; return 0;
+    case 901: *s = "CUDA_ERROR_STREAM_CAPTURE_INVALIDATED"; return 0;
+    case 908: *s = "CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD"; return 0;
+    default: *s = NULL; return 1;
+  }
+}
+static CUresult fake_cuGetErrorString(CUresult e, const char **s) {
+  switch (e) {
+    case 700: *s = "an illegal memory access was encountered"; return 0;
+    case 900: *s = "operation not permitted when stream is capturing"; return 0;
+    case 901:
+      *s = "operation failed due to a previous error during capture";
+      return 0;
+    default: *s = "fake CUDA error"; return 0;
+  }
+}
+static CUresult fake_cuDeviceGetCount(int *n) { *n = 1; return 0; }
+static CUresult fake_cuDeviceGet(CUdevice *d, int o) { *d = o; return 0; }
+static CUresult fake_cuDeviceGetName(char *name, int len, CUdevice d) {
+  (void)d;
+  strncpy(name, "Fake GPU", (size_t)len);
+  return 0;
+}
+static CUresult fake_cuDeviceGetAttribute(int *v, int a, CUdevice d) {
+  (void)d;
+  switch (a) {
+    case IRON_CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR: *v = 9; break;
+    case IRON_CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR: *v = 0; break;
+    case IRON_CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT: *v = 4; break;
+    default: *v = 49152; break;
+  }
+  return 0;
+}
+static CUresult fake_cuDeviceTotalMem(size_t *b, CUdevice d) {
+  (void)d;
+  *b = (size_t)1 << 30;
+  return 0;
+}
+static CUresult fake_cuDevicePrimaryCtxRetain(CUcontext *c, CUdevice d) {
+  (void)d;
+  *c = (CUcontext)(uintptr_t)0x1000;
+  return 0;
+}
+static CUresult fake_cuDevicePrimaryCtxRelease(CUdevice d) { (void)d; return 0; }
+static CUresult fake_cuCtxSetCurrent(CUcontext c) { fake_tls_ctx = c; return 0; }
+static CUresult fake_cuCtxGetCurrent(CUcontext *c) { *c = fake_tls_ctx; return 0; }
+static CUresult fake_cuMemGetInfo(size_t *f, size_t *t) {
+  *f = *t = (size_t)1 << 30;
+  return 0;
+}
+
+static fake_stream_t *g_fake_streams[16];
+static int g_fake_num_streams;
+
+// The stream the calling thread captures (THREAD_LOCAL), or NULL. mu held.
+static fake_stream_t *fake_my_capture_locked(void) {
+  for (int i = 0; i < g_fake_num_streams; ++i) {
+    fake_stream_t *s = g_fake_streams[i];
+    if (s && s->capturing && pthread_equal(s->thread, pthread_self()))
+      return s;
+  }
+  return NULL;
+}
+
+static CUresult fake_unsafe(void) {
+  pthread_mutex_lock(&fake_cuda.mu);
+  fake_stream_t *s = fake_my_capture_locked();
+  CUresult r = s ? fake_capture_violation_locked(s) : fake_cuda.sticky;
+  pthread_mutex_unlock(&fake_cuda.mu);
+  return r;
+}
+
+static CUresult fake_cuCtxSynchronize(void) {
+  pthread_mutex_lock(&fake_cuda.mu);
+  CUresult r = fake_cuda.sticky;
+  for (int i = 0; i < g_fake_num_streams && !r; ++i)
+    if (g_fake_streams[i] && g_fake_streams[i]->capturing)
+      r = fake_capture_violation_locked(g_fake_streams[i]);
+  pthread_mutex_unlock(&fake_cuda.mu);
+  return r;
+}
+static CUresult fake_cuMemAlloc(CUdeviceptr *p, size_t n) {
+  CUresult r = fake_unsafe();
+  if (r) return r;
+  void *m = fake_dev_malloc(n);
+  if (!m) return IRON_CU_ERROR_OUT_OF_MEMORY;
+  atomic_fetch_add(&fake_cuda.live_device_blocks, 1);
+  *p = (CUdeviceptr)(uintptr_t)m;
+  return 0;
+}
+static CUresult fake_cuMemFree(CUdeviceptr p) {
+  CUresult r = fake_unsafe();
+  if (r) return r;
+  fake_dev_free((void *)(uintptr_t)p);
+  atomic_fetch_sub(&fake_cuda.live_device_blocks, 1);
+  return 0;
+}
+static CUresult fake_cuMemAllocAsync(CUdeviceptr *p, size_t n, CUstream s) {
+  pthread_mutex_lock(&fake_cuda.mu);
+  CUresult r = fake_cuda.sticky;
+  if (!r && fake_cuda.fail_alloc_async) {
+    r = fake_cuda.fail_alloc_async;
+    fake_cuda.fail_alloc_async = 0;
+  }
+  if (!r && fake_cuda.oom_allocs > 0) {
+    fake_cuda.oom_allocs--;
+    r = IRON_CU_ERROR_OUT_OF_MEMORY;
+  }
+  fake_stream_t *st = fake_stream(s);
+  if (!r && st->capturing && st->invalidated)
+    r = IRON_CU_ERROR_STREAM_CAPTURE_INVALIDATED;
+  if (!r) {
+    void *m = fake_dev_malloc(n);
+    if (!m) {
+      r = IRON_CU_ERROR_OUT_OF_MEMORY;
+    } else {
+      atomic_fetch_add(&fake_cuda.live_device_blocks, 1);
+      *p = (CUdeviceptr)(uintptr_t)m;
+      if (st->capturing) {  // an allocation node: the graph owns it
+        fake_graph_t *g = st->graph;
+        if (g->num_allocs == g->cap_allocs) {
+          g->cap_allocs = g->cap_allocs ? 2 * g->cap_allocs : 16;
+          g->allocs = realloc(g->allocs, g->cap_allocs * sizeof(void *));
+        }
+        g->allocs[g->num_allocs++] = m;
+      }
+    }
+  }
+  pthread_mutex_unlock(&fake_cuda.mu);
+  return r;
+}
+static CUresult fake_cuMemFreeAsync(CUdeviceptr p, CUstream s) {
+  pthread_mutex_lock(&fake_cuda.mu);
+  fake_stream_t *st = fake_stream(s);
+  CUresult r = fake_cuda.sticky;
+  if (!r && st->capturing) {
+    // A free node; graph memory is released with the graph.
+    fake_node_t n = {.kind = FAKE_NODE_NOP};
+    r = fake_enqueue_locked(s, &n);
+  } else if (!r) {
+    fake_dev_free((void *)(uintptr_t)p);
+    atomic_fetch_sub(&fake_cuda.live_device_blocks, 1);
+  }
+  pthread_mutex_unlock(&fake_cuda.mu);
+  return r;
+}
+static CUresult fake_cuDeviceGetDefaultMemPool(CUmemoryPool *p, CUdevice d) {
+  (void)d;
+  *p = (CUmemoryPool)(uintptr_t)0x2000;
+  return 0;
+}
+static CUresult fake_cuMemPoolSetAttribute(CUmemoryPool p, int a, void *v) {
+  (void)p;
+  (void)a;
+  (void)v;
+  return 0;
+}
+static CUresult fake_cuMemAllocHost(void **p, size_t n) {
+  CUresult r = fake_unsafe();
+  if (r) return r;
+  pthread_mutex_lock(&fake_cuda.mu);
+  if (fake_cuda.num_pinned >= 64) {
+    pthread_mutex_unlock(&fake_cuda.mu);
+    return IRON_CU_ERROR_OUT_OF_MEMORY;
+  }
+  *p = malloc(n);
+  fake_cuda.pinned[fake_cuda.num_pinned] = *p;
+  fake_cuda.pinned_n[fake_cuda.num_pinned++] = n;
+  pthread_mutex_unlock(&fake_cuda.mu);
+  return 0;
+}
+static CUresult fake_cuMemFreeHost(void *p) {
+  pthread_mutex_lock(&fake_cuda.mu);
+  for (int i = 0; i < fake_cuda.num_pinned; ++i) {
+    if (fake_cuda.pinned[i] != p) continue;
+    fake_cuda.pinned[i] = fake_cuda.pinned[fake_cuda.num_pinned - 1];
+    fake_cuda.pinned_n[i] = fake_cuda.pinned_n[fake_cuda.num_pinned - 1];
+    fake_cuda.num_pinned--;
+    break;
+  }
+  pthread_mutex_unlock(&fake_cuda.mu);
+  free(p);
+  return 0;
+}
+
+// A copy touching host memory: capturable only from pinned memory.
+static CUresult fake_host_copy(CUstream s, void *dst, const void *src,
+                               size_t n, bool to_device) {
+  pthread_mutex_lock(&fake_cuda.mu);
+  if (!to_device) fake_see_fault_locked();
+  CUresult r = fake_cuda.sticky;
+  fake_stream_t *st = fake_stream(s);
+  const void *host = to_device ? src : dst;
+  if (!r && st->capturing && !st->invalidated && !fake_is_pinned(host, n))
+    r = fake_capture_violation_locked(st);
+  bool capturing = st->capturing;
+  pthread_mutex_unlock(&fake_cuda.mu);
+  if (r) return r;
+  if (!capturing) {
+    // The real driver blocks here (pageable memory) until the stream
+    // reaches the copy: let the test act meanwhile.
+    void (*hook)(void) = to_device ? fake_cuda.on_htod : fake_cuda.on_dtoh;
+    if (hook) hook();
+  }
+  fake_node_t node = {.kind = FAKE_NODE_COPY, .dst = dst, .src = src,
+                      .n = n, .host_src = to_device};
+  pthread_mutex_lock(&fake_cuda.mu);
+  r = fake_enqueue_locked(s, &node);
+  pthread_mutex_unlock(&fake_cuda.mu);
+  return r;
+}
+static CUresult fake_cuMemcpyHtoDAsync(CUdeviceptr d, const void *s, size_t n,
+                                       CUstream st) {
+  return fake_host_copy(st, (void *)(uintptr_t)d, s, n, true);
+}
+static CUresult fake_cuMemcpyDtoHAsync(void *d, CUdeviceptr s, size_t n,
+                                       CUstream st) {
+  return fake_host_copy(st, d, (const void *)(uintptr_t)s, n, false);
+}
+static CUresult fake_cuMemcpyDtoDAsync(CUdeviceptr d, CUdeviceptr s, size_t n,
+                                       CUstream st) {
+  fake_node_t node = {.kind = FAKE_NODE_COPY, .dst = (void *)(uintptr_t)d,
+                      .src = (const void *)(uintptr_t)s, .n = n};
+  pthread_mutex_lock(&fake_cuda.mu);
+  CUresult r = fake_enqueue_locked(st, &node);
+  pthread_mutex_unlock(&fake_cuda.mu);
+  return r;
+}
+static CUresult fake_cuMemsetD8Async(CUdeviceptr d, unsigned char v, size_t n,
+                                     CUstream st) {
+  fake_node_t node = {.kind = FAKE_NODE_SET8, .dst = (void *)(uintptr_t)d,
+                      .v = v, .n = n};
+  pthread_mutex_lock(&fake_cuda.mu);
+  CUresult r = fake_enqueue_locked(st, &node);
+  pthread_mutex_unlock(&fake_cuda.mu);
+  return r;
+}
+static CUresult fake_cuMemsetD32Async(CUdeviceptr d, unsigned int v, size_t n,
+                                      CUstream st) {
+  (void)d;
+  (void)v;
+  (void)n;
+  (void)st;
+  return IRON_CU_ERROR_INVALID_VALUE;  // unused by the tests
+}
+static CUresult fake_cuStreamCreate(CUstream *s, unsigned int f) {
+  (void)f;
+  fake_stream_t *st = calloc(1, sizeof(*st));
+  atomic_fetch_add(&fake_cuda.live_streams, 1);
+  pthread_mutex_lock(&fake_cuda.mu);
+  g_fake_streams[g_fake_num_streams++ % 16] = st;
+  pthread_mutex_unlock(&fake_cuda.mu);
+  *s = (CUstream)st;
+  return 0;
+}
+static CUresult fake_cuStreamDestroy(CUstream s) {
+  pthread_mutex_lock(&fake_cuda.mu);
+  for (int i = 0; i < 16; ++i)
+    if (g_fake_streams[i] == fake_stream(s)) g_fake_streams[i] = NULL;
+  pthread_mutex_unlock(&fake_cuda.mu);
+  fake_graph_free(fake_stream(s)->graph);
+  free(s);
+  atomic_fetch_sub(&fake_cuda.live_streams, 1);
+  return 0;
+}
+static CUresult fake_cuStreamSynchronize(CUstream s) {
+  atomic_fetch_add(&fake_cuda.syncs, 1);
+  pthread_mutex_lock(&fake_cuda.mu);
+  fake_stream_t *st = fake_stream(s);
+  CUresult r = 0;
+  fake_see_fault_locked();
+  if (st->capturing)
+    r = fake_capture_violation_locked(st);  // any thread: illegal
+  else if (fake_cuda.fail_sync) {
+    r = fake_cuda.fail_sync;
+    fake_cuda.fail_sync = 0;
+  } else {
+    r = fake_cuda.sticky;
+  }
+  pthread_mutex_unlock(&fake_cuda.mu);
+  return r;
+}
+static CUresult fake_cuStreamWaitEvent(CUstream s, CUevent e, unsigned f) {
+  (void)s;
+  (void)e;
+  (void)f;
+  return 0;
+}
+static CUresult fake_cuEventCreate(CUevent *e, unsigned f) {
+  (void)f;
+  *e = (CUevent)malloc(1);
+  return 0;
+}
+static CUresult fake_cuEventDestroy(CUevent e) { free(e); return 0; }
+static CUresult fake_cuEventRecord(CUevent e, CUstream s) {
+  (void)e;
+  fake_node_t node = {.kind = FAKE_NODE_NOP};
+  pthread_mutex_lock(&fake_cuda.mu);
+  CUresult r = fake_enqueue_locked(s, &node);
+  pthread_mutex_unlock(&fake_cuda.mu);
+  return r;
+}
+static CUresult fake_cuEventSynchronize(CUevent e) {
+  (void)e;
+  return fake_cuda.sticky;
+}
+static CUresult fake_cuEventQuery(CUevent e) {
+  (void)e;
+  return fake_cuda.sticky;
+}
+static CUresult fake_cuEventElapsedTime(float *ms, CUevent a, CUevent b) {
+  (void)a;
+  (void)b;
+  *ms = 0;
+  return 0;
+}
+static CUresult fake_cuModuleLoadData(CUmodule *m, const void *img) {
+  (void)m;
+  (void)img;
+  return IRON_CU_ERROR_INVALID_VALUE;  // no modules on the fake driver
+}
+static CUresult fake_cuModuleUnload(CUmodule m) { (void)m; return 0; }
+static CUresult fake_cuModuleGetFunction(CUfunction *f, CUmodule m,
+                                         const char *n) {
+  (void)f;
+  (void)m;
+  (void)n;
+  return IRON_CU_ERROR_INVALID_VALUE;
+}
+static CUresult fake_cuFuncSetAttribute(CUfunction f, int a, int v) {
+  (void)f;
+  (void)a;
+  (void)v;
+  return 0;
+}
+static CUresult fake_cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy,
+                                    unsigned gz, unsigned bx, unsigned by,
+                                    unsigned bz, unsigned shmem, CUstream s,
+                                    void **params, void **extra) {
+  (void)gx; (void)gy; (void)gz; (void)bx; (void)by; (void)bz; (void)shmem;
+  (void)extra;
+  const fake_kernel_t *k = (const fake_kernel_t *)f;
+  fake_node_t node = {.kind = FAKE_NODE_KERNEL, .k = k};
+  for (int i = 0; i < k->nargs && i < FAKE_MAX_ARGS; ++i)
+    memcpy(&node.args[i], params[i], sizeof(uint64_t));
+  pthread_mutex_lock(&fake_cuda.mu);
+  CUresult r = fake_cuda.sticky;
+  if (!r && fake_cuda.fail_launch) {
+    r = fake_cuda.fail_launch;
+    fake_cuda.fail_launch = 0;
+    // A failure while capturing invalidates the capture, as the driver's.
+    if (fake_stream(s)->capturing) fake_stream(s)->invalidated = true;
+  }
+  if (!r) r = fake_enqueue_locked(s, &node);
+  pthread_mutex_unlock(&fake_cuda.mu);
+  return r;
+}
+static CUresult fake_cuStreamBeginCapture(CUstream s, int mode) {
+  pthread_mutex_lock(&fake_cuda.mu);
+  fake_stream_t *st = fake_stream(s);
+  CUresult r = fake_cuda.sticky;
+  if (!r && st->capturing) r = IRON_CU_ERROR_INVALID_VALUE;
+  if (!r) {
+    st->capturing = true;
+    st->invalidated = false;
+    st->thread = pthread_self();
+    st->mode = mode;
+    st->graph = calloc(1, sizeof(fake_graph_t));
+    atomic_fetch_add(&fake_cuda.captures_begun, 1);
+  }
+  pthread_mutex_unlock(&fake_cuda.mu);
+  return r;
+}
+static CUresult fake_cuStreamEndCapture(CUstream s, CUgraph *g) {
+  pthread_mutex_lock(&fake_cuda.mu);
+  fake_stream_t *st = fake_stream(s);
+  CUresult r = 0;
+  *g = NULL;
+  if (!st->capturing) {
+    r = IRON_CU_ERROR_INVALID_VALUE;
+  } else if (!pthread_equal(st->thread, pthread_self())) {
+    r = IRON_CU_ERROR_STREAM_CAPTURE_WRONG_THREAD;  // capture goes on
+  } else {
+    st->capturing = false;
+    atomic_fetch_add(&fake_cuda.captures_ended, 1);
+    if (fake_cuda.fail_end_capture) {
+      r = fake_cuda.fail_end_capture;
+      fake_cuda.fail_end_capture = 0;
+      fake_graph_free(st->graph);
+    } else if (st->invalidated) {
+      r = IRON_CU_ERROR_STREAM_CAPTURE_INVALIDATED;
+      fake_graph_free(st->graph);
+    } else {
+      *g = (CUgraph)st->graph;
+    }
+    st->graph = NULL;
+    st->invalidated = false;
+  }
+  pthread_mutex_unlock(&fake_cuda.mu);
+  return r;
+}
+static CUresult fake_cuStreamIsCapturing(CUstream s, int *status) {
+  pthread_mutex_lock(&fake_cuda.mu);
+  fake_stream_t *st = fake_stream(s);
+  *status = !st->capturing ? IRON_CU_STREAM_CAPTURE_STATUS_NONE
+            : st->invalidated ? IRON_CU_STREAM_CAPTURE_STATUS_INVALIDATED
+                              : IRON_CU_STREAM_CAPTURE_STATUS_ACTIVE;
+  pthread_mutex_unlock(&fake_cuda.mu);
+  return 0;
+}
+// Instantiating moves the nodes and the graph memory into the executable.
+static CUresult fake_cuGraphInstantiateWithFlags(CUgraphExec *e, CUgraph g,
+                                                 unsigned long long f) {
+  (void)f;
+  fake_graph_t *src = (fake_graph_t *)g;
+  fake_graph_t *x = calloc(1, sizeof(*x));
+  *x = *src;
+  memset(src, 0, sizeof(*src));
+  *e = (CUgraphExec)x;
+  return 0;
+}
+static CUresult fake_cuGraphLaunch(CUgraphExec e, CUstream s) {
+  atomic_fetch_add(&fake_cuda.graph_launches, 1);
+  fake_graph_t *x = (fake_graph_t *)e;
+  pthread_mutex_lock(&fake_cuda.mu);
+  CUresult r = fake_cuda.sticky;
+  if (!r && fake_stream(s)->capturing) r = IRON_CU_ERROR_INVALID_VALUE;
+  for (size_t i = 0; i < x->num_nodes && !r; ++i) {
+    fake_run_node(&x->nodes[i]);
+  }
+  pthread_mutex_unlock(&fake_cuda.mu);
+  return r;
+}
+static CUresult fake_cuGraphExecDestroy(CUgraphExec e) {
+  fake_graph_free((fake_graph_t *)e);
+  return 0;
+}
+static CUresult fake_cuGraphDestroy(CUgraph g) {
+  fake_graph_free((fake_graph_t *)g);
+  return 0;
+}
+
+// The fake driver as an API table (NVRTC and cuBLASLt absent).
+static void fake_cuda_api(iron_cuda_api_t *api) {
+  memset(api, 0, sizeof(*api));
+#define FAKE_SET(field) api->field = fake_##field;
+  FAKE_SET(cuInit) FAKE_SET(cuDriverGetVersion) FAKE_SET(cuGetErrorName)
+  FAKE_SET(cuGetErrorString) FAKE_SET(cuDeviceGetCount) FAKE_SET(cuDeviceGet)
+  FAKE_SET(cuDeviceGetName) FAKE_SET(cuDeviceGetAttribute)
+  FAKE_SET(cuDeviceTotalMem) FAKE_SET(cuDevicePrimaryCtxRetain)
+  FAKE_SET(cuDevicePrimaryCtxRelease) FAKE_SET(cuCtxSetCurrent)
+  FAKE_SET(cuCtxGetCurrent) FAKE_SET(cuCtxSynchronize) FAKE_SET(cuMemGetInfo)
+  FAKE_SET(cuMemAlloc) FAKE_SET(cuMemFree) FAKE_SET(cuMemAllocAsync)
+  FAKE_SET(cuMemFreeAsync) FAKE_SET(cuDeviceGetDefaultMemPool)
+  FAKE_SET(cuMemPoolSetAttribute) FAKE_SET(cuMemAllocHost)
+  FAKE_SET(cuMemFreeHost) FAKE_SET(cuMemcpyHtoDAsync)
+  FAKE_SET(cuMemcpyDtoHAsync) FAKE_SET(cuMemcpyDtoDAsync)
+  FAKE_SET(cuMemsetD8Async) FAKE_SET(cuMemsetD32Async) FAKE_SET(cuStreamCreate)
+  FAKE_SET(cuStreamDestroy) FAKE_SET(cuStreamSynchronize)
+  FAKE_SET(cuStreamWaitEvent) FAKE_SET(cuEventCreate) FAKE_SET(cuEventDestroy)
+  FAKE_SET(cuEventRecord) FAKE_SET(cuEventSynchronize) FAKE_SET(cuEventQuery)
+  FAKE_SET(cuEventElapsedTime) FAKE_SET(cuModuleLoadData)
+  FAKE_SET(cuModuleUnload) FAKE_SET(cuModuleGetFunction)
+  FAKE_SET(cuFuncSetAttribute) FAKE_SET(cuLaunchKernel)
+  FAKE_SET(cuStreamBeginCapture) FAKE_SET(cuStreamEndCapture)
+  FAKE_SET(cuStreamIsCapturing) FAKE_SET(cuGraphInstantiateWithFlags)
+  FAKE_SET(cuGraphLaunch) FAKE_SET(cuGraphExecDestroy) FAKE_SET(cuGraphDestroy)
+#undef FAKE_SET
+  api->has_driver = true;
+  snprintf(api->driver_path, sizeof(api->driver_path), "fake_cuda.h");
+}
+
+// Clears faults, injections, hooks and counters (between devices).
+static void fake_cuda_reset(void) {
+  pthread_mutex_lock(&fake_cuda.mu);
+  fake_cuda.sticky = fake_cuda.pending_fault = 0;
+  fake_cuda.fail_launch = fake_cuda.fail_alloc_async = 0;
+  fake_cuda.fail_sync = fake_cuda.fail_end_capture = 0;
+  fake_cuda.oom_allocs = 0;
+  fake_cuda.on_dtoh = fake_cuda.on_htod = NULL;
+  atomic_store(&fake_cuda.syncs, 0);
+  atomic_store(&fake_cuda.capture_errors, 0);
+  atomic_store(&fake_cuda.captures_begun, 0);
+  atomic_store(&fake_cuda.captures_ended, 0);
+  atomic_store(&fake_cuda.graph_launches, 0);
+  atomic_store(&fake_cuda.launches, 0);
+  atomic_store(&fake_cuda.captured_host_copies, 0);
+  pthread_mutex_unlock(&fake_cuda.mu);
+}
+
+// Whether stream `s` is capturing (for checks that a capture was ended).
+static bool fake_cuda_capturing(CUstream s) {
+  pthread_mutex_lock(&fake_cuda.mu);
+  bool c = fake_stream(s)->capturing;
+  pthread_mutex_unlock(&fake_cuda.mu);
+  return c;
+}
+
+#endif  // IRON_TESTS_FAKE_CUDA_H_
