@@ -9,7 +9,13 @@ executable's context). For the iron platform `install()` wraps that function:
 * the Python callable (with jax's output checks) goes into a process-wide
   registry under a fresh integer id; a handle that removes it again rides on
   the lowered module's keepalives, so the entry lives as long as the
-  executable that uses it;
+  executable that uses it. jax may drop that executable while runs of it
+  are still queued (IRON_HOST_CALLBACK_SYNC=0), so the entry stays until
+  the plugin's compiled ops no longer name the id either
+  (`iron_host_callback_pins`, nonzero while a compiled executable with the
+  op exists, and executables live until their queued runs finish): an
+  entry whose handle died while pinned is retired, and removed by the next
+  sweep (at the next registration, callback call or `num_registered()`);
 * the op becomes `stablehlo.custom_call @iron_python_callback(token?, args...)`
   with `backend_config = "<id>"` (tokens of ordered effects are threaded
   exactly as on CPU);
@@ -67,18 +73,46 @@ _registry: dict[int, _Entry] = {}
 # callable of another process: it fails with "not registered" instead.
 _ID_BASE = (secrets.randbits(31) + 1) << 32
 _next_id = itertools.count(_ID_BASE + 1)
-_lock = threading.Lock()
+# Reentrant: a finalizer (_release) may run from a garbage collection that
+# starts while this thread holds the lock.
+_lock = threading.RLock()
+
+
+# Ids whose handle died while the plugin still pinned them.
+_retired: set[int] = set()
+_pins = None  # the plugin's iron_host_callback_pins, once set_handler ran
+
+
+def _pinned(cb_id: int) -> bool:
+    return _pins is not None and _pins(cb_id) > 0
+
+
+def _sweep() -> None:
+    # Caller holds _lock. The pins query calls nothing back: safe anywhere.
+    for cb_id in [i for i in _retired if not _pinned(i)]:
+        _retired.discard(cb_id)
+        _registry.pop(cb_id, None)
+
+
+def _release(cb_id: int) -> None:
+    with _lock:
+        if _pinned(cb_id):
+            _retired.add(cb_id)
+        else:
+            _registry.pop(cb_id, None)
+        _sweep()
 
 
 class CallbackHandle:
     """Keeps callback `id` registered while referenced (jax keeps it with the
-    executable, as a keepalive of the lowered module)."""
+    executable, as a keepalive of the lowered module), and after that while
+    the plugin still has the op compiled (runs of it may be queued)."""
 
     __slots__ = ("id", "__weakref__")
 
     def __init__(self, cb_id: int):
         self.id = cb_id
-        weakref.finalize(self, _registry.pop, cb_id, None)
+        weakref.finalize(self, _release, cb_id)
 
     def __repr__(self) -> str:
         return f"<iron host callback {self.id}>"
@@ -90,13 +124,18 @@ def register(fn: Callable[..., Sequence[Any]], in_avals, out_avals
     returning one array-like per entry of `out_avals`); returns the handle
     whose lifetime bounds the registration."""
     with _lock:
+        _sweep()
         cb_id = next(_next_id)
         _registry[cb_id] = _Entry(fn, tuple(in_avals), tuple(out_avals))
     return CallbackHandle(cb_id)
 
 
 def num_registered() -> int:
-    return len(_registry)
+    """Live registrations (after removing the retired ones no compiled op
+    names any more)."""
+    with _lock:
+        _sweep()
+        return len(_registry)
 
 
 def _write_error(buf: int, capacity: int, text: str) -> None:
@@ -130,6 +169,9 @@ def _handle(cb_id, num_inputs, inputs, input_nbytes, num_outputs, outputs,
     # it). Must not raise: ctypes would print and return 0.
     try:
         entry = _registry.get(cb_id)
+        if _retired:
+            with _lock:
+                _sweep()
         if entry is None:
             raise RuntimeError(
                 f"iron host callback {cb_id} is not registered (its "
@@ -170,12 +212,17 @@ _library: ctypes.CDLL | None = None
 def set_handler(library_path: str) -> None:
     """Hands the ctypes handler to the plugin library at `library_path` (the
     same file jax loaded, so the same loaded instance)."""
-    global _library
+    global _library, _pins
     lib = ctypes.CDLL(library_path)
     setter = lib.iron_host_callback_set_handler
     setter.argtypes = [_HANDLER_TYPE]
     setter.restype = None
     setter(_c_handler)
+    pins = getattr(lib, "iron_host_callback_pins", None)
+    if pins is not None:
+        pins.argtypes = [ctypes.c_uint64]
+        pins.restype = ctypes.c_int32
+    _pins = pins
     _library = lib
 
 

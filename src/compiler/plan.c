@@ -7,6 +7,9 @@
 //     (value ids are per function), kernel regions in their own space.
 #include "compiler/plan.h"
 
+#include "base/compile_memory.h"
+
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -314,6 +317,16 @@ static iron_status_t make_constant(iron_plan_t *plan, iron_device_t *dev,
                                    const iron_ir_op_t *op,
                                    const iron_tensor_t *type,
                                    iron_plan_step_t *s) {
+  // A splat's bytes are not in the artifact: charge them to the compile
+  // memory budget before they are built (base/compile_memory.h).
+  const iron_ir_attr_t *va = iron_ir_op_attr(op, "value");
+  size_t stored = va && va->kind == IRON_ATTR_DENSE ? va->dense.size : 0;
+  if (type->nbytes > stored) {
+    char what[96];
+    snprintf(what, sizeof(what), "%s materialized to %zu bytes", op->name,
+             type->nbytes);
+    IRON_RETURN_IF_ERROR_PLAIN(iron_compile_memory_reserve(type->nbytes, what));
+  }
   iron_storage_t *st;
   IRON_RETURN_IF_ERROR_PLAIN(iron_storage_allocate(NULL, type->nbytes, &st));
   iron_status_t status = fill_constant(op, type, st->data);

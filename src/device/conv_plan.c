@@ -224,10 +224,27 @@ iron_status_t iron_conv_plan_check_sizes(const iron_ir_op_t *op,
   for (int32_t d = 0; d < out->nsp; ++d) {
     int64_t in = lt->dims[out->in_sp_dim[d]], k = rt->dims[out->k_sp_dim[d]];
     int64_t o = ot->dims[out->out_sp_dim[d]];
-    // Output size: (padded dilated input - dilated window) / stride + 1.
-    int64_t din = in == 0 ? 0 : (in - 1) * out->lhs_dil[d] + 1;
-    int64_t dk = k == 0 ? 0 : (k - 1) * out->rhs_dil[d] + 1;
-    int64_t span = din + out->pad[2 * d] + out->pad[2 * d + 1] - dk;
+    // Output size: (padded dilated input - dilated window) / stride + 1,
+    // in checked arithmetic with every size below 2^62, so that the
+    // kernels' o * stride + k * rhs_dil - pad cannot overflow either.
+    const int64_t lim = (int64_t)1 << 62;
+    int64_t din = 0, dk = 0, span = 0;
+    bool ok = out->stride[d] < lim && out->pad[2 * d] > -lim &&
+              out->pad[2 * d] < lim && out->pad[2 * d + 1] > -lim &&
+              out->pad[2 * d + 1] < lim &&
+              (in == 0 ||
+               (!__builtin_mul_overflow(in - 1, out->lhs_dil[d], &din) &&
+                din < lim && ++din)) &&
+              (k == 0 ||
+               (!__builtin_mul_overflow(k - 1, out->rhs_dil[d], &dk) &&
+                dk < lim && ++dk));
+    ok = ok && !__builtin_add_overflow(din, out->pad[2 * d], &span) &&
+         !__builtin_add_overflow(span, out->pad[2 * d + 1], &span) &&
+         !__builtin_sub_overflow(span, dk, &span);
+    if (!ok || span >= lim || span <= -lim)
+      return IRON_ERR(INVALID_ARGUMENT,
+                      "%s: spatial dim %d: window sizes overflow", op->name,
+                      d);
     int64_t expect = span < 0 ? 0 : span / out->stride[d] + 1;
     if (expect != o)
       return IRON_ERR(INVALID_ARGUMENT,

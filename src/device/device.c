@@ -8,6 +8,15 @@
 _Static_assert(sizeof(iron_storage_t) <= IRON_STORAGE_HEADER,
                "storage header too large");
 
+// Raises dev's peak to `now` (bytes in use right after an allocation).
+static void note_peak(iron_device_t *dev, int64_t now) {
+  int64_t peak =
+      atomic_load_explicit(&dev->peak_bytes_in_use, memory_order_relaxed);
+  while (now > peak &&
+         !atomic_compare_exchange_weak(&dev->peak_bytes_in_use, &peak, now)) {
+  }
+}
+
 iron_status_t iron_storage_allocate(iron_device_t *dev, size_t nbytes,
                                     iron_storage_t **out_storage) {
   size_t padded;
@@ -17,7 +26,16 @@ iron_status_t iron_storage_allocate(iron_device_t *dev, size_t nbytes,
                     nbytes);
   padded = (nbytes + 63) & ~(size_t)63;
   size_t total = padded + IRON_STORAGE_HEADER;
+  // The bytes are reserved before the allocation (so concurrent allocations
+  // cannot pass the limit together), but the peak only counts them once the
+  // allocation succeeded: a refused 10^12-element result must not show as
+  // a 4 TB peak (issue 13).
+  int64_t now = 0;
   if (dev) {
+    if (padded > (size_t)INT64_MAX / 2)
+      return IRON_ERR(RESOURCE_EXHAUSTED,
+                      "out of memory allocating %zu bytes on %s device %d",
+                      nbytes, dev->vtable->kind, dev->id);
     int64_t prev = atomic_fetch_add(&dev->bytes_in_use, (int64_t)padded);
     if (dev->memory_limit > 0 && prev + (int64_t)padded > dev->memory_limit) {
       atomic_fetch_sub(&dev->bytes_in_use, (int64_t)padded);
@@ -27,12 +45,7 @@ iron_status_t iron_storage_allocate(iron_device_t *dev, size_t nbytes,
                       nbytes, dev->vtable->kind, dev->id, (long long)prev,
                       (long long)dev->memory_limit);
     }
-    int64_t now = prev + (int64_t)padded;
-    int64_t peak = atomic_load_explicit(&dev->peak_bytes_in_use,
-                                        memory_order_relaxed);
-    while (now > peak &&
-           !atomic_compare_exchange_weak(&dev->peak_bytes_in_use, &peak, now)) {
-    }
+    now = prev + (int64_t)padded;
   }
   if (dev && dev->vtable->mem_alloc && nbytes > 0) {
     // Device memory: the header lives on the host, the bytes on the device.
@@ -52,6 +65,7 @@ iron_status_t iron_storage_allocate(iron_device_t *dev, size_t nbytes,
     s->accounted = padded;
     s->data = ptr;
     s->pinned = false;
+    note_peak(dev, now);
     *out_storage = s;
     return IRON_OK;
   }
@@ -67,6 +81,7 @@ iron_status_t iron_storage_allocate(iron_device_t *dev, size_t nbytes,
   s->accounted = dev ? padded : 0;
   s->data = (char *)s + IRON_STORAGE_HEADER;
   s->pinned = false;
+  if (dev) note_peak(dev, now);
   *out_storage = s;
   return IRON_OK;
 }

@@ -1,5 +1,6 @@
 // PJRT_Error: a heap wrapper around a non-OK iron_status_t. This file holds
 // the one place where an iron_status_t becomes a PJRT_Error.
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -26,9 +27,77 @@ static const PJRT_Error_FunctionTable iron_pjrt_error_vtable = {
 
 // Returned when even the wrapper cannot be allocated. Its status is NULL and
 // is reported through the accessors below as RESOURCE_EXHAUSTED.
-static PJRT_Error iron_pjrt_error_oom = {&iron_pjrt_error_vtable, NULL};
+static PJRT_Error iron_pjrt_error_oom = {&iron_pjrt_error_vtable, NULL, NULL};
 static const char iron_pjrt_error_oom_message[] =
     "RESOURCE_EXHAUSTED: out of memory while reporting an error";
+
+// Length of the well-formed UTF-8 sequence at s (n bytes left) that
+// encodes a printable character (or \n, \t), 0 when there is none.
+static size_t printable_utf8_length(const unsigned char *s, size_t n) {
+  unsigned char c = s[0];
+  if (c < 0x80) return (c >= 0x20 && c != 0x7f) || c == '\n' || c == '\t';
+  size_t len;
+  uint32_t cp;
+  if (c >= 0xc2 && c <= 0xdf) {
+    len = 2;
+    cp = c & 0x1f;
+  } else if (c >= 0xe0 && c <= 0xef) {
+    len = 3;
+    cp = c & 0x0f;
+  } else if (c >= 0xf0 && c <= 0xf4) {
+    len = 4;
+    cp = c & 0x07;
+  } else {
+    return 0;
+  }
+  if (len > n) return 0;
+  for (size_t i = 1; i < len; ++i) {
+    if ((s[i] & 0xc0) != 0x80) return 0;
+    cp = (cp << 6) | (s[i] & 0x3f);
+  }
+  // Overlong forms, UTF-16 surrogates, past U+10FFFF; C1 controls.
+  if ((len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000) ||
+      (cp >= 0xd800 && cp <= 0xdfff) || cp > 0x10ffff ||
+      (cp >= 0x80 && cp < 0xa0))
+    return 0;
+  return len;
+}
+
+// The message with every byte outside printable UTF-8 written as \xNN, or
+// NULL when there is none (or no memory: the raw text is reported then).
+static char *escape_message(const char *text) {
+  const unsigned char *s = (const unsigned char *)text;
+  size_t n = strlen(text), bad = 0;
+  for (size_t i = 0; i < n;) {
+    size_t len = printable_utf8_length(s + i, n - i);
+    if (len == 0) {
+      bad++;
+      len = 1;
+    }
+    i += len;
+  }
+  if (bad == 0) return NULL;
+  char *out = malloc(n + 3 * bad + 1);
+  if (out == NULL) return NULL;
+  static const char hex[] = "0123456789abcdef";
+  size_t o = 0;
+  for (size_t i = 0; i < n;) {
+    size_t len = printable_utf8_length(s + i, n - i);
+    if (len == 0) {
+      out[o++] = '\\';
+      out[o++] = 'x';
+      out[o++] = hex[s[i] >> 4];
+      out[o++] = hex[s[i] & 15];
+      i++;
+      continue;
+    }
+    memcpy(out + o, s + i, len);
+    o += len;
+    i += len;
+  }
+  out[o] = '\0';
+  return out;
+}
 
 PJRT_Error *iron_pjrt_error_from_status(iron_status_t status) {
   if (status == IRON_OK) return NULL;
@@ -39,6 +108,7 @@ PJRT_Error *iron_pjrt_error_from_status(iron_status_t status) {
   }
   error->vtable = &iron_pjrt_error_vtable;
   error->status = status;
+  error->escaped = escape_message(iron_status_message(status));
   return error;
 }
 
@@ -55,6 +125,7 @@ PJRT_Error *iron_pjrt_error_unimplemented(const char *slot_name) {
 static void iron_pjrt_error_vt_destroy(PJRT_Error *error) {
   if (error == NULL || error == &iron_pjrt_error_oom) return;
   iron_status_free(error->status);
+  free(error->escaped);
   free(error);
 }
 
@@ -63,7 +134,7 @@ static void iron_pjrt_error_vt_message(const PJRT_Error *error,
                                        size_t *message_size) {
   const char *text = iron_pjrt_error_oom_message;
   if (error != NULL && error->status != NULL)
-    text = iron_status_message(error->status);
+    text = error->escaped ? error->escaped : iron_status_message(error->status);
   *message = text;
   *message_size = strlen(text);
 }

@@ -18,7 +18,7 @@
 
 uint64_t iron_pjrt_fnv1a(const void *data, size_t size) {
   const unsigned char *bytes = data;
-  uint64_t hash = 1469598103934665603ull;
+  uint64_t hash = 14695981039346656037ull;  // the FNV-1a 64 offset basis
   for (size_t i = 0; i < size; ++i) {
     hash ^= bytes[i];
     hash *= 1099511628211ull;

@@ -38,6 +38,11 @@ struct PJRT_Error {
   // ABI: first word is the function table (0.107+).
   const PJRT_Error_FunctionTable *vtable;
   iron_status_t status;  // never OK
+  // The status message with bytes that are not printable UTF-8 escaped as
+  // \xNN (program text can put raw bytes in a message; jaxlib decodes
+  // messages as UTF-8 and would raise UnicodeDecodeError instead); NULL
+  // when the message needs no escaping.
+  char *escaped;
 };
 
 struct PJRT_Event {

@@ -9,7 +9,8 @@
 //
 //   offset  size  field
 //        0     8  magic "IRONJAXE"
-//        8     4  format version (1)
+//        8     4  format version (2; version 1 had a checksum whose FNV
+//                 offset basis lacked a digit, so it is refused, not read)
 //       12     4  reserved, 0
 //       16     8  artifact size A
 //       24     8  compile options size O
@@ -24,7 +25,7 @@
 #include "pjrt/pjrt_internal.h"
 
 #define IRON_PJRT_SERIAL_MAGIC "IRONJAXE"
-#define IRON_PJRT_SERIAL_VERSION 1u
+#define IRON_PJRT_SERIAL_VERSION 2u
 #define IRON_PJRT_SERIAL_HEADER 64u
 #define IRON_PJRT_SERIAL_PRODUCER_OFFSET 32u
 #define IRON_PJRT_SERIAL_PRODUCER_SIZE 32u

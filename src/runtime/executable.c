@@ -7,6 +7,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "base/compile_memory.h"
 #include "compiler/fuse.h"
 #include "compiler/inline.h"
 #include "compiler/plan.h"
@@ -168,10 +169,30 @@ static void exe_destroy(iron_executable_t *exe) {
   iron_runtime_release(rt);
 }
 
+static iron_status_t compile_module(iron_runtime_t *rt,
+                                    iron_ir_module_t *module,
+                                    const void *bytes, size_t size,
+                                    const iron_compile_options_t *options,
+                                    iron_executable_t **out_executable);
+
+// Compiles run under a compile-memory budget (base/compile_memory.h:
+// IRON_COMPILE_MEMORY_LIMIT).
 iron_status_t iron_executable_compile_module(
     iron_runtime_t *rt, iron_ir_module_t *module, const void *bytes,
     size_t size, const iron_compile_options_t *options,
     iron_executable_t **out_executable) {
+  iron_compile_memory_begin();
+  iron_status_t st =
+      compile_module(rt, module, bytes, size, options, out_executable);
+  iron_compile_memory_end();
+  return st;
+}
+
+static iron_status_t compile_module(iron_runtime_t *rt,
+                                    iron_ir_module_t *module,
+                                    const void *bytes, size_t size,
+                                    const iron_compile_options_t *options,
+                                    iron_executable_t **out_executable) {
   iron_executable_t *exe = calloc(1, sizeof(*exe));
   if (!exe) {
     iron_ir_module_destroy(module);
@@ -302,10 +323,15 @@ iron_status_t iron_executable_compile(iron_runtime_t *rt, const void *bytes,
                                       const iron_compile_options_t *options,
                                       iron_executable_t **out_executable) {
   iron_ir_module_t *module = NULL;
-  IRON_RETURN_IF_ERROR(iron_stablehlo_read(bytes, size, &module),
-                       "while reading the StableHLO artifact");
-  return iron_executable_compile_module(rt, module, bytes, size, options,
+  iron_compile_memory_begin();
+  iron_status_t st = iron_stablehlo_read(bytes, size, &module);
+  if (st)
+    st = iron_status_annotate(st, "while reading the StableHLO artifact");
+  else
+    st = iron_executable_compile_module(rt, module, bytes, size, options,
                                         out_executable);
+  iron_compile_memory_end();
+  return st;
 }
 
 void iron_executable_retain(iron_executable_t *exe) {

@@ -4,6 +4,7 @@
 // memcpy crashes the test. Covers buffers from host (dense and strided), to
 // host, copies between devices, host_pointer, accounting and limits, and
 // executing programs that need no kernel (identity, reshape, constant).
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -232,7 +233,9 @@ static void test_limits(void) {
   g_fake->memory_limit = 0;
   CHECK_EQ_INT(iron_device_bytes_in_use(g_fake), 0);
   // The device's own refusal (a GPU out of memory) is reported as is and
-  // leaves the accounting untouched.
+  // leaves the accounting untouched, the peak included (issue 13: a refused
+  // allocation used to raise the peak by its size).
+  atomic_store(&g_fake->peak_bytes_in_use, 0);
   int64_t big[1] = {(int64_t)FAKE_MAX_ALLOC};
   float *huge = calloc(FAKE_MAX_ALLOC, sizeof(float));
   st = iron_buffer_create_from_host(g_fake, IRON_DTYPE_F32, 1, big, huge,
@@ -242,6 +245,20 @@ static void test_limits(void) {
   CHECK(strstr(iron_status_message(st), "fake device") != NULL);
   iron_status_free(st);
   CHECK_EQ_INT(iron_device_bytes_in_use(g_fake), 0);
+  CHECK_EQ_INT(atomic_load(&g_fake->peak_bytes_in_use), 0);
+  // Host memory: 10^12 f32 (4 TB) cannot be allocated; the peak stays.
+  int64_t peak = atomic_load(&g_host->peak_bytes_in_use);
+  iron_storage_t *sto = NULL;
+  st = iron_storage_allocate(g_host, (size_t)4e12, &sto);
+  CHECK_EQ_INT(iron_status_code(st), IRON_STATUS_RESOURCE_EXHAUSTED);
+  iron_status_free(st);
+  if (!st) iron_storage_release(sto);
+  CHECK_EQ_INT(atomic_load(&g_host->peak_bytes_in_use), peak);
+  // A successful allocation raises it.
+  CHECK_OK(iron_storage_allocate(g_fake, 4096, &sto));
+  CHECK_EQ_INT(atomic_load(&g_fake->peak_bytes_in_use), 4096);
+  iron_storage_release(sto);
+  CHECK_EQ_INT(atomic_load(&g_fake->peak_bytes_in_use), 4096);
   // Still usable.
   CHECK_OK(iron_buffer_create_from_host(g_fake, IRON_DTYPE_F32, 1, dims, x,
                                         NULL, &b));

@@ -1,9 +1,12 @@
 // The validation the devices share (src/device/conv_plan.h, fft_plan.h,
-// collective_plan.h): each malformed stablehlo.convolution / stablehlo.fft /
-// collective gets the expected status code and message, and the host
-// kernel's prepare and the CUDA kernel or plan (GPU-free) return exactly the
-// same status. The collectives also run: on the host, and on the CUDA
-// kernel with a fake driver whose copies and memsets act on host memory.
+// collective_plan.h, window_plan.h): each malformed stablehlo.convolution /
+// stablehlo.fft / collective / stablehlo.reduce_window /
+// stablehlo.select_and_scatter gets the expected status code and message,
+// and the host kernel's prepare and the CUDA kernel or plan (GPU-free)
+// return exactly the same status. The window plan's run-time geometry is
+// checked against a brute-force walk of the window. The collectives also
+// run: on the host, and on the CUDA kernel with a fake driver whose copies
+// and memsets act on host memory.
 #include <stdio.h>
 #include <string.h>
 
@@ -11,7 +14,10 @@
 #include "device/conv_plan.h"
 #include "device/cuda/cuda_device.h"
 #include "device/cuda/cuda_gen_conv.h"
+#include "device/cuda/cuda_window.h"
 #include "device/fft_plan.h"
+#include "device/window_plan.h"
+#include "bb_region.h"
 #include "conv_test_op.h"
 #include "host_test_ops.h"
 #include "test.h"
@@ -639,12 +645,292 @@ static void test_collective_run(void) {
   coll_run(IRON_OP_COLLECTIVE_PERMUTE, pad, false, "ZZ");
 }
 
+// --- reduce_window / select_and_scatter ------------------------------------
+
+// Window attributes of a test op (n < 0: attribute absent).
+typedef struct win_attrs {
+  int nwd, nst, nbd, nwdl, npad;
+  int64_t wd[4], st[4], bd[4], wdl[4], pad[8];
+} win_attrs_t;
+
+static void win_set_attrs(ht_op_t *b, const win_attrs_t *a) {
+  if (a->nwd >= 0) ht_attr_i64(b, "window_dimensions", a->nwd, a->wd);
+  if (a->nst >= 0) ht_attr_i64(b, "window_strides", a->nst, a->st);
+  if (a->nbd >= 0) ht_attr_i64(b, "base_dilations", a->nbd, a->bd);
+  if (a->nwdl >= 0) ht_attr_i64(b, "window_dilations", a->nwdl, a->wdl);
+  if (a->npad >= 0) ht_attr_i64(b, "padding", a->npad, a->pad);
+}
+
+// 1-D max pool over 10 f32: window 3, padding (1, 1) -> 10 results.
+static win_attrs_t win_default(void) {
+  win_attrs_t a;
+  memset(&a, 0, sizeof(a));
+  a.nwd = 1;
+  a.wd[0] = 3;
+  a.nst = a.nbd = a.nwdl = -1;
+  a.npad = 2;
+  a.pad[0] = a.pad[1] = 1;
+  return a;
+}
+
+static bb_t *g_max_body, *g_ge_body, *g_add_body;
+
+static void rw_build(ht_op_t *b, const win_attrs_t *a, int64_t in, int64_t out,
+                     iron_dtype_t init_dt, int init_rank, iron_dtype_t out_dt) {
+  ht_init(b, IRON_OP_REDUCE_WINDOW);
+  int64_t one = 1;
+  ht_operand(b, IRON_DTYPE_F32, 1, &in);
+  ht_operand(b, init_dt, init_rank, &one);
+  ht_result(b, out_dt, 1, &out);
+  win_set_attrs(b, a);
+  b->op.num_regions = 1;
+  b->op.regions = &g_max_body->region;
+}
+
+static void sas_build(ht_op_t *b, const win_attrs_t *a, int64_t in,
+                      int64_t src, int init_rank) {
+  ht_init(b, IRON_OP_SELECT_AND_SCATTER);
+  int64_t one = 1;
+  ht_operand(b, IRON_DTYPE_F32, 1, &in);
+  ht_operand(b, IRON_DTYPE_F32, 1, &src);
+  ht_operand(b, IRON_DTYPE_F32, init_rank, &one);
+  ht_result(b, IRON_DTYPE_F32, 1, &in);
+  win_set_attrs(b, a);
+  static iron_ir_region_t regions[2];
+  regions[0] = g_ge_body->region;
+  regions[1] = g_add_body->region;
+  b->op.num_regions = 2;
+  b->op.regions = regions;
+}
+
+// The shared plan, the host kernel and the CUDA plan agree on op's status.
+static void win_expect(ht_op_t *b, int code, const char *want) {
+  iron_window_plan_t plan;
+  iron_status_t s0 = iron_window_plan_read(&b->op, &plan);
+  const iron_kernel_t *k = iron_host_kernel_lookup(b->op.kind);
+  CHECK(k != NULL);
+  if (!k) return;
+  void *params = NULL;
+  iron_status_t s1 = k->prepare(&b->op, NULL, &params);
+  if (!s1 && k->destroy) k->destroy(params);
+  iron_window_plan_t cplan;
+  iron_cuda_window_t cw;
+  iron_status_t s2 = iron_cuda_window_plan(&b->op, &cplan, &cw);
+  iron_status_t all[3] = {s0, s1, s2};
+  const char *who[3] = {"plan", "host", "cuda"};
+  for (int i = 0; i < 3; ++i) {
+    if ((int)iron_status_code(all[i]) != code)
+      fprintf(stderr, "  %s: status %d (%s), want %d\n", who[i],
+              iron_status_code(all[i]),
+              all[i] ? iron_status_message(all[i]) : "OK", code);
+    CHECK_EQ_INT(iron_status_code(all[i]), code);
+    if (code != IRON_STATUS_OK && all[i]) {
+      const char *m = iron_status_message(all[i]);
+      if (!strstr(m, want) || !strstr(m, b->op.name)) {
+        fprintf(stderr, "  %s: message '%s' lacks '%s'\n", who[i], m, want);
+        CHECK(false);
+      }
+      if (i > 0 && s0) CHECK(strcmp(m, iron_status_message(s0)) == 0);
+    }
+  }
+  for (int i = 0; i < 3; ++i) iron_status_free(all[i]);
+}
+
+static void win_bodies(void) {
+  iron_dtype_t f2[2] = {IRON_DTYPE_F32, IRON_DTYPE_F32};
+  g_max_body = bb_new(2, f2);
+  bb_ret(g_max_body, 1,
+         bb_op(g_max_body, IRON_OP_MAXIMUM, IRON_DTYPE_F32, 2,
+               bb_arg(g_max_body, 0), bb_arg(g_max_body, 1), NULL),
+         NULL);
+  g_ge_body = bb_new(2, f2);
+  bb_ret(g_ge_body, 1,
+         bb_cmp(g_ge_body, IRON_CMP_GE, IRON_CMP_TYPE_FLOAT,
+                bb_arg(g_ge_body, 0), bb_arg(g_ge_body, 1)),
+         NULL);
+  g_add_body = bb_new(2, f2);
+  bb_ret(g_add_body, 1,
+         bb_op(g_add_body, IRON_OP_ADD, IRON_DTYPE_F32, 2,
+               bb_arg(g_add_body, 0), bb_arg(g_add_body, 1), NULL),
+         NULL);
+}
+
+static void test_window_reduce_window(void) {
+  win_bodies();
+  ht_op_t b;
+  win_attrs_t a = win_default();
+  rw_build(&b, &a, 10, 10, IRON_DTYPE_F32, 0, IRON_DTYPE_F32);
+  win_expect(&b, IRON_STATUS_OK, "");
+  iron_window_plan_t p;
+  CHECK_OK(iron_window_plan_read(&b.op, &p));
+  CHECK_EQ_INT(p.rank, 1);
+  CHECK_EQ_INT(p.out_dims[0], 10);
+  CHECK_EQ_INT(p.win_count, 3);
+  CHECK_EQ_INT(p.max_valid[0], 3);
+  CHECK_EQ_INT(p.strides[0], 1);
+  CHECK_EQ_INT(p.base_dil[0], 1);
+  // Attribute lengths.
+  a = win_default();
+  a.nwd = 2;
+  a.wd[1] = 1;
+  rw_build(&b, &a, 10, 10, IRON_DTYPE_F32, 0, IRON_DTYPE_F32);
+  win_expect(&b, IRON_STATUS_INVALID_ARGUMENT,
+             "window_dimensions has 2 entries for rank 1");
+  a = win_default();
+  a.npad = 3;
+  rw_build(&b, &a, 10, 10, IRON_DTYPE_F32, 0, IRON_DTYPE_F32);
+  win_expect(&b, IRON_STATUS_INVALID_ARGUMENT,
+             "padding has 3 entries for rank 1");
+  // Values: non-positive strides/dilations, sizes that overflow.
+  const struct {
+    int which;  // 0 stride, 1 base dilation, 2 window dilation, 3 pad, 4 wd
+    int64_t v;
+  } bad[] = {{0, 0},  {1, -1}, {2, 0}, {3, (int64_t)1 << 62},
+             {4, 0},  {4, -3}, {1, (int64_t)1 << 61},
+             {2, (int64_t)1 << 61}, {3, -((int64_t)1 << 62)}};
+  for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); ++i) {
+    a = win_default();
+    switch (bad[i].which) {
+      case 0: a.nst = 1; a.st[0] = bad[i].v; break;
+      case 1: a.nbd = 1; a.bd[0] = bad[i].v; break;
+      case 2: a.nwdl = 1; a.wdl[0] = bad[i].v; a.wd[0] = 5; break;
+      case 3: a.pad[1] = bad[i].v; break;
+      default: a.wd[0] = bad[i].v; break;
+    }
+    rw_build(&b, &a, 10, 10, IRON_DTYPE_F32, 0, IRON_DTYPE_F32);
+    win_expect(&b, IRON_STATUS_INVALID_ARGUMENT, "bad window in dim 0");
+  }
+  // The declared result against the windows.
+  a = win_default();
+  rw_build(&b, &a, 10, 11, IRON_DTYPE_F32, 0, IRON_DTYPE_F32);
+  win_expect(&b, IRON_STATUS_INVALID_ARGUMENT,
+             "result 0 dim 0 is 11, the windows give 10");
+  // A window much larger than the input: no windows, not a huge table.
+  a = win_default();
+  a.wd[0] = (int64_t)1 << 40;
+  a.pad[0] = a.pad[1] = 0;
+  rw_build(&b, &a, 10, 0, IRON_DTYPE_F32, 0, IRON_DTYPE_F32);
+  win_expect(&b, IRON_STATUS_OK, "");
+  a.pad[0] = (int64_t)1 << 40;  // padded to 2^40 + 10: 11 windows
+  rw_build(&b, &a, 10, 11, IRON_DTYPE_F32, 0, IRON_DTYPE_F32);
+  win_expect(&b, IRON_STATUS_OK, "");
+  CHECK_OK(iron_window_plan_read(&b.op, &p));
+  CHECK_EQ_INT(p.max_valid[0], 10);
+  // Types.
+  a = win_default();
+  rw_build(&b, &a, 10, 10, IRON_DTYPE_F32, 1, IRON_DTYPE_F32);
+  win_expect(&b, IRON_STATUS_INVALID_ARGUMENT, "bad init value 0");
+  rw_build(&b, &a, 10, 10, IRON_DTYPE_F16, 0, IRON_DTYPE_F32);
+  win_expect(&b, IRON_STATUS_INVALID_ARGUMENT, "bad init value 0");
+  rw_build(&b, &a, 10, 10, IRON_DTYPE_F32, 0, IRON_DTYPE_F64);
+  win_expect(&b, IRON_STATUS_INVALID_ARGUMENT, "result 0 type mismatch");
+  rw_build(&b, &a, 10, 10, IRON_DTYPE_F32, 0, IRON_DTYPE_F32);
+  b.op.num_results = 0;
+  win_expect(&b, IRON_STATUS_INVALID_ARGUMENT, "bad operand/result counts");
+  // The window product overflows int64 over rank 4.
+  ht_init(&b, IRON_OP_REDUCE_WINDOW);
+  int64_t d4[4] = {2, 2, 2, 2}, one = 1;
+  ht_operand(&b, IRON_DTYPE_F32, 4, d4);
+  ht_operand(&b, IRON_DTYPE_F32, 0, &one);
+  int64_t o4[4] = {0, 0, 0, 0};
+  ht_result(&b, IRON_DTYPE_F32, 4, o4);
+  int64_t wd4[4] = {(int64_t)1 << 40, (int64_t)1 << 40, (int64_t)1 << 40, 2};
+  ht_attr_i64(&b, "window_dimensions", 4, wd4);
+  b.op.num_regions = 1;
+  b.op.regions = &g_max_body->region;
+  win_expect(&b, IRON_STATUS_INVALID_ARGUMENT, "window too large");
+}
+
+static void test_window_select_and_scatter(void) {
+  ht_op_t b;
+  win_attrs_t a = win_default();
+  a.nst = 1;
+  a.st[0] = 2;
+  a.pad[0] = a.pad[1] = 0;  // (10 - 3) / 2 + 1 = 4 windows
+  sas_build(&b, &a, 10, 4, 0);
+  win_expect(&b, IRON_STATUS_OK, "");
+  sas_build(&b, &a, 10, 5, 0);
+  win_expect(&b, IRON_STATUS_INVALID_ARGUMENT,
+             "source dim 0 is 5, the windows give 4");
+  sas_build(&b, &a, 10, 4, 1);
+  win_expect(&b, IRON_STATUS_INVALID_ARGUMENT,
+             "operand/result types disagree");
+  a.nst = 2;
+  a.st[1] = 1;
+  sas_build(&b, &a, 10, 4, 0);
+  win_expect(&b, IRON_STATUS_INVALID_ARGUMENT,
+             "window_strides has 2 entries for rank 1");
+  free(g_max_body);
+  free(g_ge_body);
+  free(g_add_body);
+}
+
+// iron_window_plan_dim_offsets against the definition (every window index
+// k, position o * stride + k * wdl - pad_lo, valid on a multiple of bd
+// inside the dilated input), over random windows.
+static void test_window_dim_offsets(void) {
+  uint64_t seed = 12345;
+  int bad = 0;
+  for (int iter = 0; iter < 20000; ++iter) {
+    seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+    uint64_t r = seed >> 11;
+    iron_window_plan_t p;
+    memset(&p, 0, sizeof(p));
+    p.rank = 1;
+    int64_t n = (int64_t)(r % 13);
+    r /= 13;
+    p.wdims[0] = 1 + (int64_t)(r % 9);
+    r /= 9;
+    p.strides[0] = 1 + (int64_t)(r % 4);
+    r /= 4;
+    p.base_dil[0] = 1 + (int64_t)(r % 5);
+    r /= 5;
+    p.win_dil[0] = 1 + (int64_t)(r % 6);
+    r /= 6;
+    p.pad_lo[0] = (int64_t)(r % 15) - 7;
+    r /= 15;
+    p.pad_hi[0] = (int64_t)(r % 15) - 7;
+    p.in_dims[0] = n;
+    p.in_strides[0] = 3;
+    p.dil_in[0] = n == 0 ? 0 : (n - 1) * p.base_dil[0] + 1;
+    p.max_valid[0] = p.wdims[0] < n ? p.wdims[0] : n;
+    int64_t padded = p.dil_in[0] + p.pad_lo[0] + p.pad_hi[0];
+    int64_t ext = (p.wdims[0] - 1) * p.win_dil[0] + 1;
+    int64_t outs = padded < ext ? 0 : (padded - ext) / p.strides[0] + 1;
+    for (int64_t o = 0; o < outs; ++o) {
+      int64_t want[16], got[16];
+      int64_t nw = 0;
+      for (int64_t k = 0; k < p.wdims[0]; ++k) {
+        int64_t pos = o * p.strides[0] + k * p.win_dil[0] - p.pad_lo[0];
+        if (pos < 0 || pos >= p.dil_in[0] || pos % p.base_dil[0]) continue;
+        want[nw++] = pos / p.base_dil[0] * 3;
+      }
+      int64_t ng = iron_window_plan_dim_offsets(&p, 0, o, got);
+      if (ng != nw || memcmp(got, want, sizeof(int64_t) * (size_t)nw)) {
+        if (bad++ < 5)
+          fprintf(stderr,
+                  "  n=%lld wd=%lld st=%lld bd=%lld wdl=%lld pad=%lld o=%lld: "
+                  "%lld offsets, want %lld\n",
+                  (long long)n, (long long)p.wdims[0], (long long)p.strides[0],
+                  (long long)p.base_dil[0], (long long)p.win_dil[0],
+                  (long long)p.pad_lo[0], (long long)o, (long long)ng,
+                  (long long)nw);
+      }
+      CHECK(ng <= p.max_valid[0]);
+    }
+  }
+  CHECK_EQ_INT(bad, 0);
+}
+
 static const iron_test_case_t kTests[] = {
     {"conv_valid", test_conv_valid},
     {"conv_dimension_numbers", test_conv_dimension_numbers},
     {"conv_window", test_conv_window},
     {"conv_dtypes", test_conv_dtypes},
     {"fft", test_fft},
+    {"window_reduce_window", test_window_reduce_window},
+    {"window_select_and_scatter", test_window_select_and_scatter},
+    {"window_dim_offsets", test_window_dim_offsets},
     {"collective_plans", test_collective_plans},
     {"collective_run", test_collective_run},
 };

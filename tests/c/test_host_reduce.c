@@ -363,7 +363,10 @@ static void test_fast_nan_zero(void) {
 
 // ---------------------------------------------------------------------------
 // Generic path: argmax over (value f32, index s32) with a fake runtime that
-// evaluates the body (NaN wins, lower index on ties) on vectors.
+// evaluates jax's body on vectors: the first operand wins when it is NaN
+// (also against a NaN: the body is not commutative, so the order in which
+// the kernel merges matters), a NaN second operand wins over a number, and
+// equal values take the lower index.
 
 static int g_calls = 0;
 
@@ -381,7 +384,7 @@ static iron_status_t fake_call_region(const iron_kernel_ctx_t *ctx,
     float av = ((float *)in[0]->data)[ia], bv = ((float *)in[2]->data)[ib];
     int32_t ai = ((int32_t *)in[1]->data)[ia], bi = ((int32_t *)in[3]->data)[ib];
     bool take_a;
-    if (av != av) take_a = bv == bv || ai < bi;
+    if (av != av) take_a = true;
     else if (bv != bv) take_a = false;
     else take_a = av > bv || (av == bv && ai < bi);
     ((float *)out[0]->data)[i] = take_a ? av : bv;

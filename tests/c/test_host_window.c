@@ -712,6 +712,61 @@ static void test_sas_generic(void) {
   }
 }
 
+// A window far larger than its input (2^40 positions, padded so that each
+// of the 6 outputs covers the input up to its own position): every path
+// costs the input's extent, not the window's size, and folds the right
+// elements (issue 13: the window was tabulated, or walked, in full).
+static void test_rw_huge_window(void) {
+  const int64_t W = (int64_t)1 << 40;
+  wcfg_t c;
+  memset(&c, 0, sizeof(c));
+  c.rank = 1;
+  c.in[0] = 6;
+  c.win[0] = W;
+  c.str[0] = c.bd[0] = c.wd[0] = 1;
+  c.pad[0] = W - 1;
+  c.out[0] = 6;
+  for (int mode = 0; mode <= 2; ++mode) {
+    iron_op_kind_t k = mode == 0 ? IRON_OP_ADD : IRON_OP_SUBTRACT;
+    ht_body_t body;
+    ht_body_init(&body, k, IRON_DTYPE_F32, false, 0);
+    iron_region_t region;
+    memset(&region, 0, sizeof(region));
+    region.ir = &body.region;
+    region.elementwise = mode == 2;
+    iron_region_t *regions[1] = {&region};
+    ht_op_t b;
+    build_rw(&b, &c, IRON_DTYPE_F32, &body.region);
+    iron_tensor_t *in = ht_tensor(IRON_DTYPE_F32, 1, c.in);
+    iron_tensor_t *init = ht_tensor(IRON_DTYPE_F32, 0, NULL);
+    iron_tensor_t *out = ht_tensor(IRON_DTYPE_F32, 1, c.out);
+    for (int i = 0; i < 6; ++i) ((float *)in->data)[i] = (float)(1 << i);
+    *(float *)init->data = 100.0f;
+    const iron_kernel_t *kern =
+        iron_host_kernel_lookup(IRON_OP_REDUCE_WINDOW);
+    void *params = NULL;
+    CHECK_OK(kern->prepare(&b.op, mode ? regions : NULL, &params));
+    if (params) {
+      iron_kernel_ctx_t ctx = {0};
+      ctx.pool = g_pool;
+      ctx.call_region = fake_call_region;
+      iron_tensor_t *ins[2] = {in, init}, *outs[1] = {out};
+      CHECK_OK(kern->run(&ctx, params, (const iron_tensor_t *const *)ins,
+                         (iron_tensor_t *const *)outs));
+      kern->destroy(params);
+      float acc = 100.0f;
+      for (int o = 0; o < 6; ++o) {
+        float x = (float)(1 << o);
+        acc = k == IRON_OP_ADD ? acc + x : acc - x;
+        CHECK(((float *)out->data)[o] == acc);
+      }
+    }
+    ht_tensor_free(in);
+    ht_tensor_free(init);
+    ht_tensor_free(out);
+  }
+}
+
 static void setup(void) { CHECK_OK(iron_threadpool_create(2, &g_pool)); }
 static void teardown(void) { iron_threadpool_destroy(g_pool); }
 
@@ -724,5 +779,6 @@ static const iron_test_case_t kTests[] = {
     {"sas_fast", test_sas_fast},
     {"sas_generic", test_sas_generic},
     {"teardown", teardown},
+    {"rw_huge_window", test_rw_huge_window},
 };
 IRON_TEST_MAIN(kTests)

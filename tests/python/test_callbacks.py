@@ -410,6 +410,43 @@ def test_registry_entries_are_released(iron_device):
     assert iron_callback.num_registered() == before
 
 
+def test_async_run_outlives_its_jit_object(iron_device, monkeypatch):
+    # IRON_HOST_CALLBACK_SYNC=0: a run queued behind a slow program still
+    # finds its callable after the jit object that registered it (and
+    # jax's cache entry) are gone; the registration ends once the
+    # executable is freed (issue 13: "iron host callback N is not
+    # registered").
+    monkeypatch.setenv("IRON_HOST_CALLBACK_SYNC", "0")
+    gc.collect()
+    before = iron_callback.num_registered()
+    seen = []
+
+    def make():
+        def cb(v):
+            seen.append(float(v))
+            return np.float32(v + 1)
+        return jax.jit(lambda x: io_callback(
+            cb, jax.ShapeDtypeStruct((), jnp.float32), x.sum()))
+
+    slow = jax.jit(lambda a: jax.lax.fori_loop(
+        0, 30, lambda i, m: jnp.tanh(m @ m), a))
+    big = jax.device_put(np.full((600, 600), 1e-3, np.float32), iron_device)
+    g = make()
+    g(jax.device_put(np.float32(1), iron_device)).block_until_ready()
+    results = []
+    for _ in range(3):
+        y = slow(big)
+        results.append(g(y))  # queued behind slow
+    del g
+    jax.clear_caches()
+    gc.collect()
+    for z in results:
+        assert np.isfinite(float(z))
+    assert len(seen) == 4
+    gc.collect()
+    assert iron_callback.num_registered() == before
+
+
 # --- would hang if the GIL or the queue were mishandled ----------------------
 
 _HANG_SCRIPT = textwrap.dedent("""

@@ -61,7 +61,8 @@ def test_serialized_executable_round_trips(iron_device):
 
 @pytest.mark.parametrize("damage", [
     "flip_artifact_byte", "flip_header_size", "flip_checksum", "truncate",
-    "truncate_to_header", "empty", "foreign", "future_version"])
+    "truncate_to_header", "empty", "foreign", "future_version",
+    "version_1"])
 def test_damaged_serialized_executable_is_refused(iron_device, damage):
     compiled = _compiled(lambda a: a + 1, np.float32(1))
     blob = bytearray(_serialize(compiled))
@@ -90,12 +91,30 @@ def test_damaged_serialized_executable_is_refused(iron_device, damage):
         blob = blob[:ours] + bytearray(b"\x08\x01" * 100)
         expected = "bad magic bytes"
     elif damage == "future_version":
-        blob[ours + 8] = 2
-        expected = "format version 2"
+        blob[ours + 8] = 3
+        expected = "format version 3"
+    elif damage == "version_1":
+        # Blobs of format 1 (their checksum's FNV offset basis lacked a
+        # digit) are refused by their version, before the checksum.
+        blob[ours + 8] = 1
+        expected = "format version 1 (written by"
     with pytest.raises(jax.errors.JaxRuntimeError) as info:
         _deserialize(iron_device, bytes(blob))
     assert "INVALID_ARGUMENT" in str(info.value)
     assert expected in str(info.value)
+
+
+def test_serialized_checksum_is_standard_fnv1a_64(iron_device):
+    # The trailer is FNV-1a 64 (offset basis 14695981039346656037, prime
+    # 1099511628211) of every byte of the envelope before it, format 2.
+    compiled = _compiled(lambda a: a * 3, np.float32(1))
+    blob = _serialize(compiled)
+    ours = blob.find(b"IRONJAXE")
+    assert int.from_bytes(blob[ours + 8:ours + 12], "little") == 2
+    h = 14695981039346656037
+    for b in blob[ours:-8]:
+        h = ((h ^ b) * 1099511628211) & 0xFFFFFFFFFFFFFFFF
+    assert int.from_bytes(blob[-8:], "little") == h
 
 
 _CACHE_PROGRAM = textwrap.dedent("""

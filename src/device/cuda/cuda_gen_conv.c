@@ -89,6 +89,9 @@ iron_status_t iron_cuda_conv_plan(const iron_ir_op_t *op,
   const int64_t *isp = cp.in_sp_dim, *ksp = cp.k_sp_dim, *osp = cp.out_sp_dim;
   const int64_t *strides = cp.stride, *pad = cp.pad, *ldil = cp.lhs_dil,
                 *rdil = cp.rhs_dil, *rev = cp.reversal;
+  // The shared size checks first: window sizes that overflow are
+  // INVALID_ARGUMENT on every device.
+  IRON_RETURN_IF_ERROR_PLAIN(iron_conv_plan_check_sizes(op, &cp));
   // Generated code holds every index in 64 bits; keep the window arithmetic
   // (o * stride + k * dilation - pad) far from overflow.
   for (int32_t d = 0; d < nsp; ++d)
@@ -98,7 +101,6 @@ iron_status_t iron_cuda_conv_plan(const iron_ir_op_t *op,
       return iron_ir_op_unimplemented(op,
                                       "on cuda with window attributes "
                                       "beyond 2^40");
-  IRON_RETURN_IF_ERROR_PLAIN(iron_conv_plan_check_sizes(op, &cp));
 
   int64_t ls[IRON_MAX_RANK], ks[IRON_MAX_RANK];
   row_major_strides(lt, ls);

@@ -1,10 +1,12 @@
-// stablehlo.reduce_window on the CUDA device (cuda_gen_window.c). Geometry
-// checks follow the host's window.c. select_and_scatter: a fill kernel
-// writes the init value, then the generated select/scatter kernel runs.
+// stablehlo.reduce_window on the CUDA device (cuda_gen_window.c). The
+// window is the shared plan's (src/device/window_plan.h: the host's checks
+// and messages). select_and_scatter: a fill kernel writes the init value,
+// then the generated select/scatter kernel runs.
 #include <stdlib.h>
 #include <string.h>
 
 #include "device/cuda/cuda_compile.h"
+#include "device/cuda/cuda_window.h"
 #include "device/cuda/cuda_ops_gen.h"
 #include "device/cuda/cuda_ops_internal.h"
 
@@ -15,18 +17,28 @@ typedef struct window_params {
   bool empty;
 } window_params_t;
 
-static iron_status_t read_list(const iron_ir_op_t *op, const char *name,
-                               int32_t rank, int64_t dflt, int64_t *out) {
-  uint32_t n = 0;
-  IRON_RETURN_IF_ERROR_PLAIN(
-      iron_ir_op_i64_list(op, name, out, IRON_MAX_RANK, &n));
-  if (n == 0) {
-    for (int32_t d = 0; d < rank; ++d) out[d] = dflt;
-    return IRON_OK;
+iron_status_t iron_cuda_window_plan(const iron_ir_op_t *op,
+                                    iron_window_plan_t *out_plan,
+                                    iron_cuda_window_t *out_w) {
+  memset(out_plan, 0, sizeof(*out_plan));
+  memset(out_w, 0, sizeof(*out_w));
+  IRON_RETURN_IF_ERROR_PLAIN(iron_window_plan_check_types(op, out_plan));
+  if (out_plan->num_inputs > 8)
+    return iron_ir_op_unimplemented(op, "on cuda for %u operands",
+                                    out_plan->num_inputs);
+  IRON_RETURN_IF_ERROR_PLAIN(iron_window_plan_read_attrs(op, out_plan));
+  IRON_RETURN_IF_ERROR_PLAIN(iron_window_plan_check_sizes(op, out_plan));
+  const iron_window_plan_t *g = out_plan;
+  out_w->rank = g->rank;
+  for (int32_t d = 0; d < g->rank; ++d) {
+    out_w->in_dims[d] = g->in_dims[d];
+    out_w->out_dims[d] = g->out_dims[d];
+    out_w->wdims[d] = g->wdims[d];
+    out_w->strides[d] = g->strides[d];
+    out_w->base_dil[d] = g->base_dil[d];
+    out_w->win_dil[d] = g->win_dil[d];
+    out_w->pad_lo[d] = g->pad_lo[d];
   }
-  if ((int32_t)n != rank)
-    return IRON_ERR(INVALID_ARGUMENT, "%s: %s has %u entries for rank %d",
-                    op->name, name, n, rank);
   return IRON_OK;
 }
 
@@ -60,23 +72,23 @@ static iron_op_kind_t single_op_body(const iron_ir_region_t *r,
 // True (and *out filled) when the window is a cumulative one the host scans
 // (window.c detect_scan: one non-trivial dim, window = its size n, stride
 // and dilations 1, padding n-1 or n on one side only).
-static bool detect_scan(const iron_cuda_window_t *w, const int64_t *pad,
-                        iron_op_kind_t kind, iron_cuda_scan_t *out) {
+static bool detect_scan(const iron_window_plan_t *g, iron_op_kind_t kind,
+                        iron_cuda_scan_t *out) {
   int32_t sd = -1;
-  for (int32_t d = 0; d < w->rank; ++d) {
-    bool trivial = w->wdims[d] == 1 && w->strides[d] == 1 &&
-                   w->base_dil[d] == 1 && w->win_dil[d] == 1 &&
-                   pad[2 * d] == 0 && pad[2 * d + 1] == 0;
+  for (int32_t d = 0; d < g->rank; ++d) {
+    bool trivial = g->wdims[d] == 1 && g->strides[d] == 1 &&
+                   g->base_dil[d] == 1 && g->win_dil[d] == 1 &&
+                   g->pad_lo[d] == 0 && g->pad_hi[d] == 0;
     if (trivial) continue;
     if (sd >= 0) return false;
     sd = d;
   }
   if (sd < 0) return false;
-  int64_t n = w->in_dims[sd];
-  if (n < 1 || w->wdims[sd] != n || w->strides[sd] != 1 ||
-      w->base_dil[sd] != 1 || w->win_dil[sd] != 1)
+  int64_t n = g->in_dims[sd];
+  if (n < 1 || g->wdims[sd] != n || g->strides[sd] != 1 ||
+      g->base_dil[sd] != 1 || g->win_dil[sd] != 1)
     return false;
-  int64_t lo = pad[2 * sd], hi = pad[2 * sd + 1];
+  int64_t lo = g->pad_lo[sd], hi = g->pad_hi[sd];
   bool fwd = (lo == n - 1 || lo == n) && hi == 0;
   bool rev = (hi == n - 1 || hi == n) && lo == 0;
   if (!fwd && !rev) return false;
@@ -86,8 +98,8 @@ static bool detect_scan(const iron_cuda_window_t *w, const int64_t *pad,
   out->rev = !fwd;
   out->excl = lo + hi == n;
   out->outer = out->inner = 1;
-  for (int32_t d = 0; d < sd; ++d) out->outer *= w->in_dims[d];
-  for (int32_t d = sd + 1; d < w->rank; ++d) out->inner *= w->in_dims[d];
+  for (int32_t d = 0; d < sd; ++d) out->outer *= g->in_dims[d];
+  for (int32_t d = sd + 1; d < g->rank; ++d) out->inner *= g->in_dims[d];
   return true;
 }
 
@@ -96,67 +108,13 @@ static iron_status_t window_prepare_on(iron_device_t *base,
                                        iron_region_t *const *regions,
                                        void **out_params) {
   iron_cuda_device_t *dev = iron_cuda_device_cast(base);
-  if (op->num_operands == 0 || op->num_operands % 2 ||
-      op->num_results != op->num_operands / 2 || op->num_regions != 1)
-    return IRON_ERR(INVALID_ARGUMENT, "%s: bad operand/result counts",
-                    op->name);
-  uint32_t num = op->num_results;
-  if (num > 8)
-    return iron_ir_op_unimplemented(op, "on cuda for %u operands", num);
-  const iron_ir_type_t *in = op->operands[0]->type;
-  iron_dtype_t dts[8];
-  for (uint32_t i = 0; i < num; ++i) {
-    const iron_ir_type_t *t = op->operands[i]->type;
-    if (t->kind != IRON_TYPE_TENSOR || !iron_ir_type_is_static(t) ||
-        t->rank != in->rank ||
-        memcmp(t->dims, in->dims, sizeof(int64_t) * (size_t)t->rank))
-      return iron_ir_op_unimplemented(op, "on cuda for these operand types");
-    dts[i] = t->dtype;
-    if (op->operands[num + i]->type->dtype != dts[i] ||
-        op->results[i].type->dtype != dts[i])
-      return iron_ir_op_unimplemented(op, "on cuda with mixed dtypes");
-  }
+  iron_window_plan_t g;
   iron_cuda_window_t w;
-  memset(&w, 0, sizeof(w));
-  int32_t rank = in->rank;
-  w.rank = rank;
-  int64_t pad[2 * IRON_MAX_RANK] = {0};
-  IRON_RETURN_IF_ERROR_PLAIN(
-      read_list(op, "window_dimensions", rank, 1, w.wdims));
-  IRON_RETURN_IF_ERROR_PLAIN(read_list(op, "window_strides", rank, 1, w.strides));
-  IRON_RETURN_IF_ERROR_PLAIN(
-      read_list(op, "base_dilations", rank, 1, w.base_dil));
-  IRON_RETURN_IF_ERROR_PLAIN(
-      read_list(op, "window_dilations", rank, 1, w.win_dil));
-  uint32_t np = 0;
-  IRON_RETURN_IF_ERROR_PLAIN(
-      iron_ir_op_i64_list(op, "padding", pad, 2 * IRON_MAX_RANK, &np));
-  if (np != 0 && (int32_t)np != 2 * rank)
-    return IRON_ERR(INVALID_ARGUMENT, "%s: padding has %u entries for rank %d",
-                    op->name, np, rank);
+  IRON_RETURN_IF_ERROR_PLAIN(iron_cuda_window_plan(op, &g, &w));
+  uint32_t num = g.num_inputs;
+  iron_dtype_t dts[8];
+  for (uint32_t i = 0; i < num; ++i) dts[i] = op->operands[i]->type->dtype;
   const iron_ir_type_t *ot = op->results[0].type;
-  if (ot->rank != rank)
-    return IRON_ERR(INVALID_ARGUMENT, "%s: result rank mismatch", op->name);
-  for (int32_t d = 0; d < rank; ++d) {
-    int64_t n = in->dims[d];
-    if (w.wdims[d] < 1 || w.strides[d] < 1 || w.base_dil[d] < 1 ||
-        w.win_dil[d] < 1 || w.wdims[d] > (1 << 30) ||
-        w.strides[d] > (1ll << 40) || w.base_dil[d] > (1 << 30) ||
-        w.win_dil[d] > (1 << 30) || llabs(pad[2 * d]) > (1ll << 40) ||
-        llabs(pad[2 * d + 1]) > (1ll << 40))
-      return IRON_ERR(INVALID_ARGUMENT, "%s: bad window in dim %d", op->name,
-                      d);
-    int64_t dil_in = n == 0 ? 0 : (n - 1) * w.base_dil[d] + 1;
-    int64_t padded = dil_in + pad[2 * d] + pad[2 * d + 1];
-    int64_t ext = (w.wdims[d] - 1) * w.win_dil[d] + 1;
-    int64_t out = padded < ext ? 0 : (padded - ext) / w.strides[d] + 1;
-    if (ot->dims[d] != out)
-      return IRON_ERR(INVALID_ARGUMENT, "%s: result dim %d is %lld, not %lld",
-                      op->name, d, (long long)ot->dims[d], (long long)out);
-    w.in_dims[d] = n;
-    w.out_dims[d] = out;
-    w.pad_lo[d] = pad[2 * d];
-  }
   const iron_ir_region_t *body =
       regions && regions[0] ? regions[0]->ir : &op->regions[0];
   window_params_t *p = calloc(1, sizeof(*p));
@@ -168,7 +126,7 @@ static iron_status_t window_prepare_on(iron_device_t *base,
   iron_cuda_scan_t scan;
   iron_op_kind_t k1 = num == 1 ? single_op_body(body, dts[0]) : IRON_OP_UNKNOWN;
   if (num == 1 && !p->empty && iron_cuda_scan_supported(k1, dts[0]) &&
-      detect_scan(&w, pad, k1, &scan)) {
+      detect_scan(&g, k1, &scan)) {
     // The host's (and XLA:CPU's) two-level scan order, not the window's
     // sequential fold: float sums round as XLA:CPU's.
     st = iron_cuda_gen_scan("iron_reduce_window", &scan, dts[0], &src,
@@ -216,51 +174,11 @@ static iron_status_t sas_prepare_on(iron_device_t *base, const iron_ir_op_t *op,
                                     iron_region_t *const *regions,
                                     void **out_params) {
   iron_cuda_device_t *dev = iron_cuda_device_cast(base);
-  if (op->num_operands != 3 || op->num_results != 1 || op->num_regions != 2)
-    return IRON_ERR(INVALID_ARGUMENT, "%s: bad operand/result/region counts",
-                    op->name);
-  const iron_ir_type_t *in = op->operands[0]->type;
-  const iron_ir_type_t *src_t = op->operands[1]->type;
-  const iron_ir_type_t *ot = op->results[0].type;
-  for (int i = 0; i < 3; ++i)
-    if (!iron_ir_type_is_static(op->operands[i]->type) ||
-        op->operands[i]->type->dtype != in->dtype)
-      return iron_ir_op_unimplemented(op, "on cuda for these operand types");
-  if (!iron_ir_type_equal(in, ot))
-    return IRON_ERR(INVALID_ARGUMENT, "%s: result type differs", op->name);
+  iron_window_plan_t g;
   iron_cuda_window_t w;
-  memset(&w, 0, sizeof(w));
-  int32_t rank = in->rank;
-  w.rank = rank;
-  int64_t pad[2 * IRON_MAX_RANK] = {0};
-  IRON_RETURN_IF_ERROR_PLAIN(
-      read_list(op, "window_dimensions", rank, 1, w.wdims));
-  IRON_RETURN_IF_ERROR_PLAIN(read_list(op, "window_strides", rank, 1, w.strides));
-  uint32_t np = 0;
-  IRON_RETURN_IF_ERROR_PLAIN(
-      iron_ir_op_i64_list(op, "padding", pad, 2 * IRON_MAX_RANK, &np));
-  if (np != 0 && (int32_t)np != 2 * rank)
-    return IRON_ERR(INVALID_ARGUMENT, "%s: padding has %u entries for rank %d",
-                    op->name, np, rank);
-  if (src_t->rank != rank)
-    return IRON_ERR(INVALID_ARGUMENT, "%s: source rank mismatch", op->name);
-  for (int32_t d = 0; d < rank; ++d) {
-    int64_t n = in->dims[d];
-    if (w.wdims[d] < 1 || w.strides[d] < 1 || w.wdims[d] > (1 << 30) ||
-        w.strides[d] > (1ll << 40) || llabs(pad[2 * d]) > (1ll << 40) ||
-        llabs(pad[2 * d + 1]) > (1ll << 40))
-      return IRON_ERR(INVALID_ARGUMENT, "%s: bad window in dim %d", op->name,
-                      d);
-    int64_t padded = n + pad[2 * d] + pad[2 * d + 1];
-    int64_t out = padded < w.wdims[d] ? 0 : (padded - w.wdims[d]) / w.strides[d] + 1;
-    if (src_t->dims[d] != out)
-      return IRON_ERR(INVALID_ARGUMENT, "%s: source dim %d is %lld, not %lld",
-                      op->name, d, (long long)src_t->dims[d], (long long)out);
-    w.in_dims[d] = n;
-    w.out_dims[d] = out;
-    w.pad_lo[d] = pad[2 * d];
-    w.base_dil[d] = w.win_dil[d] = 1;
-  }
+  IRON_RETURN_IF_ERROR_PLAIN(iron_cuda_window_plan(op, &g, &w));
+  const iron_ir_type_t *in = g.in, *src_t = g.source;
+  const iron_ir_type_t *ot = op->results[0].type;
   const iron_ir_region_t *sel =
       regions && regions[0] ? regions[0]->ir : &op->regions[0];
   const iron_ir_region_t *sct =

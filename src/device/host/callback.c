@@ -5,6 +5,8 @@
 #include "device/device.h"
 
 #include <errno.h>
+#include <pthread.h>
+#include <stdbool.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +22,65 @@ typedef struct {
   uint64_t id;
   uint32_t num_inputs, num_outputs;  // including tokens
 } callback_params_t;
+
+// Pins: per callback id, the compiled ops naming it (iron_host_callback_pins).
+// Few ids are live at once (one per callback op of a live executable): a
+// plain array.
+typedef struct {
+  uint64_t id;
+  int32_t count;
+} callback_pin_t;
+static pthread_mutex_t g_pin_mu = PTHREAD_MUTEX_INITIALIZER;
+static callback_pin_t *g_pins;
+static size_t g_num_pins, g_cap_pins;
+
+static bool pin(uint64_t id) {
+  pthread_mutex_lock(&g_pin_mu);
+  bool ok = true;
+  size_t i = 0;
+  while (i < g_num_pins && g_pins[i].id != id) ++i;
+  if (i == g_num_pins) {
+    if (g_num_pins == g_cap_pins) {
+      size_t cap = g_cap_pins ? 2 * g_cap_pins : 16;
+      callback_pin_t *n = realloc(g_pins, cap * sizeof(*n));
+      if (!n) ok = false;
+      else {
+        g_pins = n;
+        g_cap_pins = cap;
+      }
+    }
+    if (ok) g_pins[g_num_pins++] = (callback_pin_t){id, 0};
+  }
+  if (ok) g_pins[i].count++;
+  pthread_mutex_unlock(&g_pin_mu);
+  return ok;
+}
+
+static void unpin(uint64_t id) {
+  pthread_mutex_lock(&g_pin_mu);
+  for (size_t i = 0; i < g_num_pins; ++i) {
+    if (g_pins[i].id != id) continue;
+    if (--g_pins[i].count == 0) g_pins[i] = g_pins[--g_num_pins];
+    break;
+  }
+  pthread_mutex_unlock(&g_pin_mu);
+}
+
+int32_t iron_host_callback_pins(uint64_t callback_id) {
+  pthread_mutex_lock(&g_pin_mu);
+  int32_t n = 0;
+  for (size_t i = 0; i < g_num_pins; ++i)
+    if (g_pins[i].id == callback_id) n = g_pins[i].count;
+  pthread_mutex_unlock(&g_pin_mu);
+  return n;
+}
+
+static void callback_destroy(void *params) {
+  callback_params_t *p = params;
+  if (!p) return;
+  unpin(p->id);
+  free(p);
+}
 
 // Python tracebacks are long; the useful end (the exception) is kept by the
 // handler when it truncates.
@@ -57,7 +118,10 @@ static iron_status_t callback_prepare(const iron_ir_op_t *op,
     IRON_RETURN_IF_ERROR_PLAIN(
         check_type(op, "result", i, op->results[i].type));
   callback_params_t *p = malloc(sizeof(*p));
-  if (!p) return IRON_ERR(RESOURCE_EXHAUSTED, "out of memory");
+  if (!p || !pin((uint64_t)id)) {
+    free(p);
+    return IRON_ERR(RESOURCE_EXHAUSTED, "out of memory");
+  }
   p->id = (uint64_t)id;
   p->num_inputs = op->num_operands;
   p->num_outputs = op->num_results;
@@ -131,7 +195,7 @@ static const iron_kernel_t kCallbackKernel = {
     /* .name = */ "host_callback",
     /* .prepare = */ callback_prepare,
     /* .run = */ callback_run,
-    /* .destroy = */ NULL,
+    /* .destroy = */ callback_destroy,
     /* .inplace_ok = */ false,
     /* .elementwise = */ false,
 };

@@ -51,6 +51,16 @@ typedef int32_t (*iron_host_callback_handler_t)(
 __attribute__((visibility("default"))) void iron_host_callback_set_handler(
     iron_host_callback_handler_t handler);
 
+// How many compiled callback ops (kernels prepared and not yet destroyed)
+// name callback `callback_id`. A compiled op lives as long as its
+// executable, and an executable as long as runs of it are queued, so
+// ironjax keeps a callable registered while this is nonzero even after the
+// jit object that registered it is gone (with IRON_HOST_CALLBACK_SYNC=0 a
+// run may still be queued then). Exported like the setter; thread-safe;
+// calls nothing back (no GIL needed).
+__attribute__((visibility("default"))) int32_t iron_host_callback_pins(
+    uint64_t callback_id);
+
 // The kernel for custom_call target `target` if it is a host-callback
 // target, else NULL. This is the hook for custom_call dispatch.
 const iron_kernel_t *iron_host_callback_kernel_for_target(

@@ -60,11 +60,16 @@ typedef struct conv_params {
   int64_t out_sp[CONV_MAX_SP], k_sp[CONV_MAX_SP];
   int64_t k_ss[CONV_MAX_SP], out_ss[CONV_MAX_SP];
   int64_t os_count, ks_count; // products of output / kernel spatial dims
-  // Per spatial dim d: tab[tab_off[d] + o * k_sp[d] + k] is the lhs offset
-  // (index times stride) that output position o meets at kernel position k,
-  // or -1 for padding / holes.
-  int64_t tab_off[CONV_MAX_SP];
-  int64_t *tab;
+  // Per spatial dim d, the window: output position o meets, at kernel
+  // position k (reversed when rev[d]), lhs position
+  // o * stride + k * rhs_dil - pad_lo, a hole unless a multiple of lhs_dil,
+  // padding outside [0, in_sp * lhs_dil). Computed per use, not tabulated:
+  // a table of out x kernel positions per dim grows without bound with the
+  // program's declared sizes (issue 13).
+  int64_t in_sp[CONV_MAX_SP], in_ss[CONV_MAX_SP];
+  int64_t stride[CONV_MAX_SP], rhs_dil[CONV_MAX_SP], lhs_dil[CONV_MAX_SP],
+      pad_lo[CONV_MAX_SP];
+  bool rev[CONV_MAX_SP];
   // The result is rows [n_out, out spatial...] x features, row-major with
   // the features innermost: the GEMM may write it in place (one group).
   bool out_rows_contiguous;
@@ -74,7 +79,6 @@ static void conv_destroy(void *params) {
   conv_params_t *p = params;
   if (!p)
     return;
-  free(p->tab);
   free(p);
 }
 
@@ -335,7 +339,6 @@ static iron_status_t conv_prepare(const iron_ir_op_t *op,
   p->out_fs = os[ofd];
   p->os_count = 1;
   p->ks_count = 1;
-  int64_t tab_size = 0;
   for (int32_t d = 0; d < nsp; ++d) {
     // Result spatial sizes checked by iron_conv_plan_read.
     int64_t k = rt->dims[ksp[d]], o = ot->dims[osp[d]];
@@ -345,25 +348,13 @@ static iron_status_t conv_prepare(const iron_ir_op_t *op,
     p->out_ss[d] = os[osp[d]];
     p->os_count *= o;
     p->ks_count *= k;
-    p->tab_off[d] = tab_size;
-    tab_size += o * k;
-  }
-  p->tab = malloc((size_t)(tab_size > 0 ? tab_size : 1) * sizeof(int64_t));
-  if (!p->tab) {
-    conv_destroy(p);
-    return IRON_ERR(RESOURCE_EXHAUSTED, "out of memory for params");
-  }
-  for (int32_t d = 0; d < nsp; ++d) {
-    int64_t in = lt->dims[isp[d]], k = p->k_sp[d];
-    for (int64_t o = 0; o < p->out_sp[d]; ++o)
-      for (int64_t j = 0; j < k; ++j) {
-        int64_t kw = rev[d] ? k - 1 - j : j;
-        int64_t pos = o * strides[d] + kw * rdil[d] - pad[2 * d];
-        int64_t v = -1;
-        if (pos >= 0 && pos % ldil[d] == 0 && pos / ldil[d] < in)
-          v = pos / ldil[d] * ls[isp[d]];
-        p->tab[p->tab_off[d] + o * k + j] = v;
-      }
+    p->in_sp[d] = lt->dims[isp[d]];
+    p->in_ss[d] = ls[isp[d]];
+    p->stride[d] = strides[d];
+    p->rhs_dil[d] = rdil[d];
+    p->lhs_dil[d] = ldil[d];
+    p->pad_lo[d] = pad[2 * d];
+    p->rev[d] = rev[d] != 0;
   }
   p->out_rows_contiguous = rows_contiguous(p, ot->dims[ob]);
   *out_params = p;
@@ -420,10 +411,18 @@ static inline int64_t window_offset(const conv_params_t *p, const int64_t *o,
                                     const int64_t *k, int64_t *k_off) {
   int64_t off = 0, ko = 0;
   for (int32_t d = 0; d < p->nsp; ++d) {
-    int64_t v = p->tab[p->tab_off[d] + o[d] * p->k_sp[d] + k[d]];
-    if (v < 0)
+    int64_t kw = p->rev[d] ? p->k_sp[d] - 1 - k[d] : k[d];
+    int64_t pos = o[d] * p->stride[d] + kw * p->rhs_dil[d] - p->pad_lo[d];
+    if (pos < 0)
       return -1;
-    off += v;
+    if (p->lhs_dil[d] != 1) {
+      if (pos % p->lhs_dil[d] != 0)
+        return -1;
+      pos /= p->lhs_dil[d];
+    }
+    if (pos >= p->in_sp[d])
+      return -1;
+    off += pos * p->in_ss[d];
     ko += k[d] * p->k_ss[d];
   }
   *k_off = ko;

@@ -22,9 +22,11 @@
 #include <math.h>
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/compile_memory.h"
 #include "device/fft_plan.h"
 #include "device/host/host_kernel.h"
 
@@ -114,6 +116,24 @@ static bool env_on(const char *name) {
   return e && e[0] == '1';
 }
 
+// Bytes a plan of length n builds (an upper bound; plan_create's tables):
+// a Stockham plan holds n twiddles and, while it is built, 2n double
+// roots; lengths with a prime factor past FFT_GENERIC_MAX go through
+// Bluestein, with a power of two m >= 2n - 1: n + m chirp values, a
+// Stockham plan of m and 2m of scratch while building.
+static uint64_t fft_plan_bytes(int64_t n, bool wide) {
+  const uint64_t cpx = wide ? 16 : 8;
+  int64_t rest = n;
+  while (rest % 2 == 0 && rest > 1) rest /= 2;
+  for (int64_t f = 3; f <= FFT_GENERIC_MAX && rest > 1; f += 2)
+    while (rest % f == 0) rest /= f;
+  uint64_t un = (uint64_t)n;
+  if (rest <= 1) return (cpx + 16) * un + 4096;
+  uint64_t m = 1;
+  while (m < 2 * un - 1) m *= 2;
+  return cpx * (un + 4 * m) + 16 * m + 4096;
+}
+
 static iron_status_t fft_prepare(const iron_ir_op_t *op,
                                  iron_region_t *const *regions,
                                  void **out_params) {
@@ -126,6 +146,16 @@ static iron_status_t fft_prepare(const iron_ir_op_t *op,
   const uint32_t d = (uint32_t)fp.d;
   const int64_t *len = fp.len;
   const double total = fp.total;
+  // The plans' tables grow with the transform lengths: charge them to the
+  // compile memory budget before they are built.
+  const bool wide_plans = idt == IRON_DTYPE_C128 || idt == IRON_DTYPE_F64 ||
+                          env_on("IRON_FFT_C64_WIDE");
+  uint64_t plan_bytes = 0;
+  for (uint32_t i = 0; i < d; ++i)
+    if (len[i] > 0) plan_bytes += fft_plan_bytes(len[i], wide_plans);
+  char what[64];
+  snprintf(what, sizeof(what), "%s plans", op->name);
+  IRON_RETURN_IF_ERROR_PLAIN(iron_compile_memory_reserve(plan_bytes, what));
 
   fft_params_t *p = calloc(1, sizeof(*p));
   if (!p) return IRON_ERR(RESOURCE_EXHAUSTED, "out of memory");

@@ -3,9 +3,9 @@
 // variadic compare/select, ...) runs through ctx->call_region: when the body
 // is element-wise, the inputs are laid out as [reduced, kept] and the body
 // runs on whole rows of outputs, in XLA's sequential order while that is
-// cheap (few reduced elements or wide rows), else by pairwise halving
-// (O(log n) calls); a body that is not element-wise runs once per element,
-// in order.
+// cheap (few reduced elements or wide rows), else as an order-preserving
+// tree (adjacent rows merge, O(log n) calls); a body that is not
+// element-wise runs once per element, in order.
 #include <stdlib.h>
 #include <string.h>
 
@@ -379,32 +379,53 @@ static iron_status_t generic_run(const iron_kernel_ctx_t *ctx,
     }
   } else if (!st && p->elementwise) {
     // Long reductions of few outputs: the body is taken to be associative,
-    // as StableHLO requires, and combined by pairwise halving so it runs
-    // O(log n) times on vectors.
-    // cur: bufs[0..n) with `r` rows of `kept`; halve until one row is left.
-    char **cur = bufs, **nxt = bufs + n;
+    // as StableHLO requires, and combined as a tree so it runs O(log n)
+    // times on vectors. The tree merges adjacent rows (2i, 2i + 1), never
+    // row i with row i + r/2: associative bodies that are not commutative
+    // depend on the order of their operands (jax's argmax keeps its first
+    // operand when both are NaN, so merging a later row first returned a
+    // later NaN's index; issue 13).
+    // cur: bufs[0..n) with `r` rows of `kept`; the even and odd rows are
+    // gathered into bufs[n..2n) and odd[], merged into cur's first rows.
+    char *odd[IRON_REDUCE_MAX_INPUTS] = {NULL};
+    for (uint32_t i = 0; i < n && !st; ++i) {
+      size_t es = iron_dtype_size(p->dtypes[i]);
+      odd[i] = malloc((size_t)(red / 2 * kept) * es + 1);
+      if (!odd[i]) st = IRON_ERR(RESOURCE_EXHAUSTED, "reduce: out of memory");
+    }
+    char **cur = bufs, **even = bufs + n;
     int64_t r = red;
     while (!st && r > 1) {
       int64_t h = r / 2;
       for (uint32_t i = 0; i < n; ++i) {
         size_t es = iron_dtype_size(p->dtypes[i]);
-        tin[i] = iron_tensor_vector(cur[i], p->dtypes[i], h * kept);
-        tin[n + i] = iron_tensor_vector(cur[i] + (size_t)(h * kept) * es, p->dtypes[i],
-                         h * kept);
-        tout[i] = iron_tensor_vector(nxt[i], p->dtypes[i], h * kept);
+        iron_host_copy_plan_t cp;
+        memset(&cp, 0, sizeof(cp));
+        cp.rank = 2;
+        cp.dims[0] = h;
+        cp.dims[1] = kept;
+        cp.src_strides[0] = 2 * kept;
+        cp.src_strides[1] = 1;
+        cp.dst_strides[0] = kept;
+        cp.dst_strides[1] = 1;
+        cp.elem_size = es;
+        iron_host_copy_plan_finalize(&cp);
+        iron_host_copy_run(ctx->pool, &cp, cur[i], even[i], 0, 0);
+        iron_host_copy_run(ctx->pool, &cp, cur[i], odd[i], kept, 0);
+        tin[i] = iron_tensor_vector(even[i], p->dtypes[i], h * kept);
+        tin[n + i] = iron_tensor_vector(odd[i], p->dtypes[i], h * kept);
+        tout[i] = iron_tensor_vector(cur[i], p->dtypes[i], h * kept);
       }
       st = ctx->call_region(ctx, p->region, pin, pout);
-      if (r % 2)  // the odd row is carried to the next round
+      if (r % 2)  // the last row moves up, after the merged ones
         for (uint32_t i = 0; i < n; ++i) {
           size_t es = iron_dtype_size(p->dtypes[i]);
-          memcpy(nxt[i] + (size_t)(h * kept) * es,
-                 cur[i] + (size_t)(2 * h * kept) * es, (size_t)kept * es);
+          memmove(cur[i] + (size_t)(h * kept) * es,
+                  cur[i] + (size_t)(2 * h * kept) * es, (size_t)kept * es);
         }
       r = h + r % 2;
-      char **t = cur;
-      cur = nxt;
-      nxt = t;
     }
+    for (uint32_t i = 0; i < n; ++i) free(odd[i]);
     // result = body(init, partial)
     for (uint32_t i = 0; i < n && !st; ++i) {
       tin[i] = *inputs[n + i];

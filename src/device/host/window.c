@@ -9,11 +9,14 @@
 // later candidate (the running choice is replaced when select(cur, cand) is
 // false) and adds source into that position with the scatter body.
 //
-// Geometry: per dimension and output index we precompute the list of valid
-// input offsets (already times the input stride); the offsets of a whole
-// window are the row-major Cartesian product of those lists. Bodies that are
-// one associative op run typed loops; any other body goes through
-// ctx->call_region (vectorized over all outputs when element-wise).
+// Geometry: iron_window_plan_t (src/device/window_plan.h), read and
+// validated at prepare in O(rank). The valid input offsets of a window are
+// derived when the kernel runs, dim by dim, and visited in row-major window
+// order as runs along the last dim, so nothing is proportional to the
+// number of outputs or to the window's size (issue 13: per-output offset
+// lists built at prepare took ~1 GB for a sliding max over 2^20 elements).
+// Bodies that are one associative op run typed loops; any other body goes
+// through ctx->call_region (vectorized over all outputs when element-wise).
 // IRON_HOST_WINDOW_FAST=0 disables the typed loops (read at prepare).
 #include <complex.h>
 #include <math.h>
@@ -24,170 +27,150 @@
 #include "base/half.h"
 #include "device/host/host_kernel.h"
 #include "device/host/shape_copy.h"
+#include "device/window_plan.h"
 
 #define WIN_MAX_INPUTS 16
 
+// acc = fold of x[offs[0..n) + shift] into acc (the storage type; init on
+// entry).
 typedef void (*win_fast_fn_t)(const void *x, const int64_t *offs, int64_t n,
-                              const void *init, void *out);
-
-typedef struct win_geom {
-  int32_t rank;
-  int64_t in_dims[IRON_MAX_RANK];
-  int64_t out_dims[IRON_MAX_RANK];
-  int64_t out_count;
-  int64_t win_count;  // product of window dims (upper bound of offsets)
-  int64_t wdims[IRON_MAX_RANK];
-  // Per dim d: for output index o, valid offsets list_off[d][starts[d][o] ..
-  // starts[d][o+1]). list_k[d][...] is the window index of each entry.
-  int64_t *starts[IRON_MAX_RANK];
-  int64_t *list_off[IRON_MAX_RANK];
-  int64_t *list_k[IRON_MAX_RANK];
-  // The window formula per dim (for random access by window position).
-  int64_t stride[IRON_MAX_RANK], wdil[IRON_MAX_RANK], pad_lo[IRON_MAX_RANK],
-      bdil[IRON_MAX_RANK], dil_in[IRON_MAX_RANK], in_stride[IRON_MAX_RANK];
-} win_geom_t;
-
-static void geom_free(win_geom_t *g) {
-  for (int32_t d = 0; d < g->rank; ++d) {
-    free(g->starts[d]);
-    free(g->list_off[d]);
-    free(g->list_k[d]);
-  }
-}
+                              int64_t shift, void *acc);
 
 static bool fast_enabled(void) {
   const char *e = getenv("IRON_HOST_WINDOW_FAST");
   return !(e && e[0] == '0');
 }
 
-static iron_status_t read_list(const iron_ir_op_t *op, const char *name,
-                               int32_t rank, int64_t dflt, int64_t *out) {
-  uint32_t n = 0;
-  IRON_RETURN_IF_ERROR_PLAIN(
-      iron_ir_op_i64_list(op, name, out, IRON_MAX_RANK, &n));
-  if (n == 0) {
-    for (int32_t d = 0; d < rank; ++d) out[d] = dflt;
-    return IRON_OK;
+// The valid offsets of one window at a time, in per-thread scratch
+// bounded by the input's dims and WIN_FLAT: the per-dim lists (sum of
+// max_valid), the product of all dims but the last (when it has at most
+// WIN_FLAT entries) and a run buffer. A window is handed out as runs
+// `offs[0..m) + shift`: the whole window at once where it fits, else one
+// run along the last dim per combination of the other dims. Windows are
+// visited in order, so a dim's list (and the product) is recomputed only
+// when that dim's coordinate changes.
+#define WIN_FLAT 4096
+typedef struct win_walk {
+  const iron_window_plan_t *p;
+  int64_t *list[IRON_MAX_RANK];  // valid offsets per dim of the window
+  int64_t count[IRON_MAX_RANK];
+  int64_t at[IRON_MAX_RANK];  // window coordinate of each list (-1: none)
+  int64_t *outer;   // product of dims 0..rank-2 (WIN_FLAT entries)
+  int64_t nouter;   // its size, -1 when larger than WIN_FLAT
+  bool outer_stale;
+  int64_t *run;     // room for WIN_FLAT offsets
+  int64_t *mem;
+} win_walk_t;
+
+static bool walk_init(win_walk_t *w, const iron_window_plan_t *p) {
+  memset(w, 0, sizeof(*w));
+  w->p = p;
+  int64_t total = 2 * WIN_FLAT + 1;
+  for (int32_t d = 0; d < p->rank; ++d) total += p->max_valid[d];
+  w->mem = malloc(sizeof(int64_t) * (size_t)total);
+  if (!w->mem) return false;
+  int64_t *m = w->mem;
+  for (int32_t d = 0; d < p->rank; ++d) {
+    w->list[d] = m;
+    m += p->max_valid[d];
+    w->at[d] = -1;
   }
-  if ((int32_t)n != rank)
-    return IRON_ERR(INVALID_ARGUMENT, "%s: %s has %u entries for rank %d",
-                    op->name, name, n, rank);
-  return IRON_OK;
+  w->outer = m;
+  w->run = m + WIN_FLAT;
+  w->outer_stale = true;
+  return true;
 }
 
-// Builds the geometry for an input type and the window attributes of op.
-// On error the caller still frees *g with geom_free (it is always valid).
-// `allow_dilation` is false for select_and_scatter (it has none).
-// Without `lists` only the output shape and counts are computed (the
-// cumulative scan path needs no per-output offset lists).
-static iron_status_t geom_build(const iron_ir_op_t *op,
-                                const iron_ir_type_t *in, bool allow_dilation,
-                                bool lists, win_geom_t *g) {
-  memset(g, 0, sizeof(*g));
-  int32_t rank = in->rank;
-  g->rank = rank;
-  int64_t wd[IRON_MAX_RANK], st[IRON_MAX_RANK], bd[IRON_MAX_RANK],
-      wdl[IRON_MAX_RANK], pad[2 * IRON_MAX_RANK];
-  IRON_RETURN_IF_ERROR_PLAIN(read_list(op, "window_dimensions", rank, 1, wd));
-  IRON_RETURN_IF_ERROR_PLAIN(read_list(op, "window_strides", rank, 1, st));
-  for (int32_t d = 0; d < rank; ++d) bd[d] = wdl[d] = 1;
-  if (allow_dilation) {
-    IRON_RETURN_IF_ERROR_PLAIN(read_list(op, "base_dilations", rank, 1, bd));
-    IRON_RETURN_IF_ERROR_PLAIN(
-        read_list(op, "window_dilations", rank, 1, wdl));
-  }
-  uint32_t np = 0;
-  IRON_RETURN_IF_ERROR_PLAIN(iron_ir_op_i64_list(op, "padding", pad,
-                                                 2 * IRON_MAX_RANK, &np));
-  if (np == 0) {
-    memset(pad, 0, sizeof(pad));
-  } else if ((int32_t)np != 2 * rank) {
-    return IRON_ERR(INVALID_ARGUMENT, "%s: padding has %u entries for rank %d",
-                    op->name, np, rank);
-  }
-  int64_t in_strides[IRON_MAX_RANK];
-  iron_host_row_major_strides(rank, in->dims, in_strides);
-  g->out_count = 1;
-  g->win_count = 1;
-  for (int32_t d = 0; d < rank; ++d) {
-    int64_t n = in->dims[d];
-    if (wd[d] < 1 || st[d] < 1 || bd[d] < 1 || wdl[d] < 1 || n < 0 ||
-        wd[d] > (1 << 30) || st[d] > (1ll << 40) || bd[d] > (1 << 30) ||
-        wdl[d] > (1 << 30) || llabs(pad[2 * d]) > (1ll << 40) ||
-        llabs(pad[2 * d + 1]) > (1ll << 40) || n > (1ll << 40))
-      return IRON_ERR(INVALID_ARGUMENT, "%s: bad window in dim %d", op->name,
-                      d);
-    int64_t dil_in = n == 0 ? 0 : (n - 1) * bd[d] + 1;
-    int64_t padded = dil_in + pad[2 * d] + pad[2 * d + 1];
-    int64_t ext = (wd[d] - 1) * wdl[d] + 1;
-    int64_t out = padded < ext ? 0 : (padded - ext) / st[d] + 1;
-    g->in_dims[d] = n;
-    g->out_dims[d] = out;
-    g->stride[d] = st[d];
-    g->wdil[d] = wdl[d];
-    g->pad_lo[d] = pad[2 * d];
-    g->bdil[d] = bd[d];
-    g->dil_in[d] = dil_in;
-    g->in_stride[d] = in_strides[d];
-    g->wdims[d] = wd[d];
-    if (__builtin_mul_overflow(g->out_count, out, &g->out_count) ||
-        __builtin_mul_overflow(g->win_count, wd[d], &g->win_count))
-      return IRON_ERR(INVALID_ARGUMENT, "%s: window too large", op->name);
-    if (!lists) continue;
-    int64_t cap;
-    if (__builtin_mul_overflow(out, wd[d], &cap) || cap > (1ll << 32))
-      return IRON_ERR(RESOURCE_EXHAUSTED, "%s: window too large", op->name);
-    g->starts[d] = malloc(sizeof(int64_t) * (size_t)(out + 1));
-    g->list_off[d] = malloc(sizeof(int64_t) * (size_t)(cap + 1));
-    g->list_k[d] = malloc(sizeof(int64_t) * (size_t)(cap + 1));
-    if (!g->starts[d] || !g->list_off[d] || !g->list_k[d])
-      return IRON_ERR(RESOURCE_EXHAUSTED, "%s: out of memory", op->name);
-    int64_t c = 0;
-    for (int64_t o = 0; o < out; ++o) {
-      g->starts[d][o] = c;
-      for (int64_t k = 0; k < wd[d]; ++k) {
-        int64_t pos = o * st[d] + k * wdl[d] - pad[2 * d];
-        if (pos < 0 || pos >= dil_in || pos % bd[d] != 0) continue;
-        g->list_off[d][c] = (pos / bd[d]) * in_strides[d];
-        g->list_k[d][c] = k;
-        c++;
-      }
+static void walk_free(win_walk_t *w) { free(w->mem); }
+
+// Sets up window o (flat over out_dims); false when it reads no element.
+static bool walk_start(win_walk_t *w, int64_t o) {
+  const iron_window_plan_t *p = w->p;
+  bool any = true;
+  for (int32_t d = p->rank - 1; d >= 0; --d) {
+    int64_t od = o % p->out_dims[d];
+    o /= p->out_dims[d];
+    if (od != w->at[d]) {
+      w->count[d] = iron_window_plan_dim_offsets(p, d, od, w->list[d]);
+      w->at[d] = od;
+      if (d < p->rank - 1) w->outer_stale = true;
     }
-    g->starts[d][out] = c;
+    any = any && w->count[d] > 0;
   }
-  if (lists && g->win_count > (1ll << 28))
-    return IRON_ERR(RESOURCE_EXHAUSTED, "%s: window too large", op->name);
-  return IRON_OK;
+  return any;
 }
 
-// Writes the valid input offsets of output `o` (flat) in row-major window
-// order into offs (win_count entries + scratch of the same size); returns
-// how many.
-static int64_t geom_offsets(const win_geom_t *g, int64_t o, int64_t *offs,
-                            int64_t *scratch) {
-  int64_t oi[IRON_MAX_RANK];
-  for (int32_t d = g->rank - 1; d >= 0; --d) {
-    oi[d] = o % g->out_dims[d];
-    o /= g->out_dims[d];
+// The product of the lists of dims 0..r-2 into w->outer (last dim
+// fastest), or nouter = -1 when it has more than WIN_FLAT entries.
+static void walk_outer(win_walk_t *w) {
+  int32_t r = w->p->rank;
+  int64_t total = 1;
+  for (int32_t d = 0; d < r - 1 && total <= WIN_FLAT; ++d)
+    total *= w->count[d];
+  w->outer_stale = false;
+  if (total > WIN_FLAT) {
+    w->nouter = -1;
+    return;
   }
-  // Expand dim by dim, ping-ponging so the last dim lands in offs.
-  int64_t *cur = (g->rank % 2) ? scratch : offs;
-  int64_t *nxt = (g->rank % 2) ? offs : scratch;
-  cur[0] = 0;
   int64_t n = 1;
-  for (int32_t d = 0; d < g->rank; ++d) {
-    const int64_t *l = g->list_off[d] + g->starts[d][oi[d]];
-    int64_t m = g->starts[d][oi[d] + 1] - g->starts[d][oi[d]];
-    int64_t c = 0;
-    for (int64_t i = 0; i < n; ++i)
-      for (int64_t j = 0; j < m; ++j) nxt[c++] = cur[i] + l[j];
-    n = c;
-    int64_t *t = cur;
-    cur = nxt;
-    nxt = t;
+  w->outer[0] = 0;
+  for (int32_t d = 0; d < r - 1; ++d) {
+    const int64_t *l = w->list[d];
+    int64_t m = w->count[d];
+    if (m == 1) {
+      for (int64_t i = 0; i < n; ++i) w->outer[i] += l[0];
+      continue;
+    }
+    // In place, from the end: entry i's block lies at or after i.
+    for (int64_t i = n - 1; i >= 0; --i) {
+      int64_t b = w->outer[i];
+      for (int64_t j = m - 1; j >= 0; --j) w->outer[i * m + j] = b + l[j];
+    }
+    n *= m;
   }
-  if (g->rank == 0) offs[0] = 0;
-  return n;
+  w->nouter = n;
+}
+
+// Calls fn(offs, m, shift, arg) for the started window's valid offsets
+// (offs[i] + shift), in row-major window order; stops early when fn
+// returns false (and then returns false).
+typedef bool (*win_run_fn_t)(const int64_t *offs, int64_t m, int64_t shift,
+                             void *arg);
+static bool walk_runs(win_walk_t *w, win_run_fn_t fn, void *arg) {
+  int32_t r = w->p->rank;
+  if (r == 0) {
+    w->run[0] = 0;
+    return fn(w->run, 1, 0, arg);
+  }
+  const int64_t *last = w->list[r - 1];
+  int64_t m = w->count[r - 1];
+  if (r == 1) return fn(last, m, 0, arg);
+  if (w->outer_stale) walk_outer(w);
+  int64_t no = w->nouter;
+  if (no >= 0) {
+    if (m == 1) return fn(w->outer, no, last[0], arg);
+    if (no == 1) return fn(last, m, w->outer[0], arg);
+    if (no * m <= WIN_FLAT) {
+      for (int64_t i = 0; i < no; ++i)
+        for (int64_t j = 0; j < m; ++j) w->run[i * m + j] = w->outer[i] + last[j];
+      return fn(w->run, no * m, 0, arg);
+    }
+    for (int64_t i = 0; i < no; ++i)
+      if (!fn(last, m, w->outer[i], arg)) return false;
+    return true;
+  }
+  int64_t idx[IRON_MAX_RANK] = {0};
+  for (;;) {
+    int64_t base = 0;
+    for (int32_t d = 0; d < r - 1; ++d) base += w->list[d][idx[d]];
+    if (!fn(last, m, base, arg)) return false;
+    int32_t d = r - 2;
+    for (; d >= 0; --d) {
+      if (++idx[d] < w->count[d]) break;
+      idx[d] = 0;
+    }
+    if (d < 0) return true;
+  }
 }
 
 // The op kind when the region is `return op(arg0, arg1)` (either order) on
@@ -246,16 +229,19 @@ static iron_op_kind_t single_op_body(const iron_ir_region_t *r,
        : (b))
 #define ID_(x) (x)
 
+// The accumulator round-trips through the storage type between runs:
+// exact, since every op's result is rounded to that type anyway (halves) or
+// computed in it (the rest).
 #define DEF_FAST(NAME, T, ACC, LOAD, STORE, OP)                             \
   static void NAME(const void *xv, const int64_t *offs, int64_t n,          \
-                   const void *initv, void *outv) {                         \
-    const T *x = xv;                                                        \
-    ACC acc = (ACC)LOAD(((const T *)initv)[0]);                             \
+                   int64_t shift, void *accv) {                             \
+    const T *x = (const T *)xv + shift;                                     \
+    ACC acc = (ACC)LOAD(((const T *)accv)[0]);                              \
     for (int64_t k = 0; k < n; ++k) {                                       \
       ACC v = (ACC)LOAD(x[offs[k]]);                                        \
       acc = OP(acc, v);                                                     \
     }                                                                       \
-    *(T *)outv = (T)STORE(acc);                                             \
+    *(T *)accv = (T)STORE(acc);                                             \
   }
 
 // Integers: add/mul wrap in the unsigned type; bit ops on the unsigned type;
@@ -306,8 +292,8 @@ DEF_HALF(bf16, iron_bf16_to_f32, iron_f32_to_bf16, ADD_BF16_, MUL_BF16_)
 
 #define DEF_CPLX(SUF, F)                                                   \
   static void f_add_##SUF(const void *xv, const int64_t *offs, int64_t n,  \
-                          const void *initv, void *outv) {                 \
-    const F *x = xv, *in = initv;                                          \
+                          int64_t shift, void *outv) {                     \
+    const F *x = (const F *)xv + 2 * shift, *in = outv;                    \
     F re = in[0], im = in[1];                                              \
     for (int64_t k = 0; k < n; ++k) {                                      \
       re += x[2 * offs[k]];                                                \
@@ -317,8 +303,8 @@ DEF_HALF(bf16, iron_bf16_to_f32, iron_f32_to_bf16, ADD_BF16_, MUL_BF16_)
     ((F *)outv)[1] = im;                                                   \
   }                                                                        \
   static void f_mul_##SUF(const void *xv, const int64_t *offs, int64_t n,  \
-                          const void *initv, void *outv) {                 \
-    const F *x = xv, *in = initv;                                          \
+                          int64_t shift, void *outv) {                     \
+    const F *x = (const F *)xv + 2 * shift, *in = outv;                    \
     F re = in[0], im = in[1];                                              \
     for (int64_t k = 0; k < n; ++k) {                                      \
       F br = x[2 * offs[k]], bi = x[2 * offs[k] + 1];                      \
@@ -548,7 +534,7 @@ static win_scan_fn_t scan_lookup(iron_op_kind_t kind, iron_dtype_t dt) {
 typedef struct rw_params {
   uint32_t n;
   iron_dtype_t dtypes[WIN_MAX_INPUTS];
-  win_geom_t g;
+  iron_window_plan_t g;
   win_fast_fn_t fast;  // NULL: generic path
   // Cumulative pattern (see DEF_SCAN): lines of scan_n elements along
   // scan_dim, `scan_outer` x `scan_inner` of them.
@@ -561,121 +547,67 @@ typedef struct rw_params {
   bool elementwise;
 } rw_params_t;
 
-static void rw_destroy(void *params) {
-  rw_params_t *p = params;
-  if (!p) return;
-  geom_free(&p->g);
-  free(p);
-}
-
-static bool tensor_type_ok(const iron_ir_type_t *t) {
-  return t && t->kind == IRON_TYPE_TENSOR && iron_ir_type_is_static(t) &&
-         iron_ir_type_num_elements(t) >= 0 && iron_dtype_size(t->dtype) > 0;
-}
+static void rw_destroy(void *params) { free(params); }
 
 // Fills p->scan when the window is a cumulative one along a single dim.
-static iron_status_t detect_scan(const iron_ir_op_t *op,
-                                 const iron_ir_type_t *in, iron_op_kind_t kind,
-                                 rw_params_t *p) {
-  int32_t rank = in->rank;
-  int64_t wd[IRON_MAX_RANK], st[IRON_MAX_RANK], bd[IRON_MAX_RANK],
-      wdl[IRON_MAX_RANK], pad[2 * IRON_MAX_RANK] = {0};
-  uint32_t np = 0;
-  IRON_RETURN_IF_ERROR_PLAIN(read_list(op, "window_dimensions", rank, 1, wd));
-  IRON_RETURN_IF_ERROR_PLAIN(read_list(op, "window_strides", rank, 1, st));
-  IRON_RETURN_IF_ERROR_PLAIN(read_list(op, "base_dilations", rank, 1, bd));
-  IRON_RETURN_IF_ERROR_PLAIN(read_list(op, "window_dilations", rank, 1, wdl));
-  IRON_RETURN_IF_ERROR_PLAIN(iron_ir_op_i64_list(op, "padding", pad,
-                                                 2 * IRON_MAX_RANK, &np));
+static void detect_scan(const iron_window_plan_t *g, iron_op_kind_t kind,
+                        rw_params_t *p) {
   int32_t sd = -1;
-  for (int32_t d = 0; d < rank; ++d) {
-    bool trivial = wd[d] == 1 && st[d] == 1 && bd[d] == 1 && wdl[d] == 1 &&
-                   pad[2 * d] == 0 && pad[2 * d + 1] == 0;
+  for (int32_t d = 0; d < g->rank; ++d) {
+    bool trivial = g->wdims[d] == 1 && g->strides[d] == 1 &&
+                   g->base_dil[d] == 1 && g->win_dil[d] == 1 &&
+                   g->pad_lo[d] == 0 && g->pad_hi[d] == 0;
     if (trivial) continue;
-    if (sd >= 0) return IRON_OK;
+    if (sd >= 0) return;
     sd = d;
   }
-  if (sd < 0) return IRON_OK;
-  int64_t n = in->dims[sd];
-  if (n < 1 || wd[sd] != n || st[sd] != 1 || bd[sd] != 1 || wdl[sd] != 1)
-    return IRON_OK;
-  bool fwd = (pad[2 * sd] == n - 1 || pad[2 * sd] == n) &&
-             pad[2 * sd + 1] == 0;
-  bool rev = (pad[2 * sd + 1] == n - 1 || pad[2 * sd + 1] == n) &&
-             pad[2 * sd] == 0;
-  if (!fwd && !rev) return IRON_OK;
+  if (sd < 0) return;
+  int64_t n = g->in_dims[sd], lo = g->pad_lo[sd], hi = g->pad_hi[sd];
+  if (n < 1 || g->wdims[sd] != n || g->strides[sd] != 1 ||
+      g->base_dil[sd] != 1 || g->win_dil[sd] != 1)
+    return;
+  bool fwd = (lo == n - 1 || lo == n) && hi == 0;
+  bool rev = (hi == n - 1 || hi == n) && lo == 0;
+  if (!fwd && !rev) return;
   p->scan = scan_lookup(kind, p->dtypes[0]);
   p->scan_n = n;
   p->scan_rev = !fwd;
-  p->scan_excl = pad[2 * sd] + pad[2 * sd + 1] == n;
+  p->scan_excl = lo + hi == n;
   p->scan_outer = p->scan_inner = 1;
-  for (int32_t d = 0; d < sd; ++d) p->scan_outer *= in->dims[d];
-  for (int32_t d = sd + 1; d < rank; ++d) p->scan_inner *= in->dims[d];
-  return IRON_OK;
+  for (int32_t d = 0; d < sd; ++d) p->scan_outer *= g->in_dims[d];
+  for (int32_t d = sd + 1; d < g->rank; ++d) p->scan_inner *= g->in_dims[d];
 }
 
 static iron_status_t rw_prepare(const iron_ir_op_t *op,
                                 iron_region_t *const *regions,
                                 void **out_params) {
-  uint32_t n = op->num_operands / 2;
-  if (op->num_operands % 2 || n == 0 || op->num_results != n ||
-      op->num_regions != 1)
-    return IRON_ERR(INVALID_ARGUMENT, "%s: bad operand/result counts",
-                    op->name);
+  iron_window_plan_t g;
+  memset(&g, 0, sizeof(g));
+  IRON_RETURN_IF_ERROR_PLAIN(iron_window_plan_check_types(op, &g));
+  uint32_t n = g.num_inputs;
   if (n > WIN_MAX_INPUTS)
     return iron_ir_op_unimplemented(op, "with %u inputs", n);
-  const iron_ir_type_t *t0 = op->operands[0]->type;
-  for (uint32_t i = 0; i < 2 * n; ++i) {
-    const iron_ir_type_t *t = op->operands[i]->type;
-    if (!tensor_type_ok(t))
-      return iron_ir_op_unimplemented(op, "for operand %u's type", i);
-    if (i < n && (t->rank != t0->rank ||
-                  memcmp(t->dims, t0->dims,
-                         sizeof(int64_t) * (size_t)t0->rank) != 0))
-      return IRON_ERR(INVALID_ARGUMENT, "%s: input shapes differ", op->name);
-    if (i >= n &&
-        (t->rank != 0 || t->dtype != op->operands[i - n]->type->dtype))
-      return IRON_ERR(INVALID_ARGUMENT, "%s: bad init value %u", op->name,
-                      i - n);
-  }
+  IRON_RETURN_IF_ERROR_PLAIN(iron_window_plan_read_attrs(op, &g));
+  IRON_RETURN_IF_ERROR_PLAIN(iron_window_plan_check_sizes(op, &g));
   rw_params_t *p = calloc(1, sizeof(*p));
   if (!p) return IRON_ERR(RESOURCE_EXHAUSTED, "out of memory for params");
   p->n = n;
+  p->g = g;
   for (uint32_t i = 0; i < n; ++i) p->dtypes[i] = op->operands[i]->type->dtype;
   const iron_ir_region_t *ir =
       regions && regions[0] ? regions[0]->ir : &op->regions[0];
-  iron_status_t st = IRON_OK;
   if (n == 1 && fast_enabled()) {
     iron_op_kind_t k = single_op_body(ir, p->dtypes[0], NULL, NULL);
     p->fast = fast_lookup(k, p->dtypes[0]);
-    if (p->fast) st = detect_scan(op, t0, k, p);
+    if (p->fast) detect_scan(&p->g, k, p);
   }
-  if (!st && !p->fast) {
+  if (!p->fast) {
     if (!regions || !regions[0]) {
-      st = iron_ir_op_unimplemented(op, "without a compiled body");
-    } else {
-      p->region = regions[0];
-      p->elementwise = regions[0]->elementwise;
-    }
-  }
-  // The scan and the vectorized generic path compute offsets from the
-  // window formula; only the others need the per-output lists.
-  if (!st)
-    st = geom_build(op, t0, true, !p->scan && !(p->region && p->elementwise),
-                    &p->g);
-  if (st) {
-    rw_destroy(p);
-    return st;
-  }
-  for (uint32_t i = 0; i < n; ++i) {
-    const iron_ir_type_t *rt = op->results[i].type;
-    if (!rt || rt->kind != IRON_TYPE_TENSOR || rt->dtype != p->dtypes[i] ||
-        rt->rank != t0->rank ||
-        memcmp(rt->dims, p->g.out_dims, sizeof(int64_t) * (size_t)t0->rank)) {
       rw_destroy(p);
-      return IRON_ERR(INVALID_ARGUMENT, "%s: result %u type mismatch",
-                      op->name, i);
+      return iron_ir_op_unimplemented(op, "without a compiled body");
     }
+    p->region = regions[0];
+    p->elementwise = regions[0]->elementwise;
   }
   *out_params = p;
   return IRON_OK;
@@ -690,19 +622,32 @@ typedef struct rw_job {
   bool failed;
 } rw_job_t;
 
+typedef struct rw_fold {
+  win_fast_fn_t fn;
+  const void *x;
+  void *acc;
+} rw_fold_t;
+
+static bool rw_fold_run(const int64_t *offs, int64_t m, int64_t shift,
+                        void *arg) {
+  rw_fold_t *f = arg;
+  f->fn(f->x, offs, m, shift, f->acc);
+  return true;
+}
+
 static void rw_fast_task(void *arg, int64_t begin, int64_t end) {
   rw_job_t *j = arg;
-  const win_geom_t *g = &j->p->g;
-  int64_t *offs = malloc(sizeof(int64_t) * (size_t)(2 * g->win_count + 2));
-  if (!offs) {
+  win_walk_t w;
+  if (!walk_init(&w, &j->p->g)) {
     j->failed = true;  // benign race: only ever set to true
     return;
   }
   for (int64_t o = begin; o < end; ++o) {
-    int64_t m = geom_offsets(g, o, offs, offs + g->win_count + 1);
-    j->p->fast(j->x, offs, m, j->init, j->out + (size_t)o * j->es);
+    rw_fold_t f = {j->p->fast, j->x, j->out + (size_t)o * j->es};
+    memcpy(f.acc, j->init, j->es);
+    if (walk_start(&w, o)) walk_runs(&w, rw_fold_run, &f);
   }
-  free(offs);
+  walk_free(&w);
 }
 
 static void rw_scan_task(void *arg, int64_t begin, int64_t end) {
@@ -736,7 +681,7 @@ static iron_status_t rw_generic_vec(const iron_kernel_ctx_t *ctx,
                                     const rw_params_t *p,
                                     const iron_tensor_t *const *inputs,
                                     iron_tensor_t *const *outputs) {
-  const win_geom_t *g = &p->g;
+  const iron_window_plan_t *g = &p->g;
   uint32_t n = p->n;
   int64_t O = g->out_count;
   int64_t *src = malloc(sizeof(int64_t) * (size_t)O + 1);
@@ -763,8 +708,23 @@ static iron_status_t rw_generic_vec(const iron_kernel_ctx_t *ctx,
     pin[n + i] = &tin[n + i];
     pout[i] = &tout[i];
   }
-  int64_t k[IRON_MAX_RANK] = {0};
-  for (int64_t w = 0; w < g->win_count && !st; ++w) {
+  // Only window positions that some output can use: per dim, k with
+  // k * wdl - pad_lo <= dil_in - 1 (the first window) and
+  // (out - 1) * stride + k * wdl - pad_lo >= 0 (the last one), so a window
+  // far larger than the input costs its real extent, not its size.
+  int64_t k[IRON_MAX_RANK], klo[IRON_MAX_RANK], khi[IRON_MAX_RANK];
+  bool none = false;
+  for (int32_t d = 0; d < g->rank; ++d) {
+    int64_t wdl = g->win_dil[d], last = (g->out_dims[d] - 1) * g->strides[d];
+    int64_t need = g->pad_lo[d] - last;  // k * wdl >= need
+    klo[d] = need <= 0 ? 0 : (need + wdl - 1) / wdl;
+    int64_t top = g->dil_in[d] - 1 + g->pad_lo[d];  // k * wdl <= top
+    khi[d] = top < 0 ? -1 : top / wdl;
+    if (khi[d] > g->wdims[d] - 1) khi[d] = g->wdims[d] - 1;
+    if (klo[d] > khi[d]) none = true;
+    k[d] = klo[d];
+  }
+  for (bool more = !none; more && !st;) {
     // src[o] = input offset of window position k for output o, or -1.
     int64_t any = 0;
     for (int64_t o = 0; o < O; ++o) {
@@ -773,9 +733,9 @@ static iron_status_t rw_generic_vec(const iron_kernel_ctx_t *ctx,
       for (int32_t d = g->rank - 1; d >= 0 && ok; --d) {
         int64_t od = rem % g->out_dims[d];
         rem /= g->out_dims[d];
-        int64_t pos = od * g->stride[d] + k[d] * g->wdil[d] - g->pad_lo[d];
-        ok = pos >= 0 && pos < g->dil_in[d] && pos % g->bdil[d] == 0;
-        off += pos / g->bdil[d] * g->in_stride[d];
+        int64_t pos = od * g->strides[d] + k[d] * g->win_dil[d] - g->pad_lo[d];
+        ok = pos >= 0 && pos < g->dil_in[d] && pos % g->base_dil[d] == 0;
+        off += pos / g->base_dil[d] * g->in_strides[d];
       }
       src[o] = ok ? off : -1;
       any += ok;
@@ -799,9 +759,10 @@ static iron_status_t rw_generic_vec(const iron_kernel_ctx_t *ctx,
             memcpy(acc + (size_t)o * es, tmp[i] + (size_t)o * es, es);
       }
     }
-    for (int32_t d = g->rank - 1; d >= 0; --d) {
-      if (++k[d] < g->wdims[d]) break;
-      k[d] = 0;
+    more = false;
+    for (int32_t d = g->rank - 1; d >= 0 && !more; --d) {
+      if (++k[d] <= khi[d]) more = true;
+      else k[d] = klo[d];
     }
   }
   for (uint32_t i = 0; i < n; ++i) {
@@ -813,15 +774,20 @@ static iron_status_t rw_generic_vec(const iron_kernel_ctx_t *ctx,
 }
 
 // Any body: one region call per element, in window order.
-static iron_status_t rw_generic_scalar(const iron_kernel_ctx_t *ctx,
-                                       const rw_params_t *p,
-                                       const iron_tensor_t *const *inputs,
-                                       iron_tensor_t *const *outputs) {
-  const win_geom_t *g = &p->g;
-  uint32_t n = p->n;
-  int64_t *offs = malloc(sizeof(int64_t) * (size_t)(2 * g->win_count + 2));
-  if (!offs) return IRON_ERR(RESOURCE_EXHAUSTED, "reduce_window: oom");
+typedef struct rw_scalar {
+  const iron_kernel_ctx_t *ctx;
+  const rw_params_t *p;
+  const iron_tensor_t *const *inputs;
   unsigned char acc[WIN_MAX_INPUTS][16], nacc[WIN_MAX_INPUTS][16];
+  iron_status_t st;
+} rw_scalar_t;
+
+// One region call per element of the run: acc = body(acc, x[off]).
+static bool rw_scalar_run(const int64_t *offs, int64_t m, int64_t shift,
+                          void *arg) {
+  rw_scalar_t *r = arg;
+  const rw_params_t *p = r->p;
+  uint32_t n = p->n;
   iron_tensor_t tin[2 * WIN_MAX_INPUTS], tout[WIN_MAX_INPUTS];
   const iron_tensor_t *pin[2 * WIN_MAX_INPUTS];
   iron_tensor_t *pout[WIN_MAX_INPUTS];
@@ -830,29 +796,46 @@ static iron_status_t rw_generic_scalar(const iron_kernel_ctx_t *ctx,
     pin[n + i] = &tin[n + i];
     pout[i] = &tout[i];
   }
-  iron_status_t st = IRON_OK;
-  for (int64_t o = 0; o < g->out_count && !st; ++o) {
-    int64_t m = geom_offsets(g, o, offs, offs + g->win_count + 1);
-    for (uint32_t i = 0; i < n; ++i)
-      memcpy(acc[i], inputs[n + i]->data, iron_dtype_size(p->dtypes[i]));
-    for (int64_t e = 0; e < m && !st; ++e) {
-      for (uint32_t i = 0; i < n; ++i) {
-        size_t es = iron_dtype_size(p->dtypes[i]);
-        tin[i] = iron_tensor_vector(acc[i], p->dtypes[i], 1);
-        tin[n + i] = iron_tensor_vector((char *)inputs[i]->data + (size_t)offs[e] * es,
-                         p->dtypes[i], 1);
-        tout[i] = iron_tensor_vector(nacc[i], p->dtypes[i], 1);
-      }
-      st = ctx->call_region(ctx, p->region, pin, pout);
-      memcpy(acc, nacc, sizeof(acc));
-    }
-    for (uint32_t i = 0; i < n && !st; ++i) {
+  for (int64_t e = 0; e < m && !r->st; ++e) {
+    for (uint32_t i = 0; i < n; ++i) {
       size_t es = iron_dtype_size(p->dtypes[i]);
-      memcpy((char *)outputs[i]->data + (size_t)o * es, acc[i], es);
+      tin[i] = iron_tensor_vector(r->acc[i], p->dtypes[i], 1);
+      tin[n + i] = iron_tensor_vector(
+          (char *)r->inputs[i]->data + (size_t)(offs[e] + shift) * es,
+          p->dtypes[i], 1);
+      tout[i] = iron_tensor_vector(r->nacc[i], p->dtypes[i], 1);
+    }
+    r->st = r->ctx->call_region(r->ctx, p->region, pin, pout);
+    memcpy(r->acc, r->nacc, sizeof(r->acc));
+  }
+  return !r->st;
+}
+
+// Any body: one region call per element, in window order.
+static iron_status_t rw_generic_scalar(const iron_kernel_ctx_t *ctx,
+                                       const rw_params_t *p,
+                                       const iron_tensor_t *const *inputs,
+                                       iron_tensor_t *const *outputs) {
+  uint32_t n = p->n;
+  win_walk_t w;
+  if (!walk_init(&w, &p->g))
+    return IRON_ERR(RESOURCE_EXHAUSTED, "reduce_window: out of memory");
+  rw_scalar_t r;
+  r.ctx = ctx;
+  r.p = p;
+  r.inputs = inputs;
+  r.st = IRON_OK;
+  for (int64_t o = 0; o < p->g.out_count && !r.st; ++o) {
+    for (uint32_t i = 0; i < n; ++i)
+      memcpy(r.acc[i], inputs[n + i]->data, iron_dtype_size(p->dtypes[i]));
+    if (walk_start(&w, o)) walk_runs(&w, rw_scalar_run, &r);
+    for (uint32_t i = 0; i < n && !r.st; ++i) {
+      size_t es = iron_dtype_size(p->dtypes[i]);
+      memcpy((char *)outputs[i]->data + (size_t)o * es, r.acc[i], es);
     }
   }
-  free(offs);
-  return st;
+  walk_free(&w);
+  return r.st;
 }
 
 static iron_status_t rw_run(const iron_kernel_ctx_t *ctx, const void *params,
@@ -896,24 +879,27 @@ static const iron_kernel_t kReduceWindow = {
 // ---------------------------------------------------------------------------
 // select_and_scatter
 
-// Picks the index (into offs) of the selected element; -1 if m == 0.
+// Continues the selection over the run offs[0..m): `best` is the offset
+// chosen so far (-1: none yet); returns the new choice.
 typedef int64_t (*sas_select_fn_t)(const void *x, const int64_t *offs,
-                                   int64_t m);
+                                   int64_t m, int64_t shift, int64_t best);
 // out[off] = out[off] + src[s]
 typedef void (*sas_scatter_fn_t)(void *out, int64_t off, const void *src,
                                  int64_t s);
 
 #define DEF_SEL(NAME, T, CT, LOAD, CMP)                                    \
-  static int64_t NAME(const void *xv, const int64_t *offs, int64_t m) {    \
+  static int64_t NAME(const void *xv, const int64_t *offs, int64_t m,      \
+                      int64_t shift, int64_t best) {                       \
     const T *x = xv;                                                       \
-    if (m == 0) return -1;                                                 \
-    int64_t best = 0;                                                      \
-    CT cur = (CT)LOAD(x[offs[0]]);                                         \
-    for (int64_t e = 1; e < m; ++e) {                                      \
-      CT c = (CT)LOAD(x[offs[e]]);                                         \
+    if (m == 0) return best;                                               \
+    int64_t e = 0;                                                         \
+    if (best < 0) best = offs[e++] + shift;                                \
+    CT cur = (CT)LOAD(x[best]);                                            \
+    for (; e < m; ++e) {                                                   \
+      CT c = (CT)LOAD(x[offs[e] + shift]);                                 \
       if (!(cur CMP c)) {                                                  \
         cur = c;                                                           \
-        best = e;                                                          \
+        best = offs[e] + shift;                                            \
       }                                                                    \
     }                                                                      \
     return best;                                                           \
@@ -987,18 +973,13 @@ static sas_select_fn_t sas_lookup(iron_dtype_t dt, int32_t dir,
 
 typedef struct sas_params {
   iron_dtype_t dtype;
-  win_geom_t g;  // over the operand; out_dims = source dims
+  iron_window_plan_t g;  // over the operand; out_dims = source dims
   sas_select_fn_t select;  // fast path (with scatter) or NULL
   sas_scatter_fn_t scatter;
   const iron_region_t *select_region, *scatter_region;
 } sas_params_t;
 
-static void sas_destroy(void *params) {
-  sas_params_t *p = params;
-  if (!p) return;
-  geom_free(&p->g);
-  free(p);
-}
+static void sas_destroy(void *params) { free(params); }
 
 static int32_t flip_dir(int32_t dir) {
   switch (dir) {
@@ -1013,34 +994,16 @@ static int32_t flip_dir(int32_t dir) {
 static iron_status_t sas_prepare(const iron_ir_op_t *op,
                                  iron_region_t *const *regions,
                                  void **out_params) {
-  if (op->num_operands != 3 || op->num_results != 1 || op->num_regions != 2)
-    return IRON_ERR(INVALID_ARGUMENT, "%s: bad operand/result counts",
-                    op->name);
-  const iron_ir_type_t *ot = op->operands[0]->type,
-                       *st = op->operands[1]->type,
-                       *it = op->operands[2]->type, *rt = op->results[0].type;
-  for (int i = 0; i < 3; ++i)
-    if (!tensor_type_ok(op->operands[i]->type))
-      return iron_ir_op_unimplemented(op, "for operand %d's type", i);
-  if (!tensor_type_ok(rt) || it->rank != 0 || st->dtype != rt->dtype ||
-      it->dtype != rt->dtype || !iron_ir_type_equal(ot, rt) ||
-      iron_dtype_size(rt->dtype) > 16)
-    return IRON_ERR(INVALID_ARGUMENT, "%s: operand/result types disagree",
-                    op->name);
+  iron_window_plan_t g;
+  IRON_RETURN_IF_ERROR_PLAIN(iron_window_plan_read(op, &g));
+  const iron_ir_type_t *ot = g.in, *rt = op->results[0].type;
+  if (iron_dtype_size(rt->dtype) > 16)
+    return iron_ir_op_unimplemented(op, "for dtype %s",
+                                    iron_dtype_name(rt->dtype));
   sas_params_t *p = calloc(1, sizeof(*p));
   if (!p) return IRON_ERR(RESOURCE_EXHAUSTED, "out of memory for params");
-  iron_status_t s = geom_build(op, ot, false, true, &p->g);
-  if (s) {
-    sas_destroy(p);
-    return s;
-  }
+  p->g = g;
   p->dtype = rt->dtype;
-  if (st->rank != ot->rank ||
-      memcmp(st->dims, p->g.out_dims, sizeof(int64_t) * (size_t)ot->rank)) {
-    sas_destroy(p);
-    return IRON_ERR(INVALID_ARGUMENT, "%s: source shape does not match the "
-                    "windows", op->name);
-  }
   const iron_ir_region_t *sel_ir =
       regions && regions[0] ? regions[0]->ir : &op->regions[0];
   const iron_ir_region_t *sc_ir =
@@ -1078,11 +1041,46 @@ static iron_status_t sas_prepare(const iron_ir_op_t *op,
   return IRON_OK;
 }
 
+typedef struct sas_pick {
+  const iron_kernel_ctx_t *ctx;
+  const sas_params_t *p;
+  const char *x;
+  int64_t best;  // offset chosen so far, -1: none
+  iron_status_t st;
+} sas_pick_t;
+
+static bool sas_pick_run(const int64_t *offs, int64_t m, int64_t shift,
+                         void *arg) {
+  sas_pick_t *k = arg;
+  const sas_params_t *p = k->p;
+  if (p->select) {
+    k->best = p->select(k->x, offs, m, shift, k->best);
+    return true;
+  }
+  size_t es = iron_dtype_size(p->dtype);
+  int64_t e = 0;
+  if (k->best < 0 && m > 0) k->best = offs[e++] + shift;
+  unsigned char pred = 0;
+  for (; e < m && !k->st; ++e) {
+    iron_tensor_t a =
+        iron_tensor_vector((char *)k->x + (size_t)k->best * es, p->dtype, 1);
+    iron_tensor_t c =
+        iron_tensor_vector((char *)k->x + (size_t)(offs[e] + shift) * es,
+                           p->dtype, 1);
+    iron_tensor_t r = iron_tensor_vector(&pred, IRON_DTYPE_PRED, 1);
+    const iron_tensor_t *in2[2] = {&a, &c};
+    iron_tensor_t *o1[1] = {&r};
+    k->st = k->ctx->call_region(k->ctx, p->select_region, in2, o1);
+    if (!k->st && !pred) k->best = offs[e] + shift;
+  }
+  return !k->st;
+}
+
 static iron_status_t sas_run(const iron_kernel_ctx_t *ctx, const void *params,
                              const iron_tensor_t *const *inputs,
                              iron_tensor_t *const *outputs) {
   const sas_params_t *p = params;
-  const win_geom_t *g = &p->g;
+  const iron_window_plan_t *g = &p->g;
   size_t es = iron_dtype_size(p->dtype);
   char *out = outputs[0]->data;
   const char *x = inputs[0]->data, *src = inputs[1]->data;
@@ -1090,41 +1088,32 @@ static iron_status_t sas_run(const iron_kernel_ctx_t *ctx, const void *params,
   if (g->out_count == 0) return IRON_OK;
   if (!p->select && !ctx->call_region)
     return IRON_ERR(FAILED_PRECONDITION, "select_and_scatter: no call_region");
-  int64_t *offs = malloc(sizeof(int64_t) * (size_t)(2 * g->win_count + 2));
-  if (!offs) return IRON_ERR(RESOURCE_EXHAUSTED, "select_and_scatter: oom");
+  win_walk_t w;
+  if (!walk_init(&w, g))
+    return IRON_ERR(RESOURCE_EXHAUSTED, "select_and_scatter: out of memory");
   // Windows overlap in general, so the scatter runs serially in source order
   // (the order XLA applies the scatter combiner in).
   iron_status_t st = IRON_OK;
   for (int64_t s = 0; s < g->out_count && !st; ++s) {
-    int64_t m = geom_offsets(g, s, offs, offs + g->win_count + 1);
-    if (m == 0) continue;
+    if (!walk_start(&w, s)) continue;
+    sas_pick_t k = {ctx, p, x, -1, IRON_OK};
+    walk_runs(&w, sas_pick_run, &k);
+    st = k.st;
+    if (st || k.best < 0) continue;
     if (p->select) {
-      int64_t b = p->select(x, offs, m);
-      p->scatter(out, offs[b], src, s);
+      p->scatter(out, k.best, src, s);
       continue;
     }
-    int64_t best = 0;
-    unsigned char pred = 0;
-    for (int64_t e = 1; e < m && !st; ++e) {
-      iron_tensor_t a = iron_tensor_vector((char *)x + (size_t)offs[best] * es, p->dtype, 1);
-      iron_tensor_t c = iron_tensor_vector((char *)x + (size_t)offs[e] * es, p->dtype, 1);
-      iron_tensor_t r = iron_tensor_vector(&pred, IRON_DTYPE_PRED, 1);
-      const iron_tensor_t *in2[2] = {&a, &c};
-      iron_tensor_t *o1[1] = {&r};
-      st = ctx->call_region(ctx, p->select_region, in2, o1);
-      if (!st && !pred) best = e;
-    }
-    if (st) break;
     unsigned char res[16];
-    iron_tensor_t a = iron_tensor_vector(out + (size_t)offs[best] * es, p->dtype, 1);
+    iron_tensor_t a = iron_tensor_vector(out + (size_t)k.best * es, p->dtype, 1);
     iron_tensor_t c = iron_tensor_vector((char *)src + (size_t)s * es, p->dtype, 1);
     iron_tensor_t r = iron_tensor_vector(res, p->dtype, 1);
     const iron_tensor_t *in2[2] = {&a, &c};
     iron_tensor_t *o1[1] = {&r};
     st = ctx->call_region(ctx, p->scatter_region, in2, o1);
-    if (!st) memcpy(out + (size_t)offs[best] * es, res, es);
+    if (!st) memcpy(out + (size_t)k.best * es, res, es);
   }
-  free(offs);
+  walk_free(&w);
   return st;
 }
 
