@@ -671,13 +671,13 @@ static iron_status_t pad_prepare(const iron_ir_op_t *op,
   iron_host_row_major_strides(in->rank, in->dims, in_strides);
   iron_host_row_major_strides(out->rank, out->dims, out_strides);
   for (int32_t i = 0; i < in->rank; ++i) {
-    int64_t n = in->dims[i], step = ip[i] + 1, od = out->dims[i];
-    int64_t want = n == 0 ? lo[i] + hi[i] : lo[i] + hi[i] + n + (n - 1) * ip[i];
-    if (ip[i] < 0 || want != od) {
+    int64_t n = in->dims[i], od = out->dims[i];
+    if (!iron_ir_pad_dim_is_valid(n, lo[i], hi[i], ip[i], od)) {
       free(p);
       return IRON_ERR(INVALID_ARGUMENT, "%s: bad padding in dim %d", op->name,
                       i);
     }
+    int64_t step = ip[i] + 1;  // <= 2^40 + 1: checked above
     // Operand element j lands at lo + j*step; keep those inside [0, od).
     int64_t jmin = lo[i] >= 0 ? 0 : (-lo[i] + step - 1) / step;
     int64_t jmax = n - 1;  // last j with lo + j*step < od
@@ -689,7 +689,8 @@ static iron_status_t pad_prepare(const iron_ir_op_t *op,
     int64_t cnt = jmax >= jmin ? jmax - jmin + 1 : 0;
     pl->dims[i] = cnt;
     pl->src_strides[i] = in_strides[i];
-    pl->dst_strides[i] = out_strides[i] * step;
+    // (step < od when two elements land; a lone one needs no stride)
+    pl->dst_strides[i] = cnt > 1 ? out_strides[i] * step : out_strides[i];
     if (cnt > 0) {
       pl->src_offset += jmin * in_strides[i];
       pl->dst_offset += (lo[i] + jmin * step) * out_strides[i];
