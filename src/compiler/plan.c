@@ -309,24 +309,34 @@ static iron_status_t fill_constant(const iron_ir_op_t *op,
                                    const iron_tensor_t *type, void *data);
 
 // A constant's storage: host memory filled from the op, then (for devices
-// with their own memory) uploaded once, at compile time.
+// with their own memory) uploaded once, at compile time. It counts against
+// the device's memory limit (on the host device the host copy is the
+// device's memory; on others the device copy is allocated before the host
+// one is filled), so a splat constant of a huge declared shape is
+// RESOURCE_EXHAUSTED, not a host allocation of that size.
 static iron_status_t make_constant(iron_plan_t *plan, iron_device_t *dev,
                                    const iron_ir_op_t *op,
                                    const iron_tensor_t *type,
                                    iron_plan_step_t *s) {
-  iron_storage_t *st;
-  IRON_RETURN_IF_ERROR_PLAIN(iron_storage_allocate(NULL, type->nbytes, &st));
-  iron_status_t status = fill_constant(op, type, st->data);
-  if (!status && dev && dev->vtable->mem_alloc && type->nbytes) {
-    iron_storage_t *d;
-    status = iron_storage_allocate(dev, type->nbytes, &d);
-    if (!status) {
-      status = dev->vtable->memcpy(dev, d->data, st->data, type->nbytes,
-                                   IRON_COPY_HOST_TO_DEVICE);
-      iron_storage_release(st);
-      st = d;
-    }
+  bool upload = dev && dev->vtable->mem_alloc && type->nbytes;
+  iron_storage_t *d = NULL, *st;
+  if (upload)
+    IRON_RETURN_IF_ERROR_PLAIN(iron_storage_allocate(dev, type->nbytes, &d));
+  iron_status_t status =
+      iron_storage_allocate(plan->memory_dev, type->nbytes, &st);
+  if (status) {
+    iron_storage_release(d);
+    return status;
   }
+  status = fill_constant(op, type, st->data);
+  if (!status && upload) {
+    status = dev->vtable->memcpy(dev, d->data, st->data, type->nbytes,
+                                 IRON_COPY_HOST_TO_DEVICE);
+    iron_storage_release(st);
+    st = d;
+    d = NULL;
+  }
+  iron_storage_release(d);
   if (status) {
     iron_storage_release(st);
     return status;
@@ -934,6 +944,7 @@ iron_status_t iron_plan_create_on(const iron_ir_module_t *module,
   plan->dev = dev && (dev->vtable->kernel_lookup || dev->vtable->mem_alloc)
                   ? dev
                   : NULL;
+  plan->memory_dev = dev && !dev->vtable->mem_alloc ? dev : NULL;
   plan->funcs = iron_arena_alloc_array(&plan->arena, module->num_funcs + 1,
                                        sizeof(iron_plan_func_t));
   if (!plan->funcs) {

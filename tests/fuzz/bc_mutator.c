@@ -552,9 +552,9 @@ static int64_t interesting_dim(bc_t *b, int64_t old) {
                                   255, 256, 257, 1000, 1024,  4096, 65536,
                                   1 << 20, 1ll << 31, 1ll << 40};
   switch (rnd_below(b, 4)) {
-    case 0: return old + 1;
+    case 0: return (int64_t)((uint64_t)old + 1);
     case 1: return old > 0 ? old - 1 : 1;
-    case 2: return old * 2;
+    case 2: return (int64_t)((uint64_t)old * 2);
     default: return kDims[rnd_below(b, sizeof(kDims) / sizeof(kDims[0]))];
   }
 }

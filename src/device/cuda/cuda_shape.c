@@ -410,8 +410,9 @@ static iron_status_t slice_prepare(iron_device_t *dev, const iron_ir_op_t *op,
   memset(&a, 0, sizeof(a));
   a.rank = out->rank;
   for (int32_t i = 0; i < in->rank; ++i) {
+    // (The count without stride - 1 added: a huge stride must not wrap.)
     int64_t want = stride[i] > 0 && limit[i] > start[i]
-                       ? (limit[i] - start[i] + stride[i] - 1) / stride[i]
+                       ? (limit[i] - start[i] - 1) / stride[i] + 1
                        : 0;
     if (start[i] < 0 || limit[i] > in->dims[i] || stride[i] <= 0 ||
         start[i] > limit[i] || out->dims[i] != want) {
@@ -419,7 +420,7 @@ static iron_status_t slice_prepare(iron_device_t *dev, const iron_ir_op_t *op,
                       i);
     }
     a.dims[i] = out->dims[i];
-    a.strides[i] = istr[i] * stride[i];
+    a.strides[i] = out->dims[i] > 1 ? istr[i] * stride[i] : istr[i];
     a.base += start[i] * istr[i];
   }
   return prepare_affine(dev, op, a, "iron_slice", out_params);

@@ -350,13 +350,18 @@ static iron_status_t slice_prepare(const iron_ir_op_t *op,
   iron_host_row_major_strides(in->rank, in->dims, in_strides);
   iron_host_row_major_strides(out->rank, out->dims, plan.dst_strides);
   for (int32_t i = 0; i < in->rank; ++i) {
+    // (The count without stride - 1 added: a huge stride must not wrap.)
     if (start[i] < 0 || limit[i] < start[i] || limit[i] > in->dims[i] ||
         stride[i] < 1 ||
-        out->dims[i] != (limit[i] - start[i] + stride[i] - 1) / stride[i])
+        out->dims[i] != (limit[i] == start[i]
+                             ? 0
+                             : (limit[i] - start[i] - 1) / stride[i] + 1))
       return IRON_ERR(INVALID_ARGUMENT, "%s: bad slice in dim %d", op->name,
                       i);
     plan.src_offset += start[i] * in_strides[i];
-    plan.src_strides[i] = in_strides[i] * stride[i];
+    // A stride only matters (and is < the dim) when two elements are taken.
+    plan.src_strides[i] =
+        out->dims[i] > 1 ? in_strides[i] * stride[i] : in_strides[i];
   }
   return plan_params_new(&plan, out_params);
 }
