@@ -80,7 +80,7 @@ int main(int argc, char **argv) {
       names[n++] = strdup(e->d_name);
     }
     closedir(d);
-    qsort(names, n, sizeof(*names), cmp_names);
+    if (n) qsort(names, n, sizeof(*names), cmp_names);
     for (size_t k = 0; k < n; ++k) {
       char path[4096];
       snprintf(path, sizeof(path), "%s/%s", argv[i], names[k]);
