@@ -396,6 +396,25 @@ static iron_status_t find_callee(iron_plan_t *plan, const iron_ir_op_t *op,
                         op->name, name, op->num_operands, op->num_results,
                         iron_ir_func_num_args(f->ir),
                         iron_ir_func_num_results(f->ir));
+      // The callee's buffers are sized by its signature.
+      for (uint32_t k = 0; k < op->num_operands + op->num_results; ++k) {
+        bool in = k < op->num_operands;
+        uint32_t j = in ? k : k - op->num_operands;
+        const iron_ir_type_t *have =
+            in ? op->operands[j]->type : op->results[j].type;
+        const iron_ir_type_t *want = in ? iron_ir_func_arg_type(f->ir, j)
+                                        : iron_ir_func_result_type(f->ir, j);
+        if (!iron_ir_type_equal(have, want)) {
+          char hb[128], wb[128], loc[256];
+          iron_ir_type_format(have, hb, sizeof(hb));
+          iron_ir_type_format(want, wb, sizeof(wb));
+          return IRON_ERR(INVALID_ARGUMENT,
+                          "%s (%s) calls @%s with %s %u of type %s; it "
+                          "takes %s",
+                          op->name, loc_str(op, loc, sizeof(loc)), name,
+                          in ? "operand" : "result", j, hb, wb);
+        }
+      }
       *out = f;
       return IRON_OK;
     }
