@@ -4,13 +4,18 @@
 // - mutants differ from their input and most of them still read (the point
 //   of mutating entries instead of bytes: they get past the reader);
 // - every kind of mutation happens (checked through the read IR: some mutant
-//   changes a dimension, some an element type, some an op kind).
+//   changes a dimension, some an element type, some an op kind);
+// - they make more new programs that get through the planner (other op
+//   kinds, dims or dtypes, and compiled) than byte-level mutants (one
+//   random byte changed, as a baseline) do.
 #include <dirent.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "bc_mutator.h"
+#include "iron/iron.h"
 #include "ir/ir.h"
 #include "stablehlo/reader.h"
 
@@ -71,6 +76,18 @@ static sig_t module_sig(const iron_ir_module_t *m) {
   return s;
 }
 
+// Whether the artifact compiles for the host device.
+static int compiles(iron_runtime_t *rt, const uint8_t *p, size_t n) {
+  iron_executable_t *exe = NULL;
+  iron_status_t st = iron_executable_compile(rt, p, n, NULL, &exe);
+  if (st) {
+    iron_status_free(st);
+    return 0;
+  }
+  iron_executable_release(exe);
+  return 1;
+}
+
 int main(void) {
   const char *dir = IRON_TEST_DATA_DIR "/corpus";
   DIR *d = opendir(dir);
@@ -78,7 +95,19 @@ int main(void) {
     fprintf(stderr, "cannot open %s\n", dir);
     return 1;
   }
-  int files = 0, mutants = 0, changed = 0, read_ok = 0;
+  setenv("IRON_DEVICE", "host", 1);
+  iron_runtime_t *rt = NULL;
+  iron_status_t rst = iron_runtime_create(NULL, &rt);
+  if (rst) {
+    fprintf(stderr, "runtime: %s\n", iron_status_message(rst));
+    return 1;
+  }
+  int files = 0, mutants = 0, changed = 0, read_ok = 0, compiled = 0;
+  int flip_read = 0, flip_compiled = 0;
+  // Compiled programs that differ from their input in op kinds, dims or
+  // dtypes: new programs for the planner and kernels.
+  int compiled_other = 0, flip_compiled_other = 0;
+  uint64_t rng = 88172645463325252ull;
   int dims_changed = 0, dtypes_changed = 0, kinds_changed = 0;
   struct dirent *e;
   enum { kCap = 1 << 16, kSeeds = 24 };
@@ -125,17 +154,48 @@ int main(void) {
       dims_changed += ms.dims != os.dims;
       dtypes_changed += ms.dtypes != os.dtypes;
       kinds_changed += ms.kinds != os.kinds;
+      bool other = ms.dims != os.dims || ms.dtypes != os.dtypes ||
+                   ms.kinds != os.kinds;
       iron_ir_module_destroy(m);
+      int c = compiles(rt, buf, mn);
+      compiled += c;
+      compiled_other += c && other;
+    }
+    // Baseline: one random byte of the input replaced, as often.
+    for (unsigned seed = 0; seed < kSeeds; ++seed) {
+      memcpy(buf, data, n);
+      rng ^= rng << 13;
+      rng ^= rng >> 7;
+      rng ^= rng << 17;
+      buf[rng % n] = (uint8_t)(rng >> 32);
+      iron_ir_module_t *m = NULL;
+      st = iron_stablehlo_read(buf, n, &m);
+      if (st) {
+        iron_status_free(st);
+        continue;
+      }
+      flip_read++;
+      sig_t ms = module_sig(m);
+      bool other = ms.dims != os.dims || ms.dtypes != os.dtypes ||
+                   ms.kinds != os.kinds;
+      iron_ir_module_destroy(m);
+      int c = compiles(rt, buf, n);
+      flip_compiled += c;
+      flip_compiled_other += c && other;
     }
     free(data);
   }
   closedir(d);
   free(buf);
+  iron_runtime_release(rt);
   fprintf(stderr,
           "bc_mutator: %d artifacts, %d mutants, %d changed, %d read, "
-          "%d with other dims, %d other dtypes, %d other op kinds\n",
-          files, mutants, changed, read_ok, dims_changed, dtypes_changed,
-          kinds_changed);
+          "%d compiled (%d of them another program), %d with other dims, "
+          "%d other dtypes, %d other op kinds; one-byte mutants: %d read, "
+          "%d compiled (%d another program)\n",
+          files, mutants, changed, read_ok, compiled, compiled_other,
+          dims_changed, dtypes_changed, kinds_changed, flip_read,
+          flip_compiled, flip_compiled_other);
   EXPECT(files > 100, "corpus too small (%d)", files);
   EXPECT(mutants > files * kSeeds * 9 / 10, "too few mutations applied");
   EXPECT(changed > mutants * 95 / 100, "mutants equal to their input");
@@ -143,5 +203,8 @@ int main(void) {
   EXPECT(dims_changed > mutants / 20, "few dimension changes");
   EXPECT(dtypes_changed > mutants / 20, "few element type changes");
   EXPECT(kinds_changed > mutants / 50, "few op kind changes");
+  EXPECT(compiled > mutants / 4, "fewer than a quarter of the mutants compile");
+  EXPECT(compiled_other > 2 * flip_compiled_other,
+         "structural mutants make no more new programs than byte flips");
   return g_failures ? 1 : 0;
 }
