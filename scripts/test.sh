@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# The one test command: C unit tests (gcc, -Werror), the reader fuzz target
-# (when clang is present), then the jax-level pytest suites against the
-# installed plugin. Runs every stage, prints each runner's summary, and exits
-# non-zero if any stage failed.
+# The one test command: C unit tests (gcc, -Werror), the same under
+# ASan+UBSan, the fuzz targets (when clang is present), then the jax-level
+# pytest suites against the installed plugin. Runs every stage, prints each
+# runner's summary, and exits non-zero if any stage failed.
 #
 # Environment: PYTHON (default python3), JOBS (default 2),
 # IRON_TEST_SKIP_INSTALL=1 to test the already-installed plugin as is,
@@ -79,16 +79,41 @@ cmake -S . -B build-ci -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DIRON_WERROR=
   || status=$?
 stage_end "$status"
 
-# 4. The reader fuzz target, time-bounded by its own ctest definition.
+# 4. The C unit tests again under AddressSanitizer + UndefinedBehaviorSanitizer
+# (any report fails the test), then the two fuzz targets, time-bounded by
+# their ctest definitions (tests/fuzz/CMakeLists.txt): fuzz_reader (reader
+# and printer) and fuzz_compile (read, verify, plan and run on the host
+# device), run side by side, one core each. With clang, one build serves
+# both (IRON_FUZZ builds the whole tree with the sanitizers and libFuzzer's
+# coverage instrumentation); without clang the sanitized unit tests are
+# built with gcc and fuzzing is skipped.
 # (Each ctest has a timeout so a hang fails the stage instead of stalling CI.)
 if command -v clang >/dev/null 2>&1; then
-  stage_begin "fuzz (build-fuzz, clang, ctest -R fuzz)"
+  SAN_DIR=build-fuzz
+  SAN_CONF=(-DIRON_FUZZ=ON)
+  SAN_CC=clang
+else
+  SAN_DIR=build-san
+  SAN_CONF=()
+  SAN_CC="${CC:-gcc}"
+fi
+stage_begin "C unit tests, ASan+UBSan (${SAN_DIR}, ${SAN_CC}, -DIRON_SANITIZE=ON)"
+status=0
+CC="$SAN_CC" cmake -S . -B "$SAN_DIR" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DIRON_SANITIZE=ON "${SAN_CONF[@]}" -DIRON_WERROR=ON >/dev/null \
+  && cmake --build "$SAN_DIR" -j "$JOBS" \
+  && (cd "$SAN_DIR" && ctest -LE fuzz --output-on-failure --timeout 900 -j "$JOBS" 2>&1 | tail -60; exit "${PIPESTATUS[0]}") \
+  || status=$?
+stage_end "$status"
+
+if [ "$SAN_DIR" = build-fuzz ]; then
+  stage_begin "fuzz (build-fuzz, clang, ctest -L fuzz)"
   status=0
-  CC=clang cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-      -DIRON_FUZZ=ON -DIRON_WERROR=OFF >/dev/null \
-    && cmake --build build-fuzz -j "$JOBS" \
-    && (cd build-fuzz && ctest -R fuzz --output-on-failure --timeout 900 2>&1 | tail -40; exit "${PIPESTATUS[0]}") \
+  (cd build-fuzz && ctest -L fuzz --output-on-failure --timeout 900 -j "$JOBS" 2>&1 | tail -60; exit "${PIPESTATUS[0]}") \
     || status=$?
+  # Final libFuzzer statistics (executions, exec/s, coverage, corpus growth).
+  grep -H -E 'DONE|stat::' build-fuzz/tests/fuzz/fuzz_*_run.log 2>/dev/null \
+    | sed 's|^build-fuzz/tests/fuzz/||' 
   stage_end "$status"
 else
   echo; echo "=== fuzz: clang not found, skipped"

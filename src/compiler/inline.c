@@ -43,6 +43,14 @@ static iron_ir_func_t *inlinable_callee(const inl_ctx_t *c,
     if ((ret->kind != IRON_OP_FUNC_RETURN && ret->kind != IRON_OP_RETURN) ||
         ret->num_operands != call->num_results)
       return NULL;
+    // A call whose types differ from the callee's stays a call (the planner
+    // refuses it, naming both).
+    for (uint32_t k = 0; k < call->num_operands; ++k)
+      if (!iron_ir_type_equal(call->operands[k]->type, b->args[k].type))
+        return NULL;
+    for (uint32_t k = 0; k < call->num_results; ++k)
+      if (!iron_ir_type_equal(call->results[k].type, ret->operands[k]->type))
+        return NULL;
     return count_ops(b) <= c->max_ops ? g : NULL;
   }
   return NULL;

@@ -312,7 +312,11 @@ static iron_status_t fill_constant(const iron_ir_op_t *op,
                                    const iron_tensor_t *type, void *data);
 
 // A constant's storage: host memory filled from the op, then (for devices
-// with their own memory) uploaded once, at compile time.
+// with their own memory) uploaded once, at compile time. It counts against
+// the device's memory limit (on the host device the host copy is the
+// device's memory; on others the device copy is allocated before the host
+// one is filled), so a splat constant of a huge declared shape is
+// RESOURCE_EXHAUSTED, not a host allocation of that size.
 static iron_status_t make_constant(iron_plan_t *plan, iron_device_t *dev,
                                    const iron_ir_op_t *op,
                                    const iron_tensor_t *type,
@@ -327,19 +331,25 @@ static iron_status_t make_constant(iron_plan_t *plan, iron_device_t *dev,
              type->nbytes);
     IRON_RETURN_IF_ERROR_PLAIN(iron_compile_memory_reserve(type->nbytes, what));
   }
-  iron_storage_t *st;
-  IRON_RETURN_IF_ERROR_PLAIN(iron_storage_allocate(NULL, type->nbytes, &st));
-  iron_status_t status = fill_constant(op, type, st->data);
-  if (!status && dev && dev->vtable->mem_alloc && type->nbytes) {
-    iron_storage_t *d;
-    status = iron_storage_allocate(dev, type->nbytes, &d);
-    if (!status) {
-      status = dev->vtable->memcpy(dev, d->data, st->data, type->nbytes,
-                                   IRON_COPY_HOST_TO_DEVICE);
-      iron_storage_release(st);
-      st = d;
-    }
+  bool upload = dev && dev->vtable->mem_alloc && type->nbytes;
+  iron_storage_t *d = NULL, *st;
+  if (upload)
+    IRON_RETURN_IF_ERROR_PLAIN(iron_storage_allocate(dev, type->nbytes, &d));
+  iron_status_t status =
+      iron_storage_allocate(plan->memory_dev, type->nbytes, &st);
+  if (status) {
+    iron_storage_release(d);
+    return status;
   }
+  status = fill_constant(op, type, st->data);
+  if (!status && upload) {
+    status = dev->vtable->memcpy(dev, d->data, st->data, type->nbytes,
+                                 IRON_COPY_HOST_TO_DEVICE);
+    iron_storage_release(st);
+    st = d;
+    d = NULL;
+  }
+  iron_storage_release(d);
   if (status) {
     iron_storage_release(st);
     return status;
@@ -399,6 +409,25 @@ static iron_status_t find_callee(iron_plan_t *plan, const iron_ir_op_t *op,
                         op->name, name, op->num_operands, op->num_results,
                         iron_ir_func_num_args(f->ir),
                         iron_ir_func_num_results(f->ir));
+      // The callee's buffers are sized by its signature.
+      for (uint32_t k = 0; k < op->num_operands + op->num_results; ++k) {
+        bool in = k < op->num_operands;
+        uint32_t j = in ? k : k - op->num_operands;
+        const iron_ir_type_t *have =
+            in ? op->operands[j]->type : op->results[j].type;
+        const iron_ir_type_t *want = in ? iron_ir_func_arg_type(f->ir, j)
+                                        : iron_ir_func_result_type(f->ir, j);
+        if (!iron_ir_type_equal(have, want)) {
+          char hb[128], wb[128], loc[256];
+          iron_ir_type_format(have, hb, sizeof(hb));
+          iron_ir_type_format(want, wb, sizeof(wb));
+          return IRON_ERR(INVALID_ARGUMENT,
+                          "%s (%s) calls @%s with %s %u of type %s; it "
+                          "takes %s",
+                          op->name, loc_str(op, loc, sizeof(loc)), name,
+                          in ? "operand" : "result", j, hb, wb);
+        }
+      }
       *out = f;
       return IRON_OK;
     }
@@ -958,6 +987,7 @@ iron_status_t iron_plan_create_on(const iron_ir_module_t *module,
   plan->dev = dev && (dev->vtable->kernel_lookup || dev->vtable->mem_alloc)
                   ? dev
                   : NULL;
+  plan->memory_dev = dev && !dev->vtable->mem_alloc ? dev : NULL;
   plan->funcs = iron_arena_alloc_array(&plan->arena, module->num_funcs + 1,
                                        sizeof(iron_plan_func_t));
   if (!plan->funcs) {

@@ -126,6 +126,10 @@ typedef struct iron_plan {
   // The device the plan's kernels and constants are for; NULL: the host
   // (also for devices that use host memory and host kernels).
   iron_device_t *dev;
+  // The device the plan was created for, whatever its kind (NULL when none
+  // was given): host-memory constants count against its memory limit when
+  // host memory is its memory (the host device).
+  iron_device_t *memory_dev;
   // Some reachable step runs a host callback (custom_call
   // @iron_python_callback): the PJRT layer then runs the program
   // synchronously, as XLA:CPU does (see src/device/host/callback.h).

@@ -209,8 +209,9 @@ iron_status_t iron_conv_plan_check_sizes(const iron_ir_op_t *op,
   int64_t c_in = lt->dims[out->in_feature_dim];
   int64_t c_in_g = rt->dims[out->k_in_feature_dim];
   int64_t c_out = rt->dims[out->k_out_feature_dim];
-  int64_t groups = fgc * bgc;
-  if (c_in != c_in_g * fgc || n_in % bgc != 0 || c_out % groups != 0 ||
+  int64_t groups = fgc * bgc;  // one of them is 1 (read_attrs)
+  if (c_in != (__int128)c_in_g * fgc || n_in % bgc != 0 ||
+      c_out % groups != 0 ||
       ot->dims[out->out_batch_dim] != n_in / bgc ||
       ot->dims[out->out_feature_dim] != c_out)
     return IRON_ERR(INVALID_ARGUMENT,
@@ -224,28 +225,21 @@ iron_status_t iron_conv_plan_check_sizes(const iron_ir_op_t *op,
   for (int32_t d = 0; d < out->nsp; ++d) {
     int64_t in = lt->dims[out->in_sp_dim[d]], k = rt->dims[out->k_sp_dim[d]];
     int64_t o = ot->dims[out->out_sp_dim[d]];
-    // Output size: (padded dilated input - dilated window) / stride + 1,
-    // in checked arithmetic with every size below 2^62, so that the
-    // kernels' o * stride + k * rhs_dil - pad cannot overflow either.
-    const int64_t lim = (int64_t)1 << 62;
-    int64_t din = 0, dk = 0, span = 0;
-    bool ok = out->stride[d] < lim && out->pad[2 * d] > -lim &&
-              out->pad[2 * d] < lim && out->pad[2 * d + 1] > -lim &&
-              out->pad[2 * d + 1] < lim &&
-              (in == 0 ||
-               (!__builtin_mul_overflow(in - 1, out->lhs_dil[d], &din) &&
-                din < lim && ++din)) &&
-              (k == 0 ||
-               (!__builtin_mul_overflow(k - 1, out->rhs_dil[d], &dk) &&
-                dk < lim && ++dk));
-    ok = ok && !__builtin_add_overflow(din, out->pad[2 * d], &span) &&
-         !__builtin_add_overflow(span, out->pad[2 * d + 1], &span) &&
-         !__builtin_sub_overflow(span, dk, &span);
-    if (!ok || span >= lim || span <= -lim)
+    // Output size: (padded dilated input - dilated window) / stride + 1.
+    // In 128 bits: the attributes come from the program. Kernels index the
+    // padded dilated input in int64, so it must stay far below 2^63.
+    const __int128 kMax = (__int128)1 << 60;
+    __int128 din = in == 0 ? 0 : (__int128)(in - 1) * out->lhs_dil[d] + 1;
+    __int128 dk = k == 0 ? 0 : (__int128)(k - 1) * out->rhs_dil[d] + 1;
+    __int128 lo = out->pad[2 * d], hi = out->pad[2 * d + 1];
+    __int128 span = din + lo + hi - dk;
+    if (din > kMax || dk > kMax || lo > kMax || lo < -kMax || hi > kMax ||
+        hi < -kMax || out->stride[d] > kMax)
       return IRON_ERR(INVALID_ARGUMENT,
-                      "%s: spatial dim %d: window sizes overflow", op->name,
-                      d);
-    int64_t expect = span < 0 ? 0 : span / out->stride[d] + 1;
+                      "%s: spatial dim %d: padding, dilation or stride "
+                      "beyond 2^60",
+                      op->name, d);
+    __int128 expect = span < 0 ? 0 : span / out->stride[d] + 1;
     if (expect != o)
       return IRON_ERR(INVALID_ARGUMENT,
                       "%s: spatial dim %d of the result is %lld, expected "

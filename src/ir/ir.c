@@ -316,6 +316,18 @@ bool iron_ir_broadcast_is_reshape(const iron_ir_op_t *op) {
   return true;
 }
 
+bool iron_ir_pad_dim_is_valid(int64_t n, int64_t lo, int64_t hi, int64_t ip,
+                              int64_t od) {
+  const int64_t kMax = (int64_t)1 << 40;
+  if (n < 0 || od < 0 || od > ((int64_t)1 << 62) || ip < 0 || ip > kMax ||
+      lo < -kMax || lo > kMax || hi < -kMax || hi > kMax)
+    return false;
+  // Attribute values come from the program: 128-bit so that nothing wraps.
+  __int128 want = (__int128)lo + hi + n;
+  if (n > 0) want += (__int128)(n - 1) * ip;
+  return want == od;
+}
+
 bool iron_ir_attr_as_i64(const iron_ir_attr_t *attr, int64_t *out) {
   if (!attr) return false;
   switch (attr->kind) {

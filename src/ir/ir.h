@@ -324,6 +324,14 @@ iron_status_t iron_ir_op_i64_list(const iron_ir_op_t *op, const char *name,
 // result dims (every other result dim is 1), so the row-major bytes are
 // identical (a reshape that only adds size-1 dims).
 bool iron_ir_broadcast_is_reshape(const iron_ir_op_t *op);
+// Whether stablehlo.pad's attributes for one dimension are consistent: an
+// operand dim of n elements with lo before, hi after and ip between each
+// pair gives od result elements (computed without overflow). Refuses
+// magnitudes of lo/hi/ip beyond 2^40 and od beyond 2^62 (no tensor that
+// large can exist), so that kernels can do index arithmetic on them in
+// int64 without overflow.
+bool iron_ir_pad_dim_is_valid(int64_t n, int64_t lo, int64_t hi, int64_t ip,
+                              int64_t od);
 // Integer scalar: INT, BOOL, or a one-element DENSE of integer type.
 bool iron_ir_attr_as_i64(const iron_ir_attr_t *attr, int64_t *out);
 // Enum value of `op`'s attribute `name`, or `dflt` when absent.

@@ -48,7 +48,8 @@ static uint64_t now_ns(void) {
 }
 
 // Bytes produced by kernel steps of `block` and everything it calls, or -1
-// when it holds a loop (whose cost is unknown before it runs).
+// when it holds a loop (whose cost is unknown before it runs) or the sum
+// overflows.
 static int64_t block_cost(const iron_plan_block_t *block, int depth) {
   if (depth > 32) return -1;
   int64_t bytes = 0;
@@ -60,7 +61,8 @@ static int64_t block_cost(const iron_plan_block_t *block, int depth) {
         return -1;
       case IRON_STEP_KERNEL:
         for (uint32_t o = 0; o < s->num_outputs; ++o)
-          c += (int64_t)s->out_types[o].nbytes;
+          if (__builtin_add_overflow(c, (int64_t)s->out_types[o].nbytes, &c))
+            return -1;  // declared sizes beyond int64: not small
         // Kernels with regions call back into the runtime per element.
         if (s->op && s->op->num_regions) return -1;
         break;
@@ -68,8 +70,7 @@ static int64_t block_cost(const iron_plan_block_t *block, int depth) {
       case IRON_STEP_CASE:
         for (uint32_t b = 0; b < s->num_blocks; ++b) {
           int64_t bc = block_cost(&s->blocks[b], depth + 1);
-          if (bc < 0) return -1;
-          c += bc;
+          if (bc < 0 || __builtin_add_overflow(c, bc, &c)) return -1;
         }
         break;
       case IRON_STEP_CALL:
@@ -79,7 +80,7 @@ static int64_t block_cost(const iron_plan_block_t *block, int depth) {
       default:
         break;
     }
-    bytes += c;
+    if (__builtin_add_overflow(bytes, c, &bytes)) return -1;
   }
   return bytes;
 }

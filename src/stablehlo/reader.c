@@ -991,6 +991,18 @@ static iron_status_t check_func_values(const iron_ir_func_t *f) {
   return IRON_OK;
 }
 
+static iron_status_t func_type_mismatch(const iron_ir_func_t *f,
+                                        const char *what, uint32_t i,
+                                        const iron_ir_type_t *have,
+                                        const iron_ir_type_t *want) {
+  char hb[128], wb[128];
+  iron_ir_type_format(have, hb, sizeof(hb));
+  iron_ir_type_format(want, wb, sizeof(wb));
+  return IRON_ERR(INVALID_ARGUMENT,
+                  "function @%s: %s %u has type %s, its function type says %s",
+                  f->name, what, i, hb, wb);
+}
+
 static iron_status_t build_func(iron_bc_reader_t *r, iron_ir_op_t *op,
                                 iron_ir_func_t *f) {
   char where[64];
@@ -1018,6 +1030,25 @@ static iron_status_t build_func(iron_bc_reader_t *r, iron_ir_op_t *op,
     return IRON_ERR(INVALID_ARGUMENT,
                     "function @%s: %u block arguments for %u inputs", f->name,
                     entry->num_args, iron_ir_func_num_args(f));
+  // The body must agree with the signature that callers and the runtime
+  // size their buffers by.
+  for (uint32_t i = 0; i < entry->num_args; ++i)
+    if (!iron_ir_type_equal(entry->args[i].type, iron_ir_func_arg_type(f, i)))
+      return func_type_mismatch(f, "argument", i, entry->args[i].type,
+                                iron_ir_func_arg_type(f, i));
+  const iron_ir_op_t *ret =
+      entry->num_ops ? entry->ops[entry->num_ops - 1] : NULL;
+  if (ret && (ret->kind == IRON_OP_FUNC_RETURN || ret->kind == IRON_OP_RETURN)) {
+    if (ret->num_operands != iron_ir_func_num_results(f))
+      return IRON_ERR(INVALID_ARGUMENT,
+                      "function @%s returns %u values, its type says %u",
+                      f->name, ret->num_operands, iron_ir_func_num_results(f));
+    for (uint32_t i = 0; i < ret->num_operands; ++i)
+      if (!iron_ir_type_equal(ret->operands[i]->type,
+                              iron_ir_func_result_type(f, i)))
+        return func_type_mismatch(f, "result", i, ret->operands[i]->type,
+                                  iron_ir_func_result_type(f, i));
+  }
   for (int which = 0; which < 2; ++which) {
     const iron_ir_attr_t *a =
         iron_ir_op_attr(op, which ? "res_attrs" : "arg_attrs");

@@ -793,8 +793,11 @@ static void test_large(void) {
             ki == 0 ? "add" : "exp", best1 * 1e3, bestp * 1e3);
     if (ki == 0) {
       CHECK(o1[12345] == a[12345] + b[12345]);
-      // Generous bound (shared CI machine); typical is ~0.3 ms.
+      // Generous bound (shared CI machine); typical is ~0.3 ms. Not under
+      // the sanitizers (IRON_SANITIZE), which slow this loop many times.
+#ifndef IRON_SANITIZED
       CHECK(best1 < 0.02);
+#endif
     } else {
       CHECK(fabsf(o1[777] - expf(a[777])) <= 1e-6f * expf(a[777]));
     }

@@ -421,8 +421,9 @@ static iron_status_t slice_prepare(iron_device_t *dev, const iron_ir_op_t *op,
   memset(&a, 0, sizeof(a));
   a.rank = out->rank;
   for (int32_t i = 0; i < in->rank; ++i) {
+    // (The count without stride - 1 added: a huge stride must not wrap.)
     int64_t want = stride[i] > 0 && limit[i] > start[i]
-                       ? (limit[i] - start[i] + stride[i] - 1) / stride[i]
+                       ? (limit[i] - start[i] - 1) / stride[i] + 1
                        : 0;
     if (start[i] < 0 || limit[i] > in->dims[i] || stride[i] <= 0 ||
         start[i] > limit[i] || out->dims[i] != want) {
@@ -430,7 +431,7 @@ static iron_status_t slice_prepare(iron_device_t *dev, const iron_ir_op_t *op,
                       i);
     }
     a.dims[i] = out->dims[i];
-    a.strides[i] = istr[i] * stride[i];
+    a.strides[i] = out->dims[i] > 1 ? istr[i] * stride[i] : istr[i];
     a.base += start[i] * istr[i];
   }
   return prepare_affine(dev, op, a, "iron_slice", out_params);
@@ -666,17 +667,22 @@ static iron_status_t pad_prepare(iron_device_t *dev, const iron_ir_op_t *op,
       out->rank != in->rank) {
     return IRON_ERR(INVALID_ARGUMENT, "%s: attribute lengths", op->name);
   }
+  // The generated code holds lo and ip + 1 in the index type too: a large
+  // padding needs 64-bit indices even for small tensors.
+  int64_t widest = iron_ir_type_num_elements(in);
   for (int32_t i = 0; i < in->rank; ++i) {
-    int64_t n = in->dims[i];
-    int64_t want = n == 0 ? lo[i] + hi[i] : lo[i] + hi[i] + n + (n - 1) * ip[i];
-    if (ip[i] < 0 || out->dims[i] != want || out->dims[i] < 0) {
+    if (!iron_ir_pad_dim_is_valid(in->dims[i], lo[i], hi[i], ip[i],
+                                  out->dims[i])) {
       return IRON_ERR(INVALID_ARGUMENT, "%s: bad padding in dim %d", op->name,
                       i);
     }
+    int64_t m = lo[i] < 0 ? -lo[i] : lo[i];
+    if (m > widest) widest = m;
+    if (ip[i] + 1 > widest) widest = ip[i] + 1;
   }
   int64_t count = iron_ir_type_num_elements(out);
   const char *T = elem_t(out);
-  const char *idx = idx_type(count, iron_ir_type_num_elements(in));
+  const char *idx = idx_type(count, widest);
   int64_t istr[IRON_MAX_RANK];
   row_major(in->rank, in->dims, istr);
   iron_cuda_src_t s;

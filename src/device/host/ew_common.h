@@ -105,7 +105,10 @@ iron_status_t iron_ew_params_create(int num_inputs, iron_dtype_t out_dtype,
 #define EW_INT_COMMON_HELPERS(tok, T, UT, BITS)                             \
   static inline T ew_add_##tok(T x, T y) { return (T)((UT)x + (UT)y); }     \
   static inline T ew_sub_##tok(T x, T y) { return (T)((UT)x - (UT)y); }     \
-  static inline T ew_mul_##tok(T x, T y) { return (T)((UT)x * (UT)y); }     \
+  /* "* 1u": 16-bit operands would multiply as (signed) int and overflow */ \
+  static inline T ew_mul_##tok(T x, T y) {                                  \
+    return (T)((UT)x * 1u * (UT)y);                                         \
+  }                                                                         \
   static inline T ew_neg_##tok(T x) { return (T)((UT)0 - (UT)x); }          \
   static inline T ew_shl_##tok(T x, T y) {                                  \
     return (UT)y >= (UT)(BITS) ? (T)0 : (T)((UT)x << (UT)y);                \
@@ -131,8 +134,8 @@ iron_status_t iron_ew_params_create(int num_inputs, iron_dtype_t out_dtype,
     }                                                                       \
     UT r = 1;                                                               \
     for (int bit = 0; bit < 6; ++bit) {                                     \
-      if ((e >> bit) & 1) r = (UT)(r * base);                               \
-      base = (UT)(base * base);                                             \
+      if ((e >> bit) & 1) r = (UT)(r * 1u * base);                          \
+      base = (UT)(base * 1u * base);                                        \
     }                                                                       \
     return (T)r;                                                            \
   }
@@ -225,7 +228,9 @@ EW_UINT_HELPERS(u64, uint64_t, int64_t, 64)
 // below the smallest normal are 0. IRON_HOST_LIBM_EXP=1 selects libm.
 static inline float ew_vexpf(float x) {
   const float hi = 88.72283935546875f, lo = -87.33654022216797f;
-  float xc = x > hi ? hi : (x < lo ? lo : x);
+  // NaN clamps to hi (a NaN converted to int below is undefined behaviour);
+  // the last line returns the NaN.
+  float xc = x < hi ? (x > lo ? x : lo) : hi;
   float n = (xc * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
   float r = xc - n * 0.693359375f;
   r = r - n * -2.12194440e-4f;

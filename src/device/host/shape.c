@@ -352,13 +352,18 @@ static iron_status_t slice_prepare(const iron_ir_op_t *op,
   iron_host_row_major_strides(in->rank, in->dims, in_strides);
   iron_host_row_major_strides(out->rank, out->dims, plan.dst_strides);
   for (int32_t i = 0; i < in->rank; ++i) {
+    // (The count without stride - 1 added: a huge stride must not wrap.)
     if (start[i] < 0 || limit[i] < start[i] || limit[i] > in->dims[i] ||
         stride[i] < 1 ||
-        out->dims[i] != (limit[i] - start[i] + stride[i] - 1) / stride[i])
+        out->dims[i] != (limit[i] == start[i]
+                             ? 0
+                             : (limit[i] - start[i] - 1) / stride[i] + 1))
       return IRON_ERR(INVALID_ARGUMENT, "%s: bad slice in dim %d", op->name,
                       i);
     plan.src_offset += start[i] * in_strides[i];
-    plan.src_strides[i] = in_strides[i] * stride[i];
+    // A stride only matters (and is < the dim) when two elements are taken.
+    plan.src_strides[i] =
+        out->dims[i] > 1 ? in_strides[i] * stride[i] : in_strides[i];
   }
   return plan_params_new(&plan, out_params);
 }
@@ -673,13 +678,13 @@ static iron_status_t pad_prepare(const iron_ir_op_t *op,
   iron_host_row_major_strides(in->rank, in->dims, in_strides);
   iron_host_row_major_strides(out->rank, out->dims, out_strides);
   for (int32_t i = 0; i < in->rank; ++i) {
-    int64_t n = in->dims[i], step = ip[i] + 1, od = out->dims[i];
-    int64_t want = n == 0 ? lo[i] + hi[i] : lo[i] + hi[i] + n + (n - 1) * ip[i];
-    if (ip[i] < 0 || want != od) {
+    int64_t n = in->dims[i], od = out->dims[i];
+    if (!iron_ir_pad_dim_is_valid(n, lo[i], hi[i], ip[i], od)) {
       free(p);
       return IRON_ERR(INVALID_ARGUMENT, "%s: bad padding in dim %d", op->name,
                       i);
     }
+    int64_t step = ip[i] + 1;  // <= 2^40 + 1: checked above
     // Operand element j lands at lo + j*step; keep those inside [0, od).
     int64_t jmin = lo[i] >= 0 ? 0 : (-lo[i] + step - 1) / step;
     int64_t jmax = n - 1;  // last j with lo + j*step < od
@@ -691,7 +696,8 @@ static iron_status_t pad_prepare(const iron_ir_op_t *op,
     int64_t cnt = jmax >= jmin ? jmax - jmin + 1 : 0;
     pl->dims[i] = cnt;
     pl->src_strides[i] = in_strides[i];
-    pl->dst_strides[i] = out_strides[i] * step;
+    // (step < od when two elements land; a lone one needs no stride)
+    pl->dst_strides[i] = cnt > 1 ? out_strides[i] * step : out_strides[i];
     if (cnt > 0) {
       pl->src_offset += jmin * in_strides[i];
       pl->dst_offset += (lo[i] + jmin * step) * out_strides[i];
