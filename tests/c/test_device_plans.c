@@ -1,4 +1,4 @@
-// The validation the devices share (src/device/conv_plan.h, fft_plan.h,
+// The validation the devices share (src/device/plans/conv_plan.h, fft_plan.h,
 // collective_plan.h): each malformed stablehlo.convolution / stablehlo.fft /
 // collective gets the expected status code and message, and the host
 // kernel's prepare and the CUDA kernel or plan (GPU-free) return exactly the
@@ -7,11 +7,11 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "device/collective_plan.h"
-#include "device/conv_plan.h"
+#include "device/plans/collective_plan.h"
+#include "device/plans/conv_plan.h"
 #include "device/cuda/cuda_device.h"
 #include "device/cuda/cuda_gen_conv.h"
-#include "device/fft_plan.h"
+#include "device/plans/fft_plan.h"
 #include "conv_test_op.h"
 #include "host_test_ops.h"
 #include "test.h"

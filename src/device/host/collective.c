@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "device/collective_plan.h"
+#include "device/plans/collective_plan.h"
 #include "device/host/host_kernel.h"
 
 static iron_status_t collective_prepare(const iron_ir_op_t *op,

@@ -25,7 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "device/fft_plan.h"
+#include "device/plans/fft_plan.h"
 #include "device/host/host_kernel.h"
 
 #define FFT_GENERIC_MAX 64
