@@ -25,7 +25,7 @@
 #include "device/cuda/cuda_gen_conv.h"
 #include "device/cuda/cuda_ops_gen.h"
 #include "cuda_emu.h"
-#include "device/host/ew_narrow.h"
+#include "base/narrow_float.h"
 #include "conv_test_op.h"
 #include "host_test_ops.h"
 #include "test.h"
@@ -274,8 +274,8 @@ static void fill(iron_tensor_t *t) {
         ((uint8_t *)t->data)[i] = ht_rand() & 1;
         break;
       default: {
-        if (iron_ew_narrow_is_float(t->dtype)) {
-          ((uint8_t *)t->data)[i] = iron_ew_narrow_encode(t->dtype, f);
+        if (iron_narrow_float_is(t->dtype)) {
+          ((uint8_t *)t->data)[i] = iron_narrow_float_encode(t->dtype, f);
           break;
         }
         if (t->dtype == IRON_DTYPE_F8E8M0FNU) {  // 2^-7 .. 2^8, some 2^-127

@@ -28,7 +28,7 @@
 #include "base/threadpool.h"
 #include "corpus_files.h"
 #include "cuda_emu.h"
-#include "device/conv_plan.h"
+#include "device/plans/conv_plan.h"
 #include "device/cuda/cuda_compile.h"
 #include "device/cuda/cuda_cudnn.h"
 #include "device/cuda/cuda_ops_gen.h"

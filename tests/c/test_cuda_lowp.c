@@ -23,6 +23,7 @@
 #include "device/cuda/cuda_device.h"
 #include "device/cuda/cuda_fusion.h"
 #include "device/cuda/cuda_ops_gen.h"
+#include "base/narrow_float.h"
 #include "device/host/ew_narrow.h"
 #include "host_test_ops.h"
 #include "cuda_test_nvrtc.h"
@@ -455,7 +456,7 @@ static void add_cplx_cases(void) {
 
 static bool narrow_nan(iron_dtype_t dt, uint8_t v) {
   if (dt == IRON_DTYPE_F8E8M0FNU) return v == 0xff;
-  return isnan(iron_ew_narrow_decode(dt, v));
+  return isnan(iron_narrow_float_decode(dt, v));
 }
 
 static bool part_close(double g, double w, double rtol) {

@@ -24,6 +24,7 @@
 #include "device/cuda/cuda_compile.h"
 #include "device/cuda/cuda_device.h"
 #include "device/cuda/cuda_ops_gen.h"
+#include "base/narrow_float.h"
 #include "device/host/ew_narrow.h"
 #include "host_test_ops.h"
 #include "test.h"
@@ -153,7 +154,7 @@ static void fill_mixed(iron_tensor_t *t) {
   for (int64_t i = 0; i < t->count; ++i) {
     if (ht_rand() % 8 == 0) continue;
     double v = (double)((int64_t)(ht_rand() % 9) - 4) / (double)(1 << (ht_rand() % 3));
-    ((uint8_t *)t->data)[i] = iron_ew_narrow_encode(dt, v);
+    ((uint8_t *)t->data)[i] = iron_narrow_float_encode(dt, v);
   }
 }
 
@@ -187,7 +188,7 @@ static bb_t *body2(iron_dtype_t dt, int kind) {
       break;
     }
     case BODY_MIXED: {  // select(x > c, x - y, abs(y) * c)
-      uint8_t cb = n4 ? 3 : iron_ew_narrow_encode(dt, 1.5);
+      uint8_t cb = n4 ? 3 : iron_narrow_float_encode(dt, 1.5);
       if (dt == IRON_DTYPE_F8E8M0FNU) cb = 128;  // 2
       iron_ir_value_t *c = bb_const(b, dt, cb);
       iron_ir_value_t *p = bb_cmp(b, IRON_CMP_GT, flt_ctype(dt), x, c);
@@ -450,7 +451,7 @@ static void add_sas(iron_dtype_t dt, int kind) {
 static bool narrow_nan(iron_dtype_t dt, uint8_t v) {
   if (dt == IRON_DTYPE_F8E8M0FNU) return v == 0xff;
   if (dt == IRON_DTYPE_S4 || dt == IRON_DTYPE_U4) return false;
-  return isnan(iron_ew_narrow_decode(dt, v));
+  return isnan(iron_narrow_float_decode(dt, v));
 }
 
 static bool elem_same(iron_dtype_t dt, const uint8_t *g, const uint8_t *w) {
@@ -583,8 +584,8 @@ static void test_known_value(void) {
   hr.elementwise = true;
   iron_region_t *regions[1] = {&hr};
   iron_tensor_t *x = ht_tensor(dt, 1, dims), *init = ht_tensor(dt, 0, NULL);
-  memset(x->data, iron_ew_narrow_encode(dt, 0.0625), 16);
-  *(uint8_t *)init->data = iron_ew_narrow_encode(dt, 1.0);
+  memset(x->data, iron_narrow_float_encode(dt, 0.0625), 16);
+  *(uint8_t *)init->data = iron_narrow_float_encode(dt, 1.0);
   iron_tensor_t *hin[2] = {x, init};
   iron_tensor_t *args[3] = {tcopy(x), tcopy(init), ht_tensor(dt, 0, NULL)};
   int out_at[1] = {2};
@@ -594,7 +595,7 @@ static void test_known_value(void) {
   CHECK_EQ_INT(g_ncases, at + 1);
   if (g_ncases == at + 1)
     CHECK_EQ_INT(*(uint8_t *)g_cases[at].want[0]->data,
-                 iron_ew_narrow_encode(dt, 1.0));
+                 iron_narrow_float_encode(dt, 1.0));
   ht_tensor_free(x);
   ht_tensor_free(init);
   free(body);

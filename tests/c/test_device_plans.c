@@ -1,4 +1,4 @@
-// The validation the devices share (src/device/conv_plan.h, fft_plan.h,
+// The validation the devices share (src/device/plans/conv_plan.h, fft_plan.h,
 // collective_plan.h, window_plan.h): each malformed stablehlo.convolution /
 // stablehlo.fft / collective / stablehlo.reduce_window /
 // stablehlo.select_and_scatter gets the expected status code and message,
@@ -10,15 +10,15 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "device/collective_plan.h"
-#include "device/conv_plan.h"
+#include "bb_region.h"
+#include "conv_test_op.h"
 #include "device/cuda/cuda_device.h"
 #include "device/cuda/cuda_gen_conv.h"
 #include "device/cuda/cuda_window.h"
-#include "device/fft_plan.h"
-#include "device/window_plan.h"
-#include "bb_region.h"
-#include "conv_test_op.h"
+#include "device/plans/collective_plan.h"
+#include "device/plans/conv_plan.h"
+#include "device/plans/fft_plan.h"
+#include "device/plans/window_plan.h"
 #include "host_test_ops.h"
 #include "test.h"
 
@@ -350,9 +350,9 @@ static void test_fft(void) {
 // --- Collectives ----------------------------------------------------------
 
 static const iron_op_kind_t kCollectives[] = {
-    IRON_OP_ALL_REDUCE,   IRON_OP_CROSS_REPLICA_SUM,
-    IRON_OP_ALL_GATHER,   IRON_OP_REDUCE_SCATTER,
-    IRON_OP_ALL_TO_ALL,   IRON_OP_COLLECTIVE_BROADCAST,
+    IRON_OP_ALL_REDUCE,        IRON_OP_CROSS_REPLICA_SUM,
+    IRON_OP_ALL_GATHER,        IRON_OP_REDUCE_SCATTER,
+    IRON_OP_ALL_TO_ALL,        IRON_OP_COLLECTIVE_BROADCAST,
     IRON_OP_COLLECTIVE_PERMUTE};
 #define NUM_COLLECTIVES (sizeof(kCollectives) / sizeof(kCollectives[0]))
 
@@ -529,8 +529,8 @@ static void coll_run(iron_op_kind_t kind, const int64_t *pairs, bool inplace,
   dev.api = &api;
   dev.ctx = kFakeCtx;
   for (int device = 0; device < 2; ++device) {
-    const iron_kernel_t *k = device ? iron_cuda_kernel_lookup(kind)
-                                    : iron_host_kernel_lookup(kind);
+    const iron_kernel_t *k =
+        device ? iron_cuda_kernel_lookup(kind) : iron_host_kernel_lookup(kind);
     CHECK(k != NULL && k->inplace_ok);
     if (!k) return;
     if (device) CHECK(k->graph_capturable);
@@ -543,8 +543,10 @@ static void coll_run(iron_op_kind_t kind, const int64_t *pairs, bool inplace,
     }
     unsigned char want[2][64];
     for (int i = 0; i < 2; ++i) {
-      if (zeros) memset(want[i], 0, in[i]->nbytes);
-      else memcpy(want[i], in[i]->data, in[i]->nbytes);
+      if (zeros)
+        memset(want[i], 0, in[i]->nbytes);
+      else
+        memcpy(want[i], in[i]->data, in[i]->nbytes);
     }
     void *params = NULL;
     iron_status_t st =
@@ -607,8 +609,7 @@ static void coll_cross(bool bad) {
     out[0] = bad ? spare : in[1];
     out[1] = bad ? in[0] : spare;
     void *params = NULL;
-    CHECK_OK(device ? k->prepare_on((iron_device_t *)&dev, &b.op, NULL,
-                                    &params)
+    CHECK_OK(device ? k->prepare_on((iron_device_t *)&dev, &b.op, NULL, &params)
                     : k->prepare(&b.op, NULL, &params));
     iron_kernel_ctx_t ctx;
     memset(&ctx, 0, sizeof(ctx));
@@ -687,8 +688,8 @@ static void rw_build(ht_op_t *b, const win_attrs_t *a, int64_t in, int64_t out,
   b->op.regions = &g_max_body->region;
 }
 
-static void sas_build(ht_op_t *b, const win_attrs_t *a, int64_t in,
-                      int64_t src, int init_rank) {
+static void sas_build(ht_op_t *b, const win_attrs_t *a, int64_t in, int64_t src,
+                      int init_rank) {
   ht_init(b, IRON_OP_SELECT_AND_SCATTER);
   int64_t one = 1;
   ht_operand(b, IRON_DTYPE_F32, 1, &in);
@@ -785,17 +786,37 @@ static void test_window_reduce_window(void) {
   const struct {
     int which;  // 0 stride, 1 base dilation, 2 window dilation, 3 pad, 4 wd
     int64_t v;
-  } bad[] = {{0, 0},  {1, -1}, {2, 0}, {3, (int64_t)1 << 62},
-             {4, 0},  {4, -3}, {1, (int64_t)1 << 61},
-             {2, (int64_t)1 << 61}, {3, -((int64_t)1 << 62)}};
+  } bad[] = {{0, 0},
+             {1, -1},
+             {2, 0},
+             {3, (int64_t)1 << 62},
+             {4, 0},
+             {4, -3},
+             {1, (int64_t)1 << 61},
+             {2, (int64_t)1 << 61},
+             {3, -((int64_t)1 << 62)}};
   for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); ++i) {
     a = win_default();
     switch (bad[i].which) {
-      case 0: a.nst = 1; a.st[0] = bad[i].v; break;
-      case 1: a.nbd = 1; a.bd[0] = bad[i].v; break;
-      case 2: a.nwdl = 1; a.wdl[0] = bad[i].v; a.wd[0] = 5; break;
-      case 3: a.pad[1] = bad[i].v; break;
-      default: a.wd[0] = bad[i].v; break;
+      case 0:
+        a.nst = 1;
+        a.st[0] = bad[i].v;
+        break;
+      case 1:
+        a.nbd = 1;
+        a.bd[0] = bad[i].v;
+        break;
+      case 2:
+        a.nwdl = 1;
+        a.wdl[0] = bad[i].v;
+        a.wd[0] = 5;
+        break;
+      case 3:
+        a.pad[1] = bad[i].v;
+        break;
+      default:
+        a.wd[0] = bad[i].v;
+        break;
     }
     rw_build(&b, &a, 10, 10, IRON_DTYPE_F32, 0, IRON_DTYPE_F32);
     win_expect(&b, IRON_STATUS_INVALID_ARGUMENT, "bad window in dim 0");
@@ -853,8 +874,7 @@ static void test_window_select_and_scatter(void) {
   win_expect(&b, IRON_STATUS_INVALID_ARGUMENT,
              "source dim 0 is 5, the windows give 4");
   sas_build(&b, &a, 10, 4, 1);
-  win_expect(&b, IRON_STATUS_INVALID_ARGUMENT,
-             "operand/result types disagree");
+  win_expect(&b, IRON_STATUS_INVALID_ARGUMENT, "operand/result types disagree");
   a.nst = 2;
   a.st[1] = 1;
   sas_build(&b, &a, 10, 4, 0);

@@ -1,12 +1,12 @@
 // Collectives on the CUDA device, for programs of one replica and one
-// partition (src/device/collective_plan.h, shared with the host): each
+// partition (src/device/plans/collective_plan.h, shared with the host): each
 // result is its operand, copied on the device's stream unless the plan
 // gave the result the operand's storage, or zeros (a collective_permute
 // without a 0 -> 0 pair). Copies and memsets are stream work only, so a
 // counted loop body holding a collective is still recorded as a graph.
 #include <stdlib.h>
 
-#include "device/collective_plan.h"
+#include "device/plans/collective_plan.h"
 #include "device/cuda/cuda_ops_internal.h"
 
 static iron_status_t collective_prepare_on(iron_device_t *dev,

@@ -3,7 +3,7 @@
 // of every tensor, padding, strides, dilations, mode, groups), and which
 // copies around the call bring operands into a form cuDNN takes or the
 // call's output into the result. Pure functions of the op's validated
-// attributes (device/conv_plan.h): no GPU, no cuDNN; tests check every
+// attributes (device/plans/conv_plan.h): no GPU, no cuDNN; tests check every
 // convolution of the corpus and of the conformance suite against it
 // (tests/c/test_cuda_cudnn.c, which also runs the plan on the CPU with
 // cuDNN's documented semantics).
@@ -54,7 +54,7 @@
 
 #include "base/dtype.h"
 #include "base/status.h"
-#include "device/conv_plan.h"
+#include "device/plans/conv_plan.h"
 
 #ifdef __cplusplus
 extern "C" {

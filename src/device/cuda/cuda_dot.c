@@ -23,7 +23,7 @@
 #include "device/cuda/cuda_compile.h"
 #include "device/cuda/cuda_ops_gen.h"
 #include "device/cuda/cuda_ops_internal.h"
-#include "device/host/ew_narrow.h"
+#include "device/plans/dot_plan.h"
 
 #define LT_WORKSPACE_BYTES ((size_t)32 << 20)
 
@@ -248,12 +248,7 @@ static iron_status_t make_layout(const iron_cuda_api_t *api, int type,
   return IRON_OK;
 }
 
-typedef struct dot_dims {
-  int64_t lb[IRON_MAX_RANK], rb[IRON_MAX_RANK], lc[IRON_MAX_RANK],
-      rc[IRON_MAX_RANK], lf[IRON_MAX_RANK], rf[IRON_MAX_RANK];
-  uint32_t nb, nc, nlf, nrf;
-  int64_t batch, m, n, k;
-} dot_dims_t;
+typedef iron_dot_plan_t dot_dims_t;
 
 // Tries the cuBLASLt plan with the operands' current views; false in
 // *out_ok when cuBLASLt has no algorithm (the caller packs and retries).
@@ -357,58 +352,19 @@ static bool is_narrowf(iron_dtype_t dt) {
          iron_cuda_nf_format(dt, &eb, &mb, &bias, &kind);
 }
 
-static iron_status_t dot_prepare_dims(iron_device_t *base,
-                                      const iron_ir_op_t *op, dot_dims_t *d,
-                                      void **out_params) {
+// dot_general and dot: the shared plan (src/device/plans/dot_plan.c)
+// validates; CUDA then refuses the dtype combinations it has no kernel
+// for, naming itself.
+static iron_status_t dot_prepare_on(iron_device_t *base,
+                                    const iron_ir_op_t *op,
+                                    iron_region_t *const *regions,
+                                    void **out_params) {
+  (void)regions;
   iron_cuda_device_t *dev = iron_cuda_device_cast(base);
-  if (op->num_operands != 2 || op->num_results != 1)
-    return IRON_ERR(INVALID_ARGUMENT, "%s: expected 2 operands, 1 result",
-                    op->name);
-  const iron_ir_type_t *lt = op->operands[0]->type;
-  const iron_ir_type_t *rt = op->operands[1]->type;
-  const iron_ir_type_t *ot = op->results[0].type;
-  const iron_ir_type_t *ts[3] = {lt, rt, ot};
-  for (int i = 0; i < 3; ++i)
-    if (!ts[i] || ts[i]->kind != IRON_TYPE_TENSOR ||
-        !iron_ir_type_is_static(ts[i]) || iron_ir_type_num_elements(ts[i]) < 0)
-      return iron_ir_op_unimplemented(op, "for non-static tensor types");
-  int lrole[IRON_MAX_RANK] = {0}, rrole[IRON_MAX_RANK] = {0};
-  d->batch = d->k = d->m = d->n = 1;
-  for (uint32_t i = 0; i < d->nb + d->nc; ++i) {
-    int64_t l = i < d->nb ? d->lb[i] : d->lc[i - d->nb];
-    int64_t r = i < d->nb ? d->rb[i] : d->rc[i - d->nb];
-    if (l < 0 || l >= lt->rank || r < 0 || r >= rt->rank || lrole[l] ||
-        rrole[r] || lt->dims[l] != rt->dims[r])
-      return IRON_ERR(INVALID_ARGUMENT, "%s: bad batch/contracting dims",
-                      op->name);
-    lrole[l] = rrole[r] = i < d->nb ? 1 : 2;
-    if (i < d->nb)
-      d->batch *= lt->dims[l];
-    else
-      d->k *= lt->dims[l];
-  }
-  d->nlf = d->nrf = 0;
-  for (int32_t i = 0; i < lt->rank; ++i)
-    if (!lrole[i]) d->lf[d->nlf++] = i;
-  for (int32_t i = 0; i < rt->rank; ++i)
-    if (!rrole[i]) d->rf[d->nrf++] = i;
-  if (ot->rank != (int32_t)(d->nb + d->nlf + d->nrf))
-    return IRON_ERR(INVALID_ARGUMENT, "%s: result rank mismatch", op->name);
-  int32_t r = 0;
-  bool bad = false;
-  for (uint32_t i = 0; i < d->nb; ++i)
-    bad |= ot->dims[r++] != lt->dims[d->lb[i]];
-  for (uint32_t i = 0; i < d->nlf; ++i) {
-    d->m *= lt->dims[d->lf[i]];
-    bad |= ot->dims[r++] != lt->dims[d->lf[i]];
-  }
-  for (uint32_t i = 0; i < d->nrf; ++i) {
-    d->n *= rt->dims[d->rf[i]];
-    bad |= ot->dims[r++] != rt->dims[d->rf[i]];
-  }
-  if (bad)
-    return IRON_ERR(INVALID_ARGUMENT, "%s: result shape mismatch", op->name);
-
+  iron_dot_plan_t plan;
+  IRON_RETURN_IF_ERROR_PLAIN(iron_dot_plan_read(op, &plan));
+  const dot_dims_t *d = &plan;
+  const iron_ir_type_t *lt = plan.lhs, *rt = plan.rhs, *ot = plan.out;
   iron_dtype_t ldt = lt->dtype, rdt = rt->dtype, odt = ot->dtype;
   bool out_int = is_intlike(odt);
   bool out_real = odt == IRON_DTYPE_F16 || odt == IRON_DTYPE_BF16 ||
@@ -423,8 +379,7 @@ static iron_status_t dot_prepare_dims(iron_device_t *base,
   bool ops_any = (is_intlike(ldt) || lt_type(ldt) >= 0) &&
                  (is_intlike(rdt) || lt_type(rdt) >= 0);
   if (!((out_int && ops_int) || (out_real && ops_real) ||
-        (out_cplx && ops_any)) ||
-      !iron_ew_narrow_dot_mix_ok(ldt, rdt, odt))
+        (out_cplx && ops_any)))
     return iron_ir_op_unimplemented(op, "on cuda for %s x %s -> %s",
                                     iron_dtype_name(ldt), iron_dtype_name(rdt),
                                     iron_dtype_name(odt));
@@ -537,45 +492,6 @@ static iron_status_t dot_prepare_dims(iron_device_t *base,
   return IRON_OK;
 }
 
-static iron_status_t dot_general_prepare_on(iron_device_t *dev,
-                                            const iron_ir_op_t *op,
-                                            iron_region_t *const *regions,
-                                            void **out_params) {
-  (void)regions;
-  dot_dims_t d;
-  memset(&d, 0, sizeof(d));
-  uint32_t nrb = 0, nrc = 0;
-  IRON_RETURN_IF_ERROR_PLAIN(iron_ir_op_i64_list(
-      op, "lhs_batching_dimensions", d.lb, IRON_MAX_RANK, &d.nb));
-  IRON_RETURN_IF_ERROR_PLAIN(iron_ir_op_i64_list(
-      op, "rhs_batching_dimensions", d.rb, IRON_MAX_RANK, &nrb));
-  IRON_RETURN_IF_ERROR_PLAIN(iron_ir_op_i64_list(
-      op, "lhs_contracting_dimensions", d.lc, IRON_MAX_RANK, &d.nc));
-  IRON_RETURN_IF_ERROR_PLAIN(iron_ir_op_i64_list(
-      op, "rhs_contracting_dimensions", d.rc, IRON_MAX_RANK, &nrc));
-  if (nrb != d.nb || nrc != d.nc)
-    return IRON_ERR(INVALID_ARGUMENT, "%s: dimension list lengths differ",
-                    op->name);
-  return dot_prepare_dims(dev, op, &d, out_params);
-}
-
-static iron_status_t dot_prepare_on(iron_device_t *dev, const iron_ir_op_t *op,
-                                    iron_region_t *const *regions,
-                                    void **out_params) {
-  (void)regions;
-  if (op->num_operands != 2)
-    return IRON_ERR(INVALID_ARGUMENT, "%s: expected 2 operands", op->name);
-  int32_t lr = op->operands[0]->type->rank, rr = op->operands[1]->type->rank;
-  if (lr < 1 || lr > 2 || rr < 1 || rr > 2)
-    return iron_ir_op_unimplemented(op, "for ranks %d x %d", lr, rr);
-  dot_dims_t d;
-  memset(&d, 0, sizeof(d));
-  d.nc = 1;
-  d.lc[0] = lr - 1;
-  d.rc[0] = 0;
-  return dot_prepare_dims(dev, op, &d, out_params);
-}
-
 // Launches a pack kernel into fresh temporary storage (*out_tmp).
 static iron_status_t run_pack(iron_cuda_device_t *dev, const dot_operand_t *o,
                               const void *src, iron_storage_t **out_tmp,
@@ -643,7 +559,7 @@ static const iron_kernel_t kDotGeneral = {
     .name = "cuda_dot_general",
     .run = dot_run,
     .destroy = dot_destroy,
-    .prepare_on = dot_general_prepare_on,
+    .prepare_on = dot_prepare_on,
     .graph_capturable = true};
 static const iron_kernel_t kDot = {.name = "cuda_dot",
                                         .run = dot_run,

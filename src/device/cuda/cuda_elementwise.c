@@ -6,6 +6,7 @@
 #include "device/cuda/cuda_codegen.h"
 #include "device/cuda/cuda_device.h"
 #include "device/cuda/cuda_fusion.h"
+#include "device/plans/bitcast_plan.h"
 
 static iron_status_t ew_prepare_on(iron_device_t *dev, const iron_ir_op_t *op,
                                    iron_region_t *const *regions,
@@ -64,41 +65,23 @@ static const iron_kernel_t kElementwise = {
 };
 
 // ---------------------------------------------------------------------------
-// bitcast_convert: the device stores every dtype of 8 bits or more densely,
-// little-endian, like the host, so a legal bitcast is a byte copy. Sub-byte
-// dtypes (one element per byte, low bits) are repacked by a generated
-// kernel as the host's convert.c does: both sides are a little-endian bit
-// stream (element 0 in the lowest bits), in units of an element of the
-// sub-byte dtype or a byte of the dense one.
+// bitcast_convert (src/device/plans/bitcast_plan.h): a byte copy, or, with a
+// sub-byte side, a generated kernel that repacks the bit stream as the
+// host's convert.c does.
 
 typedef struct bc_params {
   iron_cuda_ew_params_t ew;  // first: the sub-byte kernel (when `sub`)
   bool sub;
   size_t nbytes;
 } bc_params_t;
-
-static bool bc_dense(iron_dtype_t dt) {
-  int bits = iron_dtype_bits(dt);
-  return bits >= 8 && (size_t)bits == 8 * iron_dtype_size(dt);
-}
-
-// Sub-byte ints and floats next to dense dtypes; pred is not bitcast.
-static bool bc_sub_ok(iron_dtype_t dt) {
-  return dt != IRON_DTYPE_PRED && iron_dtype_bits(dt) > 0 &&
-         (bc_dense(dt) ||
-          (iron_dtype_bits(dt) < 8 && iron_dtype_size(dt) == 1));
-}
-
 static iron_status_t bc_sub_prepare(iron_device_t *dev, const iron_ir_op_t *op,
+                                    const iron_bitcast_plan_t *plan,
                                     size_t n_in, size_t n_out,
                                     void **out_params) {
-  int bi = iron_dtype_bits(op->operands[0]->type->dtype);
-  int bo = iron_dtype_bits(op->results[0].type->dtype);
-  bi = bi < 8 ? bi : 8;
-  bo = bo < 8 ? bo : 8;
-  if (n_in * (size_t)bi != n_out * (size_t)bo || n_out > ((size_t)1 << 40)) {
-    return IRON_ERR(INVALID_ARGUMENT, "%s: %zu bits in, %zu out", op->name,
-                    n_in * (size_t)bi, n_out * (size_t)bo);
+  int bi = plan->in_unit, bo = plan->out_unit;
+  (void)n_in;  // n_in * bi == n_out * bo (the plan)
+  if (n_out > ((size_t)1 << 40)) {
+    return iron_ir_op_unimplemented(op, "on cuda for more than 2^40 bytes");
   }
   unsigned mi = (1u << bi) - 1, mo = (1u << bo) - 1;
   const char *idx = n_out <= ((size_t)1 << 30) ? "int" : "long long";
@@ -151,37 +134,19 @@ static iron_status_t bc_sub_prepare(iron_device_t *dev, const iron_ir_op_t *op,
   *out_params = p;
   return IRON_OK;
 }
-
 static iron_status_t bc_prepare_on(iron_device_t *dev, const iron_ir_op_t *op,
                                    iron_region_t *const *regions,
                                    void **out_params) {
   (void)regions;
-  if (op->num_operands != 1 || op->num_results != 1) {
-    return IRON_ERR(INVALID_ARGUMENT, "%s: expected 1 operand and 1 result",
-                    op->name);
-  }
-  const iron_ir_type_t *it = op->operands[0]->type;
-  const iron_ir_type_t *rt = op->results[0].type;
-  if (!it || !rt || it->kind != IRON_TYPE_TENSOR ||
-      rt->kind != IRON_TYPE_TENSOR || !iron_ir_type_is_static(it) ||
-      !iron_ir_type_is_static(rt)) {
+  iron_bitcast_plan_t plan;
+  IRON_RETURN_IF_ERROR_PLAIN(iron_bitcast_plan_read(op, &plan));
+  size_t ib, ob;
+  if (!iron_ir_type_is_static(plan.in) || !iron_ir_type_is_static(plan.out) ||
+      !iron_ir_type_byte_size(plan.in, &ib) ||
+      !iron_ir_type_byte_size(plan.out, &ob)) {
     return iron_ir_op_unimplemented(op, "on the CUDA device for this type");
   }
-  size_t ib, ob;
-  if (it->dtype != rt->dtype &&
-      (!bc_dense(it->dtype) || !bc_dense(rt->dtype))) {
-    if (!bc_sub_ok(it->dtype) || !bc_sub_ok(rt->dtype) ||
-        !iron_ir_type_byte_size(it, &ib) || !iron_ir_type_byte_size(rt, &ob)) {
-      return iron_ir_op_unimplemented(op, "for dtype %s -> %s",
-                                      iron_dtype_name(it->dtype),
-                                      iron_dtype_name(rt->dtype));
-    }
-    return bc_sub_prepare(dev, op, ib, ob, out_params);
-  }
-  if (!iron_ir_type_byte_size(it, &ib) || !iron_ir_type_byte_size(rt, &ob) ||
-      ib != ob) {
-    return IRON_ERR(INVALID_ARGUMENT, "%s: byte sizes differ", op->name);
-  }
+  if (plan.sub) return bc_sub_prepare(dev, op, &plan, ib, ob, out_params);
   bc_params_t *p = calloc(1, sizeof(*p));
   if (!p) return IRON_ERR(RESOURCE_EXHAUSTED, "out of memory (params)");
   p->nbytes = ib;

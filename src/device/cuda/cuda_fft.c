@@ -24,7 +24,7 @@
 #include <string.h>
 
 #include "device/cuda/cuda_compile.h"
-#include "device/fft_plan.h"
+#include "device/plans/fft_plan.h"
 #include "device/cuda/cuda_ops_gen.h"
 #include "device/cuda/cuda_ops_internal.h"
 

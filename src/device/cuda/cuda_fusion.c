@@ -1415,10 +1415,13 @@ static bool is_space_member(const iron_cuda_fusion_t *f,
          !is_reshaped_iota(f, op) && op->num_results == 1;
 }
 
+// The iteration space: the shape of the members that are not one-element
+// feeds (fuse.c's scalar groups join fusions of any shape, an empty one
+// too: a zero-element space computes nothing, whatever its scalars).
 static const iron_ir_type_t *fusion_space(const iron_cuda_fusion_t *f) {
   for (uint32_t o = 0; o < f->num_ops; ++o) {
     const iron_ir_op_t *op = f->ops[o];
-    if (is_space_member(f, op) && type_count(op->results[0].type) > 1)
+    if (is_space_member(f, op) && type_count(op->results[0].type) != 1)
       return op->results[0].type;
   }
   for (uint32_t o = 0; o < f->num_ops; ++o) {

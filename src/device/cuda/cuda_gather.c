@@ -66,8 +66,6 @@ static iron_status_t scatter_prepare_on(iron_device_t *base,
   iron_cuda_device_t *dev = iron_cuda_device_cast(base);
   iron_cuda_gs_plan_t plan;
   IRON_RETURN_IF_ERROR_PLAIN(iron_cuda_scatter_plan(op, &plan));
-  if (op->num_regions != 1)
-    return IRON_ERR(INVALID_ARGUMENT, "%s: expects one body", op->name);
   const iron_ir_region_t *body =
       regions && regions[0] ? regions[0]->ir : &op->regions[0];
   gs_params_t *p = calloc(1, sizeof(*p));

@@ -1,5 +1,5 @@
 // stablehlo.convolution as generated CUDA C (cuda_gen_conv.h). The plan
-// validates the op with the host's checks (device/conv_plan.h); the
+// validates the op with the host's checks (device/plans/conv_plan.h); the
 // kernel is the host's direct loops with every size, stride and window
 // attribute baked in: per result element, kernel positions in row-major
 // order (a position where any spatial dim lands on padding or a
@@ -12,10 +12,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "device/conv_plan.h"
+#include "device/plans/conv_plan.h"
 #include "device/cuda/cuda_codegen.h"
 #include "device/cuda/cuda_ops_gen.h"
-#include "device/host/ew_narrow.h"
 
 // f8/f4 (not f8E8M0FNU) operands and results of the direct kernel: read as
 // f32 (exact), results from the f32 sum through f16 as XLA:CPU (host

@@ -1,5 +1,5 @@
 // stablehlo.convolution on the CUDA device: the geometry (planned from the
-// op with the host's checks, device/conv_plan.h) and the generator of a
+// op with the host's checks, device/plans/conv_plan.h) and the generator of a
 // shape-specialized direct convolution kernel. GPU-free, so CI compiles
 // every variant with NVRTC (tests/c/test_cuda_conv_codegen.c) and runs the
 // generated text on the CPU through a C++ shim against the host kernel.
@@ -47,7 +47,7 @@ typedef struct iron_cuda_conv {
 } iron_cuda_conv_t;
 
 // Validates a stablehlo.convolution with the host's checks
-// (device/conv_plan.h: same statuses and messages) and fills *out. Also
+// (device/plans/conv_plan.h: same statuses and messages) and fills *out. Also
 // refuses what the CUDA generators cannot hold (sub-byte integers, f8/f4
 // operands of a complex result, window attributes beyond 2^40).
 iron_status_t iron_cuda_conv_plan(const iron_ir_op_t *op,

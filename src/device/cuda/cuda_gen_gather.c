@@ -5,291 +5,66 @@
 #include <string.h>
 
 #include "device/cuda/cuda_ops_gen.h"
-#include "device/host/gather_index.h"
+#include "device/plans/gather_plan.h"
 
-#define GS_BAD(what, ...) \
-  IRON_ERR(INVALID_ARGUMENT, "stablehlo." what ": " __VA_ARGS__)
-
-static void box_store(iron_cuda_gs_plan_t *p, const iron_gather_box_t *box) {
-  iron_gather_box_t b = *box;
-  iron_gather_box_simplify(&b);
-  p->box_rank = b.rank;
-  p->box_count = b.count;
-  for (int32_t i = 0; i < b.rank; ++i) {
-    p->box_size[i] = b.size[i];
-    p->box_a_stride[i] = b.a_stride[i];
-    p->box_b_stride[i] = b.b_stride[i];
+// The shared plan (src/device/plans/gather_plan.c) in the generator's
+// form; elements are moved as words of 1, 2, 4, 8 or 16 bytes.
+static iron_status_t from_plan(const iron_ir_op_t *op,
+                               const iron_gather_plan_t *g,
+                               iron_cuda_gs_plan_t *p) {
+  memset(p, 0, sizeof(*p));
+  size_t es = iron_dtype_size(g->dtype[0]);
+  if (es != 1 && es != 2 && es != 4 && es != 8 && es != 16)
+    return iron_ir_op_unimplemented(op, "on cuda for dtype %s",
+                                    iron_dtype_name(g->dtype[0]));
+  p->dtype = g->dtype[0];
+  p->idx_dtype = g->idx_dtype;
+  p->nbatch = g->nbatch;
+  for (int32_t j = 0; j < g->nbatch; ++j) {
+    p->bdims[j] = g->bdims[j];
+    p->b_idx_stride[j] = g->b_idx_stride[j];
+    p->b_small_stride[j] = g->b_small_stride[j];
+    p->b_op_stride[j] = g->b_op_stride[j];
+    p->b_op_dim[j] = g->b_op_dim[j];
   }
+  p->num_points = g->num_points;
+  p->nstart = g->nstart;
+  p->idx_vec_stride = g->idx_vec_stride;
+  for (int32_t k = 0; k < g->nstart; ++k) {
+    p->start_op_stride[k] = g->start_op_stride[k];
+    p->start_max[k] = g->start_max[k];
+  }
+  p->box_rank = g->box.rank;
+  p->box_count = g->box.count;
+  for (int32_t i = 0; i < g->box.rank; ++i) {
+    p->box_size[i] = g->box.size[i];
+    p->box_a_stride[i] = g->box.a_stride[i];
+    p->box_b_stride[i] = g->box.b_stride[i];
+  }
+  p->op_count = g->op_count;
+  p->small_count = g->small_count;
+  p->overlap = g->overlap;
+  return IRON_OK;
 }
 
 iron_status_t iron_cuda_gather_plan(const iron_ir_op_t *op,
                                     iron_cuda_gs_plan_t *p) {
-  memset(p, 0, sizeof(*p));
-  if (op->num_operands != 2 || op->num_results != 1)
-    return GS_BAD("gather", "expects 2 operands and 1 result");
-  const iron_ir_type_t *ot = op->operands[0]->type;
-  const iron_ir_type_t *it = op->operands[1]->type;
-  const iron_ir_type_t *rt = op->results[0].type;
-  if (ot->kind != IRON_TYPE_TENSOR || it->kind != IRON_TYPE_TENSOR ||
-      rt->kind != IRON_TYPE_TENSOR || !iron_ir_type_is_static(ot) ||
-      !iron_ir_type_is_static(it) || !iron_ir_type_is_static(rt))
-    return iron_ir_op_unimplemented(op, "for dynamic or non-tensor types");
-  if (rt->dtype != ot->dtype) return GS_BAD("gather", "result dtype differs");
-  if (!iron_gather_index_dtype_ok(it->dtype))
-    return iron_ir_op_unimplemented(op, "for index dtype %s",
-                                    iron_dtype_name(it->dtype));
-  size_t es = iron_dtype_size(ot->dtype);
-  if (es != 1 && es != 2 && es != 4 && es != 8 && es != 16)
-    return iron_ir_op_unimplemented(op, "on cuda for dtype %s",
-                                    iron_dtype_name(ot->dtype));
-  p->dtype = ot->dtype;
-  p->idx_dtype = it->dtype;
-  int64_t offset_dims[IRON_MAX_RANK], collapsed[IRON_MAX_RANK],
-      op_batch[IRON_MAX_RANK], idx_batch[IRON_MAX_RANK],
-      start_map[IRON_MAX_RANK], slice[IRON_MAX_RANK], ivd_list[1];
-  uint32_t n_off, n_col, n_ob, n_ib, n_sm, n_sl, n_ivd;
-  IRON_RETURN_IF_ERROR_PLAIN(iron_ir_op_i64_list(op, "offset_dims", offset_dims,
-                                                 IRON_MAX_RANK, &n_off));
-  IRON_RETURN_IF_ERROR_PLAIN(iron_ir_op_i64_list(
-      op, "collapsed_slice_dims", collapsed, IRON_MAX_RANK, &n_col));
-  IRON_RETURN_IF_ERROR_PLAIN(iron_ir_op_i64_list(
-      op, "operand_batching_dims", op_batch, IRON_MAX_RANK, &n_ob));
-  IRON_RETURN_IF_ERROR_PLAIN(iron_ir_op_i64_list(
-      op, "start_indices_batching_dims", idx_batch, IRON_MAX_RANK, &n_ib));
-  IRON_RETURN_IF_ERROR_PLAIN(iron_ir_op_i64_list(op, "start_index_map",
-                                                 start_map, IRON_MAX_RANK,
-                                                 &n_sm));
-  IRON_RETURN_IF_ERROR_PLAIN(
-      iron_ir_op_i64_list(op, "slice_sizes", slice, IRON_MAX_RANK, &n_sl));
-  IRON_RETURN_IF_ERROR_PLAIN(
-      iron_ir_op_i64_list(op, "index_vector_dim", ivd_list, 1, &n_ivd));
-  if (n_ivd != 1) return GS_BAD("gather", "missing index_vector_dim");
-  int64_t ivd = ivd_list[0];
-  int32_t orank = ot->rank, irank = it->rank, rrank = rt->rank;
-  if (ivd < 0 || ivd > irank) return GS_BAD("gather", "bad index_vector_dim");
-  if ((int32_t)n_sl != orank)
-    return GS_BAD("gather", "slice_sizes rank mismatch");
-  if (n_ob != n_ib) return GS_BAD("gather", "batching dims count mismatch");
-  int64_t vec_len = ivd < irank ? it->dims[ivd] : 1;
-  if ((int64_t)n_sm != vec_len)
-    return GS_BAD("gather", "start_index_map length mismatch");
-  for (int32_t d = 0; d < orank; ++d)
-    if (slice[d] < 0 || slice[d] > ot->dims[d])
-      return GS_BAD("gather", "slice size out of range");
-  for (uint32_t i = 0; i < n_col; ++i)
-    if (collapsed[i] < 0 || collapsed[i] >= orank || slice[collapsed[i]] > 1)
-      return GS_BAD("gather", "bad collapsed_slice_dims");
-  for (uint32_t i = 0; i < n_ob; ++i)
-    if (op_batch[i] < 0 || op_batch[i] >= orank || slice[op_batch[i]] > 1 ||
-        idx_batch[i] < 0 || idx_batch[i] >= irank || idx_batch[i] == ivd)
-      return GS_BAD("gather", "bad batching dims");
-  for (uint32_t i = 0; i < n_sm; ++i)
-    if (start_map[i] < 0 || start_map[i] >= orank)
-      return GS_BAD("gather", "bad start_index_map");
-  int32_t nbatch = irank - (ivd < irank ? 1 : 0);
-  if (rrank != nbatch + (int32_t)n_off) return GS_BAD("gather", "result rank");
-  for (uint32_t i = 0; i < n_off; ++i)
-    if (offset_dims[i] < 0 || offset_dims[i] >= rrank)
-      return GS_BAD("gather", "bad offset_dims");
-  int64_t op_strides[IRON_MAX_RANK], idx_strides[IRON_MAX_RANK],
-      out_strides[IRON_MAX_RANK];
-  strides_of(ot, op_strides);
-  strides_of(it, idx_strides);
-  strides_of(rt, out_strides);
-  p->op_count = iron_ir_type_num_elements(ot);
-  p->small_count = iron_ir_type_num_elements(rt);
-  int32_t j = 0, od = 0;
-  p->num_points = 1;
-  for (int32_t d = 0; d < irank; ++d) {
-    if (d == ivd) continue;
-    while (od < rrank && list_has(offset_dims, n_off, od)) ++od;
-    if (od >= rrank || rt->dims[od] != it->dims[d])
-      return GS_BAD("gather", "batch dim %d size mismatch", d);
-    p->bdims[j] = it->dims[d];
-    p->b_idx_stride[j] = idx_strides[d];
-    p->b_small_stride[j] = out_strides[od];
-    int32_t bp = list_pos(idx_batch, n_ib, d);
-    if (bp >= 0) {
-      int64_t opd = op_batch[bp];
-      if (ot->dims[opd] != it->dims[d])
-        return GS_BAD("gather", "batching dim size mismatch");
-      p->b_op_stride[j] = op_strides[opd];
-      p->b_op_dim[j] = ot->dims[opd];
-    }
-    p->num_points *= it->dims[d];
-    ++j;
-    ++od;
-  }
-  p->nbatch = nbatch;
-  p->nstart = (int32_t)n_sm;
-  p->idx_vec_stride = ivd < irank ? idx_strides[ivd] : 0;
-  for (uint32_t k = 0; k < n_sm; ++k) {
-    p->start_op_stride[k] = op_strides[start_map[k]];
-    p->start_max[k] = ot->dims[start_map[k]] - slice[start_map[k]];
-  }
-  iron_gather_box_t box;
-  memset(&box, 0, sizeof(box));
-  uint32_t k = 0;
-  for (int32_t d = 0; d < orank; ++d) {
-    if (list_has(collapsed, n_col, d) || list_has(op_batch, n_ob, d))
-      continue;
-    if (k >= n_off || rt->dims[offset_dims[k]] != slice[d])
-      return GS_BAD("gather", "offset dim size mismatch");
-    box.size[box.rank] = slice[d];
-    box.a_stride[box.rank] = op_strides[d];
-    box.b_stride[box.rank] = out_strides[offset_dims[k]];
-    ++box.rank;
-    ++k;
-  }
-  if (k != n_off) return GS_BAD("gather", "offset_dims count mismatch");
-  box_store(p, &box);
-  return IRON_OK;
+  iron_gather_plan_t g;
+  IRON_RETURN_IF_ERROR_PLAIN(iron_gather_plan_read(op, &g));
+  return from_plan(op, &g, p);
 }
 
 iron_status_t iron_cuda_scatter_plan(const iron_ir_op_t *op,
                                      iron_cuda_gs_plan_t *p) {
-  memset(p, 0, sizeof(*p));
-  if (op->num_operands != 3 || op->num_results != 1)
+  iron_gather_plan_t g;
+  IRON_RETURN_IF_ERROR_PLAIN(iron_scatter_plan_read(op, &g));
+  if (g.num != 1)
     return iron_ir_op_unimplemented(op, "on cuda with more than one operand");
-  const iron_ir_type_t *ot = op->operands[0]->type;
-  const iron_ir_type_t *it = op->operands[1]->type;
-  const iron_ir_type_t *ut = op->operands[2]->type;
-  for (uint32_t i = 0; i < op->num_operands; ++i) {
-    const iron_ir_type_t *t = op->operands[i]->type;
-    if (t->kind != IRON_TYPE_TENSOR || !iron_ir_type_is_static(t))
-      return iron_ir_op_unimplemented(op, "for dynamic or non-tensor types");
-  }
-  if (!iron_ir_type_equal(ot, op->results[0].type) || ut->dtype != ot->dtype)
-    return GS_BAD("scatter", "result/update type differs from operand");
-  size_t es = iron_dtype_size(ot->dtype);
-  if (es != 1 && es != 2 && es != 4 && es != 8 && es != 16)
-    return iron_ir_op_unimplemented(op, "on cuda for dtype %s",
-                                    iron_dtype_name(ot->dtype));
-  if (!iron_gather_index_dtype_ok(it->dtype))
-    return iron_ir_op_unimplemented(op, "for index dtype %s",
-                                    iron_dtype_name(it->dtype));
-  p->dtype = ot->dtype;
-  p->idx_dtype = it->dtype;
-  int64_t uwd[IRON_MAX_RANK], iwd[IRON_MAX_RANK], ib[IRON_MAX_RANK],
-      sib[IRON_MAX_RANK], sdod[IRON_MAX_RANK], ivd_list[1];
-  uint32_t n_uwd, n_iwd, n_ib, n_sib, n_sdod, n_ivd;
-  IRON_RETURN_IF_ERROR_PLAIN(iron_ir_op_i64_list(op, "update_window_dims", uwd,
-                                                 IRON_MAX_RANK, &n_uwd));
-  IRON_RETURN_IF_ERROR_PLAIN(iron_ir_op_i64_list(
-      op, "inserted_window_dims", iwd, IRON_MAX_RANK, &n_iwd));
-  IRON_RETURN_IF_ERROR_PLAIN(iron_ir_op_i64_list(op, "input_batching_dims", ib,
-                                                 IRON_MAX_RANK, &n_ib));
-  IRON_RETURN_IF_ERROR_PLAIN(iron_ir_op_i64_list(
-      op, "scatter_indices_batching_dims", sib, IRON_MAX_RANK, &n_sib));
-  IRON_RETURN_IF_ERROR_PLAIN(iron_ir_op_i64_list(
-      op, "scatter_dims_to_operand_dims", sdod, IRON_MAX_RANK, &n_sdod));
-  IRON_RETURN_IF_ERROR_PLAIN(
-      iron_ir_op_i64_list(op, "index_vector_dim", ivd_list, 1, &n_ivd));
-  if (n_ivd != 1) return GS_BAD("scatter", "missing index_vector_dim");
-  int64_t ivd = ivd_list[0];
-  int32_t orank = ot->rank, irank = it->rank, urank = ut->rank;
-  if (ivd < 0 || ivd > irank) return GS_BAD("scatter", "bad index_vector_dim");
-  if (n_ib != n_sib) return GS_BAD("scatter", "batching dims count mismatch");
-  int64_t vec_len = ivd < irank ? it->dims[ivd] : 1;
-  if ((int64_t)n_sdod != vec_len)
-    return GS_BAD("scatter", "scatter_dims_to_operand_dims length mismatch");
-  for (uint32_t i = 0; i < n_sdod; ++i)
-    if (sdod[i] < 0 || sdod[i] >= orank)
-      return GS_BAD("scatter", "bad scatter_dims_to_operand_dims");
-  for (uint32_t i = 0; i < n_iwd; ++i)
-    if (iwd[i] < 0 || iwd[i] >= orank)
-      return GS_BAD("scatter", "bad inserted_window_dims");
-  for (uint32_t i = 0; i < n_ib; ++i)
-    if (ib[i] < 0 || ib[i] >= orank || sib[i] < 0 || sib[i] >= irank ||
-        sib[i] == ivd)
-      return GS_BAD("scatter", "bad batching dims");
-  for (uint32_t i = 0; i < n_uwd; ++i)
-    if (uwd[i] < 0 || uwd[i] >= urank)
-      return GS_BAD("scatter", "bad update_window_dims");
-  int32_t nbatch = irank - (ivd < irank ? 1 : 0);
-  if (urank != nbatch + (int32_t)n_uwd) return GS_BAD("scatter", "updates rank");
-  int64_t op_strides[IRON_MAX_RANK], idx_strides[IRON_MAX_RANK],
-      upd_strides[IRON_MAX_RANK];
-  strides_of(ot, op_strides);
-  strides_of(it, idx_strides);
-  strides_of(ut, upd_strides);
-  p->op_count = iron_ir_type_num_elements(ot);
-  p->small_count = iron_ir_type_num_elements(ut);
-  int32_t j = 0, ud = 0;
-  p->num_points = 1;
-  for (int32_t d = 0; d < irank; ++d) {
-    if (d == ivd) continue;
-    while (ud < urank && list_has(uwd, n_uwd, ud)) ++ud;
-    if (ud >= urank || ut->dims[ud] != it->dims[d])
-      return GS_BAD("scatter", "update scatter dim %d size mismatch", d);
-    p->bdims[j] = it->dims[d];
-    p->b_idx_stride[j] = idx_strides[d];
-    p->b_small_stride[j] = upd_strides[ud];
-    int32_t bp = list_pos(sib, n_sib, d);
-    if (bp >= 0) {
-      p->b_op_stride[j] = op_strides[ib[bp]];
-      p->b_op_dim[j] = ot->dims[ib[bp]];
-    }
-    p->num_points *= it->dims[d];
-    ++j;
-    ++ud;
-  }
-  p->nbatch = nbatch;
-  int64_t window[IRON_MAX_RANK];
-  iron_gather_box_t box;
-  memset(&box, 0, sizeof(box));
-  uint32_t k = 0;
-  for (int32_t d = 0; d < orank; ++d) {
-    window[d] = 1;
-    if (list_has(iwd, n_iwd, d) || list_has(ib, n_ib, d)) continue;
-    if (k >= n_uwd)
-      return GS_BAD("scatter", "update_window_dims count mismatch");
-    int64_t sz = ut->dims[uwd[k]];
-    if (sz > ot->dims[d])
-      return GS_BAD("scatter", "window larger than operand");
-    window[d] = sz;
-    box.size[box.rank] = sz;
-    box.a_stride[box.rank] = op_strides[d];
-    box.b_stride[box.rank] = upd_strides[uwd[k]];
-    ++box.rank;
-    ++k;
-  }
-  if (k != n_uwd) return GS_BAD("scatter", "update_window_dims count mismatch");
-  box_store(p, &box);
-  p->nstart = (int32_t)n_sdod;
-  p->idx_vec_stride = ivd < irank ? idx_strides[ivd] : 0;
-  for (uint32_t s = 0; s < n_sdod; ++s) {
-    p->start_op_stride[s] = op_strides[sdod[s]];
-    p->start_max[s] = ot->dims[sdod[s]] - window[sdod[s]];
-    if (window[sdod[s]] > 1) p->overlap = true;
-  }
-  return IRON_OK;
+  return from_plan(op, &g, p);
 }
 
 iron_cuda_scatter_op_t iron_cuda_scatter_classify(const iron_ir_region_t *r) {
-  if (!r || r->num_blocks != 1) return IRON_CUDA_SCATTER_GENERIC;
-  const iron_ir_block_t *blk = &r->blocks[0];
-  if (blk->num_args != 2 || blk->num_ops == 0) return IRON_CUDA_SCATTER_GENERIC;
-  const iron_ir_op_t *ret = blk->ops[blk->num_ops - 1];
-  if (ret->kind != IRON_OP_RETURN || ret->num_operands != 1)
-    return IRON_CUDA_SCATTER_GENERIC;
-  const iron_ir_value_t *v = ret->operands[0];
-  const iron_ir_value_t *a0 = &blk->args[0], *a1 = &blk->args[1];
-  if (v == a1) return IRON_CUDA_SCATTER_SET;
-  const iron_ir_op_t *d = v->def_op;
-  if (!d || d->num_operands != 2) return IRON_CUDA_SCATTER_GENERIC;
-  bool args = (d->operands[0] == a0 && d->operands[1] == a1) ||
-              (d->operands[0] == a1 && d->operands[1] == a0);
-  if (!args) return IRON_CUDA_SCATTER_GENERIC;
-  switch (d->kind) {
-    case IRON_OP_ADD: return IRON_CUDA_SCATTER_ADD;
-    case IRON_OP_MULTIPLY: return IRON_CUDA_SCATTER_MUL;
-    case IRON_OP_MAXIMUM: return IRON_CUDA_SCATTER_MAX;
-    case IRON_OP_MINIMUM: return IRON_CUDA_SCATTER_MIN;
-    case IRON_OP_OR: return IRON_CUDA_SCATTER_OR;
-    case IRON_OP_AND: return IRON_CUDA_SCATTER_AND;
-    default: return IRON_CUDA_SCATTER_GENERIC;
-  }
+  return (iron_cuda_scatter_op_t)iron_scatter_plan_body(r);
 }
 
 // --- generation ---------------------------------------------------------------
@@ -304,8 +79,9 @@ static const char *copy_type(size_t es) {
   }
 }
 
-// `iop_s64 iop_idx(const I *p, iop_s64 i)` for the index dtype (host
-// gather_index.h semantics: sub-byte ints in the low bits, u64 saturates).
+// `iop_s64 iop_idx(const I *p, iop_s64 i)` for the index dtype
+// (iron_gather_plan_index_read's rules: sub-byte ints in the low bits, u64
+// saturates).
 static void emit_index_reader(iron_cuda_text_t *t, iron_dtype_t dt) {
   const char *st = copy_type(iron_dtype_size(dt));
   const char *expr;

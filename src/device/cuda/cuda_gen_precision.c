@@ -1,23 +1,19 @@
 // stablehlo.reduce_precision as generated CUDA C: the host's bit recipe
-// (src/device/host/reduce_precision.c) with every mask computed here and
+// (src/device/host/reduce_precision.c; formats from
+// src/device/plans/precision_plan.c) with every mask computed here and
 // baked in.
 #include <stdio.h>
 
 #include "device/cuda/cuda_ops_gen.h"
+#include "device/plans/precision_plan.h"
 
 iron_status_t iron_cuda_gen_reduce_precision(const char *name, iron_dtype_t dt,
                                              int64_t eb, int64_t mb,
                                              int64_t count, char **out_src) {
   int sm, se, nbits;
-  switch (dt) {
-    case IRON_DTYPE_F16: sm = 10; se = 5; nbits = 16; break;
-    case IRON_DTYPE_BF16: sm = 7; se = 8; nbits = 16; break;
-    case IRON_DTYPE_F32: sm = 23; se = 8; nbits = 32; break;
-    case IRON_DTYPE_F64: sm = 52; se = 11; nbits = 64; break;
-    default:
-      return IRON_ERR(UNIMPLEMENTED, "cuda reduce_precision for dtype %s",
-                      iron_dtype_name(dt));
-  }
+  if (!iron_precision_plan_format(dt, &sm, &se, &nbits))
+    return IRON_ERR(UNIMPLEMENTED, "cuda reduce_precision for dtype %s",
+                    iron_dtype_name(dt));
   if (eb < 1 || mb < 0)
     return IRON_ERR(INVALID_ARGUMENT, "reduce_precision: bad bit counts");
   const char *ut = nbits == 16 ? "iop_u16" : nbits == 32 ? "iop_u32" : "iop_u64";

@@ -9,6 +9,7 @@
 #include "device/cuda/cuda_codegen.h"
 #include "device/cuda/cuda_fusion.h"
 #include "device/cuda/cuda_ops_gen.h"
+#include "device/plans/reduce_plan.h"
 
 enum { MODE_THREAD, MODE_WARP, MODE_BLOCK, MODE_COLS };
 
@@ -172,32 +173,17 @@ static void emit_block_tree(iron_cuda_text_t *t, uint32_t num,
 }
 
 // The op of a body `return op(arg0, arg1)` (either order) with a
-// commutative, associative op; IRON_OP_UNKNOWN otherwise.
+// commutative, associative op (src/device/plans/reduce_plan.h);
+// IRON_OP_UNKNOWN otherwise.
 static iron_op_kind_t single_op_kind(const iron_ir_region_t *body,
-                                     uint32_t num) {
-  if (num != 1 || !body || body->num_blocks != 1) return IRON_OP_UNKNOWN;
-  const iron_ir_block_t *blk = &body->blocks[0];
-  if (blk->num_args != 2 || blk->num_ops != 2) return IRON_OP_UNKNOWN;
-  const iron_ir_op_t *op = blk->ops[0], *ret = blk->ops[1];
-  if (ret->kind != IRON_OP_RETURN || ret->num_operands != 1 ||
-      ret->operands[0] != &op->results[0] || op->num_operands != 2)
-    return IRON_OP_UNKNOWN;
-  const iron_ir_value_t *a = &blk->args[0], *b = &blk->args[1];
-  if (!((op->operands[0] == a && op->operands[1] == b) ||
-        (op->operands[0] == b && op->operands[1] == a)))
-    return IRON_OP_UNKNOWN;
-  switch (op->kind) {
-    case IRON_OP_ADD: case IRON_OP_MULTIPLY: case IRON_OP_MAXIMUM:
-    case IRON_OP_MINIMUM: case IRON_OP_AND: case IRON_OP_OR:
-    case IRON_OP_XOR:
-      return op->kind;
-    default:
-      return IRON_OP_UNKNOWN;
-  }
+                                     uint32_t num, iron_dtype_t dtype) {
+  if (num != 1) return IRON_OP_UNKNOWN;
+  iron_op_kind_t k = iron_reduce_plan_body_op(body, dtype);
+  return iron_reduce_plan_op_is_monoid(k) ? k : IRON_OP_UNKNOWN;
 }
-
-static bool single_op_body(const iron_ir_region_t *body, uint32_t num) {
-  return single_op_kind(body, num) != IRON_OP_UNKNOWN;
+static bool single_op_body(const iron_ir_region_t *body, uint32_t num,
+                           iron_dtype_t dtype) {
+  return single_op_kind(body, num, dtype) != IRON_OP_UNKNOWN;
 }
 
 static int pick_mode(int32_t rank, const int64_t *dims, const bool *reduced,
@@ -270,45 +256,20 @@ static int64_t row_segments(int64_t nout, int64_t nred, uint32_t num,
   nseg = (nred + seg - 1) / seg;
   return nseg < 2 ? 1 : nseg;
 }
-
 iron_status_t iron_cuda_reduce_dims(const iron_ir_op_t *op, int32_t rank,
                                     bool *out_reduced) {
-  int64_t rd[IRON_MAX_RANK];
-  uint32_t nrd = 0;
-  IRON_RETURN_IF_ERROR_PLAIN(
-      iron_ir_op_i64_list(op, "dimensions", rd, IRON_MAX_RANK, &nrd));
-  for (int32_t d = 0; d < IRON_MAX_RANK; ++d) out_reduced[d] = false;
-  for (uint32_t i = 0; i < nrd; ++i) {
-    if (rd[i] < 0 || rd[i] >= rank || out_reduced[rd[i]])
-      return IRON_ERR(INVALID_ARGUMENT, "%s: bad dimensions", op->name);
-    out_reduced[rd[i]] = true;
-  }
-  return IRON_OK;
+  return iron_reduce_plan_dims(op, rank, out_reduced);
 }
-
 iron_status_t iron_cuda_reduce_check(const iron_ir_op_t *op,
                                      iron_dtype_t *out_dtypes,
                                      bool *out_reduced) {
-  if (op->num_operands == 0 || op->num_operands % 2 ||
-      op->num_results != op->num_operands / 2 || op->num_regions != 1)
-    return IRON_ERR(INVALID_ARGUMENT, "%s: bad operand/result counts",
-                    op->name);
-  uint32_t num = op->num_results;
-  if (num > 8)
-    return iron_ir_op_unimplemented(op, "on cuda for %u operands", num);
-  const iron_ir_type_t *in0 = op->operands[0]->type;
-  for (uint32_t i = 0; i < num; ++i) {
-    const iron_ir_type_t *t = op->operands[i]->type;
-    if (!t || t->kind != IRON_TYPE_TENSOR || !iron_ir_type_is_static(t) ||
-        t->rank != in0->rank ||
-        memcmp(t->dims, in0->dims, sizeof(int64_t) * (size_t)t->rank))
-      return iron_ir_op_unimplemented(op, "on cuda for these operand types");
-    out_dtypes[i] = t->dtype;
-    if (op->operands[num + i]->type->dtype != t->dtype ||
-        op->results[i].type->dtype != t->dtype)
-      return iron_ir_op_unimplemented(op, "on cuda with mixed init dtypes");
-  }
-  return iron_cuda_reduce_dims(op, in0->rank, out_reduced);
+  iron_reduce_plan_t plan;
+  IRON_RETURN_IF_ERROR_PLAIN(iron_reduce_plan_read(op, &plan));
+  if (plan.num > 8)
+    return iron_ir_op_unimplemented(op, "on cuda for %u operands", plan.num);
+  for (uint32_t i = 0; i < plan.num; ++i) out_dtypes[i] = plan.dtype[i];
+  memcpy(out_reduced, plan.reduced, sizeof(plan.reduced));
+  return IRON_OK;
 }
 
 int64_t iron_cuda_reduce_threads(int32_t rank, const int64_t *dims,
@@ -414,7 +375,7 @@ iron_status_t iron_cuda_gen_reduce_fused(
   // Single-op bodies (add, max, ...) are commutative: threads may take
   // strided (coalesced) elements. Any other body (argmax's NaN rule picks
   // its first argument) must see the elements in order.
-  bool ordered = !single_op_body(body, num);
+  bool ordered = !single_op_body(body, num, dtypes[0]);
   // Narrow floats round every body result, so their sums and products are
   // not associative: one thread per output folds init then the elements in
   // order, as the host's reduce does (XLA's order; the host folds pairwise
@@ -422,7 +383,7 @@ iron_status_t iron_cuda_gen_reduce_fused(
   // matter for max/min (they pick an operand) nor for s4/u4 single ops
   // (wrapping in 4 bits is a ring map of the 8-bit ops): those keep the
   // parallel shapes.
-  iron_op_kind_t k1 = single_op_kind(body, num);
+  iron_op_kind_t k1 = single_op_kind(body, num, dtypes[0]);
   bool in_order = narrow && !(k1 == IRON_OP_MAXIMUM ||
                               k1 == IRON_OP_MINIMUM ||
                               (k1 != IRON_OP_UNKNOWN && !ty[0].is_float));

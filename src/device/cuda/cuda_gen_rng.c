@@ -4,6 +4,7 @@
 #include <stdio.h>
 
 #include "device/cuda/cuda_ops_gen.h"
+#include "device/plans/rng_plan.h"
 
 static const char kBlocks[] =
     "__device__ __forceinline__ unsigned iop_rotl(unsigned v, int d) {\n"
@@ -82,19 +83,8 @@ iron_status_t iron_cuda_gen_rng(const char *name, int32_t alg,
         "if (tid == 0) { new_state[0] = key; new_state[1] = s1 + %lluull; }\n",
         (long long)count, (unsigned long long)count);
   } else if (alg == IRON_RNG_THREE_FRY) {
-    // XLA's SplitShapeIntoHalves (see host rng.c).
-    int32_t s = -1;
-    for (int32_t i = 0; i < rank && s < 0; ++i)
-      if (dims[i] % 2 == 0) s = i;
-    if (s < 0)
-      for (int32_t i = 0; i < rank; ++i)
-        if (s < 0 || dims[i] > dims[s]) s = i;
-    int64_t outer = 1, inner = 1, split = 1;
-    if (s >= 0) {
-      for (int32_t i = 0; i < s; ++i) outer *= dims[i];
-      for (int32_t i = s + 1; i < rank; ++i) inner *= dims[i];
-      split = dims[s];
-    }
+    int64_t outer, split, inner;
+    iron_rng_plan_threefry_split(rank, dims, &outer, &split, &inner);
     int64_t half = (split + 1) / 2;
     int64_t rows = count ? outer * half : 0;
     work = rows * inner;

@@ -3,7 +3,7 @@
 // order-preserving unsigned integers, and the bitonic network that sorts a
 // row (one-block path) or a tile of a row (the merge sort's first stage) in
 // shared memory. Generated code is CUDA C text built here from the op's
-// dtypes, its comparator region or recognized keys (src/device/sort_keys.h).
+// dtypes, its comparator region or recognized keys (src/device/plans/sort_keys.h).
 #include <stdio.h>
 #include <string.h>
 

@@ -17,6 +17,7 @@
 
 #include "base/dtype.h"
 #include "base/status.h"
+#include "device/plans/gather_plan.h"
 #include "ir/ir.h"
 
 #ifdef __cplusplus
@@ -127,15 +128,15 @@ iron_status_t iron_cuda_gen_reduce(const char *name, int32_t rank,
                                    char **out_src, unsigned *out_grid,
                                    unsigned *out_block);
 
-// The reduce op's "dimensions" as flags over the operand's `rank` dims;
-// INVALID_ARGUMENT naming the op when one is out of range or repeated.
+// The reduce op's "dimensions" as flags over the operand's `rank` dims
+// (iron_reduce_plan_dims); INVALID_ARGUMENT naming the op when one is out
+// of range or repeated.
 iron_status_t iron_cuda_reduce_dims(const iron_ir_op_t *op, int32_t rank,
                                     bool *out_reduced);
 
-// The checks every CUDA reduce kernel makes of a stablehlo.reduce: 1..8
-// operands of one static shape, inits and results of their dtypes; fills
-// the operands' dtypes and the reduced-dims flags. INVALID_ARGUMENT or
-// UNIMPLEMENTED naming the op otherwise.
+// The checks every CUDA reduce kernel makes of a stablehlo.reduce: the
+// shared plan's (iron_reduce_plan_read: the host's statuses), then at most
+// 8 inputs; fills the inputs' dtypes and the reduced-dims flags.
 iron_status_t iron_cuda_reduce_check(const iron_ir_op_t *op,
                                      iron_dtype_t *out_dtypes,
                                      bool *out_reduced);
@@ -181,8 +182,9 @@ void iron_cuda_gen_set_module(const iron_ir_module_t *module);
 // --- gather / scatter -------------------------------------------------------
 
 // Index points (the index tensor's dims without index_vector_dim) and the
-// window box, as the host's gather.c/scatter_kernel.c plan them ("small" is
-// the gather result or the scatter updates; box a = operand, b = small).
+// window box of the shared plan (src/device/plans/gather_plan.h: "small" is
+// the gather result or the scatter updates; box a = operand, b = small), in
+// the generator's form.
 typedef struct iron_cuda_gs_plan {
   iron_dtype_t dtype, idx_dtype;
   int32_t nbatch;
@@ -207,8 +209,10 @@ typedef struct iron_cuda_gs_plan {
   bool overlap;
 } iron_cuda_gs_plan_t;
 
-// Plans a stablehlo.gather / single-operand stablehlo.scatter (validating
-// dimension numbers as the host does).
+// Plans a stablehlo.gather / single-operand stablehlo.scatter: the shared
+// plan (iron_gather_plan_read / iron_scatter_plan_read: the host's
+// statuses), then CUDA's refusals (several scatter operands, elements of
+// other than 1, 2, 4, 8 or 16 bytes).
 iron_status_t iron_cuda_gather_plan(const iron_ir_op_t *op,
                                     iron_cuda_gs_plan_t *out_plan);
 iron_status_t iron_cuda_scatter_plan(const iron_ir_op_t *op,
@@ -221,17 +225,18 @@ iron_status_t iron_cuda_gen_gather(const char *name,
                                    const iron_cuda_gs_plan_t *g,
                                    char **out_src);
 
-// The update body of a scatter: `return update` (SET), a single-op body of
-// the two arguments, or anything else (GENERIC, from the region IR).
+// The update body of a scatter (iron_scatter_plan_body): `return update`
+// (SET), a single-op body of the two arguments, or anything else (GENERIC,
+// from the region IR).
 typedef enum iron_cuda_scatter_op {
-  IRON_CUDA_SCATTER_GENERIC = 0,
-  IRON_CUDA_SCATTER_SET,
-  IRON_CUDA_SCATTER_ADD,
-  IRON_CUDA_SCATTER_MUL,
-  IRON_CUDA_SCATTER_MAX,
-  IRON_CUDA_SCATTER_MIN,
-  IRON_CUDA_SCATTER_OR,
-  IRON_CUDA_SCATTER_AND,
+  IRON_CUDA_SCATTER_GENERIC = IRON_SCATTER_BODY_GENERIC,
+  IRON_CUDA_SCATTER_SET = IRON_SCATTER_BODY_SET,
+  IRON_CUDA_SCATTER_ADD = IRON_SCATTER_BODY_ADD,
+  IRON_CUDA_SCATTER_MUL = IRON_SCATTER_BODY_MUL,
+  IRON_CUDA_SCATTER_MAX = IRON_SCATTER_BODY_MAX,
+  IRON_CUDA_SCATTER_MIN = IRON_SCATTER_BODY_MIN,
+  IRON_CUDA_SCATTER_OR = IRON_SCATTER_BODY_OR,
+  IRON_CUDA_SCATTER_AND = IRON_SCATTER_BODY_AND,
 } iron_cuda_scatter_op_t;
 iron_cuda_scatter_op_t iron_cuda_scatter_classify(const iron_ir_region_t *b);
 

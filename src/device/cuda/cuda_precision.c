@@ -1,9 +1,11 @@
-// stablehlo.reduce_precision on the CUDA device (cuda_gen_precision.c).
+// stablehlo.reduce_precision on the CUDA device (cuda_gen_precision.c); the
+// shared plan (src/device/plans/precision_plan.c) validates.
 #include <stdlib.h>
 
 #include "device/cuda/cuda_compile.h"
 #include "device/cuda/cuda_ops_gen.h"
 #include "device/cuda/cuda_ops_internal.h"
+#include "device/plans/precision_plan.h"
 
 typedef struct rp_params {
   iron_cuda_function_t *fn;
@@ -16,18 +18,12 @@ static iron_status_t rp_prepare_on(iron_device_t *base, const iron_ir_op_t *op,
                                    void **out_params) {
   (void)regions;
   iron_cuda_device_t *dev = iron_cuda_device_cast(base);
-  if (op->num_operands != 1 || op->num_results != 1)
-    return IRON_ERR(INVALID_ARGUMENT, "%s: expected 1 operand and 1 result",
-                    op->name);
+  iron_precision_plan_t plan;
+  IRON_RETURN_IF_ERROR_PLAIN(iron_precision_plan_read(op, &plan));
   const iron_ir_type_t *t = op->results[0].type;
-  if (!iron_ir_type_equal(t, op->operands[0]->type) ||
-      !iron_ir_type_is_static(t))
+  if (!iron_ir_type_is_static(t))
     return iron_ir_op_unimplemented(op, "on cuda for these types");
-  int64_t eb = 0, mb = 0;
-  if (!iron_ir_attr_as_i64(iron_ir_op_attr(op, "exponent_bits"), &eb) ||
-      !iron_ir_attr_as_i64(iron_ir_op_attr(op, "mantissa_bits"), &mb))
-    return IRON_ERR(INVALID_ARGUMENT,
-                    "%s: missing exponent_bits/mantissa_bits", op->name);
+  int64_t eb = plan.exponent_bits, mb = plan.mantissa_bits;
   int64_t count = iron_ir_type_num_elements(t);
   char *src = NULL;
   iron_status_t st = iron_cuda_gen_reduce_precision("iron_reduce_precision",

@@ -15,47 +15,18 @@
 #include "device/cuda/cuda_codegen.h"
 #include "device/cuda/cuda_device.h"
 #include "device/cuda/cuda_fusion.h"
+#include "device/plans/shape_plan.h"
 
-// ---------------------------------------------------------------------------
-// Helpers
-
-static iron_status_t check_tensor(const iron_ir_op_t *op,
-                                  const iron_ir_type_t *t, const char *what) {
-  if (!t || t->kind != IRON_TYPE_TENSOR || !iron_ir_type_is_static(t)) {
-    return iron_ir_op_unimplemented(op, "on the CUDA device for a "
-                                        "non-static or non-tensor %s",
-                                    what);
-  }
-  if (!iron_cuda_bytes_ctype(iron_dtype_size(t->dtype))) {
+// The shared plan (src/device/plans/shape_plan.c) validates the op; CUDA
+// moves elements as unsigned words of their size.
+static iron_status_t read_plan(const iron_ir_op_t *op, iron_shape_plan_t *sp) {
+  IRON_RETURN_IF_ERROR_PLAIN(iron_shape_plan_read(op, sp));
+  if (!iron_cuda_bytes_ctype(iron_dtype_size(sp->out->dtype))) {
     return iron_ir_op_unimplemented(op, "on the CUDA device for dtype %s",
-                                    iron_dtype_name(t->dtype));
-  }
-  if (iron_ir_type_num_elements(t) < 0) {
-    return IRON_ERR(INVALID_ARGUMENT, "%s: %s is too large", op->name, what);
+                                    iron_dtype_name(sp->out->dtype));
   }
   return IRON_OK;
 }
-
-static iron_status_t check_arity(const iron_ir_op_t *op, uint32_t operands,
-                                 uint32_t results) {
-  if (op->num_operands < operands || op->num_results != results) {
-    return IRON_ERR(INVALID_ARGUMENT, "%s: expected %u operands and %u results",
-                    op->name, operands, results);
-  }
-  return IRON_OK;
-}
-
-static iron_status_t check_unary_move(const iron_ir_op_t *op) {
-  IRON_RETURN_IF_ERROR_PLAIN(check_arity(op, 1, 1));
-  IRON_RETURN_IF_ERROR_PLAIN(check_tensor(op, op->operands[0]->type, "operand"));
-  IRON_RETURN_IF_ERROR_PLAIN(check_tensor(op, op->results[0].type, "result"));
-  if (op->operands[0]->type->dtype != op->results[0].type->dtype) {
-    return IRON_ERR(INVALID_ARGUMENT, "%s: operand and result dtypes differ",
-                    op->name);
-  }
-  return IRON_OK;
-}
-
 static void row_major(int32_t rank, const int64_t *dims, int64_t *strides) {
   int64_t s = 1;
   for (int32_t i = rank - 1; i >= 0; --i) {
@@ -76,9 +47,14 @@ static const char *idx_type(int64_t a, int64_t b) {
 // The storage type used to read a start index of dtype dt.
 static const char *index_ctype(iron_dtype_t dt) {
   switch (dt) {
-    case IRON_DTYPE_S2: case IRON_DTYPE_S4: return "int8_t";
-    case IRON_DTYPE_U2: case IRON_DTYPE_U4: return "uint8_t";
-    default: return iron_dtype_is_int(dt) ? iron_cuda_ctype(dt) : NULL;
+    case IRON_DTYPE_S2:
+    case IRON_DTYPE_S4:
+      return "int8_t";
+    case IRON_DTYPE_U2:
+    case IRON_DTYPE_U4:
+      return "uint8_t";
+    default:
+      return iron_dtype_is_int(dt) ? iron_cuda_ctype(dt) : NULL;
   }
 }
 
@@ -89,16 +65,15 @@ static iron_status_t finish_n(iron_device_t *dev, const iron_ir_op_t *op,
                               int64_t count, unsigned grid_override,
                               uint32_t num_inputs, void **out_params) {
   char *src = NULL, *name = NULL;
-  IRON_RETURN_IF_ERROR_PLAIN(
-      iron_cuda_source_make(body, prefix, &src, &name));
+  IRON_RETURN_IF_ERROR_PLAIN(iron_cuda_source_make(body, prefix, &src, &name));
   iron_cuda_ew_params_t *p = calloc(1, sizeof(*p));
   if (!p) {
     free(src);
     free(name);
     return IRON_ERR(RESOURCE_EXHAUSTED, "out of memory (params)");
   }
-  iron_status_t st = iron_cuda_function_request((iron_cuda_device_t *)dev, src,
-                                                name, &p->fn);
+  iron_status_t st =
+      iron_cuda_function_request((iron_cuda_device_t *)dev, src, name, &p->fn);
   free(src);
   free(name);
   if (st) {
@@ -107,8 +82,9 @@ static iron_status_t finish_n(iron_device_t *dev, const iron_ir_op_t *op,
   }
   if (num_inputs + op->num_results > IRON_CUDA_MAX_KERNEL_PARAMS) {
     free(p);
-    return iron_ir_op_unimplemented(op, "with more than %d operands on the "
-                                        "CUDA device",
+    return iron_ir_op_unimplemented(op,
+                                    "with more than %d operands on the "
+                                    "CUDA device",
                                     IRON_CUDA_MAX_KERNEL_PARAMS);
   }
   p->num_inputs = num_inputs;
@@ -125,8 +101,8 @@ static iron_status_t finish(iron_device_t *dev, const iron_ir_op_t *op,
                             iron_cuda_src_t *body, const char *prefix,
                             int64_t count, unsigned grid_override,
                             void **out_params) {
-  return finish_n(dev, op, body, prefix, count, grid_override,
-                  op->num_operands, out_params);
+  return finish_n(dev, op, body, prefix, count, grid_override, op->num_operands,
+                  out_params);
 }
 
 // ---------------------------------------------------------------------------
@@ -147,8 +123,7 @@ static void affine_coalesce(affine_t *a) {
   o.base = a->base;
   for (int32_t d = 0; d < a->rank; ++d) {
     if (a->dims[d] == 1) continue;
-    if (o.rank > 0 &&
-        o.strides[o.rank - 1] == a->strides[d] * a->dims[d]) {
+    if (o.rank > 0 && o.strides[o.rank - 1] == a->strides[d] * a->dims[d]) {
       o.dims[o.rank - 1] *= a->dims[d];
       o.strides[o.rank - 1] = a->strides[d];
       continue;
@@ -172,8 +147,7 @@ static void emit_affine_index(iron_cuda_src_t *s, const affine_t *a,
                          "    s += (r_ %% (%s)%lldLL) * (%s)%lldLL; "
                          "r_ /= (%s)%lldLL;\n",
                          idx, (long long)a->dims[d], idx,
-                         (long long)a->strides[d], idx,
-                         (long long)a->dims[d]);
+                         (long long)a->strides[d], idx, (long long)a->dims[d]);
   }
   iron_cuda_src_printf(s, "    s += r_ * (%s)%lldLL;\n", idx,
                        (long long)a->strides[0]);
@@ -245,8 +219,8 @@ static iron_status_t prepare_tiled(iron_device_t *dev, const iron_ir_op_t *op,
       idx, (long long)a->dims[k], (long long)a->dims[L], (long long)a->base,
       (long long)a->strides[L], idx, (long long)a->dims[k],
       (long long)a->dims[L], (long long)ostr[k]);
-  IRON_RETURN_IF_ERROR_PLAIN(finish(dev, op, &s, "iron_transpose", count,
-                                    0, out_params));
+  IRON_RETURN_IF_ERROR_PLAIN(
+      finish(dev, op, &s, "iron_transpose", count, 0, out_params));
   iron_cuda_ew_params_t *p = *out_params;
   p->grid = (unsigned)blocks;
   p->block = 256;
@@ -260,8 +234,7 @@ static iron_status_t prepare_affine(iron_device_t *dev, const iron_ir_op_t *op,
   const iron_ir_type_t *it = op->operands[0]->type;
   int64_t count = iron_ir_type_num_elements(rt);
   affine_coalesce(&a);
-  if (a.rank >= 2 && tiled_transpose_enabled() &&
-      a.strides[a.rank - 1] != 1) {
+  if (a.rank >= 2 && tiled_transpose_enabled() && a.strides[a.rank - 1] != 1) {
     for (int32_t k = 0; k < a.rank - 1; ++k) {
       if (a.strides[k] == 1 && a.dims[k] >= 16 && a.dims[a.rank - 1] >= 16) {
         return prepare_tiled(dev, op, &a, k, out_params);
@@ -283,216 +256,100 @@ static iron_status_t prepare_affine(iron_device_t *dev, const iron_ir_op_t *op,
   return finish(dev, op, &s, prefix, count, 0, out_params);
 }
 
-// ---------------------------------------------------------------------------
-// broadcast_in_dim / broadcast
-
-static iron_status_t broadcast_common(iron_device_t *dev,
-                                      const iron_ir_op_t *op,
-                                      const int64_t *bdims, uint32_t nb,
-                                      void **out_params) {
-  const iron_ir_type_t *in = op->operands[0]->type;
-  const iron_ir_type_t *out = op->results[0].type;
-  if ((int32_t)nb != in->rank) {
-    return IRON_ERR(INVALID_ARGUMENT,
-                    "%s: broadcast_dimensions has %u entries for rank %d",
-                    op->name, nb, in->rank);
-  }
+// broadcast_in_dim and broadcast: operand dim k goes to result dim
+// bdims[k].
+static iron_status_t broadcast_prepare(iron_device_t *dev,
+                                       const iron_ir_op_t *op,
+                                       iron_region_t *const *regions,
+                                       void **out_params) {
+  (void)regions;
+  iron_shape_plan_t sp;
+  IRON_RETURN_IF_ERROR_PLAIN(read_plan(op, &sp));
+  const iron_ir_type_t *in = sp.in, *out = sp.out;
   affine_t a;
   memset(&a, 0, sizeof(a));
   a.rank = out->rank;
   memcpy(a.dims, out->dims, sizeof(int64_t) * (size_t)out->rank);
   int64_t istr[IRON_MAX_RANK];
   row_major(in->rank, in->dims, istr);
-  bool used[IRON_MAX_RANK] = {false};
-  for (uint32_t k = 0; k < nb; ++k) {
-    int64_t d = bdims[k];
-    if (d < 0 || d >= out->rank || used[d] ||
-        (in->dims[k] != 1 && in->dims[k] != out->dims[d])) {
-      return IRON_ERR(INVALID_ARGUMENT,
-                      "%s: bad broadcast dimension %lld for operand dim %u",
-                      op->name, (long long)d, k);
-    }
-    used[d] = true;
-    if (in->dims[k] != 1) a.strides[d] = istr[k];
+  for (int32_t k = 0; k < in->rank; ++k) {
+    if (in->dims[k] != 1) a.strides[sp.bdims[k]] = istr[k];
   }
   return prepare_affine(dev, op, a, "iron_bcast", out_params);
 }
-
-static iron_status_t broadcast_in_dim_prepare(
-    iron_device_t *dev, const iron_ir_op_t *op,
-    iron_region_t *const *regions, void **out_params) {
-  (void)regions;
-  IRON_RETURN_IF_ERROR_PLAIN(check_unary_move(op));
-  int64_t bdims[IRON_MAX_RANK];
-  uint32_t nb = 0;
-  IRON_RETURN_IF_ERROR_PLAIN(iron_ir_op_i64_list(
-      op, "broadcast_dimensions", bdims, IRON_MAX_RANK, &nb));
-  return broadcast_common(dev, op, bdims, nb, out_params);
-}
-
-static iron_status_t broadcast_prepare(iron_device_t *dev,
-                                       const iron_ir_op_t *op,
-                                       iron_region_t *const *regions,
-                                       void **out_params) {
-  (void)regions;
-  IRON_RETURN_IF_ERROR_PLAIN(check_unary_move(op));
-  const iron_ir_type_t *in = op->operands[0]->type;
-  const iron_ir_type_t *out = op->results[0].type;
-  int64_t sizes[IRON_MAX_RANK];
-  uint32_t ns = 0;
-  IRON_RETURN_IF_ERROR_PLAIN(
-      iron_ir_op_i64_list(op, "broadcast_sizes", sizes, IRON_MAX_RANK, &ns));
-  if ((int64_t)ns + in->rank != out->rank) {
-    return IRON_ERR(INVALID_ARGUMENT, "%s: result rank mismatch", op->name);
-  }
-  for (uint32_t i = 0; i < ns; ++i) {
-    if (sizes[i] != out->dims[i]) {
-      return IRON_ERR(INVALID_ARGUMENT, "%s: broadcast_sizes mismatch",
-                      op->name);
-    }
-  }
-  int64_t bdims[IRON_MAX_RANK];
-  for (int32_t k = 0; k < in->rank; ++k) bdims[k] = (int64_t)ns + k;
-  return broadcast_common(dev, op, bdims, (uint32_t)in->rank, out_params);
-}
-
-// ---------------------------------------------------------------------------
-// transpose / slice / reverse
-
 static iron_status_t transpose_prepare(iron_device_t *dev,
                                        const iron_ir_op_t *op,
                                        iron_region_t *const *regions,
                                        void **out_params) {
   (void)regions;
-  IRON_RETURN_IF_ERROR_PLAIN(check_unary_move(op));
-  const iron_ir_type_t *in = op->operands[0]->type;
-  const iron_ir_type_t *out = op->results[0].type;
-  int64_t perm[IRON_MAX_RANK];
-  uint32_t np = 0;
-  IRON_RETURN_IF_ERROR_PLAIN(
-      iron_ir_op_i64_list(op, "permutation", perm, IRON_MAX_RANK, &np));
-  if ((int32_t)np != in->rank || out->rank != in->rank) {
-    return IRON_ERR(INVALID_ARGUMENT, "%s: bad permutation length", op->name);
-  }
+  iron_shape_plan_t sp;
+  IRON_RETURN_IF_ERROR_PLAIN(read_plan(op, &sp));
+  const iron_ir_type_t *in = sp.in, *out = sp.out;
   int64_t istr[IRON_MAX_RANK];
   row_major(in->rank, in->dims, istr);
   affine_t a;
   memset(&a, 0, sizeof(a));
   a.rank = out->rank;
-  bool used[IRON_MAX_RANK] = {false};
   for (int32_t d = 0; d < out->rank; ++d) {
-    int64_t p = perm[d];
-    if (p < 0 || p >= in->rank || used[p] || out->dims[d] != in->dims[p]) {
-      return IRON_ERR(INVALID_ARGUMENT, "%s: bad permutation", op->name);
-    }
-    used[p] = true;
     a.dims[d] = out->dims[d];
-    a.strides[d] = istr[p];
+    a.strides[d] = istr[sp.perm[d]];
   }
   return prepare_affine(dev, op, a, "iron_transpose", out_params);
 }
-
 static iron_status_t slice_prepare(iron_device_t *dev, const iron_ir_op_t *op,
                                    iron_region_t *const *regions,
                                    void **out_params) {
   (void)regions;
-  IRON_RETURN_IF_ERROR_PLAIN(check_unary_move(op));
-  const iron_ir_type_t *in = op->operands[0]->type;
-  const iron_ir_type_t *out = op->results[0].type;
-  int64_t start[IRON_MAX_RANK], limit[IRON_MAX_RANK], stride[IRON_MAX_RANK];
-  uint32_t n0 = 0, n1 = 0, n2 = 0;
-  IRON_RETURN_IF_ERROR_PLAIN(
-      iron_ir_op_i64_list(op, "start_indices", start, IRON_MAX_RANK, &n0));
-  IRON_RETURN_IF_ERROR_PLAIN(
-      iron_ir_op_i64_list(op, "limit_indices", limit, IRON_MAX_RANK, &n1));
-  IRON_RETURN_IF_ERROR_PLAIN(
-      iron_ir_op_i64_list(op, "strides", stride, IRON_MAX_RANK, &n2));
-  if (n2 == 0) {
-    for (int32_t i = 0; i < in->rank; ++i) stride[i] = 1;
-    n2 = (uint32_t)in->rank;
-  }
-  if ((int32_t)n0 != in->rank || n1 != n0 || n2 != n0 ||
-      out->rank != in->rank) {
-    return IRON_ERR(INVALID_ARGUMENT, "%s: attribute lengths", op->name);
-  }
+  iron_shape_plan_t sp;
+  IRON_RETURN_IF_ERROR_PLAIN(read_plan(op, &sp));
+  const iron_ir_type_t *in = sp.in, *out = sp.out;
   int64_t istr[IRON_MAX_RANK];
   row_major(in->rank, in->dims, istr);
   affine_t a;
   memset(&a, 0, sizeof(a));
   a.rank = out->rank;
   for (int32_t i = 0; i < in->rank; ++i) {
-    // (The count without stride - 1 added: a huge stride must not wrap.)
-    int64_t want = stride[i] > 0 && limit[i] > start[i]
-                       ? (limit[i] - start[i] - 1) / stride[i] + 1
-                       : 0;
-    if (start[i] < 0 || limit[i] > in->dims[i] || stride[i] <= 0 ||
-        start[i] > limit[i] || out->dims[i] != want) {
-      return IRON_ERR(INVALID_ARGUMENT, "%s: bad slice in dim %d", op->name,
-                      i);
-    }
     a.dims[i] = out->dims[i];
-    a.strides[i] = out->dims[i] > 1 ? istr[i] * stride[i] : istr[i];
-    a.base += start[i] * istr[i];
+    // A stride only matters (and is < the dim) when two elements are taken.
+    a.strides[i] = out->dims[i] > 1 ? istr[i] * sp.stride[i] : istr[i];
+    a.base += sp.start[i] * istr[i];
   }
   return prepare_affine(dev, op, a, "iron_slice", out_params);
 }
-
-static iron_status_t reverse_prepare(iron_device_t *dev,
-                                     const iron_ir_op_t *op,
+static iron_status_t reverse_prepare(iron_device_t *dev, const iron_ir_op_t *op,
                                      iron_region_t *const *regions,
                                      void **out_params) {
   (void)regions;
-  IRON_RETURN_IF_ERROR_PLAIN(check_unary_move(op));
-  const iron_ir_type_t *in = op->operands[0]->type;
-  if (!iron_ir_type_equal(in, op->results[0].type)) {
-    return IRON_ERR(INVALID_ARGUMENT, "%s: shape mismatch", op->name);
-  }
-  int64_t dims[IRON_MAX_RANK];
-  uint32_t nd = 0;
-  IRON_RETURN_IF_ERROR_PLAIN(
-      iron_ir_op_i64_list(op, "dimensions", dims, IRON_MAX_RANK, &nd));
+  iron_shape_plan_t sp;
+  IRON_RETURN_IF_ERROR_PLAIN(read_plan(op, &sp));
+  const iron_ir_type_t *in = sp.in;
   affine_t a;
   memset(&a, 0, sizeof(a));
   a.rank = in->rank;
   memcpy(a.dims, in->dims, sizeof(int64_t) * (size_t)in->rank);
   row_major(in->rank, in->dims, a.strides);
-  bool rev[IRON_MAX_RANK] = {false};
-  for (uint32_t k = 0; k < nd; ++k) {
-    if (dims[k] < 0 || dims[k] >= in->rank) {
-      return IRON_ERR(INVALID_ARGUMENT, "%s: bad dimension %lld", op->name,
-                      (long long)dims[k]);
-    }
-    rev[dims[k]] = !rev[dims[k]];  // listed twice: reversed twice
-  }
   for (int32_t d = 0; d < in->rank; ++d) {
-    if (!rev[d] || in->dims[d] <= 1) continue;
+    if (!sp.reversed[d] || in->dims[d] <= 1) continue;
     a.base += (in->dims[d] - 1) * a.strides[d];
     a.strides[d] = -a.strides[d];
   }
   return prepare_affine(dev, op, a, "iron_reverse", out_params);
 }
 
-// ---------------------------------------------------------------------------
-// iota: a one-op fusion (the generator computes coordinates).
-
 static iron_status_t iota_prepare(iron_device_t *dev, const iron_ir_op_t *op,
                                   iron_region_t *const *regions,
                                   void **out_params) {
   (void)regions;
-  IRON_RETURN_IF_ERROR_PLAIN(check_arity(op, 0, 1));
-  const iron_ir_type_t *t = op->results[0].type;
-  IRON_RETURN_IF_ERROR_PLAIN(check_tensor(op, t, "result"));
-  if (!iron_cuda_fusion_dtype_ok(t->dtype)) {
+  iron_shape_plan_t sp;
+  IRON_RETURN_IF_ERROR_PLAIN(iron_shape_plan_read(op, &sp));
+  if (!iron_cuda_fusion_dtype_ok(sp.out->dtype)) {
     return iron_ir_op_unimplemented(op, "on the CUDA device for dtype %s",
-                                    iron_dtype_name(t->dtype));
-  }
-  if (t->rank == 0) {
-    return IRON_ERR(INVALID_ARGUMENT, "%s: bad iota_dimension", op->name);
+                                    iron_dtype_name(sp.out->dtype));
   }
   const iron_ir_op_t *ops[1] = {op};
   const iron_ir_value_t *outs[1] = {&op->results[0]};
-  iron_cuda_fusion_t f = {.num_ops = 1, .ops = ops, .num_outputs = 1,
-                          .outputs = outs, .owner = op};
+  iron_cuda_fusion_t f = {
+      .num_ops = 1, .ops = ops, .num_outputs = 1, .outputs = outs, .owner = op};
   return iron_cuda_fusion_prepare(dev, &f, out_params);
 }
 
@@ -508,10 +365,9 @@ enum { kConcatPerKernel = 64 };
 // per element of that range. Params have the part's operands as inputs.
 static iron_status_t concatenate_part(iron_device_t *dev,
                                       const iron_ir_op_t *op, uint32_t first,
-                                      uint32_t last, int64_t dim,
-                                      int64_t inner, int64_t outer,
-                                      int64_t off, int64_t width, int64_t D,
-                                      void **out_params) {
+                                      uint32_t last, int64_t dim, int64_t inner,
+                                      int64_t outer, int64_t off, int64_t width,
+                                      int64_t D, void **out_params) {
   const iron_ir_type_t *out = op->results[0].type;
   int64_t count = outer * width * inner;
   const char *T = elem_t(out);
@@ -519,9 +375,9 @@ static iron_status_t concatenate_part(iron_device_t *dev,
   const char *idx = idx_type(total, total);
   iron_cuda_src_t s;
   iron_cuda_src_init(&s);
-  iron_cuda_src_printf(&s,
-                       "extern \"C\" __global__ void __launch_bounds__(256) %s(",
-                       IRON_CUDA_KERNEL_PLACEHOLDER);
+  iron_cuda_src_printf(
+      &s, "extern \"C\" __global__ void __launch_bounds__(256) %s(",
+      IRON_CUDA_KERNEL_PLACEHOLDER);
   for (uint32_t i = first; i < last; ++i)
     iron_cuda_src_printf(&s, "const %s *in%u, ", T, i - first);
   iron_cuda_src_printf(&s,
@@ -551,9 +407,9 @@ static iron_status_t concatenate_part(iron_device_t *dev,
                          "    %sif (mid < (%s)%lldLL) "
                          "%s = in%u[(out * (%s)%lldLL + (mid - "
                          "(%s)%lldLL)) * (%s)%lldLL + inn];\n",
-                         first_if ? "" : "else ", idx, (long long)(o + di),
-                         dst, i - first, idx, (long long)di, idx,
-                         (long long)o, idx, (long long)inner);
+                         first_if ? "" : "else ", idx, (long long)(o + di), dst,
+                         i - first, idx, (long long)di, idx, (long long)o, idx,
+                         (long long)inner);
     first_if = false;
     o += di;
   }
@@ -567,41 +423,17 @@ static iron_status_t concatenate_prepare(iron_device_t *dev,
                                          iron_region_t *const *regions,
                                          void **out_params) {
   (void)regions;
-  if (op->num_operands < 1 || op->num_results != 1) {
-    return IRON_ERR(INVALID_ARGUMENT, "%s: bad arity", op->name);
-  }
-  const iron_ir_type_t *out = op->results[0].type;
-  IRON_RETURN_IF_ERROR_PLAIN(check_tensor(op, out, "result"));
-  int64_t dim = 0;
-  uint32_t n = 0;
-  IRON_RETURN_IF_ERROR_PLAIN(iron_ir_op_i64_list(op, "dimension", &dim, 1, &n));
-  if (n != 1 || dim < 0 || dim >= out->rank) {
-    return IRON_ERR(INVALID_ARGUMENT, "%s: bad dimension", op->name);
-  }
-  int64_t inner = 1, outer = 1;
+  iron_shape_plan_t sp;
+  IRON_RETURN_IF_ERROR_PLAIN(read_plan(op, &sp));
+  const iron_ir_type_t *out = sp.out;
+  const int64_t dim = sp.dim;
+  int64_t inner = 1;
   for (int32_t d = (int32_t)dim + 1; d < out->rank; ++d) inner *= out->dims[d];
+  int64_t outer = 1;
   for (int32_t d = 0; d < dim; ++d) outer *= out->dims[d];
-  int64_t total = 0;
-  for (uint32_t i = 0; i < op->num_operands; ++i) {
-    const iron_ir_type_t *t = op->operands[i]->type;
-    IRON_RETURN_IF_ERROR_PLAIN(check_tensor(op, t, "operand"));
-    if (t->dtype != out->dtype || t->rank != out->rank) {
-      return IRON_ERR(INVALID_ARGUMENT, "%s: operand %u type mismatch",
-                      op->name, i);
-    }
-    for (int32_t d = 0; d < out->rank; ++d) {
-      if (d != dim && t->dims[d] != out->dims[d]) {
-        return IRON_ERR(INVALID_ARGUMENT, "%s: operand %u shape mismatch",
-                        op->name, i);
-      }
-    }
-    total += t->dims[dim];
-  }
-  if (total != out->dims[dim]) {
-    return IRON_ERR(INVALID_ARGUMENT, "%s: result size mismatch", op->name);
-  }
   int64_t D = out->dims[dim];
-  uint32_t nparts = (op->num_operands + kConcatPerKernel - 1) / kConcatPerKernel;
+  uint32_t nparts =
+      (op->num_operands + kConcatPerKernel - 1) / kConcatPerKernel;
   iron_cuda_ew_multi_params_t *p = calloc(1, sizeof(*p));
   if (p) {
     p->parts = calloc(nparts, sizeof(*p->parts));
@@ -621,8 +453,8 @@ static iron_status_t concatenate_prepare(iron_device_t *dev,
     for (uint32_t i = first; i < last; ++i)
       width += op->operands[i]->type->dims[dim];
     void *ew = NULL;
-    iron_status_t st = concatenate_part(dev, op, first, last, dim, inner,
-                                        outer, off, width, D, &ew);
+    iron_status_t st = concatenate_part(dev, op, first, last, dim, inner, outer,
+                                        off, width, D, &ew);
     if (st) {
       iron_cuda_ew_multi_destroy(p);
       return st;
@@ -644,38 +476,14 @@ static iron_status_t pad_prepare(iron_device_t *dev, const iron_ir_op_t *op,
                                  iron_region_t *const *regions,
                                  void **out_params) {
   (void)regions;
-  if (op->num_operands != 2 || op->num_results != 1) {
-    return IRON_ERR(INVALID_ARGUMENT, "%s: expected 2 operands", op->name);
-  }
-  IRON_RETURN_IF_ERROR_PLAIN(check_unary_move(op));
-  const iron_ir_type_t *in = op->operands[0]->type;
-  const iron_ir_type_t *pv = op->operands[1]->type;
-  const iron_ir_type_t *out = op->results[0].type;
-  IRON_RETURN_IF_ERROR_PLAIN(check_tensor(op, pv, "padding value"));
-  if (pv->dtype != in->dtype || iron_ir_type_num_elements(pv) != 1) {
-    return IRON_ERR(INVALID_ARGUMENT, "%s: type mismatch", op->name);
-  }
-  int64_t lo[IRON_MAX_RANK], hi[IRON_MAX_RANK], ip[IRON_MAX_RANK];
-  uint32_t n0 = 0, n1 = 0, n2 = 0;
-  IRON_RETURN_IF_ERROR_PLAIN(
-      iron_ir_op_i64_list(op, "edge_padding_low", lo, IRON_MAX_RANK, &n0));
-  IRON_RETURN_IF_ERROR_PLAIN(
-      iron_ir_op_i64_list(op, "edge_padding_high", hi, IRON_MAX_RANK, &n1));
-  IRON_RETURN_IF_ERROR_PLAIN(
-      iron_ir_op_i64_list(op, "interior_padding", ip, IRON_MAX_RANK, &n2));
-  if ((int32_t)n0 != in->rank || n1 != n0 || n2 != n0 ||
-      out->rank != in->rank) {
-    return IRON_ERR(INVALID_ARGUMENT, "%s: attribute lengths", op->name);
-  }
+  iron_shape_plan_t sp;
+  IRON_RETURN_IF_ERROR_PLAIN(read_plan(op, &sp));
+  const iron_ir_type_t *in = sp.in, *out = sp.out;
+  const int64_t *lo = sp.lo, *ip = sp.interior;
   // The generated code holds lo and ip + 1 in the index type too: a large
   // padding needs 64-bit indices even for small tensors.
   int64_t widest = iron_ir_type_num_elements(in);
   for (int32_t i = 0; i < in->rank; ++i) {
-    if (!iron_ir_pad_dim_is_valid(in->dims[i], lo[i], hi[i], ip[i],
-                                  out->dims[i])) {
-      return IRON_ERR(INVALID_ARGUMENT, "%s: bad padding in dim %d", op->name,
-                      i);
-    }
     int64_t m = lo[i] < 0 ? -lo[i] : lo[i];
     if (m > widest) widest = m;
     if (ip[i] + 1 > widest) widest = ip[i] + 1;
@@ -718,27 +526,6 @@ static iron_status_t pad_prepare(iron_device_t *dev, const iron_ir_op_t *op,
   return finish(dev, op, &s, "iron_pad", count, 0, out_params);
 }
 
-// ---------------------------------------------------------------------------
-// dynamic_slice / dynamic_update_slice. Start indices are device scalars
-// (operands), clamped to [0, full - part] as XLA does.
-
-static iron_status_t check_starts(const iron_ir_op_t *op, uint32_t first,
-                                  int32_t rank) {
-  if (op->num_operands != first + (uint32_t)rank) {
-    return IRON_ERR(INVALID_ARGUMENT, "%s: expected %d start indices",
-                    op->name, rank);
-  }
-  for (int32_t i = 0; i < rank; ++i) {
-    const iron_ir_type_t *t = op->operands[first + (uint32_t)i]->type;
-    if (!t || t->kind != IRON_TYPE_TENSOR || t->rank != 0 ||
-        !index_ctype(t->dtype)) {
-      return iron_ir_op_unimplemented(op, "for start index %d of type %s", i,
-                                      t ? iron_dtype_name(t->dtype) : "?");
-    }
-  }
-  return IRON_OK;
-}
-
 // Declares st<d> = clamped start of dim d (as long long).
 static void emit_starts(iron_cuda_src_t *s, const iron_ir_op_t *op,
                         uint32_t first, int32_t rank, const int64_t *full,
@@ -754,8 +541,9 @@ static void emit_starts(iron_cuda_src_t *s, const iron_ir_op_t *op,
                : dt == IRON_DTYPE_S2 || dt == IRON_DTYPE_U2 ? 2
                                                             : 0;
     if (bits && iron_dtype_is_signed_int(dt))
-      snprintf(val, sizeof(val), "((int)(int8_t)((uint8_t)in%u[0] << %d) >> %d)",
-               k, 8 - bits, 8 - bits);
+      snprintf(val, sizeof(val),
+               "((int)(int8_t)((uint8_t)in%u[0] << %d) >> %d)", k, 8 - bits,
+               8 - bits);
     else if (bits)
       snprintf(val, sizeof(val), "((int)in%u[0] & %d)", k, (1 << bits) - 1);
     else
@@ -767,9 +555,10 @@ static void emit_starts(iron_cuda_src_t *s, const iron_ir_op_t *op,
 static void emit_start_params(iron_cuda_src_t *s, const iron_ir_op_t *op,
                               uint32_t first, int32_t rank) {
   for (int32_t d = 0; d < rank; ++d) {
-    iron_cuda_src_printf(s, ", const %s *in%u",
-                         index_ctype(op->operands[first + (uint32_t)d]->type->dtype),
-                         first + (uint32_t)d);
+    iron_cuda_src_printf(
+        s, ", const %s *in%u",
+        index_ctype(op->operands[first + (uint32_t)d]->type->dtype),
+        first + (uint32_t)d);
   }
 }
 
@@ -778,23 +567,10 @@ static iron_status_t dynamic_slice_prepare(iron_device_t *dev,
                                            iron_region_t *const *regions,
                                            void **out_params) {
   (void)regions;
-  IRON_RETURN_IF_ERROR_PLAIN(check_unary_move(op));
-  const iron_ir_type_t *in = op->operands[0]->type;
-  const iron_ir_type_t *out = op->results[0].type;
-  IRON_RETURN_IF_ERROR_PLAIN(check_starts(op, 1, in->rank));
-  int64_t sizes[IRON_MAX_RANK];
-  uint32_t ns = 0;
-  IRON_RETURN_IF_ERROR_PLAIN(
-      iron_ir_op_i64_list(op, "slice_sizes", sizes, IRON_MAX_RANK, &ns));
-  if ((int32_t)ns != in->rank || out->rank != in->rank) {
-    return IRON_ERR(INVALID_ARGUMENT, "%s: slice_sizes length", op->name);
-  }
-  for (int32_t i = 0; i < in->rank; ++i) {
-    if (sizes[i] < 0 || sizes[i] > in->dims[i] || sizes[i] != out->dims[i]) {
-      return IRON_ERR(INVALID_ARGUMENT, "%s: bad slice size in dim %d",
-                      op->name, i);
-    }
-  }
+  iron_shape_plan_t sp;
+  IRON_RETURN_IF_ERROR_PLAIN(read_plan(op, &sp));
+  const iron_ir_type_t *in = sp.in, *out = sp.out;
+  const int64_t *sizes = sp.part;
   int64_t count = iron_ir_type_num_elements(out);
   const char *T = elem_t(out);
   const char *idx = idx_type(count, iron_ir_type_num_elements(in));
@@ -837,8 +613,8 @@ static iron_status_t device_copy(const iron_kernel_ctx_t *ctx, void *dst,
   if (n == 0 || dst == src) return IRON_OK;
   iron_cuda_device_t *d = (iron_cuda_device_t *)ctx->dev;
   IRON_RETURN_IF_ERROR_PLAIN(iron_cuda_device_enter(d));
-  CUresult r = d->api->cuMemcpyDtoDAsync((CUdeviceptr)dst, (CUdeviceptr)src,
-                                         n, d->stream);
+  CUresult r = d->api->cuMemcpyDtoDAsync((CUdeviceptr)dst, (CUdeviceptr)src, n,
+                                         d->stream);
   if (r != IRON_CU_SUCCESS) {
     return IRON_ERR(INTERNAL, "cuMemcpyDtoDAsync of %zu bytes failed (%d)", n,
                     (int)r);
@@ -846,33 +622,16 @@ static iron_status_t device_copy(const iron_kernel_ctx_t *ctx, void *dst,
   return IRON_OK;
 }
 
-static iron_status_t dynamic_update_slice_prepare(
-    iron_device_t *dev, const iron_ir_op_t *op,
-    iron_region_t *const *regions, void **out_params) {
+static iron_status_t dynamic_update_slice_prepare(iron_device_t *dev,
+                                                  const iron_ir_op_t *op,
+                                                  iron_region_t *const *regions,
+                                                  void **out_params) {
   (void)regions;
-  IRON_RETURN_IF_ERROR_PLAIN(check_unary_move(op));
-  if (op->num_operands < 2) {
-    return IRON_ERR(INVALID_ARGUMENT, "%s: missing update", op->name);
-  }
-  const iron_ir_type_t *in = op->operands[0]->type;
-  const iron_ir_type_t *upd = op->operands[1]->type;
-  const iron_ir_type_t *out = op->results[0].type;
-  IRON_RETURN_IF_ERROR_PLAIN(check_tensor(op, upd, "update"));
-  if (!iron_ir_type_equal(in, out) || upd->dtype != in->dtype ||
-      upd->rank != in->rank) {
-    return IRON_ERR(INVALID_ARGUMENT, "%s: type mismatch", op->name);
-  }
-  IRON_RETURN_IF_ERROR_PLAIN(check_starts(op, 2, in->rank));
-  for (int32_t i = 0; i < in->rank; ++i) {
-    if (upd->dims[i] > in->dims[i]) {
-      return IRON_ERR(INVALID_ARGUMENT, "%s: update larger than operand",
-                      op->name);
-    }
-  }
+  iron_shape_plan_t sp;
+  IRON_RETURN_IF_ERROR_PLAIN(read_plan(op, &sp));
+  const iron_ir_type_t *in = sp.in, *upd = sp.update, *out = sp.out;
   size_t full_bytes = 0;
-  if (!iron_ir_type_byte_size(in, &full_bytes)) {
-    return IRON_ERR(INVALID_ARGUMENT, "%s: operand too large", op->name);
-  }
+  iron_ir_type_byte_size(in, &full_bytes);  // checked by the plan
   int64_t count = iron_ir_type_num_elements(upd);
   const char *T = elem_t(out);
   const char *idx = idx_type(count, iron_ir_type_num_elements(in));
@@ -902,8 +661,7 @@ static iron_status_t dynamic_update_slice_prepare(
   emit_affine_index(&s, &a, idx);
   iron_cuda_src_printf(&s, "    out0[base + s] = in1[i];\n  }\n}\n");
   void *ew = NULL;
-  IRON_RETURN_IF_ERROR_PLAIN(
-      finish(dev, op, &s, "iron_dus", count, 0, &ew));
+  IRON_RETURN_IF_ERROR_PLAIN(finish(dev, op, &s, "iron_dus", count, 0, &ew));
   dus_params_t *p = calloc(1, sizeof(*p));
   if (!p) {
     free(ew);
@@ -950,18 +708,15 @@ typedef struct copy_params {
   size_t nbytes;
 } copy_params_t;
 
-static iron_status_t reshape_prepare(iron_device_t *dev,
-                                     const iron_ir_op_t *op,
+static iron_status_t reshape_prepare(iron_device_t *dev, const iron_ir_op_t *op,
                                      iron_region_t *const *regions,
                                      void **out_params) {
   (void)dev;
   (void)regions;
-  IRON_RETURN_IF_ERROR_PLAIN(check_unary_move(op));
-  size_t ib = 0, ob = 0;
-  if (!iron_ir_type_byte_size(op->operands[0]->type, &ib) ||
-      !iron_ir_type_byte_size(op->results[0].type, &ob) || ib != ob) {
-    return IRON_ERR(INVALID_ARGUMENT, "%s: element counts differ", op->name);
-  }
+  iron_shape_plan_t sp;
+  IRON_RETURN_IF_ERROR_PLAIN(read_plan(op, &sp));
+  size_t ib = 0;
+  iron_ir_type_byte_size(sp.out, &ib);  // checked by the plan
   copy_params_t *p = calloc(1, sizeof(*p));
   if (!p) return IRON_ERR(RESOURCE_EXHAUSTED, "out of memory (params)");
   p->nbytes = ib;
@@ -980,7 +735,7 @@ static iron_status_t reshape_run(const iron_kernel_ctx_t *ctx,
 // ---------------------------------------------------------------------------
 
 #define SHAPE_KERNEL(var, nm, prep, rn, inplace) \
-  static const iron_kernel_t var = {        \
+  static const iron_kernel_t var = {             \
       .name = nm,                                \
       .run = rn,                                 \
       .inplace_ok = inplace,                     \
@@ -989,15 +744,14 @@ static iron_status_t reshape_run(const iron_kernel_ctx_t *ctx,
   };
 
 SHAPE_KERNEL(kIota, "cuda_iota", iota_prepare, iron_cuda_ew_run, false)
-SHAPE_KERNEL(kBroadcastInDim, "cuda_broadcast_in_dim",
-             broadcast_in_dim_prepare, iron_cuda_ew_run, false)
-SHAPE_KERNEL(kBroadcast, "cuda_broadcast", broadcast_prepare,
+SHAPE_KERNEL(kBroadcastInDim, "cuda_broadcast_in_dim", broadcast_prepare,
              iron_cuda_ew_run, false)
-SHAPE_KERNEL(kTranspose, "cuda_transpose", transpose_prepare,
-             iron_cuda_ew_run, false)
-SHAPE_KERNEL(kSlice, "cuda_slice", slice_prepare, iron_cuda_ew_run, false)
-SHAPE_KERNEL(kReverse, "cuda_reverse", reverse_prepare, iron_cuda_ew_run,
+SHAPE_KERNEL(kBroadcast, "cuda_broadcast", broadcast_prepare, iron_cuda_ew_run,
              false)
+SHAPE_KERNEL(kTranspose, "cuda_transpose", transpose_prepare, iron_cuda_ew_run,
+             false)
+SHAPE_KERNEL(kSlice, "cuda_slice", slice_prepare, iron_cuda_ew_run, false)
+SHAPE_KERNEL(kReverse, "cuda_reverse", reverse_prepare, iron_cuda_ew_run, false)
 static const iron_kernel_t kConcatenate = {
     .name = "cuda_concatenate",
     .run = iron_cuda_ew_multi_run,

@@ -42,7 +42,7 @@
 
 #include "base/status.h"
 #include "device/cuda/cuda_ops_gen.h"
-#include "device/sort_keys.h"
+#include "device/plans/sort_keys.h"
 #include "ir/ir.h"
 
 #ifdef __cplusplus

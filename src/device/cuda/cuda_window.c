@@ -9,6 +9,7 @@
 #include "device/cuda/cuda_window.h"
 #include "device/cuda/cuda_ops_gen.h"
 #include "device/cuda/cuda_ops_internal.h"
+#include "device/plans/reduce_plan.h"
 
 typedef struct window_params {
   uint32_t num;
@@ -40,33 +41,6 @@ iron_status_t iron_cuda_window_plan(const iron_ir_op_t *op,
     out_w->pad_lo[d] = g->pad_lo[d];
   }
   return IRON_OK;
-}
-
-// The op of a body `return op(a0, a1)` (either order) over rank-0 values
-// of `dt`, as the host's window.c single_op_body; IRON_OP_UNKNOWN otherwise.
-static iron_op_kind_t single_op_body(const iron_ir_region_t *r,
-                                     iron_dtype_t dt) {
-  if (!r || r->num_blocks != 1) return IRON_OP_UNKNOWN;
-  const iron_ir_block_t *b = &r->blocks[0];
-  if (b->num_args != 2 || b->num_ops != 2) return IRON_OP_UNKNOWN;
-  const iron_ir_op_t *op = b->ops[0], *ret = b->ops[1];
-  if ((ret->kind != IRON_OP_RETURN && ret->kind != IRON_OP_FUNC_RETURN) ||
-      ret->num_operands != 1 || op->num_results != 1 ||
-      ret->operands[0] != &op->results[0] || op->num_operands != 2)
-    return IRON_OP_UNKNOWN;
-  const iron_ir_value_t *a0 = &b->args[0], *a1 = &b->args[1];
-  if (!((op->operands[0] == a0 && op->operands[1] == a1) ||
-        (op->operands[0] == a1 && op->operands[1] == a0)))
-    return IRON_OP_UNKNOWN;
-  for (int i = 0; i < 2; ++i) {
-    const iron_ir_type_t *at = b->args[i].type;
-    if (!at || at->kind != IRON_TYPE_TENSOR || at->rank != 0 || at->dtype != dt)
-      return IRON_OP_UNKNOWN;
-  }
-  const iron_ir_type_t *t = op->results[0].type;
-  if (!t || t->kind != IRON_TYPE_TENSOR || t->rank != 0 || t->dtype != dt)
-    return IRON_OP_UNKNOWN;
-  return op->kind;
 }
 
 // True (and *out filled) when the window is a cumulative one the host scans
@@ -124,7 +98,8 @@ static iron_status_t window_prepare_on(iron_device_t *base,
   char *src = NULL;
   iron_status_t st;
   iron_cuda_scan_t scan;
-  iron_op_kind_t k1 = num == 1 ? single_op_body(body, dts[0]) : IRON_OP_UNKNOWN;
+  iron_op_kind_t k1 =
+      num == 1 ? iron_reduce_plan_body_op(body, dts[0]) : IRON_OP_UNKNOWN;
   if (num == 1 && !p->empty && iron_cuda_scan_supported(k1, dts[0]) &&
       detect_scan(&g, k1, &scan)) {
     // The host's (and XLA:CPU's) two-level scan order, not the window's

@@ -1,14 +1,14 @@
 // The CUDA device's acceptance of stablehlo.reduce_window and
 // stablehlo.select_and_scatter, GPU-free (tests/c/test_device_plans.c
 // checks it against the host's): the shared window plan
-// (src/device/window_plan.h) with CUDA's own operand limit between its
+// (src/device/plans/window_plan.h) with CUDA's own operand limit between its
 // steps, and the plan as the generators' iron_cuda_window_t.
 #ifndef IRON_DEVICE_CUDA_CUDA_WINDOW_H_
 #define IRON_DEVICE_CUDA_CUDA_WINDOW_H_
 
 #include "base/status.h"
 #include "device/cuda/cuda_ops_gen.h"
-#include "device/window_plan.h"
+#include "device/plans/window_plan.h"
 #include "ir/ir.h"
 
 #ifdef __cplusplus

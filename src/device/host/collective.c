@@ -1,11 +1,11 @@
 // Collectives on the host, for programs of one replica and one partition:
 // identities, or zeros for a collective_permute without a 0 -> 0 pair. The
-// attributes are read and validated by src/device/collective_plan.c, shared
+// attributes are read and validated by src/device/plans/collective_plan.c, shared
 // with the CUDA device (cuda_collective.c).
 #include <stdlib.h>
 #include <string.h>
 
-#include "device/collective_plan.h"
+#include "device/plans/collective_plan.h"
 #include "device/host/host_kernel.h"
 
 static iron_status_t collective_prepare(const iron_ir_op_t *op,

@@ -33,9 +33,10 @@
 #include <string.h>
 
 #include "base/half.h"
-#include "device/conv_plan.h"
+#include "device/plans/conv_plan.h"
 #include "device/host/dot_gemm.h"
 #include "device/host/ew_narrow.h"
+#include "device/plans/dot_plan.h"
 #include "device/host/host_kernel.h"
 
 #define CONV_MAX_SP (IRON_MAX_RANK - 2)
@@ -156,7 +157,7 @@ static void load_elem(const void *p, iron_dtype_t dt, int64_t i, double *re,
     *im = ((const double *)p)[2 * i + 1];
     return;
   default:
-    if (iron_ew_narrow_dot_is(dt)) { // f8/f4 (operand_ok)
+    if (iron_dot_plan_narrow_is(dt)) { // f8/f4 (operand_ok)
       *re = iron_ew_narrow_dot_load(dt, b[i]);
       return;
     }
@@ -230,7 +231,7 @@ static inline void store_elem(const void *src, iron_dtype_t cdt, int64_t si,
     ((uint8_t *)dst)[di] = ((const int64_t *)src)[si] != 0;
     return;
   default: {
-    if (iron_ew_narrow_dot_is(odt)) {
+    if (iron_dot_plan_narrow_is(odt)) {
       ((uint8_t *)dst)[di] =
           iron_ew_narrow_dot_store(odt, ((const float *)src)[si]);
       return;

@@ -17,6 +17,7 @@
 
 #include "device/host/ew_common.h"
 #include "device/host/ew_narrow.h"
+#include "device/plans/bitcast_plan.h"
 
 // Source dtypes: X(tok, DTYPE, storage, compute, load, class, dst...)
 // class: I integer/pred, F real float, C complex.
@@ -143,20 +144,6 @@ static iron_status_t cv_prepare(const iron_ir_op_t *op,
 // ---------------------------------------------------------------------------
 // bitcast_convert
 
-// Dtypes whose host storage is their logical bits (so a byte copy is the
-// bitcast). Sub-byte types are stored one per byte and pred as 0/1 bytes.
-static bool bc_dense(iron_dtype_t dt) {
-  int bits = iron_dtype_bits(dt);
-  return bits >= 8 && (size_t)bits == 8 * iron_dtype_size(dt);
-}
-
-// Sub-byte ints and floats (one element per byte, in the low bits), next
-// to dense dtypes. Pred is not bitcast.
-static bool bc_sub_ok(iron_dtype_t dt) {
-  return dt != IRON_DTYPE_PRED && iron_dtype_bits(dt) > 0 &&
-         (bc_dense(dt) || (iron_dtype_bits(dt) < 8 && iron_dtype_size(dt) == 1));
-}
-
 // A bitcast with a sub-byte side sees both sides as a little-endian bit
 // stream (element 0 in the lowest bits, as XLA:CPU): a "unit" is an element
 // of a sub-byte dtype or a byte of a dense one.
@@ -194,53 +181,19 @@ static iron_status_t bc_run_sub(const bc_params_t *p, const iron_tensor_t *in,
   }
   return IRON_OK;
 }
-
 static iron_status_t bc_prepare(const iron_ir_op_t *op,
                                 iron_region_t *const *regions,
                                 void **out_params) {
   (void)regions;
-  if (op->num_operands != 1 || op->num_results != 1) {
-    return IRON_ERR(INVALID_ARGUMENT, "%s: expected 1 operand and 1 result",
-                    op->name);
-  }
-  const iron_ir_type_t *it = op->operands[0]->type;
-  const iron_ir_type_t *rt = op->results[0].type;
-  if (!it || !rt || it->kind != IRON_TYPE_TENSOR ||
-      rt->kind != IRON_TYPE_TENSOR) {
-    return IRON_ERR(INVALID_ARGUMENT, "%s: operands must be tensors",
-                    op->name);
-  }
-  bool dense = bc_dense(it->dtype) && bc_dense(rt->dtype);
-  if (it->dtype != rt->dtype && !dense) {
-    if (!bc_sub_ok(it->dtype) || !bc_sub_ok(rt->dtype)) {
-      return iron_ir_op_unimplemented(op, "for dtype %s -> %s",
-                                      iron_dtype_name(it->dtype),
-                                      iron_dtype_name(rt->dtype));
-    }
-    int64_t ni = iron_ir_type_num_elements(it);
-    int64_t no = iron_ir_type_num_elements(rt);
-    int bi = iron_dtype_bits(it->dtype), bo = iron_dtype_bits(rt->dtype);
-    if (ni < 0 || no < 0) {
-      return iron_ir_op_unimplemented(op, "for dynamic shapes");
-    }
-    if (ni * bi != no * bo) {
-      return IRON_ERR(INVALID_ARGUMENT, "%s: %lld bits in, %lld bits out",
-                      op->name, (long long)(ni * bi), (long long)(no * bo));
-    }
-    bc_params_t *p = malloc(sizeof(*p));
-    if (!p) return IRON_ERR(RESOURCE_EXHAUSTED, "out of memory");
-    p->in_unit = bi < 8 ? bi : 8;
-    p->out_unit = bo < 8 ? bo : 8;
-    *out_params = p;
-    return IRON_OK;
-  }
-  size_t ib, ob;
-  if (iron_ir_type_byte_size(it, &ib) && iron_ir_type_byte_size(rt, &ob) &&
-      ib != ob) {
-    return IRON_ERR(INVALID_ARGUMENT, "%s: %zu bytes in, %zu bytes out",
-                    op->name, ib, ob);
-  }
+  iron_bitcast_plan_t plan;
+  IRON_RETURN_IF_ERROR_PLAIN(iron_bitcast_plan_read(op, &plan));
   *out_params = NULL;
+  if (!plan.sub) return IRON_OK;
+  bc_params_t *p = malloc(sizeof(*p));
+  if (!p) return IRON_ERR(RESOURCE_EXHAUSTED, "out of memory");
+  p->in_unit = plan.in_unit;
+  p->out_unit = plan.out_unit;
+  *out_params = p;
   return IRON_OK;
 }
 

@@ -13,6 +13,7 @@
 #include "device/host/ew_narrow.h"
 #include "device/host/host_kernel.h"
 #include "device/host/shape_copy.h"
+#include "device/plans/dot_plan.h"
 
 typedef struct operand_plan {
   iron_dtype_t dtype;  // operand dtype
@@ -35,49 +36,6 @@ typedef struct dot_params {
 static bool fast_enabled(void) {
   const char *e = getenv("IRON_HOST_DOT_FAST");
   return !(e && e[0] == '0');
-}
-
-// Compute dtype for a result dtype, INVALID when unsupported.
-static iron_dtype_t compute_dtype(iron_dtype_t out) {
-  switch (out) {
-    case IRON_DTYPE_F16:
-    case IRON_DTYPE_BF16:
-    case IRON_DTYPE_F32: return IRON_DTYPE_F32;
-    case IRON_DTYPE_F64: return IRON_DTYPE_F64;
-    case IRON_DTYPE_C64: return IRON_DTYPE_C64;
-    case IRON_DTYPE_C128: return IRON_DTYPE_C128;
-    case IRON_DTYPE_PRED:
-    case IRON_DTYPE_S8: case IRON_DTYPE_S16: case IRON_DTYPE_S32:
-    case IRON_DTYPE_S64: case IRON_DTYPE_U8: case IRON_DTYPE_U16:
-    case IRON_DTYPE_U32: case IRON_DTYPE_U64:
-    case IRON_DTYPE_S4: case IRON_DTYPE_U4:  // wrap in 4 bits, as s8 would
-      return IRON_DTYPE_S64;
-    default:
-      // f8/f4 results: XLA:CPU dots in f32 and rounds through f16
-      // (f8E8M0FNU: from the f32 bits, iron_ew_narrow_dot_store).
-      return iron_ew_narrow_dot_is(out) ? IRON_DTYPE_F32
-                                          : IRON_DTYPE_INVALID;
-  }
-}
-
-static bool operand_ok(iron_dtype_t op, iron_dtype_t comp) {
-  // Sub-byte ints (s2/s4/u2/u4) are stored one per byte: fine as operands.
-  bool intlike = op == IRON_DTYPE_PRED ||
-                 (iron_dtype_is_int(op) && op != IRON_DTYPE_INDEX);
-  // f8/f4 operands (XLA:CPU converts them to the f32 of the dot; their
-  // products are exact there).
-  bool narrowf = iron_ew_narrow_dot_is(op);
-  bool realf = op == IRON_DTYPE_F16 || op == IRON_DTYPE_BF16 ||
-               op == IRON_DTYPE_F32 || op == IRON_DTYPE_F64 || narrowf;
-  bool cplx = op == IRON_DTYPE_C64 || op == IRON_DTYPE_C128;
-  switch (comp) {
-    case IRON_DTYPE_S64: return intlike;
-    case IRON_DTYPE_F32:
-    case IRON_DTYPE_F64: return intlike || realf;
-    case IRON_DTYPE_C64:
-    case IRON_DTYPE_C128: return intlike || realf || cplx;
-    default: return false;
-  }
 }
 
 // Loads element i of any supported dtype as (re, im) doubles or an integer.
@@ -121,7 +79,7 @@ static void load_elem(const void *p, iron_dtype_t dt, int64_t i, double *re,
       *im = ((const double *)p)[2 * i + 1];
       return;
     default:
-      if (iron_ew_narrow_dot_is(dt)) {  // f8/f4 (operand_ok)
+      if (iron_dot_plan_narrow_is(dt)) {  // f8/f4 (operand_ok)
         *re = iron_ew_narrow_dot_load(dt, ((const uint8_t *)p)[i]);
         return;
       }
@@ -179,7 +137,7 @@ static void convert_from_compute(const void *src, iron_dtype_t cdt, void *dst,
         ((uint8_t *)dst)[i] = ((const int64_t *)src)[i] != 0;
         break;
       default: {
-        if (iron_ew_narrow_dot_is(odt)) {
+        if (iron_dot_plan_narrow_is(odt)) {
           ((uint8_t *)dst)[i] =
               iron_ew_narrow_dot_store(odt, ((const float *)src)[i]);
           break;
@@ -268,70 +226,18 @@ static iron_status_t plan_operand(const iron_ir_type_t *t, iron_dtype_t comp,
   return IRON_OK;
 }
 
-static iron_status_t dot_prepare_dims(
-    const iron_ir_op_t *op, const int64_t *lb, uint32_t nlb, const int64_t *rb,
-    uint32_t nrb, const int64_t *lc, uint32_t nlc, const int64_t *rc,
-    uint32_t nrc, void **out_params) {
-  if (op->num_operands != 2 || op->num_results != 1)
-    return IRON_ERR(INVALID_ARGUMENT, "%s: expected 2 operands, 1 result",
-                    op->name);
-  const iron_ir_type_t *lt = op->operands[0]->type;
-  const iron_ir_type_t *rt = op->operands[1]->type;
-  const iron_ir_type_t *ot = op->results[0].type;
-  const iron_ir_type_t *ts[3] = {lt, rt, ot};
-  for (int i = 0; i < 3; ++i)
-    if (!ts[i] || ts[i]->kind != IRON_TYPE_TENSOR ||
-        !iron_ir_type_is_static(ts[i]) || iron_ir_type_num_elements(ts[i]) < 0)
-      return iron_ir_op_unimplemented(op, "for non-static tensor types");
-  iron_dtype_t comp = compute_dtype(ot->dtype);
-  if (comp == IRON_DTYPE_INVALID || !operand_ok(lt->dtype, comp) ||
-      !operand_ok(rt->dtype, comp) ||
-      !iron_ew_narrow_dot_mix_ok(lt->dtype, rt->dtype, ot->dtype))
-    return iron_ir_op_unimplemented(op, "for %s x %s -> %s",
-                                    iron_dtype_name(lt->dtype),
-                                    iron_dtype_name(rt->dtype),
-                                    iron_dtype_name(ot->dtype));
-  if (nlb != nrb || nlc != nrc)
-    return IRON_ERR(INVALID_ARGUMENT, "%s: dimension list lengths differ",
-                    op->name);
-  // Classify dims; free dims are the rest, in increasing order.
-  int lrole[IRON_MAX_RANK] = {0}, rrole[IRON_MAX_RANK] = {0};
-  int64_t batch = 1, k = 1, m = 1, n = 1;
-  for (uint32_t i = 0; i < nlb + nlc; ++i) {
-    int64_t l = i < nlb ? lb[i] : lc[i - nlb];
-    int64_t r = i < nlb ? rb[i] : rc[i - nlb];
-    if (l < 0 || l >= lt->rank || r < 0 || r >= rt->rank || lrole[l] ||
-        rrole[r] || lt->dims[l] != rt->dims[r])
-      return IRON_ERR(INVALID_ARGUMENT, "%s: bad batch/contracting dims",
-                      op->name);
-    lrole[l] = rrole[r] = i < nlb ? 1 : 2;
-    if (i < nlb) batch *= lt->dims[l]; else k *= lt->dims[l];
-  }
-  int64_t lfree[IRON_MAX_RANK], rfree[IRON_MAX_RANK];
-  uint32_t nlf = 0, nrf = 0;
-  for (int32_t d = 0; d < lt->rank; ++d)
-    if (!lrole[d]) lfree[nlf++] = d;
-  for (int32_t d = 0; d < rt->rank; ++d)
-    if (!rrole[d]) rfree[nrf++] = d;
-  // Result: batch dims, lhs free, rhs free.
-  if (ot->rank != (int32_t)(nlb + nlf + nrf))
-    return IRON_ERR(INVALID_ARGUMENT, "%s: result rank mismatch", op->name);
-  int32_t r = 0;
-  for (uint32_t i = 0; i < nlb; ++i)
-    if (ot->dims[r++] != lt->dims[lb[i]]) r = -100;
-  for (uint32_t i = 0; i < nlf && r >= 0; ++i) {
-    m *= lt->dims[lfree[i]];
-    if (ot->dims[r++] != lt->dims[lfree[i]]) r = -100;
-  }
-  for (uint32_t i = 0; i < nrf && r >= 0; ++i) {
-    n *= rt->dims[rfree[i]];
-    if (ot->dims[r++] != rt->dims[rfree[i]]) r = -100;
-  }
-  if (r < 0)
-    return IRON_ERR(INVALID_ARGUMENT, "%s: result shape mismatch", op->name);
+// dot_general and dot: the shared plan (src/device/plans/dot_plan.c)
+// validates; here the operands' GEMM views.
+static iron_status_t dot_prepare(const iron_ir_op_t *op,
+                                 iron_region_t *const *regions,
+                                 void **out_params) {
+  (void)regions;
+  iron_dot_plan_t d;
+  IRON_RETURN_IF_ERROR_PLAIN(iron_dot_plan_read(op, &d));
+  iron_dtype_t comp = d.comp_dtype;
   dot_params_t *p = calloc(1, sizeof(*p));
   if (!p) return IRON_ERR(RESOURCE_EXHAUSTED, "out of memory for params");
-  p->out_dtype = ot->dtype;
+  p->out_dtype = d.out->dtype;
   p->comp_dtype = comp;
   switch (comp) {
     case IRON_DTYPE_F32: p->gemm_type = IRON_HOST_GEMM_F32; break;
@@ -340,46 +246,16 @@ static iron_status_t dot_prepare_dims(
     case IRON_DTYPE_C128: p->gemm_type = IRON_HOST_GEMM_C128; break;
     default: p->gemm_type = IRON_HOST_GEMM_S64; break;
   }
-  p->batch = batch;
-  p->m = m;
-  p->n = n;
-  p->k = k;
-  p->out_count = iron_ir_type_num_elements(ot);
+  p->batch = d.batch;
+  p->m = d.m;
+  p->n = d.n;
+  p->k = d.k;
+  p->out_count = iron_ir_type_num_elements(d.out);
   p->fast = fast_enabled();
-  plan_operand(lt, comp, lb, nlb, lfree, nlf, lc, nlc, &p->lhs);
-  plan_operand(rt, comp, rb, nrb, rc, nrc, rfree, nrf, &p->rhs);
+  plan_operand(d.lhs, comp, d.lb, d.nb, d.lf, d.nlf, d.lc, d.nc, &p->lhs);
+  plan_operand(d.rhs, comp, d.rb, d.nb, d.rc, d.nc, d.rf, d.nrf, &p->rhs);
   *out_params = p;
   return IRON_OK;
-}
-
-static iron_status_t dot_general_prepare(const iron_ir_op_t *op,
-                                         iron_region_t *const *regions,
-                                         void **out_params) {
-  int64_t lb[IRON_MAX_RANK], rb[IRON_MAX_RANK], lc[IRON_MAX_RANK],
-      rc[IRON_MAX_RANK];
-  uint32_t nlb = 0, nrb = 0, nlc = 0, nrc = 0;
-  IRON_RETURN_IF_ERROR_PLAIN(iron_ir_op_i64_list(
-      op, "lhs_batching_dimensions", lb, IRON_MAX_RANK, &nlb));
-  IRON_RETURN_IF_ERROR_PLAIN(iron_ir_op_i64_list(
-      op, "rhs_batching_dimensions", rb, IRON_MAX_RANK, &nrb));
-  IRON_RETURN_IF_ERROR_PLAIN(iron_ir_op_i64_list(
-      op, "lhs_contracting_dimensions", lc, IRON_MAX_RANK, &nlc));
-  IRON_RETURN_IF_ERROR_PLAIN(iron_ir_op_i64_list(
-      op, "rhs_contracting_dimensions", rc, IRON_MAX_RANK, &nrc));
-  return dot_prepare_dims(op, lb, nlb, rb, nrb, lc, nlc, rc, nrc, out_params);
-}
-
-// stablehlo.dot: lhs rank 1 or 2 contracts its last dim with rhs dim 0.
-static iron_status_t dot_prepare(const iron_ir_op_t *op,
-                                 iron_region_t *const *regions,
-                                 void **out_params) {
-  if (op->num_operands != 2)
-    return IRON_ERR(INVALID_ARGUMENT, "%s: expected 2 operands", op->name);
-  int32_t lr = op->operands[0]->type->rank, rr = op->operands[1]->type->rank;
-  if (lr < 1 || lr > 2 || rr < 1 || rr > 2)
-    return iron_ir_op_unimplemented(op, "for ranks %d x %d", lr, rr);
-  int64_t lc = lr - 1, rc = 0;
-  return dot_prepare_dims(op, NULL, 0, NULL, 0, &lc, 1, &rc, 1, out_params);
 }
 
 // Produces the compute-dtype [B, rows, cols] view of one operand, using
@@ -440,7 +316,7 @@ static iron_status_t dot_run(const iron_kernel_ctx_t *ctx, const void *params,
 }
 
 static const iron_kernel_t kDotGeneral = {
-    .name = "dot_general", .prepare = dot_general_prepare, .run = dot_run};
+    .name = "dot_general", .prepare = dot_prepare, .run = dot_run};
 static const iron_kernel_t kDot = {
     .name = "dot", .prepare = dot_prepare, .run = dot_run};
 

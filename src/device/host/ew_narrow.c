@@ -11,8 +11,8 @@
 // wraps. Values pass through f64 (floats) or s64 (ints) and reuse the
 // regular convert loops on the other side.
 //
-// f8E8M0FNU has its own rules (e8m0_* below, also measured; halfway cases
-// round up).
+// f8E8M0FNU has its own rules (iron_e8m0_* in src/base/narrow_float.c,
+// also measured; halfway cases round up).
 //
 // f6E2M3FN and f6E3M2FN (no inf, no NaN) convert like f4E2M1FN: round to
 // nearest even, overflow saturates, NaN -> the sign bit alone; that is
@@ -25,160 +25,17 @@
 #include "device/host/ew_narrow.h"
 
 #include "base/half.h"
+#include "base/narrow_float.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-enum {
-  NF_IEEE = 0,  // inf and NaNs as in IEEE (all-ones exponent)
-  NF_FN,        // no inf; NaN = all ones (exponent and mantissa)
-  NF_FNUZ,      // no inf, no -0; NaN = sign bit alone
-  NF_SAT,       // no inf, no NaN: overflow saturates, NaN -> sign bit alone
-};
-
-typedef struct nf_format {
-  iron_dtype_t dt;
-  int ebits, mbits, bias, kind;
-} nf_format_t;
-
-static const nf_format_t kFormats[] = {
-    {IRON_DTYPE_F8E5M2, 5, 2, 15, NF_IEEE},
-    {IRON_DTYPE_F8E4M3, 4, 3, 7, NF_IEEE},
-    {IRON_DTYPE_F8E3M4, 3, 4, 3, NF_IEEE},
-    {IRON_DTYPE_F8E4M3FN, 4, 3, 7, NF_FN},
-    {IRON_DTYPE_F8E4M3FNUZ, 4, 3, 8, NF_FNUZ},
-    {IRON_DTYPE_F8E5M2FNUZ, 5, 2, 16, NF_FNUZ},
-    {IRON_DTYPE_F8E4M3B11FNUZ, 4, 3, 11, NF_FNUZ},
-    {IRON_DTYPE_F4E2M1FN, 2, 1, 1, NF_SAT},
-    {IRON_DTYPE_F6E2M3FN, 2, 3, 1, NF_SAT},
-    {IRON_DTYPE_F6E3M2FN, 3, 2, 3, NF_SAT},
-};
-
-// Only converts take the f6 formats (see the top of the file).
-static bool nf_is_f6(iron_dtype_t dt) {
-  return dt == IRON_DTYPE_F6E2M3FN || dt == IRON_DTYPE_F6E3M2FN;
-}
-#define NF_NUM_FORMATS (sizeof(kFormats) / sizeof(kFormats[0]))
-
-static const nf_format_t *nf_format(iron_dtype_t dt) {
-  for (size_t i = 0; i < NF_NUM_FORMATS; ++i) {
-    if (kFormats[i].dt == dt) return &kFormats[i];
-  }
-  return NULL;
-}
-
-static double nf_decode(const nf_format_t *f, unsigned bits) {
-  int nbits = 1 + f->ebits + f->mbits;
-  unsigned emask = (1u << f->ebits) - 1, mmask = (1u << f->mbits) - 1;
-  bits &= (1u << nbits) - 1;
-  unsigned sign = bits >> (nbits - 1);
-  unsigned e = (bits >> f->mbits) & emask, m = bits & mmask;
-  if (f->kind == NF_FNUZ && bits == 1u << (nbits - 1)) return NAN;
-  // NaNs keep their sign (XLA:CPU: f8E5M2 0xff -> f32 0xffc00000); FNUZ's
-  // NaN (the sign bit alone) reads as +NaN.
-  if (f->kind == NF_IEEE && e == emask) {
-    return m ? (sign ? -NAN : NAN) : sign ? -INFINITY : INFINITY;
-  }
-  if (f->kind == NF_FN && e == emask && m == mmask) return sign ? -NAN : NAN;
-  double v = e == 0 ? ldexp((double)m, 1 - f->bias - f->mbits)
-                    : ldexp((double)((1u << f->mbits) + m),
-                            (int)e - f->bias - f->mbits);
-  return sign ? -v : v;
-}
-
-static uint8_t nf_encode(const nf_format_t *f, double x) {
-  int nbits = 1 + f->ebits + f->mbits;
-  unsigned emask = (1u << f->ebits) - 1, mmask = (1u << f->mbits) - 1;
-  unsigned sbit = 1u << (nbits - 1);
-  unsigned sign = signbit(x) ? sbit : 0;
-  // Largest finite encoding (without sign).
-  unsigned maxbits;
-  switch (f->kind) {
-    case NF_IEEE: maxbits = ((emask - 1) << f->mbits) | mmask; break;
-    case NF_FN: maxbits = (emask << f->mbits) | (mmask - 1); break;
-    default: maxbits = (emask << f->mbits) | mmask; break;
-  }
-  unsigned nan_bits = f->kind == NF_IEEE ? (emask << f->mbits) | (1u << (f->mbits - 1))
-                      : f->kind == NF_FN ? (emask << f->mbits) | mmask
-                                         : 0;
-  if (isnan(x)) {
-    if (f->kind == NF_FNUZ || f->kind == NF_SAT) return (uint8_t)sbit;
-    return (uint8_t)(sign | nan_bits);
-  }
-  unsigned overflow = f->kind == NF_IEEE  ? sign | (emask << f->mbits)
-                      : f->kind == NF_FN  ? sign | nan_bits
-                      : f->kind == NF_FNUZ ? sbit
-                                           : sign | maxbits;
-  double a = fabs(x);
-  if (isinf(a)) return (uint8_t)overflow;
-  if (a == 0) return (uint8_t)(f->kind == NF_FNUZ ? 0 : sign);
-  int ex;
-  frexp(a, &ex);
-  int e = ex - 1, emin = 1 - f->bias;
-  int qexp = (e < emin ? emin : e) - f->mbits;
-  double q = nearbyint(ldexp(a, -qexp));  // round to nearest even
-  if (q == 0) return (uint8_t)(f->kind == NF_FNUZ ? 0 : sign);
-  if (q >= (double)(2u << f->mbits)) {  // rounding carried into the exponent
-    q /= 2;
-    qexp++;
-  }
-  unsigned qi = (unsigned)q, enc;
-  if (qi >= (1u << f->mbits)) {
-    long biased = (long)qexp + f->mbits + f->bias;
-    if (biased > (long)emask) return (uint8_t)overflow;
-    enc = ((unsigned)biased << f->mbits) | (qi - (1u << f->mbits));
-  } else {
-    enc = qi;  // subnormal
-  }
-  if (enc > maxbits) return (uint8_t)overflow;
-  return (uint8_t)(sign | enc);
-}
-
-// f8E8M0FNU: an unsigned power of two, 2^(bits - 127); 0xff is NaN (there
-// is no zero). Converting to it, as measured on XLA:CPU (and ml_dtypes):
-// NaN, infinities, zeros and negative values give NaN. From f32 bits (and
-// bf16, which are f32 bits): a normal value takes its exponent, plus one
-// when the mantissa is >= 1.5 (halfway up), NaN past 2^127; a denormal gives
-// 2^-126 when its mantissa field is above 0x400000, else 2^-127. From f64
-// (and, through f64, every other dtype), not through f32, which would round
-// twice: the same rule on the f64 value, and below 2^-126: 2^-126 above
-// 2^-127, 2^-127 at it, NaN below it.
-static uint8_t e8m0_from_f32_bits(uint32_t b) {
-  uint32_t e = (b >> 23) & 0xffu, m = b & 0x7fffffu;
-  if ((b >> 31) || e == 0xffu || (b & 0x7fffffffu) == 0) return 0xff;
-  if (e == 0) return m > 0x400000u ? 1 : 0;
-  uint32_t code = e + (m >= 0x400000u);
-  return code > 254 ? 0xff : (uint8_t)code;
-}
-
-static uint8_t e8m0_from_f64(double x) {
-  if (!(x > 0) || isinf(x) || x < 0x1p-127) return 0xff;
-  if (x < 0x1p-126) return x > 0x1p-127 ? 1 : 0;
-  int ex;
-  double m = 2 * frexp(x, &ex);  // x = m * 2^(ex - 1), 1 <= m < 2
-  long code = (long)ex - 1 + 127 + (m >= 1.5);
-  return code > 254 ? 0xff : (uint8_t)code;
-}
-
-// The f32 bits of an f8E8M0FNU value (2^-127 is an f32 denormal, which a
-// double -> float conversion would flush under the kernels' FTZ mode).
-static uint32_t e8m0_to_f32_bits(unsigned bits) {
-  bits &= 0xffu;
-  if (bits == 0xffu) return 0x7fc00000u;
-  return bits == 0 ? 0x00400000u : (uint32_t)bits << 23;
-}
-
-static double e8m0_decode(unsigned bits) {
-  bits &= 0xffu;
-  return bits == 0xffu ? NAN : ldexp(1.0, (int)bits - 127);
-}
-
 // ---------------------------------------------------------------------------
 
 typedef struct nr_params {
   uint32_t magic;                  // IRON_EW_NARROW_MAGIC
-  const nf_format_t *sfmt, *dfmt;  // narrow float source/destination
+  const iron_narrow_format_t *sfmt, *dfmt;  // narrow float source/destination
   int sbits, dbits;                // narrow int source/destination bits
   bool s_signed, d_signed;
   bool via_int;                    // intermediate is s64 (else f64)
@@ -213,13 +70,13 @@ static void nr_block(const nr_params_t *p, void *out, const void *in,
         memcpy(&h, s + 2 * j, 2);
         b = (uint32_t)h << 16;
       }
-      d[j] = e8m0_from_f32_bits(b);
+      d[j] = iron_e8m0_from_f32_bits(b);
     }
     return;
   }
   if (p->e8m0_src && p->e8m0_out_bits) {  // to f32/bf16/c64 bits or pred
     for (int64_t j = 0; j < len; ++j) {
-      uint32_t b = e8m0_to_f32_bits(s[j]);
+      uint32_t b = iron_e8m0_to_f32_bits(s[j]);
       switch (p->e8m0_out_bits) {
         case 32: memcpy((char *)out + 4 * j, &b, 4); break;
         case 64: {
@@ -240,12 +97,12 @@ static void nr_block(const nr_params_t *p, void *out, const void *in,
     return;
   }
   if (p->e8m0_src) {
-    for (int64_t j = 0; j < len; ++j) tmp.f[j] = e8m0_decode(s[j]);
+    for (int64_t j = 0; j < len; ++j) tmp.f[j] = iron_e8m0_decode(s[j]);
   } else if (p->pre) {
     const void *ins[1] = {in};
     p->pre(&tmp, ins, 0, len);
   } else if (p->sfmt) {
-    for (int64_t j = 0; j < len; ++j) tmp.f[j] = nf_decode(p->sfmt, s[j]);
+    for (int64_t j = 0; j < len; ++j) tmp.f[j] = iron_narrow_format_decode(p->sfmt, s[j]);
     if (p->sat_max_is_inf) {
       unsigned mag = (1u << (p->sfmt->ebits + p->sfmt->mbits)) - 1;
       for (int64_t j = 0; j < len; ++j) {
@@ -272,12 +129,12 @@ static void nr_block(const nr_params_t *p, void *out, const void *in,
   } else if (p->e8m0_dst) {
     for (int64_t j = 0; j < len; ++j) {
       double v = p->via_int ? (double)tmp.i[j] : tmp.f[j];
-      d[j] = e8m0_from_f64(v);
+      d[j] = iron_e8m0_from_f64(v);
     }
   } else if (p->dfmt) {
     for (int64_t j = 0; j < len; ++j) {
       double v = p->via_int ? (double)tmp.i[j] : tmp.f[j];
-      d[j] = nf_encode(p->dfmt, v);
+      d[j] = iron_narrow_format_encode(p->dfmt, v);
       if (p->nan_all_ones && isnan(v)) d[j] = 0x7f;  // whatever the sign
     }
   } else {
@@ -352,7 +209,7 @@ static bool nr_int_type(iron_dtype_t dt, int *bits, bool *is_signed) {
 bool iron_ew_narrow_is(iron_dtype_t dt) {
   int bits;
   bool sg;
-  return nf_format(dt) != NULL || nr_int_type(dt, &bits, &sg) ||
+  return iron_narrow_format(dt) != NULL || nr_int_type(dt, &bits, &sg) ||
          dt == IRON_DTYPE_F8E8M0FNU;
 }
 
@@ -364,8 +221,8 @@ static bool nr_init(iron_dtype_t from, iron_dtype_t to,
   p->magic = IRON_EW_NARROW_MAGIC;
   p->in_size = iron_dtype_size(from);
   p->out_size = iron_dtype_size(to);
-  p->sfmt = nf_format(from);
-  p->dfmt = nf_format(to);
+  p->sfmt = iron_narrow_format(from);
+  p->dfmt = iron_narrow_format(to);
   bool s_int = nr_int_type(from, &p->sbits, &p->s_signed);
   bool d_int = nr_int_type(to, &p->dbits, &p->d_signed);
   p->e8m0_src = from == IRON_DTYPE_F8E8M0FNU;
@@ -405,9 +262,9 @@ static bool nr_init(iron_dtype_t from, iron_dtype_t to,
   // integer as if it were infinite: 6.0 -> INT_MAX.
   // f16/bf16 NaN -> f8E5M2 gives 0.11111.11 on XLA:CPU, for either sign
   // (f32/f64 NaN give S.11111.10).
-  p->nan_all_ones = p->dfmt && p->dfmt->dt == IRON_DTYPE_F8E5M2 &&
+  p->nan_all_ones = p->dfmt && p->dfmt->dtype == IRON_DTYPE_F8E5M2 &&
                     (from == IRON_DTYPE_F16 || from == IRON_DTYPE_BF16);
-  p->sat_max_is_inf = p->sfmt && p->sfmt->dt == IRON_DTYPE_F4E2M1FN &&
+  p->sat_max_is_inf = p->sfmt && p->sfmt->dtype == IRON_DTYPE_F4E2M1FN &&
                       (d_int || iron_dtype_is_int(to));
   iron_dtype_t mid = p->via_int ? IRON_DTYPE_S64 : IRON_DTYPE_F64;
   if (!s_narrow && !(p->e8m0_dst && p->e8m0_in_bits)) {
@@ -447,55 +304,20 @@ iron_status_t iron_ew_narrow_run(const iron_kernel_ctx_t *ctx,
 }
 
 // ---------------------------------------------------------------------------
-// Single values (iota, dot).
-
-double iron_ew_narrow_decode(iron_dtype_t dt, unsigned bits) {
-  const nf_format_t *f = nf_format(dt);
-  return f ? nf_decode(f, bits) : NAN;
-}
-
-uint8_t iron_ew_narrow_encode(iron_dtype_t dt, double v) {
-  const nf_format_t *f = nf_format(dt);
-  return f ? nf_encode(f, v) : 0;
-}
-
-bool iron_ew_narrow_is_float(iron_dtype_t dt) {
-  return nf_format(dt) != NULL && !nf_is_f6(dt);
-}
-
-uint8_t iron_ew_narrow_store_f32(iron_dtype_t dt, float v) {
-  const nf_format_t *f = nf_format(dt);
-  if (!f) return 0;
-  double h = iron_f16_to_f32(iron_f32_to_f16(v));
-  // f16 NaN -> f8E5M2 is 0x7f whatever the sign (see nr_init).
-  if (isnan(h) && dt == IRON_DTYPE_F8E5M2) return 0x7f;
-  return nf_encode(f, h);
-}
-
-bool iron_ew_narrow_dot_is(iron_dtype_t dt) {
-  return dt == IRON_DTYPE_F8E8M0FNU || iron_ew_narrow_is_float(dt);
-}
+// Single values (dot, convolution).
 
 double iron_ew_narrow_dot_load(iron_dtype_t dt, unsigned bits) {
-  if (dt != IRON_DTYPE_F8E8M0FNU) return iron_ew_narrow_decode(dt, bits);
+  if (dt != IRON_DTYPE_F8E8M0FNU) return iron_narrow_float_decode(dt, bits);
   if ((bits & 0xffu) == 0 && iron_ew_flush_enabled()) return 0.0;
-  return e8m0_decode(bits);
-}
-
-bool iron_ew_narrow_dot_mix_ok(iron_dtype_t lhs, iron_dtype_t rhs,
-                               iron_dtype_t out) {
-  if (lhs != IRON_DTYPE_F8E8M0FNU && rhs != IRON_DTYPE_F8E8M0FNU &&
-      out != IRON_DTYPE_F8E8M0FNU)
-    return true;
-  return !iron_ew_narrow_dot_is(out) || (lhs == out && rhs == out);
+  return iron_e8m0_decode(bits);
 }
 
 uint8_t iron_ew_narrow_dot_store(iron_dtype_t dt, float v) {
-  if (dt != IRON_DTYPE_F8E8M0FNU) return iron_ew_narrow_store_f32(dt, v);
+  if (dt != IRON_DTYPE_F8E8M0FNU) return iron_narrow_float_store_f32(dt, v);
   uint32_t b;
   memcpy(&b, &v, 4);
   if ((b & 0x7f800000u) == 0 && iron_ew_flush_enabled()) b &= 0x80000000u;
-  return e8m0_from_f32_bits(b);
+  return iron_e8m0_from_f32_bits(b);
 }
 
 // ---------------------------------------------------------------------------
@@ -504,7 +326,7 @@ uint8_t iron_ew_narrow_dot_store(iron_dtype_t dt, float v) {
 iron_dtype_t iron_ew_narrow_wide(iron_dtype_t dt) {
   if (dt == IRON_DTYPE_S4) return IRON_DTYPE_S8;
   if (dt == IRON_DTYPE_U4) return IRON_DTYPE_U8;
-  if (nf_format(dt) && !nf_is_f6(dt)) return IRON_DTYPE_F16;
+  if (iron_narrow_format(dt) && !iron_narrow_is_f6(dt)) return IRON_DTYPE_F16;
   if (dt == IRON_DTYPE_F8E8M0FNU) return IRON_DTYPE_F32;
   return IRON_DTYPE_INVALID;
 }

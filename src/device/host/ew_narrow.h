@@ -28,34 +28,13 @@ iron_status_t iron_ew_narrow_run(const iron_kernel_ctx_t *ctx,
 // The regular (non-narrow) convert loop from -> to of convert.c, or NULL.
 iron_ew_loop_fn_t iron_ew_convert_loop(iron_dtype_t from, iron_dtype_t to);
 
-// Value of a narrow float encoding (f8 family, f4E2M1FN, f6).
-double iron_ew_narrow_decode(iron_dtype_t dt, unsigned bits);
-// Narrow float encoding of v, rounded as convert f64 -> dt does.
-uint8_t iron_ew_narrow_encode(iron_dtype_t dt, double v);
-
-// An f32 result (dot, convolution) stored as narrow float dt the way
-// XLA:CPU does: rounded to f16, then to dt.
-uint8_t iron_ew_narrow_store_f32(iron_dtype_t dt, float v);
-// True for the f8/f4 types that dot and convolution take (as operands, read
-// with iron_ew_narrow_decode, or results, stored with the above).
-bool iron_ew_narrow_is_float(iron_dtype_t dt);
-
-// The narrow float dtypes dot and convolution take: iron_ew_narrow_is_float
-// plus f8E8M0FNU, which XLA:CPU converts to f32 by its bits (an operand) and
-// from the f32 result by its bits (a result: no f16 step), the f32 dot
-// flushing denormals (2^-127, 0x00, reads as 0; a denormal result as 0,
-// which is NaN in f8E8M0FNU) unless IRON_HOST_DENORMALS=keep.
-bool iron_ew_narrow_dot_is(iron_dtype_t dt);
-// An operand element's value (exact in f32).
+// The value of an operand element of dot/convolution in a narrow float
+// dtype (iron_dot_plan_narrow_is; exact in f32), and a result element from
+// its f32 value; f8E8M0FNU by its f32 bits, the f32 dot flushing denormals
+// (2^-127, 0x00, reads as 0; a denormal result as 0, which is NaN in
+// f8E8M0FNU) unless IRON_HOST_DENORMALS=keep.
 double iron_ew_narrow_dot_load(iron_dtype_t dt, unsigned bits);
-// A result element from its f32 value.
 uint8_t iron_ew_narrow_dot_store(iron_dtype_t dt, float v);
-// False for the dtype mixes with f8E8M0FNU that dot/convolution do not
-// take: a narrow result with an operand of another dtype (XLA:CPU converts
-// such operands to the result's dtype first, measured: f8E4M3FN x
-// f8E8M0FNU -> f8E8M0FNU is NaN wherever the f8E4M3FN operand is <= 0).
-bool iron_ew_narrow_dot_mix_ok(iron_dtype_t lhs, iron_dtype_t rhs,
-                               iron_dtype_t out);
 
 // Element-wise ops on narrow dtypes. XLA:CPU has no arithmetic of its own
 // for them: its FloatNormalization pass converts the operands to a wider

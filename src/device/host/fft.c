@@ -27,7 +27,7 @@
 #include <string.h>
 
 #include "base/compile_memory.h"
-#include "device/fft_plan.h"
+#include "device/plans/fft_plan.h"
 #include "device/host/host_kernel.h"
 
 #define FFT_GENERIC_MAX 64

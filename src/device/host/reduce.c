@@ -12,8 +12,9 @@
 #include "device/host/host_kernel.h"
 #include "device/host/reduce_fast.h"
 #include "device/host/shape_copy.h"
+#include "device/plans/reduce_plan.h"
 
-#define IRON_REDUCE_MAX_INPUTS 32
+#define IRON_REDUCE_MAX_INPUTS IRON_REDUCE_PLAN_MAX_INPUTS
 #define IRON_REDUCE_COL_CHUNK 4096
 // Generic bodies run in XLA's sequential order when the reduced size is at
 // most this, or the rows at least IRON_REDUCE_WIDE wide; else pairwise.
@@ -37,40 +38,6 @@ typedef struct reduce_params {
 static bool fast_enabled(void) {
   const char *e = getenv("IRON_HOST_REDUCE_FAST");
   return !(e && e[0] == '0');
-}
-
-// The op kind when the body is `return op(arg0, arg1)` (either order) on the
-// input dtype, else IRON_OP_UNKNOWN.
-static iron_op_kind_t single_op_body(const iron_ir_region_t *r,
-                                     iron_dtype_t dtype) {
-  if (!r || r->num_blocks != 1) return IRON_OP_UNKNOWN;
-  const iron_ir_block_t *b = &r->blocks[0];
-  if (b->num_args != 2 || b->num_ops != 2) return IRON_OP_UNKNOWN;
-  const iron_ir_op_t *op = b->ops[0], *ret = b->ops[1];
-  if ((ret->kind != IRON_OP_RETURN && ret->kind != IRON_OP_FUNC_RETURN) ||
-      ret->num_operands != 1 || op->num_results != 1 ||
-      ret->operands[0] != &op->results[0] || op->num_operands != 2)
-    return IRON_OP_UNKNOWN;
-  const iron_ir_value_t *a0 = &b->args[0], *a1 = &b->args[1];
-  if (!((op->operands[0] == a0 && op->operands[1] == a1) ||
-        (op->operands[0] == a1 && op->operands[1] == a0)))
-    return IRON_OP_UNKNOWN;
-  const iron_ir_type_t *t = op->results[0].type;
-  if (!t || t->kind != IRON_TYPE_TENSOR || t->rank != 0 || t->dtype != dtype)
-    return IRON_OP_UNKNOWN;
-  for (int i = 0; i < 2; ++i) {
-    const iron_ir_type_t *at = b->args[i].type;
-    if (!at || at->kind != IRON_TYPE_TENSOR || at->rank != 0 ||
-        at->dtype != dtype)
-      return IRON_OP_UNKNOWN;
-  }
-  switch (op->kind) {
-    case IRON_OP_ADD: case IRON_OP_MULTIPLY: case IRON_OP_MAXIMUM:
-    case IRON_OP_MINIMUM: case IRON_OP_AND: case IRON_OP_OR:
-    case IRON_OP_XOR:
-      return op->kind;
-    default: return IRON_OP_UNKNOWN;
-  }
 }
 
 // Gather plan: iteration over `first` dims then `second` dims of `t`.
@@ -98,63 +65,24 @@ static void order_plan(const iron_ir_type_t *t, const bool *reduced,
 static iron_status_t reduce_prepare(const iron_ir_op_t *op,
                                     iron_region_t *const *regions,
                                     void **out_params) {
-  uint32_t n = op->num_operands / 2;
-  if (op->num_operands % 2 || n == 0 || op->num_results != n ||
-      op->num_regions != 1)
-    return IRON_ERR(INVALID_ARGUMENT, "%s: bad operand/result counts",
-                    op->name);
-  if (n > IRON_REDUCE_MAX_INPUTS)
-    return iron_ir_op_unimplemented(op, "with %u inputs", n);
-  const iron_ir_type_t *t0 = op->operands[0]->type;
-  for (uint32_t i = 0; i < 2 * n; ++i) {
-    const iron_ir_type_t *t = op->operands[i]->type;
-    if (!t || t->kind != IRON_TYPE_TENSOR || !iron_ir_type_is_static(t) ||
-        iron_ir_type_num_elements(t) < 0 || iron_dtype_size(t->dtype) == 0)
-      return iron_ir_op_unimplemented(op, "for operand %u's type", i);
-    if (i < n && (t->rank != t0->rank ||
-                  memcmp(t->dims, t0->dims,
-                         sizeof(int64_t) * (size_t)t0->rank) != 0))
-      return IRON_ERR(INVALID_ARGUMENT, "%s: input shapes differ", op->name);
-    if (i >= n && (t->rank != 0 || t->dtype != op->operands[i - n]->type->dtype))
-      return IRON_ERR(INVALID_ARGUMENT, "%s: bad init value %u", op->name,
-                      i - n);
-  }
-  int64_t dims[IRON_MAX_RANK];
-  uint32_t nd = 0;
-  IRON_RETURN_IF_ERROR_PLAIN(
-      iron_ir_op_i64_list(op, "dimensions", dims, IRON_MAX_RANK, &nd));
-  bool reduced[IRON_MAX_RANK] = {false};
-  for (uint32_t k = 0; k < nd; ++k) {
-    if (dims[k] < 0 || dims[k] >= t0->rank || reduced[dims[k]])
-      return IRON_ERR(INVALID_ARGUMENT, "%s: bad dimension %lld", op->name,
-                      (long long)dims[k]);
-    reduced[dims[k]] = true;
-  }
-  for (uint32_t i = 0; i < n; ++i) {
-    const iron_ir_type_t *rt = op->results[i].type;
-    bool ok = rt && rt->kind == IRON_TYPE_TENSOR &&
-              rt->dtype == op->operands[i]->type->dtype &&
-              rt->rank == t0->rank - (int32_t)nd;
-    for (int32_t d = 0, r = 0; ok && d < t0->rank; ++d)
-      if (!reduced[d] && rt->dims[r++] != t0->dims[d]) ok = false;
-    if (!ok)
-      return IRON_ERR(INVALID_ARGUMENT, "%s: result %u type mismatch",
-                      op->name, i);
-  }
+  iron_reduce_plan_t plan;
+  IRON_RETURN_IF_ERROR_PLAIN(iron_reduce_plan_read(op, &plan));
+  uint32_t n = plan.num;
+  const iron_ir_type_t *t0 = plan.in;
+  const bool *reduced = plan.reduced;
   reduce_params_t *p = calloc(1, sizeof(*p));
   if (!p) return IRON_ERR(RESOURCE_EXHAUSTED, "out of memory for params");
   p->n = n;
-  for (uint32_t i = 0; i < n; ++i) p->dtypes[i] = op->operands[i]->type->dtype;
-  p->red = 1;
-  p->kept = 1;
-  for (int32_t d = 0; d < t0->rank; ++d) {
-    if (reduced[d]) p->red *= t0->dims[d]; else p->kept *= t0->dims[d];
-  }
+  for (uint32_t i = 0; i < n; ++i) p->dtypes[i] = plan.dtype[i];
+  p->red = plan.red;
+  p->kept = plan.kept;
   const iron_ir_region_t *ir =
       regions && regions[0] ? regions[0]->ir : &op->regions[0];
-  if (n == 1 && fast_enabled())
-    p->impl = iron_host_reduce_impl_lookup(single_op_body(ir, p->dtypes[0]),
-                                           p->dtypes[0]);
+  if (n == 1 && fast_enabled()) {
+    iron_op_kind_t k = iron_reduce_plan_body_op(ir, p->dtypes[0]);
+    if (iron_reduce_plan_op_is_monoid(k))
+      p->impl = iron_host_reduce_impl_lookup(k, p->dtypes[0]);
+  }
   if (p->impl) {
     // Group the non-unit dims into runs of kept/reduced; [K? R? K?] is a
     // strided view, anything else is gathered to [kept, reduced].

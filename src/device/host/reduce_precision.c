@@ -8,6 +8,7 @@
 
 #include "device/host/ew_common.h"
 #include "device/host/host_kernel.h"
+#include "device/plans/precision_plan.h"
 
 typedef struct {
   iron_dtype_t dtype;
@@ -71,44 +72,20 @@ static void rp_chunk(void *arg, int64_t b, int64_t e) {
     default: rp_loop_uint64_t(j->p, j->out, j->in, j->in_stride, b, e); break;
   }
 }
-
 static iron_status_t rp_prepare(const iron_ir_op_t *op,
                                 iron_region_t *const *regions,
                                 void **out_params) {
   (void)regions;
-  if (op->num_operands != 1 || op->num_results != 1)
-    return IRON_ERR(INVALID_ARGUMENT, "%s: expected 1 operand and 1 result",
-                    op->name);
-  iron_dtype_t dt = op->results[0].type->dtype;
-  if (op->operands[0]->type->dtype != dt)
-    return IRON_ERR(INVALID_ARGUMENT, "%s: operand and result dtypes differ",
-                    op->name);
-  int sm, se, nbits;
-  switch (dt) {
-    case IRON_DTYPE_F16: sm = 10; se = 5; nbits = 16; break;
-    case IRON_DTYPE_BF16: sm = 7; se = 8; nbits = 16; break;
-    case IRON_DTYPE_F32: sm = 23; se = 8; nbits = 32; break;
-    case IRON_DTYPE_F64: sm = 52; se = 11; nbits = 64; break;
-    default:
-      return iron_ir_op_unimplemented(op, "for dtype %s", iron_dtype_name(dt));
-  }
-  int64_t eb = 0, mb = 0;
-  if (!iron_ir_attr_as_i64(iron_ir_op_attr(op, "exponent_bits"), &eb) ||
-      !iron_ir_attr_as_i64(iron_ir_op_attr(op, "mantissa_bits"), &mb))
-    return IRON_ERR(INVALID_ARGUMENT,
-                    "%s: missing exponent_bits/mantissa_bits", op->name);
-  if (eb < 1 || mb < 0)
-    return IRON_ERR(INVALID_ARGUMENT,
-                    "%s: exponent_bits must be >= 1 and mantissa_bits >= 0",
-                    op->name);
+  iron_precision_plan_t plan;
+  IRON_RETURN_IF_ERROR_PLAIN(iron_precision_plan_read(op, &plan));
   rp_params_t *p = calloc(1, sizeof(*p));
   if (!p) return IRON_ERR(RESOURCE_EXHAUSTED, "out of memory");
-  p->dtype = dt;
-  p->nbits = nbits;
-  p->src_mant = sm;
-  p->src_exp = se;
-  p->exponent_bits = eb;
-  p->mantissa_bits = mb;
+  p->dtype = plan.dtype;
+  p->nbits = plan.nbits;
+  p->src_mant = plan.src_mant;
+  p->src_exp = plan.src_exp;
+  p->exponent_bits = plan.exponent_bits;
+  p->mantissa_bits = plan.mantissa_bits;
   *out_params = p;
   return IRON_OK;
 }

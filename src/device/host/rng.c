@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "device/host/host_kernel.h"
+#include "device/plans/rng_plan.h"
 
 typedef struct rng_params {
   int32_t algorithm;  // THREE_FRY or PHILOX (DEFAULT resolved)
@@ -155,77 +156,22 @@ static void philox_blocks(void *arg, int64_t begin, int64_t end) {
   }
 }
 
-// ---------------------------------------------------------------------------
-
 static iron_status_t rng_prepare(const iron_ir_op_t *op,
                                  iron_region_t *const *regions,
                                  void **out_params) {
   (void)regions;
   *out_params = NULL;
-  if (op->num_operands != 1 || op->num_results != 2)
-    return IRON_ERR(INVALID_ARGUMENT,
-                    "stablehlo.rng_bit_generator: expected 1 operand and 2 "
-                    "results, got %u and %u",
-                    op->num_operands, op->num_results);
-  const iron_ir_type_t *st = op->operands[0]->type;
-  const iron_ir_type_t *ot = op->results[1].type;
-  if (st->kind != IRON_TYPE_TENSOR || ot->kind != IRON_TYPE_TENSOR ||
-      !iron_ir_type_is_static(ot) || !iron_ir_type_is_static(st))
-    return iron_ir_op_unimplemented(op, "for non-static tensor types");
-
-  int32_t alg = iron_ir_op_enum(op, "rng_algorithm", IRON_RNG_DEFAULT);
-  if (alg == IRON_RNG_DEFAULT) alg = IRON_RNG_PHILOX;  // as XLA:CPU does
-  if (alg != IRON_RNG_THREE_FRY && alg != IRON_RNG_PHILOX)
-    return iron_ir_op_unimplemented(op, "for rng_algorithm %d", alg);
-
-  // jax always hands a u64[2] state (u32[4] keys are bitcast first). XLA
-  // also accepts u64[3] for PHILOX (a full 128-bit counter); other state
-  // shapes do not produce a state of the same shape there.
-  if (st->dtype != IRON_DTYPE_U64 || st->rank != 1 ||
-      !(st->dims[0] == 2 || (st->dims[0] == 3 && alg == IRON_RNG_PHILOX)))
-    return iron_ir_op_unimplemented(
-        op, "for a state other than u64[2] (or u64[3] with PHILOX)");
-  if (!iron_ir_type_equal(st, op->results[0].type))
-    return IRON_ERR(INVALID_ARGUMENT,
-                    "stablehlo.rng_bit_generator: output state type differs "
-                    "from the input state type");
-
-  iron_dtype_class_t cls = iron_dtype_class(ot->dtype);
-  int bits = iron_dtype_bits(ot->dtype);
-  // Floats take the bits of the unsigned type of their width (as in XLA;
-  // jax itself only asks for unsigned outputs).
-  if ((cls != IRON_DTYPE_CLASS_SINT && cls != IRON_DTYPE_CLASS_UINT &&
-       cls != IRON_DTYPE_CLASS_FLOAT) ||
-      (bits != 8 && bits != 16 && bits != 32 && bits != 64) ||
-      iron_dtype_size(ot->dtype) * 8 != (size_t)bits)
-    return iron_ir_op_unimplemented(op, "for output dtype %s",
-                                    iron_dtype_name(ot->dtype));
-  int64_t count = iron_ir_type_num_elements(ot);
-  if (count < 0)
-    return IRON_ERR(INVALID_ARGUMENT,
-                    "stablehlo.rng_bit_generator: output too large");
-
+  iron_rng_plan_t plan;
+  IRON_RETURN_IF_ERROR_PLAIN(iron_rng_plan_read(op, &plan));
   rng_params_t *p = (rng_params_t *)calloc(1, sizeof(*p));
   if (!p) return IRON_ERR(RESOURCE_EXHAUSTED, "out of memory");
-  p->algorithm = alg;
-  p->state_len = (int32_t)st->dims[0];
-  p->out_bytes = bits / 8;
-  p->count = count;
-  if (alg == IRON_RNG_THREE_FRY && bits <= 32) {
-    // XLA's SplitShapeIntoHalves: the first even dimension, else the first
-    // largest one; a scalar counts as shape [1].
-    int32_t s = -1;
-    for (int32_t i = 0; i < ot->rank && s < 0; ++i)
-      if (ot->dims[i] % 2 == 0) s = i;
-    if (s < 0)
-      for (int32_t i = 0; i < ot->rank; ++i)
-        if (s < 0 || ot->dims[i] > ot->dims[s]) s = i;
-    p->outer = 1, p->inner = 1, p->split = 1;
-    if (s >= 0) {
-      for (int32_t i = 0; i < s; ++i) p->outer *= ot->dims[i];
-      for (int32_t i = s + 1; i < ot->rank; ++i) p->inner *= ot->dims[i];
-      p->split = ot->dims[s];
-    }
+  p->algorithm = plan.algorithm;
+  p->state_len = plan.state_words;
+  p->out_bytes = plan.out_bytes;
+  p->count = plan.count;
+  if (plan.algorithm == IRON_RNG_THREE_FRY && plan.out_bytes <= 4) {
+    iron_rng_plan_threefry_split(plan.out->rank, plan.out->dims, &p->outer,
+                                 &p->split, &p->inner);
     p->half = (p->split + 1) / 2;
   }
   *out_params = p;

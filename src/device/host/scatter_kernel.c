@@ -19,44 +19,19 @@
 #include <string.h>
 
 #include "base/half.h"
-#include "device/host/gather_index.h"
+#include "device/host/gather_copy.h"
 #include "device/host/host_kernel.h"
 
-#define SCATTER_MAX_OPERANDS 32
+#define SCATTER_MAX_OPERANDS IRON_SCATTER_PLAN_MAX_OPERANDS
 
-typedef enum scatter_body {
-  BODY_GENERIC = 0,
-  BODY_SET,
-  BODY_ADD,
-  BODY_MUL,
-  BODY_MAX,
-  BODY_MIN,
-  BODY_OR,
-  BODY_AND,
-} scatter_body_t;
 
 typedef void (*combine_fn_t)(char *dst, int64_t ds, const char *src,
                              int64_t ss, int64_t n);
 
 typedef struct scatter_params {
-  int32_t n;  // number of operands (= updates = results)
+  iron_gather_plan_t plan;  // src/device/plans/gather_plan.c
   size_t es[SCATTER_MAX_OPERANDS];
-  iron_dtype_t dtype[SCATTER_MAX_OPERANDS];
-  iron_dtype_t idx_dtype;
-  int32_t nbatch;
-  int64_t bdims[IRON_MAX_RANK];
-  int64_t b_idx_stride[IRON_MAX_RANK];
-  int64_t b_upd_stride[IRON_MAX_RANK];
-  int64_t b_op_stride[IRON_MAX_RANK];  // non-zero for batching dims
-  int64_t b_op_dim[IRON_MAX_RANK];     // operand dim size for batching dims
-  int64_t num_points;
-  int32_t nstart;
-  int64_t idx_vec_stride;
-  int64_t start_op_stride[IRON_MAX_RANK];
-  int64_t start_max[IRON_MAX_RANK];
-  iron_gather_box_t box;  // a: operand/result, b: updates
-  int64_t op_count;
-  scatter_body_t body;
+  iron_scatter_body_t body;
   combine_fn_t combine;  // fast path (not for SET)
   const iron_region_t *region;
 } scatter_params_t;
@@ -155,13 +130,13 @@ HALF_OPS(bf16, iron_bf16_to_f32, iron_f32_to_bf16)
 CPLX_OPS(c64, float)
 CPLX_OPS(c128, double)
 
-static combine_fn_t combine_for(scatter_body_t body, iron_dtype_t dt) {
+static combine_fn_t combine_for(iron_scatter_body_t body, iron_dtype_t dt) {
 #define PICK4(sfx)                              \
   switch (body) {                               \
-    case BODY_ADD: return add_##sfx;            \
-    case BODY_MUL: return mul_##sfx;            \
-    case BODY_MAX: return max_##sfx;            \
-    case BODY_MIN: return min_##sfx;            \
+    case IRON_SCATTER_BODY_ADD: return add_##sfx;            \
+    case IRON_SCATTER_BODY_MUL: return mul_##sfx;            \
+    case IRON_SCATTER_BODY_MAX: return max_##sfx;            \
+    case IRON_SCATTER_BODY_MIN: return min_##sfx;            \
     default: return NULL;                       \
   }
   switch (dt) {
@@ -178,50 +153,20 @@ static combine_fn_t combine_for(scatter_body_t body, iron_dtype_t dt) {
     case IRON_DTYPE_F32: PICK4(f32)
     case IRON_DTYPE_F64: PICK4(f64)
     case IRON_DTYPE_C64:
-      return body == BODY_ADD ? add_c64 : body == BODY_MUL ? mul_c64 : NULL;
+      return body == IRON_SCATTER_BODY_ADD ? add_c64 : body == IRON_SCATTER_BODY_MUL ? mul_c64 : NULL;
     case IRON_DTYPE_C128:
-      return body == BODY_ADD ? add_c128 : body == BODY_MUL ? mul_c128 : NULL;
+      return body == IRON_SCATTER_BODY_ADD ? add_c128 : body == IRON_SCATTER_BODY_MUL ? mul_c128 : NULL;
     case IRON_DTYPE_PRED:
       // On i1, add/max/or are "or"; multiply/min/and are "and".
-      if (body == BODY_ADD || body == BODY_MAX || body == BODY_OR)
+      if (body == IRON_SCATTER_BODY_ADD || body == IRON_SCATTER_BODY_MAX || body == IRON_SCATTER_BODY_OR)
         return or_pred;
-      if (body == BODY_MUL || body == BODY_MIN || body == BODY_AND)
+      if (body == IRON_SCATTER_BODY_MUL || body == IRON_SCATTER_BODY_MIN || body == IRON_SCATTER_BODY_AND)
         return and_pred;
       return NULL;
     default:
       return NULL;
   }
 #undef PICK4
-}
-
-// ---------------------------------------------------------------------------
-// Body recognition (single operand: block args (cur, upd)).
-
-static scatter_body_t classify_body(const iron_ir_op_t *op) {
-  if (op->num_regions != 1 || op->regions[0].num_blocks != 1)
-    return BODY_GENERIC;
-  const iron_ir_block_t *blk = &op->regions[0].blocks[0];
-  if (blk->num_args != 2 || blk->num_ops == 0) return BODY_GENERIC;
-  const iron_ir_op_t *ret = blk->ops[blk->num_ops - 1];
-  if (ret->kind != IRON_OP_RETURN || ret->num_operands != 1)
-    return BODY_GENERIC;
-  const iron_ir_value_t *v = ret->operands[0];
-  const iron_ir_value_t *a0 = &blk->args[0], *a1 = &blk->args[1];
-  if (v == a1) return BODY_SET;
-  const iron_ir_op_t *d = v->def_op;
-  if (!d || d->num_operands != 2) return BODY_GENERIC;
-  bool args = (d->operands[0] == a0 && d->operands[1] == a1) ||
-              (d->operands[0] == a1 && d->operands[1] == a0);
-  if (!args) return BODY_GENERIC;
-  switch (d->kind) {
-    case IRON_OP_ADD: return BODY_ADD;
-    case IRON_OP_MULTIPLY: return BODY_MUL;
-    case IRON_OP_MAXIMUM: return BODY_MAX;
-    case IRON_OP_MINIMUM: return BODY_MIN;
-    case IRON_OP_OR: return BODY_OR;
-    case IRON_OP_AND: return BODY_AND;
-    default: return BODY_GENERIC;
-  }
 }
 
 static bool fast_enabled(void) {
@@ -232,152 +177,22 @@ static bool fast_enabled(void) {
 // ---------------------------------------------------------------------------
 // Prepare
 
-#define SCATTER_BAD(...) \
-  IRON_ERR(INVALID_ARGUMENT, "stablehlo.scatter: " __VA_ARGS__)
-
 static iron_status_t scatter_fill(const iron_ir_op_t *op,
                                   iron_region_t *const *regions,
                                   scatter_params_t *p) {
-  if (op->num_operands < 3 || op->num_operands % 2 != 1)
-    return SCATTER_BAD("expects 2N+1 operands");
-  int32_t n = (int32_t)(op->num_operands - 1) / 2;
-  if (n > SCATTER_MAX_OPERANDS)
-    return iron_ir_op_unimplemented(op, "with %d operands", n);
-  if ((int32_t)op->num_results != n) return SCATTER_BAD("expects N results");
-  p->n = n;
-  const iron_ir_type_t *ot = op->operands[0]->type;
-  const iron_ir_type_t *it = op->operands[n]->type;
-  const iron_ir_type_t *ut = op->operands[n + 1]->type;
-  for (uint32_t i = 0; i < op->num_operands; ++i) {
-    const iron_ir_type_t *t = op->operands[i]->type;
-    if (t->kind != IRON_TYPE_TENSOR || !iron_ir_type_is_static(t))
-      return iron_ir_op_unimplemented(op, "for dynamic or non-tensor types");
-  }
-  for (int32_t i = 0; i < n; ++i) {
-    const iron_ir_type_t *a = op->operands[i]->type;
-    const iron_ir_type_t *u = op->operands[n + 1 + i]->type;
-    const iron_ir_type_t *r = op->results[i].type;
-    if (a->rank != ot->rank || memcmp(a->dims, ot->dims,
-                                      sizeof(int64_t) * (size_t)a->rank))
-      return SCATTER_BAD("operand shapes differ");
-    if (u->rank != ut->rank ||
-        memcmp(u->dims, ut->dims, sizeof(int64_t) * (size_t)u->rank))
-      return SCATTER_BAD("update shapes differ");
-    if (!iron_ir_type_equal(a, r) || u->dtype != a->dtype)
-      return SCATTER_BAD("result/update type differs from operand");
-    p->dtype[i] = a->dtype;
-    p->es[i] = iron_dtype_size(a->dtype);
-    if (p->es[i] == 0 || p->es[i] > 16)
-      return iron_ir_op_unimplemented(op, "for dtype %s",
-                                      iron_dtype_name(a->dtype));
-  }
-  if (!iron_gather_index_dtype_ok(it->dtype))
-    return iron_ir_op_unimplemented(op, "for index dtype %s",
-                                    iron_dtype_name(it->dtype));
-  p->idx_dtype = it->dtype;
-
-  int64_t uwd[IRON_MAX_RANK], iwd[IRON_MAX_RANK], ib[IRON_MAX_RANK],
-      sib[IRON_MAX_RANK], sdod[IRON_MAX_RANK], ivd_list[1];
-  uint32_t n_uwd, n_iwd, n_ib, n_sib, n_sdod, n_ivd;
-  IRON_RETURN_IF_ERROR_PLAIN(iron_ir_op_i64_list(op, "update_window_dims", uwd,
-                                                 IRON_MAX_RANK, &n_uwd));
-  IRON_RETURN_IF_ERROR_PLAIN(iron_ir_op_i64_list(
-      op, "inserted_window_dims", iwd, IRON_MAX_RANK, &n_iwd));
-  IRON_RETURN_IF_ERROR_PLAIN(iron_ir_op_i64_list(op, "input_batching_dims", ib,
-                                                 IRON_MAX_RANK, &n_ib));
-  IRON_RETURN_IF_ERROR_PLAIN(iron_ir_op_i64_list(
-      op, "scatter_indices_batching_dims", sib, IRON_MAX_RANK, &n_sib));
-  IRON_RETURN_IF_ERROR_PLAIN(iron_ir_op_i64_list(
-      op, "scatter_dims_to_operand_dims", sdod, IRON_MAX_RANK, &n_sdod));
-  IRON_RETURN_IF_ERROR_PLAIN(
-      iron_ir_op_i64_list(op, "index_vector_dim", ivd_list, 1, &n_ivd));
-  if (n_ivd != 1) return SCATTER_BAD("missing index_vector_dim");
-  int64_t ivd = ivd_list[0];
-  int32_t orank = ot->rank, irank = it->rank, urank = ut->rank;
-  if (ivd < 0 || ivd > irank) return SCATTER_BAD("bad index_vector_dim");
-  if (n_ib != n_sib) return SCATTER_BAD("batching dims count mismatch");
-  int64_t vec_len = ivd < irank ? it->dims[ivd] : 1;
-  if ((int64_t)n_sdod != vec_len)
-    return SCATTER_BAD("scatter_dims_to_operand_dims length mismatch");
-  for (uint32_t i = 0; i < n_sdod; ++i)
-    if (sdod[i] < 0 || sdod[i] >= orank)
-      return SCATTER_BAD("bad scatter_dims_to_operand_dims");
-  for (uint32_t i = 0; i < n_iwd; ++i)
-    if (iwd[i] < 0 || iwd[i] >= orank)
-      return SCATTER_BAD("bad inserted_window_dims");
-  for (uint32_t i = 0; i < n_ib; ++i)
-    if (ib[i] < 0 || ib[i] >= orank || sib[i] < 0 || sib[i] >= irank ||
-        sib[i] == ivd)
-      return SCATTER_BAD("bad batching dims");
-  for (uint32_t i = 0; i < n_uwd; ++i)
-    if (uwd[i] < 0 || uwd[i] >= urank)
-      return SCATTER_BAD("bad update_window_dims");
-  int32_t nbatch = irank - (ivd < irank ? 1 : 0);
-  if (urank != nbatch + (int32_t)n_uwd) return SCATTER_BAD("updates rank");
-
-  int64_t op_strides[IRON_MAX_RANK], idx_strides[IRON_MAX_RANK],
-      upd_strides[IRON_MAX_RANK];
-  strides_of(ot, op_strides);
-  strides_of(it, idx_strides);
-  strides_of(ut, upd_strides);
-  p->op_count = iron_ir_type_num_elements(ot);
-
-  int32_t j = 0, ud = 0;
-  p->num_points = 1;
-  for (int32_t d = 0; d < irank; ++d) {
-    if (d == ivd) continue;
-    while (ud < urank && list_has(uwd, n_uwd, ud)) ++ud;
-    if (ud >= urank || ut->dims[ud] != it->dims[d])
-      return SCATTER_BAD("update scatter dim %d size mismatch", d);
-    p->bdims[j] = it->dims[d];
-    p->b_idx_stride[j] = idx_strides[d];
-    p->b_upd_stride[j] = upd_strides[ud];
-    int32_t bp = list_pos(sib, n_sib, d);
-    if (bp >= 0) {
-      p->b_op_stride[j] = op_strides[ib[bp]];
-      p->b_op_dim[j] = ot->dims[ib[bp]];
-    }
-    p->num_points *= it->dims[d];
-    ++j;
-    ++ud;
-  }
-  p->nbatch = nbatch;
-
-  int64_t window[IRON_MAX_RANK];
-  uint32_t k = 0;
-  for (int32_t d = 0; d < orank; ++d) {
-    window[d] = 1;
-    if (list_has(iwd, n_iwd, d) || list_has(ib, n_ib, d)) continue;
-    if (k >= n_uwd) return SCATTER_BAD("update_window_dims count mismatch");
-    int64_t sz = ut->dims[uwd[k]];
-    if (sz > ot->dims[d]) return SCATTER_BAD("window larger than operand");
-    window[d] = sz;
-    p->box.size[p->box.rank] = sz;
-    p->box.a_stride[p->box.rank] = op_strides[d];
-    p->box.b_stride[p->box.rank] = upd_strides[uwd[k]];
-    ++p->box.rank;
-    ++k;
-  }
-  if (k != n_uwd) return SCATTER_BAD("update_window_dims count mismatch");
-  iron_gather_box_simplify(&p->box);
-
-  p->nstart = (int32_t)n_sdod;
-  p->idx_vec_stride = ivd < irank ? idx_strides[ivd] : 0;
-  for (uint32_t s = 0; s < n_sdod; ++s) {
-    p->start_op_stride[s] = op_strides[sdod[s]];
-    p->start_max[s] = ot->dims[sdod[s]] - window[sdod[s]];
-  }
-
-  p->body = BODY_GENERIC;
+  IRON_RETURN_IF_ERROR_PLAIN(iron_scatter_plan_read(op, &p->plan));
+  int32_t n = p->plan.num;
+  for (int32_t i = 0; i < n; ++i) p->es[i] = iron_dtype_size(p->plan.dtype[i]);
+  p->body = IRON_SCATTER_BODY_GENERIC;
   if (n == 1 && fast_enabled()) {
-    p->body = classify_body(op);
-    if (p->body != BODY_GENERIC && p->body != BODY_SET) {
-      p->combine = combine_for(p->body, p->dtype[0]);
-      if (!p->combine) p->body = BODY_GENERIC;
+    p->body = iron_scatter_plan_body(&op->regions[0]);
+    if (p->body != IRON_SCATTER_BODY_GENERIC && p->body != IRON_SCATTER_BODY_SET) {
+      p->combine = combine_for(p->body, p->plan.dtype[0]);
+      if (!p->combine) p->body = IRON_SCATTER_BODY_GENERIC;
     }
   }
-  if (p->body == BODY_GENERIC) {
-    if (!regions || op->num_regions != 1 || !regions[0])
+  if (p->body == IRON_SCATTER_BODY_GENERIC) {
+    if (!regions || !regions[0])
       return iron_ir_op_unimplemented(op, "without a compiled update body");
     p->region = regions[0];
   }
@@ -418,14 +233,14 @@ static iron_status_t generic_apply(const scatter_params_t *p,
                                    iron_tensor_t *const *outputs,
                                    const iron_tensor_t *const *updates,
                                    int64_t a, int64_t b) {
-  for (int32_t i = 0; i < p->n; ++i) {
+  for (int32_t i = 0; i < p->plan.num; ++i) {
     g->args[i].data = (char *)outputs[i]->data + (size_t)a * p->es[i];
-    g->args[p->n + i].data =
+    g->args[p->plan.num + i].data =
         (char *)updates[i]->data + (size_t)b * p->es[i];
   }
   IRON_RETURN_IF_ERROR_PLAIN(
       g->ctx->call_region(g->ctx, p->region, g->arg_ptrs, g->res_ptrs));
-  for (int32_t i = 0; i < p->n; ++i)
+  for (int32_t i = 0; i < p->plan.num; ++i)
     memcpy((char *)outputs[i]->data + (size_t)a * p->es[i], g->res_buf[i],
            p->es[i]);
   return NULL;
@@ -461,18 +276,18 @@ static iron_status_t scatter_run(const iron_kernel_ctx_t *ctx,
                                  const iron_tensor_t *const *inputs,
                                  iron_tensor_t *const *outputs) {
   const scatter_params_t *p = params;
-  int32_t n = p->n;
+  int32_t n = p->plan.num;
   for (int32_t i = 0; i < n; ++i)
     if (outputs[i]->data != inputs[i]->data && inputs[i]->nbytes)
       copy_bytes(ctx ? ctx->pool : NULL, outputs[i]->data, inputs[i]->data,
                  inputs[i]->nbytes);
-  if (p->op_count == 0 || p->box.count == 0 || p->num_points == 0)
+  if (p->plan.op_count == 0 || p->plan.box.count == 0 || p->plan.num_points == 0)
     return NULL;
   const void *idx = inputs[n]->data;
   const iron_tensor_t *const *updates = inputs + n + 1;
 
   generic_state_t *g = NULL;
-  if (p->body == BODY_GENERIC) {
+  if (p->body == IRON_SCATTER_BODY_GENERIC) {
     if (!ctx || !ctx->call_region)
       return IRON_ERR(INTERNAL, "stablehlo.scatter: body needs call_region");
     g = calloc(1, sizeof(*g));
@@ -480,7 +295,7 @@ static iron_status_t scatter_run(const iron_kernel_ctx_t *ctx,
     g->ctx = ctx;
     for (int32_t i = 0; i < n; ++i) {
       iron_tensor_t *t = &g->args[i];
-      t->dtype = p->dtype[i];
+      t->dtype = p->plan.dtype[i];
       t->rank = 0;
       t->count = 1;
       t->nbytes = p->es[i];
@@ -493,38 +308,38 @@ static iron_status_t scatter_run(const iron_kernel_ctx_t *ctx,
     }
   }
 
-  const iron_gather_box_t *box = &p->box;
+  const iron_gather_box_t *box = &p->plan.box;
   int32_t inner = box->rank - 1;
   char *out0 = outputs[0]->data;
   const char *upd0 = updates[0]->data;
   size_t es0 = p->es[0];
   iron_status_t st = NULL;
-  for (int64_t pt = 0; pt < p->num_points && !st; ++pt) {
+  for (int64_t pt = 0; pt < p->plan.num_points && !st; ++pt) {
     int64_t rem = pt, idx_off = 0, upd_off = 0, op_off = 0;
     bool ok = true;
-    for (int32_t d = p->nbatch - 1; d >= 0; --d) {
-      int64_t c = rem % p->bdims[d];
-      rem /= p->bdims[d];
-      idx_off += c * p->b_idx_stride[d];
-      upd_off += c * p->b_upd_stride[d];
-      if (p->b_op_stride[d]) {
-        if (c >= p->b_op_dim[d]) ok = false;
-        op_off += c * p->b_op_stride[d];
+    for (int32_t d = p->plan.nbatch - 1; d >= 0; --d) {
+      int64_t c = rem % p->plan.bdims[d];
+      rem /= p->plan.bdims[d];
+      idx_off += c * p->plan.b_idx_stride[d];
+      upd_off += c * p->plan.b_small_stride[d];
+      if (p->plan.b_op_stride[d]) {
+        if (c >= p->plan.b_op_dim[d]) ok = false;
+        op_off += c * p->plan.b_op_stride[d];
       }
     }
-    for (int32_t k = 0; k < p->nstart && ok; ++k) {
-      int64_t s = iron_gather_index_read(idx, p->idx_dtype,
-                                         idx_off + k * p->idx_vec_stride);
-      if (s < 0 || s > p->start_max[k])
+    for (int32_t k = 0; k < p->plan.nstart && ok; ++k) {
+      int64_t s = iron_gather_plan_index_read(idx, p->plan.idx_dtype,
+                                         idx_off + k * p->plan.idx_vec_stride);
+      if (s < 0 || s > p->plan.start_max[k])
         ok = false;
       else
-        op_off += s * p->start_op_stride[k];
+        op_off += s * p->plan.start_op_stride[k];
     }
     if (!ok) continue;  // XLA drops an update whose window is out of bounds
     if (box->rank == 0) {
-      if (p->body == BODY_SET)
+      if (p->body == IRON_SCATTER_BODY_SET)
         memcpy(out0 + (size_t)op_off * es0, upd0 + (size_t)upd_off * es0, es0);
-      else if (p->body == BODY_GENERIC)
+      else if (p->body == IRON_SCATTER_BODY_GENERIC)
         st = generic_apply(p, g, outputs, updates, op_off, upd_off);
       else
         p->combine(out0 + (size_t)op_off * es0, 1,
@@ -536,10 +351,10 @@ static iron_status_t scatter_run(const iron_kernel_ctx_t *ctx,
     for (;;) {
       int64_t len = box->size[inner];
       int64_t as = box->a_stride[inner], bs = box->b_stride[inner];
-      if (p->body == BODY_SET) {
+      if (p->body == IRON_SCATTER_BODY_SET) {
         iron_gather_copy_strided(out0 + (size_t)a * es0, as,
                                  upd0 + (size_t)b * es0, bs, len, es0);
-      } else if (p->body == BODY_GENERIC) {
+      } else if (p->body == IRON_SCATTER_BODY_GENERIC) {
         for (int64_t e = 0; e < len && !st; ++e)
           st = generic_apply(p, g, outputs, updates, a + e * as, b + e * bs);
         if (st) break;

@@ -6,49 +6,18 @@
 #include <string.h>
 
 #include "base/half.h"
-#include "device/host/ew_narrow.h"
+#include "base/narrow_float.h"
 #include "device/host/host_kernel.h"
 #include "device/host/shape_copy.h"
+#include "device/plans/shape_plan.h"
 
 // ---------------------------------------------------------------------------
-// Validation helpers
-
-static iron_status_t check_tensor(const iron_ir_op_t *op,
-                                  const iron_ir_type_t *t, const char *what) {
-  if (!t || t->kind != IRON_TYPE_TENSOR || !iron_ir_type_is_static(t))
-    return iron_ir_op_unimplemented(op, "for a non-static or non-tensor %s",
-                                    what);
-  if (iron_dtype_size(t->dtype) == 0)
-    return iron_ir_op_unimplemented(op, "for dtype %s",
-                                    iron_dtype_name(t->dtype));
-  if (iron_ir_type_num_elements(t) < 0)
-    return IRON_ERR(INVALID_ARGUMENT, "%s: %s is too large", op->name, what);
-  return IRON_OK;
-}
-
-static iron_status_t check_arity(const iron_ir_op_t *op, uint32_t min_operands,
-                                 uint32_t results) {
-  if (op->num_operands < min_operands || op->num_results != results)
-    return IRON_ERR(INVALID_ARGUMENT, "%s: expected %u operands and %u results",
-                    op->name, min_operands, results);
-  return IRON_OK;
-}
-
-// Operand 0 and result 0 are static tensors of one dtype.
-static iron_status_t check_unary_move(const iron_ir_op_t *op) {
-  IRON_RETURN_IF_ERROR_PLAIN(check_arity(op, 1, 1));
-  IRON_RETURN_IF_ERROR_PLAIN(check_tensor(op, op->operands[0]->type, "operand"));
-  IRON_RETURN_IF_ERROR_PLAIN(check_tensor(op, op->results[0].type, "result"));
-  if (op->operands[0]->type->dtype != op->results[0].type->dtype)
-    return IRON_ERR(INVALID_ARGUMENT, "%s: operand and result dtypes differ",
-                    op->name);
-  return IRON_OK;
-}
+// Helpers (validation: src/device/plans/shape_plan.c)
 
 static void *alloc_params(size_t size, iron_status_t *out_status) {
   void *p = calloc(1, size);
-  *out_status = p ? IRON_OK
-                  : IRON_ERR(RESOURCE_EXHAUSTED, "out of memory for params");
+  *out_status =
+      p ? IRON_OK : IRON_ERR(RESOURCE_EXHAUSTED, "out of memory for params");
   return p;
 }
 
@@ -65,32 +34,39 @@ static void plan_init(iron_host_copy_plan_t *p, const iron_ir_type_t *t) {
 static int64_t read_index(const iron_tensor_t *t) {
   const void *d = t->data;
   switch (t->dtype) {
-    case IRON_DTYPE_S8: return *(const int8_t *)d;
-    case IRON_DTYPE_S16: return *(const int16_t *)d;
-    case IRON_DTYPE_S32: return *(const int32_t *)d;
-    case IRON_DTYPE_S64: return *(const int64_t *)d;
+    case IRON_DTYPE_S8:
+      return *(const int8_t *)d;
+    case IRON_DTYPE_S16:
+      return *(const int16_t *)d;
+    case IRON_DTYPE_S32:
+      return *(const int32_t *)d;
+    case IRON_DTYPE_S64:
+      return *(const int64_t *)d;
     case IRON_DTYPE_U8:
-    case IRON_DTYPE_PRED: return *(const uint8_t *)d;
-    case IRON_DTYPE_U16: return *(const uint16_t *)d;
-    case IRON_DTYPE_U32: return *(const uint32_t *)d;
+    case IRON_DTYPE_PRED:
+      return *(const uint8_t *)d;
+    case IRON_DTYPE_U16:
+      return *(const uint16_t *)d;
+    case IRON_DTYPE_U32:
+      return *(const uint32_t *)d;
     case IRON_DTYPE_U64: {
       uint64_t v = *(const uint64_t *)d;
       return v > (uint64_t)INT64_MAX ? INT64_MAX : (int64_t)v;
     }
     // Sub-byte integers are one per byte, in the low bits (as numpy and
     // ml_dtypes store them): sign-extend or mask.
-    case IRON_DTYPE_S2: return (int8_t)(uint8_t)(*(const uint8_t *)d << 6) >> 6;
-    case IRON_DTYPE_S4: return (int8_t)(uint8_t)(*(const uint8_t *)d << 4) >> 4;
-    case IRON_DTYPE_U2: return *(const uint8_t *)d & 3;
-    case IRON_DTYPE_U4: return *(const uint8_t *)d & 15;
-    default: return 0;  // refused at prepare
+    case IRON_DTYPE_S2:
+      return (int8_t)(uint8_t)(*(const uint8_t *)d << 6) >> 6;
+    case IRON_DTYPE_S4:
+      return (int8_t)(uint8_t)(*(const uint8_t *)d << 4) >> 4;
+    case IRON_DTYPE_U2:
+      return *(const uint8_t *)d & 3;
+    case IRON_DTYPE_U4:
+      return *(const uint8_t *)d & 15;
+    default:
+      return 0;  // refused at prepare
   }
 }
-
-static bool is_index_dtype(iron_dtype_t dt) {
-  return iron_dtype_is_int(dt);
-}
-
 static int64_t clamp_i64(int64_t v, int64_t lo, int64_t hi) {
   return v < lo ? lo : v > hi ? hi : v;
 }
@@ -103,37 +79,23 @@ typedef struct iota_params {
   size_t elem_size;
   int64_t outer, n, inner;
 } iota_params_t;
-
 static iron_status_t iota_prepare(const iron_ir_op_t *op,
                                   iron_region_t *const *regions,
                                   void **out_params) {
-  IRON_RETURN_IF_ERROR_PLAIN(check_arity(op, 0, 1));
-  const iron_ir_type_t *t = op->results[0].type;
-  IRON_RETURN_IF_ERROR_PLAIN(check_tensor(op, t, "result"));
-  iron_dtype_t dt = t->dtype;
-  if (!(iron_dtype_is_int(dt) || dt == IRON_DTYPE_PRED ||
-        dt == IRON_DTYPE_F16 || dt == IRON_DTYPE_BF16 ||
-        dt == IRON_DTYPE_F32 || dt == IRON_DTYPE_F64 ||
-        dt == IRON_DTYPE_C64 || dt == IRON_DTYPE_C128 ||
-        (iron_dtype_is_float(dt) &&
-         iron_ew_narrow_wide(dt) == IRON_DTYPE_F16)))
-    return iron_ir_op_unimplemented(op, "for dtype %s", iron_dtype_name(dt));
-  int64_t dim = 0;
-  uint32_t n = 0;
-  IRON_RETURN_IF_ERROR_PLAIN(
-      iron_ir_op_i64_list(op, "iota_dimension", &dim, 1, &n));
-  if (t->rank == 0 || n != 1 || dim < 0 || dim >= t->rank)
-    return IRON_ERR(INVALID_ARGUMENT, "%s: bad iota_dimension", op->name);
+  iron_shape_plan_t sp;
+  IRON_RETURN_IF_ERROR_PLAIN(iron_shape_plan_read(op, &sp));
+  const iron_ir_type_t *t = sp.out;
   iron_status_t st;
   iota_params_t *p = alloc_params(sizeof(*p), &st);
   if (!p) return st;
-  p->dtype = dt;
-  p->elem_size = iron_dtype_size(dt);
+  p->dtype = t->dtype;
+  p->elem_size = iron_dtype_size(t->dtype);
   p->outer = 1;
   p->inner = 1;
-  for (int32_t i = 0; i < dim; ++i) p->outer *= t->dims[i];
-  for (int32_t i = (int32_t)dim + 1; i < t->rank; ++i) p->inner *= t->dims[i];
-  p->n = t->dims[dim];
+  for (int32_t i = 0; i < sp.dim; ++i) p->outer *= t->dims[i];
+  for (int32_t i = (int32_t)sp.dim + 1; i < t->rank; ++i)
+    p->inner *= t->dims[i];
+  p->n = t->dims[sp.dim];
   *out_params = p;
   return IRON_OK;
 }
@@ -142,7 +104,9 @@ static iron_status_t iota_prepare(const iron_ir_op_t *op,
 static void encode_index(iron_dtype_t dt, int64_t j, unsigned char *out) {
   memset(out, 0, 16);
   switch (dt) {
-    case IRON_DTYPE_PRED: out[0] = j != 0; break;
+    case IRON_DTYPE_PRED:
+      out[0] = j != 0;
+      break;
     case IRON_DTYPE_F16: {
       uint16_t h = iron_f32_to_f16((float)j);
       memcpy(out, &h, 2);
@@ -168,7 +132,7 @@ static void encode_index(iron_dtype_t dt, int64_t j, unsigned char *out) {
     default:
       if (iron_dtype_is_float(dt)) {
         // f8/f4: XLA:CPU's iota runs in f16 and converts.
-        out[0] = iron_ew_narrow_encode(
+        out[0] = iron_narrow_float_encode(
             dt, (double)iron_f16_to_f32(iron_f32_to_f16((float)j)));
       } else {  // integers: two's complement truncation
         memcpy(out, &j, 8);
@@ -201,8 +165,8 @@ static iron_status_t iota_run(const iron_kernel_ctx_t *ctx, const void *params,
     for (int64_t j = 0; j < p->n; ++j) {
       encode_index(p->dtype, j, v);
       iron_host_fill(o == 0 ? ctx->pool : NULL,
-                     d + (size_t)((o * p->n + j) * p->inner) * es, p->inner,
-                     v, es);
+                     d + (size_t)((o * p->n + j) * p->inner) * es, p->inner, v,
+                     es);
     }
   }
   return IRON_OK;
@@ -230,168 +194,76 @@ static iron_status_t plan_run(const iron_kernel_ctx_t *ctx, const void *params,
                               const iron_tensor_t *const *inputs,
                               iron_tensor_t *const *outputs) {
   const plan_params_t *p = params;
-  iron_host_copy_run(ctx->pool, &p->plan, inputs[0]->data, outputs[0]->data,
-                     0, 0);
+  iron_host_copy_run(ctx->pool, &p->plan, inputs[0]->data, outputs[0]->data, 0,
+                     0);
   return IRON_OK;
 }
-
-// Shared by broadcast_in_dim and broadcast: operand dim k goes to result dim
+// broadcast_in_dim and broadcast: operand dim k goes to result dim
 // bdims[k].
-static iron_status_t broadcast_plan(const iron_ir_op_t *op,
-                                    const int64_t *bdims, uint32_t nb,
-                                    void **out_params) {
-  const iron_ir_type_t *in = op->operands[0]->type;
-  const iron_ir_type_t *out = op->results[0].type;
-  if ((int32_t)nb != in->rank)
-    return IRON_ERR(INVALID_ARGUMENT,
-                    "%s: broadcast_dimensions has %u entries for rank %d",
-                    op->name, nb, in->rank);
+static iron_status_t broadcast_prepare(const iron_ir_op_t *op,
+                                       iron_region_t *const *regions,
+                                       void **out_params) {
+  iron_shape_plan_t sp;
+  IRON_RETURN_IF_ERROR_PLAIN(iron_shape_plan_read(op, &sp));
+  const iron_ir_type_t *in = sp.in, *out = sp.out;
   iron_host_copy_plan_t plan;
   plan_init(&plan, out);
   int64_t in_strides[IRON_MAX_RANK];
   iron_host_row_major_strides(in->rank, in->dims, in_strides);
   iron_host_row_major_strides(out->rank, out->dims, plan.dst_strides);
-  bool used[IRON_MAX_RANK] = {false};
-  for (uint32_t k = 0; k < nb; ++k) {
-    int64_t d = bdims[k];
-    if (d < 0 || d >= out->rank || used[d] ||
-        (in->dims[k] != 1 && in->dims[k] != out->dims[d]))
-      return IRON_ERR(INVALID_ARGUMENT,
-                      "%s: bad broadcast dimension %lld for operand dim %u",
-                      op->name, (long long)d, k);
-    used[d] = true;
-    if (in->dims[k] != 1) plan.src_strides[d] = in_strides[k];
-  }
+  for (int32_t k = 0; k < in->rank; ++k)
+    if (in->dims[k] != 1) plan.src_strides[sp.bdims[k]] = in_strides[k];
   return plan_params_new(&plan, out_params);
-}
-
-static iron_status_t broadcast_in_dim_prepare(
-    const iron_ir_op_t *op, iron_region_t *const *regions,
-    void **out_params) {
-  IRON_RETURN_IF_ERROR_PLAIN(check_unary_move(op));
-  int64_t bdims[IRON_MAX_RANK];
-  uint32_t nb = 0;
-  IRON_RETURN_IF_ERROR_PLAIN(iron_ir_op_i64_list(
-      op, "broadcast_dimensions", bdims, IRON_MAX_RANK, &nb));
-  return broadcast_plan(op, bdims, nb, out_params);
-}
-
-static iron_status_t broadcast_prepare(const iron_ir_op_t *op,
-                                       iron_region_t *const *regions,
-                                       void **out_params) {
-  IRON_RETURN_IF_ERROR_PLAIN(check_unary_move(op));
-  const iron_ir_type_t *in = op->operands[0]->type;
-  const iron_ir_type_t *out = op->results[0].type;
-  int64_t sizes[IRON_MAX_RANK];
-  uint32_t ns = 0;
-  IRON_RETURN_IF_ERROR_PLAIN(
-      iron_ir_op_i64_list(op, "broadcast_sizes", sizes, IRON_MAX_RANK, &ns));
-  if ((int64_t)ns + in->rank != out->rank)
-    return IRON_ERR(INVALID_ARGUMENT, "%s: result rank mismatch", op->name);
-  for (uint32_t i = 0; i < ns; ++i)
-    if (sizes[i] != out->dims[i])
-      return IRON_ERR(INVALID_ARGUMENT, "%s: broadcast_sizes mismatch",
-                      op->name);
-  int64_t bdims[IRON_MAX_RANK];
-  for (int32_t k = 0; k < in->rank; ++k) bdims[k] = (int64_t)ns + k;
-  return broadcast_plan(op, bdims, (uint32_t)in->rank, out_params);
 }
 
 static iron_status_t transpose_prepare(const iron_ir_op_t *op,
                                        iron_region_t *const *regions,
                                        void **out_params) {
-  IRON_RETURN_IF_ERROR_PLAIN(check_unary_move(op));
-  const iron_ir_type_t *in = op->operands[0]->type;
-  const iron_ir_type_t *out = op->results[0].type;
-  int64_t perm[IRON_MAX_RANK];
-  uint32_t np = 0;
-  IRON_RETURN_IF_ERROR_PLAIN(
-      iron_ir_op_i64_list(op, "permutation", perm, IRON_MAX_RANK, &np));
-  if ((int32_t)np != in->rank || out->rank != in->rank)
-    return IRON_ERR(INVALID_ARGUMENT, "%s: bad permutation length", op->name);
+  iron_shape_plan_t sp;
+  IRON_RETURN_IF_ERROR_PLAIN(iron_shape_plan_read(op, &sp));
+  const iron_ir_type_t *in = sp.in, *out = sp.out;
   iron_host_copy_plan_t plan;
   plan_init(&plan, out);
   int64_t in_strides[IRON_MAX_RANK];
   iron_host_row_major_strides(in->rank, in->dims, in_strides);
   iron_host_row_major_strides(out->rank, out->dims, plan.dst_strides);
-  bool used[IRON_MAX_RANK] = {false};
-  for (uint32_t i = 0; i < np; ++i) {
-    if (perm[i] < 0 || perm[i] >= in->rank || used[perm[i]] ||
-        in->dims[perm[i]] != out->dims[i])
-      return IRON_ERR(INVALID_ARGUMENT, "%s: bad permutation", op->name);
-    used[perm[i]] = true;
-    plan.src_strides[i] = in_strides[perm[i]];
-  }
+  for (int32_t i = 0; i < out->rank; ++i)
+    plan.src_strides[i] = in_strides[sp.perm[i]];
   return plan_params_new(&plan, out_params);
 }
-
 static iron_status_t slice_prepare(const iron_ir_op_t *op,
                                    iron_region_t *const *regions,
                                    void **out_params) {
-  IRON_RETURN_IF_ERROR_PLAIN(check_unary_move(op));
-  const iron_ir_type_t *in = op->operands[0]->type;
-  const iron_ir_type_t *out = op->results[0].type;
-  int64_t start[IRON_MAX_RANK], limit[IRON_MAX_RANK], stride[IRON_MAX_RANK];
-  uint32_t n0 = 0, n1 = 0, n2 = 0;
-  IRON_RETURN_IF_ERROR_PLAIN(
-      iron_ir_op_i64_list(op, "start_indices", start, IRON_MAX_RANK, &n0));
-  IRON_RETURN_IF_ERROR_PLAIN(
-      iron_ir_op_i64_list(op, "limit_indices", limit, IRON_MAX_RANK, &n1));
-  IRON_RETURN_IF_ERROR_PLAIN(
-      iron_ir_op_i64_list(op, "strides", stride, IRON_MAX_RANK, &n2));
-  if (n2 == 0 && in->rank > 0) {  // strides are optional in the old form
-    for (int32_t i = 0; i < in->rank; ++i) stride[i] = 1;
-    n2 = (uint32_t)in->rank;
-  }
-  if ((int32_t)n0 != in->rank || n1 != n0 || n2 != n0 ||
-      out->rank != in->rank)
-    return IRON_ERR(INVALID_ARGUMENT, "%s: attribute lengths", op->name);
+  iron_shape_plan_t sp;
+  IRON_RETURN_IF_ERROR_PLAIN(iron_shape_plan_read(op, &sp));
+  const iron_ir_type_t *in = sp.in, *out = sp.out;
   iron_host_copy_plan_t plan;
   plan_init(&plan, out);
   int64_t in_strides[IRON_MAX_RANK];
   iron_host_row_major_strides(in->rank, in->dims, in_strides);
   iron_host_row_major_strides(out->rank, out->dims, plan.dst_strides);
   for (int32_t i = 0; i < in->rank; ++i) {
-    // (The count without stride - 1 added: a huge stride must not wrap.)
-    if (start[i] < 0 || limit[i] < start[i] || limit[i] > in->dims[i] ||
-        stride[i] < 1 ||
-        out->dims[i] != (limit[i] == start[i]
-                             ? 0
-                             : (limit[i] - start[i] - 1) / stride[i] + 1))
-      return IRON_ERR(INVALID_ARGUMENT, "%s: bad slice in dim %d", op->name,
-                      i);
-    plan.src_offset += start[i] * in_strides[i];
+    plan.src_offset += sp.start[i] * in_strides[i];
     // A stride only matters (and is < the dim) when two elements are taken.
     plan.src_strides[i] =
-        out->dims[i] > 1 ? in_strides[i] * stride[i] : in_strides[i];
+        out->dims[i] > 1 ? in_strides[i] * sp.stride[i] : in_strides[i];
   }
   return plan_params_new(&plan, out_params);
 }
-
 static iron_status_t reverse_prepare(const iron_ir_op_t *op,
                                      iron_region_t *const *regions,
                                      void **out_params) {
-  IRON_RETURN_IF_ERROR_PLAIN(check_unary_move(op));
-  const iron_ir_type_t *in = op->operands[0]->type;
-  const iron_ir_type_t *out = op->results[0].type;
-  if (!iron_ir_type_equal(in, out))
-    return IRON_ERR(INVALID_ARGUMENT, "%s: shape mismatch", op->name);
-  int64_t dims[IRON_MAX_RANK];
-  uint32_t nd = 0;
-  IRON_RETURN_IF_ERROR_PLAIN(
-      iron_ir_op_i64_list(op, "dimensions", dims, IRON_MAX_RANK, &nd));
+  iron_shape_plan_t sp;
+  IRON_RETURN_IF_ERROR_PLAIN(iron_shape_plan_read(op, &sp));
+  const iron_ir_type_t *in = sp.in, *out = sp.out;
   iron_host_copy_plan_t plan;
   plan_init(&plan, out);
   iron_host_row_major_strides(in->rank, in->dims, plan.src_strides);
   iron_host_row_major_strides(out->rank, out->dims, plan.dst_strides);
-  bool used[IRON_MAX_RANK] = {false};
-  for (uint32_t k = 0; k < nd; ++k) {
-    int64_t d = dims[k];
-    if (d < 0 || d >= in->rank || used[d])
-      return IRON_ERR(INVALID_ARGUMENT, "%s: bad dimension %lld", op->name,
-                      (long long)d);
-    used[d] = true;
-    if (in->dims[d] > 0) plan.src_offset += (in->dims[d] - 1) * plan.src_strides[d];
+  for (int32_t d = 0; d < in->rank; ++d) {
+    if (!sp.reversed[d]) continue;
+    if (in->dims[d] > 0)
+      plan.src_offset += (in->dims[d] - 1) * plan.src_strides[d];
     plan.src_strides[d] = -plan.src_strides[d];
   }
   return plan_params_new(&plan, out_params);
@@ -403,22 +275,15 @@ static iron_status_t reverse_prepare(const iron_ir_op_t *op,
 typedef struct bytes_params {
   size_t nbytes;
 } bytes_params_t;
-
 static iron_status_t reshape_prepare(const iron_ir_op_t *op,
                                      iron_region_t *const *regions,
                                      void **out_params) {
-  IRON_RETURN_IF_ERROR_PLAIN(check_unary_move(op));
-  const iron_ir_type_t *in = op->operands[0]->type;
-  const iron_ir_type_t *out = op->results[0].type;
-  if (iron_ir_type_num_elements(in) != iron_ir_type_num_elements(out))
-    return IRON_ERR(INVALID_ARGUMENT, "%s: element counts differ", op->name);
+  iron_shape_plan_t sp;
+  IRON_RETURN_IF_ERROR_PLAIN(iron_shape_plan_read(op, &sp));
   iron_status_t st;
   bytes_params_t *p = alloc_params(sizeof(*p), &st);
   if (!p) return st;
-  if (!iron_ir_type_byte_size(out, &p->nbytes)) {
-    free(p);
-    return IRON_ERR(INVALID_ARGUMENT, "%s: result too large", op->name);
-  }
+  iron_ir_type_byte_size(sp.out, &p->nbytes);  // checked by the plan
   *out_params = p;
   return IRON_OK;
 }
@@ -445,22 +310,6 @@ typedef struct dyn_params {
   uint32_t first_index;  // operand number of the first start index
   size_t full_bytes;     // dynamic_update_slice: bytes of operand 0
 } dyn_params_t;
-
-static iron_status_t check_start_operands(const iron_ir_op_t *op,
-                                          uint32_t first, int32_t rank) {
-  if (op->num_operands != first + (uint32_t)rank)
-    return IRON_ERR(INVALID_ARGUMENT, "%s: expected %d start indices",
-                    op->name, rank);
-  for (int32_t i = 0; i < rank; ++i) {
-    const iron_ir_type_t *t = op->operands[first + (uint32_t)i]->type;
-    if (!t || t->kind != IRON_TYPE_TENSOR || t->rank != 0 ||
-        !is_index_dtype(t->dtype))
-      return iron_ir_op_unimplemented(op, "for start index %d of type %s", i,
-                                      t ? iron_dtype_name(t->dtype) : "?");
-  }
-  return IRON_OK;
-}
-
 // Sum of clamped start * stride.
 static int64_t dyn_offset(const dyn_params_t *p,
                           const iron_tensor_t *const *inputs) {
@@ -472,31 +321,19 @@ static int64_t dyn_offset(const dyn_params_t *p,
   }
   return off;
 }
-
 static iron_status_t dynamic_slice_prepare(const iron_ir_op_t *op,
                                            iron_region_t *const *regions,
                                            void **out_params) {
-  IRON_RETURN_IF_ERROR_PLAIN(check_unary_move(op));
-  const iron_ir_type_t *in = op->operands[0]->type;
-  const iron_ir_type_t *out = op->results[0].type;
-  IRON_RETURN_IF_ERROR_PLAIN(check_start_operands(op, 1, in->rank));
-  int64_t sizes[IRON_MAX_RANK];
-  uint32_t ns = 0;
-  IRON_RETURN_IF_ERROR_PLAIN(
-      iron_ir_op_i64_list(op, "slice_sizes", sizes, IRON_MAX_RANK, &ns));
-  if ((int32_t)ns != in->rank || out->rank != in->rank)
-    return IRON_ERR(INVALID_ARGUMENT, "%s: slice_sizes length", op->name);
-  for (int32_t i = 0; i < in->rank; ++i)
-    if (sizes[i] < 0 || sizes[i] > in->dims[i] || sizes[i] != out->dims[i])
-      return IRON_ERR(INVALID_ARGUMENT, "%s: bad slice size in dim %d",
-                      op->name, i);
+  iron_shape_plan_t sp;
+  IRON_RETURN_IF_ERROR_PLAIN(iron_shape_plan_read(op, &sp));
+  const iron_ir_type_t *in = sp.in, *out = sp.out;
   iron_status_t st;
   dyn_params_t *p = alloc_params(sizeof(*p), &st);
   if (!p) return st;
   p->rank = in->rank;
-  p->first_index = 1;
+  p->first_index = sp.first_index;
   memcpy(p->full_dims, in->dims, sizeof(int64_t) * (size_t)in->rank);
-  memcpy(p->part_dims, sizes, sizeof(int64_t) * (size_t)in->rank);
+  memcpy(p->part_dims, sp.part, sizeof(int64_t) * (size_t)in->rank);
   iron_host_row_major_strides(in->rank, in->dims, p->full_strides);
   plan_init(&p->plan, out);
   memcpy(p->plan.src_strides, p->full_strides,
@@ -516,37 +353,21 @@ static iron_status_t dynamic_slice_run(const iron_kernel_ctx_t *ctx,
                      dyn_offset(p, inputs), 0);
   return IRON_OK;
 }
-
-static iron_status_t dynamic_update_slice_prepare(
-    const iron_ir_op_t *op, iron_region_t *const *regions,
-    void **out_params) {
-  IRON_RETURN_IF_ERROR_PLAIN(check_unary_move(op));
-  if (op->num_operands < 2)
-    return IRON_ERR(INVALID_ARGUMENT, "%s: missing update", op->name);
-  const iron_ir_type_t *in = op->operands[0]->type;
-  const iron_ir_type_t *upd = op->operands[1]->type;
-  const iron_ir_type_t *out = op->results[0].type;
-  IRON_RETURN_IF_ERROR_PLAIN(check_tensor(op, upd, "update"));
-  if (!iron_ir_type_equal(in, out) || upd->dtype != in->dtype ||
-      upd->rank != in->rank)
-    return IRON_ERR(INVALID_ARGUMENT, "%s: type mismatch", op->name);
-  IRON_RETURN_IF_ERROR_PLAIN(check_start_operands(op, 2, in->rank));
-  for (int32_t i = 0; i < in->rank; ++i)
-    if (upd->dims[i] > in->dims[i])
-      return IRON_ERR(INVALID_ARGUMENT, "%s: update larger than operand",
-                      op->name);
+static iron_status_t dynamic_update_slice_prepare(const iron_ir_op_t *op,
+                                                  iron_region_t *const *regions,
+                                                  void **out_params) {
+  iron_shape_plan_t sp;
+  IRON_RETURN_IF_ERROR_PLAIN(iron_shape_plan_read(op, &sp));
+  const iron_ir_type_t *in = sp.in, *upd = sp.update;
   iron_status_t st;
   dyn_params_t *p = alloc_params(sizeof(*p), &st);
   if (!p) return st;
   p->rank = in->rank;
-  p->first_index = 2;
+  p->first_index = sp.first_index;
   memcpy(p->full_dims, in->dims, sizeof(int64_t) * (size_t)in->rank);
   memcpy(p->part_dims, upd->dims, sizeof(int64_t) * (size_t)in->rank);
   iron_host_row_major_strides(in->rank, in->dims, p->full_strides);
-  if (!iron_ir_type_byte_size(in, &p->full_bytes)) {
-    free(p);
-    return IRON_ERR(INVALID_ARGUMENT, "%s: operand too large", op->name);
-  }
+  iron_ir_type_byte_size(in, &p->full_bytes);  // checked by the plan
   plan_init(&p->plan, upd);
   iron_host_row_major_strides(upd->rank, upd->dims, p->plan.src_strides);
   memcpy(p->plan.dst_strides, p->full_strides,
@@ -562,8 +383,8 @@ static iron_status_t dynamic_update_slice_run(
   const dyn_params_t *p = params;
   if (outputs[0]->data != inputs[0]->data && p->full_bytes)
     memcpy(outputs[0]->data, inputs[0]->data, p->full_bytes);
-  iron_host_copy_run(ctx->pool, &p->plan, inputs[1]->data, outputs[0]->data,
-                     0, dyn_offset(p, inputs));
+  iron_host_copy_run(ctx->pool, &p->plan, inputs[1]->data, outputs[0]->data, 0,
+                     dyn_offset(p, inputs));
   return IRON_OK;
 }
 
@@ -574,19 +395,12 @@ typedef struct concat_params {
   uint32_t num_inputs;
   iron_host_copy_plan_t plans[];  // one per input
 } concat_params_t;
-
 static iron_status_t concatenate_prepare(const iron_ir_op_t *op,
                                          iron_region_t *const *regions,
                                          void **out_params) {
-  if (op->num_operands < 1 || op->num_results != 1)
-    return IRON_ERR(INVALID_ARGUMENT, "%s: bad arity", op->name);
-  const iron_ir_type_t *out = op->results[0].type;
-  IRON_RETURN_IF_ERROR_PLAIN(check_tensor(op, out, "result"));
-  int64_t dim = 0;
-  uint32_t n = 0;
-  IRON_RETURN_IF_ERROR_PLAIN(iron_ir_op_i64_list(op, "dimension", &dim, 1, &n));
-  if (n != 1 || dim < 0 || dim >= out->rank)
-    return IRON_ERR(INVALID_ARGUMENT, "%s: bad dimension", op->name);
+  iron_shape_plan_t sp;
+  IRON_RETURN_IF_ERROR_PLAIN(iron_shape_plan_read(op, &sp));
+  const iron_ir_type_t *out = sp.out;
   int64_t out_strides[IRON_MAX_RANK];
   iron_host_row_major_strides(out->rank, out->dims, out_strides);
   iron_status_t st;
@@ -597,29 +411,13 @@ static iron_status_t concatenate_prepare(const iron_ir_op_t *op,
   int64_t at = 0;
   for (uint32_t k = 0; k < op->num_operands; ++k) {
     const iron_ir_type_t *in = op->operands[k]->type;
-    st = check_tensor(op, in, "operand");
-    if (!st && (in->dtype != out->dtype || in->rank != out->rank))
-      st = IRON_ERR(INVALID_ARGUMENT, "%s: operand %u type mismatch",
-                    op->name, k);
-    for (int32_t i = 0; !st && i < in->rank; ++i)
-      if (i != dim && in->dims[i] != out->dims[i])
-        st = IRON_ERR(INVALID_ARGUMENT, "%s: operand %u shape mismatch",
-                      op->name, k);
-    if (st) {
-      free(p);
-      return st;
-    }
     iron_host_copy_plan_t *pl = &p->plans[k];
     plan_init(pl, in);
     iron_host_row_major_strides(in->rank, in->dims, pl->src_strides);
     memcpy(pl->dst_strides, out_strides, sizeof(int64_t) * (size_t)in->rank);
-    pl->dst_offset = at * out_strides[dim];
-    at += in->dims[dim];
+    pl->dst_offset = at * out_strides[sp.dim];
+    at += in->dims[sp.dim];
     iron_host_copy_plan_finalize(pl);
-  }
-  if (at != out->dims[dim]) {
-    free(p);
-    return IRON_ERR(INVALID_ARGUMENT, "%s: result size mismatch", op->name);
   }
   *out_params = p;
   return IRON_OK;
@@ -644,29 +442,13 @@ typedef struct pad_params {
   int64_t out_count;
   size_t elem_size;
 } pad_params_t;
-
 static iron_status_t pad_prepare(const iron_ir_op_t *op,
                                  iron_region_t *const *regions,
                                  void **out_params) {
-  IRON_RETURN_IF_ERROR_PLAIN(check_unary_move(op));
-  if (op->num_operands != 2)
-    return IRON_ERR(INVALID_ARGUMENT, "%s: expected 2 operands", op->name);
-  const iron_ir_type_t *in = op->operands[0]->type;
-  const iron_ir_type_t *pv = op->operands[1]->type;
-  const iron_ir_type_t *out = op->results[0].type;
-  IRON_RETURN_IF_ERROR_PLAIN(check_tensor(op, pv, "padding value"));
-  if (pv->rank != 0 || pv->dtype != in->dtype || out->rank != in->rank)
-    return IRON_ERR(INVALID_ARGUMENT, "%s: type mismatch", op->name);
-  int64_t lo[IRON_MAX_RANK], hi[IRON_MAX_RANK], ip[IRON_MAX_RANK];
-  uint32_t n0 = 0, n1 = 0, n2 = 0;
-  IRON_RETURN_IF_ERROR_PLAIN(
-      iron_ir_op_i64_list(op, "edge_padding_low", lo, IRON_MAX_RANK, &n0));
-  IRON_RETURN_IF_ERROR_PLAIN(
-      iron_ir_op_i64_list(op, "edge_padding_high", hi, IRON_MAX_RANK, &n1));
-  IRON_RETURN_IF_ERROR_PLAIN(
-      iron_ir_op_i64_list(op, "interior_padding", ip, IRON_MAX_RANK, &n2));
-  if ((int32_t)n0 != in->rank || n1 != n0 || n2 != n0)
-    return IRON_ERR(INVALID_ARGUMENT, "%s: attribute lengths", op->name);
+  iron_shape_plan_t sp;
+  IRON_RETURN_IF_ERROR_PLAIN(iron_shape_plan_read(op, &sp));
+  const iron_ir_type_t *in = sp.in, *out = sp.out;
+  const int64_t *lo = sp.lo, *ip = sp.interior;
   iron_status_t st;
   pad_params_t *p = alloc_params(sizeof(*p), &st);
   if (!p) return st;
@@ -678,13 +460,8 @@ static iron_status_t pad_prepare(const iron_ir_op_t *op,
   iron_host_row_major_strides(in->rank, in->dims, in_strides);
   iron_host_row_major_strides(out->rank, out->dims, out_strides);
   for (int32_t i = 0; i < in->rank; ++i) {
-    int64_t n = in->dims[i], od = out->dims[i];
-    if (!iron_ir_pad_dim_is_valid(n, lo[i], hi[i], ip[i], od)) {
-      free(p);
-      return IRON_ERR(INVALID_ARGUMENT, "%s: bad padding in dim %d", op->name,
-                      i);
-    }
-    int64_t step = ip[i] + 1;  // <= 2^40 + 1: checked above
+    int64_t n = in->dims[i], step = ip[i] + 1,
+            od = out->dims[i];  // step <= 2^40 + 1: shape_plan
     // Operand element j lands at lo + j*step; keep those inside [0, od).
     int64_t jmin = lo[i] >= 0 ? 0 : (-lo[i] + step - 1) / step;
     int64_t jmax = n - 1;  // last j with lo + j*step < od
@@ -714,8 +491,8 @@ static iron_status_t pad_run(const iron_kernel_ctx_t *ctx, const void *params,
   const pad_params_t *p = params;
   iron_host_fill(ctx->pool, outputs[0]->data, p->out_count, inputs[1]->data,
                  p->elem_size);
-  iron_host_copy_run(ctx->pool, &p->plan, inputs[0]->data, outputs[0]->data,
-                     0, 0);
+  iron_host_copy_run(ctx->pool, &p->plan, inputs[0]->data, outputs[0]->data, 0,
+                     0);
   return IRON_OK;
 }
 
@@ -724,34 +501,30 @@ static iron_status_t pad_run(const iron_kernel_ctx_t *ctx, const void *params,
 static const iron_kernel_t kIota = {
     .name = "iota", .prepare = iota_prepare, .run = iota_run};
 static const iron_kernel_t kBroadcastInDim = {
-    .name = "broadcast_in_dim",
-    .prepare = broadcast_in_dim_prepare,
-    .run = plan_run};
+    .name = "broadcast_in_dim", .prepare = broadcast_prepare, .run = plan_run};
 static const iron_kernel_t kBroadcast = {
     .name = "broadcast", .prepare = broadcast_prepare, .run = plan_run};
 static const iron_kernel_t kReshape = {.name = "reshape",
-                                            .prepare = reshape_prepare,
-                                            .run = reshape_run,
-                                            .inplace_ok = true};
+                                       .prepare = reshape_prepare,
+                                       .run = reshape_run,
+                                       .inplace_ok = true};
 static const iron_kernel_t kTranspose = {
     .name = "transpose", .prepare = transpose_prepare, .run = plan_run};
 static const iron_kernel_t kSlice = {
     .name = "slice", .prepare = slice_prepare, .run = plan_run};
 static const iron_kernel_t kReverse = {
     .name = "reverse", .prepare = reverse_prepare, .run = plan_run};
-static const iron_kernel_t kDynamicSlice = {
-    .name = "dynamic_slice",
-    .prepare = dynamic_slice_prepare,
-    .run = dynamic_slice_run};
+static const iron_kernel_t kDynamicSlice = {.name = "dynamic_slice",
+                                            .prepare = dynamic_slice_prepare,
+                                            .run = dynamic_slice_run};
 static const iron_kernel_t kDynamicUpdateSlice = {
     .name = "dynamic_update_slice",
     .prepare = dynamic_update_slice_prepare,
     .run = dynamic_update_slice_run,
     .inplace_ok = true};
-static const iron_kernel_t kConcatenate = {
-    .name = "concatenate",
-    .prepare = concatenate_prepare,
-    .run = concatenate_run};
+static const iron_kernel_t kConcatenate = {.name = "concatenate",
+                                           .prepare = concatenate_prepare,
+                                           .run = concatenate_run};
 static const iron_kernel_t kPad = {
     .name = "pad", .prepare = pad_prepare, .run = pad_run};
 

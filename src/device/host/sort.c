@@ -5,7 +5,7 @@
 // through the permutation. Only the comparison differs between the paths:
 //
 //  - Fast path: prepare recognises the comparators jax emits
-//    (src/device/sort_keys.h, shared with the CUDA device). Keys are extracted into typed 64-bit values once per row and compared
+//    (src/device/plans/sort_keys.h, shared with the CUDA device). Keys are extracted into typed 64-bit values once per row and compared
 //    with exactly the semantics of the IR (FLOAT: IEEE <, ==; TOTALORDER:
 //    -NaN < -inf < ... < -0 < +0 < ... < inf < NaN; SIGNED; UNSIGNED), so
 //    the fast path gives the same permutation as evaluating the region
@@ -27,7 +27,7 @@
 #include "base/half.h"
 #include "device/host/ew_common.h"
 #include "device/host/host_kernel.h"
-#include "device/sort_keys.h"
+#include "device/plans/sort_keys.h"
 
 #define SORT_MAX_OPERANDS 64
 

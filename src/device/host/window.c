@@ -9,7 +9,7 @@
 // later candidate (the running choice is replaced when select(cur, cand) is
 // false) and adds source into that position with the scatter body.
 //
-// Geometry: iron_window_plan_t (src/device/window_plan.h), read and
+// Geometry: iron_window_plan_t (src/device/plans/window_plan.h), read and
 // validated at prepare in O(rank). The valid input offsets of a window are
 // derived when the kernel runs, dim by dim, and visited in row-major window
 // order as runs along the last dim, so nothing is proportional to the
@@ -27,7 +27,7 @@
 #include "base/half.h"
 #include "device/host/host_kernel.h"
 #include "device/host/shape_copy.h"
-#include "device/window_plan.h"
+#include "device/plans/window_plan.h"
 
 #define WIN_MAX_INPUTS 16
 

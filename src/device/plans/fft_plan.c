@@ -1,5 +1,5 @@
 // stablehlo.fft validation shared by the devices (fft_plan.h).
-#include "device/fft_plan.h"
+#include "device/plans/fft_plan.h"
 
 #include <string.h>
 

@@ -1,6 +1,6 @@
 // Sort comparator recognition shared by the devices (sort_keys.h). Moved
 // from the host's sort.c unchanged in substance.
-#include "device/sort_keys.h"
+#include "device/plans/sort_keys.h"
 
 #include <string.h>
 

@@ -1,10 +1,10 @@
 // stablehlo.convolution validation shared by the devices (conv_plan.h).
 // Semantics of the attributes: host conv.c's header comment.
-#include "device/conv_plan.h"
+#include "device/plans/conv_plan.h"
 
 #include <string.h>
 
-#include "device/host/ew_narrow.h"
+#include "device/plans/dot_plan.h"
 
 iron_dtype_t iron_conv_plan_compute_dtype(iron_dtype_t out) {
   switch (out) {
@@ -35,7 +35,7 @@ iron_dtype_t iron_conv_plan_compute_dtype(iron_dtype_t out) {
     default:
       // f8/f4 results: XLA:CPU convolves in f32 and rounds through f16
       // (f8E8M0FNU: from the f32 bits, iron_ew_narrow_dot_store).
-      return iron_ew_narrow_dot_is(out) ? IRON_DTYPE_F32 : IRON_DTYPE_INVALID;
+      return iron_dot_plan_narrow_is(out) ? IRON_DTYPE_F32 : IRON_DTYPE_INVALID;
   }
 }
 
@@ -45,7 +45,7 @@ bool iron_conv_plan_operand_ok(iron_dtype_t operand, iron_dtype_t comp) {
                  (iron_dtype_is_int(op) && op != IRON_DTYPE_INDEX);
   bool realf = op == IRON_DTYPE_F16 || op == IRON_DTYPE_BF16 ||
                op == IRON_DTYPE_F32 || op == IRON_DTYPE_F64 ||
-               iron_ew_narrow_dot_is(op);
+               iron_dot_plan_narrow_is(op);
   bool cplx = op == IRON_DTYPE_C64 || op == IRON_DTYPE_C128;
   switch (comp) {
     case IRON_DTYPE_S64:
@@ -118,7 +118,7 @@ iron_status_t iron_conv_plan_check_types(const iron_ir_op_t *op,
   if (comp == IRON_DTYPE_INVALID ||
       !iron_conv_plan_operand_ok(lt->dtype, comp) ||
       !iron_conv_plan_operand_ok(rt->dtype, comp) ||
-      !iron_ew_narrow_dot_mix_ok(lt->dtype, rt->dtype, ot->dtype))
+      !iron_dot_plan_narrow_mix_ok(lt->dtype, rt->dtype, ot->dtype))
     return iron_ir_op_unimplemented(
         op, "for %s x %s -> %s", iron_dtype_name(lt->dtype),
         iron_dtype_name(rt->dtype), iron_dtype_name(ot->dtype));

@@ -1,5 +1,5 @@
 // Collective validation shared by the devices (collective_plan.h).
-#include "device/collective_plan.h"
+#include "device/plans/collective_plan.h"
 
 #include <stdlib.h>
 #include <string.h>

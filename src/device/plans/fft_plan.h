@@ -2,8 +2,8 @@
 // device (host fft.c, CUDA cuda_fft.c), so that the devices accept and
 // refuse the same programs with the same statuses and messages. Plans
 // (host factorisations, cuFFT handles) stay with each device.
-#ifndef IRON_DEVICE_FFT_PLAN_H_
-#define IRON_DEVICE_FFT_PLAN_H_
+#ifndef IRON_DEVICE_PLANS_FFT_PLAN_H_
+#define IRON_DEVICE_PLANS_FFT_PLAN_H_
 
 #include <stdint.h>
 
@@ -46,4 +46,4 @@ iron_status_t iron_fft_plan_read(const iron_ir_op_t *op,
 }
 #endif
 
-#endif  // IRON_DEVICE_FFT_PLAN_H_
+#endif  // IRON_DEVICE_PLANS_FFT_PLAN_H_

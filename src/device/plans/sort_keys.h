@@ -12,8 +12,8 @@
 // (IEEE <, ==: KEY_F64), TOTALORDER (-NaN < -inf < ... < -0 < +0 < ... <
 // inf < NaN: KEY_S64 on the sign-magnitude bits), SIGNED (KEY_S64),
 // UNSIGNED (KEY_U64).
-#ifndef IRON_DEVICE_SORT_KEYS_H_
-#define IRON_DEVICE_SORT_KEYS_H_
+#ifndef IRON_DEVICE_PLANS_SORT_KEYS_H_
+#define IRON_DEVICE_PLANS_SORT_KEYS_H_
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -84,4 +84,4 @@ double iron_sort_bits_to_double(uint64_t bits, iron_dtype_t dtype);
 }
 #endif
 
-#endif  // IRON_DEVICE_SORT_KEYS_H_
+#endif  // IRON_DEVICE_PLANS_SORT_KEYS_H_

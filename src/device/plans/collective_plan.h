@@ -17,8 +17,8 @@
 //     zeros (XLA: a device that no pair targets gets zeros).
 // Replica groups or source-target pairs naming any device other than 0 mean
 // the program was written for more devices: refused at compile time.
-#ifndef IRON_DEVICE_COLLECTIVE_PLAN_H_
-#define IRON_DEVICE_COLLECTIVE_PLAN_H_
+#ifndef IRON_DEVICE_PLANS_COLLECTIVE_PLAN_H_
+#define IRON_DEVICE_PLANS_COLLECTIVE_PLAN_H_
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -64,4 +64,4 @@ int32_t iron_collective_plan_clobbered_input(const void *const *in_data,
 }
 #endif
 
-#endif  // IRON_DEVICE_COLLECTIVE_PLAN_H_
+#endif  // IRON_DEVICE_PLANS_COLLECTIVE_PLAN_H_

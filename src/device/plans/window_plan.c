@@ -1,6 +1,6 @@
 // reduce_window / select_and_scatter windows shared by the devices
 // (window_plan.h).
-#include "device/window_plan.h"
+#include "device/plans/window_plan.h"
 
 #include <string.h>
 

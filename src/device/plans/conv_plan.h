@@ -16,8 +16,8 @@
 //   3. iron_conv_plan_check_sizes: feature/batch sizes against the group
 //      counts and every result spatial size (INVALID_ARGUMENT).
 // iron_conv_plan_read runs all three.
-#ifndef IRON_DEVICE_CONV_PLAN_H_
-#define IRON_DEVICE_CONV_PLAN_H_
+#ifndef IRON_DEVICE_PLANS_CONV_PLAN_H_
+#define IRON_DEVICE_PLANS_CONV_PLAN_H_
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -84,4 +84,4 @@ iron_status_t iron_conv_plan_read(const iron_ir_op_t *op,
 }
 #endif
 
-#endif  // IRON_DEVICE_CONV_PLAN_H_
+#endif  // IRON_DEVICE_PLANS_CONV_PLAN_H_
