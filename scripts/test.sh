@@ -102,7 +102,7 @@ status=0
 CC="$SAN_CC" cmake -S . -B "$SAN_DIR" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
     -DIRON_SANITIZE=ON "${SAN_CONF[@]}" -DIRON_WERROR=ON >/dev/null \
   && cmake --build "$SAN_DIR" -j "$JOBS" \
-  && (cd "$SAN_DIR" && ctest -LE fuzz --output-on-failure --timeout 900 -j "$JOBS" 2>&1 | tail -60; exit "${PIPESTATUS[0]}") \
+  && (cd "$SAN_DIR" && ctest -LE 'fuzz|emu' --output-on-failure --timeout 900 -j "$JOBS" 2>&1 | tail -60; exit "${PIPESTATUS[0]}") \
   || status=$?
 stage_end "$status"
 
