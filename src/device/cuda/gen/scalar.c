@@ -478,7 +478,7 @@ static bool narrow_convert_expr(iron_dtype_t from, iron_dtype_t to,
       double mx = ldexp(2.0 - ldexp(1.0, -ft.nf_mbits),
                         (1 << ft.nf_ebits) - 1 - ft.nf_bias);
       snprintf(m, sizeof(m),
-               "(fabsf(%s) == %.17gf ? (%s < 0 ? -IRON_INF : IRON_INF) : "
+               "(fabsf(%s) == (float)%.17g ? (%s < 0 ? -IRON_INF : IRON_INF) : "
                "(double)%s)",
                x, mx, x, x);
     } else {
@@ -643,7 +643,13 @@ static void arg_text(const iron_cuda_scalar_t *s, const iron_ir_op_t *op,
     iron_dtype_t to = op->results[0].type->dtype;
     bool same_comp = (is_f32ish(dt) && is_f32ish(to)) ||
                      (dt == IRON_DTYPE_F64 && to == IRON_DTYPE_F64);
-    flush = flush && !same_comp;
+    // Measured on the host's kernels (test_cuda_scalar_ops_emu): real ->
+    // complex of the same part width keeps a denormal part, and f16/bf16
+    // -> pred tests the bits (a bf16 denormal is true).
+    bool keeps = (is_f32ish(dt) && to == IRON_DTYPE_C64) ||
+                 (dt == IRON_DTYPE_F64 && to == IRON_DTYPE_C128) ||
+                 (is_half(dt) && to == IRON_DTYPE_PRED);
+    flush = flush && !same_comp && !keeps;
     // Converts from/to narrow dtypes flush as they need (narrow_convert).
     if (is_narrow(v->type->dtype) || is_narrow(to)) flush = false;
   }
