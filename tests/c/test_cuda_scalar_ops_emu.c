@@ -46,28 +46,31 @@
 #include "test.h"
 
 static const iron_dtype_t kDtypes[] = {
-    IRON_DTYPE_PRED,       IRON_DTYPE_S8,         IRON_DTYPE_S16,
-    IRON_DTYPE_S32,        IRON_DTYPE_S64,        IRON_DTYPE_U8,
-    IRON_DTYPE_U16,        IRON_DTYPE_U32,        IRON_DTYPE_U64,
-    IRON_DTYPE_F16,        IRON_DTYPE_BF16,       IRON_DTYPE_F32,
-    IRON_DTYPE_F64,        IRON_DTYPE_C64,        IRON_DTYPE_C128,
-    IRON_DTYPE_S4,         IRON_DTYPE_U4,         IRON_DTYPE_F8E5M2,
-    IRON_DTYPE_F8E4M3FN,   IRON_DTYPE_F8E4M3FNUZ, IRON_DTYPE_F4E2M1FN,
+    IRON_DTYPE_PRED,      IRON_DTYPE_S8,         IRON_DTYPE_S16,
+    IRON_DTYPE_S32,       IRON_DTYPE_S64,        IRON_DTYPE_U8,
+    IRON_DTYPE_U16,       IRON_DTYPE_U32,        IRON_DTYPE_U64,
+    IRON_DTYPE_F16,       IRON_DTYPE_BF16,       IRON_DTYPE_F32,
+    IRON_DTYPE_F64,       IRON_DTYPE_C64,        IRON_DTYPE_C128,
+    IRON_DTYPE_S4,        IRON_DTYPE_U4,         IRON_DTYPE_F8E5M2,
+    IRON_DTYPE_F8E4M3FN,  IRON_DTYPE_F8E4M3FNUZ, IRON_DTYPE_F4E2M1FN,
     IRON_DTYPE_F8E8M0FNU,
 };
 #define NUM_DTYPES (int)(sizeof(kDtypes) / sizeof(kDtypes[0]))
 
 // Edge values. Integers are truncated to the dtype's width (two's
 // complement), floats rounded to it.
-static const int64_t kInts[] = {
-    0,  1,   -1,   2,     -2,     3,          7,          8,
-    15, 31,  32,   63,    64,     -128,       127,        255,
-    -32768, 65535, INT32_MIN, INT32_MAX, (int64_t)UINT32_MAX, INT64_MIN,
-    INT64_MAX, 100};
+static const int64_t kInts[] = {0,         1,         -1,
+                                2,         -2,        3,
+                                7,         8,         15,
+                                31,        32,        63,
+                                64,        -128,      127,
+                                255,       -32768,    65535,
+                                INT32_MIN, INT32_MAX, (int64_t)UINT32_MAX,
+                                INT64_MIN, INT64_MAX, 100};
 static const double kFloats[] = {
-    0.0,    -0.0,  1.0,   -1.0,  0.5,    -2.5,     3.0,     7.25,
-    1e-40,  -3e-42, 1e-310, 65504, 70000.0, 1e30,  -1e30,   1e-5,
-    3.14159, -100.5, 2e9,  1e300, INFINITY, -INFINITY, NAN, 0.1};
+    0.0,     -0.0,   1.0,    -1.0,  0.5,      -2.5,      3.0,   7.25,
+    1e-40,   -3e-42, 1e-310, 65504, 70000.0,  1e30,      -1e30, 1e-5,
+    3.14159, -100.5, 2e9,    1e300, INFINITY, -INFINITY, NAN,   0.1};
 #define NUM_INTS (int)(sizeof(kInts) / sizeof(kInts[0]))
 #define NUM_FLOATS (int)(sizeof(kFloats) / sizeof(kFloats[0]))
 // Binary and ternary ops take pairs (triples) of the first few.
@@ -77,9 +80,7 @@ static const double kFloats[] = {
 static bool is_complex(iron_dtype_t dt) {
   return dt == IRON_DTYPE_C64 || dt == IRON_DTYPE_C128;
 }
-static bool is_floatish(iron_dtype_t dt) {
-  return iron_cuda_type(dt).is_float;
-}
+static bool is_floatish(iron_dtype_t dt) { return iron_cuda_type(dt).is_float; }
 
 // Element k of the value list for dtype dt into `out` (storage bytes).
 static int num_values(iron_dtype_t dt) {
@@ -123,7 +124,9 @@ static void value_bytes(iron_dtype_t dt, int k, void *out) {
       memcpy(out, &f, 4);
       return;
     }
-    case IRON_DTYPE_F64: memcpy(out, &v, 8); return;
+    case IRON_DTYPE_F64:
+      memcpy(out, &v, 8);
+      return;
     case IRON_DTYPE_C64: {
       float f[2] = {(float)v, (float)im};
       memcpy(out, f, 8);
@@ -192,11 +195,19 @@ static bool is_denormal(iron_dtype_t dt, const unsigned char *p) {
 // the host: a few ulp apart (the conformance suite's TRANS tolerances).
 static bool transcendental(iron_op_kind_t k) {
   switch (k) {
-    case IRON_OP_EXPONENTIAL: case IRON_OP_EXPONENTIAL_MINUS_ONE:
-    case IRON_OP_LOG: case IRON_OP_LOG_PLUS_ONE: case IRON_OP_SINE:
-    case IRON_OP_COSINE: case IRON_OP_TAN: case IRON_OP_TANH:
-    case IRON_OP_POWER: case IRON_OP_ATAN2: case IRON_OP_CBRT:
-    case IRON_OP_LOGISTIC: case IRON_OP_RSQRT:
+    case IRON_OP_EXPONENTIAL:
+    case IRON_OP_EXPONENTIAL_MINUS_ONE:
+    case IRON_OP_LOG:
+    case IRON_OP_LOG_PLUS_ONE:
+    case IRON_OP_SINE:
+    case IRON_OP_COSINE:
+    case IRON_OP_TAN:
+    case IRON_OP_TANH:
+    case IRON_OP_POWER:
+    case IRON_OP_ATAN2:
+    case IRON_OP_CBRT:
+    case IRON_OP_LOGISTIC:
+    case IRON_OP_RSQRT:
       return true;
     default:
       return false;
@@ -245,9 +256,9 @@ typedef struct scase {
   int64_t n;
   int nin;
   iron_tensor_t *in[3], *want;
-  char *fsrc, *fname;  // fusion kernel
+  char *fsrc, *fname;     // fusion kernel
   char *rsrc, rname[32];  // region body + harness kernel
-  bool region_raw;  // region-mode fold arithmetic (see the file comment)
+  bool region_raw;        // region-mode fold arithmetic (see the file comment)
 } scase_t;
 
 #define MAX_CASES 4000
@@ -355,8 +366,8 @@ static void add_case(scase_t *c, const iron_dtype_t *dts, iron_dtype_t out) {
   iron_cuda_text_printf(&t, "%s", iron_cuda_prelude());
   char fn[48];
   snprintf(fn, sizeof(fn), "%s_body", c->rname);
-  iron_status_t rs = iron_cuda_gen_region_fn(
-      &t, fn, &(iron_region_t){.ir = &rb->region});
+  iron_status_t rs =
+      iron_cuda_gen_region_fn(&t, fn, &(iron_region_t){.ir = &rb->region});
   if (!rs) region_harness(&t, c->rname, c->nin, dts, out, c->n);
   iron_cuda_text_t *tp = &t;
   if (!rs) {
@@ -412,8 +423,8 @@ static void build_cases(void) {
       // abs/real/imag -> the part, complex(re, im) -> complex.
       iron_dtype_t out = dt;
       if (k == IRON_OP_IS_FINITE) out = IRON_DTYPE_PRED;
-      if (is_complex(dt) && (k == IRON_OP_ABS || k == IRON_OP_REAL ||
-                             k == IRON_OP_IMAG))
+      if (is_complex(dt) &&
+          (k == IRON_OP_ABS || k == IRON_OP_REAL || k == IRON_OP_IMAG))
         out = iron_dtype_complex_part(dt);
       if (k == IRON_OP_COMPLEX)
         out = dt == IRON_DTYPE_F32   ? IRON_DTYPE_C64
@@ -431,12 +442,11 @@ static void build_cases(void) {
                  total ? " TOTALORDER" : "", dn);
         scase_t *c = new_case(IRON_OP_COMPARE, 2, dts, IRON_DTYPE_PRED, what);
         if (!c) continue;
-        add_enum(&c->op, "comparison_direction",
-                 IRON_ENUM_COMPARISON_DIRECTION, dir);
+        add_enum(&c->op, "comparison_direction", IRON_ENUM_COMPARISON_DIRECTION,
+                 dir);
         add_enum(&c->op, "compare_type", IRON_ENUM_COMPARISON_TYPE,
-                 total ? IRON_CMP_TYPE_TOTALORDER
-                 : is_floatish(dt) || is_complex(dt)
-                     ? IRON_CMP_TYPE_FLOAT
+                 total                               ? IRON_CMP_TYPE_TOTALORDER
+                 : is_floatish(dt) || is_complex(dt) ? IRON_CMP_TYPE_FLOAT
                  : iron_dtype_is_unsigned_int(dt) || dt == IRON_DTYPE_PRED
                      ? IRON_CMP_TYPE_UNSIGNED
                      : IRON_CMP_TYPE_SIGNED);
@@ -458,15 +468,15 @@ static void build_cases(void) {
     for (int d2 = 0; d2 < NUM_DTYPES; ++d2) {
       iron_dtype_t to = kDtypes[d2];
       iron_dtype_t dts[1] = {dt};
-      snprintf(what, sizeof(what), "convert %s -> %s", dn,
-               iron_dtype_name(to));
+      snprintf(what, sizeof(what), "convert %s -> %s", dn, iron_dtype_name(to));
       scase_t *c = new_case(IRON_OP_CONVERT, 1, dts, to, what);
       if (c) add_case(c, dts, to);
     }
   }
 }
 
-// --- running -------------------------------------------------------------------
+// --- running
+// -------------------------------------------------------------------
 
 typedef void (*k4_t)(void *, void *, void *, void *);
 
@@ -545,9 +555,10 @@ static void test_scalar_ops(void) {
     if (g_cases[i].fsrc) srcs[ns++] = g_cases[i].fsrc, nfusion++;
     if (g_cases[i].rsrc) srcs[ns++] = g_cases[i].rsrc, nregion++;
   }
-  printf("scalar ops: %d cases with a host result (%d refused by the host), "
-         "%d fusions, %d regions, %d refused by CUDA\n",
-         g_ncases, g_host_refused, nfusion, nregion, g_cuda_refused);
+  printf(
+      "scalar ops: %d cases with a host result (%d refused by the host), "
+      "%d fusions, %d regions, %d refused by CUDA\n",
+      g_ncases, g_host_refused, nfusion, nregion, g_cuda_refused);
   cuda_emu_lib_t lib;
   bool built = cuda_emu_build(srcs, ns, iron_cuda_prelude(), &lib);
   CHECK(built);
@@ -577,9 +588,10 @@ static void test_scalar_ops(void) {
       rcases++;
     }
   }
-  printf("scalar ops: %d fusion and %d region cases run, %d and %d differ "
-         "from the host (%d region elements of fold arithmetic skipped)\n",
-         fcases, rcases, fbad, rbad, skipped);
+  printf(
+      "scalar ops: %d fusion and %d region cases run, %d and %d differ "
+      "from the host (%d region elements of fold arithmetic skipped)\n",
+      fcases, rcases, fbad, rbad, skipped);
   CHECK(fbad == 0);
   CHECK(rbad == 0);
   CHECK(g_region_refused_only == 0);

@@ -457,9 +457,6 @@ case("dot_random_floats", dot((((1,), (0,)), ((), ()))),
      [np.float16, bf16, np.float32, np.float64, np.complex64],
      lambda rng, dt: (finite(rng, dt, (6, 33), 1.0), finite(rng, dt, (33, 5), 1.0)),
      tol=ACCUM)
-case("dot_random_floats_large", dot((((1,), (0,)), ((), ()))), [np.float32, bf16],
-     lambda rng, dt: (finite(rng, dt, (64, 96), 1.0), finite(rng, dt, (96, 48), 1.0)),
-     tol=ACCUM)
 case("dot_int8_to_int32", dot((((1,), (0,)), ((), ())), np.int32), [np.int8],
      lambda rng, dt: (rand(rng, dt, 4 * 20).reshape(4, 20), rand(rng, dt, 20 * 3).reshape(20, 3)))
 case("dot_bf16_to_f32", dot((((1,), (0,)), ((), ())), np.float32), [bf16],
@@ -613,17 +610,6 @@ case("reduce_or", reducer(lax.bitwise_or, lambda dt: False if dt in BOOL else 0,
      BOOL + [np.int32, np.uint8], red_args((4, 5)))
 case("reduce_xor_generic", reducer(lax.bitwise_xor, lambda dt: 0, (0,)),
      [np.int32, np.uint16, np.int64], red_args((7, 3)))
-# Shapes that take the device's other reduce kernels (on CUDA: warp,
-# block, column tiles, and rows or columns split over many blocks); small
-# integers keep every sum exact in any order.
-case("reduce_add_long_rows", reducer(lax.add, lambda dt: 0, (1,)),
-     [np.float32, np.int32], red_args((3, 100_000)), tol={"float": (0, 0)})
-case("reduce_add_one_long_row", reducer(lax.add, lambda dt: 0, (0,)),
-     [np.float32, np.int64], red_args((1 << 20,)), tol={"float": (0, 0)})
-case("reduce_add_tall_columns", reducer(lax.add, lambda dt: 0, (0,)),
-     [np.float32, np.int32], red_args((16_384, 40)), tol={"float": (0, 0)})
-case("reduce_max_wide_columns", reducer(lax.max, lowest, (0,)),
-     [np.float32, np.int16], red_args((300, 97)))
 case("reduce_zero_size", reducer(lax.add, lambda dt: 0, (1,)), [np.float32, np.int32],
      red_args((3, 0)))
 case("reduce_no_dims", reducer(lax.add, lambda dt: 0, ()), [np.float32], red_args((3, 2)))
@@ -654,9 +640,6 @@ def argmax_fn(dt):
 
 case("reduce_variadic_argmax", argmax_fn, [np.float32, np.int8, np.uint32, bf16],
      red_args((5, 9)))
-# Long rows: the ordered (first index wins) block-wide kernels.
-case("argmax_long_rows", lambda dt: lambda x: (jnp.argmax(x, axis=1), jnp.argmin(x, axis=1)),
-     [np.float32, np.int32], red_args((4, 5000)))
 case("argmax_jnp", lambda dt: lambda x: (jnp.argmax(x, axis=0), jnp.argmin(x, axis=1)),
      [np.float32, np.float64, np.int16, np.float16],
      lambda rng, dt: (unary_arg(rng, dt, 90)[0][:72].reshape(8, 9),))
@@ -1206,6 +1189,27 @@ REFUSED = [
 # ~0.1 s to compile each reference). CONFORMANCE_ALL_DTYPES=1 runs every
 # dtype of every case.
 ALL_DTYPES = os.environ.get("CONFORMANCE_ALL_DTYPES", "0") == "1"
+# --- large shapes --------------------------------------------------------------
+# (Last in the table: appending keeps every earlier case's dtype rotation.)
+# Shapes that take the device's other reduce and dot kernels (on CUDA: warp,
+# block, column tiles, rows or columns split over many blocks; the
+# block-wide ordered argmax); small integers keep every sum exact in any
+# order.
+case("reduce_add_long_rows", reducer(lax.add, lambda dt: 0, (1,)),
+     [np.float32, np.int32], red_args((3, 100_000)), tol={"float": (0, 0)})
+case("reduce_add_one_long_row", reducer(lax.add, lambda dt: 0, (0,)),
+     [np.float32, np.int64], red_args((1 << 20,)), tol={"float": (0, 0)})
+case("reduce_add_tall_columns", reducer(lax.add, lambda dt: 0, (0,)),
+     [np.float32, np.int32], red_args((16_384, 40)), tol={"float": (0, 0)})
+case("reduce_max_wide_columns", reducer(lax.max, lowest, (0,)),
+     [np.float32, np.int16], red_args((300, 97)))
+case("argmax_long_rows", lambda dt: lambda x: (jnp.argmax(x, axis=1), jnp.argmin(x, axis=1)),
+     [np.float32, np.int32], red_args((4, 5000)))
+case("dot_random_floats_large", dot((((1,), (0,)), ((), ()))), [np.float32, bf16],
+     lambda rng, dt: (finite(rng, dt, (64, 96), 1.0), finite(rng, dt, (96, 48), 1.0)),
+     tol=ACCUM)
+
+
 CLASSES = [BOOL, SINT, UINT, [np.dtype(np.float16), bf16], [np.dtype(np.float32)],
            [np.dtype(np.float64)], CPLX, INT4, F8]
 

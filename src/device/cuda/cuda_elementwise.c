@@ -12,9 +12,9 @@
 #include "device/plans/bitcast_plan.h"
 
 // convert from/to a narrow dtype: its own kernel (gen/convert_narrow.c).
-iron_status_t iron_cuda_convert_narrow_prepare(iron_device_t *dev,
-                                               const iron_ir_op_t *op,
-                                               void **out_params) {
+static iron_status_t convert_narrow_prepare(iron_device_t *dev,
+                                           const iron_ir_op_t *op,
+                                           void **out_params) {
   int64_t n = iron_ir_type_num_elements(op->results[0].type);
   char *src = NULL, *name = NULL;
   IRON_RETURN_IF_ERROR_PLAIN(iron_cuda_gen_convert_narrow(op, &src, &name));
@@ -71,7 +71,7 @@ static iron_status_t ew_prepare_on(iron_device_t *dev, const iron_ir_op_t *op,
        iron_cuda_dtype_is_narrow(rt->dtype)) &&
       op->operands[0]->type->dtype != IRON_DTYPE_F8E8M0FNU &&
       rt->dtype != IRON_DTYPE_F8E8M0FNU) {
-    return iron_cuda_convert_narrow_prepare(dev, op, out_params);
+    return convert_narrow_prepare(dev, op, out_params);
   }
   const iron_ir_op_t *ops[1] = {op};
   const iron_ir_value_t *outs[1] = {&op->results[0]};

@@ -17,8 +17,9 @@ iron_status_t iron_cuda_fusion_prepare(iron_device_t *dev,
                                        void **out_params) {
   if (fusion->num_inputs + fusion->num_outputs > IRON_CUDA_MAX_KERNEL_PARAMS) {
     const iron_ir_op_t *o = fusion->owner ? fusion->owner : fusion->ops[0];
-    return iron_ir_op_unimplemented(o, "with more than %d operands and "
-                                       "results on the CUDA device",
+    return iron_ir_op_unimplemented(o,
+                                    "with more than %d operands and "
+                                    "results on the CUDA device",
                                     IRON_CUDA_MAX_KERNEL_PARAMS);
   }
   char *src = NULL, *name = NULL;
@@ -29,8 +30,8 @@ iron_status_t iron_cuda_fusion_prepare(iron_device_t *dev,
     free(name);
     return IRON_ERR(RESOURCE_EXHAUSTED, "out of memory (params)");
   }
-  iron_status_t st = iron_cuda_function_request(
-      (iron_cuda_device_t *)dev, src, name, &p->fn);
+  iron_status_t st =
+      iron_cuda_function_request((iron_cuda_device_t *)dev, src, name, &p->fn);
   free(src);
   free(name);
   if (st) {
@@ -85,19 +86,22 @@ static iron_status_t fused_reduce_prepare(iron_device_t *dev,
     return iron_ir_op_unimplemented(op, "as a fused reduce of this form");
   for (uint32_t i = 0; i < num; ++i)
     if (term->operands[i] != &red->results[i])
-      return iron_ir_op_unimplemented(op, "as a fused reduce that does not "
-                                          "return the reduce's results");
+      return iron_ir_op_unimplemented(op,
+                                      "as a fused reduce that does not "
+                                      "return the reduce's results");
   const iron_ir_type_t *in0 = red->operands[0]->type;
   const char *vct[8];
   uint32_t init_in[8];
   if (b->num_args + num > IRON_CUDA_MAX_KERNEL_PARAMS)
-    return iron_ir_op_unimplemented(op, "with more than %d operands and "
-                                        "results on the CUDA device",
+    return iron_ir_op_unimplemented(op,
+                                    "with more than %d operands and "
+                                    "results on the CUDA device",
                                     IRON_CUDA_MAX_KERNEL_PARAMS);
   for (uint32_t k = 0; k < b->num_args; ++k) {
     if (!iron_cuda_ctype(b->args[k].type->dtype))
-      return iron_ir_op_unimplemented(op, "on the CUDA device for input "
-                                          "dtype %s",
+      return iron_ir_op_unimplemented(op,
+                                      "on the CUDA device for input "
+                                      "dtype %s",
                                       iron_dtype_name(b->args[k].type->dtype));
   }
   for (uint32_t i = 0; i < num; ++i) {
@@ -144,8 +148,8 @@ static iron_status_t fused_reduce_prepare(iron_device_t *dev,
       .ir = &red->regions[0],
       .module = regions && regions[0] ? regions[0]->module : NULL};
   iron_status_t st = iron_cuda_gen_reduce_fused(
-      "iron_reduce", in0->rank, in0->dims, reduced, num, dts, &body, &fz,
-      &src, &p->grid, &p->block);
+      "iron_reduce", in0->rank, in0->dims, reduced, num, dts, &body, &fz, &src,
+      &p->grid, &p->block);
   free(fn_text);
   free(fn_name);
   free(ict);
@@ -221,7 +225,6 @@ const iron_kernel_t iron_cuda_fusion_kernel = {
     .prepare_on = fusion_op_prepare,
     .graph_capturable = true,
 };
-
 
 bool iron_cuda_fusion_dtype_ok(iron_dtype_t dt) {
   return iron_cuda_type(dt).store != NULL;

@@ -36,15 +36,6 @@ iron_status_t iron_cuda_fusion_prepare(iron_device_t *dev,
 // IR; the compiled region is not used). Not in place.
 extern const iron_kernel_t iron_cuda_fusion_kernel;
 
-// convert where the operand or the result is a narrow dtype (f8 family,
-// f4E2M1FN, s4/u4/s2/u2, one element per byte), with the host's semantics
-// (src/device/host/ew_narrow.c), as its own kernel (gen/ops.h:
-// iron_cuda_gen_convert_narrow). UNIMPLEMENTED for f8E8M0FNU and f6.
-bool iron_cuda_dtype_is_narrow(iron_dtype_t dt);
-iron_status_t iron_cuda_convert_narrow_prepare(iron_device_t *dev,
-                                               const iron_ir_op_t *op,
-                                               void **out_params);
-
 // True for the dtypes generated code holds (gen/types.h): those with a C
 // type and the narrow dtypes it computes as wider ones (s4/u4 -> s8/u8,
 // f8/f4E2M1FN -> f16, f8E8M0FNU -> f32, as XLA:CPU). Narrow values are

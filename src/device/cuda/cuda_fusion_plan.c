@@ -8,8 +8,11 @@
 bool iron_cuda_fusion_op_supported(iron_op_kind_t kind) {
   if (iron_cuda_scalar_op_supported(kind)) return true;
   switch (kind) {
-    case IRON_OP_BROADCAST_IN_DIM: case IRON_OP_IOTA: case IRON_OP_SLICE:
-    case IRON_OP_TRANSPOSE: case IRON_OP_DYNAMIC_SLICE:
+    case IRON_OP_BROADCAST_IN_DIM:
+    case IRON_OP_IOTA:
+    case IRON_OP_SLICE:
+    case IRON_OP_TRANSPOSE:
+    case IRON_OP_DYNAMIC_SLICE:
       return true;
     default:
       return false;
@@ -21,17 +24,16 @@ bool iron_cuda_fusion_is_indexed_load(iron_op_kind_t k) {
          k == IRON_OP_DYNAMIC_SLICE;
 }
 
-
 bool iron_cuda_fusion_needs_coords(const iron_cuda_fusion_t *f) {
   for (uint32_t i = 0; i < f->num_ops; ++i) {
     iron_op_kind_t k = f->ops[i]->kind;
     if (k == IRON_OP_BROADCAST_IN_DIM || k == IRON_OP_IOTA ||
-        iron_cuda_fusion_is_indexed_load(k) || k == IRON_OP_DYNAMIC_UPDATE_SLICE)
+        iron_cuda_fusion_is_indexed_load(k) ||
+        k == IRON_OP_DYNAMIC_UPDATE_SLICE)
       return true;
   }
   return false;
 }
-
 
 bool iron_cuda_fusion_reads_input(const iron_cuda_fusion_t *f, uint32_t i) {
   const iron_ir_value_t *v = f->inputs[i];
@@ -43,9 +45,9 @@ bool iron_cuda_fusion_reads_input(const iron_cuda_fusion_t *f, uint32_t i) {
     if (op->kind == IRON_OP_BROADCAST_IN_DIM) continue;
     // The operand of an indexed load is read at its own indices (a
     // dynamic_slice's start indices are read directly).
-    uint32_t first = iron_cuda_fusion_is_indexed_load(op->kind)                      ? 1
+    uint32_t first = iron_cuda_fusion_is_indexed_load(op->kind) ? 1
                      : op->kind == IRON_OP_DYNAMIC_UPDATE_SLICE ? 2
-                                                                 : 0;
+                                                                : 0;
     for (uint32_t k = first; k < op->num_operands; ++k) {
       if (op->operands[k] == v) return true;
     }
@@ -53,7 +55,8 @@ bool iron_cuda_fusion_reads_input(const iron_cuda_fusion_t *f, uint32_t i) {
   return false;
 }
 
-const iron_ir_op_t *iron_cuda_fusion_dus_root(const iron_cuda_fusion_t *f, uint32_t j) {
+const iron_ir_op_t *iron_cuda_fusion_dus_root(const iron_cuda_fusion_t *f,
+                                              uint32_t j) {
   const iron_ir_op_t *d = f->outputs[j]->def_op;
   return d && d->kind == IRON_OP_DYNAMIC_UPDATE_SLICE ? d : NULL;
 }
@@ -105,8 +108,8 @@ static bool is_unit_reshape_of_member(const iron_cuda_fusion_t *f,
 // indices: every thread computes them). So: the first other member's
 // result of more than one element (a member computed from one of the
 // group's values and reshaped, which a hand-built fusion may hold, is
-// read by linear index whatever its dims); failing that, a root's update (through
-// such a unit reshape: the value it reshapes), a load's result, or any
+// read by linear index whatever its dims); failing that, a root's update
+// (through such a unit reshape: the value it reshapes), a load's result, or any
 // other member's (a group of one element).
 // An iota whose value a reshape member takes to another shape.
 static bool is_reshaped_iota(const iron_cuda_fusion_t *f,
@@ -125,8 +128,9 @@ static bool is_reshaped_iota(const iron_cuda_fusion_t *f,
 static bool is_space_member(const iron_cuda_fusion_t *f,
                             const iron_ir_op_t *op) {
   return op->kind != IRON_OP_DYNAMIC_UPDATE_SLICE &&
-         !iron_cuda_fusion_is_indexed_load(op->kind) && !is_unit_reshape_of_member(f, op) &&
-         !is_reshaped_iota(f, op) && op->num_results == 1;
+         !iron_cuda_fusion_is_indexed_load(op->kind) &&
+         !is_unit_reshape_of_member(f, op) && !is_reshaped_iota(f, op) &&
+         op->num_results == 1;
 }
 
 // The iteration space: the shape of the members that are not one-element
@@ -135,7 +139,8 @@ static bool is_space_member(const iron_cuda_fusion_t *f,
 const iron_ir_type_t *iron_cuda_fusion_space(const iron_cuda_fusion_t *f) {
   for (uint32_t o = 0; o < f->num_ops; ++o) {
     const iron_ir_op_t *op = f->ops[o];
-    if (is_space_member(f, op) && iron_ir_type_num_elements(op->results[0].type) != 1)
+    if (is_space_member(f, op) &&
+        iron_ir_type_num_elements(op->results[0].type) != 1)
       return op->results[0].type;
   }
   for (uint32_t o = 0; o < f->num_ops; ++o) {
@@ -149,7 +154,8 @@ const iron_ir_type_t *iron_cuda_fusion_space(const iron_cuda_fusion_t *f) {
     return u->type;
   }
   for (uint32_t o = 0; o < f->num_ops; ++o)
-    if (iron_cuda_fusion_is_indexed_load(f->ops[o]->kind)) return f->ops[o]->results[0].type;
+    if (iron_cuda_fusion_is_indexed_load(f->ops[o]->kind))
+      return f->ops[o]->results[0].type;
   for (uint32_t o = 0; o < f->num_ops; ++o)
     if (is_space_member(f, f->ops[o])) return f->ops[o]->results[0].type;
   return f->num_outputs ? f->outputs[0]->type : NULL;

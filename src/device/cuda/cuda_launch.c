@@ -30,11 +30,12 @@ iron_status_t iron_cuda_ew_run(const iron_kernel_ctx_t *ctx, const void *params,
     if (dst == src || p->dus_bytes[k] == 0) continue;
     for (uint32_t i = 0; i < p->num_inputs; ++i)
       if (inputs[i]->data == dst)
-        return IRON_ERR(INTERNAL, "CUDA fusion: output %u shares input %u's "
-                        "storage", p->dus_out[k], i);
+        return IRON_ERR(INTERNAL,
+                        "CUDA fusion: output %u shares input %u's "
+                        "storage",
+                        p->dus_out[k], i);
     IRON_RETURN_IF_ERROR_PLAIN(iron_cuda_device_enter(dev));
-    CUresult r = dev->api->cuMemcpyDtoDAsync((CUdeviceptr)dst,
-                                             (CUdeviceptr)src,
+    CUresult r = dev->api->cuMemcpyDtoDAsync((CUdeviceptr)dst, (CUdeviceptr)src,
                                              p->dus_bytes[k], dev->stream);
     if (r != IRON_CU_SUCCESS)
       return IRON_ERR(INTERNAL, "cuMemcpyDtoDAsync of %zu bytes failed (%d)",

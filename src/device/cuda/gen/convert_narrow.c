@@ -11,9 +11,14 @@
 // Integers of 8 to 64 bits (not the narrow ones, nor pred).
 static bool is_int(iron_dtype_t dt) {
   switch (dt) {
-    case IRON_DTYPE_S8: case IRON_DTYPE_S16: case IRON_DTYPE_S32:
-    case IRON_DTYPE_S64: case IRON_DTYPE_U8: case IRON_DTYPE_U16:
-    case IRON_DTYPE_U32: case IRON_DTYPE_U64:
+    case IRON_DTYPE_S8:
+    case IRON_DTYPE_S16:
+    case IRON_DTYPE_S32:
+    case IRON_DTYPE_S64:
+    case IRON_DTYPE_U8:
+    case IRON_DTYPE_U16:
+    case IRON_DTYPE_U32:
+    case IRON_DTYPE_U64:
       return true;
     default:
       return false;
@@ -29,11 +34,24 @@ static bool is_f32ish(iron_dtype_t dt) {
 // s4/u4/s2/u2: width and signedness.
 static bool narrow_int(iron_dtype_t dt, int *bits, bool *sgn) {
   switch (dt) {
-    case IRON_DTYPE_S4: *bits = 4; *sgn = true; return true;
-    case IRON_DTYPE_U4: *bits = 4; *sgn = false; return true;
-    case IRON_DTYPE_S2: *bits = 2; *sgn = true; return true;
-    case IRON_DTYPE_U2: *bits = 2; *sgn = false; return true;
-    default: return false;
+    case IRON_DTYPE_S4:
+      *bits = 4;
+      *sgn = true;
+      return true;
+    case IRON_DTYPE_U4:
+      *bits = 4;
+      *sgn = false;
+      return true;
+    case IRON_DTYPE_S2:
+      *bits = 2;
+      *sgn = true;
+      return true;
+    case IRON_DTYPE_U2:
+      *bits = 2;
+      *sgn = false;
+      return true;
+    default:
+      return false;
   }
 }
 
@@ -44,8 +62,7 @@ bool iron_cuda_dtype_is_narrow(iron_dtype_t dt) {
 }
 
 iron_status_t iron_cuda_gen_convert_narrow(const iron_ir_op_t *op,
-                                           char **out_source,
-                                           char **out_name) {
+                                           char **out_source, char **out_name) {
   iron_dtype_t from = op->operands[0]->type->dtype;
   iron_dtype_t to = op->results[0].type->dtype;
   iron_cuda_type_t ft = iron_cuda_type(from), tt = iron_cuda_type(to);
@@ -58,12 +75,12 @@ iron_status_t iron_cuda_gen_convert_narrow(const iron_ir_op_t *op,
   if ((!sn && !iron_cuda_ctype(from)) || (!dn && !iron_cuda_ctype(to)) ||
       (!sn && !dn)) {
     return iron_ir_op_unimplemented(op, "on the CUDA device for dtype %s -> %s",
-                                    iron_dtype_name(from),
-                                    iron_dtype_name(to));
+                                    iron_dtype_name(from), iron_dtype_name(to));
   }
   bool src_is_int = si || (!sn && (is_int(from) || from == IRON_DTYPE_PRED));
   bool via_int = src_is_int && !df;
-  bool nan_all_ones = df && to == IRON_DTYPE_F8E5M2 && (from == IRON_DTYPE_F16 || from == IRON_DTYPE_BF16);
+  bool nan_all_ones = df && to == IRON_DTYPE_F8E5M2 &&
+                      (from == IRON_DTYPE_F16 || from == IRON_DTYPE_BF16);
   bool sat_max_is_inf = sf && sf->nf_kind == 3 && (di || is_int(to));
   int64_t n = iron_ir_type_num_elements(op->results[0].type);
   int64_t nin = iron_ir_type_num_elements(op->operands[0]->type);
@@ -83,23 +100,24 @@ iron_status_t iron_cuda_gen_convert_narrow(const iron_ir_op_t *op,
   const char *mt = via_int ? "long long" : "double";
   if (sf) {
     iron_cuda_text_printf(&s,
-                         "    const unsigned b = in0[%s];\n"
-                         "    %s m = iron_nf_decode(b, %d, %d, %d, %d);\n",
-                         at, mt, sf->nf_ebits, sf->nf_mbits, sf->nf_bias, sf->nf_kind);
+                          "    const unsigned b = in0[%s];\n"
+                          "    %s m = iron_nf_decode(b, %d, %d, %d, %d);\n",
+                          at, mt, sf->nf_ebits, sf->nf_mbits, sf->nf_bias,
+                          sf->nf_kind);
     if (sat_max_is_inf) {
       unsigned mag = (1u << (sf->nf_ebits + sf->nf_mbits)) - 1;
       iron_cuda_text_printf(&s,
-                           "    if ((b & %uu) == %uu) m = m < 0 ? -IRON_INF : "
-                           "IRON_INF;\n",
-                           mag, mag);
+                            "    if ((b & %uu) == %uu) m = m < 0 ? -IRON_INF : "
+                            "IRON_INF;\n",
+                            mag, mag);
     }
   } else if (si) {
     unsigned mask = (1u << sbits) - 1, top = 1u << (sbits - 1);
     iron_cuda_text_printf(&s,
-                         "    long long v = in0[%s] & %uu;\n"
-                         "    if (%d && (v & %uu)) v -= %uLL;\n"
-                         "    const %s m = (%s)v;\n",
-                         at, mask, ssg ? 1 : 0, top, mask + 1, mt, mt);
+                          "    long long v = in0[%s] & %uu;\n"
+                          "    if (%d && (v & %uu)) v -= %uLL;\n"
+                          "    const %s m = (%s)v;\n",
+                          at, mask, ssg ? 1 : 0, top, mask + 1, mt, mt);
   } else {
     char lv[32];
     snprintf(lv, sizeof(lv), "in0[%s]", at);
@@ -109,16 +127,16 @@ iron_status_t iron_cuda_gen_convert_narrow(const iron_ir_op_t *op,
       iron_cuda_text_printf(&s, "    const long long m = (long long)%s;\n", re);
     } else if (is_f32ish(from) && iron_cuda_flush_denormals()) {
       iron_cuda_text_printf(&s, "    const double m = (double)iron_daz(%s);\n",
-                           re);
+                            re);
     } else {
       iron_cuda_text_printf(&s, "    const double m = (double)(%s);\n", re);
     }
   }
   if (df) {
     iron_cuda_text_printf(&s,
-                         "    uint8_t r = iron_nf_encode((double)m, %d, %d, "
-                         "%d, %d);\n",
-                         df->nf_ebits, df->nf_mbits, df->nf_bias, df->nf_kind);
+                          "    uint8_t r = iron_nf_encode((double)m, %d, %d, "
+                          "%d, %d);\n",
+                          df->nf_ebits, df->nf_mbits, df->nf_bias, df->nf_kind);
     if (nan_all_ones) {
       iron_cuda_text_printf(&s, "    if (m != m) r |= 0x7f;\n");
     }
@@ -126,28 +144,28 @@ iron_status_t iron_cuda_gen_convert_narrow(const iron_ir_op_t *op,
   } else if (di) {
     unsigned mask = (1u << dbits) - 1;
     if (via_int) {
-      iron_cuda_text_printf(&s,
-                           "    out0[i] = (uint8_t)((uint64_t)m & %uu);\n",
-                           mask);
+      iron_cuda_text_printf(&s, "    out0[i] = (uint8_t)((uint64_t)m & %uu);\n",
+                            mask);
     } else if (dsg) {
-      iron_cuda_text_printf(&s,
-                           "    out0[i] = (uint8_t)((uint64_t)iron_f2s<int64_t>"
-                           "(m, %d) & %uu);\n",
-                           dbits, mask);
+      iron_cuda_text_printf(
+          &s,
+          "    out0[i] = (uint8_t)((uint64_t)iron_f2s<int64_t>"
+          "(m, %d) & %uu);\n",
+          dbits, mask);
     } else {
       iron_cuda_text_printf(&s,
-                           "    out0[i] = (uint8_t)(iron_f2u<uint64_t>(m, %d) "
-                           "& %uu);\n",
-                           dbits, mask);
+                            "    out0[i] = (uint8_t)(iron_f2u<uint64_t>(m, %d) "
+                            "& %uu);\n",
+                            dbits, mask);
     }
   } else {
     char ex[512];
     iron_dtype_t mid = via_int ? IRON_DTYPE_S64 : IRON_DTYPE_F64;
     if (!iron_cuda_convert_expr(mid, to, "m", ex, sizeof(ex))) {
       iron_cuda_text_free(&s);
-      return iron_ir_op_unimplemented(op, "on the CUDA device for dtype %s -> %s",
-                                      iron_dtype_name(from),
-                                      iron_dtype_name(to));
+      return iron_ir_op_unimplemented(
+          op, "on the CUDA device for dtype %s -> %s", iron_dtype_name(from),
+          iron_dtype_name(to));
     }
     char se[1200];
     iron_cuda_store_expr(to, ex, se, sizeof(se));

@@ -25,16 +25,23 @@ static bool is_cplx(iron_dtype_t dt) {
 // Integers of 8 to 64 bits (not the narrow ones, nor pred).
 static bool is_int(iron_dtype_t dt) {
   switch (dt) {
-    case IRON_DTYPE_S8: case IRON_DTYPE_S16: case IRON_DTYPE_S32:
-    case IRON_DTYPE_S64: case IRON_DTYPE_U8: case IRON_DTYPE_U16:
-    case IRON_DTYPE_U32: case IRON_DTYPE_U64:
+    case IRON_DTYPE_S8:
+    case IRON_DTYPE_S16:
+    case IRON_DTYPE_S32:
+    case IRON_DTYPE_S64:
+    case IRON_DTYPE_U8:
+    case IRON_DTYPE_U16:
+    case IRON_DTYPE_U32:
+    case IRON_DTYPE_U64:
       return true;
     default:
       return false;
   }
 }
 // The storage type of dt (narrow dtypes: a byte); NULL when not held.
-static const char *st_ctype(iron_dtype_t dt) { return iron_cuda_type(dt).store; }
+static const char *st_ctype(iron_dtype_t dt) {
+  return iron_cuda_type(dt).store;
+}
 static bool is_narrow(iron_dtype_t dt) { return iron_cuda_type(dt).is_narrow; }
 static int64_t type_count(const iron_ir_type_t *t) {
   return iron_ir_type_num_elements(t);
@@ -124,16 +131,16 @@ static bool map_coords(const fusion_gen_t *g, const iron_ir_type_t *t,
 // The coordinates of a member of another shape than the group but as many
 // elements (a load or iota that a reshape took to the group's shape): its
 // own dims, from the element's linear index. Declares `<pre>_c<d>`.
-static void own_coords(fusion_gen_t *g, const iron_ir_type_t *t, const char *pre,
-                       char cn[][16]) {
+static void own_coords(fusion_gen_t *g, const iron_ir_type_t *t,
+                       const char *pre, char cn[][16]) {
   iron_cuda_text_printf(g->s, "    %s %s_r = (%s)i;\n", g->idx, pre, g->idx);
   for (int32_t d = t->rank - 1; d >= 0; --d) {
     snprintf(cn[d], 16, "%s_c%d", pre, d);
-    iron_cuda_text_printf(g->s, "    const %s %s = %s_r %% (%s)%lld;\n",
-                         g->idx, cn[d], pre, g->idx, (long long)t->dims[d]);
+    iron_cuda_text_printf(g->s, "    const %s %s = %s_r %% (%s)%lld;\n", g->idx,
+                          cn[d], pre, g->idx, (long long)t->dims[d]);
     if (d)
       iron_cuda_text_printf(g->s, "    %s_r /= (%s)%lld;\n", pre, g->idx,
-                           (long long)t->dims[d]);
+                            (long long)t->dims[d]);
   }
 }
 
@@ -159,7 +166,7 @@ static void emit_clamped_starts(fusion_gen_t *g, const iron_ir_op_t *op,
     char var[40];
     snprintf(var, sizeof(var), "%s_s%d", pre, d);
     iron_cuda_emit_clamped_start(g->s, "    ", var, value_name(g, sv),
-                                sv->type->dtype, full->dims[d] - part[d]);
+                                 sv->type->dtype, full->dims[d] - part[d]);
   }
 }
 
@@ -173,8 +180,10 @@ static iron_status_t gen_indexed_load(fusion_gen_t *g, const iron_ir_op_t *op,
   const iron_ir_type_t *st = src->type, *rt = op->results[0].type;
   iron_op_kind_t k = op->kind;
   if (st->dtype != rt->dtype || st->rank != rt->rank)
-    return IRON_ERR(INVALID_ARGUMENT, "%s: operand and result differ in "
-                    "dtype or rank", op->name);
+    return IRON_ERR(INVALID_ARGUMENT,
+                    "%s: operand and result differ in "
+                    "dtype or rank",
+                    op->name);
   // The load's coordinates: the group's, over the non-unit dims (fuse.c
   // lets a load to [1, A, B] join a group of shape [A, B] through a
   // reshape); size-1 dims are 0. A load that another reshape took to the
@@ -186,8 +195,9 @@ static iron_status_t gen_indexed_load(fusion_gen_t *g, const iron_ir_op_t *op,
   for (uint32_t i = 0; i < g->f->num_inputs; ++i)
     if (g->f->inputs[i] == src) input = (int)i;
   if (input < 0)
-    return iron_ir_op_unimplemented(op, "in a CUDA fusion of a computed "
-                                        "value");
+    return iron_ir_op_unimplemented(op,
+                                    "in a CUDA fusion of a computed "
+                                    "value");
   const int32_t r = st->rank;
   int64_t istr[IRON_MAX_RANK];
   int64_t s = 1;
@@ -220,10 +230,12 @@ static iron_status_t gen_indexed_load(fusion_gen_t *g, const iron_ir_op_t *op,
                       op->name);
     for (int32_t d = 0; d < r; ++d) {
       const iron_ir_value_t *sv = op->operands[1 + d];
-      if (!value_name(g, sv) || sv->type->rank != 0 || !is_int(sv->type->dtype) ||
-          a0[d] < 0 || a0[d] > st->dims[d])
-        return iron_ir_op_unimplemented(op, "in a CUDA fusion with start "
-                                            "index %d of this kind", d);
+      if (!value_name(g, sv) || sv->type->rank != 0 ||
+          !is_int(sv->type->dtype) || a0[d] < 0 || a0[d] > st->dims[d])
+        return iron_ir_op_unimplemented(op,
+                                        "in a CUDA fusion with start "
+                                        "index %d of this kind",
+                                        d);
     }
   }
   iron_cuda_text_t ix;
@@ -231,18 +243,18 @@ static iron_status_t gen_indexed_load(fusion_gen_t *g, const iron_ir_op_t *op,
   iron_cuda_text_printf(&ix, "0LL");
   if (k == IRON_OP_SLICE) {
     for (int32_t d = 0; d < r; ++d)
-      iron_cuda_text_printf(&ix, " + ((long long)%s * %lldLL + %lldLL) * %lldLL",
-                           cn[d], (long long)a2[d], (long long)a0[d],
-                           (long long)istr[d]);
+      iron_cuda_text_printf(
+          &ix, " + ((long long)%s * %lldLL + %lldLL) * %lldLL", cn[d],
+          (long long)a2[d], (long long)a0[d], (long long)istr[d]);
   } else if (k == IRON_OP_TRANSPOSE) {
     for (int32_t d = 0; d < r; ++d)
       iron_cuda_text_printf(&ix, " + (long long)%s * %lldLL", cn[d],
-                           (long long)istr[a1[d]]);
+                            (long long)istr[a1[d]]);
   } else {
     emit_clamped_starts(g, op, 1, var, st, a0);
     for (int32_t d = 0; d < r; ++d)
-      iron_cuda_text_printf(&ix, " + (%s_s%d + (long long)%s) * %lldLL", var,
-                           d, cn[d], (long long)istr[d]);
+      iron_cuda_text_printf(&ix, " + (%s_s%d + (long long)%s) * %lldLL", var, d,
+                            cn[d], (long long)istr[d]);
   }
   char *ixs = NULL;
   IRON_RETURN_IF_ERROR_PLAIN(iron_cuda_text_finish(&ix, &ixs));
@@ -258,7 +270,6 @@ static iron_status_t gen_indexed_load(fusion_gen_t *g, const iron_ir_op_t *op,
   free(lv);
   return value_add(g, &op->results[0], "v%u", index);
 }
-
 
 // ---------------------------------------------------------------------------
 // Members
@@ -286,8 +297,7 @@ static iron_status_t gen_iota(fusion_gen_t *g, const iron_ir_op_t *op,
     snprintf(e, sizeof(e), "(%s != 0)", c);
   } else if (is_cplx(out)) {
     const char *R = out == IRON_DTYPE_C64 ? "float" : "double";
-    snprintf(e, sizeof(e), "iron_mk((%s)%s, (%s)0, (%s *)0)", R, c, R,
-             ot.comp);
+    snprintf(e, sizeof(e), "iron_mk((%s)%s, (%s)0, (%s *)0)", R, c, R, ot.comp);
   } else {
     snprintf(e, sizeof(e), "(%s)%s", ot.comp, c);
   }
@@ -311,8 +321,8 @@ static iron_status_t gen_broadcast(fusion_gen_t *g, const iron_ir_op_t *op,
     return IRON_ERR(INVALID_ARGUMENT, "%s: dtype changes", op->name);
   int64_t bd[IRON_MAX_RANK];
   uint32_t nb = 0;
-  IRON_RETURN_IF_ERROR_PLAIN(iron_ir_op_i64_list(
-      op, "broadcast_dimensions", bd, IRON_MAX_RANK, &nb));
+  IRON_RETURN_IF_ERROR_PLAIN(
+      iron_ir_op_i64_list(op, "broadcast_dimensions", bd, IRON_MAX_RANK, &nb));
   if ((int32_t)nb != st->rank)
     return IRON_ERR(INVALID_ARGUMENT, "%s: broadcast_dimensions length",
                     op->name);
@@ -450,18 +460,39 @@ static bool fusion_is_cheap(const iron_cuda_fusion_t *f) {
       }
     }
     switch (op->kind) {
-      case IRON_OP_ADD: case IRON_OP_SUBTRACT: case IRON_OP_MULTIPLY:
-      case IRON_OP_DIVIDE: case IRON_OP_MAXIMUM: case IRON_OP_MINIMUM:
-      case IRON_OP_NEGATE: case IRON_OP_ABS: case IRON_OP_SIGN:
-      case IRON_OP_AND: case IRON_OP_OR: case IRON_OP_XOR: case IRON_OP_NOT:
-      case IRON_OP_SHIFT_LEFT: case IRON_OP_SHIFT_RIGHT_ARITHMETIC:
-      case IRON_OP_SHIFT_RIGHT_LOGICAL: case IRON_OP_COMPARE:
-      case IRON_OP_SELECT: case IRON_OP_CLAMP: case IRON_OP_CONVERT:
-      case IRON_OP_CONSTANT: case IRON_OP_RESHAPE: case IRON_OP_SQRT:
-      case IRON_OP_RSQRT: case IRON_OP_FLOOR: case IRON_OP_CEIL:
-      case IRON_OP_ROUND_NEAREST_EVEN: case IRON_OP_ROUND_NEAREST_AFZ:
-      case IRON_OP_EXPONENTIAL: case IRON_OP_LOGISTIC: case IRON_OP_IS_FINITE:
-      case IRON_OP_REAL: case IRON_OP_IMAG:
+      case IRON_OP_ADD:
+      case IRON_OP_SUBTRACT:
+      case IRON_OP_MULTIPLY:
+      case IRON_OP_DIVIDE:
+      case IRON_OP_MAXIMUM:
+      case IRON_OP_MINIMUM:
+      case IRON_OP_NEGATE:
+      case IRON_OP_ABS:
+      case IRON_OP_SIGN:
+      case IRON_OP_AND:
+      case IRON_OP_OR:
+      case IRON_OP_XOR:
+      case IRON_OP_NOT:
+      case IRON_OP_SHIFT_LEFT:
+      case IRON_OP_SHIFT_RIGHT_ARITHMETIC:
+      case IRON_OP_SHIFT_RIGHT_LOGICAL:
+      case IRON_OP_COMPARE:
+      case IRON_OP_SELECT:
+      case IRON_OP_CLAMP:
+      case IRON_OP_CONVERT:
+      case IRON_OP_CONSTANT:
+      case IRON_OP_RESHAPE:
+      case IRON_OP_SQRT:
+      case IRON_OP_RSQRT:
+      case IRON_OP_FLOOR:
+      case IRON_OP_CEIL:
+      case IRON_OP_ROUND_NEAREST_EVEN:
+      case IRON_OP_ROUND_NEAREST_AFZ:
+      case IRON_OP_EXPONENTIAL:
+      case IRON_OP_LOGISTIC:
+      case IRON_OP_IS_FINITE:
+      case IRON_OP_REAL:
+      case IRON_OP_IMAG:
         break;
       default:
         return false;
@@ -478,7 +509,7 @@ static bool fusion_is_cheap(const iron_cuda_fusion_t *f) {
 
 iron_status_t iron_cuda_codegen_fusion(const iron_cuda_fusion_t *f,
                                        char **out_source, char **out_name) {
-  const iron_ir_op_t *owner = f->owner ? f->owner
+  const iron_ir_op_t *owner = f->owner     ? f->owner
                               : f->num_ops ? f->ops[0]
                                            : NULL;
   if (f->num_outputs == 0) {
@@ -486,8 +517,9 @@ iron_status_t iron_cuda_codegen_fusion(const iron_cuda_fusion_t *f,
   }
   const iron_ir_type_t *t0 = iron_cuda_fusion_space(f);
   if (!t0 || t0->kind != IRON_TYPE_TENSOR || !iron_ir_type_is_static(t0)) {
-    return owner ? iron_ir_op_unimplemented(owner, "on the CUDA device for "
-                                                   "a non-static result")
+    return owner ? iron_ir_op_unimplemented(owner,
+                                            "on the CUDA device for "
+                                            "a non-static result")
                  : IRON_ERR(UNIMPLEMENTED, "non-static fusion result");
   }
   fusion_gen_t g;
@@ -550,61 +582,61 @@ iron_status_t iron_cuda_codegen_fusion(const iron_cuda_fusion_t *f,
     any_narrow = any_narrow || is_narrow(f->inputs[i]->type->dtype);
   for (uint32_t j = 0; j < f->num_outputs; ++j)
     any_narrow = any_narrow || is_narrow(f->outputs[j]->type->dtype);
-  bool vec = vw >= 2 && !iron_cuda_fusion_needs_coords(f) && g.count >= 4 * vw &&
-             fusion_is_cheap(f) && iron_cuda_vectorize_enabled() &&
-             !any_narrow && !f->device_fn;
+  bool vec = vw >= 2 && !iron_cuda_fusion_needs_coords(f) &&
+             g.count >= 4 * vw && fusion_is_cheap(f) &&
+             iron_cuda_vectorize_enabled() && !any_narrow && !f->device_fn;
 
   if (f->device_fn) {
     iron_cuda_text_printf(&body, "static __device__ __forceinline__ void %s(",
-                         f->device_fn);
+                          f->device_fn);
     for (uint32_t i = 0; i < f->num_inputs; ++i) {
       iron_cuda_text_printf(&body, "const %s *in%u, ",
-                           iron_cuda_ctype(f->inputs[i]->type->dtype), i);
+                            iron_cuda_ctype(f->inputs[i]->type->dtype), i);
     }
     iron_cuda_text_printf(&body, "long long i");
     for (uint32_t j = 0; j < f->num_outputs; ++j) {
       iron_cuda_text_printf(&body, ", %s &r%u",
-                           iron_cuda_type(f->outputs[j]->type->dtype).comp,
-                           j);
+                            iron_cuda_type(f->outputs[j]->type->dtype).comp, j);
     }
     iron_cuda_text_printf(&body, ") {\n  {\n");
   } else if (vec) {
     // The element function: storage values in, storage values out.
     iron_cuda_text_printf(&body, "static __device__ __forceinline__ void %s_f(",
-                         IRON_CUDA_KERNEL_PLACEHOLDER);
+                          IRON_CUDA_KERNEL_PLACEHOLDER);
     for (uint32_t i = 0; i < f->num_inputs; ++i) {
       iron_cuda_text_printf(&body, "%sconst %s s%u", i ? ", " : "",
-                           st_ctype(f->inputs[i]->type->dtype), i);
+                            st_ctype(f->inputs[i]->type->dtype), i);
     }
     for (uint32_t j = 0; j < f->num_outputs; ++j) {
-      iron_cuda_text_printf(&body, "%s%s &r%u", (f->num_inputs || j) ? ", " : "",
-                           st_ctype(f->outputs[j]->type->dtype), j);
+      iron_cuda_text_printf(&body, "%s%s &r%u",
+                            (f->num_inputs || j) ? ", " : "",
+                            st_ctype(f->outputs[j]->type->dtype), j);
     }
     iron_cuda_text_printf(&body, ") {\n  {\n");
   } else {
-    iron_cuda_text_printf(&body,
-                         "extern \"C\" __global__ void __launch_bounds__(256) %s(",
-                         IRON_CUDA_KERNEL_PLACEHOLDER);
+    iron_cuda_text_printf(
+        &body, "extern \"C\" __global__ void __launch_bounds__(256) %s(",
+        IRON_CUDA_KERNEL_PLACEHOLDER);
     for (uint32_t i = 0; i < f->num_inputs; ++i) {
       iron_cuda_text_printf(&body, "%sconst %s *in%u", i ? ", " : "",
-                           st_ctype(f->inputs[i]->type->dtype), i);
+                            st_ctype(f->inputs[i]->type->dtype), i);
     }
     for (uint32_t j = 0; j < f->num_outputs; ++j) {
       iron_cuda_text_printf(&body, "%s%s *out%u",
-                           (f->num_inputs || j) ? ", " : "",
-                           st_ctype(f->outputs[j]->type->dtype), j);
+                            (f->num_inputs || j) ? ", " : "",
+                            st_ctype(f->outputs[j]->type->dtype), j);
     }
     iron_cuda_text_printf(&body, ") {\n  IRON_LOOP(i, %s, %lldLL) {\n", g.idx,
-                         (long long)g.count);
+                          (long long)g.count);
   }
   if (iron_cuda_fusion_needs_coords(f) && g.rank > 0) {
     iron_cuda_text_printf(&body, "    %s r_ = (%s)i;\n", g.idx, g.idx);
     for (int32_t d = g.rank - 1; d >= 0; --d) {
       iron_cuda_text_printf(&body, "    const %s c%d = r_ %% (%s)%lld;\n",
-                           g.idx, d, g.idx, (long long)g.dims[d]);
+                            g.idx, d, g.idx, (long long)g.dims[d]);
       if (d) {
         iron_cuda_text_printf(&body, "    r_ /= (%s)%lld;\n", g.idx,
-                             (long long)g.dims[d]);
+                              (long long)g.dims[d]);
       }
     }
   }
@@ -666,7 +698,7 @@ iron_status_t iron_cuda_codegen_fusion(const iron_cuda_fusion_t *f,
       iron_cuda_text_printf(&body, "    out%u[0LL", j);
       for (int32_t k = 0; k < xt->rank; ++k)
         iron_cuda_text_printf(&body, " + (%s_s%d + (long long)%s) * %lldLL",
-                             pre, k, cn[k], (long long)xstr[k]);
+                              pre, k, cn[k], (long long)xstr[k]);
       iron_cuda_text_printf(&body, "] = %s;\n    }\n", se);
       continue;
     }
@@ -680,47 +712,48 @@ iron_status_t iron_cuda_codegen_fusion(const iron_cuda_fusion_t *f,
       snprintf(se, sizeof(se), "%s", n);
     else
       iron_cuda_store_expr(f->outputs[j]->type->dtype, n, se, sizeof(se));
-    iron_cuda_text_printf(&body,
-                         vec || f->device_fn ? "    r%u = %s;\n"
-                                             : "    out%u[i] = %s;\n",
-                         j, se);
+    iron_cuda_text_printf(
+        &body, vec || f->device_fn ? "    r%u = %s;\n" : "    out%u[i] = %s;\n",
+        j, se);
   }
   if (vec) {
     // The kernel: vector loop when every full operand is aligned to its
     // vector, then the tail; otherwise element by element.
     const char *I = g.idx;
-    iron_cuda_text_printf(&body,
-                         "  }\n}\n"
-                         "extern \"C\" __global__ void __launch_bounds__(256) %s(",
-                         IRON_CUDA_KERNEL_PLACEHOLDER);
+    iron_cuda_text_printf(
+        &body,
+        "  }\n}\n"
+        "extern \"C\" __global__ void __launch_bounds__(256) %s(",
+        IRON_CUDA_KERNEL_PLACEHOLDER);
     for (uint32_t i = 0; i < f->num_inputs; ++i) {
       iron_cuda_text_printf(&body, "%sconst %s *in%u", i ? ", " : "",
-                           st_ctype(f->inputs[i]->type->dtype), i);
+                            st_ctype(f->inputs[i]->type->dtype), i);
     }
     for (uint32_t j = 0; j < f->num_outputs; ++j) {
       iron_cuda_text_printf(&body, "%s%s *out%u",
-                           (f->num_inputs || j) ? ", " : "",
-                           st_ctype(f->outputs[j]->type->dtype), j);
+                            (f->num_inputs || j) ? ", " : "",
+                            st_ctype(f->outputs[j]->type->dtype), j);
     }
-    iron_cuda_text_printf(&body,
-                         ") {\n"
-                         "  const %s n = %lldLL;\n"
-                         "  const %s tid = (%s)blockIdx.x * blockDim.x + threadIdx.x;\n"
-                         "  const %s nt = (%s)gridDim.x * blockDim.x;\n"
-                         "  bool al = true;\n",
-                         I, (long long)g.count, I, I, I, I);
+    iron_cuda_text_printf(
+        &body,
+        ") {\n"
+        "  const %s n = %lldLL;\n"
+        "  const %s tid = (%s)blockIdx.x * blockDim.x + threadIdx.x;\n"
+        "  const %s nt = (%s)gridDim.x * blockDim.x;\n"
+        "  bool al = true;\n",
+        I, (long long)g.count, I, I, I, I);
     for (uint32_t i = 0; i < f->num_inputs; ++i) {
       if (type_count(f->inputs[i]->type) != g.count) continue;
       iron_cuda_text_printf(&body,
-                           "  al = al && ((unsigned long long)in%u %% "
-                           "(sizeof(*in%u) * %d)) == 0;\n",
-                           i, i, vw);
+                            "  al = al && ((unsigned long long)in%u %% "
+                            "(sizeof(*in%u) * %d)) == 0;\n",
+                            i, i, vw);
     }
     for (uint32_t j = 0; j < f->num_outputs; ++j) {
       iron_cuda_text_printf(&body,
-                           "  al = al && ((unsigned long long)out%u %% "
-                           "(sizeof(*out%u) * %d)) == 0;\n",
-                           j, j, vw);
+                            "  al = al && ((unsigned long long)out%u %% "
+                            "(sizeof(*out%u) * %d)) == 0;\n",
+                            j, j, vw);
     }
     // Arguments of the element function, per element k of vector j.
     iron_cuda_text_t va, sa;
@@ -752,35 +785,36 @@ iron_status_t iron_cuda_codegen_fusion(const iron_cuda_fusion_t *f,
     }
     // Unaligned operands run everything through the tail loop.
     iron_cuda_text_printf(&body,
-                         "  const %s nv = al ? n / %d : 0;\n"
-                         "  for (%s j = tid; j < nv; j += nt) {\n",
-                         I, vw, I);
+                          "  const %s nv = al ? n / %d : 0;\n"
+                          "  for (%s j = tid; j < nv; j += nt) {\n",
+                          I, vw, I);
     for (uint32_t i = 0; i < f->num_inputs; ++i) {
       if (type_count(f->inputs[i]->type) != g.count) continue;
       const char *ct = st_ctype(f->inputs[i]->type->dtype);
       iron_cuda_text_printf(&body,
-                           "      const iron_vec<%s, %d> a%u = "
-                           "((const iron_vec<%s, %d> *)in%u)[j];\n",
-                           ct, vw, i, ct, vw, i);
+                            "      const iron_vec<%s, %d> a%u = "
+                            "((const iron_vec<%s, %d> *)in%u)[j];\n",
+                            ct, vw, i, ct, vw, i);
     }
     for (uint32_t j = 0; j < f->num_outputs; ++j) {
       iron_cuda_text_printf(&body, "      iron_vec<%s, %d> b%u;\n",
-                           st_ctype(f->outputs[j]->type->dtype), vw, j);
+                            st_ctype(f->outputs[j]->type->dtype), vw, j);
     }
     iron_cuda_text_printf(&body,
-                         "#pragma unroll\n"
-                         "      for (int k = 0; k < %d; ++k) %s_f(%s);\n",
-                         vw, IRON_CUDA_KERNEL_PLACEHOLDER, vas);
+                          "#pragma unroll\n"
+                          "      for (int k = 0; k < %d; ++k) %s_f(%s);\n",
+                          vw, IRON_CUDA_KERNEL_PLACEHOLDER, vas);
     for (uint32_t j = 0; j < f->num_outputs; ++j) {
       const char *ct = st_ctype(f->outputs[j]->type->dtype);
-      iron_cuda_text_printf(&body, "      ((iron_vec<%s, %d> *)out%u)[j] = b%u;\n",
-                           ct, vw, j, j);
+      iron_cuda_text_printf(
+          &body, "      ((iron_vec<%s, %d> *)out%u)[j] = b%u;\n", ct, vw, j, j);
     }
-    iron_cuda_text_printf(&body,
-                         "  }\n"
-                         "  for (%s i = nv * %d + tid; i < n; i += nt) %s_f(%s);\n"
-                         "}\n",
-                         I, vw, IRON_CUDA_KERNEL_PLACEHOLDER, sas);
+    iron_cuda_text_printf(
+        &body,
+        "  }\n"
+        "  for (%s i = nv * %d + tid; i < n; i += nt) %s_f(%s);\n"
+        "}\n",
+        I, vw, IRON_CUDA_KERNEL_PLACEHOLDER, sas);
     free(vas);
     free(sas);
   } else {
@@ -807,4 +841,3 @@ fail:
   iron_cuda_text_free(&body);
   return st;
 }
-

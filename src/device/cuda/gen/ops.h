@@ -59,6 +59,9 @@ iron_status_t iron_cuda_gen_while(const char *name, const iron_ir_op_t *op,
 iron_status_t iron_cuda_gen_convert_narrow(const iron_ir_op_t *op,
                                            char **out_source,
                                            char **out_name);
+// The dtypes that take that kernel: the narrow floats but f8E8M0FNU, and
+// s4/u4/s2/u2.
+bool iron_cuda_dtype_is_narrow(iron_dtype_t dt);
 
 // --- dot_general ------------------------------------------------------------
 

@@ -68,14 +68,14 @@ static iron_status_t emit_ops(region_gen_t *g, const iron_ir_block_t *blk,
 // pass through ci<depth>_<op>_<i> / cr<depth>_<op>_<i>, names no IR value
 // gets, so the callee's names may shadow the caller's freely.
 static iron_status_t emit_call(region_gen_t *g, const iron_ir_block_t *blk,
-                               const iron_ir_op_t *op, uint32_t oi,
-                               int depth) {
+                               const iron_ir_op_t *op, uint32_t oi, int depth) {
   iron_cuda_text_t *t = g->sc.t;
   if (!g->module)
     return iron_ir_op_unimplemented(op, "in a cuda region (no module)");
   if (depth >= 8)
-    return iron_ir_op_unimplemented(op, "in a cuda region (calls nested "
-                                        "deeper than 8)");
+    return iron_ir_op_unimplemented(op,
+                                    "in a cuda region (calls nested "
+                                    "deeper than 8)");
   const char *name = iron_ir_op_string(op, "callee");
   if (name && name[0] == '@') name++;
   const iron_ir_func_t *f =
@@ -114,8 +114,10 @@ static iron_status_t emit_call(region_gen_t *g, const iron_ir_block_t *blk,
     iron_cuda_type_t ct = iron_cuda_type(op->operands[i]->type->dtype);
     if (!cb->args[i].type ||
         cb->args[i].type->dtype != op->operands[i]->type->dtype)
-      return IRON_ERR(INVALID_ARGUMENT, "%s: argument %u of @%s has another "
-                      "type", op->name, i, name);
+      return IRON_ERR(INVALID_ARGUMENT,
+                      "%s: argument %u of @%s has another "
+                      "type",
+                      op->name, i, name);
     iron_cuda_text_printf(t, "const %s a%u = ci%d_%u_%u;\n", ct.comp, i, depth,
                           oi, i);
   }
@@ -185,8 +187,8 @@ iron_status_t iron_cuda_gen_region_fn(iron_cuda_text_t *t, const char *fname,
     const iron_ir_type_t *ty = blk->args[i].type;
     iron_cuda_type_t ct = iron_cuda_type(ty ? ty->dtype : 0);
     if (!scalar_type(ty) || !ct.store)
-      return IRON_ERR(UNIMPLEMENTED,
-                      "cuda region: argument %u is not a scalar", i);
+      return IRON_ERR(UNIMPLEMENTED, "cuda region: argument %u is not a scalar",
+                      i);
     iron_cuda_text_printf(t, "%sconst %s a%u", i ? ", " : "", ct.comp, i);
   }
   for (uint32_t i = 0; i < ret->num_operands; ++i) {

@@ -35,9 +35,14 @@ static bool is_cplx(iron_dtype_t dt) {
 }
 static bool is_int(iron_dtype_t dt) {
   switch (dt) {
-    case IRON_DTYPE_S8: case IRON_DTYPE_S16: case IRON_DTYPE_S32:
-    case IRON_DTYPE_S64: case IRON_DTYPE_U8: case IRON_DTYPE_U16:
-    case IRON_DTYPE_U32: case IRON_DTYPE_U64:
+    case IRON_DTYPE_S8:
+    case IRON_DTYPE_S16:
+    case IRON_DTYPE_S32:
+    case IRON_DTYPE_S64:
+    case IRON_DTYPE_U8:
+    case IRON_DTYPE_U16:
+    case IRON_DTYPE_U32:
+    case IRON_DTYPE_U64:
       return true;
     default:
       return false;
@@ -47,9 +52,7 @@ static bool is_sint(iron_dtype_t dt) {
   return is_int(dt) && iron_dtype_is_signed_int(dt);
 }
 // libm suffix of the compute type.
-static const char *fsuffix(iron_dtype_t dt) {
-  return is_f32ish(dt) ? "f" : "";
-}
+static const char *fsuffix(iron_dtype_t dt) { return is_f32ish(dt) ? "f" : ""; }
 static bool is_narrow(iron_dtype_t dt) { return iron_cuda_type(dt).is_narrow; }
 // The dtype a value of dt is computed as.
 static iron_dtype_t wide_of(iron_dtype_t dt) {
@@ -96,8 +99,7 @@ typedef struct expr {
 static bool op_keeps_denormals(iron_op_kind_t k) {
   return k == IRON_OP_NEGATE || k == IRON_OP_ABS || k == IRON_OP_REMAINDER ||
          k == IRON_OP_REAL || k == IRON_OP_IMAG || k == IRON_OP_SELECT ||
-         k == IRON_OP_IS_FINITE || k == IRON_OP_RESHAPE ||
-         k == IRON_OP_COMPLEX;
+         k == IRON_OP_IS_FINITE || k == IRON_OP_RESHAPE || k == IRON_OP_COMPLEX;
 }
 
 // A region body's fold arithmetic on real floats (IRON_CUDA_SCALAR_BODY):
@@ -106,8 +108,12 @@ static bool body_raw_op(const iron_cuda_scalar_t *s, iron_op_kind_t k,
                         iron_dtype_t wide) {
   if (s->mode != IRON_CUDA_SCALAR_BODY || !is_real_float(wide)) return false;
   switch (k) {
-    case IRON_OP_ADD: case IRON_OP_SUBTRACT: case IRON_OP_MULTIPLY:
-    case IRON_OP_DIVIDE: case IRON_OP_MAXIMUM: case IRON_OP_MINIMUM:
+    case IRON_OP_ADD:
+    case IRON_OP_SUBTRACT:
+    case IRON_OP_MULTIPLY:
+    case IRON_OP_DIVIDE:
+    case IRON_OP_MAXIMUM:
+    case IRON_OP_MINIMUM:
       return true;
     default:
       return false;
@@ -116,23 +122,40 @@ static bool body_raw_op(const iron_cuda_scalar_t *s, iron_op_kind_t k,
 
 const char *iron_cuda_libm_name(iron_op_kind_t k) {
   switch (k) {
-    case IRON_OP_FLOOR: return "floor";
-    case IRON_OP_CEIL: return "ceil";
-    case IRON_OP_ROUND_NEAREST_AFZ: return "round";
-    case IRON_OP_ROUND_NEAREST_EVEN: return "rint";
-    case IRON_OP_EXPONENTIAL: return "exp";
-    case IRON_OP_EXPONENTIAL_MINUS_ONE: return "expm1";
-    case IRON_OP_LOG: return "log";
-    case IRON_OP_LOG_PLUS_ONE: return "log1p";
-    case IRON_OP_SQRT: return "sqrt";
-    case IRON_OP_CBRT: return "cbrt";
-    case IRON_OP_SINE: return "sin";
-    case IRON_OP_COSINE: return "cos";
-    case IRON_OP_TAN: return "tan";
-    case IRON_OP_TANH: return "tanh";
-    case IRON_OP_POWER: return "pow";
-    case IRON_OP_ATAN2: return "atan2";
-    default: return NULL;
+    case IRON_OP_FLOOR:
+      return "floor";
+    case IRON_OP_CEIL:
+      return "ceil";
+    case IRON_OP_ROUND_NEAREST_AFZ:
+      return "round";
+    case IRON_OP_ROUND_NEAREST_EVEN:
+      return "rint";
+    case IRON_OP_EXPONENTIAL:
+      return "exp";
+    case IRON_OP_EXPONENTIAL_MINUS_ONE:
+      return "expm1";
+    case IRON_OP_LOG:
+      return "log";
+    case IRON_OP_LOG_PLUS_ONE:
+      return "log1p";
+    case IRON_OP_SQRT:
+      return "sqrt";
+    case IRON_OP_CBRT:
+      return "cbrt";
+    case IRON_OP_SINE:
+      return "sin";
+    case IRON_OP_COSINE:
+      return "cos";
+    case IRON_OP_TAN:
+      return "tan";
+    case IRON_OP_TANH:
+      return "tanh";
+    case IRON_OP_POWER:
+      return "pow";
+    case IRON_OP_ATAN2:
+      return "atan2";
+    default:
+      return NULL;
   }
 }
 
@@ -146,22 +169,30 @@ static bool unary_expr(iron_op_kind_t k, iron_dtype_t dt, const char *x,
     switch (k) {
       case IRON_OP_ABS:
         if (!is_sint(dt)) return false;
-        EXPR("iron_iabs(%s)", x); return true;
+        EXPR("iron_iabs(%s)", x);
+        return true;
       case IRON_OP_NEGATE:
         if (pred) return false;
-        EXPR("iron_ineg(%s)", x); return true;
+        EXPR("iron_ineg(%s)", x);
+        return true;
       case IRON_OP_NOT:
-        if (pred) EXPR("!%s", x); else EXPR("iron_inot(%s)", x);
+        if (pred)
+          EXPR("!%s", x);
+        else
+          EXPR("iron_inot(%s)", x);
         return true;
       case IRON_OP_SIGN:
         if (!is_sint(dt)) return false;
-        EXPR("iron_isign(%s)", x); return true;
+        EXPR("iron_isign(%s)", x);
+        return true;
       case IRON_OP_POPCNT:
         if (pred) return false;
-        EXPR("iron_popcnt(%s)", x); return true;
+        EXPR("iron_popcnt(%s)", x);
+        return true;
       case IRON_OP_CLZ:
         if (pred) return false;
-        EXPR("iron_clz(%s)", x); return true;
+        EXPR("iron_clz(%s)", x);
+        return true;
       default:
         return false;
     }
@@ -176,41 +207,91 @@ static bool unary_expr(iron_op_kind_t k, iron_dtype_t dt, const char *x,
     switch (k) {
       // Sign-bit ops on the bits: under -ftz a float negate would flush.
       case IRON_OP_ABS:
-        if (f32) EXPR("__uint_as_float(__float_as_uint(%s) & 0x7fffffffu)", x);
-        else EXPR("fabs(%s)", x);
+        if (f32)
+          EXPR("__uint_as_float(__float_as_uint(%s) & 0x7fffffffu)", x);
+        else
+          EXPR("fabs(%s)", x);
         return true;
       case IRON_OP_NEGATE:
-        if (f32) EXPR("__uint_as_float(__float_as_uint(%s) ^ 0x80000000u)", x);
-        else EXPR("(-%s)", x);
+        if (f32)
+          EXPR("__uint_as_float(__float_as_uint(%s) ^ 0x80000000u)", x);
+        else
+          EXPR("(-%s)", x);
         return true;
-      case IRON_OP_SIGN: EXPR("iron_fsign(%s)", x); return true;
-      case IRON_OP_LOGISTIC: EXPR("iron_logistic(%s)", x); return true;
-      case IRON_OP_RSQRT: EXPR("iron_rsqrt(%s)", x); return true;
-      case IRON_OP_REAL: EXPR("%s", x); return true;
-      case IRON_OP_IMAG: EXPR("%s", f32 ? "0.0f" : "0.0"); return true;
-      case IRON_OP_IS_FINITE: EXPR("iron_isfinite(%s)", x); return true;
-      default: return false;
+      case IRON_OP_SIGN:
+        EXPR("iron_fsign(%s)", x);
+        return true;
+      case IRON_OP_LOGISTIC:
+        EXPR("iron_logistic(%s)", x);
+        return true;
+      case IRON_OP_RSQRT:
+        EXPR("iron_rsqrt(%s)", x);
+        return true;
+      case IRON_OP_REAL:
+        EXPR("%s", x);
+        return true;
+      case IRON_OP_IMAG:
+        EXPR("%s", f32 ? "0.0f" : "0.0");
+        return true;
+      case IRON_OP_IS_FINITE:
+        EXPR("iron_isfinite(%s)", x);
+        return true;
+      default:
+        return false;
     }
   }
   if (is_cplx(dt)) {
     switch (k) {
-      case IRON_OP_ABS: EXPR("iron_cabs(%s)", x); return true;
-      case IRON_OP_NEGATE: EXPR("(-%s)", x); return true;
-      case IRON_OP_SIGN: EXPR("iron_csign(%s)", x); return true;
-      case IRON_OP_EXPONENTIAL: EXPR("iron_cexp(%s)", x); return true;
-      case IRON_OP_EXPONENTIAL_MINUS_ONE: EXPR("iron_cexpm1(%s)", x); return true;
-      case IRON_OP_LOG: EXPR("iron_clog(%s)", x); return true;
-      case IRON_OP_LOG_PLUS_ONE: EXPR("iron_clog1p(%s)", x); return true;
-      case IRON_OP_LOGISTIC: EXPR("iron_clogistic(%s)", x); return true;
-      case IRON_OP_SQRT: EXPR("iron_csqrt(%s)", x); return true;
-      case IRON_OP_RSQRT: EXPR("iron_crsqrt(%s)", x); return true;
-      case IRON_OP_SINE: EXPR("iron_csin(%s)", x); return true;
-      case IRON_OP_COSINE: EXPR("iron_ccos(%s)", x); return true;
-      case IRON_OP_TAN: EXPR("iron_ctan(%s)", x); return true;
-      case IRON_OP_TANH: EXPR("iron_ctanh(%s)", x); return true;
-      case IRON_OP_REAL: EXPR("%s.re", x); return true;
-      case IRON_OP_IMAG: EXPR("%s.im", x); return true;
-      default: return false;
+      case IRON_OP_ABS:
+        EXPR("iron_cabs(%s)", x);
+        return true;
+      case IRON_OP_NEGATE:
+        EXPR("(-%s)", x);
+        return true;
+      case IRON_OP_SIGN:
+        EXPR("iron_csign(%s)", x);
+        return true;
+      case IRON_OP_EXPONENTIAL:
+        EXPR("iron_cexp(%s)", x);
+        return true;
+      case IRON_OP_EXPONENTIAL_MINUS_ONE:
+        EXPR("iron_cexpm1(%s)", x);
+        return true;
+      case IRON_OP_LOG:
+        EXPR("iron_clog(%s)", x);
+        return true;
+      case IRON_OP_LOG_PLUS_ONE:
+        EXPR("iron_clog1p(%s)", x);
+        return true;
+      case IRON_OP_LOGISTIC:
+        EXPR("iron_clogistic(%s)", x);
+        return true;
+      case IRON_OP_SQRT:
+        EXPR("iron_csqrt(%s)", x);
+        return true;
+      case IRON_OP_RSQRT:
+        EXPR("iron_crsqrt(%s)", x);
+        return true;
+      case IRON_OP_SINE:
+        EXPR("iron_csin(%s)", x);
+        return true;
+      case IRON_OP_COSINE:
+        EXPR("iron_ccos(%s)", x);
+        return true;
+      case IRON_OP_TAN:
+        EXPR("iron_ctan(%s)", x);
+        return true;
+      case IRON_OP_TANH:
+        EXPR("iron_ctanh(%s)", x);
+        return true;
+      case IRON_OP_REAL:
+        EXPR("%s.re", x);
+        return true;
+      case IRON_OP_IMAG:
+        EXPR("%s.im", x);
+        return true;
+      default:
+        return false;
     }
   }
   return false;
@@ -219,8 +300,8 @@ static bool unary_expr(iron_op_kind_t k, iron_dtype_t dt, const char *x,
 // The result dtype the host's tables give for unary op k on dt.
 static iron_dtype_t unary_result(iron_op_kind_t k, iron_dtype_t dt) {
   if (k == IRON_OP_IS_FINITE) return IRON_DTYPE_PRED;
-  if (is_cplx(dt) && (k == IRON_OP_ABS || k == IRON_OP_REAL ||
-                      k == IRON_OP_IMAG)) {
+  if (is_cplx(dt) &&
+      (k == IRON_OP_ABS || k == IRON_OP_REAL || k == IRON_OP_IMAG)) {
     return iron_dtype_complex_part(dt);
   }
   return dt;
@@ -232,55 +313,105 @@ static bool binary_expr(const iron_cuda_scalar_t *s, iron_op_kind_t k,
   const char *F = fsuffix(dt);
   if (dt == IRON_DTYPE_PRED) {
     switch (k) {
-      case IRON_OP_ADD: case IRON_OP_OR: case IRON_OP_MAXIMUM:
-        EXPR("(%s || %s)", x, y); return true;
-      case IRON_OP_MULTIPLY: case IRON_OP_AND: case IRON_OP_MINIMUM:
-        EXPR("(%s && %s)", x, y); return true;
-      case IRON_OP_XOR: EXPR("(%s != %s)", x, y); return true;
-      default: return false;
+      case IRON_OP_ADD:
+      case IRON_OP_OR:
+      case IRON_OP_MAXIMUM:
+        EXPR("(%s || %s)", x, y);
+        return true;
+      case IRON_OP_MULTIPLY:
+      case IRON_OP_AND:
+      case IRON_OP_MINIMUM:
+        EXPR("(%s && %s)", x, y);
+        return true;
+      case IRON_OP_XOR:
+        EXPR("(%s != %s)", x, y);
+        return true;
+      default:
+        return false;
     }
   }
   if (is_int(dt)) {
     const char *fn = NULL;
     switch (k) {
-      case IRON_OP_ADD: fn = "iron_iadd"; break;
-      case IRON_OP_SUBTRACT: fn = "iron_isub"; break;
-      case IRON_OP_MULTIPLY: fn = "iron_imul"; break;
-      case IRON_OP_DIVIDE: fn = "iron_idiv"; break;
-      case IRON_OP_REMAINDER: fn = "iron_irem"; break;
-      case IRON_OP_POWER: fn = "iron_ipow"; break;
-      case IRON_OP_MAXIMUM: fn = "iron_imax"; break;
-      case IRON_OP_MINIMUM: fn = "iron_imin"; break;
-      case IRON_OP_SHIFT_LEFT: fn = "iron_shl"; break;
-      case IRON_OP_SHIFT_RIGHT_ARITHMETIC: fn = "iron_shra"; break;
-      case IRON_OP_SHIFT_RIGHT_LOGICAL: fn = "iron_shrl"; break;
+      case IRON_OP_ADD:
+        fn = "iron_iadd";
+        break;
+      case IRON_OP_SUBTRACT:
+        fn = "iron_isub";
+        break;
+      case IRON_OP_MULTIPLY:
+        fn = "iron_imul";
+        break;
+      case IRON_OP_DIVIDE:
+        fn = "iron_idiv";
+        break;
+      case IRON_OP_REMAINDER:
+        fn = "iron_irem";
+        break;
+      case IRON_OP_POWER:
+        fn = "iron_ipow";
+        break;
+      case IRON_OP_MAXIMUM:
+        fn = "iron_imax";
+        break;
+      case IRON_OP_MINIMUM:
+        fn = "iron_imin";
+        break;
+      case IRON_OP_SHIFT_LEFT:
+        fn = "iron_shl";
+        break;
+      case IRON_OP_SHIFT_RIGHT_ARITHMETIC:
+        fn = "iron_shra";
+        break;
+      case IRON_OP_SHIFT_RIGHT_LOGICAL:
+        fn = "iron_shrl";
+        break;
       case IRON_OP_AND:
-        EXPR("(%s)(%s & %s)", iron_cuda_ctype(dt), x, y); return true;
+        EXPR("(%s)(%s & %s)", iron_cuda_ctype(dt), x, y);
+        return true;
       case IRON_OP_OR:
-        EXPR("(%s)(%s | %s)", iron_cuda_ctype(dt), x, y); return true;
+        EXPR("(%s)(%s | %s)", iron_cuda_ctype(dt), x, y);
+        return true;
       case IRON_OP_XOR:
-        EXPR("(%s)(%s ^ %s)", iron_cuda_ctype(dt), x, y); return true;
-      default: return false;
+        EXPR("(%s)(%s ^ %s)", iron_cuda_ctype(dt), x, y);
+        return true;
+      default:
+        return false;
     }
     EXPR("%s(%s, %s)", fn, x, y);
     return true;
   }
   if (is_real_float(dt)) {
     switch (k) {
-      case IRON_OP_ADD: EXPR("(%s + %s)", x, y); return true;
-      case IRON_OP_SUBTRACT: EXPR("(%s - %s)", x, y); return true;
-      case IRON_OP_MULTIPLY: EXPR("(%s * %s)", x, y); return true;
-      case IRON_OP_DIVIDE: EXPR("(%s / %s)", x, y); return true;
+      case IRON_OP_ADD:
+        EXPR("(%s + %s)", x, y);
+        return true;
+      case IRON_OP_SUBTRACT:
+        EXPR("(%s - %s)", x, y);
+        return true;
+      case IRON_OP_MULTIPLY:
+        EXPR("(%s * %s)", x, y);
+        return true;
+      case IRON_OP_DIVIDE:
+        EXPR("(%s / %s)", x, y);
+        return true;
       case IRON_OP_REMAINDER:
         // iron_frem keeps f32 denormal dividends that -ftz would flush.
-        if (is_f32ish(dt)) EXPR("iron_frem(%s, %s)", x, y);
-        else EXPR("fmod(%s, %s)", x, y);
+        if (is_f32ish(dt))
+          EXPR("iron_frem(%s, %s)", x, y);
+        else
+          EXPR("fmod(%s, %s)", x, y);
         return true;
-      case IRON_OP_POWER: case IRON_OP_ATAN2:
+      case IRON_OP_POWER:
+      case IRON_OP_ATAN2:
         EXPR("%s%s(%s, %s)", iron_cuda_libm_name(k), F, x, y);
         return true;
-      case IRON_OP_MAXIMUM: EXPR("iron_fmax(%s, %s)", x, y); return true;
-      case IRON_OP_MINIMUM: EXPR("iron_fmin(%s, %s)", x, y); return true;
+      case IRON_OP_MAXIMUM:
+        EXPR("iron_fmax(%s, %s)", x, y);
+        return true;
+      case IRON_OP_MINIMUM:
+        EXPR("iron_fmin(%s, %s)", x, y);
+        return true;
       case IRON_OP_COMPLEX:
         if (dt == IRON_DTYPE_F32) {
           EXPR("iron_mk(%s, %s, (iron_c64 *)0)", x, y);
@@ -291,24 +422,38 @@ static bool binary_expr(const iron_cuda_scalar_t *s, iron_op_kind_t k,
           return true;
         }
         return false;
-      default: return false;
+      default:
+        return false;
     }
   }
   if (is_cplx(dt)) {
     switch (k) {
-      case IRON_OP_ADD: EXPR("(%s + %s)", x, y); return true;
-      case IRON_OP_SUBTRACT: EXPR("(%s - %s)", x, y); return true;
+      case IRON_OP_ADD:
+        EXPR("(%s + %s)", x, y);
+        return true;
+      case IRON_OP_SUBTRACT:
+        EXPR("(%s - %s)", x, y);
+        return true;
       case IRON_OP_MULTIPLY:
         if (s->mode == IRON_CUDA_SCALAR_BODY)
           EXPR("iron_cmul_plain(%s, %s)", x, y);
         else
           EXPR("(%s * %s)", x, y);
         return true;
-      case IRON_OP_DIVIDE: EXPR("(%s / %s)", x, y); return true;
-      case IRON_OP_POWER: EXPR("iron_cpow(%s, %s)", x, y); return true;
-      case IRON_OP_MAXIMUM: EXPR("iron_cmax(%s, %s)", x, y); return true;
-      case IRON_OP_MINIMUM: EXPR("iron_cmin(%s, %s)", x, y); return true;
-      default: return false;
+      case IRON_OP_DIVIDE:
+        EXPR("(%s / %s)", x, y);
+        return true;
+      case IRON_OP_POWER:
+        EXPR("iron_cpow(%s, %s)", x, y);
+        return true;
+      case IRON_OP_MAXIMUM:
+        EXPR("iron_cmax(%s, %s)", x, y);
+        return true;
+      case IRON_OP_MINIMUM:
+        EXPR("iron_cmin(%s, %s)", x, y);
+        return true;
+      default:
+        return false;
     }
   }
   return false;
@@ -346,9 +491,10 @@ static bool compare_expr(const iron_cuda_scalar_t *s, int dir, bool total,
       EXPR("(iron_tkey16(iron_st_f16(%s)) %s iron_tkey16(iron_st_f16(%s)))", x,
            o, y);
     } else if (dt == IRON_DTYPE_BF16) {
-      EXPR("(iron_tkey16((uint16_t)(__float_as_uint(%s) >> 16)) %s "
-           "iron_tkey16((uint16_t)(__float_as_uint(%s) >> 16)))",
-           x, o, y);
+      EXPR(
+          "(iron_tkey16((uint16_t)(__float_as_uint(%s) >> 16)) %s "
+          "iron_tkey16((uint16_t)(__float_as_uint(%s) >> 16)))",
+          x, o, y);
     } else {
       EXPR("(iron_tkey(%s) %s iron_tkey(%s))", x, o, y);
     }
@@ -451,8 +597,8 @@ static bool narrow_convert_expr(iron_dtype_t from, iron_dtype_t to,
   bool se = from == IRON_DTYPE_F8E8M0FNU, de = to == IRON_DTYPE_F8E8M0FNU;
   if (!ft.store || !tt.store) return false;
   if (se && di) return false;  // not measured on XLA:CPU (host refuses)
-  bool src_is_int = si || (!ft.is_narrow && (is_int(from) ||
-                                             from == IRON_DTYPE_PRED));
+  bool src_is_int =
+      si || (!ft.is_narrow && (is_int(from) || from == IRON_DTYPE_PRED));
   bool via_int = src_is_int && !df && !de;
   char m[900];
   if (se) {
@@ -502,10 +648,11 @@ static bool narrow_convert_expr(iron_dtype_t from, iron_dtype_t to,
     }
   }
   if (df) {
-    EXPR("(float)iron_nf_decode(iron_nf_encode((double)(%s), %d, %d, %d, %d), "
-         "%d, %d, %d, %d)",
-         m, tt.nf_ebits, tt.nf_mbits, tt.nf_bias, tt.nf_kind, tt.nf_ebits,
-         tt.nf_mbits, tt.nf_bias, tt.nf_kind);
+    EXPR(
+        "(float)iron_nf_decode(iron_nf_encode((double)(%s), %d, %d, %d, %d), "
+        "%d, %d, %d, %d)",
+        m, tt.nf_ebits, tt.nf_mbits, tt.nf_bias, tt.nf_kind, tt.nf_ebits,
+        tt.nf_mbits, tt.nf_bias, tt.nf_kind);
     return true;
   }
   if (di) {
@@ -516,11 +663,12 @@ static bool narrow_convert_expr(iron_dtype_t from, iron_dtype_t to,
       snprintf(pat, sizeof(pat),
                "(int)((uint64_t)iron_f2s<int64_t>(%s, 4) & 0xfu)", m);
     } else {
-      snprintf(pat, sizeof(pat), "(int)(iron_f2u<uint64_t>(%s, 4) & 0xfu)",
-               m);
+      snprintf(pat, sizeof(pat), "(int)(iron_f2u<uint64_t>(%s, 4) & 0xfu)", m);
     }
-    if (to == IRON_DTYPE_S4) EXPR("(int8_t)iron_n4sext(%s)", pat);
-    else EXPR("(uint8_t)(%s)", pat);
+    if (to == IRON_DTYPE_S4)
+      EXPR("(int8_t)iron_n4sext(%s)", pat);
+    else
+      EXPR("(uint8_t)(%s)", pat);
     return true;
   }
   if (de) {
@@ -553,7 +701,8 @@ static iron_status_t constant_literal(const iron_ir_op_t *op, char *buf,
     case IRON_DTYPE_PRED:
       snprintf(buf, cap, "(uint8_t)%d", d[0] ? 1 : 0);
       return IRON_OK;
-    case IRON_DTYPE_F16: case IRON_DTYPE_BF16: {
+    case IRON_DTYPE_F16:
+    case IRON_DTYPE_BF16: {
       uint16_t h;
       memcpy(&h, d, 2);
       float f = dt == IRON_DTYPE_F16 ? iron_f16_to_f32(h) : iron_bf16_to_f32(h);
@@ -617,8 +766,12 @@ bool iron_cuda_scalar_op_supported(iron_op_kind_t kind) {
   iron_op_class_t c = iron_op_kind_class(kind);
   if (c == IRON_OP_CLASS_UNARY || c == IRON_OP_CLASS_BINARY) return true;
   switch (kind) {
-    case IRON_OP_COMPARE: case IRON_OP_SELECT: case IRON_OP_CLAMP:
-    case IRON_OP_CONVERT: case IRON_OP_CONSTANT: case IRON_OP_RESHAPE:
+    case IRON_OP_COMPARE:
+    case IRON_OP_SELECT:
+    case IRON_OP_CLAMP:
+    case IRON_OP_CONVERT:
+    case IRON_OP_CONSTANT:
+    case IRON_OP_RESHAPE:
       return true;
     default:
       return false;
@@ -744,12 +897,12 @@ iron_status_t iron_cuda_scalar_emit(const iron_cuda_scalar_t *s,
   iron_dtype_t out = op->results[0].type->dtype;
   if (!held(out)) return refuse_dtype(op, out);
   iron_op_class_t cls = iron_op_kind_class(k);
-  uint32_t arity = cls == IRON_OP_CLASS_UNARY    ? 1
-                   : cls == IRON_OP_CLASS_BINARY ? 2
-                   : k == IRON_OP_COMPARE        ? 2
-                   : (k == IRON_OP_SELECT || k == IRON_OP_CLAMP) ? 3
+  uint32_t arity = cls == IRON_OP_CLASS_UNARY                       ? 1
+                   : cls == IRON_OP_CLASS_BINARY                    ? 2
+                   : k == IRON_OP_COMPARE                           ? 2
+                   : (k == IRON_OP_SELECT || k == IRON_OP_CLAMP)    ? 3
                    : (k == IRON_OP_CONVERT || k == IRON_OP_RESHAPE) ? 1
-                                                 : 0;
+                                                                    : 0;
   if (op->num_operands != arity) {
     return IRON_ERR(INVALID_ARGUMENT, "%s: expected %u operands, got %u",
                     op->name, arity, op->num_operands);
@@ -770,8 +923,8 @@ iron_status_t iron_cuda_scalar_emit(const iron_cuda_scalar_t *s,
       ok = out == in;
     } else {
       iron_dtype_t r = unary_result(k, inw);
-      ok = held(in) && unary_expr(k, inw, a[0], e) &&
-           (r == inw ? in : r) == out;
+      ok =
+          held(in) && unary_expr(k, inw, a[0], e) && (r == inw ? in : r) == out;
     }
     if (!ok) return refuse_dtype(op, in);
   } else if (cls == IRON_OP_CLASS_BINARY) {
@@ -801,8 +954,8 @@ iron_status_t iron_cuda_scalar_emit(const iron_cuda_scalar_t *s,
       snprintf(a[1], sizeof(a[1]), "%s", args[1]);
     }
     if (!held(in) ||
-        !compare_expr(s, dir, total, type == IRON_CMP_TYPE_UNSIGNED, inw,
-                      a[0], a[1], e)) {
+        !compare_expr(s, dir, total, type == IRON_CMP_TYPE_UNSIGNED, inw, a[0],
+                      a[1], e)) {
       return iron_ir_op_unimplemented(
           op, "on the CUDA device for dtype %s, direction %d%s",
           iron_dtype_name(in), (int)dir, total ? " (TOTALORDER)" : "");
@@ -831,9 +984,8 @@ iron_status_t iron_cuda_scalar_emit(const iron_cuda_scalar_t *s,
   } else if (k == IRON_OP_CONVERT) {
     bool ok = is_narrow(in) || is_narrow(out)
                   ? narrow_convert_expr(in, out, a[0], s->flush, e)
-                  : held(in) &&
-                        iron_cuda_convert_expr(in, out, a[0], e->text,
-                                               sizeof(e->text));
+                  : held(in) && iron_cuda_convert_expr(in, out, a[0], e->text,
+                                                       sizeof(e->text));
     if (!ok) {
       return iron_ir_op_unimplemented(
           op, "on the CUDA device for dtype %s -> %s", iron_dtype_name(in),

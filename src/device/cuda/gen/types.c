@@ -14,12 +14,12 @@ static const nf_row_t kNarrowFloats[] = {
     {IRON_DTYPE_F8E4M3, "IRON_LD_F8E4M3", "IRON_ST_F8E4M3", 4, 3, 7, 0},
     {IRON_DTYPE_F8E3M4, "IRON_LD_F8E3M4", "IRON_ST_F8E3M4", 3, 4, 3, 0},
     {IRON_DTYPE_F8E4M3FN, "IRON_LD_F8E4M3FN", "IRON_ST_F8E4M3FN", 4, 3, 7, 1},
-    {IRON_DTYPE_F8E4M3FNUZ, "IRON_LD_F8E4M3FNUZ", "IRON_ST_F8E4M3FNUZ", 4, 3,
-     8, 2},
+    {IRON_DTYPE_F8E4M3FNUZ, "IRON_LD_F8E4M3FNUZ", "IRON_ST_F8E4M3FNUZ", 4, 3, 8,
+     2},
     {IRON_DTYPE_F8E5M2FNUZ, "IRON_LD_F8E5M2FNUZ", "IRON_ST_F8E5M2FNUZ", 5, 2,
      16, 2},
-    {IRON_DTYPE_F8E4M3B11FNUZ, "IRON_LD_F8E4M3B11FNUZ",
-     "IRON_ST_F8E4M3B11FNUZ", 4, 3, 11, 2},
+    {IRON_DTYPE_F8E4M3B11FNUZ, "IRON_LD_F8E4M3B11FNUZ", "IRON_ST_F8E4M3B11FNUZ",
+     4, 3, 11, 2},
     {IRON_DTYPE_F4E2M1FN, "IRON_LD_F4E2M1FN", "IRON_ST_F4E2M1FN", 2, 1, 1, 3},
 };
 #define NUM_NF (sizeof(kNarrowFloats) / sizeof(kNarrowFloats[0]))
@@ -47,14 +47,22 @@ iron_cuda_type_t iron_cuda_type(iron_dtype_t dt) {
       t.store = t.comp = "uint8_t";
       t.ld = "iron_ld_pred";  // any non-zero byte is true
       break;
-    case IRON_DTYPE_S8: PLAIN("int8_t", true, true);
-    case IRON_DTYPE_S16: PLAIN("int16_t", true, true);
-    case IRON_DTYPE_S32: PLAIN("int32_t", true, true);
-    case IRON_DTYPE_S64: PLAIN("int64_t", true, true);
-    case IRON_DTYPE_U8: PLAIN("uint8_t", true, false);
-    case IRON_DTYPE_U16: PLAIN("uint16_t", true, false);
-    case IRON_DTYPE_U32: PLAIN("uint32_t", true, false);
-    case IRON_DTYPE_U64: PLAIN("uint64_t", true, false);
+    case IRON_DTYPE_S8:
+      PLAIN("int8_t", true, true);
+    case IRON_DTYPE_S16:
+      PLAIN("int16_t", true, true);
+    case IRON_DTYPE_S32:
+      PLAIN("int32_t", true, true);
+    case IRON_DTYPE_S64:
+      PLAIN("int64_t", true, true);
+    case IRON_DTYPE_U8:
+      PLAIN("uint8_t", true, false);
+    case IRON_DTYPE_U16:
+      PLAIN("uint16_t", true, false);
+    case IRON_DTYPE_U32:
+      PLAIN("uint32_t", true, false);
+    case IRON_DTYPE_U64:
+      PLAIN("uint64_t", true, false);
     case IRON_DTYPE_F16:
       t.store = "uint16_t";
       t.comp = "float";
@@ -138,12 +146,18 @@ const char *iron_cuda_ctype(iron_dtype_t dt) {
 
 const char *iron_cuda_bits_ctype(size_t elem_size) {
   switch (elem_size) {
-    case 1: return "uint8_t";
-    case 2: return "uint16_t";
-    case 4: return "uint32_t";
-    case 8: return "uint64_t";
-    case 16: return "iron_b16";
-    default: return NULL;
+    case 1:
+      return "uint8_t";
+    case 2:
+      return "uint16_t";
+    case 4:
+      return "uint32_t";
+    case 8:
+      return "uint64_t";
+    case 16:
+      return "iron_b16";
+    default:
+      return NULL;
   }
 }
 

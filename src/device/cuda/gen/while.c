@@ -66,11 +66,11 @@ iron_status_t iron_cuda_gen_while(const char *name, const iron_ir_op_t *op,
   for (uint32_t i = 0; i < n; ++i) iron_cuda_text_printf(&t, "a%u, ", i);
   for (uint32_t i = 0; i < n; ++i)
     iron_cuda_text_printf(&t, "&n%u%s", i, i + 1 < n ? ", " : ");\n");
-  for (uint32_t i = 0; i < n; ++i) iron_cuda_text_printf(&t, "a%u = n%u;\n", i, i);
+  for (uint32_t i = 0; i < n; ++i)
+    iron_cuda_text_printf(&t, "a%u = n%u;\n", i, i);
   iron_cuda_text_printf(&t, "}\n");
   for (uint32_t i = 0; i < n; ++i)
     iron_cuda_text_printf(&t, "out%u[0] = %s(a%u);\n", i, ty[i].st, i);
   iron_cuda_text_printf(&t, "}\n");
   return iron_cuda_text_finish(&t, out_src);
 }
-
