@@ -25,9 +25,7 @@ echo "== tests/cuda/smoke.py"
 IRON_PLUGIN_PATH=$root/build-dev/libiron_pjrt.so IRON_DEVICE=cuda \
   JAX_PLATFORMS=iron,cpu python3 tests/cuda/smoke.py 2>&1 | tee "$out/smoke.txt"
 [ "${PIPESTATUS[0]}" -eq 0 ] || rc=1
-echo "== tests/cuda/ops.py"
-IRON_PLUGIN_PATH=$root/build-dev/libiron_pjrt.so IRON_DEVICE=cuda \
-  JAX_PLATFORMS=iron,cpu python3 tests/cuda/ops.py 2>&1 | tee "$out/ops.txt"
-[ "${PIPESTATUS[0]}" -eq 0 ] || rc=1
+# The op families on the GPU: the conformance suite (tests/conformance,
+# which replaced tests/cuda/ops.py), scripts/cuda_tests.sh conformance.
 echo "cuda_smoke: $([ $rc -eq 0 ] && echo PASSED || echo FAILED)"
 exit $rc

@@ -1,4 +1,4 @@
-// The device interface: every device (host today, CUDA later) is a struct
+// The device interface: every device (the host, one per CUDA GPU) is a struct
 // whose first member is iron_device_t with its vtable. The runtime
 // (src/runtime) owns devices; buffers and executables keep the runtime alive,
 // so a device outlives everything that points at it.

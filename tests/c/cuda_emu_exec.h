@@ -31,7 +31,9 @@
 #endif
 
 #include "cuda_emu.h"
-#include "device/cuda/cuda_codegen.h"
+#include "device/cuda/gen/prelude.h"
+#include "device/cuda/gen/source.h"
+#include "device/cuda/gen/types.h"
 #include "device/cuda/cuda_compile.h"
 #include "device/cuda/cuda_device.h"
 #include "device/cuda/cuda_fusion.h"

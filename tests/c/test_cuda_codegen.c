@@ -17,11 +17,13 @@
 
 #include "compiler/fuse.h"
 #include "compiler/inline.h"
-#include "device/cuda/cuda_codegen.h"
+#include "device/cuda/gen/prelude.h"
+#include "device/cuda/gen/source.h"
+#include "device/cuda/gen/types.h"
 #include "device/cuda/cuda_compile.h"
 #include "device/cuda/cuda_device.h"
 #include "device/cuda/cuda_fusion.h"
-#include "device/cuda/cuda_ops_gen.h"
+#include "device/cuda/gen/ops.h"
 #include "host_test_ops.h"
 #include "ir/builder.h"
 #include "stablehlo/reader.h"
@@ -99,10 +101,6 @@ static void collect_pending(iron_cuda_device_t *d) {
     CHECK(s != NULL && strncmp(s, prelude, pl) == 0);
     if (!s || strncmp(s, prelude, pl) != 0) continue;
     const char *body = s + pl;
-    // Fused reduces add the op kernels' prelude: compile_all puts it once
-    // after the element-wise one.
-    const char *ops = iron_cuda_ops_prelude();
-    if (strncmp(body, ops, strlen(ops)) == 0) body += strlen(ops);
     // Kernels that differ only in numbers (sizes, strides, constants, the
     // kernel name's hash) compile alike: one of each shape of text is
     // compiled, which keeps the test fast.
@@ -846,15 +844,15 @@ static void test_compile_all(void) {
   size_t nprog = (g_num_bodies + per - 1) / per;
   char **srcs = calloc(nprog ? nprog : 1, sizeof(*srcs));
   for (size_t p = 0; p < nprog; ++p) {
-    iron_cuda_src_t s;
-    iron_cuda_src_init(&s);
-    iron_cuda_src_printf(&s, "%s%s", prelude, iron_cuda_ops_prelude());
+    iron_cuda_text_t s;
+    iron_cuda_text_init(&s);
+    iron_cuda_text_printf(&s, "%s", prelude);
     // One namespace per kernel text: helper functions of the same name
-    // (iop_body, iop_fz) in different texts stay apart.
+    // (iron_body, iron_fz) in different texts stay apart.
     for (size_t k = p * per; k < g_num_bodies && k < (p + 1) * per; ++k) {
-      iron_cuda_src_printf(&s, "namespace tk%zu {\n%s}\n", k, g_bodies[k]);
+      iron_cuda_text_printf(&s, "namespace tk%zu {\n%s}\n", k, g_bodies[k]);
     }
-    CHECK_OK(iron_cuda_src_finish(&s, &srcs[p]));
+    CHECK_OK(iron_cuda_text_finish(&s, &srcs[p]));
   }
   void **cubins = calloc(nprog ? nprog : 1, sizeof(*cubins));
   size_t *sizes = calloc(nprog ? nprog : 1, sizeof(*sizes));
@@ -930,9 +928,9 @@ static void test_disk_cache(void) {
   if (!root) return;
   setenv("IRON_CACHE_DIR", root, 1);
   unsetenv("IRON_CUDA_CACHE");
-  iron_cuda_src_t body;
-  iron_cuda_src_init(&body);
-  iron_cuda_src_printf(&body,
+  iron_cuda_text_t body;
+  iron_cuda_text_init(&body);
+  iron_cuda_text_printf(&body,
                        "extern \"C\" __global__ void %s(float *p) "
                        "{ p[threadIdx.x] = iron_fmax(p[threadIdx.x], 0.0f); }\n",
                        IRON_CUDA_KERNEL_PLACEHOLDER);

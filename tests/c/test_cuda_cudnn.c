@@ -31,7 +31,7 @@
 #include "device/plans/conv_plan.h"
 #include "device/cuda/cuda_compile.h"
 #include "device/cuda/cuda_cudnn.h"
-#include "device/cuda/cuda_ops_gen.h"
+#include "device/cuda/gen/ops.h"
 #include "host_test_ops.h"
 #include "stablehlo/reader.h"
 #include "test.h"
@@ -740,7 +740,7 @@ static void test_emulation(void) {
   cuda_emu_lib_t lib;
   bool built = g_ncopy == 0 ||
                cuda_emu_build((const char *const *)g_copy_src, g_ncopy,
-                              iron_cuda_ops_prelude(), &lib);
+                              iron_cuda_prelude(), &lib);
   CHECK(built);
   if (!built) return;
   if (g_ncopy == 0) memset(&lib, 0, sizeof(lib));
@@ -784,7 +784,7 @@ static void test_copy_nvrtc(void) {
     char *src = NULL;
     unsigned grid = 0;
     CHECK_OK(iron_cudnn_gen_copy("iron_cudnn_copy", es, &c, &src, &grid));
-    CHECK(strstr(src, es == 8 ? "iop_s64 r" : "iop_u32 r") != NULL);
+    CHECK(strstr(src, es == 8 ? "int64_t r" : "uint32_t r") != NULL);
     void *cubin = NULL;
     size_t size = 0;
     CHECK_OK(iron_cuda_nvrtc_compile(&api, src, "sm_90a", &cubin, &size));

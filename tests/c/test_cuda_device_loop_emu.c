@@ -18,7 +18,7 @@
 #include "corpus_files.h"
 #include "compiler/inline.h"
 #include "cuda_emu.h"
-#include "device/cuda/cuda_ops_gen.h"
+#include "device/cuda/gen/ops.h"
 #include "device/cuda/cuda_ops_internal.h"
 #include "iron/iron.h"
 #include "ir/ir.h"
@@ -164,7 +164,7 @@ static void test_device_loops(void) {
     CHECK(iron_cuda_while_kernel(w) == NULL);
     unsetenv("IRON_CUDA_DEVICE_LOOPS");
     char *src = NULL;
-    CHECK_OK(iron_cuda_gen_while("loop_kernel", w, &src));
+    CHECK_OK(iron_cuda_gen_while("loop_kernel", w, NULL, &src));
     cuda_emu_lib_t lib;
     const char *srcs[1] = {src};
     bool built = src && cuda_emu_build(srcs, 1, NULL, &lib);

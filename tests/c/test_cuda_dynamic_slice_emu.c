@@ -422,12 +422,12 @@ static void nvrtc_compile_all(void) {
   size_t nprog = (nu + per - 1) / per;
   char **srcs = calloc(nprog + 1, sizeof(char *));
   for (size_t q = 0; q < nprog; ++q) {
-    iron_cuda_src_t s;
-    iron_cuda_src_init(&s);
-    iron_cuda_src_printf(&s, "%s", prelude);
+    iron_cuda_text_t s;
+    iron_cuda_text_init(&s);
+    iron_cuda_text_printf(&s, "%s", prelude);
     for (size_t k = q * per; k < nu && k < (q + 1) * per; ++k)
-      iron_cuda_src_printf(&s, "namespace tk%zu {\n%s}\n", k, bodies[k]);
-    CHECK_OK(iron_cuda_src_finish(&s, &srcs[q]));
+      iron_cuda_text_printf(&s, "namespace tk%zu {\n%s}\n", k, bodies[k]);
+    CHECK_OK(iron_cuda_text_finish(&s, &srcs[q]));
   }
   void **cubins = calloc(nprog + 1, sizeof(void *));
   size_t *sizes = calloc(nprog + 1, sizeof(size_t));

@@ -13,7 +13,9 @@
 
 #include "compiler/fuse.h"
 #include "cuda_emu_exec.h"
-#include "device/cuda/cuda_codegen.h"
+#include "device/cuda/gen/prelude.h"
+#include "device/cuda/gen/source.h"
+#include "device/cuda/gen/types.h"
 #include "device/cuda/cuda_device.h"
 #include "device/cuda/cuda_fusion.h"
 #include "ir/builder.h"

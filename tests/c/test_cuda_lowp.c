@@ -18,11 +18,13 @@
 #endif
 
 #include "cuda_emu.h"
-#include "device/cuda/cuda_codegen.h"
+#include "device/cuda/gen/prelude.h"
+#include "device/cuda/gen/source.h"
+#include "device/cuda/gen/types.h"
 #include "device/cuda/cuda_compile.h"
 #include "device/cuda/cuda_device.h"
 #include "device/cuda/cuda_fusion.h"
-#include "device/cuda/cuda_ops_gen.h"
+#include "device/cuda/gen/ops.h"
 #include "base/narrow_float.h"
 #include "device/host/ew_narrow.h"
 #include "host_test_ops.h"

@@ -20,10 +20,12 @@
 #include "compiler/plan.h"
 #include "cuda_emu.h"
 #include "cuda_test_nvrtc.h"
-#include "device/cuda/cuda_codegen.h"
+#include "device/cuda/gen/prelude.h"
+#include "device/cuda/gen/source.h"
+#include "device/cuda/gen/types.h"
 #include "device/cuda/cuda_compile.h"
 #include "device/cuda/cuda_device.h"
-#include "device/cuda/cuda_ops_gen.h"
+#include "device/cuda/gen/ops.h"
 #include "base/narrow_float.h"
 #include "device/host/ew_narrow.h"
 #include "host_test_ops.h"
@@ -489,7 +491,7 @@ static char *joined_text(const char *prelude) {
 static void run_emulation(void) {
   CHECK(cuda_emu_have_cxx());
   if (!cuda_emu_have_cxx() || g_ncases == 0) return;
-  char *text = joined_text(iron_cuda_ops_prelude());
+  char *text = joined_text(iron_cuda_prelude());
   const char *srcs[1] = {text};
   cuda_emu_lib_t lib;
   bool built = cuda_emu_build(srcs, 1, NULL, &lib);
@@ -554,7 +556,7 @@ static void run_emulation(void) {
 
 static void compile_all(void) {
   CHECK(cuda_test_load_nvrtc(&g_api));
-  char *text = joined_text(iron_cuda_ops_prelude());
+  char *text = joined_text(iron_cuda_prelude());
   void *cubin = NULL;
   size_t size = 0;
   CHECK_OK(iron_cuda_nvrtc_compile(&g_api, text, "sm_90a", &cubin, &size));

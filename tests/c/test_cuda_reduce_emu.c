@@ -19,7 +19,7 @@
 
 #include "base/half.h"
 #include "cuda_emu.h"
-#include "device/cuda/cuda_ops_gen.h"
+#include "device/cuda/gen/ops.h"
 #include "region_builder.h"
 #include "test.h"
 
@@ -59,7 +59,7 @@ static bool build_run(const char *name, const shape_t *s, uint32_t num,
   char *src = NULL;
   unsigned grid = 0, block = 0;
   iron_status_t st = iron_cuda_gen_reduce(name, s->rank, s->dims, s->reduced,
-                                          num, dts, &body->region, &src,
+                                          num, dts, &(iron_region_t){.ir = &body->region}, &src,
                                           &grid, &block);
   CHECK_OK(st);
   free(body);

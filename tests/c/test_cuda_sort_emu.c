@@ -752,7 +752,7 @@ static void test_sort_programs(void) {
     sort_case_t *c = &g_cases[i];
     const iron_ir_op_t *op = NULL;
     c->m = build_module(c, &op);
-    iron_status_t st = iron_cuda_sort_program_create(op, &op->regions[0],
+    iron_status_t st = iron_cuda_sort_program_create(op, &(iron_region_t){.ir = &op->regions[0]},
                                                      &c->opt, &c->prog);
     if (st) {
       fprintf(stderr, "%s: %s\n", c->label, iron_status_message(st));
@@ -796,7 +796,7 @@ static void test_sort_programs(void) {
   CHECK(cuda_emu_have_cxx());
   cuda_emu_lib_t lib;
   bool built = g_nsrcs > 0 && cuda_emu_build_mt(g_srcs, g_nsrcs,
-                                                iron_cuda_ops_prelude(), &lib);
+                                                iron_cuda_prelude(), &lib);
   CHECK(built);
   double t2 = now_s();
   setenv("IRON_DEVICE", "host", 1);
@@ -830,7 +830,7 @@ static void test_refusals(void) {
   const iron_ir_op_t *op = NULL;
   iron_ir_module_t *m = build_module(&c, &op);
   iron_cuda_sort_program_t *p = NULL;
-  CHECK_OK(iron_cuda_sort_program_create(op, &op->regions[0], &o, &p));
+  CHECK_OK(iron_cuda_sort_program_create(op, &(iron_region_t){.ir = &op->regions[0]}, &o, &p));
   CHECK(p && p->algorithm == IRON_CUDA_SORT_RADIX);
   // 10^8 f32 + index: two key and two index buffers and the counts.
   CHECK(p && p->scratch_bytes >= (size_t)100000000 * 16);

@@ -13,7 +13,7 @@
 #include "bb_region.h"
 #include "conv_test_op.h"
 #include "device/cuda/cuda_device.h"
-#include "device/cuda/cuda_gen_conv.h"
+#include "device/cuda/gen/conv.h"
 #include "device/cuda/cuda_window.h"
 #include "device/plans/collective_plan.h"
 #include "device/plans/conv_plan.h"

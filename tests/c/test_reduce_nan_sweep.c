@@ -31,7 +31,7 @@
 #include "base/threadpool.h"
 #include "bb_region.h"
 #include "cuda_emu.h"
-#include "device/cuda/cuda_ops_gen.h"
+#include "device/cuda/gen/ops.h"
 #include "host_test_ops.h"
 #include "test.h"
 
@@ -735,7 +735,8 @@ static void cuda_reduce_case(int64_t n, iron_dtype_t dt, const layout_t *l,
   unsigned grid = 0, block = 0;
   iron_status_t st =
       iron_cuda_gen_reduce(kname, 2, l->dims, reduced, arg ? 2 : 1, dts,
-                           &body->region, &src, &grid, &block);
+                           &(iron_region_t){.ir = &body->region}, &src,
+                           &grid, &block);
   free(body);
   emu_case_t *c = emu_new(what, st, src, kname);
   if (!c) return;
@@ -807,7 +808,8 @@ static void cuda_window_case(int64_t n, iron_dtype_t dt, const layout_t *l,
       w.pad_lo[d] = d == l->rdim ? win / 2 : 0;
     }
     bb_t *body = single_body(dt, is_max ? IRON_OP_MAXIMUM : IRON_OP_MINIMUM);
-    st = iron_cuda_gen_reduce_window(kname, &w, 1, &dt, &body->region, &src,
+    st = iron_cuda_gen_reduce_window(kname, &w, 1, &dt,
+                                     &(iron_region_t){.ir = &body->region}, &src,
                                      &grid);
     free(body);
   }
@@ -885,7 +887,7 @@ static void test_cuda_sweep(void) {
   const char **srcs = malloc(sizeof(char *) * (size_t)(g_nemu + 1));
   for (int i = 0; i < g_nemu; ++i) srcs[i] = g_emu[i].src;
   cuda_emu_lib_t lib;
-  bool built = cuda_emu_build_mt(srcs, g_nemu, iron_cuda_ops_prelude(), &lib);
+  bool built = cuda_emu_build_mt(srcs, g_nemu, iron_cuda_prelude(), &lib);
   CHECK(built);
   free(srcs);
   for (int i = 0; built && i < g_nemu; ++i) {

@@ -1189,6 +1189,27 @@ REFUSED = [
 # ~0.1 s to compile each reference). CONFORMANCE_ALL_DTYPES=1 runs every
 # dtype of every case.
 ALL_DTYPES = os.environ.get("CONFORMANCE_ALL_DTYPES", "0") == "1"
+# --- large shapes --------------------------------------------------------------
+# (Last in the table: appending keeps every earlier case's dtype rotation.)
+# Shapes that take the device's other reduce and dot kernels (on CUDA: warp,
+# block, column tiles, rows or columns split over many blocks; the
+# block-wide ordered argmax); small integers keep every sum exact in any
+# order.
+case("reduce_add_long_rows", reducer(lax.add, lambda dt: 0, (1,)),
+     [np.float32, np.int32], red_args((3, 100_000)), tol={"float": (0, 0)})
+case("reduce_add_one_long_row", reducer(lax.add, lambda dt: 0, (0,)),
+     [np.float32, np.int64], red_args((1 << 20,)), tol={"float": (0, 0)})
+case("reduce_add_tall_columns", reducer(lax.add, lambda dt: 0, (0,)),
+     [np.float32, np.int32], red_args((16_384, 40)), tol={"float": (0, 0)})
+case("reduce_max_wide_columns", reducer(lax.max, lowest, (0,)),
+     [np.float32, np.int16], red_args((300, 97)))
+case("argmax_long_rows", lambda dt: lambda x: (jnp.argmax(x, axis=1), jnp.argmin(x, axis=1)),
+     [np.float32, np.int32], red_args((4, 5000)))
+case("dot_random_floats_large", dot((((1,), (0,)), ((), ()))), [np.float32, bf16],
+     lambda rng, dt: (finite(rng, dt, (64, 96), 1.0), finite(rng, dt, (96, 48), 1.0)),
+     tol=ACCUM)
+
+
 CLASSES = [BOOL, SINT, UINT, [np.dtype(np.float16), bf16], [np.dtype(np.float32)],
            [np.dtype(np.float64)], CPLX, INT4, F8]
 

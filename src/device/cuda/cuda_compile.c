@@ -23,7 +23,9 @@
 #include <sys/types.h>
 #include <unistd.h>
 
-#include "device/cuda/cuda_codegen.h"
+#include "device/cuda/gen/prelude.h"
+#include "device/cuda/gen/source.h"
+#include "device/cuda/gen/types.h"
 
 typedef struct cc_module {
   char *source;

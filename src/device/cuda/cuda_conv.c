@@ -20,7 +20,7 @@
 
 #include "device/cuda/cuda_compile.h"
 #include "device/cuda/cuda_cudnn.h"
-#include "device/cuda/cuda_gen_conv.h"
+#include "device/cuda/gen/conv.h"
 #include "device/cuda/cuda_ops_internal.h"
 
 // The patch matrix is built and multiplied in chunks of rows of at most

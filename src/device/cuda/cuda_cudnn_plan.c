@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "device/cuda/cuda_cudnn_api.h"
-#include "device/cuda/cuda_ops_gen.h"
+#include "device/cuda/gen/ops.h"
 #include "device/cuda/cuda_ops_internal.h"
 
 const char *iron_cudnn_call_name(iron_cudnn_call_t call) {
@@ -792,9 +792,9 @@ bool iron_cudnn_plan_make_packed(const iron_conv_plan_t *cp,
 iron_status_t iron_cudnn_gen_copy(const char *name, size_t elem_size,
                                   const iron_cudnn_copy_t *c, char **out_src,
                                   unsigned *out_grid) {
-  const char *t = elem_size == 2   ? "iop_u16"
-                  : elem_size == 4 ? "iop_u32"
-                  : elem_size == 8 ? "iop_u64"
+  const char *t = elem_size == 2   ? "uint16_t"
+                  : elem_size == 4 ? "uint32_t"
+                  : elem_size == 8 ? "uint64_t"
                                    : NULL;
   if (!t || c->nd < 1 || c->nd > IRON_CUDNN_COPY_MAX_ND)
     return IRON_ERR(INTERNAL, "cudnn staging copy: element size %zu, %d dims",
@@ -810,17 +810,17 @@ iron_status_t iron_cudnn_gen_copy(const char *name, size_t elem_size,
   // the index, which is in range.)
   const bool narrow = count <= INT32_MAX && slo >= 0 && fits_int(shi) &&
                       dlo >= 0 && fits_int(dhi);
-  const char *ix = narrow ? "iop_u32" : "iop_s64";
+  const char *ix = narrow ? "uint32_t" : "int64_t";
   const char *sfx = narrow ? "u" : "LL";
   iron_cuda_text_t s;
   iron_cuda_text_init(&s);
-  iron_cuda_text_printf(&s, "%s", iron_cuda_ops_prelude());
+  iron_cuda_text_printf(&s, "%s", iron_cuda_prelude());
   iron_cuda_text_printf(
       &s,
       "extern \"C\" __global__ void __launch_bounds__(256) %s(const %s "
       "*__restrict__ src, %s *__restrict__ dst) {\n"
-      "for (iop_s64 e = (iop_s64)blockIdx.x * blockDim.x + threadIdx.x; "
-      "e < %lldLL; e += (iop_s64)gridDim.x * blockDim.x) {\n"
+      "for (int64_t e = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; "
+      "e < %lldLL; e += (int64_t)gridDim.x * blockDim.x) {\n"
       "%s r = (%s)e, si = %lld%s, di = %lld%s;\n",
       name, t, t, (long long)count, ix, ix, (long long)c->src_offset, sfx,
       (long long)c->dst_offset, sfx);

@@ -19,9 +19,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "device/cuda/cuda_codegen.h"
+#include "device/cuda/gen/prelude.h"
+#include "device/cuda/gen/source.h"
+#include "device/cuda/gen/types.h"
 #include "device/cuda/cuda_compile.h"
-#include "device/cuda/cuda_ops_gen.h"
+#include "device/cuda/gen/ops.h"
 #include "device/cuda/cuda_ops_internal.h"
 #include "device/plans/dot_plan.h"
 
@@ -340,7 +342,7 @@ static iron_dtype_t n4_wide(iron_dtype_t dt) {
 
 static bool is_intlike(iron_dtype_t dt) {
   return dt == IRON_DTYPE_PRED || is_n4(dt) ||
-         (iron_dtype_is_int(dt) && iron_cuda_gen_type(dt).store);
+         (iron_dtype_is_int(dt) && iron_cuda_type_plain(dt).store);
 }
 
 // f8/f4: read as f32 (exact), results stored from f32 through f16

@@ -3,10 +3,42 @@
 // copy when the runtime did not alias it).
 #include <stdlib.h>
 
-#include "device/cuda/cuda_codegen.h"
+#include "device/cuda/gen/prelude.h"
+#include "device/cuda/gen/source.h"
+#include "device/cuda/gen/types.h"
 #include "device/cuda/cuda_device.h"
 #include "device/cuda/cuda_fusion.h"
+#include "device/cuda/gen/ops.h"
 #include "device/plans/bitcast_plan.h"
+
+// convert from/to a narrow dtype: its own kernel (gen/convert_narrow.c).
+static iron_status_t convert_narrow_prepare(iron_device_t *dev,
+                                           const iron_ir_op_t *op,
+                                           void **out_params) {
+  int64_t n = iron_ir_type_num_elements(op->results[0].type);
+  char *src = NULL, *name = NULL;
+  IRON_RETURN_IF_ERROR_PLAIN(iron_cuda_gen_convert_narrow(op, &src, &name));
+  iron_cuda_ew_params_t *p = calloc(1, sizeof(*p));
+  if (!p) {
+    free(src);
+    free(name);
+    return IRON_ERR(RESOURCE_EXHAUSTED, "out of memory (params)");
+  }
+  iron_status_t st = iron_cuda_function_request((iron_cuda_device_t *)dev, src,
+                                                name, &p->fn);
+  free(src);
+  free(name);
+  if (st) {
+    free(p);
+    return st;
+  }
+  p->num_inputs = 1;
+  p->num_outputs = 1;
+  p->count = n;
+  iron_cuda_launch_dims(dev, n, &p->grid, &p->block);
+  *out_params = p;
+  return IRON_OK;
+}
 
 static iron_status_t ew_prepare_on(iron_device_t *dev, const iron_ir_op_t *op,
                                    iron_region_t *const *regions,
@@ -39,7 +71,7 @@ static iron_status_t ew_prepare_on(iron_device_t *dev, const iron_ir_op_t *op,
        iron_cuda_dtype_is_narrow(rt->dtype)) &&
       op->operands[0]->type->dtype != IRON_DTYPE_F8E8M0FNU &&
       rt->dtype != IRON_DTYPE_F8E8M0FNU) {
-    return iron_cuda_convert_narrow_prepare(dev, op, out_params);
+    return convert_narrow_prepare(dev, op, out_params);
   }
   const iron_ir_op_t *ops[1] = {op};
   const iron_ir_value_t *outs[1] = {&op->results[0]};
@@ -85,9 +117,9 @@ static iron_status_t bc_sub_prepare(iron_device_t *dev, const iron_ir_op_t *op,
   }
   unsigned mi = (1u << bi) - 1, mo = (1u << bo) - 1;
   const char *idx = n_out <= ((size_t)1 << 30) ? "int" : "long long";
-  iron_cuda_src_t s;
-  iron_cuda_src_init(&s);
-  iron_cuda_src_printf(&s,
+  iron_cuda_text_t s;
+  iron_cuda_text_init(&s);
+  iron_cuda_text_printf(&s,
                        "extern \"C\" __global__ void __launch_bounds__(256) "
                        "%s(const uint8_t *in0, uint8_t *out0) {\n"
                        "  IRON_LOOP(k, %s, %lluLL) {\n",
@@ -95,21 +127,21 @@ static iron_status_t bc_sub_prepare(iron_device_t *dev, const iron_ir_op_t *op,
                        (unsigned long long)n_out);
   if (bo >= bi) {
     int r = bo / bi;
-    iron_cuda_src_printf(&s, "    unsigned v = 0;\n");
+    iron_cuda_text_printf(&s, "    unsigned v = 0;\n");
     for (int t = 0; t < r; ++t) {
-      iron_cuda_src_printf(&s,
+      iron_cuda_text_printf(&s,
                            "    v |= (unsigned)(in0[k * %d + %d] & %uu) << %d;\n",
                            r, t, mi, t * bi);
     }
-    iron_cuda_src_printf(&s, "    out0[k] = (uint8_t)(v & %uu);\n", mo);
+    iron_cuda_text_printf(&s, "    out0[k] = (uint8_t)(v & %uu);\n", mo);
   } else {
     int r = bi / bo;
-    iron_cuda_src_printf(&s,
+    iron_cuda_text_printf(&s,
                          "    out0[k] = (uint8_t)(((in0[k / %d] & %uu) >> "
                          "((k %% %d) * %d)) & %uu);\n",
                          r, mi, r, bo, mo);
   }
-  iron_cuda_src_printf(&s, "  }\n}\n");
+  iron_cuda_text_printf(&s, "  }\n}\n");
   char *src = NULL, *name = NULL;
   IRON_RETURN_IF_ERROR_PLAIN(iron_cuda_source_make(&s, "iron_bcs", &src, &name));
   bc_params_t *p = calloc(1, sizeof(*p));

@@ -25,7 +25,7 @@
 
 #include "device/cuda/cuda_compile.h"
 #include "device/plans/fft_plan.h"
-#include "device/cuda/cuda_ops_gen.h"
+#include "device/cuda/gen/ops.h"
 #include "device/cuda/cuda_ops_internal.h"
 
 enum { FFT_FFT = 0, FFT_IFFT, FFT_RFFT, FFT_IRFFT };

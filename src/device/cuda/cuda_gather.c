@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "device/cuda/cuda_compile.h"
-#include "device/cuda/cuda_ops_gen.h"
+#include "device/cuda/gen/ops.h"
 #include "device/cuda/cuda_ops_internal.h"
 
 typedef struct gs_params {
@@ -66,18 +66,15 @@ static iron_status_t scatter_prepare_on(iron_device_t *base,
   iron_cuda_device_t *dev = iron_cuda_device_cast(base);
   iron_cuda_gs_plan_t plan;
   IRON_RETURN_IF_ERROR_PLAIN(iron_cuda_scatter_plan(op, &plan));
-  const iron_ir_region_t *body =
-      regions && regions[0] ? regions[0]->ir : &op->regions[0];
+  const iron_region_t body = iron_cuda_op_region(op, regions, 0);
   gs_params_t *p = calloc(1, sizeof(*p));
   if (!p) return IRON_ERR(RESOURCE_EXHAUSTED, "out of memory for params");
   p->op_bytes = (size_t)plan.op_count * iron_dtype_size(plan.dtype);
   p->skip = plan.op_count == 0 || plan.box_count == 0 || plan.num_points == 0;
   char *src = NULL;
-  iron_cuda_ops_region_module(regions);
   iron_status_t st = iron_cuda_gen_scatter(
-      "iron_scatter", &plan, iron_cuda_scatter_classify(body), body,
+      "iron_scatter", &plan, iron_cuda_scatter_classify(body.ir), &body,
       attr_true(op, "unique_indices"), &src, &p->grid);
-  iron_cuda_ops_region_module(NULL);
   if (st) {
     free(p);
     return iron_cuda_ops_refused(op, st);

@@ -4,10 +4,12 @@
 #include <string.h>
 
 #include "compiler/fuse.h"
-#include "device/cuda/cuda_codegen.h"
+#include "device/cuda/gen/prelude.h"
+#include "device/cuda/gen/source.h"
+#include "device/cuda/gen/types.h"
 #include "device/cuda/cuda_device.h"
 #include "device/cuda/cuda_fusion.h"
-#include "device/cuda/cuda_ops_gen.h"
+#include "device/cuda/gen/ops.h"
 #include "device/cuda/cuda_ops_internal.h"
 
 // Every fusion fuse.c forms fits one launch's parameters.

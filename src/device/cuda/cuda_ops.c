@@ -1,5 +1,7 @@
-// CUDA kernels: dot_general (cuBLASLt), reductions, gather/scatter, rng.
-// Each family lives in its own file; this registers them all.
+// Registers the CUDA op kernels that live in a file per family (the
+// iron_cuda_register_* hooks of cuda_ops_internal.h) into the device's
+// table; element-wise ops, fusions and data movement register themselves
+// from cuda_kernel.c.
 #include "device/cuda/cuda_host_staged.h"
 #include "device/cuda/cuda_ops_internal.h"
 

@@ -1,11 +1,11 @@
-// Registration hooks and helpers shared by the CUDA op kernel files
-// (cuda_dot.c, cuda_reduce.c, cuda_gather.c, cuda_rng.c); cuda_ops.c calls
-// every hook from iron_cuda_register_ops.
+// Registration hooks and helpers shared by the CUDA op kernel files (one
+// per op family: cuda_<family>.c); cuda_ops.c calls every hook from
+// iron_cuda_register_ops.
 #ifndef IRON_DEVICE_CUDA_CUDA_OPS_INTERNAL_H_
 #define IRON_DEVICE_CUDA_CUDA_OPS_INTERNAL_H_
 
 #include "device/cuda/cuda_device.h"
-#include "device/cuda/cuda_ops_gen.h"
+#include "device/cuda/gen/ops.h"
 
 void iron_cuda_register_dot(iron_cuda_kernel_table_t table);
 void iron_cuda_register_reduce(iron_cuda_kernel_table_t table);
@@ -23,13 +23,16 @@ void iron_cuda_register_collective(iron_cuda_kernel_table_t table);
 const iron_kernel_t *iron_cuda_while_kernel(const iron_ir_op_t *op);
 bool iron_cuda_device_loops_enabled(void);
 
-// Points the region generators (iron_cuda_gen_set_module) at the module of
-// an op's compiled regions, for func.call in bodies; NULL clears it.
-static inline void iron_cuda_ops_region_module(
-    iron_region_t *const *regions) {
-  iron_cuda_gen_set_module(regions && regions[0]
-                               ? regions[0]->module
-                               : NULL);
+// Region i of `op` as the generators read it (gen/ops.h): the compiled
+// region's IR and module, or the op's own IR without a module (func.call
+// ops in it are then refused).
+static inline iron_region_t iron_cuda_op_region(const iron_ir_op_t *op,
+                                                iron_region_t *const *regions,
+                                                uint32_t i) {
+  iron_region_t r = {.ir = &op->regions[i], .module = NULL,
+                     .elementwise = false};
+  if (regions && regions[i]) r = *regions[i];
+  return r;
 }
 
 // iron_cuda_function_request of a generated source whose kernel is

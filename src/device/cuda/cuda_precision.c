@@ -3,7 +3,7 @@
 #include <stdlib.h>
 
 #include "device/cuda/cuda_compile.h"
-#include "device/cuda/cuda_ops_gen.h"
+#include "device/cuda/gen/ops.h"
 #include "device/cuda/cuda_ops_internal.h"
 #include "device/plans/precision_plan.h"
 

@@ -4,7 +4,7 @@
 #include <string.h>
 
 #include "device/cuda/cuda_compile.h"
-#include "device/cuda/cuda_ops_gen.h"
+#include "device/cuda/gen/ops.h"
 #include "device/cuda/cuda_ops_internal.h"
 
 typedef struct reduce_params {
@@ -24,18 +24,15 @@ static iron_status_t reduce_prepare_on(iron_device_t *base,
   IRON_RETURN_IF_ERROR_PLAIN(iron_cuda_reduce_check(op, dts, reduced));
   uint32_t num = op->num_results;
   const iron_ir_type_t *in0 = op->operands[0]->type;
-  const iron_ir_region_t *body =
-      regions && regions[0] ? regions[0]->ir : &op->regions[0];
+  const iron_region_t body = iron_cuda_op_region(op, regions, 0);
   reduce_params_t *p = calloc(1, sizeof(*p));
   if (!p) return IRON_ERR(RESOURCE_EXHAUSTED, "out of memory for params");
   p->num = num;
   p->empty = iron_ir_type_num_elements(op->results[0].type) == 0;
   char *src = NULL;
-  iron_cuda_ops_region_module(regions);
   iron_status_t st = iron_cuda_gen_reduce("iron_reduce", in0->rank, in0->dims,
-                                          reduced, num, dts, body, &src,
+                                          reduced, num, dts, &body, &src,
                                           &p->grid, &p->block);
-  iron_cuda_ops_region_module(NULL);
   if (st) {
     free(p);
     // Name the op: the generator's message says which part is missing.

@@ -12,7 +12,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "device/cuda/cuda_codegen.h"
+#include "device/cuda/gen/prelude.h"
+#include "device/cuda/gen/scalar.h"
+#include "device/cuda/gen/source.h"
+#include "device/cuda/gen/types.h"
 #include "device/cuda/cuda_device.h"
 #include "device/cuda/cuda_fusion.h"
 #include "device/plans/shape_plan.h"
@@ -21,7 +24,7 @@
 // moves elements as unsigned words of their size.
 static iron_status_t read_plan(const iron_ir_op_t *op, iron_shape_plan_t *sp) {
   IRON_RETURN_IF_ERROR_PLAIN(iron_shape_plan_read(op, sp));
-  if (!iron_cuda_bytes_ctype(iron_dtype_size(sp->out->dtype))) {
+  if (!iron_cuda_bits_ctype(iron_dtype_size(sp->out->dtype))) {
     return iron_ir_op_unimplemented(op, "on the CUDA device for dtype %s",
                                     iron_dtype_name(sp->out->dtype));
   }
@@ -36,7 +39,7 @@ static void row_major(int32_t rank, const int64_t *dims, int64_t *strides) {
 }
 
 static const char *elem_t(const iron_ir_type_t *t) {
-  return iron_cuda_bytes_ctype(iron_dtype_size(t->dtype));
+  return iron_cuda_bits_ctype(iron_dtype_size(t->dtype));
 }
 
 static const char *idx_type(int64_t a, int64_t b) {
@@ -61,7 +64,7 @@ static const char *index_ctype(iron_dtype_t dt) {
 // Requests `body` and fills ew params for `num_inputs` inputs and the
 // op's results.
 static iron_status_t finish_n(iron_device_t *dev, const iron_ir_op_t *op,
-                              iron_cuda_src_t *body, const char *prefix,
+                              iron_cuda_text_t *body, const char *prefix,
                               int64_t count, unsigned grid_override,
                               uint32_t num_inputs, void **out_params) {
   char *src = NULL, *name = NULL;
@@ -98,7 +101,7 @@ static iron_status_t finish_n(iron_device_t *dev, const iron_ir_op_t *op,
 
 // Inputs = every operand.
 static iron_status_t finish(iron_device_t *dev, const iron_ir_op_t *op,
-                            iron_cuda_src_t *body, const char *prefix,
+                            iron_cuda_text_t *body, const char *prefix,
                             int64_t count, unsigned grid_override,
                             void **out_params) {
   return finish_n(dev, op, body, prefix, count, grid_override, op->num_operands,
@@ -136,20 +139,20 @@ static void affine_coalesce(affine_t *a) {
 }
 
 // Emits "s" = the source index of output index "i" (declares r_ and s).
-static void emit_affine_index(iron_cuda_src_t *s, const affine_t *a,
+static void emit_affine_index(iron_cuda_text_t *s, const affine_t *a,
                               const char *idx) {
-  iron_cuda_src_printf(s, "    %s s = (%s)%lldLL;\n", idx, idx,
+  iron_cuda_text_printf(s, "    %s s = (%s)%lldLL;\n", idx, idx,
                        (long long)a->base);
   if (a->rank == 0) return;
-  iron_cuda_src_printf(s, "    %s r_ = i;\n", idx);
+  iron_cuda_text_printf(s, "    %s r_ = i;\n", idx);
   for (int32_t d = a->rank - 1; d >= 1; --d) {
-    iron_cuda_src_printf(s,
+    iron_cuda_text_printf(s,
                          "    s += (r_ %% (%s)%lldLL) * (%s)%lldLL; "
                          "r_ /= (%s)%lldLL;\n",
                          idx, (long long)a->dims[d], idx,
                          (long long)a->strides[d], idx, (long long)a->dims[d]);
   }
-  iron_cuda_src_printf(s, "    s += r_ * (%s)%lldLL;\n", idx,
+  iron_cuda_text_printf(s, "    s += r_ * (%s)%lldLL;\n", idx,
                        (long long)a->strides[0]);
 }
 
@@ -180,9 +183,9 @@ static iron_status_t prepare_tiled(iron_device_t *dev, const iron_ir_op_t *op,
     return IRON_ERR(INTERNAL, "tiled transpose: bad block count");
   }
   const char *idx = idx_type(count, count);
-  iron_cuda_src_t s;
-  iron_cuda_src_init(&s);
-  iron_cuda_src_printf(&s,
+  iron_cuda_text_t s;
+  iron_cuda_text_init(&s);
+  iron_cuda_text_printf(&s,
                        "extern \"C\" __global__ void __launch_bounds__(256) "
                        "%s(const %s *in0, %s *out0) {\n"
                        "  __shared__ %s tile[32][33];\n"
@@ -195,13 +198,13 @@ static iron_status_t prepare_tiled(iron_device_t *dev, const iron_ir_op_t *op,
                        (long long)tk, idx);
   for (int32_t d = a->rank - 1; d >= 0; --d) {
     if (d == k || d == L) continue;
-    iron_cuda_src_printf(&s,
+    iron_cuda_text_printf(&s,
                          "  { %s c = b %% %lldLL; b /= %lldLL; "
                          "sb += c * %lldLL; ob += c * %lldLL; }\n",
                          idx, (long long)a->dims[d], (long long)a->dims[d],
                          (long long)a->strides[d], (long long)ostr[d]);
   }
-  iron_cuda_src_printf(
+  iron_cuda_text_printf(
       &s,
       "  const int tx = threadIdx.x & 31, ty = threadIdx.x >> 5;\n"
       "  for (int j = 0; j < 32; j += 8) {\n"
@@ -243,16 +246,16 @@ static iron_status_t prepare_affine(iron_device_t *dev, const iron_ir_op_t *op,
   }
   const char *T = elem_t(rt);
   const char *idx = idx_type(count, iron_ir_type_num_elements(it));
-  iron_cuda_src_t s;
-  iron_cuda_src_init(&s);
-  iron_cuda_src_printf(&s,
+  iron_cuda_text_t s;
+  iron_cuda_text_init(&s);
+  iron_cuda_text_printf(&s,
                        "extern \"C\" __global__ void __launch_bounds__(256) "
                        "%s(const %s *in0, %s *out0) {\n"
                        "  IRON_LOOP(i, %s, %lldLL) {\n",
                        IRON_CUDA_KERNEL_PLACEHOLDER, T, T, idx,
                        (long long)count);
   emit_affine_index(&s, &a, idx);
-  iron_cuda_src_printf(&s, "    out0[i] = in0[s];\n  }\n}\n");
+  iron_cuda_text_printf(&s, "    out0[i] = in0[s];\n  }\n}\n");
   return finish(dev, op, &s, prefix, count, 0, out_params);
 }
 
@@ -373,14 +376,14 @@ static iron_status_t concatenate_part(iron_device_t *dev,
   const char *T = elem_t(out);
   int64_t total = iron_ir_type_num_elements(out);
   const char *idx = idx_type(total, total);
-  iron_cuda_src_t s;
-  iron_cuda_src_init(&s);
-  iron_cuda_src_printf(
+  iron_cuda_text_t s;
+  iron_cuda_text_init(&s);
+  iron_cuda_text_printf(
       &s, "extern \"C\" __global__ void __launch_bounds__(256) %s(",
       IRON_CUDA_KERNEL_PLACEHOLDER);
   for (uint32_t i = first; i < last; ++i)
-    iron_cuda_src_printf(&s, "const %s *in%u, ", T, i - first);
-  iron_cuda_src_printf(&s,
+    iron_cuda_text_printf(&s, "const %s *in%u, ", T, i - first);
+  iron_cuda_text_printf(&s,
                        "%s *out0) {\n"
                        "  IRON_LOOP(i, %s, %lldLL) {\n"
                        "    const %s inn = i %% (%s)%lldLL;\n"
@@ -403,7 +406,7 @@ static iron_status_t concatenate_part(iron_device_t *dev,
   for (uint32_t i = first; i < last; ++i) {
     int64_t di = op->operands[i]->type->dims[dim];
     if (di == 0) continue;
-    iron_cuda_src_printf(&s,
+    iron_cuda_text_printf(&s,
                          "    %sif (mid < (%s)%lldLL) "
                          "%s = in%u[(out * (%s)%lldLL + (mid - "
                          "(%s)%lldLL)) * (%s)%lldLL + inn];\n",
@@ -413,7 +416,7 @@ static iron_status_t concatenate_part(iron_device_t *dev,
     first_if = false;
     o += di;
   }
-  iron_cuda_src_printf(&s, "  }\n}\n");
+  iron_cuda_text_printf(&s, "  }\n}\n");
   return finish_n(dev, op, &s, "iron_concat", count, 0, last - first,
                   out_params);
 }
@@ -493,9 +496,9 @@ static iron_status_t pad_prepare(iron_device_t *dev, const iron_ir_op_t *op,
   const char *idx = idx_type(count, widest);
   int64_t istr[IRON_MAX_RANK];
   row_major(in->rank, in->dims, istr);
-  iron_cuda_src_t s;
-  iron_cuda_src_init(&s);
-  iron_cuda_src_printf(&s,
+  iron_cuda_text_t s;
+  iron_cuda_text_init(&s);
+  iron_cuda_text_printf(&s,
                        "extern \"C\" __global__ void __launch_bounds__(256) "
                        "%s(const %s *in0, const %s *in1, %s *out0) {\n"
                        "  const %s pv = in1[0];\n"
@@ -505,29 +508,29 @@ static iron_status_t pad_prepare(iron_device_t *dev, const iron_ir_op_t *op,
                        (long long)count, idx);
   for (int32_t d = out->rank - 1; d >= 0; --d) {
     // t = c - lo; inside when t >= 0, t % (ip + 1) == 0, t / (ip+1) < n.
-    iron_cuda_src_printf(&s,
+    iron_cuda_text_printf(&s,
                          "    { %s t = r_ %% (%s)%lldLL - (%s)%lldLL; "
                          "r_ /= (%s)%lldLL;\n",
                          idx, idx, (long long)out->dims[d], idx,
                          (long long)lo[d], idx, (long long)out->dims[d]);
     if (ip[d] > 0) {
-      iron_cuda_src_printf(&s,
+      iron_cuda_text_printf(&s,
                            "      if (t < 0 || t %% (%s)%lldLL != 0) inside = "
                            "false; t /= (%s)%lldLL;\n",
                            idx, (long long)(ip[d] + 1), idx,
                            (long long)(ip[d] + 1));
     }
-    iron_cuda_src_printf(&s,
+    iron_cuda_text_printf(&s,
                          "      if (t < 0 || t >= (%s)%lldLL) inside = false;\n"
                          "      s += t * (%s)%lldLL; }\n",
                          idx, (long long)in->dims[d], idx, (long long)istr[d]);
   }
-  iron_cuda_src_printf(&s, "    out0[i] = inside ? in0[s] : pv;\n  }\n}\n");
+  iron_cuda_text_printf(&s, "    out0[i] = inside ? in0[s] : pv;\n  }\n}\n");
   return finish(dev, op, &s, "iron_pad", count, 0, out_params);
 }
 
 // Declares st<d> = clamped start of dim d (as long long).
-static void emit_starts(iron_cuda_src_t *s, const iron_ir_op_t *op,
+static void emit_starts(iron_cuda_text_t *s, const iron_ir_op_t *op,
                         uint32_t first, int32_t rank, const int64_t *full,
                         const int64_t *part) {
   for (int32_t d = 0; d < rank; ++d) {
@@ -548,14 +551,14 @@ static void emit_starts(iron_cuda_src_t *s, const iron_ir_op_t *op,
       snprintf(val, sizeof(val), "((int)in%u[0] & %d)", k, (1 << bits) - 1);
     else
       snprintf(val, sizeof(val), "in%u[0]", k);
-    iron_cuda_src_clamped_start(s, "  ", var, val, dt, full[d] - part[d]);
+    iron_cuda_emit_clamped_start(s, "  ", var, val, dt, full[d] - part[d]);
   }
 }
 
-static void emit_start_params(iron_cuda_src_t *s, const iron_ir_op_t *op,
+static void emit_start_params(iron_cuda_text_t *s, const iron_ir_op_t *op,
                               uint32_t first, int32_t rank) {
   for (int32_t d = 0; d < rank; ++d) {
-    iron_cuda_src_printf(
+    iron_cuda_text_printf(
         s, ", const %s *in%u",
         index_ctype(op->operands[first + (uint32_t)d]->type->dtype),
         first + (uint32_t)d);
@@ -576,20 +579,20 @@ static iron_status_t dynamic_slice_prepare(iron_device_t *dev,
   const char *idx = idx_type(count, iron_ir_type_num_elements(in));
   int64_t istr[IRON_MAX_RANK];
   row_major(in->rank, in->dims, istr);
-  iron_cuda_src_t s;
-  iron_cuda_src_init(&s);
-  iron_cuda_src_printf(&s,
+  iron_cuda_text_t s;
+  iron_cuda_text_init(&s);
+  iron_cuda_text_printf(&s,
                        "extern \"C\" __global__ void __launch_bounds__(256) "
                        "%s(const %s *in0",
                        IRON_CUDA_KERNEL_PLACEHOLDER, T);
   emit_start_params(&s, op, 1, in->rank);
-  iron_cuda_src_printf(&s, ", %s *out0) {\n", T);
+  iron_cuda_text_printf(&s, ", %s *out0) {\n", T);
   emit_starts(&s, op, 1, in->rank, in->dims, sizes);
-  iron_cuda_src_printf(&s, "  const %s base = (%s)(0", idx, idx);
+  iron_cuda_text_printf(&s, "  const %s base = (%s)(0", idx, idx);
   for (int32_t d = 0; d < in->rank; ++d) {
-    iron_cuda_src_printf(&s, " + st%d * %lldLL", d, (long long)istr[d]);
+    iron_cuda_text_printf(&s, " + st%d * %lldLL", d, (long long)istr[d]);
   }
-  iron_cuda_src_printf(&s, ");\n  IRON_LOOP(i, %s, %lldLL) {\n", idx,
+  iron_cuda_text_printf(&s, ");\n  IRON_LOOP(i, %s, %lldLL) {\n", idx,
                        (long long)count);
   affine_t a;
   memset(&a, 0, sizeof(a));
@@ -598,7 +601,7 @@ static iron_status_t dynamic_slice_prepare(iron_device_t *dev,
   memcpy(a.strides, istr, sizeof(int64_t) * (size_t)out->rank);
   affine_coalesce(&a);
   emit_affine_index(&s, &a, idx);
-  iron_cuda_src_printf(&s, "    out0[i] = in0[base + s];\n  }\n}\n");
+  iron_cuda_text_printf(&s, "    out0[i] = in0[base + s];\n  }\n}\n");
   return finish(dev, op, &s, "iron_dslice", count, 0, out_params);
 }
 
@@ -637,20 +640,20 @@ static iron_status_t dynamic_update_slice_prepare(iron_device_t *dev,
   const char *idx = idx_type(count, iron_ir_type_num_elements(in));
   int64_t istr[IRON_MAX_RANK];
   row_major(in->rank, in->dims, istr);
-  iron_cuda_src_t s;
-  iron_cuda_src_init(&s);
-  iron_cuda_src_printf(&s,
+  iron_cuda_text_t s;
+  iron_cuda_text_init(&s);
+  iron_cuda_text_printf(&s,
                        "extern \"C\" __global__ void __launch_bounds__(256) "
                        "%s(const %s *in0, const %s *in1",
                        IRON_CUDA_KERNEL_PLACEHOLDER, T, T);
   emit_start_params(&s, op, 2, in->rank);
-  iron_cuda_src_printf(&s, ", %s *out0) {\n  (void)in0;\n", T);
+  iron_cuda_text_printf(&s, ", %s *out0) {\n  (void)in0;\n", T);
   emit_starts(&s, op, 2, in->rank, in->dims, upd->dims);
-  iron_cuda_src_printf(&s, "  const %s base = (%s)(0", idx, idx);
+  iron_cuda_text_printf(&s, "  const %s base = (%s)(0", idx, idx);
   for (int32_t d = 0; d < in->rank; ++d) {
-    iron_cuda_src_printf(&s, " + st%d * %lldLL", d, (long long)istr[d]);
+    iron_cuda_text_printf(&s, " + st%d * %lldLL", d, (long long)istr[d]);
   }
-  iron_cuda_src_printf(&s, ");\n  IRON_LOOP(i, %s, %lldLL) {\n", idx,
+  iron_cuda_text_printf(&s, ");\n  IRON_LOOP(i, %s, %lldLL) {\n", idx,
                        (long long)count);
   affine_t a;
   memset(&a, 0, sizeof(a));
@@ -659,7 +662,7 @@ static iron_status_t dynamic_update_slice_prepare(iron_device_t *dev,
   memcpy(a.strides, istr, sizeof(int64_t) * (size_t)upd->rank);
   affine_coalesce(&a);
   emit_affine_index(&s, &a, idx);
-  iron_cuda_src_printf(&s, "    out0[base + s] = in1[i];\n  }\n}\n");
+  iron_cuda_text_printf(&s, "    out0[base + s] = in1[i];\n  }\n}\n");
   void *ew = NULL;
   IRON_RETURN_IF_ERROR_PLAIN(finish(dev, op, &s, "iron_dus", count, 0, &ew));
   dus_params_t *p = calloc(1, sizeof(*p));

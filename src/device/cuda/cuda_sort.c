@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "device/cuda/cuda_compile.h"
-#include "device/cuda/cuda_ops_gen.h"
+#include "device/cuda/gen/ops.h"
 #include "device/cuda/cuda_ops_internal.h"
 #include "device/cuda/cuda_sort_program.h"
 
@@ -32,15 +32,12 @@ static iron_status_t sort_prepare_on(iron_device_t *base,
   if (op->num_regions != 1)
     return IRON_ERR(INVALID_ARGUMENT, "%s: expected one comparator region",
                     op->name);
-  const iron_ir_region_t *cmp =
-      regions && regions[0] ? regions[0]->ir : &op->regions[0];
+  const iron_region_t cmp = iron_cuda_op_region(op, regions, 0);
   iron_cuda_sort_options_t opts;
   iron_cuda_sort_options_from_env(&opts);
   sort_params_t *p = calloc(1, sizeof(*p));
   if (!p) return IRON_ERR(RESOURCE_EXHAUSTED, "out of memory for params");
-  iron_cuda_ops_region_module(regions);
-  iron_status_t st = iron_cuda_sort_program_create(op, cmp, &opts, &p->prog);
-  iron_cuda_ops_region_module(NULL);
+  iron_status_t st = iron_cuda_sort_program_create(op, &cmp, &opts, &p->prog);
   if (st) {
     free(p);
     iron_status_code_t code = iron_status_code(st);

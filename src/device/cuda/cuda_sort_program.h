@@ -41,7 +41,7 @@
 #include <stdint.h>
 
 #include "base/status.h"
-#include "device/cuda/cuda_ops_gen.h"
+#include "device/cuda/gen/ops.h"
 #include "device/plans/sort_keys.h"
 #include "ir/ir.h"
 
@@ -112,7 +112,7 @@ typedef struct iron_cuda_sort_program {
 // UNIMPLEMENTED/INVALID_ARGUMENT statuses with the reason (the caller
 // names the op). *out_program is owned by the caller.
 iron_status_t iron_cuda_sort_program_create(
-    const iron_ir_op_t *op, const iron_ir_region_t *comparator,
+    const iron_ir_op_t *op, const iron_region_t *comparator,
     const iron_cuda_sort_options_t *options,
     iron_cuda_sort_program_t **out_program);
 void iron_cuda_sort_program_destroy(iron_cuda_sort_program_t *p);
@@ -123,10 +123,10 @@ void iron_cuda_sort_program_destroy(iron_cuda_sort_program_t *p);
 typedef struct iron_cuda_sort_shape {
   uint32_t num;
   iron_dtype_t dtypes[IRON_CUDA_SORT_MAX_OPERANDS];
-  iron_cuda_gen_type_t ty[IRON_CUDA_SORT_MAX_OPERANDS];
+  iron_cuda_type_t ty[IRON_CUDA_SORT_MAX_OPERANDS];
   int64_t rows, n, inner;  // rows = outer * inner
   const iron_sort_keys_t *keys;  // recognized keys, or NULL: the region
-  const iron_ir_region_t *comparator;
+  const iron_region_t *comparator;
   bool daz;
   // Operand i is an integer iota along the sorted dim (jax's argsort
   // payload) whose dtype holds every position: its sorted values are the
@@ -149,7 +149,7 @@ iron_status_t iron_cuda_sort_gen_compare(iron_cuda_text_t *t, const char *p,
 // comparator's (integer-ordered keys only).
 void iron_cuda_sort_gen_key_fns(iron_cuda_text_t *t, const char *p,
                                 const iron_cuda_sort_shape_t *s);
-// The unsigned type of a key's radix value ("iop_u8" .. "iop_u64").
+// The unsigned type of a key's radix value ("uint8_t" .. "uint64_t").
 const char *iron_cuda_sort_key_type(const iron_sort_key_t *k);
 
 // Comma-separated parameter list of the operands: `fmt` gets (store type,
@@ -158,8 +158,8 @@ void iron_cuda_sort_gen_params(iron_cuda_text_t *t,
                                const iron_cuda_sort_shape_t *s,
                                const char *fmt);
 
-// The bitonic kernel `kname(const S0 *in0, ..., S0 *out0, ..., iop_s64
-// dinner, iop_s64 n, iop_s64 rows, iop_s64 inner)`: every `tile` (a power of two, <= IRON_CUDA_SORT_MAX_ROW)
+// The bitonic kernel `kname(const S0 *in0, ..., S0 *out0, ..., int64_t
+// dinner, int64_t n, int64_t rows, int64_t inner)`: every `tile` (a power of two, <= IRON_CUDA_SORT_MAX_ROW)
 // consecutive elements of every row are sorted by one block of `block`
 // threads (grid-stride over rows x tiles) and written to the results at
 // row base + position * dinner (row base as for a tensor whose sorted dim

@@ -7,7 +7,7 @@
 
 #include "device/cuda/cuda_compile.h"
 #include "device/cuda/cuda_window.h"
-#include "device/cuda/cuda_ops_gen.h"
+#include "device/cuda/gen/ops.h"
 #include "device/cuda/cuda_ops_internal.h"
 #include "device/plans/reduce_plan.h"
 
@@ -89,8 +89,7 @@ static iron_status_t window_prepare_on(iron_device_t *base,
   iron_dtype_t dts[8];
   for (uint32_t i = 0; i < num; ++i) dts[i] = op->operands[i]->type->dtype;
   const iron_ir_type_t *ot = op->results[0].type;
-  const iron_ir_region_t *body =
-      regions && regions[0] ? regions[0]->ir : &op->regions[0];
+  const iron_region_t body = iron_cuda_op_region(op, regions, 0);
   window_params_t *p = calloc(1, sizeof(*p));
   if (!p) return IRON_ERR(RESOURCE_EXHAUSTED, "out of memory for params");
   p->num = num;
@@ -99,7 +98,7 @@ static iron_status_t window_prepare_on(iron_device_t *base,
   iron_status_t st;
   iron_cuda_scan_t scan;
   iron_op_kind_t k1 =
-      num == 1 ? iron_reduce_plan_body_op(body, dts[0]) : IRON_OP_UNKNOWN;
+      num == 1 ? iron_reduce_plan_body_op(body.ir, dts[0]) : IRON_OP_UNKNOWN;
   if (num == 1 && !p->empty && iron_cuda_scan_supported(k1, dts[0]) &&
       detect_scan(&g, k1, &scan)) {
     // The host's (and XLA:CPU's) two-level scan order, not the window's
@@ -107,10 +106,8 @@ static iron_status_t window_prepare_on(iron_device_t *base,
     st = iron_cuda_gen_scan("iron_reduce_window", &scan, dts[0], &src,
                             &p->grid);
   } else {
-    iron_cuda_ops_region_module(regions);
-    st = iron_cuda_gen_reduce_window("iron_reduce_window", &w, num, dts, body,
-                                     &src, &p->grid);
-    iron_cuda_ops_region_module(NULL);
+    st = iron_cuda_gen_reduce_window("iron_reduce_window", &w, num, dts,
+                                     &body, &src, &p->grid);
   }
   if (st) {
     free(p);
@@ -154,10 +151,8 @@ static iron_status_t sas_prepare_on(iron_device_t *base, const iron_ir_op_t *op,
   IRON_RETURN_IF_ERROR_PLAIN(iron_cuda_window_plan(op, &g, &w));
   const iron_ir_type_t *in = g.in, *src_t = g.source;
   const iron_ir_type_t *ot = op->results[0].type;
-  const iron_ir_region_t *sel =
-      regions && regions[0] ? regions[0]->ir : &op->regions[0];
-  const iron_ir_region_t *sct =
-      regions && regions[1] ? regions[1]->ir : &op->regions[1];
+  const iron_region_t sel = iron_cuda_op_region(op, regions, 0);
+  const iron_region_t sct = iron_cuda_op_region(op, regions, 1);
   sas_params_t *p = calloc(1, sizeof(*p));
   if (!p) return IRON_ERR(RESOURCE_EXHAUSTED, "out of memory for params");
   int64_t count = iron_ir_type_num_elements(ot);
@@ -168,7 +163,7 @@ static iron_status_t sas_prepare_on(iron_device_t *base, const iron_ir_op_t *op,
   int64_t zero = 0;
   // The result starts as the init value everywhere (a stride-0 pack; the
   // narrow dtypes' bytes copied as they are).
-  iron_dtype_t fdt = iron_cuda_gen_type_narrow(in->dtype).is_narrow
+  iron_dtype_t fdt = iron_cuda_type(in->dtype).is_narrow
                          ? IRON_DTYPE_U8
                          : in->dtype;
   iron_status_t st = iron_cuda_gen_pack("iron_sas_fill", fdt, fdt, 1, &count,
@@ -177,10 +172,9 @@ static iron_status_t sas_prepare_on(iron_device_t *base, const iron_ir_op_t *op,
   free(src);
   src = NULL;
   if (!st) {
-    iron_cuda_ops_region_module(regions);
     st = iron_cuda_gen_select_and_scatter("iron_select_and_scatter", &w,
-                                          in->dtype, sel, sct, &src, &p->grid);
-    iron_cuda_ops_region_module(NULL);
+                                          in->dtype, &sel, &sct, &src,
+                                          &p->grid);
     if (st) st = iron_cuda_ops_refused(op, st);
   }
   if (!st)

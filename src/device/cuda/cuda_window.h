@@ -7,7 +7,7 @@
 #define IRON_DEVICE_CUDA_CUDA_WINDOW_H_
 
 #include "base/status.h"
-#include "device/cuda/cuda_ops_gen.h"
+#include "device/cuda/gen/ops.h"
 #include "device/plans/window_plan.h"
 #include "ir/ir.h"
 

@@ -14,7 +14,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "device/cuda/cuda_ops_gen.h"
+#include "device/cuda/gen/ops.h"
 #include "device/cuda/cuda_sort_program.h"
 
 #define T IRON_CUDA_SORT_TILE
@@ -44,22 +44,22 @@ static void gen_merge(iron_cuda_text_t *t, const char *p,
   iron_cuda_sort_gen_params(t, s, "%s *__restrict__ dst%u");
   iron_cuda_text_printf(
       t,
-      ", iop_s64 w, iop_s64 dinner, iop_s64 n, iop_s64 rows) {\n"
-      "const iop_s64 tpr = (n + %d) / %d;\n"
-      "const iop_s64 g = (iop_s64)blockIdx.x * %d + threadIdx.x;\n"
+      ", int64_t w, int64_t dinner, int64_t n, int64_t rows) {\n"
+      "const int64_t tpr = (n + %d) / %d;\n"
+      "const int64_t g = (int64_t)blockIdx.x * %d + threadIdx.x;\n"
       "if (g >= rows * tpr) return;\n"
-      "const iop_s64 row = g / tpr, pos = (g - row * tpr) * %d;\n"
-      "const iop_s64 base = row * n;\n"
-      "const iop_s64 a0 = pos / (2 * w) * (2 * w);\n"
-      "const iop_s64 a1 = a0 + w < n ? a0 + w : n;\n"
-      "const iop_s64 b1 = a0 + 2 * w < n ? a0 + 2 * w : n;\n"
-      "const iop_s64 diag = pos - a0;\n"
-      "iop_s64 lo = diag - (b1 - a1) > 0 ? diag - (b1 - a1) : 0;\n"
-      "iop_s64 hi = diag < a1 - a0 ? diag : a1 - a0;\n"
+      "const int64_t row = g / tpr, pos = (g - row * tpr) * %d;\n"
+      "const int64_t base = row * n;\n"
+      "const int64_t a0 = pos / (2 * w) * (2 * w);\n"
+      "const int64_t a1 = a0 + w < n ? a0 + w : n;\n"
+      "const int64_t b1 = a0 + 2 * w < n ? a0 + 2 * w : n;\n"
+      "const int64_t diag = pos - a0;\n"
+      "int64_t lo = diag - (b1 - a1) > 0 ? diag - (b1 - a1) : 0;\n"
+      "int64_t hi = diag < a1 - a0 ? diag : a1 - a0;\n"
       "%s_rec x, y;\n"
       "while (lo < hi) {\n"
-      "const iop_s64 mid = (lo + hi) >> 1;\n"
-      "const iop_s64 ia = base + a0 + mid, ib = base + a1 + diag - 1 - mid;\n",
+      "const int64_t mid = (lo + hi) >> 1;\n"
+      "const int64_t ia = base + a0 + mid, ib = base + a1 + diag - 1 - mid;\n",
       ITEMS - 1, ITEMS, B, ITEMS, p);
   gen_load(t, s, "x", "ia");
   gen_load(t, s, "y", "ib");
@@ -67,28 +67,28 @@ static void gen_merge(iron_cuda_text_t *t, const char *p,
       t,
       "if (!%s_lt(y, x)) lo = mid + 1; else hi = mid;\n"
       "}\n"
-      "iop_s64 i = a0 + lo, j = a1 + diag - lo;\n"
-      "const iop_s64 end = pos + %d < b1 ? pos + %d : b1;\n"
-      "const iop_s64 db = (row / dinner) * (n * dinner) + row %% dinner;\n"
+      "int64_t i = a0 + lo, j = a1 + diag - lo;\n"
+      "const int64_t end = pos + %d < b1 ? pos + %d : b1;\n"
+      "const int64_t db = (row / dinner) * (n * dinner) + row %% dinner;\n"
       "bool ha = i < a1, hb = j < b1;\n"
-      "if (ha) {\nconst iop_s64 e = base + i;\n",
+      "if (ha) {\nconst int64_t e = base + i;\n",
       p, ITEMS, ITEMS);
   gen_load(t, s, "x", "e");
-  iron_cuda_text_printf(t, "}\nif (hb) {\nconst iop_s64 e = base + j;\n");
+  iron_cuda_text_printf(t, "}\nif (hb) {\nconst int64_t e = base + j;\n");
   gen_load(t, s, "y", "e");
   iron_cuda_text_printf(t,
                         "}\n"
-                        "for (iop_s64 o = pos; o < end; ++o) {\n"
-                        "const iop_s64 d = db + o * dinner;\n"
+                        "for (int64_t o = pos; o < end; ++o) {\n"
+                        "const int64_t d = db + o * dinner;\n"
                         "if (!ha || (hb && %s_lt(y, x))) {\n",
                         p);
   gen_store(t, s, "y", "d");
-  iron_cuda_text_printf(t, "++j;\nhb = j < b1;\nif (hb) {\nconst iop_s64 e = "
+  iron_cuda_text_printf(t, "++j;\nhb = j < b1;\nif (hb) {\nconst int64_t e = "
                         "base + j;\n");
   gen_load(t, s, "y", "e");
   iron_cuda_text_printf(t, "}\n} else {\n");
   gen_store(t, s, "x", "d");
-  iron_cuda_text_printf(t, "++i;\nha = i < a1;\nif (ha) {\nconst iop_s64 e = "
+  iron_cuda_text_printf(t, "++i;\nha = i < a1;\nif (ha) {\nconst int64_t e = "
                         "base + i;\n");
   gen_load(t, s, "x", "e");
   iron_cuda_text_printf(t, "}\n}\n}\n}\n");

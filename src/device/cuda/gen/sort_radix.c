@@ -22,7 +22,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "device/cuda/cuda_ops_gen.h"
+#include "device/cuda/gen/ops.h"
 #include "device/cuda/cuda_sort_program.h"
 
 #define T IRON_CUDA_SORT_TILE
@@ -52,7 +52,7 @@ static bool value_payload(const iron_cuda_sort_shape_t *s) {
   return s->num == 1 && iron_dtype_size(s->dtypes[0]) <= 8;
 }
 static const char *payload_type(const iron_cuda_sort_shape_t *s) {
-  return value_payload(s) ? s->ty[0].store : "iop_u32";
+  return value_payload(s) ? s->ty[0].store : "uint32_t";
 }
 static int64_t payload_bytes(const iron_cuda_sort_shape_t *s) {
   return value_payload(s) ? (int64_t)iron_dtype_size(s->dtypes[0]) : 4;
@@ -61,19 +61,19 @@ static int64_t payload_bytes(const iron_cuda_sort_shape_t *s) {
 // Exclusive scan of one value per thread over the 256 threads of a block
 // (8 warps); *total gets the sum. Every thread must call it.
 static const char kBlockScan[] =
-    "__device__ __forceinline__ iop_u32 %s_bscan(iop_u32 v, iop_u32 *ws, "
-    "iop_u32 *total) {\n"
+    "__device__ __forceinline__ uint32_t %s_bscan(uint32_t v, uint32_t *ws, "
+    "uint32_t *total) {\n"
     "  const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;\n"
-    "  iop_u32 x = v;\n"
+    "  uint32_t x = v;\n"
     "  for (int o = 1; o < 32; o <<= 1) {\n"
-    "    iop_u32 y = __shfl_up_sync(0xffffffffu, x, o);\n"
+    "    uint32_t y = __shfl_up_sync(0xffffffffu, x, o);\n"
     "    if (lane >= o) x += y;\n"
     "  }\n"
     "  if (lane == 31) ws[w] = x;\n"
     "  __syncthreads();\n"
-    "  iop_u32 wo = 0, tot = 0;\n"
+    "  uint32_t wo = 0, tot = 0;\n"
     "  for (int i = 0; i < 8; ++i) {\n"
-    "    iop_u32 s = ws[i];\n"
+    "    uint32_t s = ws[i];\n"
     "    if (i < w) wo += s;\n"
     "    tot += s;\n"
     "  }\n"
@@ -93,18 +93,18 @@ static void gen_init(iron_cuda_text_t *t, const char *p,
       t,
       "extern \"C\" __global__ void __launch_bounds__(%d) %s_init%d(const %s "
       "*__restrict__ in, const %s *__restrict__ iin, %s *__restrict__ "
-      "kout, %s *__restrict__ iout, iop_s64 n, iop_s64 rows, iop_s64 "
+      "kout, %s *__restrict__ iout, int64_t n, int64_t rows, int64_t "
       "inner) {\n"
-      "for (iop_s64 e = (iop_s64)blockIdx.x * %d + threadIdx.x; e < rows * n; "
-      "e += (iop_s64)gridDim.x * %d) {\n",
+      "for (int64_t e = (int64_t)blockIdx.x * %d + threadIdx.x; e < rows * n; "
+      "e += (int64_t)gridDim.x * %d) {\n",
       B, p, k, s->ty[o].store, pt, kt, pt, B, B);
   if (value_payload(s))
     iron_cuda_text_printf(t, "kout[e] = %s_key%d(iin[e]);\n}\n}\n", p, k);
   else
     iron_cuda_text_printf(t,
-                          "const iop_s64 r = e / n;\n"
+                          "const int64_t r = e / n;\n"
                           "kout[e] = %s_key%d(in[" ROW_BASE("r")
-                          " + (iop_s64)iin[e] * inner]);\n}\n}\n",
+                          " + (int64_t)iin[e] * inner]);\n}\n}\n",
                           p, k);
 }
 
@@ -117,28 +117,28 @@ static void gen_hist(iron_cuda_text_t *t, const char *p,
     iron_cuda_text_printf(
         t,
         "extern \"C\" __global__ void __launch_bounds__(%d) %s_hist_k%d("
-        "const %s *__restrict__ in, iop_u32 *__restrict__ counts, iop_s64 "
-        "shift, iop_s64 n, iop_s64 chunk, iop_s64 nch, iop_s64 inner) {\n",
+        "const %s *__restrict__ in, uint32_t *__restrict__ counts, int64_t "
+        "shift, int64_t n, int64_t chunk, int64_t nch, int64_t inner) {\n",
         B, p, src, s->ty[s->keys->keys[src].operand].store);
   else
     iron_cuda_text_printf(
         t,
         "extern \"C\" __global__ void __launch_bounds__(%d) %s_hist%d(const "
-        "%s *__restrict__ keys, iop_u32 *__restrict__ counts, iop_s64 shift, "
-        "iop_s64 n, iop_s64 chunk, iop_s64 nch) {\n",
+        "%s *__restrict__ keys, uint32_t *__restrict__ counts, int64_t shift, "
+        "int64_t n, int64_t chunk, int64_t nch) {\n",
         B, p, bytes, kt);
   iron_cuda_text_printf(
       t,
-      "__shared__ iop_u32 h[256];\n"
+      "__shared__ uint32_t h[256];\n"
       "h[threadIdx.x] = 0;\n"
       "__syncthreads();\n"
-      "const iop_s64 row = (iop_s64)blockIdx.x / nch, c = (iop_s64)blockIdx.x "
+      "const int64_t row = (int64_t)blockIdx.x / nch, c = (int64_t)blockIdx.x "
       "- row * nch;\n"
-      "const iop_s64 lo = c * chunk, hi = lo + chunk < n ? lo + chunk : n;\n");
+      "const int64_t lo = c * chunk, hi = lo + chunk < n ? lo + chunk : n;\n");
   if (src >= 0)
     iron_cuda_text_printf(t,
-                          "const iop_s64 rb = " ROW_BASE("row") ";\n"
-                          "for (iop_s64 i = lo + threadIdx.x; i < hi; i += "
+                          "const int64_t rb = " ROW_BASE("row") ";\n"
+                          "for (int64_t i = lo + threadIdx.x; i < hi; i += "
                           "%d) {\n"
                           "const %s kv = %s_key%d(in[rb + i * inner]);\n"
                           "atomicAdd(&h[(unsigned)(kv >> shift) & 255u], "
@@ -147,7 +147,7 @@ static void gen_hist(iron_cuda_text_t *t, const char *p,
   else
     iron_cuda_text_printf(t,
                           "const %s *kp = keys + row * n;\n"
-                          "for (iop_s64 i = lo + threadIdx.x; i < hi; i += "
+                          "for (int64_t i = lo + threadIdx.x; i < hi; i += "
                           "%d)\n"
                           "  atomicAdd(&h[(unsigned)(kp[i] >> shift) & 255u], "
                           "1u);\n",
@@ -162,15 +162,15 @@ static void gen_hist(iron_cuda_text_t *t, const char *p,
 static void gen_scan(iron_cuda_text_t *t, const char *p) {
   iron_cuda_text_printf(
       t,
-      "extern \"C\" __global__ void __launch_bounds__(%d) %s_scan(iop_u32 "
-      "*__restrict__ counts, iop_s64 nch) {\n"
-      "__shared__ iop_u32 ws[8];\n"
-      "iop_u32 *cp = counts + (iop_s64)blockIdx.x * 256 * nch;\n"
-      "const iop_s64 lo = (iop_s64)threadIdx.x * nch, hi = lo + nch;\n"
-      "iop_u32 s = 0;\n"
-      "for (iop_s64 i = lo; i < hi; ++i) s += cp[i];\n"
-      "iop_u32 tot, acc = %s_bscan(s, ws, &tot);\n"
-      "for (iop_s64 i = lo; i < hi; ++i) { iop_u32 x = cp[i]; cp[i] = acc; "
+      "extern \"C\" __global__ void __launch_bounds__(%d) %s_scan(uint32_t "
+      "*__restrict__ counts, int64_t nch) {\n"
+      "__shared__ uint32_t ws[8];\n"
+      "uint32_t *cp = counts + (int64_t)blockIdx.x * 256 * nch;\n"
+      "const int64_t lo = (int64_t)threadIdx.x * nch, hi = lo + nch;\n"
+      "uint32_t s = 0;\n"
+      "for (int64_t i = lo; i < hi; ++i) s += cp[i];\n"
+      "uint32_t tot, acc = %s_bscan(s, ws, &tot);\n"
+      "for (int64_t i = lo; i < hi; ++i) { uint32_t x = cp[i]; cp[i] = acc; "
       "acc += x; }\n"
       "}\n",
       B, p, p);
@@ -195,17 +195,17 @@ static void gen_scatter(iron_cuda_text_t *t, const char *p,
                           "*__restrict__ iin, ",
                           B, p, final ? "fin" : "scat", bytes, kt, pt);
   if (final) {
-    iron_cuda_text_printf(t, "const iop_u32 *__restrict__ counts, iop_s64 "
+    iron_cuda_text_printf(t, "const uint32_t *__restrict__ counts, int64_t "
                           "shift, ");
     iron_cuda_sort_gen_params(t, s, "const %s *__restrict__ in%u");
     iron_cuda_text_printf(t, ", ");
     iron_cuda_sort_gen_params(t, s, "%s *__restrict__ out%u");
-    iron_cuda_text_printf(t, ", iop_s64 inner");
+    iron_cuda_text_printf(t, ", int64_t inner");
   } else {
     iron_cuda_text_printf(t,
                           "%s *__restrict__ kout, %s *__restrict__ iout, "
-                          "const iop_u32 *__restrict__ counts, iop_s64 shift%s",
-                          kt, pt, src >= 0 ? ", iop_s64 inner" : "");
+                          "const uint32_t *__restrict__ counts, int64_t shift%s",
+                          kt, pt, src >= 0 ? ", int64_t inner" : "");
   }
   char load[512];
   if (src < 0)
@@ -222,29 +222,29 @@ static void gen_scatter(iron_cuda_text_t *t, const char *p,
              "id[it] = %s;\n"
              "}\n",
              s->ty[s->keys->keys[src].operand].store, p, src,
-             value_payload(s) ? "val" : "(iop_u32)(t0 + q)");
+             value_payload(s) ? "val" : "(uint32_t)(t0 + q)");
   iron_cuda_text_printf(
       t,
-      ", iop_s64 n, iop_s64 chunk, iop_s64 nch) {\n"
-      "__shared__ iop_u32 whist[8][257];\n"
-      "__shared__ iop_u32 gofs[256], tex[256], tcnt[256], ws[8];\n"
+      ", int64_t n, int64_t chunk, int64_t nch) {\n"
+      "__shared__ uint32_t whist[8][257];\n"
+      "__shared__ uint32_t gofs[256], tex[256], tcnt[256], ws[8];\n"
       "__shared__ %s skey[%d];\n"
       "__shared__ %s sidx[%d];\n"
       "const int tid = threadIdx.x, lane = tid & 31, w = tid >> 5;\n"
       "const unsigned below = (1u << lane) - 1u;\n"
-      "const iop_s64 row = (iop_s64)blockIdx.x / nch, c = (iop_s64)blockIdx.x "
+      "const int64_t row = (int64_t)blockIdx.x / nch, c = (int64_t)blockIdx.x "
       "- row * nch;\n"
-      "const iop_s64 lo = c * chunk, hi = lo + chunk < n ? lo + chunk : n;\n"
-      "const iop_s64 base = row * n;\n"
+      "const int64_t lo = c * chunk, hi = lo + chunk < n ? lo + chunk : n;\n"
+      "const int64_t base = row * n;\n"
       "%s"
       "gofs[tid] = counts[(row * 256 + tid) * nch + c];\n"
-      "for (iop_s64 t0 = lo; t0 < hi; t0 += %d) {\n"
+      "for (int64_t t0 = lo; t0 < hi; t0 += %d) {\n"
       "const int cnt = (int)(hi - t0 < %d ? hi - t0 : %d);\n"
       "for (int d = lane; d < 257; d += 32) whist[w][d] = 0;\n"
       "__syncwarp();\n"
       "%s key[8];\n"
       "%s id[8];\n"
-      "iop_u32 rk[8];\n"
+      "uint32_t rk[8];\n"
       "int dg[8];\n"
       "#pragma unroll\n"
       "for (int it = 0; it < 8; ++it) {\n"
@@ -254,26 +254,26 @@ static void gen_scatter(iron_cuda_text_t *t, const char *p,
       "const int d = v ? (int)((key[it] >> shift) & 255u) : 256;\n"
       "dg[it] = d;\n"
       "const unsigned peers = __match_any_sync(0xffffffffu, d);\n"
-      "const iop_u32 prev = whist[w][d];\n"
+      "const uint32_t prev = whist[w][d];\n"
       "__syncwarp();\n"
       "if ((peers & below) == 0) whist[w][d] = prev + __popc(peers);\n"
       "__syncwarp();\n"
       "rk[it] = prev + __popc(peers & below);\n"
       "}\n"
       "__syncthreads();\n"
-      "iop_u32 sum = 0;\n"
-      "for (int i = 0; i < 8; ++i) { const iop_u32 x = whist[i][tid]; "
+      "uint32_t sum = 0;\n"
+      "for (int i = 0; i < 8; ++i) { const uint32_t x = whist[i][tid]; "
       "whist[i][tid] = sum; sum += x; }\n"
       "tcnt[tid] = sum;\n"
-      "iop_u32 tot;\n"
-      "const iop_u32 ex = %s_bscan(sum, ws, &tot);\n"
+      "uint32_t tot;\n"
+      "const uint32_t ex = %s_bscan(sum, ws, &tot);\n"
       "tex[tid] = ex;\n"
       "__syncthreads();\n"
       "#pragma unroll\n"
       "for (int it = 0; it < 8; ++it) {\n"
       "const int d = dg[it];\n"
       "if (d < 256) {\n"
-      "const iop_u32 r = tex[d] + whist[w][d] + rk[it];\n"
+      "const uint32_t r = tex[d] + whist[w][d] + rk[it];\n"
       "skey[r] = key[it];\n"
       "sidx[r] = id[it];\n"
       "}\n}\n"
@@ -281,8 +281,8 @@ static void gen_scatter(iron_cuda_text_t *t, const char *p,
       "for (int j = tid; j < cnt; j += %d) {\n"
       "const %s k = skey[j];\n"
       "const int d = (int)((k >> shift) & 255u);\n"
-      "const iop_s64 pos = (iop_s64)gofs[d] + (iop_s64)(j - (int)tex[d]);\n",
-      kt, T, pt, T, src >= 0 ? "const iop_s64 rb = " ROW_BASE_TEXT("row") ";\n" : "",
+      "const int64_t pos = (int64_t)gofs[d] + (int64_t)(j - (int)tex[d]);\n",
+      kt, T, pt, T, src >= 0 ? "const int64_t rb = " ROW_BASE_TEXT("row") ";\n" : "",
       T, T, T, kt, pt, load, p, B, kt);
   if (final && value_payload(s)) {
     iron_cuda_text_printf(t,
@@ -290,8 +290,8 @@ static void gen_scatter(iron_cuda_text_t *t, const char *p,
                           "sidx[j];\n");
   } else if (final) {
     iron_cuda_text_printf(t,
-                          "const iop_s64 rb = " ROW_BASE("row") ";\n"
-                          "const iop_s64 src = rb + (iop_s64)sidx[j] * inner, "
+                          "const int64_t rb = " ROW_BASE("row") ";\n"
+                          "const int64_t src = rb + (int64_t)sidx[j] * inner, "
                           "dst = rb + pos * inner;\n");
     for (uint32_t i = 0; i < s->num; ++i) {
       if (s->iota[i])  // the position is the value

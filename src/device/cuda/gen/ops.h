@@ -1,15 +1,18 @@
-// Generators of CUDA C text for the CUDA device's non-element-wise kernels
-// (dot packing, reductions, gather/scatter, rng, sort). Pure functions of
-// shapes, dtypes and region IR: they never touch a GPU, so a GPU-free test
-// (tests/c/test_cuda_ops_codegen.c) compiles every generated source with
-// NVRTC. The kernel glue (cuda_dot.c, cuda_reduce.c, ...) requests the text
-// with iron_cuda_function_request at prepare time and launches at run time.
+// Generators of CUDA C text for the CUDA device's kernels other than the
+// element-wise ones (dot packing, reductions, gather/scatter, rng, sort,
+// windows, device loops). Pure functions of shapes, dtypes and region IR:
+// they never touch a GPU, so GPU-free tests (tests/c/test_cuda_ops_codegen.c
+// and the emulation tests) compile every generated source with NVRTC and
+// as host C++. The kernel glue (cuda_dot.c, cuda_reduce.c, ...) requests
+// the text with iron_cuda_function_request at prepare time and launches at
+// run time.
 //
-// Every generated translation unit is self-contained: it starts with
-// iron_cuda_ops_prelude() (our own iop_* helpers and typedefs, no CUDA
-// headers), so these generators do not depend on the element-wise prelude.
-#ifndef IRON_DEVICE_CUDA_CUDA_OPS_GEN_H_
-#define IRON_DEVICE_CUDA_CUDA_OPS_GEN_H_
+// Every generated translation unit starts with iron_cuda_prelude() (the
+// one prelude of every generated kernel, gen/prelude.h); values are held as
+// gen/types.h says and region bodies are translated by gen/region.c through
+// the scalar emitter (gen/scalar.h), the same one fusions use.
+#ifndef IRON_DEVICE_CUDA_GEN_OPS_H_
+#define IRON_DEVICE_CUDA_GEN_OPS_H_
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -17,6 +20,11 @@
 
 #include "base/dtype.h"
 #include "base/status.h"
+#include "device/cuda/gen/prelude.h"
+#include "device/cuda/gen/region.h"
+#include "device/cuda/gen/text.h"
+#include "device/cuda/gen/types.h"
+#include "device/kernel.h"
 #include "device/plans/gather_plan.h"
 #include "ir/ir.h"
 
@@ -24,52 +32,9 @@
 extern "C" {
 #endif
 
-// A growable text buffer. Appending never fails; an allocation failure is
-// remembered and reported by iron_cuda_text_finish.
-typedef struct iron_cuda_text {
-  char *s;
-  size_t len, cap;
-  int oom;
-} iron_cuda_text_t;
-void iron_cuda_text_init(iron_cuda_text_t *t);
-void iron_cuda_text_printf(iron_cuda_text_t *t, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-// On success *out_text is the malloc'ed text and the buffer is reset; on
-// failure the buffer is freed.
-iron_status_t iron_cuda_text_finish(iron_cuda_text_t *t, char **out_text);
-void iron_cuda_text_free(iron_cuda_text_t *t);
-
-// Typedefs (iop_s8 ... iop_u64, iop_c64, iop_c128), f16/bf16 <-> f32
-// conversions bit-exact with src/base/half.h, XLA:CPU max/min for floats.
-const char *iron_cuda_ops_prelude(void);
-
-// How generated code holds one dtype: `store` is the element type in
-// memory, `comp` the type arithmetic runs in, `ld`/`st` the conversion
-// functions between them ("" when the same type). NULL store: the dtype is
-// not supported by these generators.
-typedef struct iron_cuda_gen_type {
-  const char *store, *comp, *ld, *st;
-  bool is_float;    // f16, bf16, f32, f64
-  bool is_complex;  // c64, c128
-  bool is_signed;   // signed integers
-  // Narrow dtypes (iron_cuda_gen_type_narrow only): stored one element per
-  // byte, held in the comp type of the dtype XLA:CPU computes them in (s4
-  // -> s8, u4 -> u8, f8/f4E2M1FN -> f16 and f8E8M0FNU -> f32, both held in
-  // float); `ld` decodes a byte, `st` rounds a wide value (an f16 or f32
-  // result) to the narrow dtype as the host's convert does.
-  bool is_narrow;
-} iron_cuda_gen_type_t;
-iron_cuda_gen_type_t iron_cuda_gen_type(iron_dtype_t dt);
-// iron_cuda_gen_type plus the narrow dtypes (s4/u4, the f8 family,
-// f4E2M1FN, f8E8M0FNU), for the generators that round every narrow body
-// result (iron_cuda_gen_region_fn) and combine values only through the
-// body, in the host's order (reduce, reduce_window, sort, scatter,
-// select_and_scatter). The ld/st names are macros/functions of the text
-// iron_cuda_gen_narrow_helpers appends (iron_cuda_gen_region_fn does so
-// before a region that touches a narrow dtype).
-iron_cuda_gen_type_t iron_cuda_gen_type_narrow(iron_dtype_t dt);
-// Appends the narrow helpers unless `t` holds them already.
-void iron_cuda_gen_narrow_helpers(iron_cuda_text_t *t);
+// Regions (bodies, comparators, selects) are passed as iron_region_t
+// (device/kernel.h): `ir` is translated, `module` holds the functions its
+// func.call ops name (NULL: calls are refused); `elementwise` is unused.
 
 // --- while -------------------------------------------------------------------
 
@@ -78,8 +43,25 @@ void iron_cuda_gen_narrow_helpers(iron_cuda_text_t *t);
 // and body regions (iron_cuda_gen_region_fn) alternate in a device loop.
 // UNIMPLEMENTED when a value is not a scalar or a region holds an op the
 // region generator does not translate.
+// `module` holds the functions the regions' func.call ops name (may be
+// NULL: calls are refused).
 iron_status_t iron_cuda_gen_while(const char *name, const iron_ir_op_t *op,
+                                  const iron_ir_module_t *module,
                                   char **out_src);
+
+// --- convert ------------------------------------------------------------------
+
+// A stablehlo.convert whose operand or result is a narrow dtype (f8 family,
+// f4E2M1FN, s4/u4/s2/u2, one element per byte) as kernel `<name>(const S
+// *in0, D *out0)` over the result's elements (a one-element operand is
+// broadcast), with the host's semantics (ew_narrow.c); source = prelude +
+// body, both malloc'ed. UNIMPLEMENTED for f8E8M0FNU and f6.
+iron_status_t iron_cuda_gen_convert_narrow(const iron_ir_op_t *op,
+                                           char **out_source,
+                                           char **out_name);
+// The dtypes that take that kernel: the narrow floats but f8E8M0FNU, and
+// s4/u4/s2/u2.
+bool iron_cuda_dtype_is_narrow(iron_dtype_t dt);
 
 // --- dot_general ------------------------------------------------------------
 
@@ -124,7 +106,7 @@ iron_status_t iron_cuda_gen_dot_int(const char *name, iron_dtype_t lhs_dt,
 iron_status_t iron_cuda_gen_reduce(const char *name, int32_t rank,
                                    const int64_t *dims, const bool *reduced,
                                    uint32_t num, const iron_dtype_t *dtypes,
-                                   const iron_ir_region_t *body,
+                                   const iron_region_t *body,
                                    char **out_src, unsigned *out_grid,
                                    unsigned *out_block);
 
@@ -162,22 +144,9 @@ typedef struct iron_cuda_reduce_fused {
 } iron_cuda_reduce_fused_t;
 iron_status_t iron_cuda_gen_reduce_fused(
     const char *name, int32_t rank, const int64_t *dims, const bool *reduced,
-    uint32_t num, const iron_dtype_t *dtypes, const iron_ir_region_t *body,
+    uint32_t num, const iron_dtype_t *dtypes, const iron_region_t *body,
     const iron_cuda_reduce_fused_t *fused, char **out_src, unsigned *out_grid,
     unsigned *out_block);
-
-// A region as a __device__ function `fname(const A0 a0, ..., R0 *r0, ...)`
-// in comp types (see iron_cuda_gen_type), appended to `t`. Supports the
-// element-wise ops bodies use (arith, compare, select, and/or/xor/not,
-// max/min, convert, constant, return). UNIMPLEMENTED naming the op
-// otherwise.
-iron_status_t iron_cuda_gen_region_fn(iron_cuda_text_t *t, const char *fname,
-                                      const iron_ir_region_t *region);
-// The module whose functions the regions' func.call ops name (jnp.where in
-// a reduce body lowers to a call), for the generator calls that follow on
-// this thread; NULL: calls are refused. The kernel glue sets it from
-// iron_host_region_module around each generator call.
-void iron_cuda_gen_set_module(const iron_ir_module_t *module);
 
 // --- gather / scatter -------------------------------------------------------
 
@@ -251,7 +220,7 @@ iron_cuda_scatter_op_t iron_cuda_scatter_classify(const iron_ir_region_t *b);
 iron_status_t iron_cuda_gen_scatter(const char *name,
                                     const iron_cuda_gs_plan_t *s,
                                     iron_cuda_scatter_op_t op,
-                                    const iron_ir_region_t *body,
+                                    const iron_region_t *body,
                                     bool unique_indices, char **out_src,
                                     unsigned *out_grid);
 
@@ -260,8 +229,8 @@ iron_status_t iron_cuda_gen_scatter(const char *name,
 // Bit-exact with src/device/host/rng.c (XLA:CPU's expansion). `algorithm`
 // IRON_RNG_THREE_FRY or IRON_RNG_PHILOX (DEFAULT resolved by the caller);
 // `state_words` 2 (or 3 with PHILOX); `out_bytes` 1, 2, 4 or 8; the output
-// dims matter for THREE_FRY's split shape. Kernel `name(const iop_u64
-// *state, iop_u64 *new_state, T *out)`; state and new_state must not alias.
+// dims matter for THREE_FRY's split shape. Kernel `name(const uint64_t
+// *state, uint64_t *new_state, T *out)`; state and new_state must not alias.
 // *out_grid blocks of 256 threads.
 iron_status_t iron_cuda_gen_rng(const char *name, int32_t algorithm,
                                 int32_t state_words, int32_t out_bytes,
@@ -278,14 +247,14 @@ iron_status_t iron_cuda_gen_rng(const char *name, int32_t algorithm,
 // The one-block kernel alone (cuda_sort_program.h's "block" algorithm with
 // the comparator region): a stable sort of `num` operands of the same dims
 // along `dimension`, rows up to IRON_CUDA_SORT_MAX_ROW (longer: refused).
-// Kernel `name(const S0 *in0, ..., S0 *out0, ..., iop_s64 dinner, iop_s64
-// n, iop_s64 rows, iop_s64 inner)` (dinner = inner: the results' layout);
+// Kernel `name(const S0 *in0, ..., S0 *out0, ..., int64_t dinner, int64_t
+// n, int64_t rows, int64_t inner)` (dinner = inner: the results' layout);
 // outputs must not alias inputs. Launch *out_grid blocks of *out_block
 // threads.
 iron_status_t iron_cuda_gen_sort(const char *name, int32_t rank,
                                  const int64_t *dims, int32_t dimension,
                                  uint32_t num, const iron_dtype_t *dtypes,
-                                 const iron_ir_region_t *comparator,
+                                 const iron_region_t *comparator,
                                  char **out_src, unsigned *out_grid,
                                  unsigned *out_block);
 
@@ -308,7 +277,7 @@ iron_status_t iron_cuda_gen_reduce_window(const char *name,
                                           const iron_cuda_window_t *w,
                                           uint32_t num,
                                           const iron_dtype_t *dtypes,
-                                          const iron_ir_region_t *body,
+                                          const iron_region_t *body,
                                           char **out_src, unsigned *out_grid);
 
 // Cumulative windows (jnp.cumsum & co.: window = the whole dim n, stride
@@ -343,7 +312,7 @@ iron_status_t iron_cuda_gen_scan(const char *name, const iron_cuda_scan_t *s,
 // 256 threads.
 iron_status_t iron_cuda_gen_select_and_scatter(
     const char *name, const iron_cuda_window_t *w, iron_dtype_t dt,
-    const iron_ir_region_t *select, const iron_ir_region_t *scatter,
+    const iron_region_t *select, const iron_region_t *scatter,
     char **out_src, unsigned *out_grid);
 
 // --- reduce_precision --------------------------------------------------------
@@ -362,4 +331,4 @@ iron_status_t iron_cuda_gen_reduce_precision(const char *name, iron_dtype_t dt,
 }
 #endif
 
-#endif  // IRON_DEVICE_CUDA_CUDA_OPS_GEN_H_
+#endif  // IRON_DEVICE_CUDA_GEN_OPS_H_

@@ -3,19 +3,19 @@
 // in), padding and dilation holes skipped as on the host (window.c).
 #include <stdio.h>
 
-#include "device/cuda/cuda_ops_gen.h"
+#include "device/cuda/gen/ops.h"
 
 iron_status_t iron_cuda_gen_reduce_window(const char *name,
                                           const iron_cuda_window_t *w,
                                           uint32_t num,
                                           const iron_dtype_t *dtypes,
-                                          const iron_ir_region_t *body,
+                                          const iron_region_t *body,
                                           char **out_src, unsigned *out_grid) {
   if (num == 0 || num > 8)
     return IRON_ERR(UNIMPLEMENTED, "cuda reduce_window of %u operands", num);
-  iron_cuda_gen_type_t ty[8];
+  iron_cuda_type_t ty[8];
   for (uint32_t i = 0; i < num; ++i) {
-    ty[i] = iron_cuda_gen_type_narrow(dtypes[i]);
+    ty[i] = iron_cuda_type(dtypes[i]);
     if (!ty[i].store)
       return IRON_ERR(UNIMPLEMENTED, "cuda reduce_window for dtype %s",
                       iron_dtype_name(dtypes[i]));
@@ -29,8 +29,8 @@ iron_status_t iron_cuda_gen_reduce_window(const char *name,
   for (int32_t d = 0; d < w->rank; ++d) nout *= w->out_dims[d];
   iron_cuda_text_t t;
   iron_cuda_text_init(&t);
-  iron_cuda_text_printf(&t, "%s", iron_cuda_ops_prelude());
-  iron_status_t st = iron_cuda_gen_region_fn(&t, "iop_body", body);
+  iron_cuda_text_printf(&t, "%s", iron_cuda_prelude());
+  iron_status_t st = iron_cuda_gen_region_fn(&t, "iron_body", body);
   if (st) {
     iron_cuda_text_free(&t);
     return st;
@@ -49,13 +49,13 @@ iron_status_t iron_cuda_gen_reduce_window(const char *name,
                           i + 1 < num ? ", " : ") {\n");
   iron_cuda_text_printf(
       &t,
-      "for (iop_s64 o = (iop_s64)blockIdx.x * blockDim.x + threadIdx.x; o < "
-      "%lldLL; o += (iop_s64)gridDim.x * blockDim.x) {\n"
-      "iop_s64 rem = o;\n",
+      "for (int64_t o = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; o < "
+      "%lldLL; o += (int64_t)gridDim.x * blockDim.x) {\n"
+      "int64_t rem = o;\n",
       (long long)nout);
   for (int32_t d = w->rank - 1; d >= 0; --d)
     iron_cuda_text_printf(&t,
-                          "const iop_s64 oc%d = rem %% %lldLL; rem /= %lldLL;\n",
+                          "const int64_t oc%d = rem %% %lldLL; rem /= %lldLL;\n",
                           d, (long long)w->out_dims[d],
                           (long long)w->out_dims[d]);
   for (uint32_t i = 0; i < num; ++i)
@@ -67,13 +67,13 @@ iron_status_t iron_cuda_gen_reduce_window(const char *name,
     int64_t dil_in =
         w->in_dims[d] == 0 ? 0 : (w->in_dims[d] - 1) * w->base_dil[d] + 1;
     if (w->wdims[d] > 1)
-      iron_cuda_text_printf(&t, "for (iop_s64 k%d = 0; k%d < %lldLL; ++k%d) {\n",
+      iron_cuda_text_printf(&t, "for (int64_t k%d = 0; k%d < %lldLL; ++k%d) {\n",
                             d, d, (long long)w->wdims[d], d);
     else
-      iron_cuda_text_printf(&t, "{ const iop_s64 k%d = 0;\n", d);
+      iron_cuda_text_printf(&t, "{ const int64_t k%d = 0;\n", d);
     iron_cuda_text_printf(
         &t,
-        "const iop_s64 p%d = oc%d * %lldLL + k%d * %lldLL - (%lldLL);\n"
+        "const int64_t p%d = oc%d * %lldLL + k%d * %lldLL - (%lldLL);\n"
         "if (p%d < 0 || p%d >= %lldLL",
         d, d, (long long)w->strides[d], d, (long long)w->win_dil[d],
         (long long)w->pad_lo[d], d, d, (long long)dil_in);
@@ -81,23 +81,23 @@ iron_status_t iron_cuda_gen_reduce_window(const char *name,
       iron_cuda_text_printf(&t, " || p%d %% %lldLL != 0", d,
                             (long long)w->base_dil[d]);
     iron_cuda_text_printf(&t, ") continue;\n");
-    iron_cuda_text_printf(&t, "const iop_s64 f%d = %s + (p%d / %lldLL) * %lldLL;\n",
+    iron_cuda_text_printf(&t, "const int64_t f%d = %s + (p%d / %lldLL) * %lldLL;\n",
                           d, d == 0 ? "0" : "f_prev", d,
                           (long long)w->base_dil[d], (long long)in_strides[d]);
-    iron_cuda_text_printf(&t, "{ const iop_s64 f_prev = f%d; (void)f_prev;\n",
+    iron_cuda_text_printf(&t, "{ const int64_t f_prev = f%d; (void)f_prev;\n",
                           d);
   }
   if (w->rank > 0)
-    iron_cuda_text_printf(&t, "const iop_s64 off = f%d;\n", w->rank - 1);
+    iron_cuda_text_printf(&t, "const int64_t off = f%d;\n", w->rank - 1);
   else
-    iron_cuda_text_printf(&t, "const iop_s64 off = 0;\n");
+    iron_cuda_text_printf(&t, "const int64_t off = 0;\n");
   for (uint32_t i = 0; i < num; ++i)
     iron_cuda_text_printf(&t, "%s x%u = %s(in%u[off]);\n", ty[i].comp, i,
                           ty[i].ld, i);
   iron_cuda_text_printf(&t, "{ ");
   for (uint32_t i = 0; i < num; ++i)
     iron_cuda_text_printf(&t, "%s n%u_; ", ty[i].comp, i);
-  iron_cuda_text_printf(&t, "iop_body(");
+  iron_cuda_text_printf(&t, "iron_body(");
   for (uint32_t i = 0; i < num; ++i) iron_cuda_text_printf(&t, "acc%u, ", i);
   for (uint32_t i = 0; i < num; ++i) iron_cuda_text_printf(&t, "x%u, ", i);
   for (uint32_t i = 0; i < num; ++i)
@@ -137,16 +137,16 @@ iron_status_t iron_cuda_gen_reduce_window(const char *name,
 
 static const char *scan_uint_type(iron_dtype_t dt) {
   switch (dt) {
-    case IRON_DTYPE_S8: case IRON_DTYPE_U8: return "iop_u8";
-    case IRON_DTYPE_S16: case IRON_DTYPE_U16: return "iop_u16";
-    case IRON_DTYPE_S32: case IRON_DTYPE_U32: return "iop_u32";
-    case IRON_DTYPE_S64: case IRON_DTYPE_U64: return "iop_u64";
+    case IRON_DTYPE_S8: case IRON_DTYPE_U8: return "uint8_t";
+    case IRON_DTYPE_S16: case IRON_DTYPE_U16: return "uint16_t";
+    case IRON_DTYPE_S32: case IRON_DTYPE_U32: return "uint32_t";
+    case IRON_DTYPE_S64: case IRON_DTYPE_U64: return "uint64_t";
     default: return NULL;
   }
 }
 
 bool iron_cuda_scan_supported(iron_op_kind_t kind, iron_dtype_t dt) {
-  iron_cuda_gen_type_t ty = iron_cuda_gen_type(dt);
+  iron_cuda_type_t ty = iron_cuda_type_plain(dt);
   if (!ty.store || dt == IRON_DTYPE_PRED) return false;
   if (ty.is_complex) return kind == IRON_OP_ADD || kind == IRON_OP_MULTIPLY;
   return kind == IRON_OP_ADD || kind == IRON_OP_MULTIPLY ||
@@ -161,7 +161,7 @@ iron_status_t iron_cuda_gen_scan(const char *name, const iron_cuda_scan_t *s,
                     iron_op_kind_name(s->kind), iron_dtype_name(dt));
   if (s->n < 1 || s->outer < 0 || s->inner < 0)
     return IRON_ERR(INVALID_ARGUMENT, "cuda scan: bad line geometry");
-  iron_cuda_gen_type_t ty = iron_cuda_gen_type(dt);
+  iron_cuda_type_t ty = iron_cuda_type_plain(dt);
   bool is_int = !ty.is_float && !ty.is_complex;
   bool wrap = is_int && (s->kind == IRON_OP_ADD || s->kind == IRON_OP_MULTIPLY);
   const char *acc = wrap ? scan_uint_type(dt) : ty.comp;
@@ -178,14 +178,14 @@ iron_status_t iron_cuda_gen_scan(const char *name, const iron_cuda_scan_t *s,
   int64_t lines = s->outer * s->inner;
   iron_cuda_text_t t;
   iron_cuda_text_init(&t);
-  iron_cuda_text_printf(&t, "%s", iron_cuda_ops_prelude());
-  iron_cuda_text_printf(&t, "typedef %s iop_acc;\n", acc);
+  iron_cuda_text_printf(&t, "%s", iron_cuda_prelude());
+  iron_cuda_text_printf(&t, "typedef %s iron_acc;\n", acc);
   // The combiner, as the host's (window.c ADD_/MUL_, IMAX_/IMIN_, the half
   // types rounding every result, complex with the plain formula); float
   // max/min as XLA's max/min.
   iron_cuda_text_printf(&t,
-                        "__device__ __forceinline__ iop_acc iop_sop(iop_acc a, "
-                        "iop_acc b) {\n");
+                        "__device__ __forceinline__ iron_acc iron_sop(iron_acc a, "
+                        "iron_acc b) {\n");
   bool half = dt == IRON_DTYPE_F16 || dt == IRON_DTYPE_BF16;
   switch (s->kind) {
     case IRON_OP_ADD:
@@ -193,10 +193,10 @@ iron_status_t iron_cuda_gen_scan(const char *name, const iron_cuda_scan_t *s,
       const char *sym = s->kind == IRON_OP_ADD ? "+" : "*";
       if (ty.is_complex)
         iron_cuda_text_printf(&t, "return %s(a, b);\n",
-                              s->kind == IRON_OP_ADD ? "iop_cadd" : "iop_cmul");
+                              s->kind == IRON_OP_ADD ? "iron_cadd" : "iron_cmul_plain");
       else if (wrap)
         iron_cuda_text_printf(
-            &t, "return (iop_acc)((iop_u64)a %s (iop_u64)b);\n", sym);
+            &t, "return (iron_acc)((uint64_t)a %s (uint64_t)b);\n", sym);
       else if (half)
         iron_cuda_text_printf(&t, "return %s(%s(a %s b));\n", ty.ld, ty.st,
                               sym);
@@ -210,9 +210,9 @@ iron_status_t iron_cuda_gen_scan(const char *name, const iron_cuda_scan_t *s,
       // Floats: NaN wins, and of +0/-0 max takes +0 and min -0 whichever
       // comes first (measured: XLA:CPU's cummax of [0, -0] is [0, 0]).
       if (ty.is_float)
-        iron_cuda_text_printf(&t, "return %s<iop_acc>(a, b);\n",
-                              s->kind == IRON_OP_MAXIMUM ? "iop_fmax"
-                                                         : "iop_fmin");
+        iron_cuda_text_printf(&t, "return %s(a, b);\n",
+                              s->kind == IRON_OP_MAXIMUM ? "iron_fmax"
+                                                         : "iron_fmin");
       else
         iron_cuda_text_printf(&t, "return a %s b ? a : b;\n", sym);
       break;
@@ -230,19 +230,19 @@ iron_status_t iron_cuda_gen_scan(const char *name, const iron_cuda_scan_t *s,
       "extern \"C\" __global__ void __launch_bounds__(256) %s(const %s "
       "*__restrict__ in0, const %s *__restrict__ init0, %s *__restrict__ "
       "out0) {\n"
-      "const iop_s64 nl[%d] = {",
+      "const int64_t nl[%d] = {",
       name, ty.store, ty.store, ty.store, lv);
   for (int l = 0; l < lv; ++l)
     iron_cuda_text_printf(&t, "%lldLL%s", (long long)nl[l],
                           l + 1 < lv ? ", " : "};\n(void)nl;\n");
   iron_cuda_text_printf(
       &t,
-      "for (iop_s64 l = (iop_s64)blockIdx.x * blockDim.x + threadIdx.x; l < "
-      "%lldLL; l += (iop_s64)gridDim.x * blockDim.x) {\n"
-      "const iop_s64 o_ = l / %lldLL, i_ = l - o_ * %lldLL;\n"
+      "for (int64_t l = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; l < "
+      "%lldLL; l += (int64_t)gridDim.x * blockDim.x) {\n"
+      "const int64_t o_ = l / %lldLL, i_ = l - o_ * %lldLL;\n"
       "const %s *x = in0 + o_ * %lldLL + i_;\n"
       "%s *y = out0 + o_ * %lldLL + i_;\n"
-      "const iop_acc init = (iop_acc)%s(init0[0]);\n",
+      "const iron_acc init = (iron_acc)%s(init0[0]);\n",
       (long long)lines, (long long)s->inner, (long long)s->inner, ty.store,
       (long long)(s->n * s->inner), ty.store, (long long)(n_out * s->inner),
       ty.ld);
@@ -255,21 +255,21 @@ iron_status_t iron_cuda_gen_scan(const char *name, const iron_cuda_scan_t *s,
   if (!s->rev) {
     iron_cuda_text_printf(
         &t,
-        "iop_acc w[%d], ac[%d];\niop_s64 c[%d];\n"
+        "iron_acc w[%d], ac[%d];\nint64_t c[%d];\n"
         "for (int L = 0; L < %d; ++L) {\n"
         "w[L] = init; ac[L] = init; c[L] = 0;\n}\n"
-        "for (iop_s64 k = 0; k < %lldLL; ++k) {\n"
-        "iop_acc v = (iop_acc)%s(x[k * %lldLL]);\n"
+        "for (int64_t k = 0; k < %lldLL; ++k) {\n"
+        "iron_acc v = (iron_acc)%s(x[k * %lldLL]);\n"
         "for (int L = 0;; ++L) {\n"
-        "w[L] = iop_sop(w[L], v);\n"
-        "const iop_s64 idx = c[L]++;\n"
-        "const iop_acc s = L == %d ? w[L] : iop_sop(w[L], ac[L]);\n"
+        "w[L] = iron_sop(w[L], v);\n"
+        "const int64_t idx = c[L]++;\n"
+        "const iron_acc s = L == %d ? w[L] : iron_sop(w[L], ac[L]);\n"
         "if (L == 0) y[k * %lldLL] = (%s)%s(s); else ac[L - 1] = s;\n"
         "if (L == %d) break;\n"
         "const bool last = idx == nl[L] - 1;\n"
         "if (!last && (idx & %d) != %d) break;\n"
-        "if (last) for (iop_s64 p = (idx & %d) + 1; p < %d; ++p) w[L] = "
-        "iop_sop(w[L], init);\n"
+        "if (last) for (int64_t p = (idx & %d) + 1; p < %d; ++p) w[L] = "
+        "iron_sop(w[L], init);\n"
         "v = w[L]; w[L] = init;\n"
         "}\n}\n",
         lv, lv, lv, lv, (long long)s->n, ty.ld, (long long)s->inner, top,
@@ -278,20 +278,20 @@ iron_status_t iron_cuda_gen_scan(const char *name, const iron_cuda_scan_t *s,
   } else {
     iron_cuda_text_printf(
         &t,
-        "iop_acc b[%d][%d], ac[%d];\niop_s64 c[%d];\n"
+        "iron_acc b[%d][%d], ac[%d];\nint64_t c[%d];\n"
         "for (int L = 0; L < %d; ++L) {\n"
         "ac[L] = init; c[L] = 0;\n"
         "for (int q = 0; q < %d; ++q) b[L][q] = init;\n}\n"
-        "for (iop_s64 k = %lldLL; k >= 0; --k) {\n"
-        "iop_acc v = (iop_acc)%s(x[k * %lldLL]);\n"
+        "for (int64_t k = %lldLL; k >= 0; --k) {\n"
+        "iron_acc v = (iron_acc)%s(x[k * %lldLL]);\n"
         "for (int L = 0;; ++L) {\n"
-        "const iop_s64 idx = nl[L] - 1 - c[L]++;\n"
+        "const int64_t idx = nl[L] - 1 - c[L]++;\n"
         "const int j = (int)(idx & %d);\n"
         "b[L][j] = v;\n"
         "const int end = L == %d ? (int)nl[L] : %d;\n"
-        "iop_acc wv = init;\n"
-        "for (int q = j; q < end; ++q) wv = iop_sop(wv, b[L][q]);\n"
-        "const iop_acc s = L == %d ? wv : iop_sop(wv, ac[L]);\n"
+        "iron_acc wv = init;\n"
+        "for (int q = j; q < end; ++q) wv = iron_sop(wv, b[L][q]);\n"
+        "const iron_acc s = L == %d ? wv : iron_sop(wv, ac[L]);\n"
         "if (L == 0) y[k * %lldLL] = (%s)%s(s); else ac[L - 1] = s;\n"
         "if (L == %d || j != 0) break;\n"
         "v = wv;\n"

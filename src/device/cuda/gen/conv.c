@@ -1,4 +1,4 @@
-// stablehlo.convolution as generated CUDA C (cuda_gen_conv.h). The plan
+// stablehlo.convolution as generated CUDA C (gen/conv.h). The plan
 // validates the op with the host's checks (device/plans/conv_plan.h); the
 // kernel is the host's direct loops with every size, stride and window
 // attribute baked in: per result element, kernel positions in row-major
@@ -6,15 +6,17 @@
 // lhs-dilation hole is skipped), then the group's input features, summed in
 // the accumulation dtype. Products and sums round separately (the device
 // compiles with -fmad=false), as the host's C loops do.
-#include "device/cuda/cuda_gen_conv.h"
+#include "device/cuda/gen/conv.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "device/plans/conv_plan.h"
-#include "device/cuda/cuda_codegen.h"
-#include "device/cuda/cuda_ops_gen.h"
+#include "device/cuda/gen/prelude.h"
+#include "device/cuda/gen/source.h"
+#include "device/cuda/gen/types.h"
+#include "device/cuda/gen/ops.h"
 
 // f8/f4 (not f8E8M0FNU) operands and results of the direct kernel: read as
 // f32 (exact), results from the f32 sum through f16 as XLA:CPU (host
@@ -32,13 +34,13 @@ static bool conv_narrowf(iron_dtype_t dt, conv_nf_t *f) {
 // denormal sum flushed first): XLA:CPU's converts around an f32 conv (the
 // host's iron_ew_narrow_dot_load/store).
 static bool conv_e8m0(iron_dtype_t dt) { return dt == IRON_DTYPE_F8E8M0FNU; }
-// iron_cuda_gen_type, with narrow floats stored as bytes.
-static iron_cuda_gen_type_t conv_type(iron_dtype_t dt) {
+// iron_cuda_type_plain, with narrow floats stored as bytes.
+static iron_cuda_type_t conv_type(iron_dtype_t dt) {
   if (conv_narrowf(dt, NULL) || conv_e8m0(dt)) {
-    iron_cuda_gen_type_t t = iron_cuda_gen_type(IRON_DTYPE_U8);
+    iron_cuda_type_t t = iron_cuda_type_plain(IRON_DTYPE_U8);
     return t;
   }
-  return iron_cuda_gen_type(dt);
+  return iron_cuda_type_plain(dt);
 }
 
 static bool is_realf(iron_dtype_t dt) {
@@ -160,33 +162,33 @@ static void emit_load(iron_cuda_text_t *t, iron_dtype_t dt, iron_dtype_t comp,
   const char *real =
       comp == IRON_DTYPE_C64 || comp == IRON_DTYPE_F32 ? "float" : "double";
   if (comp == IRON_DTYPE_S64) {
-    iron_cuda_text_printf(t, "(iop_u64)(%s)", v);
+    iron_cuda_text_printf(t, "(uint64_t)(%s)", v);
     return;
   }
   if (is_cplx(dt)) {  // comp is complex too
     if (dt == comp)
       iron_cuda_text_printf(t, "%s", v);
     else
-      iron_cuda_text_printf(t, "iop_mk_%s((%s)(%s).re, (%s)(%s).im)",
+      iron_cuda_text_printf(t, "iron_mk_%s((%s)(%s).re, (%s)(%s).im)",
                             comp == IRON_DTYPE_C64 ? "c64" : "c128", real, v,
                             real, v);
     return;
   }
   bool cplx = is_cplx(comp);
   if (cplx)
-    iron_cuda_text_printf(t, "iop_mk_%s(",
+    iron_cuda_text_printf(t, "iron_mk_%s(",
                           comp == IRON_DTYPE_C64 ? "c64" : "c128");
   conv_nf_t nf;
   if (conv_narrowf(dt, &nf))
     iron_cuda_text_printf(t, "(%s)iron_nf_decode(%s, %d, %d, %d, %d)", real,
                           v, nf.eb, nf.mb, nf.bias, nf.kind);
   else if (conv_e8m0(dt) && iron_cuda_flush_denormals())
-    iron_cuda_text_printf(t, "(%s)((%s) == 0 ? 0.0f : iop_e8m0_ld(%s))", real,
+    iron_cuda_text_printf(t, "(%s)((%s) == 0 ? 0.0f : iron_e8m0_ld(%s))", real,
                           v, v);
   else if (conv_e8m0(dt))
-    iron_cuda_text_printf(t, "(%s)iop_e8m0_ld(%s)", real, v);
+    iron_cuda_text_printf(t, "(%s)iron_e8m0_ld(%s)", real, v);
   else if (dt == IRON_DTYPE_F16 || dt == IRON_DTYPE_BF16)
-    iron_cuda_text_printf(t, "(%s)iop_ld_%s(%s)", real,
+    iron_cuda_text_printf(t, "(%s)iron_ld_%s(%s)", real,
                           dt == IRON_DTYPE_F16 ? "f16" : "bf16", v);
   else if (is_realf(dt))
     iron_cuda_text_printf(t, "(%s)(%s)", real, v);
@@ -197,9 +199,9 @@ static void emit_load(iron_cuda_text_t *t, iron_dtype_t dt, iron_dtype_t comp,
 
 iron_status_t iron_cuda_gen_conv(const char *name, const iron_cuda_conv_t *c,
                                  char **out_src, unsigned *out_grid) {
-  iron_cuda_gen_type_t tl = conv_type(c->lhs_dtype);
-  iron_cuda_gen_type_t tr = conv_type(c->rhs_dtype);
-  iron_cuda_gen_type_t to = conv_type(c->out_dtype);
+  iron_cuda_type_t tl = conv_type(c->lhs_dtype);
+  iron_cuda_type_t tr = conv_type(c->rhs_dtype);
+  iron_cuda_type_t to = conv_type(c->out_dtype);
   if (!tl.store || !tr.store || !to.store)
     return IRON_ERR(UNIMPLEMENTED, "cuda convolution %s x %s -> %s",
                     iron_dtype_name(c->lhs_dtype),
@@ -216,13 +218,13 @@ iron_status_t iron_cuda_gen_conv(const char *name, const iron_cuda_conv_t *c,
       comp = "double";
       break;
     case IRON_DTYPE_C64:
-      comp = "iop_c64";
+      comp = "iron_c64";
       break;
     case IRON_DTYPE_C128:
-      comp = "iop_c128";
+      comp = "iron_c128";
       break;
     case IRON_DTYPE_S64:
-      comp = "iop_u64";
+      comp = "uint64_t";
       break;
     default:
       return IRON_ERR(UNIMPLEMENTED, "cuda convolution accumulating in %s",
@@ -231,25 +233,19 @@ iron_status_t iron_cuda_gen_conv(const char *name, const iron_cuda_conv_t *c,
   bool cplx = is_cplx(c->comp_dtype);
   iron_cuda_text_t t;
   iron_cuda_text_init(&t);
-  iron_cuda_text_printf(&t, "%s", iron_cuda_ops_prelude());
-  if (conv_narrowf(c->lhs_dtype, NULL) || conv_narrowf(c->rhs_dtype, NULL) ||
-      conv_narrowf(c->out_dtype, NULL))
-    iron_cuda_text_printf(&t, "%s", IRON_CUDA_NF_HELPERS);
-  if (conv_e8m0(c->lhs_dtype) || conv_e8m0(c->rhs_dtype) ||
-      conv_e8m0(c->out_dtype))
-    iron_cuda_gen_narrow_helpers(&t);
+  iron_cuda_text_printf(&t, "%s", iron_cuda_prelude());
   iron_cuda_text_printf(
       &t,
-      "__device__ __forceinline__ iop_c64 iop_mk_c64(float re, float im) {\n"
-      "  iop_c64 r; r.re = re; r.im = im; return r;\n}\n"
-      "__device__ __forceinline__ iop_c128 iop_mk_c128(double re, double im) "
-      "{\n  iop_c128 r; r.re = re; r.im = im; return r;\n}\n");
+      "__device__ __forceinline__ iron_c64 iron_mk_c64(float re, float im) {\n"
+      "  iron_c64 r; r.re = re; r.im = im; return r;\n}\n"
+      "__device__ __forceinline__ iron_c128 iron_mk_c128(double re, double im) "
+      "{\n  iron_c128 r; r.re = re; r.im = im; return r;\n}\n");
   // Indices in 32 bits when every offset fits (64-bit division and
   // multiplication are several instructions each on the GPU).
   iron_cuda_text_printf(&t,
                         "typedef %s ix_t;\n"
                         "#define IX(v) ((ix_t)(v))\n",
-                        c->wide_index ? "iop_s64" : "iop_s32");
+                        c->wide_index ? "int64_t" : "int32_t");
   iron_cuda_text_printf(&t,
                         "extern \"C\" __global__ void __launch_bounds__(256) "
                         "%s(const %s *__restrict__ lhs, const %s *__restrict__ "
@@ -281,7 +277,7 @@ iron_status_t iron_cuda_gen_conv(const char *name, const iron_cuda_conv_t *c,
   iron_cuda_text_printf(&t, "const ix_t wo_ = f * IX(%lld);\n",
                         (long long)c->k_os);
   if (cplx)
-    iron_cuda_text_printf(&t, "%s acc = iop_mk_%s(0, 0);\n", comp,
+    iron_cuda_text_printf(&t, "%s acc = iron_mk_%s(0, 0);\n", comp,
                           c->comp_dtype == IRON_DTYPE_C64 ? "c64" : "c128");
   else
     iron_cuda_text_printf(&t, "%s acc = 0;\n", comp);
@@ -355,23 +351,23 @@ iron_status_t iron_cuda_gen_conv(const char *name, const iron_cuda_conv_t *c,
   bool onarrow = conv_narrowf(c->out_dtype, &onf);
   switch (onarrow ? IRON_DTYPE_INVALID : c->out_dtype) {
     case IRON_DTYPE_F8E8M0FNU:
-      iron_cuda_text_printf(&t, "out[o] = iop_e8m0_st(%s(acc));\n",
-                            iron_cuda_flush_denormals() ? "iop_daz" : "");
+      iron_cuda_text_printf(&t, "out[o] = iron_e8m0_st(%s(acc));\n",
+                            iron_cuda_flush_denormals() ? "iron_daz" : "");
       break;
     case IRON_DTYPE_INVALID:  // f8/f4: f32 -> f16 -> narrow
       iron_cuda_text_printf(
           &t,
-          "out[o] = %siron_nf_encode((double)iop_ld_f16(iop_st_f16(acc)), "
+          "out[o] = %siron_nf_encode((double)iron_ld_f16(iron_st_f16(acc)), "
           "%d, %d, %d, %d);\n",
-          c->out_dtype == IRON_DTYPE_F8E5M2 ? "acc != acc ? (iop_u8)0x7f : "
+          c->out_dtype == IRON_DTYPE_F8E5M2 ? "acc != acc ? (uint8_t)0x7f : "
                                             : "",
           onf.eb, onf.mb, onf.bias, onf.kind);
       break;
     case IRON_DTYPE_F16:
-      iron_cuda_text_printf(&t, "out[o] = iop_st_f16(acc);\n");
+      iron_cuda_text_printf(&t, "out[o] = iron_st_f16(acc);\n");
       break;
     case IRON_DTYPE_BF16:
-      iron_cuda_text_printf(&t, "out[o] = iop_st_bf16(acc);\n");
+      iron_cuda_text_printf(&t, "out[o] = iron_st_bf16(acc);\n");
       break;
     case IRON_DTYPE_PRED:
       iron_cuda_text_printf(&t, "out[o] = acc != 0;\n");
@@ -416,13 +412,13 @@ static unsigned grid_for(int64_t count) {
 // Opens the kernel and its grid-stride loop over `count` elements `e`.
 static void open_kernel(iron_cuda_text_t *t, const char *name, const char *in_t,
                         const char *out_t, int64_t count) {
-  iron_cuda_text_printf(t, "%s", iron_cuda_ops_prelude());
+  iron_cuda_text_printf(t, "%s", iron_cuda_prelude());
   iron_cuda_text_printf(t,
                         "extern \"C\" __global__ void __launch_bounds__(256) "
                         "%s(const %s *__restrict__ src, %s *__restrict__ dst) "
                         "{\n"
-                        "for (iop_s64 e = (iop_s64)blockIdx.x * blockDim.x + "
-                        "threadIdx.x; e < %lldLL; e += (iop_s64)gridDim.x * "
+                        "for (int64_t e = (int64_t)blockIdx.x * blockDim.x + "
+                        "threadIdx.x; e < %lldLL; e += (int64_t)gridDim.x * "
                         "blockDim.x) {\n",
                         name, in_t, out_t, (long long)count);
 }
@@ -430,17 +426,17 @@ static void open_kernel(iron_cuda_text_t *t, const char *name, const char *in_t,
 // Declares k<d> (kernel position coordinates) from `kpos`, row-major.
 static void emit_kpos(iron_cuda_text_t *t, const iron_cuda_conv_t *c,
                       const char *kpos) {
-  iron_cuda_text_printf(t, "iop_s64 kr_ = %s;\n", kpos);
+  iron_cuda_text_printf(t, "int64_t kr_ = %s;\n", kpos);
   for (int32_t d = c->nsp - 1; d >= 0; --d)
     iron_cuda_text_printf(t,
-                          "const iop_s64 k%d = kr_ %% %lldLL; kr_ /= %lldLL;\n",
+                          "const int64_t k%d = kr_ %% %lldLL; kr_ /= %lldLL;\n",
                           d, (long long)c->k_sp[d], (long long)c->k_sp[d]);
 }
 
 iron_status_t iron_cuda_gen_conv_im2col(const char *name,
                                         const iron_cuda_conv_t *c,
                                         char **out_src, unsigned *out_grid) {
-  iron_cuda_gen_type_t tl = iron_cuda_gen_type(c->lhs_dtype);
+  iron_cuda_type_t tl = iron_cuda_type_plain(c->lhs_dtype);
   if (!tl.store || is_cplx(c->lhs_dtype))
     return IRON_ERR(UNIMPLEMENTED, "cuda conv im2col for %s",
                     iron_dtype_name(c->lhs_dtype));
@@ -449,44 +445,44 @@ iron_status_t iron_cuda_gen_conv_im2col(const char *name,
   (void)n;
   iron_cuda_text_t t;
   iron_cuda_text_init(&t);
-  iron_cuda_text_printf(&t, "%s", iron_cuda_ops_prelude());
+  iron_cuda_text_printf(&t, "%s", iron_cuda_prelude());
   iron_cuda_text_printf(&t,
                         "extern \"C\" __global__ void __launch_bounds__(256) "
                         "%s(const %s *__restrict__ src, %s *__restrict__ dst, "
-                        "iop_s64 row0, iop_s64 rows) {\n"
-                        "const iop_s64 count = %lldLL * rows * %lldLL;\n"
-                        "for (iop_s64 e = (iop_s64)blockIdx.x * blockDim.x + "
-                        "threadIdx.x; e < count; e += (iop_s64)gridDim.x * "
+                        "int64_t row0, int64_t rows) {\n"
+                        "const int64_t count = %lldLL * rows * %lldLL;\n"
+                        "for (int64_t e = (int64_t)blockIdx.x * blockDim.x + "
+                        "threadIdx.x; e < count; e += (int64_t)gridDim.x * "
                         "blockDim.x) {\n",
                         name, tl.store, tl.store, (long long)c->groups,
                         (long long)k);
   iron_cuda_text_printf(&t,
-                        "const iop_s64 kk = e %% %lldLL, gm = e / %lldLL;\n"
-                        "const iop_s64 m = row0 + gm %% rows, g = gm / rows;\n"
-                        "const iop_s64 c = kk %% %lldLL;\n"
-                        "const iop_s64 kpos = kk / %lldLL;\n",
+                        "const int64_t kk = e %% %lldLL, gm = e / %lldLL;\n"
+                        "const int64_t m = row0 + gm %% rows, g = gm / rows;\n"
+                        "const int64_t c = kk %% %lldLL;\n"
+                        "const int64_t kpos = kk / %lldLL;\n",
                         (long long)k, (long long)k, (long long)c->c_in_g,
                         (long long)c->c_in_g);
   emit_kpos(&t, c, "kpos");
-  iron_cuda_text_printf(&t, "iop_s64 mr_ = m;\n");
+  iron_cuda_text_printf(&t, "int64_t mr_ = m;\n");
   for (int32_t d = c->nsp - 1; d >= 0; --d) {
     int64_t od = c->out_dims[c->out_sp_dim[d]];
     iron_cuda_text_printf(&t,
-                          "const iop_s64 o%d = mr_ %% %lldLL; mr_ /= %lldLL;\n",
+                          "const int64_t o%d = mr_ %% %lldLL; mr_ /= %lldLL;\n",
                           d, (long long)od, (long long)od);
   }
-  iron_cuda_text_printf(&t, "const iop_s64 b = mr_;\n");
+  iron_cuda_text_printf(&t, "const int64_t b = mr_;\n");
   if (c->batch_groups)
-    iron_cuda_text_printf(&t, "iop_s64 x = (g * %lldLL + b) * %lldLL;\n",
+    iron_cuda_text_printf(&t, "int64_t x = (g * %lldLL + b) * %lldLL;\n",
                           (long long)c->n_out, (long long)c->in_bs);
   else
-    iron_cuda_text_printf(&t, "iop_s64 x = b * %lldLL + g * %lldLL;\n",
+    iron_cuda_text_printf(&t, "int64_t x = b * %lldLL + g * %lldLL;\n",
                           (long long)c->in_bs,
                           (long long)(c->c_in_g * c->in_fs));
   iron_cuda_text_printf(&t, "x += c * %lldLL;\nbool ok = true;\n",
                         (long long)c->in_fs);
   for (int32_t d = 0; d < c->nsp; ++d) {
-    iron_cuda_text_printf(&t, "{ const iop_s64 p = o%d * %lldLL + ", d,
+    iron_cuda_text_printf(&t, "{ const int64_t p = o%d * %lldLL + ", d,
                           (long long)c->stride[d]);
     if (c->reversed[d])
       iron_cuda_text_printf(&t, "(%lldLL - k%d)", (long long)(c->k_sp[d] - 1),
@@ -495,7 +491,7 @@ iron_status_t iron_cuda_gen_conv_im2col(const char *name,
       iron_cuda_text_printf(&t, "k%d", d);
     iron_cuda_text_printf(&t,
                           " * %lldLL - (%lldLL);\n"
-                          "  const iop_s64 i = p / %lldLL;\n"
+                          "  const int64_t i = p / %lldLL;\n"
                           "  ok = ok && p >= 0 && p %% %lldLL == 0 && i < "
                           "%lldLL;\n"
                           "  x += i * %lldLL; }\n",
@@ -511,7 +507,7 @@ iron_status_t iron_cuda_gen_conv_im2col(const char *name,
 iron_status_t iron_cuda_gen_conv_wpack(const char *name,
                                        const iron_cuda_conv_t *c,
                                        char **out_src, unsigned *out_grid) {
-  iron_cuda_gen_type_t tr = iron_cuda_gen_type(c->rhs_dtype);
+  iron_cuda_type_t tr = iron_cuda_type_plain(c->rhs_dtype);
   if (!tr.store || is_cplx(c->rhs_dtype))
     return IRON_ERR(UNIMPLEMENTED, "cuda conv kernel pack for %s",
                     iron_dtype_name(c->rhs_dtype));
@@ -523,15 +519,15 @@ iron_status_t iron_cuda_gen_conv_wpack(const char *name,
   iron_cuda_text_init(&t);
   open_kernel(&t, name, tr.store, tr.store, count);
   iron_cuda_text_printf(&t,
-                        "const iop_s64 nn = e %% %lldLL, gk = e / %lldLL;\n"
-                        "const iop_s64 kk = gk %% %lldLL, g = gk / %lldLL;\n"
-                        "const iop_s64 c = kk %% %lldLL;\n"
-                        "const iop_s64 kpos = kk / %lldLL;\n",
+                        "const int64_t nn = e %% %lldLL, gk = e / %lldLL;\n"
+                        "const int64_t kk = gk %% %lldLL, g = gk / %lldLL;\n"
+                        "const int64_t c = kk %% %lldLL;\n"
+                        "const int64_t kpos = kk / %lldLL;\n",
                         (long long)n, (long long)n, (long long)k, (long long)k,
                         (long long)c->c_in_g, (long long)c->c_in_g);
   emit_kpos(&t, c, "kpos");
   iron_cuda_text_printf(
-      &t, "iop_s64 w = (g * %lldLL + nn) * %lldLL + c * %lldLL;\n",
+      &t, "int64_t w = (g * %lldLL + nn) * %lldLL + c * %lldLL;\n",
       (long long)c->c_out_g, (long long)c->k_os, (long long)c->k_is);
   for (int32_t d = 0; d < c->nsp; ++d)
     iron_cuda_text_printf(&t, "w += k%d * %lldLL;\n", d, (long long)c->k_ss[d]);
@@ -543,7 +539,7 @@ iron_status_t iron_cuda_gen_conv_wpack(const char *name,
 iron_status_t iron_cuda_gen_conv_unpack(const char *name,
                                         const iron_cuda_conv_t *c,
                                         char **out_src, unsigned *out_grid) {
-  iron_cuda_gen_type_t to = iron_cuda_gen_type(c->out_dtype);
+  iron_cuda_type_t to = iron_cuda_type_plain(c->out_dtype);
   if (!to.store)
     return IRON_ERR(UNIMPLEMENTED, "cuda conv unpack for %s",
                     iron_dtype_name(c->out_dtype));
@@ -553,18 +549,18 @@ iron_status_t iron_cuda_gen_conv_unpack(const char *name,
   iron_cuda_text_t t;
   iron_cuda_text_init(&t);
   open_kernel(&t, name, to.store, to.store, c->out_count);
-  iron_cuda_text_printf(&t, "iop_s64 rem = e;\n");
+  iron_cuda_text_printf(&t, "int64_t rem = e;\n");
   for (int32_t d = c->rank - 1; d >= 0; --d)
     iron_cuda_text_printf(
-        &t, "const iop_s64 oc%d = rem %% %lldLL; rem /= %lldLL;\n", d,
+        &t, "const int64_t oc%d = rem %% %lldLL; rem /= %lldLL;\n", d,
         (long long)c->out_dims[d], (long long)c->out_dims[d]);
-  iron_cuda_text_printf(&t, "iop_s64 m = oc%d;\n", c->out_batch_dim);
+  iron_cuda_text_printf(&t, "int64_t m = oc%d;\n", c->out_batch_dim);
   for (int32_t d = 0; d < c->nsp; ++d)
     iron_cuda_text_printf(&t, "m = m * %lldLL + oc%d;\n",
                           (long long)c->out_dims[c->out_sp_dim[d]],
                           c->out_sp_dim[d]);
   iron_cuda_text_printf(&t,
-                        "const iop_s64 f = oc%d, g = f / %lldLL, nn = f %% "
+                        "const int64_t f = oc%d, g = f / %lldLL, nn = f %% "
                         "%lldLL;\n"
                         "dst[e] = src[(g * %lldLL + m) * %lldLL + nn];\n}\n}\n",
                         c->out_feature_dim, (long long)n, (long long)n,

@@ -7,17 +7,17 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "device/cuda/cuda_ops_gen.h"
+#include "device/cuda/gen/ops.h"
 #include "device/cuda/cuda_sort_program.h"
 
 // --- keys ---------------------------------------------------------------
 
 const char *iron_cuda_sort_key_type(const iron_sort_key_t *k) {
   switch (k->part_size) {
-    case 1: return "iop_u8";
-    case 2: return "iop_u16";
-    case 4: return "iop_u32";
-    default: return "iop_u64";
+    case 1: return "uint8_t";
+    case 2: return "uint16_t";
+    case 4: return "uint32_t";
+    default: return "uint64_t";
   }
 }
 
@@ -48,7 +48,7 @@ static void key_bits_expr(char *buf, size_t cap, const iron_sort_key_t *k,
       snprintf(buf, cap, "__float_as_uint(%s%s)", v, f);
       break;
     case IRON_DTYPE_F64:
-      snprintf(buf, cap, "(iop_u64)__double_as_longlong(%s%s)", v, f);
+      snprintf(buf, cap, "(uint64_t)__double_as_longlong(%s%s)", v, f);
       break;
     default:  // f16/bf16 are stored as their bits; integers and pred
       snprintf(buf, cap, "(%s)(%s%s)", ut, v, f);
@@ -88,7 +88,7 @@ static void emit_canon(iron_cuda_text_t *t, const iron_sort_key_t *k,
       double d = st->eq_value;
       memcpy(&bits, &d, 8);
       snprintf(test, sizeof(test),
-               "iop_sort_f2d_%s(b) == __longlong_as_double(0x%llxLL)",
+               "iron_sort_f2d_%s(b) == __longlong_as_double(0x%llxLL)",
                iron_dtype_name(k->dtype), (unsigned long long)bits);
     }
     iron_cuda_text_printf(t, "%sif (%s) b = (%s)0x%llxULL;\n", i ? "else " : "",
@@ -99,26 +99,26 @@ static void emit_canon(iron_cuda_text_t *t, const iron_sort_key_t *k,
 // Bit-exact float -> double conversions from the bits (no f32 arithmetic,
 // which -ftz would flush).
 static const char kF2D[] =
-    "__device__ __forceinline__ double iop_sort_f2d_f32(iop_u32 b) {\n"
-    "  iop_u64 s = (iop_u64)(b >> 31) << 63;\n"
-    "  iop_u32 e = (b >> 23) & 255u, m = b & 0x7fffffu;\n"
-    "  if (e == 255u) return __longlong_as_double((iop_s64)(s | "
-    "0x7ff0000000000000ULL | ((iop_u64)m << 29)));\n"
+    "__device__ __forceinline__ double iron_sort_f2d_f32(uint32_t b) {\n"
+    "  uint64_t s = (uint64_t)(b >> 31) << 63;\n"
+    "  uint32_t e = (b >> 23) & 255u, m = b & 0x7fffffu;\n"
+    "  if (e == 255u) return __longlong_as_double((int64_t)(s | "
+    "0x7ff0000000000000ULL | ((uint64_t)m << 29)));\n"
     "  if (e == 0u) {\n"
     "    double d = (double)m * 1.4012984643248171e-45;\n"
     "    return s ? -d : d;\n"
     "  }\n"
-    "  return __longlong_as_double((iop_s64)(s | ((iop_u64)(e + 896u) << 52) "
-    "| ((iop_u64)m << 29)));\n"
+    "  return __longlong_as_double((int64_t)(s | ((uint64_t)(e + 896u) << 52) "
+    "| ((uint64_t)m << 29)));\n"
     "}\n"
-    "__device__ __forceinline__ double iop_sort_f2d_bf16(iop_u16 b) {\n"
-    "  return iop_sort_f2d_f32((iop_u32)b << 16);\n"
+    "__device__ __forceinline__ double iron_sort_f2d_bf16(uint16_t b) {\n"
+    "  return iron_sort_f2d_f32((uint32_t)b << 16);\n"
     "}\n"
-    "__device__ __forceinline__ double iop_sort_f2d_f16(iop_u16 b) {\n"
-    "  return iop_sort_f2d_f32(__float_as_uint(iop_ld_f16(b)));\n"
+    "__device__ __forceinline__ double iron_sort_f2d_f16(uint16_t b) {\n"
+    "  return iron_sort_f2d_f32(__float_as_uint(iron_ld_f16(b)));\n"
     "}\n"
-    "__device__ __forceinline__ double iop_sort_f2d_f64(iop_u64 b) {\n"
-    "  return __longlong_as_double((iop_s64)b);\n"
+    "__device__ __forceinline__ double iron_sort_f2d_f64(uint64_t b) {\n"
+    "  return __longlong_as_double((int64_t)b);\n"
     "}\n";
 
 void iron_cuda_sort_gen_key_fns(iron_cuda_text_t *t, const char *p,
@@ -138,7 +138,7 @@ void iron_cuda_sort_gen_key_fns(iron_cuda_text_t *t, const char *p,
                             "const %s &v) {\n%s b = %s;\n",
                             p, k, st, ut, bits);
       emit_canon(t, key, s->daz);
-      iron_cuda_text_printf(t, "return iop_sort_f2d_%s(b);\n}\n",
+      iron_cuda_text_printf(t, "return iron_sort_f2d_%s(b);\n}\n",
                             iron_dtype_name(key->dtype));
       continue;
     }
@@ -189,7 +189,7 @@ iron_status_t iron_cuda_sort_gen_compare(iron_cuda_text_t *t, const char *p,
                         "%s_rec &a, const %s_rec &b) {\n",
                         p, p, p);
   if (!s->keys) {
-    iron_cuda_text_printf(t, "iop_u8 r;\n%s(", fname);
+    iron_cuda_text_printf(t, "uint8_t r;\n%s(", fname);
     for (uint32_t i = 0; i < s->num; ++i)
       iron_cuda_text_printf(t, "%s(a.v%u), %s(b.v%u), ", s->ty[i].ld, i,
                             s->ty[i].ld, i);
@@ -232,15 +232,15 @@ iron_status_t iron_cuda_sort_gen_bitonic(iron_cuda_text_t *t, const char *kname,
   iron_cuda_text_printf(t, "__device__ __forceinline__ bool %s_at(", kname);
   iron_cuda_sort_gen_params(t, s, "const %s *__restrict__ in%u");
   iron_cuda_text_printf(t,
-                        ", iop_s64 sb, iop_s64 inner, int cnt, int a, int b) "
+                        ", int64_t sb, int64_t inner, int cnt, int a, int b) "
                         "{\n"
                         "if (a >= cnt) return false;\nif (b >= cnt) return "
                         "true;\n%s_rec x, y;\n",
                         p);
   for (uint32_t i = 0; i < s->num; ++i)
     iron_cuda_text_printf(t,
-                          "x.v%u = in%u[sb + (iop_s64)a * inner]; y.v%u = "
-                          "in%u[sb + (iop_s64)b * inner];\n",
+                          "x.v%u = in%u[sb + (int64_t)a * inner]; y.v%u = "
+                          "in%u[sb + (int64_t)b * inner];\n",
                           i, i, i, i);
   iron_cuda_text_printf(t,
                         "if (%s_lt(x, y)) return true;\nif (%s_lt(y, x)) "
@@ -261,13 +261,13 @@ iron_status_t iron_cuda_sort_gen_bitonic(iron_cuda_text_t *t, const char *kname,
   // static shared memory.
   iron_cuda_text_printf(
       t,
-      ", iop_s64 dinner, iop_s64 n, iop_s64 rows, iop_s64 inner) {\n"
+      ", int64_t dinner, int64_t n, int64_t rows, int64_t inner) {\n"
       "__shared__ %s idx[%lld];\n"
-      "const iop_s64 tpr = (n + %lld) / %lld;\n"
-      "for (iop_s64 b = blockIdx.x; b < rows * tpr; b += gridDim.x) {\n"
-      "const iop_s64 row = b / tpr, t0 = (b - row * tpr) * %lld;\n"
+      "const int64_t tpr = (n + %lld) / %lld;\n"
+      "for (int64_t b = blockIdx.x; b < rows * tpr; b += gridDim.x) {\n"
+      "const int64_t row = b / tpr, t0 = (b - row * tpr) * %lld;\n"
       "const int cnt = (int)(n - t0 < %lld ? n - t0 : %lld);\n"
-      "const iop_s64 sb = (row / inner) * (n * inner) + row %% inner + t0 * "
+      "const int64_t sb = (row / inner) * (n * inner) + row %% inner + t0 * "
       "inner;\n"
       "for (int i = threadIdx.x; i < %lld; i += blockDim.x) idx[i] = i;\n"
       "__syncthreads();\n"
@@ -281,12 +281,12 @@ iron_status_t iron_cuda_sort_gen_bitonic(iron_cuda_text_t *t, const char *kname,
       "inner, cnt, a, c);\n"
       "if (sw) { idx[i] = c; idx[q] = a; }\n"
       "}\n}\n__syncthreads();\n}\n}\n"
-      "const iop_s64 db = (row / dinner) * (n * dinner) + row %% dinner + t0 "
+      "const int64_t db = (row / dinner) * (n * dinner) + row %% dinner + t0 "
       "* dinner;\n"
       "for (int i = threadIdx.x; i < cnt; i += blockDim.x) {\n"
-      "const iop_s64 src = sb + (iop_s64)idx[i] * inner, dst = db + "
-      "(iop_s64)i * dinner;\n",
-      tile > 8192 ? "iop_u16" : "int", (long long)tile, (long long)(tile - 1),
+      "const int64_t src = sb + (int64_t)idx[i] * inner, dst = db + "
+      "(int64_t)i * dinner;\n",
+      tile > 8192 ? "uint16_t" : "int", (long long)tile, (long long)(tile - 1),
       (long long)tile, (long long)tile, (long long)tile, (long long)tile,
       (long long)tile, (long long)tile, (long long)tile, kname, args, kname,
       args);
@@ -325,7 +325,7 @@ iron_status_t iron_cuda_sort_gen_block(iron_cuda_text_t *t, const char *p,
 iron_status_t iron_cuda_gen_sort(const char *name, int32_t rank,
                                  const int64_t *dims, int32_t dimension,
                                  uint32_t num, const iron_dtype_t *dtypes,
-                                 const iron_ir_region_t *comparator,
+                                 const iron_region_t *comparator,
                                  char **out_src, unsigned *out_grid,
                                  unsigned *out_block) {
   if (num == 0 || num > IRON_CUDA_SORT_MAX_OPERANDS)
@@ -345,7 +345,7 @@ iron_status_t iron_cuda_gen_sort(const char *name, int32_t rank,
   s.comparator = comparator;
   for (uint32_t i = 0; i < num; ++i) {
     s.dtypes[i] = dtypes[i];
-    s.ty[i] = iron_cuda_gen_type_narrow(dtypes[i]);
+    s.ty[i] = iron_cuda_type(dtypes[i]);
     if (!s.ty[i].store)
       return IRON_ERR(UNIMPLEMENTED, "cuda sort for dtype %s",
                       iron_dtype_name(dtypes[i]));
@@ -355,7 +355,7 @@ iron_status_t iron_cuda_gen_sort(const char *name, int32_t rank,
                     IRON_CUDA_SORT_MAX_ROW, (long long)s.n);
   iron_cuda_text_t t;
   iron_cuda_text_init(&t);
-  iron_cuda_text_printf(&t, "%s", iron_cuda_ops_prelude());
+  iron_cuda_text_printf(&t, "%s", iron_cuda_prelude());
   unsigned block = 0;
   iron_status_t st = iron_cuda_sort_gen_compare(&t, name, &s);
   if (!st) {

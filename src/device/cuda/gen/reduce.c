@@ -6,9 +6,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "device/cuda/cuda_codegen.h"
+#include "device/cuda/gen/prelude.h"
+#include "device/cuda/gen/source.h"
+#include "device/cuda/gen/types.h"
 #include "device/cuda/cuda_fusion.h"
-#include "device/cuda/cuda_ops_gen.h"
+#include "device/cuda/gen/ops.h"
 #include "device/plans/reduce_plan.h"
 
 enum { MODE_THREAD, MODE_WARP, MODE_BLOCK, MODE_COLS };
@@ -45,16 +47,16 @@ static void emit_offset(iron_cuda_text_t *t, const group_t *g, const char *lin,
     return;
   }
   // 64-bit division is emulated on the GPU: 32 bits when offsets fit.
-  const char *it = g->small ? "iop_s32" : "iop_s64";
+  const char *it = g->small ? "int32_t" : "int64_t";
   const char *sx = g->small ? "" : "LL";
   iron_cuda_text_printf(t, "{ %s r_ = (%s)(%s);\n", it, it, lin);
   for (int32_t d = g->n - 1; d >= 0; --d) {
     if (d == 0) {
-      iron_cuda_text_printf(t, "%s += (iop_s64)(r_ * %lld%s); }\n", var,
+      iron_cuda_text_printf(t, "%s += (int64_t)(r_ * %lld%s); }\n", var,
                             (long long)g->strides[0], sx);
     } else {
       iron_cuda_text_printf(
-          t, "{ %s q_ = r_ / %lld%s; %s += (iop_s64)((r_ - q_ * %lld%s) * "
+          t, "{ %s q_ = r_ / %lld%s; %s += (int64_t)((r_ - q_ * %lld%s) * "
              "%lld%s); r_ = q_; }\n",
           it, (long long)g->dims[d], sx, var, (long long)g->dims[d], sx,
           (long long)g->strides[d], sx);
@@ -64,12 +66,12 @@ static void emit_offset(iron_cuda_text_t *t, const group_t *g, const char *lin,
 
 // body(acc..., x..., &n...); acc = n.
 static void emit_combine(iron_cuda_text_t *t, uint32_t num,
-                         const iron_cuda_gen_type_t *ty, const char *acc,
+                         const iron_cuda_type_t *ty, const char *acc,
                          const char *x) {
   iron_cuda_text_printf(t, "{ ");
   for (uint32_t i = 0; i < num; ++i)
     iron_cuda_text_printf(t, "%s n%u_; ", ty[i].comp, i);
-  iron_cuda_text_printf(t, "iop_body(");
+  iron_cuda_text_printf(t, "iron_body(");
   for (uint32_t i = 0; i < num; ++i) iron_cuda_text_printf(t, "%s%u, ", acc, i);
   for (uint32_t i = 0; i < num; ++i) iron_cuda_text_printf(t, "%s%u, ", x, i);
   for (uint32_t i = 0; i < num; ++i)
@@ -82,7 +84,7 @@ static void emit_combine(iron_cuda_text_t *t, uint32_t num,
 
 // Folds a "maybe empty" partial (y, yh) into (acc, have).
 static void emit_merge(iron_cuda_text_t *t, uint32_t num,
-                       const iron_cuda_gen_type_t *ty, const char *y,
+                       const iron_cuda_type_t *ty, const char *y,
                        const char *yh) {
   iron_cuda_text_printf(t, "if (%s) { if (have) ", yh);
   emit_combine(t, num, ty, "acc", y);
@@ -94,10 +96,10 @@ static void emit_merge(iron_cuda_text_t *t, uint32_t num,
 
 // Loads the reduced element `r` of every operand into x<i> and folds it.
 static void emit_load_fold(iron_cuda_text_t *t, uint32_t num,
-                           const iron_cuda_gen_type_t *ty, const group_t *red,
+                           const iron_cuda_type_t *ty, const group_t *red,
                            bool maybe_empty,
                            const iron_cuda_reduce_fused_t *fz) {
-  iron_cuda_text_printf(t, "iop_s64 off = base;\n");
+  iron_cuda_text_printf(t, "int64_t off = base;\n");
   emit_offset(t, red, "r", "off");
   if (fz) {
     // The operands' element `off`, computed by the fused producers.
@@ -131,7 +133,7 @@ static void emit_load_fold(iron_cuda_text_t *t, uint32_t num,
 
 // Writes init (+) acc (or init alone when nothing was reduced) to out<i>[o].
 static void emit_finish(iron_cuda_text_t *t, uint32_t num,
-                        const iron_cuda_gen_type_t *ty) {
+                        const iron_cuda_type_t *ty) {
   for (uint32_t i = 0; i < num; ++i)
     iron_cuda_text_printf(t, "%s i%u = %s(init%u[0]);\n", ty[i].comp, i,
                           ty[i].ld, i);
@@ -145,14 +147,14 @@ static void emit_finish(iron_cuda_text_t *t, uint32_t num,
 // `ordered` (neighbouring lanes first, then the 8 warps left to right),
 // through the block's sh<i>[8] / sh_have[8]. Every thread must reach it.
 static void emit_block_tree(iron_cuda_text_t *t, uint32_t num,
-                            const iron_cuda_gen_type_t *ty, bool ordered) {
+                            const iron_cuda_type_t *ty, bool ordered) {
   iron_cuda_text_printf(t, "%s",
                         ordered ? "for (int d = 1; d < 32; d <<= 1) {\n"
                                 : "for (int d = 16; d >= 1; d >>= 1) {\n");
   iron_cuda_text_printf(t,
                         "int yh = __shfl_down_sync(0xffffffffu, have, d);\n");
   for (uint32_t i = 0; i < num; ++i)
-    iron_cuda_text_printf(t, "%s y%u = iop_shfl(acc%u, d);\n", ty[i].comp, i,
+    iron_cuda_text_printf(t, "%s y%u = iron_shfl(acc%u, d);\n", ty[i].comp, i,
                           i);
   iron_cuda_text_printf(t, "%s",
                         ordered ? "if ((lane & (2 * d - 1)) == 0 && lane + d "
@@ -175,13 +177,13 @@ static void emit_block_tree(iron_cuda_text_t *t, uint32_t num,
 // The op of a body `return op(arg0, arg1)` (either order) with a
 // commutative, associative op (src/device/plans/reduce_plan.h);
 // IRON_OP_UNKNOWN otherwise.
-static iron_op_kind_t single_op_kind(const iron_ir_region_t *body,
+static iron_op_kind_t single_op_kind(const iron_region_t *body,
                                      uint32_t num, iron_dtype_t dtype) {
   if (num != 1) return IRON_OP_UNKNOWN;
-  iron_op_kind_t k = iron_reduce_plan_body_op(body, dtype);
+  iron_op_kind_t k = iron_reduce_plan_body_op(body->ir, dtype);
   return iron_reduce_plan_op_is_monoid(k) ? k : IRON_OP_UNKNOWN;
 }
-static bool single_op_body(const iron_ir_region_t *body, uint32_t num,
+static bool single_op_body(const iron_region_t *body, uint32_t num,
                            iron_dtype_t dtype) {
   return single_op_kind(body, num, dtype) != IRON_OP_UNKNOWN;
 }
@@ -294,7 +296,7 @@ int64_t iron_cuda_reduce_threads(int32_t rank, const int64_t *dims,
 
 // Column tiles (MODE_COLS): lane = output within the tile, ty = slice.
 static void emit_cols_shared(iron_cuda_text_t *t, uint32_t num,
-                             const iron_cuda_gen_type_t *ty) {
+                             const iron_cuda_type_t *ty) {
   iron_cuda_text_printf(
       t,
       "const int lane = threadIdx.x & 31, ty = threadIdx.x >> 5;\n"
@@ -307,13 +309,13 @@ static void emit_cols_shared(iron_cuda_text_t *t, uint32_t num,
 // slices meet in shared memory and, where `merge_cond` holds, merge in
 // order into (acc, have); the merge loop is left open for the caller.
 static void emit_cols_slices(iron_cuda_text_t *t, uint32_t num,
-                             const iron_cuda_gen_type_t *ty,
+                             const iron_cuda_type_t *ty,
                              const group_t *kept, const group_t *red,
                              const iron_cuda_reduce_fused_t *fz, int64_t nout,
                              const char *rows, const char *merge_cond) {
   for (uint32_t i = 0; i < num; ++i)
     iron_cuda_text_printf(t, "%s acc%u = %s{};\n", ty[i].comp, i, ty[i].comp);
-  iron_cuda_text_printf(t, "if (o < %lldLL) {\niop_s64 base = 0;\n",
+  iron_cuda_text_printf(t, "if (o < %lldLL) {\nint64_t base = 0;\n",
                         (long long)nout);
   emit_offset(t, kept, "o", "base");
   iron_cuda_text_printf(t, "%s", rows);
@@ -335,7 +337,7 @@ static void emit_cols_slices(iron_cuda_text_t *t, uint32_t num,
 iron_status_t iron_cuda_gen_reduce(const char *name, int32_t rank,
                                    const int64_t *dims, const bool *reduced,
                                    uint32_t num, const iron_dtype_t *dtypes,
-                                   const iron_ir_region_t *body,
+                                   const iron_region_t *body,
                                    char **out_src, unsigned *out_grid,
                                    unsigned *out_block) {
   return iron_cuda_gen_reduce_fused(name, rank, dims, reduced, num, dtypes,
@@ -344,15 +346,15 @@ iron_status_t iron_cuda_gen_reduce(const char *name, int32_t rank,
 
 iron_status_t iron_cuda_gen_reduce_fused(
     const char *name, int32_t rank, const int64_t *dims, const bool *reduced,
-    uint32_t num, const iron_dtype_t *dtypes, const iron_ir_region_t *body,
+    uint32_t num, const iron_dtype_t *dtypes, const iron_region_t *body,
     const iron_cuda_reduce_fused_t *fz, char **out_src, unsigned *out_grid,
     unsigned *out_block) {
   if (num == 0 || num > 8)
     return IRON_ERR(UNIMPLEMENTED, "cuda reduce of %u operands", num);
-  iron_cuda_gen_type_t ty[8];
+  iron_cuda_type_t ty[8];
   bool narrow = false;
   for (uint32_t i = 0; i < num; ++i) {
-    ty[i] = iron_cuda_gen_type_narrow(dtypes[i]);
+    ty[i] = iron_cuda_type(dtypes[i]);
     if (!ty[i].store || (ty[i].is_narrow && fz))
       return IRON_ERR(UNIMPLEMENTED, "cuda reduce for dtype %s%s",
                       iron_dtype_name(dtypes[i]), fz ? " (fused)" : "");
@@ -398,14 +400,9 @@ iron_status_t iron_cuda_gen_reduce_fused(
                            : 1;
   iron_cuda_text_t t;
   iron_cuda_text_init(&t);
-  // A fused reduce's producers use the element-wise prelude, whose first
-  // line also picks NVRTC's denormal mode.
-  if (fz)
-    iron_cuda_text_printf(&t, "%s%s%s", iron_cuda_prelude(),
-                          iron_cuda_ops_prelude(), fz->fn_text);
-  else
-    iron_cuda_text_printf(&t, "%s", iron_cuda_ops_prelude());
-  iron_status_t st = iron_cuda_gen_region_fn(&t, "iop_body", body);
+  iron_cuda_text_printf(&t, "%s%s", iron_cuda_prelude(),
+                        fz ? fz->fn_text : "");
+  iron_status_t st = iron_cuda_gen_region_fn(&t, "iron_body", body);
   if (st) {
     iron_cuda_text_free(&t);
     return st;
@@ -418,11 +415,11 @@ iron_status_t iron_cuda_gen_reduce_fused(
     const int64_t nparts = mode == MODE_COLS ? nseg * ntiles * 32 : nseg * nout;
     const int64_t ncount = mode == MODE_COLS ? ntiles : nout;
     for (uint32_t i = 0; i < num; ++i)
-      iron_cuda_text_printf(&t, "__device__ %s iop_part%u[%lld];\n",
+      iron_cuda_text_printf(&t, "__device__ %s iron_part%u[%lld];\n",
                             ty[i].comp, i, (long long)nparts);
     iron_cuda_text_printf(&t,
-                          "__device__ int iop_phave[%lld];\n"
-                          "__device__ unsigned iop_count[%lld];\n",
+                          "__device__ int iron_phave[%lld];\n"
+                          "__device__ unsigned iron_count[%lld];\n",
                           (long long)nparts, (long long)ncount);
   }
   iron_cuda_text_printf(&t,
@@ -460,31 +457,31 @@ iron_status_t iron_cuda_gen_reduce_fused(
     iron_cuda_text_printf(
         &t,
         "__shared__ int sh_last;\n"
-        "const iop_s64 tile = blockIdx.x / %lldLL, sg = blockIdx.x %% %lldLL;\n"
-        "const iop_s64 o = tile * 32 + lane;\n"
+        "const int64_t tile = blockIdx.x / %lldLL, sg = blockIdx.x %% %lldLL;\n"
+        "const int64_t o = tile * 32 + lane;\n"
         "int have = 0;\n",
         (long long)nseg, (long long)nseg);
     char rows[512];
     snprintf(rows, sizeof(rows),
-             "const iop_s64 s1 = sg * %lldLL + %lldLL < %lldLL ? sg * %lldLL + "
+             "const int64_t s1 = sg * %lldLL + %lldLL < %lldLL ? sg * %lldLL + "
              "%lldLL : %lldLL;\n"
-             "const iop_s64 r0 = sg * %lldLL + (iop_s64)ty * %lldLL;\n"
-             "const iop_s64 r1 = r0 + %lldLL < s1 ? r0 + %lldLL : s1;\n"
-             "for (iop_s64 r = r0; r < r1; ++r) {\n",
+             "const int64_t r0 = sg * %lldLL + (int64_t)ty * %lldLL;\n"
+             "const int64_t r1 = r0 + %lldLL < s1 ? r0 + %lldLL : s1;\n"
+             "for (int64_t r = r0; r < r1; ++r) {\n",
              (long long)seg, (long long)seg, (long long)nred, (long long)seg,
              (long long)seg, (long long)nred, (long long)seg, (long long)chunk,
              (long long)chunk, (long long)chunk);
     emit_cols_slices(&t, num, ty, &kept, &red, fz, nout, rows, "ty == 0");
     for (uint32_t i = 0; i < num; ++i)
-      iron_cuda_text_printf(&t, "iop_part%u[sg * %lldLL + o] = acc%u;\n", i,
+      iron_cuda_text_printf(&t, "iron_part%u[sg * %lldLL + o] = acc%u;\n", i,
                             np, i);
     // Publish the partials before counting this block in.
     iron_cuda_text_printf(
         &t,
-        "iop_phave[sg * %lldLL + o] = have;\n"
+        "iron_phave[sg * %lldLL + o] = have;\n"
         "__threadfence();\n}\n"
         "__syncthreads();\n"
-        "if (threadIdx.x == 0) sh_last = atomicAdd(&iop_count[tile], 1u) == "
+        "if (threadIdx.x == 0) sh_last = atomicAdd(&iron_count[tile], 1u) == "
         "%lluu;\n"
         "__syncthreads();\n"
         "if (!sh_last) return;\n"
@@ -492,17 +489,17 @@ iron_status_t iron_cuda_gen_reduce_fused(
         // This block never read the other blocks' partials before, so no
         // stale copy of them can sit in its L1.
         "if (ty == 0 && o < %lldLL) {\nhave = 0;\n"
-        "for (iop_s64 q = 0; q < %lldLL; ++q) {\n",
+        "for (int64_t q = 0; q < %lldLL; ++q) {\n",
         np, (unsigned long long)(nseg - 1), (long long)nout, (long long)nseg);
     for (uint32_t i = 0; i < num; ++i)
-      iron_cuda_text_printf(&t, "%s z%u = iop_part%u[q * %lldLL + o];\n",
+      iron_cuda_text_printf(&t, "%s z%u = iron_part%u[q * %lldLL + o];\n",
                             ty[i].comp, i, i, np);
     char yh[64];
-    snprintf(yh, sizeof(yh), "iop_phave[q * %lldLL + o]", np);
+    snprintf(yh, sizeof(yh), "iron_phave[q * %lldLL + o]", np);
     emit_merge(&t, num, ty, "z", yh);
     iron_cuda_text_printf(&t, "}\n");
     emit_finish(&t, num, ty);
-    iron_cuda_text_printf(&t, "}\nif (threadIdx.x == 0) iop_count[tile] = 0;\n}\n");
+    iron_cuda_text_printf(&t, "}\nif (threadIdx.x == 0) iron_count[tile] = 0;\n}\n");
     blocks = ntiles * nseg;
   } else if (mode == MODE_BLOCK && nseg > 1) {
     // One block per (output, segment of its row); see row_segments (which
@@ -517,8 +514,8 @@ iron_status_t iron_cuda_gen_reduce_fused(
       iron_cuda_text_printf(&t, "__shared__ %s sh%u[8];\n", ty[i].comp, i);
     iron_cuda_text_printf(
         &t,
-        "const iop_s64 o = blockIdx.x / %lldLL, sg = blockIdx.x %% %lldLL;\n"
-        "iop_s64 base = 0;\n",
+        "const int64_t o = blockIdx.x / %lldLL, sg = blockIdx.x %% %lldLL;\n"
+        "int64_t base = 0;\n",
         (long long)nseg, (long long)nseg);
     emit_offset(&t, &kept, "o", "base");
     iron_cuda_text_printf(&t, "int have = 0;\n");
@@ -527,17 +524,17 @@ iron_status_t iron_cuda_gen_reduce_fused(
                             ty[i].comp);
     iron_cuda_text_printf(
         &t,
-        "const iop_s64 s0 = sg * %lldLL;\n"
-        "const iop_s64 s1 = s0 + %lldLL < %lldLL ? s0 + %lldLL : %lldLL;\n",
+        "const int64_t s0 = sg * %lldLL;\n"
+        "const int64_t s1 = s0 + %lldLL < %lldLL ? s0 + %lldLL : %lldLL;\n",
         (long long)seg, (long long)seg, (long long)nred, (long long)seg,
         (long long)nred);
     if (ordered) {
       int64_t chunk = (seg + 255) / 256;
       iron_cuda_text_printf(
           &t,
-          "const iop_s64 r0 = s0 + (iop_s64)threadIdx.x * %lldLL;\n"
-          "const iop_s64 r1 = r0 + %lldLL < s1 ? r0 + %lldLL : s1;\n"
-          "for (iop_s64 r = r0; r < r1; ++r) {\n",
+          "const int64_t r0 = s0 + (int64_t)threadIdx.x * %lldLL;\n"
+          "const int64_t r1 = r0 + %lldLL < s1 ? r0 + %lldLL : s1;\n"
+          "for (int64_t r = r0; r < r1; ++r) {\n",
           (long long)chunk, (long long)chunk, (long long)chunk);
     } else {
       // A contiguous row of one plain operand is read 16 bytes at a time
@@ -551,13 +548,13 @@ iron_status_t iron_cuda_gen_reduce_fused(
       if (vector) {
         iron_cuda_text_printf(
             &t,
-            "struct __align__(16) iop_vec_ { %s v[%d]; };\n"
+            "struct __align__(16) iron_vec_ { %s v[%d]; };\n"
             "if ((((unsigned long long)(in0 + base)) & 15ull) == 0) {\n"
-            "const iop_vec_ *vp = (const iop_vec_ *)(in0 + base);\n"
+            "const iron_vec_ *vp = (const iron_vec_ *)(in0 + base);\n"
             "#pragma unroll 2\n"
-            "for (iop_s64 q = s0 / %d + threadIdx.x; q < s1 / %d; q += 256) "
+            "for (int64_t q = s0 / %d + threadIdx.x; q < s1 / %d; q += 256) "
             "{\n"
-            "const iop_vec_ w_ = vp[q];\n"
+            "const iron_vec_ w_ = vp[q];\n"
             "#pragma unroll\n"
             "for (int k = 0; k < %d; ++k) {\n"
             "%s x0 = %s(w_.v[k]);\n"
@@ -572,7 +569,7 @@ iron_status_t iron_cuda_gen_reduce_fused(
       iron_cuda_text_printf(
           &t,
           "#pragma unroll 4\n"
-          "for (iop_s64 r = s0 + threadIdx.x; r < s1; r += 256) {\n");
+          "for (int64_t r = s0 + threadIdx.x; r < s1; r += 256) {\n");
       emit_load_fold(&t, num, ty, &red, true, fz);
       if (vector) iron_cuda_text_printf(&t, "}\n");
     }
@@ -581,16 +578,16 @@ iron_status_t iron_cuda_gen_reduce_fused(
     emit_block_tree(&t, num, ty, ordered);
     iron_cuda_text_printf(&t, "if (threadIdx.x == 0) {\n");
     for (uint32_t i = 0; i < num; ++i)
-      iron_cuda_text_printf(&t, "iop_part%u[o * %lldLL + sg] = acc%u;\n", i,
+      iron_cuda_text_printf(&t, "iron_part%u[o * %lldLL + sg] = acc%u;\n", i,
                             (long long)nseg, i);
     // Publish the partial before counting this block in; the last block
     // of the output never read the other partials before, so no stale copy
     // of them sits in its L1.
     iron_cuda_text_printf(
         &t,
-        "iop_phave[o * %lldLL + sg] = have;\n"
+        "iron_phave[o * %lldLL + sg] = have;\n"
         "__threadfence();\n"
-        "sh_last = atomicAdd(&iop_count[o], 1u) == %lluu;\n}\n"
+        "sh_last = atomicAdd(&iron_count[o], 1u) == %lluu;\n}\n"
         "__syncthreads();\n"
         "if (!sh_last) return;\n"
         "__threadfence();\n",
@@ -599,23 +596,23 @@ iron_status_t iron_cuda_gen_reduce_fused(
     iron_cuda_text_printf(
         &t,
         "have = 0;\n"
-        "{ const iop_s64 q0 = (iop_s64)threadIdx.x * %lldLL;\n"
-        "const iop_s64 q1 = q0 + %lldLL < %lldLL ? q0 + %lldLL : %lldLL;\n"
-        "for (iop_s64 q = q0; q < q1; ++q) {\n",
+        "{ const int64_t q0 = (int64_t)threadIdx.x * %lldLL;\n"
+        "const int64_t q1 = q0 + %lldLL < %lldLL ? q0 + %lldLL : %lldLL;\n"
+        "for (int64_t q = q0; q < q1; ++q) {\n",
         (long long)pc, (long long)pc, (long long)nseg, (long long)pc,
         (long long)nseg);
     for (uint32_t i = 0; i < num; ++i)
-      iron_cuda_text_printf(&t, "%s z%u = iop_part%u[o * %lldLL + q];\n",
+      iron_cuda_text_printf(&t, "%s z%u = iron_part%u[o * %lldLL + q];\n",
                             ty[i].comp, i, i, (long long)nseg);
     char yh[64];
-    snprintf(yh, sizeof(yh), "iop_phave[o * %lldLL + q]", (long long)nseg);
+    snprintf(yh, sizeof(yh), "iron_phave[o * %lldLL + q]", (long long)nseg);
     emit_merge(&t, num, ty, "z", yh);
     iron_cuda_text_printf(&t, "} }\n");
     // The segments merge in order whatever the body.
     emit_block_tree(&t, num, ty, true);
     iron_cuda_text_printf(&t, "if (threadIdx.x == 0) {\n");
     emit_finish(&t, num, ty);
-    iron_cuda_text_printf(&t, "iop_count[o] = 0;\n}\n}\n");
+    iron_cuda_text_printf(&t, "iron_count[o] = 0;\n}\n}\n");
     blocks = nout * nseg;
   } else if (mode == MODE_COLS) {
     // Column tiles: 32 consecutive outputs (lanes; the innermost kept dim
@@ -625,16 +622,16 @@ iron_status_t iron_cuda_gen_reduce_fused(
     emit_cols_shared(&t, num, ty);
     iron_cuda_text_printf(
         &t,
-        "for (iop_s64 tile = blockIdx.x; tile < %lldLL; tile += gridDim.x) "
+        "for (int64_t tile = blockIdx.x; tile < %lldLL; tile += gridDim.x) "
         "{\n"
-        "const iop_s64 o = tile * 32 + lane;\n"
+        "const int64_t o = tile * 32 + lane;\n"
         "int have = 0;\n",
         (long long)((nout + 31) / 32));
     char rows[256], cond[64];
     snprintf(rows, sizeof(rows),
-             "const iop_s64 r0 = (iop_s64)ty * %lldLL;\n"
-             "const iop_s64 r1 = r0 + %lldLL < %lldLL ? r0 + %lldLL : %lldLL;\n"
-             "for (iop_s64 r = r0; r < r1; ++r) {\n",
+             "const int64_t r0 = (int64_t)ty * %lldLL;\n"
+             "const int64_t r1 = r0 + %lldLL < %lldLL ? r0 + %lldLL : %lldLL;\n"
+             "for (int64_t r = r0; r < r1; ++r) {\n",
              (long long)chunk, (long long)chunk, (long long)nred,
              (long long)chunk, (long long)nred);
     snprintf(cond, sizeof(cond), "ty == 0 && o < %lldLL", (long long)nout);
@@ -645,15 +642,15 @@ iron_status_t iron_cuda_gen_reduce_fused(
   } else if (mode == MODE_THREAD) {
     iron_cuda_text_printf(
         &t,
-        "for (iop_s64 o = (iop_s64)blockIdx.x * blockDim.x + threadIdx.x; "
-        "o < %lldLL; o += (iop_s64)gridDim.x * blockDim.x) {\n"
-        "iop_s64 base = 0;\n",
+        "for (int64_t o = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; "
+        "o < %lldLL; o += (int64_t)gridDim.x * blockDim.x) {\n"
+        "int64_t base = 0;\n",
         (long long)nout);
     emit_offset(&t, &kept, "o", "base");
     for (uint32_t i = 0; i < num; ++i)
       iron_cuda_text_printf(&t, "%s acc%u = %s(init%u[0]);\n", ty[i].comp, i,
                             ty[i].ld, i);
-    iron_cuda_text_printf(&t, "for (iop_s64 r = 0; r < %lldLL; ++r) {\n",
+    iron_cuda_text_printf(&t, "for (int64_t r = 0; r < %lldLL; ++r) {\n",
                           (long long)nred);
     emit_load_fold(&t, num, ty, &red, false, fz);
     iron_cuda_text_printf(&t, "}\n");
@@ -667,8 +664,8 @@ iron_status_t iron_cuda_gen_reduce_fused(
       iron_cuda_text_printf(
           &t,
           "const int lane = threadIdx.x & 31;\n"
-          "for (iop_s64 o = ((iop_s64)blockIdx.x * blockDim.x + threadIdx.x) "
-          ">> 5; o < %lldLL; o += ((iop_s64)gridDim.x * blockDim.x) >> 5) {\n",
+          "for (int64_t o = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) "
+          ">> 5; o < %lldLL; o += ((int64_t)gridDim.x * blockDim.x) >> 5) {\n",
           (long long)nout);
     else
       iron_cuda_text_printf(
@@ -679,11 +676,11 @@ iron_status_t iron_cuda_gen_reduce_fused(
       for (uint32_t i = 0; i < num; ++i)
         iron_cuda_text_printf(&t, "__shared__ %s sh%u[8];\n", ty[i].comp, i);
       iron_cuda_text_printf(&t,
-                            "for (iop_s64 o = blockIdx.x; o < %lldLL; o += "
+                            "for (int64_t o = blockIdx.x; o < %lldLL; o += "
                             "gridDim.x) {\n",
                             (long long)nout);
     }
-    iron_cuda_text_printf(&t, "iop_s64 base = 0;\n");
+    iron_cuda_text_printf(&t, "int64_t base = 0;\n");
     emit_offset(&t, &kept, "o", "base");
     iron_cuda_text_printf(&t, "int have = 0;\n");
     for (uint32_t i = 0; i < num; ++i)
@@ -695,14 +692,14 @@ iron_status_t iron_cuda_gen_reduce_fused(
       int64_t chunk = (nred + nth - 1) / nth;
       iron_cuda_text_printf(
           &t,
-          "const iop_s64 r0 = (iop_s64)%s * %lldLL;\n"
-          "const iop_s64 r1 = r0 + %lldLL < %lldLL ? r0 + %lldLL : %lldLL;\n"
-          "for (iop_s64 r = r0; r < r1; ++r) {\n",
+          "const int64_t r0 = (int64_t)%s * %lldLL;\n"
+          "const int64_t r1 = r0 + %lldLL < %lldLL ? r0 + %lldLL : %lldLL;\n"
+          "for (int64_t r = r0; r < r1; ++r) {\n",
           warp ? "lane" : "threadIdx.x", (long long)chunk, (long long)chunk,
           (long long)nred, (long long)chunk, (long long)nred);
     } else {
       iron_cuda_text_printf(
-          &t, "for (iop_s64 r = %s; r < %lldLL; r += %d) {\n",
+          &t, "for (int64_t r = %s; r < %lldLL; r += %d) {\n",
           warp ? "lane" : "threadIdx.x", (long long)nred, nth);
     }
     emit_load_fold(&t, num, ty, &red, true, fz);
@@ -716,7 +713,7 @@ iron_status_t iron_cuda_gen_reduce_fused(
     iron_cuda_text_printf(&t,
                           "int yh = __shfl_down_sync(0xffffffffu, have, d);\n");
     for (uint32_t i = 0; i < num; ++i)
-      iron_cuda_text_printf(&t, "%s y%u = iop_shfl(acc%u, d);\n", ty[i].comp,
+      iron_cuda_text_printf(&t, "%s y%u = iron_shfl(acc%u, d);\n", ty[i].comp,
                             i, i);
     iron_cuda_text_printf(&t, "%s",
                           ordered ? "if ((lane & (2 * d - 1)) == 0 && lane + d "

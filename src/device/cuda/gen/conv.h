@@ -3,8 +3,8 @@
 // shape-specialized direct convolution kernel. GPU-free, so CI compiles
 // every variant with NVRTC (tests/c/test_cuda_conv_codegen.c) and runs the
 // generated text on the CPU through a C++ shim against the host kernel.
-#ifndef IRON_DEVICE_CUDA_CUDA_GEN_CONV_H_
-#define IRON_DEVICE_CUDA_CUDA_GEN_CONV_H_
+#ifndef IRON_DEVICE_CUDA_GEN_CONV_H_
+#define IRON_DEVICE_CUDA_GEN_CONV_H_
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -76,7 +76,7 @@ iron_status_t iron_cuda_gen_conv(const char *name, const iron_cuda_conv_t *c,
 void iron_cuda_conv_gemm_dims(const iron_cuda_conv_t *c, int64_t *out_m,
                               int64_t *out_n, int64_t *out_k);
 
-// Kernel `name(const L *lhs, L *patches, iop_s64 row0, iop_s64 rows)`:
+// Kernel `name(const L *lhs, L *patches, int64_t row0, int64_t rows)`:
 // patches [G, rows, K] of rows [row0, row0 + rows), zeros for padding and
 // holes. *out_grid covers all M rows (the loop is grid-stride).
 iron_status_t iron_cuda_gen_conv_im2col(const char *name,
@@ -96,4 +96,4 @@ iron_status_t iron_cuda_gen_conv_unpack(const char *name,
 }
 #endif
 
-#endif  // IRON_DEVICE_CUDA_CUDA_GEN_CONV_H_
+#endif  // IRON_DEVICE_CUDA_GEN_CONV_H_

@@ -4,7 +4,7 @@
 // baked in.
 #include <stdio.h>
 
-#include "device/cuda/cuda_ops_gen.h"
+#include "device/cuda/gen/ops.h"
 #include "device/plans/precision_plan.h"
 
 iron_status_t iron_cuda_gen_reduce_precision(const char *name, iron_dtype_t dt,
@@ -16,24 +16,24 @@ iron_status_t iron_cuda_gen_reduce_precision(const char *name, iron_dtype_t dt,
                     iron_dtype_name(dt));
   if (eb < 1 || mb < 0)
     return IRON_ERR(INVALID_ARGUMENT, "reduce_precision: bad bit counts");
-  const char *ut = nbits == 16 ? "iop_u16" : nbits == 32 ? "iop_u32" : "iop_u64";
+  const char *ut = nbits == 16 ? "uint16_t" : nbits == 32 ? "uint32_t" : "uint64_t";
   unsigned long long all = nbits == 64 ? ~0ull : ((1ull << nbits) - 1);
   unsigned long long sign_mask = 1ull << (nbits - 1);
   unsigned long long exp_mask = ((1ull << se) - 1) << sm;
   unsigned long long man_mask = (1ull << sm) - 1;
   iron_cuda_text_t t;
   iron_cuda_text_init(&t);
-  iron_cuda_text_printf(&t, "%s", iron_cuda_ops_prelude());
+  iron_cuda_text_printf(&t, "%s", iron_cuda_prelude());
   iron_cuda_text_printf(
       &t,
       "extern \"C\" __global__ void __launch_bounds__(256) %s(const %s *in, "
       "%s *out) {\n"
-      "for (iop_s64 i = (iop_s64)blockIdx.x * blockDim.x + threadIdx.x; i < "
-      "%lldLL; i += (iop_s64)gridDim.x * blockDim.x) {\n"
-      "const iop_u64 x = in[i];\n"
+      "for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < "
+      "%lldLL; i += (int64_t)gridDim.x * blockDim.x) {\n"
+      "const uint64_t x = in[i];\n"
       "const bool is_nan = (x & 0x%llxull) == 0x%llxull && (x & 0x%llxull) "
       "!= 0;\n"
-      "iop_u64 r = x;\n",
+      "uint64_t r = x;\n",
       name, ut, ut, (long long)count, exp_mask, exp_mask, man_mask);
   if (mb < sm) {
     int shift = sm - (int)mb;
@@ -41,7 +41,7 @@ iron_status_t iron_cuda_gen_reduce_precision(const char *name, iron_dtype_t dt,
     unsigned long long base_bias = (last_bit >> 1) - 1;
     iron_cuda_text_printf(
         &t,
-        "{ const iop_u64 bias = ((r & 0x%llxull) >> %d) + 0x%llxull;\n"
+        "{ const uint64_t bias = ((r & 0x%llxull) >> %d) + 0x%llxull;\n"
         "r = ((r + bias) & ~0x%llxull) & 0x%llxull; }\n",
         last_bit, shift, base_bias, last_bit - 1, all);
   }
@@ -52,7 +52,7 @@ iron_status_t iron_cuda_gen_reduce_precision(const char *name, iron_dtype_t dt,
     unsigned long long min_exp = exponent_bias - reduced_bias;
     iron_cuda_text_printf(
         &t,
-        "{ const iop_u64 e = r & 0x%llxull, sz = r & 0x%llxull;\n"
+        "{ const uint64_t e = r & 0x%llxull, sz = r & 0x%llxull;\n"
         "if (e > 0x%llxull) r = sz | 0x%llxull;\n"
         "else if (e <= 0x%llxull) r = sz; }\n",
         exp_mask, sign_mask, max_exp << sm, exp_mask, min_exp << sm);

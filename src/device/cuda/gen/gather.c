@@ -4,7 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "device/cuda/cuda_ops_gen.h"
+#include "device/cuda/gen/ops.h"
 #include "device/plans/gather_plan.h"
 
 // The shared plan (src/device/plans/gather_plan.c) in the generator's
@@ -71,38 +71,38 @@ iron_cuda_scatter_op_t iron_cuda_scatter_classify(const iron_ir_region_t *r) {
 
 static const char *copy_type(size_t es) {
   switch (es) {
-    case 1: return "iop_u8";
-    case 2: return "iop_u16";
-    case 4: return "iop_u32";
-    case 8: return "iop_u64";
-    default: return "iop_c128";  // 16 bytes, copied as bits
+    case 1: return "uint8_t";
+    case 2: return "uint16_t";
+    case 4: return "uint32_t";
+    case 8: return "uint64_t";
+    default: return "iron_c128";  // 16 bytes, copied as bits
   }
 }
 
-// `iop_s64 iop_idx(const I *p, iop_s64 i)` for the index dtype
+// `int64_t iron_idx(const I *p, int64_t i)` for the index dtype
 // (iron_gather_plan_index_read's rules: sub-byte ints in the low bits, u64
 // saturates).
 static void emit_index_reader(iron_cuda_text_t *t, iron_dtype_t dt) {
   const char *st = copy_type(iron_dtype_size(dt));
   const char *expr;
   switch (dt) {
-    case IRON_DTYPE_S2: expr = "(iop_s64)((iop_s8)(iop_u8)(p[i] << 6) >> 6)"; break;
-    case IRON_DTYPE_S4: expr = "(iop_s64)((iop_s8)(iop_u8)(p[i] << 4) >> 4)"; break;
-    case IRON_DTYPE_U2: expr = "(iop_s64)(p[i] & 3)"; break;
-    case IRON_DTYPE_U4: expr = "(iop_s64)(p[i] & 15)"; break;
-    case IRON_DTYPE_S8: expr = "(iop_s64)(iop_s8)p[i]"; break;
-    case IRON_DTYPE_S16: expr = "(iop_s64)(iop_s16)p[i]"; break;
-    case IRON_DTYPE_S32: expr = "(iop_s64)(iop_s32)p[i]"; break;
-    case IRON_DTYPE_S64: expr = "(iop_s64)p[i]"; break;
+    case IRON_DTYPE_S2: expr = "(int64_t)((int8_t)(uint8_t)(p[i] << 6) >> 6)"; break;
+    case IRON_DTYPE_S4: expr = "(int64_t)((int8_t)(uint8_t)(p[i] << 4) >> 4)"; break;
+    case IRON_DTYPE_U2: expr = "(int64_t)(p[i] & 3)"; break;
+    case IRON_DTYPE_U4: expr = "(int64_t)(p[i] & 15)"; break;
+    case IRON_DTYPE_S8: expr = "(int64_t)(int8_t)p[i]"; break;
+    case IRON_DTYPE_S16: expr = "(int64_t)(int16_t)p[i]"; break;
+    case IRON_DTYPE_S32: expr = "(int64_t)(int32_t)p[i]"; break;
+    case IRON_DTYPE_S64: expr = "(int64_t)p[i]"; break;
     case IRON_DTYPE_U64:
       expr = "p[i] > 0x7fffffffffffffffull ? 0x7fffffffffffffffLL : "
-             "(iop_s64)p[i]";
+             "(int64_t)p[i]";
       break;
-    default: expr = "(iop_s64)p[i]"; break;  // u8, u16, u32
+    default: expr = "(int64_t)p[i]"; break;  // u8, u16, u32
   }
   iron_cuda_text_printf(
       t,
-      "__device__ __forceinline__ iop_s64 iop_idx(const %s *p, iop_s64 i) {\n"
+      "__device__ __forceinline__ int64_t iron_idx(const %s *p, int64_t i) {\n"
       "  return %s;\n}\n",
       st, expr);
 }
@@ -111,12 +111,12 @@ static void emit_index_reader(iron_cuda_text_t *t, iron_dtype_t dt) {
 // `ok` (false when a batching coordinate is outside the operand).
 static void emit_point(iron_cuda_text_t *t, const iron_cuda_gs_plan_t *p) {
   iron_cuda_text_printf(t,
-                        "iop_s64 rem = pt, idx_off = 0, small_off = 0, "
+                        "int64_t rem = pt, idx_off = 0, small_off = 0, "
                         "op_off = 0;\nbool ok = true;\n");
   for (int32_t d = p->nbatch - 1; d >= 0; --d) {
     iron_cuda_text_printf(
         t,
-        "{ iop_s64 q = rem / %lldLL, c = rem - q * %lldLL; rem = q;\n"
+        "{ int64_t q = rem / %lldLL, c = rem - q * %lldLL; rem = q;\n"
         "idx_off += c * %lldLL; small_off += c * %lldLL;\n",
         (long long)p->bdims[d], (long long)p->bdims[d],
         (long long)p->b_idx_stride[d], (long long)p->b_small_stride[d]);
@@ -133,7 +133,7 @@ static void emit_point(iron_cuda_text_t *t, const iron_cuda_gs_plan_t *p) {
 static void emit_starts(iron_cuda_text_t *t, const iron_cuda_gs_plan_t *p,
                         bool clamp) {
   for (int32_t k = 0; k < p->nstart; ++k) {
-    iron_cuda_text_printf(t, "{ iop_s64 s = iop_idx(indices, idx_off + %lldLL);\n",
+    iron_cuda_text_printf(t, "{ int64_t s = iron_idx(indices, idx_off + %lldLL);\n",
                           (long long)(k * p->idx_vec_stride));
     if (clamp)
       iron_cuda_text_printf(t,
@@ -153,10 +153,10 @@ static void emit_starts(iron_cuda_text_t *t, const iron_cuda_gs_plan_t *p,
 
 // Window element `w`: a_off (operand) and b_off (small tensor).
 static void emit_window(iron_cuda_text_t *t, const iron_cuda_gs_plan_t *p) {
-  iron_cuda_text_printf(t, "iop_s64 a_off = 0, b_off = 0;\n{ iop_s64 r = w;\n");
+  iron_cuda_text_printf(t, "int64_t a_off = 0, b_off = 0;\n{ int64_t r = w;\n");
   for (int32_t d = p->box_rank - 1; d >= 0; --d)
     iron_cuda_text_printf(t,
-                          "{ iop_s64 q = r / %lldLL, c = r - q * %lldLL; r = q;\n"
+                          "{ int64_t q = r / %lldLL, c = r - q * %lldLL; r = q;\n"
                           "a_off += c * %lldLL; b_off += c * %lldLL; }\n",
                           (long long)p->box_size[d], (long long)p->box_size[d],
                           (long long)p->box_a_stride[d],
@@ -170,16 +170,16 @@ iron_status_t iron_cuda_gen_gather(const char *name,
   const char *ct = copy_type(iron_dtype_size(p->dtype));
   iron_cuda_text_t t;
   iron_cuda_text_init(&t);
-  iron_cuda_text_printf(&t, "%s", iron_cuda_ops_prelude());
+  iron_cuda_text_printf(&t, "%s", iron_cuda_prelude());
   emit_index_reader(&t, p->idx_dtype);
   iron_cuda_text_printf(
       &t,
       "extern \"C\" __global__ void __launch_bounds__(256) %s(const %s "
       "*__restrict__ operand, const %s *__restrict__ indices, %s "
       "*__restrict__ out) {\n"
-      "for (iop_s64 e = (iop_s64)blockIdx.x * blockDim.x + threadIdx.x; e < "
-      "%lldLL; e += (iop_s64)gridDim.x * blockDim.x) {\n"
-      "iop_s64 pt = e / %lldLL, w = e - pt * %lldLL;\n",
+      "for (int64_t e = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; e < "
+      "%lldLL; e += (int64_t)gridDim.x * blockDim.x) {\n"
+      "int64_t pt = e / %lldLL, w = e - pt * %lldLL;\n",
       name, ct, copy_type(iron_dtype_size(p->idx_dtype)), ct,
       (long long)(p->num_points * p->box_count),
       (long long)(p->box_count ? p->box_count : 1),
@@ -192,10 +192,10 @@ iron_status_t iron_cuda_gen_gather(const char *name,
   return iron_cuda_text_finish(&t, out_src);
 }
 
-// `void iop_apply(S *dst, S upd)`: dst = combine(dst, upd) atomically.
+// `void iron_apply(S *dst, S upd)`: dst = combine(dst, upd) atomically.
 static iron_status_t emit_atomic(iron_cuda_text_t *t, iron_dtype_t dt,
                                  iron_cuda_scatter_op_t op) {
-  iron_cuda_gen_type_t ty = iron_cuda_gen_type(dt);
+  iron_cuda_type_t ty = iron_cuda_type_plain(dt);
   if (!ty.store)
     return IRON_ERR(UNIMPLEMENTED, "cuda scatter for dtype %s",
                     iron_dtype_name(dt));
@@ -206,7 +206,7 @@ static iron_status_t emit_atomic(iron_cuda_text_t *t, iron_dtype_t dt,
     if (op == IRON_CUDA_SCATTER_MUL || op == IRON_CUDA_SCATTER_MIN)
       op = IRON_CUDA_SCATTER_AND;
   }
-  iron_cuda_text_printf(t, "__device__ __forceinline__ void iop_apply(%s *dst, %s upd) {\n",
+  iron_cuda_text_printf(t, "__device__ __forceinline__ void iron_apply(%s *dst, %s upd) {\n",
                         ty.store, ty.store);
   if (ty.is_complex) {
     if (op != IRON_CUDA_SCATTER_ADD)
@@ -259,15 +259,14 @@ static iron_status_t emit_atomic(iron_cuda_text_t *t, iron_dtype_t dt,
       if (ty.is_float)
         snprintf(comb, sizeof(comb), "x %s y", sym);
       else
-        snprintf(comb, sizeof(comb), "(%s)((iop_u64)x %s (iop_u64)y)", c, sym);
+        snprintf(comb, sizeof(comb), "(%s)((uint64_t)x %s (uint64_t)y)", c, sym);
       break;
     }
     case IRON_CUDA_SCATTER_MAX:
     case IRON_CUDA_SCATTER_MIN:
-      snprintf(comb, sizeof(comb), "%s<%s>(x, y)",
-               ty.is_float ? (op == IRON_CUDA_SCATTER_MAX ? "iop_fmax" : "iop_fmin")
-                           : (op == IRON_CUDA_SCATTER_MAX ? "iop_imax" : "iop_imin"),
-               c);
+      snprintf(comb, sizeof(comb), "%s(x, y)",
+               ty.is_float ? (op == IRON_CUDA_SCATTER_MAX ? "iron_fmax" : "iron_fmin")
+                           : (op == IRON_CUDA_SCATTER_MAX ? "iron_imax" : "iron_imin"));
       break;
     case IRON_CUDA_SCATTER_OR:
     case IRON_CUDA_SCATTER_AND:
@@ -286,8 +285,8 @@ static iron_status_t emit_atomic(iron_cuda_text_t *t, iron_dtype_t dt,
         "unsigned long long *wp = (unsigned long long *)dst;\n"
         "unsigned long long old = *wp, as;\n"
         "%s y = %s(upd);\n"
-        "do { as = old; %s cur; iop_bitcopy(&cur, &as, 8); %s x = %s(cur);\n"
-        "%s nv = %s(%s); unsigned long long nb; iop_bitcopy(&nb, &nv, 8);\n"
+        "do { as = old; %s cur; iron_bitcopy(&cur, &as, 8); %s x = %s(cur);\n"
+        "%s nv = %s(%s); unsigned long long nb; iron_bitcopy(&nb, &nv, 8);\n"
         "old = atomicCAS(wp, as, nb); } while (old != as);\n}\n",
         c, ty.ld, ty.store, c, ty.ld, ty.store, ty.st, comb);
   } else {
@@ -295,15 +294,15 @@ static iron_status_t emit_atomic(iron_cuda_text_t *t, iron_dtype_t dt,
     // the word never leaves the allocation).
     iron_cuda_text_printf(
         t,
-        "iop_u64 addr = (iop_u64)dst;\n"
+        "uint64_t addr = (uint64_t)dst;\n"
         "unsigned *wp = (unsigned *)(addr & ~3ull);\n"
         "unsigned sh = (unsigned)(addr & 3) * 8;\n"
         "unsigned mask = %s;\n"
         "%s y = %s(upd);\n"
         "unsigned old = *wp, as;\n"
         "do { as = old; unsigned bits = (as >> sh) & mask; %s cur; "
-        "iop_bitcopy(&cur, &bits, %zu); %s x = %s(cur);\n"
-        "%s nv = %s(%s); unsigned nb = 0; iop_bitcopy(&nb, &nv, %zu);\n"
+        "iron_bitcopy(&cur, &bits, %zu); %s x = %s(cur);\n"
+        "%s nv = %s(%s); unsigned nb = 0; iron_bitcopy(&nb, &nv, %zu);\n"
         "old = atomicCAS(wp, as, (as & ~(mask << sh)) | ((nb & mask) << sh)); "
         "} while (old != as);\n}\n",
         es == 4 ? "0xffffffffu" : es == 2 ? "0xffffu" : "0xffu", c, ty.ld,
@@ -315,10 +314,10 @@ static iron_status_t emit_atomic(iron_cuda_text_t *t, iron_dtype_t dt,
 iron_status_t iron_cuda_gen_scatter(const char *name,
                                     const iron_cuda_gs_plan_t *p,
                                     iron_cuda_scatter_op_t op,
-                                    const iron_ir_region_t *body,
+                                    const iron_region_t *body,
                                     bool unique_indices, char **out_src,
                                     unsigned *out_grid) {
-  iron_cuda_gen_type_t ty = iron_cuda_gen_type_narrow(p->dtype);
+  iron_cuda_type_t ty = iron_cuda_type(p->dtype);
   size_t es = iron_dtype_size(p->dtype);
   const char *st = ty.store ? ty.store : copy_type(es);
   bool atomic = op != IRON_CUDA_SCATTER_SET && op != IRON_CUDA_SCATTER_GENERIC;
@@ -337,14 +336,14 @@ iron_status_t iron_cuda_gen_scatter(const char *name,
   bool parallel = atomic || unique_indices;
   iron_cuda_text_t t;
   iron_cuda_text_init(&t);
-  iron_cuda_text_printf(&t, "%s", iron_cuda_ops_prelude());
+  iron_cuda_text_printf(&t, "%s", iron_cuda_prelude());
   emit_index_reader(&t, p->idx_dtype);
   iron_status_t s = IRON_OK;
   if (atomic && !unique_indices) {
     s = emit_atomic(&t, p->dtype, op);
   } else if (op == IRON_CUDA_SCATTER_SET) {
     iron_cuda_text_printf(&t,
-                          "__device__ __forceinline__ void iop_apply(%s *dst, "
+                          "__device__ __forceinline__ void iron_apply(%s *dst, "
                           "%s upd) { *dst = upd; }\n",
                           st, st);
   } else {
@@ -353,11 +352,11 @@ iron_status_t iron_cuda_gen_scatter(const char *name,
     if (!ty.store)
       s = IRON_ERR(UNIMPLEMENTED, "cuda scatter body for dtype %s",
                    iron_dtype_name(p->dtype));
-    if (!s) s = iron_cuda_gen_region_fn(&t, "iop_body", body);
+    if (!s) s = iron_cuda_gen_region_fn(&t, "iron_body", body);
     if (!s)
       iron_cuda_text_printf(&t,
-                            "__device__ __forceinline__ void iop_apply(%s *dst, "
-                            "%s upd) { %s r; iop_body(%s(*dst), %s(upd), &r); "
+                            "__device__ __forceinline__ void iron_apply(%s *dst, "
+                            "%s upd) { %s r; iron_body(%s(*dst), %s(upd), &r); "
                             "*dst = %s(r); }\n",
                             st, st, ty.comp, ty.ld, ty.ld, ty.st);
   }
@@ -377,15 +376,15 @@ iron_status_t iron_cuda_gen_scatter(const char *name,
     threads = p->num_points * p->box_count;
     iron_cuda_text_printf(
         &t,
-        "for (iop_s64 e = (iop_s64)blockIdx.x * blockDim.x + threadIdx.x; e < "
-        "%lldLL; e += (iop_s64)gridDim.x * blockDim.x) {\n"
-        "iop_s64 pt = e / %lldLL, w = e - pt * %lldLL;\n",
+        "for (int64_t e = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; e < "
+        "%lldLL; e += (int64_t)gridDim.x * blockDim.x) {\n"
+        "int64_t pt = e / %lldLL, w = e - pt * %lldLL;\n",
         (long long)threads, (long long)bc, (long long)bc);
     emit_point(&t, p);
     emit_starts(&t, p, false);
     iron_cuda_text_printf(&t, "if (!ok) continue;\n");
     emit_window(&t, p);
-    iron_cuda_text_printf(&t, "iop_apply(&result[op_off + a_off], "
+    iron_cuda_text_printf(&t, "iron_apply(&result[op_off + a_off], "
                               "updates[small_off + b_off]);\n}\n}\n");
   } else {
     // In order: thread w owns window element w of every point. When windows
@@ -393,20 +392,20 @@ iron_status_t iron_cuda_gen_scatter(const char *name,
     threads = p->overlap ? 1 : p->box_count;
     iron_cuda_text_printf(
         &t,
-        "for (iop_s64 w0 = (iop_s64)blockIdx.x * blockDim.x + threadIdx.x; "
-        "w0 < %lldLL; w0 += (iop_s64)gridDim.x * blockDim.x) {\n"
-        "for (iop_s64 pt = 0; pt < %lldLL; ++pt) {\n",
+        "for (int64_t w0 = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; "
+        "w0 < %lldLL; w0 += (int64_t)gridDim.x * blockDim.x) {\n"
+        "for (int64_t pt = 0; pt < %lldLL; ++pt) {\n",
         (long long)threads, (long long)p->num_points);
     emit_point(&t, p);
     emit_starts(&t, p, false);
     iron_cuda_text_printf(&t, "if (!ok) continue;\n");
     if (p->overlap)
-      iron_cuda_text_printf(&t, "for (iop_s64 w = 0; w < %lldLL; ++w) {\n",
+      iron_cuda_text_printf(&t, "for (int64_t w = 0; w < %lldLL; ++w) {\n",
                             (long long)p->box_count);
     else
-      iron_cuda_text_printf(&t, "for (iop_s64 w = w0; w < w0 + 1; ++w) {\n");
+      iron_cuda_text_printf(&t, "for (int64_t w = w0; w < w0 + 1; ++w) {\n");
     emit_window(&t, p);
-    iron_cuda_text_printf(&t, "iop_apply(&result[op_off + a_off], "
+    iron_cuda_text_printf(&t, "iron_apply(&result[op_off + a_off], "
                               "updates[small_off + b_off]);\n}\n}\n}\n}\n");
   }
   *out_grid = (unsigned)(threads < 1 ? 1 : (threads + 255) / 256 > (1 << 20)
@@ -417,16 +416,16 @@ iron_status_t iron_cuda_gen_scatter(const char *name,
 
 iron_status_t iron_cuda_gen_select_and_scatter(
     const char *name, const iron_cuda_window_t *w, iron_dtype_t dt,
-    const iron_ir_region_t *select, const iron_ir_region_t *scatter,
+    const iron_region_t *select, const iron_region_t *scatter,
     char **out_src, unsigned *out_grid) {
-  iron_cuda_gen_type_t ty = iron_cuda_gen_type_narrow(dt);
+  iron_cuda_type_t ty = iron_cuda_type(dt);
   if (!ty.store || ty.is_complex)
     return IRON_ERR(UNIMPLEMENTED, "cuda select_and_scatter for dtype %s",
                     iron_dtype_name(dt));
   for (int32_t d = 0; d < w->rank; ++d)
     if (w->base_dil[d] != 1 || w->win_dil[d] != 1)
       return IRON_ERR(UNIMPLEMENTED, "cuda select_and_scatter with dilation");
-  iron_cuda_scatter_op_t op = iron_cuda_scatter_classify(scatter);
+  iron_cuda_scatter_op_t op = iron_cuda_scatter_classify(scatter->ir);
   // Narrow dtypes: no atomics (see iron_cuda_gen_scatter).
   bool atomic = op != IRON_CUDA_SCATTER_SET &&
                 op != IRON_CUDA_SCATTER_GENERIC && !ty.is_narrow;
@@ -438,15 +437,15 @@ iron_status_t iron_cuda_gen_select_and_scatter(
   for (int32_t d = 0; d < w->rank; ++d) nsrc *= w->out_dims[d];
   iron_cuda_text_t t;
   iron_cuda_text_init(&t);
-  iron_cuda_text_printf(&t, "%s", iron_cuda_ops_prelude());
-  iron_status_t st = iron_cuda_gen_region_fn(&t, "iop_select", select);
+  iron_cuda_text_printf(&t, "%s", iron_cuda_prelude());
+  iron_status_t st = iron_cuda_gen_region_fn(&t, "iron_select", select);
   if (!st && atomic) st = emit_atomic(&t, dt, op);
   if (!st && !atomic) {
-    st = iron_cuda_gen_region_fn(&t, "iop_body", scatter);
+    st = iron_cuda_gen_region_fn(&t, "iron_body", scatter);
     if (!st)
       iron_cuda_text_printf(&t,
-                            "__device__ __forceinline__ void iop_apply(%s *dst, "
-                            "%s upd) { %s r; iop_body(%s(*dst), %s(upd), &r); "
+                            "__device__ __forceinline__ void iron_apply(%s *dst, "
+                            "%s upd) { %s r; iron_body(%s(*dst), %s(upd), &r); "
                             "*dst = %s(r); }\n",
                             ty.store, ty.store, ty.comp, ty.ld, ty.ld, ty.st);
   }
@@ -462,36 +461,36 @@ iron_status_t iron_cuda_gen_select_and_scatter(
   if (atomic)
     iron_cuda_text_printf(
         &t,
-        "for (iop_s64 so = (iop_s64)blockIdx.x * blockDim.x + threadIdx.x; so "
-        "< %lldLL; so += (iop_s64)gridDim.x * blockDim.x) {\n",
+        "for (int64_t so = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; so "
+        "< %lldLL; so += (int64_t)gridDim.x * blockDim.x) {\n",
         (long long)nsrc);
   else  // in source order, as XLA:CPU applies them
     iron_cuda_text_printf(
         &t,
         "if (blockIdx.x != 0 || threadIdx.x != 0) return;\n"
-        "for (iop_s64 so = 0; so < %lldLL; ++so) {\n",
+        "for (int64_t so = 0; so < %lldLL; ++so) {\n",
         (long long)nsrc);
-  iron_cuda_text_printf(&t, "iop_s64 rem = so;\n");
+  iron_cuda_text_printf(&t, "int64_t rem = so;\n");
   for (int32_t d = w->rank - 1; d >= 0; --d)
     iron_cuda_text_printf(&t,
-                          "const iop_s64 oc%d = rem %% %lldLL; rem /= %lldLL;\n",
+                          "const int64_t oc%d = rem %% %lldLL; rem /= %lldLL;\n",
                           d, (long long)w->out_dims[d],
                           (long long)w->out_dims[d]);
-  iron_cuda_text_printf(&t, "(void)rem;\nint have = 0;\niop_s64 best = 0;\n%s bv = 0;\n"
+  iron_cuda_text_printf(&t, "(void)rem;\nint have = 0;\nint64_t best = 0;\n%s bv = 0;\n"
                             "do {\n",
                         ty.comp);
   for (int32_t d = 0; d < w->rank; ++d) {
     if (w->wdims[d] > 1)
-      iron_cuda_text_printf(&t, "for (iop_s64 k%d = 0; k%d < %lldLL; ++k%d) {\n",
+      iron_cuda_text_printf(&t, "for (int64_t k%d = 0; k%d < %lldLL; ++k%d) {\n",
                             d, d, (long long)w->wdims[d], d);
     else
-      iron_cuda_text_printf(&t, "{ const iop_s64 k%d = 0;\n", d);
+      iron_cuda_text_printf(&t, "{ const int64_t k%d = 0;\n", d);
     iron_cuda_text_printf(
         &t,
-        "const iop_s64 p%d = oc%d * %lldLL + k%d - (%lldLL);\n"
+        "const int64_t p%d = oc%d * %lldLL + k%d - (%lldLL);\n"
         "if (p%d < 0 || p%d >= %lldLL) continue;\n"
-        "const iop_s64 f%d = %s + p%d * %lldLL;\n"
-        "{ const iop_s64 f_prev = f%d; (void)f_prev;\n",
+        "const int64_t f%d = %s + p%d * %lldLL;\n"
+        "{ const int64_t f_prev = f%d; (void)f_prev;\n",
         d, d, (long long)w->strides[d], d, (long long)w->pad_lo[d], d, d,
         (long long)w->in_dims[d], d, d == 0 ? "0" : "f_prev", d,
         (long long)in_strides[d], d);
@@ -500,16 +499,16 @@ iron_status_t iron_cuda_gen_select_and_scatter(
   snprintf(offv, sizeof(offv), w->rank > 0 ? "f%d" : "0", w->rank - 1);
   iron_cuda_text_printf(
       &t,
-      "const iop_s64 off = %s;\n"
+      "const int64_t off = %s;\n"
       "%s v = %s(operand[off]);\n"
       "if (!have) { have = 1; best = off; bv = v; }\n"
-      "else { iop_u8 keep; iop_select(bv, v, &keep); if (!keep) { best = off; "
+      "else { uint8_t keep; iron_select(bv, v, &keep); if (!keep) { best = off; "
       "bv = v; } }\n",
       offv, ty.comp, ty.ld);
   for (int32_t d = 0; d < w->rank; ++d) iron_cuda_text_printf(&t, "}\n}\n");
   iron_cuda_text_printf(&t,
                         "} while (0);\n"
-                        "if (have) iop_apply(&out[best], source[so]);\n}\n}\n");
+                        "if (have) iron_apply(&out[best], source[so]);\n}\n}\n");
   int64_t g = atomic ? (nsrc + 255) / 256 : 1;
   if (g < 1) g = 1;
   if (g > (1 << 20)) g = 1 << 20;

@@ -1,14 +1,12 @@
-// Pieces shared by the CUDA C generators: the prelude every generated
-// translation unit starts with, dtype -> C type, and the text buffer.
-//
-// The prelude is C++17 compiled by NVRTC without any CUDA header: it
-// declares its own fixed-width integers, 16-bit float storage types with
-// float arithmetic, complex types, and the helpers that carry XLA:CPU's edge
-// semantics (the same rules as the host kernels in src/device/host/ew_*.h:
-// integer division by zero, shifts past the width, float -> int saturation,
-// NaN-propagating max/min with -0 < +0, complex formulas). Helpers are
-// overloaded by type, so generators emit one spelling for every dtype.
-#include "device/cuda/cuda_codegen.h"
+// The prelude every generated CUDA translation unit starts with (see
+// prelude.h). C++17 compiled by NVRTC without any CUDA header: it declares
+// its own fixed-width integers, complex types, f16/bf16 conversions, and
+// the helpers that carry XLA:CPU's edge semantics (the same rules as the
+// host kernels in src/device/host/ew_*.h: integer division by zero, shifts
+// past the width, float -> int saturation, NaN-propagating max/min with
+// -0 < +0, complex formulas). Helpers are overloaded by type, so the
+// scalar emitter (scalar.c) writes one spelling for every dtype.
+#include "device/cuda/gen/prelude.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -16,8 +14,66 @@
 #include <stdlib.h>
 #include <string.h>
 
-// ---------------------------------------------------------------------------
-// Prelude
+#include "device/cuda/gen/text.h"
+#include "device/cuda/gen/types.h"
+
+// Narrow floats (f8 family but f8E8M0FNU, f4E2M1FN), one per byte:
+// decode to double (NaNs keep their sign) and encode with
+// round-to-nearest-even from double, as the host's ew_narrow.c (measured
+// against XLA:CPU). kind: 0 IEEE-like, 1 FN (no inf, NaN all ones), 2 FNUZ
+// (NaN = sign bit alone, no -0), 3 SAT (no inf/NaN: saturates, NaN -> sign
+// bit alone). The formats are types.c's.
+#define NARROW_FLOAT_HELPERS                                                   \
+  "static __device__ __forceinline__ double iron_nf_decode(unsigned bits,\n"   \
+  "    int eb, int mb, int bias, int kind) {\n"                                \
+  "  int nb = 1 + eb + mb; unsigned emask = (1u << eb) - 1, mmask = (1u << mb) - 1;\n" \
+  "  bits &= (1u << nb) - 1;\n"                                                \
+  "  unsigned sign = bits >> (nb - 1), e = (bits >> mb) & emask, m = bits & mmask;\n" \
+  "  const double pnan = __longlong_as_double(0x7ff8000000000000LL);\n"       \
+  "  const double inf = __longlong_as_double(0x7ff0000000000000LL);\n"        \
+  "  if (kind == 2 && bits == 1u << (nb - 1)) return pnan;\n"                  \
+  "  const double nan = sign ? __longlong_as_double(0xfff8000000000000LL) : pnan;\n" \
+  "  if (kind == 0 && e == emask) return m ? nan : sign ? -inf : inf;\n"       \
+  "  if (kind == 1 && e == emask && m == mmask) return nan;\n"                 \
+  "  double v = e == 0 ? ldexp((double)m, 1 - bias - mb)\n"                    \
+  "                    : ldexp((double)((1u << mb) + m), (int)e - bias - mb);\n" \
+  "  return sign ? -v : v;\n"                                                  \
+  "}\n"                                                                        \
+  "static __device__ __forceinline__ unsigned char iron_nf_encode(double x,\n" \
+  "    int eb, int mb, int bias, int kind) {\n"                                \
+  "  int nb = 1 + eb + mb; unsigned emask = (1u << eb) - 1, mmask = (1u << mb) - 1;\n" \
+  "  unsigned sbit = 1u << (nb - 1);\n"                                        \
+  "  unsigned sign = __double_as_longlong(x) < 0 ? sbit : 0;\n"                \
+  "  unsigned maxbits = kind == 0 ? (((emask - 1) << mb) | mmask)\n"           \
+  "                   : kind == 1 ? ((emask << mb) | (mmask - 1))\n"           \
+  "                               : ((emask << mb) | mmask);\n"                \
+  "  unsigned nan_bits = kind == 0 ? ((emask << mb) | (1u << (mb - 1)))\n"     \
+  "                    : kind == 1 ? ((emask << mb) | mmask) : 0;\n"           \
+  "  if (x != x) return (unsigned char)((kind >= 2) ? sbit : (sign | nan_bits));\n" \
+  "  unsigned overflow = kind == 0 ? (sign | (emask << mb))\n"                 \
+  "                    : kind == 1 ? (sign | nan_bits)\n"                      \
+  "                    : kind == 2 ? sbit : (sign | maxbits);\n"               \
+  "  double a = fabs(x);\n"                                                    \
+  "  if (a == __longlong_as_double(0x7ff0000000000000LL))\n"                   \
+  "    return (unsigned char)overflow;\n"                                      \
+  "  if (a == 0) return (unsigned char)(kind == 2 ? 0 : sign);\n"              \
+  "  int ex; frexp(a, &ex);\n"                                                 \
+  "  int e = ex - 1, emin = 1 - bias;\n"                                       \
+  "  int qexp = (e < emin ? emin : e) - mb;\n"                                 \
+  "  double q = rint(ldexp(a, -qexp));\n"                                      \
+  "  if (q == 0) return (unsigned char)(kind == 2 ? 0 : sign);\n"              \
+  "  if (q >= (double)(2u << mb)) { q /= 2; qexp++; }\n"                       \
+  "  unsigned qi = (unsigned)q, enc;\n"                                        \
+  "  if (qi >= (1u << mb)) {\n"                                                \
+  "    long long biased = (long long)qexp + mb + bias;\n"                      \
+  "    if (biased > (long long)emask) return (unsigned char)overflow;\n"       \
+  "    enc = ((unsigned)biased << mb) | (qi - (1u << mb));\n"                  \
+  "  } else {\n"                                                               \
+  "    enc = qi;\n"                                                            \
+  "  }\n"                                                                      \
+  "  if (enc > maxbits) return (unsigned char)overflow;\n"                     \
+  "  return (unsigned char)(sign | enc);\n"                                    \
+  "}\n"
 
 // The part that does not depend on the denormal mode.
 static const char kPreludeBody[] =
@@ -30,8 +86,6 @@ static const char kPreludeBody[] =
     "typedef unsigned int uint32_t;\n"
     "typedef unsigned long long uint64_t;\n"
     "#define IRON_D static __device__ __forceinline__\n"
-    "struct __align__(2) iron_f16 { uint16_t bits; };\n"
-    "struct __align__(2) iron_bf16 { uint16_t bits; };\n"
     "struct __align__(8) iron_c64 { float re, im; };\n"
     "struct __align__(16) iron_c128 { double re, im; };\n"
     // 16-byte element for dtype-agnostic data movement (c128).
@@ -40,45 +94,62 @@ static const char kPreludeBody[] =
     "#define IRON_NANF __int_as_float(0x7fc00000)\n"
     "#define IRON_INF __longlong_as_double(0x7ff0000000000000LL)\n"
     "#define IRON_NAN __longlong_as_double(0x7ff8000000000000LL)\n"
-    // --- loads (storage -> compute) and stores (compute -> storage).
-    "template <class T> IRON_D T iron_ld(T x) { return x; }\n"
-    "IRON_D float iron_ld(iron_f16 h) {\n"
+    // --- f16/bf16 (stored as uint16_t bits) <-> float. Two f16 loads:
+    // iron_ld_f16 is bit-exact with src/base/half.h, NaN payloads included
+    // (kernels that hand values on: reductions, sorts, windows, scatters,
+    // loops); iron_ld_f16_hw is the PTX conversion, one instruction, for
+    // the element-wise kernels (memory-bound: the software decode would
+    // make f16 kernels ALU-bound).
+    "IRON_D float iron_ld_f16(uint16_t h) {\n"
+    "  uint32_t sign = (uint32_t)(h & 0x8000u) << 16;\n"
+    "  uint32_t e = (h >> 10) & 0x1fu, man = h & 0x3ffu, u;\n"
+    "  if (e == 0) {\n"
+    "    if (man == 0) { u = sign; } else {\n"
+    "      int k = -1;\n"
+    "      do { k++; man <<= 1; } while ((man & 0x400u) == 0);\n"
+    "      man &= 0x3ffu;\n"
+    "      u = sign | ((uint32_t)(127 - 15 - k) << 23) | (man << 13);\n"
+    "    }\n"
+    "  } else if (e == 0x1f) { u = sign | 0x7f800000u | (man << 13); }\n"
+    "  else { u = sign | ((e + 127 - 15) << 23) | (man << 13); }\n"
+    "  return __uint_as_float(u);\n"
+    "}\n"
+    "IRON_D float iron_ld_f16_hw(uint16_t h) {\n"
     "#ifndef IRON_CUDA_EMU\n"
-    "  float f; asm(\"cvt.f32.f16 %0, %1;\" : \"=f\"(f) : \"h\"(h.bits));\n"
+    "  float f; asm(\"cvt.f32.f16 %0, %1;\" : \"=f\"(f) : \"h\"(h));\n"
     "#else\n"
-    "  float f = iron_emu_h2f(h.bits);\n"
+    "  float f = iron_emu_h2f(h);\n"
     "#endif\n"
     "  return f;\n"
     "}\n"
-    "IRON_D float iron_ld(iron_bf16 h) {\n"
-    "  return __uint_as_float((uint32_t)h.bits << 16);\n"
+    "IRON_D float iron_ld_bf16(uint16_t h) {\n"
+    "  return __uint_as_float((uint32_t)h << 16);\n"
     "}\n"
-    // NaN keeps its top mantissa bits and is made quiet, as the host does.
-    "IRON_D iron_f16 iron_st_f16(float f) {\n"
-    "  iron_f16 h; uint32_t u = __float_as_uint(f);\n"
-    "  if ((u & 0x7fffffffu) > 0x7f800000u) {\n"
-    "    h.bits = (uint16_t)(((u >> 16) & 0x8000u) | 0x7e00u |\n"
-    "                        (((u & 0x7fffffffu) >> 13) & 0x3ffu));\n"
-    "    return h;\n"
-    "  }\n"
+    // Round to nearest even; NaN keeps its top mantissa bits and is made
+    // quiet, as the host does.
+    "IRON_D uint16_t iron_st_f16(float f) {\n"
+    "  uint32_t u = __float_as_uint(f);\n"
+    "  if ((u & 0x7fffffffu) > 0x7f800000u)\n"
+    "    return (uint16_t)(((u >> 16) & 0x8000u) | 0x7e00u |\n"
+    "                      (((u & 0x7fffffffu) >> 13) & 0x3ffu));\n"
+    "  uint16_t h;\n"
     "#ifndef IRON_CUDA_EMU\n"
-    "  asm(\"cvt.rn.f16.f32 %0, %1;\" : \"=h\"(h.bits) : \"f\"(f));\n"
+    "  asm(\"cvt.rn.f16.f32 %0, %1;\" : \"=h\"(h) : \"f\"(f));\n"
     "#else\n"
-    "  h.bits = iron_emu_f2h(f);\n"
+    "  h = iron_emu_f2h(f);\n"
     "#endif\n"
     "  return h;\n"
     "}\n"
-    "IRON_D iron_bf16 iron_st_bf16(float f) {\n"
-    "  iron_bf16 h; uint32_t u = __float_as_uint(f);\n"
-    "  if ((u & 0x7fffffffu) > 0x7f800000u) {\n"
-    "    h.bits = (uint16_t)((u >> 16) | 0x40u); return h;\n"
-    "  }\n"
+    "IRON_D uint16_t iron_st_bf16(float f) {\n"
+    "  uint32_t u = __float_as_uint(f);\n"
+    "  if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x40u);\n"
     "  u += 0x7fffu + ((u >> 16) & 1u);\n"
-    "  h.bits = (uint16_t)(u >> 16); return h;\n"
+    "  return (uint16_t)(u >> 16);\n"
     "}\n"
-    // f16/bf16 values live in float registers, rounded after every op.
-    "IRON_D float iron_rnd_f16(float f) { return iron_ld(iron_st_f16(f)); }\n"
-    "IRON_D float iron_rnd_bf16(float f) { return iron_ld(iron_st_bf16(f)); }\n"
+    // f16/bf16 values of element-wise ops live in float registers, rounded
+    // after every op.
+    "IRON_D float iron_rnd_f16(float f) { return iron_ld_f16_hw(iron_st_f16(f)); }\n"
+    "IRON_D float iron_rnd_bf16(float f) { return iron_ld_bf16(iron_st_bf16(f)); }\n"
     // --- denormals (XLA:CPU reads them as zero in most float ops).
     "IRON_D float iron_daz(float x) {\n"
     "  return fabsf(x) < 1.17549435e-38f ? x * 0.0f : x;\n"
@@ -393,11 +464,23 @@ static const char kPreludeBody[] =
     "  IRON_D bool iron_cge(C x, C y) { return x.re >= y.re; }            \\\n"
     "  IRON_D bool iron_cle(C x, C y) { return x.re <= y.re; }            \\\n"
     "  IRON_D C iron_cmax(C x, C y) { return iron_cge(x, y) ? x : y; }    \\\n"
-    "  IRON_D C iron_cmin(C x, C y) { return iron_cle(x, y) ? x : y; }\n"
+    "  IRON_D C iron_cmin(C x, C y) { return iron_cle(x, y) ? x : y; }    \\\n"
+    /* The host's reduce/scatter loops (reduce_fast.c) multiply with the */
+    /* plain formula, no fma: region bodies of reductions use it.        */
+    "  IRON_D C iron_cadd(C a, C b) { return a + b; }                     \\\n"
+    "  IRON_D C iron_csub(C a, C b) { return a - b; }                     \\\n"
+    "  IRON_D C iron_cmul_plain(C a, C b) {                               \\\n"
+    "    C r; r.re = a.re * b.re - a.im * b.im;                           \\\n"
+    "    r.im = a.re * b.im + a.im * b.re; return r;                      \\\n"
+    "  }                                                                  \\\n"
+    "  IRON_D C iron_shfl(C v, int d) {                                   \\\n"
+    "    v.re = __shfl_down_sync(0xffffffffu, v.re, d);                   \\\n"
+    "    v.im = __shfl_down_sync(0xffffffffu, v.im, d); return v;         \\\n"
+    "  }\n"
     "IRON_CPLX(iron_c64, float, f)\n"
     "IRON_CPLX(iron_c128, double, )\n"
-    // Narrow floats (f8 family, f4E2M1FN): cuda_codegen.h.
-    IRON_CUDA_NF_HELPERS
+    // Narrow floats (f8 family, f4E2M1FN): NARROW_FLOAT_HELPERS above.
+    NARROW_FLOAT_HELPERS
     // f8E8M0FNU (2^(b - 127), 0xff NaN), computed in f32 as XLA:CPU does;
     // the rules of the host's ew_narrow.c (e8m0_*): f32 bits of a value;
     // from f32 bits (exponent, +1 when the mantissa is >= 1.5; denormals
@@ -438,12 +521,40 @@ static const char kPreludeBody[] =
     "IRON_D int iron_n4shra(int x, int y) {\n"
     "  return iron_n4sext(x) >> ((y & 0xf) >= 4 ? 3 : (y & 0xf));\n"
     "}\n"
+    // Narrow dtypes (one element per byte) as values of their compute
+    // type (iron_cuda_type: s4 -> int8_t, u4 -> uint8_t, narrow floats ->
+    // float): loads decode exactly; stores round a wide result (an f16 or
+    // f32 value) to the narrow dtype as the host's convert does (floats
+    // through f16 first, the value XLA:CPU's f16 op produced).
+    "#define IRON_LD_S4(b) ((int8_t)((((int)(b) & 0xf) ^ 8) - 8))\n"
+    "#define IRON_LD_U4(b) ((uint8_t)((int)(b) & 0xf))\n"
+    "#define IRON_ST_N4(x) ((uint8_t)((int)(x) & 0xf))\n"
+    "#define IRON_LD_NF_(b, e, m, bi, k) \\\n"
+    "  ((float)iron_nf_decode((unsigned)(b), e, m, bi, k))\n"
+    "#define IRON_ST_NF_(x, e, m, bi, k) \\\n"
+    "  ((uint8_t)iron_nf_encode((double)iron_ld_f16(iron_st_f16(x)), e, m, bi, k))\n"
+    // (the per-dtype IRON_LD_<dtype>/IRON_ST_<dtype> follow the body)
+    // Byte copy between objects (bit casts of unequal sizes).
+    "IRON_D void iron_bitcopy(void *d, const void *s, int n) {\n"
+    "  for (int i = 0; i < n; ++i)\n"
+    "    ((unsigned char *)d)[i] = ((const unsigned char *)s)[i];\n"
+    "}\n"
+    // Warp shuffles of every scalar compute type (complex: with IRON_CPLX).
+    "#define IRON_SHFL_(T, U) \\\n"
+    "  IRON_D T iron_shfl(T v, int d) { \\\n"
+    "    return (T)__shfl_down_sync(0xffffffffu, (U)v, d); }\n"
+    "IRON_SHFL_(int8_t, int) IRON_SHFL_(uint8_t, int) IRON_SHFL_(int16_t, int)\n"
+    "IRON_SHFL_(uint16_t, int) IRON_SHFL_(int32_t, int)\n"
+    "IRON_SHFL_(uint32_t, unsigned) IRON_SHFL_(int64_t, long long)\n"
+    "IRON_SHFL_(uint64_t, unsigned long long) IRON_SHFL_(float, float)\n"
+    "IRON_SHFL_(double, double)\n"
     // V elements moved by one vector load/store.
     "template <class T, int V> struct alignas(sizeof(T) * V) iron_vec { T v[V]; };\n"
     // Grid-stride loop over [0, n).
     "#define IRON_LOOP(I, IDX, n) \\\n"
     "  for (IDX I = (IDX)blockIdx.x * blockDim.x + threadIdx.x; I < (IDX)(n); \\\n"
     "       I += (IDX)gridDim.x * blockDim.x)\n";
+
 
 bool iron_cuda_flush_denormals(void) {
   static atomic_int g = -1;
@@ -456,20 +567,26 @@ bool iron_cuda_flush_denormals(void) {
   return f != 0;
 }
 
+bool iron_cuda_vectorize_enabled(void) {
+  const char *e = getenv("IRON_CUDA_VECTORIZE");
+  return !(e && strcmp(e, "0") == 0);
+}
+
 static char *g_prelude[2];
 static pthread_once_t g_prelude_once = PTHREAD_ONCE_INIT;
 
+// The head line (the denormal mode, read by cuda_compile.c), the body, then
+// the narrow dtypes' load/store macros from the dtype table (types.c).
 static void prelude_init(void) {
-  static const char *const kHead[2] = {
-      "// ironjax generated CUDA C (prelude v1, ftz=0)\n",
-      "// ironjax generated CUDA C (prelude v1, ftz=1)\n"};
-  for (int i = 0; i < 2; ++i) {
-    size_t hn = strlen(kHead[i]);
-    char *p = malloc(hn + sizeof(kPreludeBody));
-    if (!p) continue;
-    memcpy(p, kHead[i], hn);
-    memcpy(p + hn, kPreludeBody, sizeof(kPreludeBody));
-    g_prelude[i] = p;
+  for (int ftz = 0; ftz < 2; ++ftz) {
+    iron_cuda_text_t t;
+    iron_cuda_text_init(&t);
+    iron_cuda_text_printf(&t,
+                          "// ironjax generated CUDA C (prelude v2, ftz=%d)\n%s",
+                          ftz, kPreludeBody);
+    iron_cuda_prelude_narrow_macros(&t);
+    char *p = NULL;
+    if (iron_cuda_text_finish(&t, &p) == IRON_OK) g_prelude[ftz] = p;
   }
 }
 
@@ -478,199 +595,7 @@ const char *iron_cuda_prelude(void) {
   // sources (and so cache keys) differ between the modes.
   pthread_once(&g_prelude_once, prelude_init);
   int ftz = iron_cuda_flush_denormals() ? 1 : 0;
-  // Allocation failure (never in practice) gives the body alone, which is a
-  // complete prelude too.
-  return g_prelude[ftz] ? g_prelude[ftz] : kPreludeBody;
-}
-
-const char *iron_cuda_ctype(iron_dtype_t dt) {
-  switch (dt) {
-    case IRON_DTYPE_PRED: return "uint8_t";
-    case IRON_DTYPE_S8: return "int8_t";
-    case IRON_DTYPE_S16: return "int16_t";
-    case IRON_DTYPE_S32: return "int32_t";
-    case IRON_DTYPE_S64: return "int64_t";
-    case IRON_DTYPE_U8: return "uint8_t";
-    case IRON_DTYPE_U16: return "uint16_t";
-    case IRON_DTYPE_U32: return "uint32_t";
-    case IRON_DTYPE_U64: return "uint64_t";
-    case IRON_DTYPE_F16: return "iron_f16";
-    case IRON_DTYPE_BF16: return "iron_bf16";
-    case IRON_DTYPE_F32: return "float";
-    case IRON_DTYPE_F64: return "double";
-    case IRON_DTYPE_C64: return "iron_c64";
-    case IRON_DTYPE_C128: return "iron_c128";
-    default: return NULL;
-  }
-}
-
-const char *iron_cuda_compute_ctype(iron_dtype_t dt) {
-  switch (dt) {
-    case IRON_DTYPE_PRED: return "uint8_t";  // the stored byte (cuda_fusion.c)
-    case IRON_DTYPE_F16:
-    case IRON_DTYPE_BF16: return "float";
-    default: return iron_cuda_ctype(dt);
-  }
-}
-
-const char *iron_cuda_bytes_ctype(size_t elem_size) {
-  switch (elem_size) {
-    case 1: return "uint8_t";
-    case 2: return "uint16_t";
-    case 4: return "uint32_t";
-    case 8: return "uint64_t";
-    case 16: return "iron_b16";
-    default: return NULL;
-  }
-}
-
-// ---------------------------------------------------------------------------
-// Text buffer
-
-void iron_cuda_src_init(iron_cuda_src_t *s) { memset(s, 0, sizeof(*s)); }
-
-static void src_vappend(iron_cuda_src_t *s, const char *fmt, va_list ap) {
-  if (s->oom) return;
-  for (;;) {
-    size_t room = s->cap - s->len;
-    va_list aq;
-    va_copy(aq, ap);
-    int n = vsnprintf(s->text ? s->text + s->len : NULL, s->text ? room : 0,
-                      fmt, aq);
-    va_end(aq);
-    if (n < 0) {
-      s->oom = 1;
-      return;
-    }
-    if (s->text && (size_t)n < room) {
-      s->len += (size_t)n;
-      return;
-    }
-    size_t need = s->len + (size_t)n + 1;
-    size_t cap = s->cap ? s->cap : 1024;
-    while (cap < need) {
-      if (cap > SIZE_MAX / 2) {
-        s->oom = 1;
-        return;
-      }
-      cap *= 2;
-    }
-    char *t = realloc(s->text, cap);
-    if (!t) {
-      s->oom = 1;
-      return;
-    }
-    s->text = t;
-    s->cap = cap;
-  }
-}
-
-void iron_cuda_src_printf(iron_cuda_src_t *s, const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  src_vappend(s, fmt, ap);
-  va_end(ap);
-}
-
-iron_status_t iron_cuda_src_finish(iron_cuda_src_t *s, char **out_text) {
-  if (s->oom) {
-    iron_cuda_src_free(s);
-    return IRON_ERR(RESOURCE_EXHAUSTED, "out of memory generating CUDA C");
-  }
-  if (!s->text) {
-    s->text = calloc(1, 1);
-    if (!s->text) {
-      return IRON_ERR(RESOURCE_EXHAUSTED, "out of memory generating CUDA C");
-    }
-  }
-  *out_text = s->text;
-  memset(s, 0, sizeof(*s));
-  return IRON_OK;
-}
-
-void iron_cuda_src_free(iron_cuda_src_t *s) {
-  free(s->text);
-  memset(s, 0, sizeof(*s));
-}
-
-// ---------------------------------------------------------------------------
-// Kernel sources
-
-// FNV-1a over the bytes, two lanes with different offsets, finished with a
-// 64-bit mix: a stable 128-bit fingerprint (not cryptographic; the cache
-// files are ours).
-static uint64_t mix64(uint64_t x) {
-  x ^= x >> 33;
-  x *= 0xff51afd7ed558ccdULL;
-  x ^= x >> 33;
-  x *= 0xc4ceb9fe1a85ec53ULL;
-  x ^= x >> 33;
-  return x;
-}
-
-void iron_cuda_hash128(const void *data, size_t n, uint64_t seed,
-                       uint64_t out[2]) {
-  const unsigned char *p = data;
-  uint64_t a = 0xcbf29ce484222325ULL ^ seed;
-  uint64_t b = 0x84222325cbf29ce4ULL ^ mix64(seed + 1);
-  for (size_t i = 0; i < n; ++i) {
-    a = (a ^ p[i]) * 0x100000001b3ULL;
-    b = (b ^ p[i]) * 0x100000001b3ULL;
-    b ^= b >> 29;
-  }
-  out[0] = mix64(a ^ (uint64_t)n);
-  out[1] = mix64(b ^ mix64(a));
-}
-
-void iron_cuda_src_clamped_start(iron_cuda_src_t *s, const char *indent,
-                                 const char *var, const char *value,
-                                 iron_dtype_t dt, int64_t hi) {
-  iron_cuda_src_printf(s, "%slong long %s = (long long)%s;\n", indent, var,
-                       value);
-  if (dt == IRON_DTYPE_U64)
-    iron_cuda_src_printf(s,
-                         "%sif ((uint64_t)%s > 0x7fffffffffffffffULL) %s = "
-                         "0x7fffffffffffffffLL;\n",
-                         indent, value, var);
-  iron_cuda_src_printf(s, "%s%s = %s < 0 ? 0 : %s > %lldLL ? %lldLL : %s;\n",
-                       indent, var, var, var, (long long)hi, (long long)hi,
-                       var);
-}
-
-iron_status_t iron_cuda_source_make(iron_cuda_src_t *body, const char *prefix,
-                                    char **out_source, char **out_name) {
-  char *text = NULL;
-  IRON_RETURN_IF_ERROR_PLAIN(iron_cuda_src_finish(body, &text));
-  uint64_t h[2];
-  iron_cuda_hash128(text, strlen(text), 0, h);
-  char name[96];
-  snprintf(name, sizeof(name), "%s_%016llx", prefix, (unsigned long long)h[0]);
-  const char *prelude = iron_cuda_prelude();
-  iron_cuda_src_t out;
-  iron_cuda_src_init(&out);
-  iron_cuda_src_printf(&out, "%s", prelude);
-  // Replace every IRON_KERNEL_NAME placeholder with the name.
-  const char *tok = IRON_CUDA_KERNEL_PLACEHOLDER;
-  size_t tl = strlen(tok);
-  const char *p = text;
-  for (;;) {
-    const char *q = strstr(p, tok);
-    if (!q) {
-      iron_cuda_src_printf(&out, "%s", p);
-      break;
-    }
-    iron_cuda_src_printf(&out, "%.*s%s", (int)(q - p), p, name);
-    p = q + tl;
-  }
-  free(text);
-  char *src = NULL;
-  IRON_RETURN_IF_ERROR_PLAIN(iron_cuda_src_finish(&out, &src));
-  char *nm = strdup(name);
-  if (!nm) {
-    free(src);
-    return IRON_ERR(RESOURCE_EXHAUSTED, "out of memory");
-  }
-  *out_source = src;
-  *out_name = nm;
-  return IRON_OK;
+  // Allocation failure (never in practice) leaves no prelude: generated
+  // sources then fail to compile, naming an undefined helper.
+  return g_prelude[ftz] ? g_prelude[ftz] : "";
 }
