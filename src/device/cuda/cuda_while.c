@@ -1,8 +1,9 @@
 // stablehlo.while as one CUDA kernel: a loop whose carried values are all
 // scalars and whose condition and body the region generator translates
-// (element-wise ops, compares, selects, converts, constants) runs in one
-// GPU thread, condition and body alternating with no host round trip per
-// iteration (a scalar while_loop of 10,000 iterations costs one launch).
+// (gen/region.c: every op the scalar emitter takes, and func.calls) runs
+// in one GPU thread, condition and body alternating with no host round
+// trip per iteration (a scalar while_loop of 10,000 iterations costs one
+// launch).
 // Loops over arrays keep running step by step (the planner's WHILE step).
 #include <stdlib.h>
 #include <string.h>
