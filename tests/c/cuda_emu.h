@@ -504,8 +504,14 @@ static inline void *cuda_emu_sym(const cuda_emu_lib_t *l, const char *name) {
   return l->handle ? dlsym(l->handle, name) : NULL;
 }
 
+// IRON_TEST_KEEP_EMU=1 keeps the generated C++ and library (debugging).
 static inline void cuda_emu_close(cuda_emu_lib_t *l) {
   if (l->handle) dlclose(l->handle);
+  if (getenv("IRON_TEST_KEEP_EMU")) {
+    fprintf(stderr, "cuda_emu: kept %s\n", l->cpp);
+    memset(l, 0, sizeof(*l));
+    return;
+  }
   unlink(l->cpp);
   unlink(l->so);
   rmdir(l->dir);

@@ -59,6 +59,11 @@ typedef struct cuda_emu_exec {
   int64_t launches, fused_launches;
   int64_t host_fallbacks;  // ops prepared for the host instead
   uint32_t max_fused_params;  // the most pointers a fusion kernel took
+  // Optional (tests of the tests): returns a malloc'ed replacement of a
+  // kernel's source before it is built (a planted bug), or NULL to keep
+  // it; `fused`: the kernel of an iron.fusion op.
+  char *(*plant)(const char *name, const char *source, bool fused);
+  int64_t planted;  // sources the plant changed
 } cuda_emu_exec_t;
 
 static cuda_emu_exec_t g_cuda_emu;
@@ -80,10 +85,16 @@ typedef struct cuda_emu_params {
   bool fused;
 } cuda_emu_params_t;
 
-static inline size_t cuda_emu_kernel_index(const char *name, const char *source) {
+static inline size_t cuda_emu_kernel_index(const char *name, const char *source,
+                                           bool fused) {
   cuda_emu_exec_t *e = &g_cuda_emu;
   for (size_t i = 0; i < e->num_k; ++i)
     if (strcmp(e->k[i].name, name) == 0) return i;
+  char *planted = e->plant && source ? e->plant(name, source, fused) : NULL;
+  if (planted) {
+    e->planted++;
+    source = planted;
+  }
   if (e->num_k == e->cap_k) {
     e->cap_k = e->cap_k ? 2 * e->cap_k : 256;
     e->k = realloc(e->k, e->cap_k * sizeof(*e->k));
@@ -92,6 +103,7 @@ static inline size_t cuda_emu_kernel_index(const char *name, const char *source)
   memset(k, 0, sizeof(*k));
   k->name = strdup(name);
   k->source = source ? strdup(source) : NULL;
+  free(planted);
   return e->num_k++;
 }
 
@@ -203,7 +215,8 @@ static inline iron_status_t cuda_emu_prepare(iron_device_t *dev,
   }
   for (uint32_t k = 0; k < p->num_parts; ++k) {
     const char *name = p->parts[k].fn->name;
-    p->kernel[k] = cuda_emu_kernel_index(name, cuda_emu_find_source(name));
+    p->kernel[k] =
+        cuda_emu_kernel_index(name, cuda_emu_find_source(name), p->fused);
     if (!e->k[p->kernel[k]].source) {
       cuda_emu_params_destroy(p);
       return IRON_ERR(INTERNAL, "cuda_emu: no source for kernel %s", name);
@@ -518,10 +531,25 @@ static inline bool cuda_emu_same(iron_dtype_t dt, const uint8_t *a, const uint8_
 // when `fill0` is given); *out_results (malloc'ed byte arrays, one per
 // output) on success.
 typedef void (*cuda_emu_fill0_fn)(void *data, iron_dtype_t dt, int64_t count);
+// An input filler: `count` elements of input `arg` (rank `rank`) for seed
+// `seed` (cuda_emu_fill's contract).
+typedef void (*cuda_emu_fill_fn)(void *data, iron_dtype_t dt, int32_t rank,
+                                 int64_t count, uint64_t seed, uint32_t arg);
+static inline iron_status_t cuda_emu_run_program_with(
+    iron_executable_t *exe, iron_device_t *dev, uint64_t seed,
+    cuda_emu_fill0_fn fill0, cuda_emu_fill_fn fill, uint8_t ***out_results);
 static inline iron_status_t cuda_emu_run_program(iron_executable_t *exe,
                                           iron_device_t *dev, uint64_t seed,
                                           cuda_emu_fill0_fn fill0,
                                           uint8_t ***out_results) {
+  return cuda_emu_run_program_with(exe, dev, seed, fill0, cuda_emu_fill,
+                                   out_results);
+}
+// As cuda_emu_run_program, with inputs of seeds > 0 (or of seed 0 without
+// fill0) from `fill`.
+static inline iron_status_t cuda_emu_run_program_with(
+    iron_executable_t *exe, iron_device_t *dev, uint64_t seed,
+    cuda_emu_fill0_fn fill0, cuda_emu_fill_fn fill, uint8_t ***out_results) {
   uint32_t ni = iron_executable_num_inputs(exe);
   uint32_t no = iron_executable_num_outputs(exe);
   iron_buffer_t **args = calloc(ni + 1, sizeof(*args));
@@ -540,7 +568,7 @@ static inline iron_status_t cuda_emu_run_program(iron_executable_t *exe,
     if (seed == 0 && fill0)
       fill0(data, dt, count);
     else
-      cuda_emu_fill(data, dt, rank, count, seed, i);
+      fill(data, dt, rank, count, seed, i);
     st = iron_buffer_create_from_host(dev, dt, rank, dims, data, NULL,
                                       &args[i]);
     free(data);

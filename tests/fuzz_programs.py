@@ -1,0 +1,1144 @@
+#!/usr/bin/env python3
+"""Random-program differential fuzzer of the CUDA fusion pass and code
+generators (issue 12 part 3).
+
+From a seed it builds a random well-typed jax program: chains of
+element-wise ops (float math, integer and bitwise ops, comparisons,
+selects, clamps, converts and bitcasts), broadcasts, reshapes, slices,
+dynamic_slice / dynamic_update_slice at random starts (constants, or
+scalar arguments that the harness sets far out of range), transposes,
+concatenates, pads, reverses, iotas, reductions over random axes,
+argmax, cumulative sums, log_softmax and scans, over random shapes
+(rank 0-4; dims of 0, 1, odd and larger sizes) and every dtype class
+(bool, s8..s64, u8..u64, f16, bf16, f32, f64, c64, c128, and the narrow
+f8e4m3fn / f8e5m2 / s4 / u4). Each program is lowered with jax to the
+StableHLO portable artifact a PJRT plugin receives (tests/gen_corpus.py's
+serialize()) and written as fz_<seed>.mlirbc; the C harness
+tests/c/test_cuda_fuzz_programs.c then compiles each artifact twice, on
+the plain host device and as the CUDA device plans it (CUDA fusion, the
+generated CUDA kernels compiled as C++ and run on the CPU:
+tests/c/cuda_emu_exec.h; or on a real GPU with IRON_TEST_FUZZ_DEVICE=cuda),
+runs both on the same inputs and compares every result bit for bit
+(NaN payloads aside). See docs/ARCHITECTURE.md (testing) for which ops
+are exact where.
+
+Subcommands
+  gen  --seed S --count N --out DIR    write N programs (seeds S..S+N-1)
+       [--big] (larger shapes, for GPU runs) [--jobs J]
+  run  --harness PATH [--seed S] [--count N] [--fresh K] [--batch B]
+       [--jobs J] [--plant NAME] [--expect-fail] [--keep DIR]
+       generate and run through the harness, in batches; on failure print
+       each failing program with the command that reproduces it.
+  show --seed S                        print program S (its steps and the
+       StableHLO text), e.g. to turn a finding into a regression case.
+
+Program seeds are independent: fz_<S> is the same program whatever batch
+it was generated in (its generator is seeded with S alone).
+
+A manifest (DIR/manifest.txt: one line per program: name, "exact" or
+"inexact", the ops that are not bit-exact between a real GPU and the host
+(transcendental functions, float sums...)) tells the GPU mode where to
+compare with a tolerance; the CPU emulation compares everything exactly
+(its kernels call the same libm as the host).
+"""
+import argparse
+import hashlib
+import os
+import random
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+
+# Generation never needs a device; keep the plugin (maybe stale) out.
+os.environ.setdefault("JAX_PLATFORMS", "cpu")
+
+import numpy as np  # noqa: E402
+
+# ---------------------------------------------------------------------------
+# dtypes
+
+BOOL = "bool"
+SINT = ["int8", "int16", "int32", "int64"]
+UINT = ["uint8", "uint16", "uint32", "uint64"]
+FLOAT = ["float16", "bfloat16", "float32", "float64"]
+CPLX = ["complex64", "complex128"]
+NARROW = ["float8_e4m3fn", "float8_e5m2", "int4", "uint4"]
+
+# Relative weights of the dtypes of fresh values.
+DTYPE_WEIGHTS = (
+    [(BOOL, 3)] + [(d, 3) for d in SINT] + [("int32", 4)] +
+    [(d, 2) for d in UINT] + [("float32", 10), ("float16", 3),
+                              ("bfloat16", 3), ("float64", 3)] +
+    [(d, 1) for d in CPLX])
+
+# Ops whose results a real GPU does not reproduce bit for bit (libdevice's
+# functions against the host's libm; float sums in another order).
+INEXACT_OPS = {
+    "exp", "exp2", "expm1", "log", "log1p", "logistic", "sin", "cos", "tan",
+    "tanh", "atan2", "pow", "cbrt", "rsqrt", "erf", "log_softmax",
+    "reduce_add_float", "reduce_mul_float", "cumsum_float", "scan_float",
+    "cabs", "cdiv", "csqrt", "cexp",
+}
+
+
+def jnp_dtype(name):
+    import jax.numpy as jnp
+    return jnp.dtype(getattr(jnp, name)) if name != BOOL else jnp.dtype(bool)
+
+
+def dclass(dt):
+    n = str(dt)
+    if n == "bool":
+        return "bool"
+    if n in SINT:
+        return "sint"
+    if n in UINT:
+        return "uint"
+    if n in FLOAT:
+        return "float"
+    if n in CPLX:
+        return "cplx"
+    return "narrow"
+
+
+# ---------------------------------------------------------------------------
+# The generator
+
+DIMS = [(0, 2), (1, 14), (2, 8), (3, 8), (4, 4), (5, 6), (7, 5), (8, 3),
+        (13, 3), (16, 2), (17, 2), (31, 1), (32, 1), (33, 2), (64, 1),
+        (100, 1), (129, 1), (255, 0.5), (256, 0.5), (1023, 0.3)]
+RANKS = [(0, 1), (1, 4), (2, 5), (3, 3), (4, 2)]
+
+
+def wchoice(rng, pairs):
+    total = sum(w for _, w in pairs)
+    r = rng.random() * total
+    for v, w in pairs:
+        r -= w
+        if r < 0:
+            return v
+    return pairs[-1][0]
+
+
+class Gen:
+    """Builds one program while jax traces it: every decision depends on
+    the seed and on shapes/dtypes (known at trace time), so tracing again
+    gives the same program."""
+
+    def __init__(self, seed, big=False):
+        self.seed = seed
+        self.rng = random.Random(seed)
+        self.big = big
+        # Size class: tiny programs, the common middle, larger ones (more
+        # vectorized loop bodies and tails).
+        self.max_elems = wchoice(self.rng, [(64, 3), (6000, 6), (40000, 1)])
+        if big:
+            self.max_elems = 1 << 18
+        self.steps = []       # readable description of the program
+        self.ops = set()      # op tags used (INEXACT_OPS decides exactness)
+        self.vals = []        # the values built so far (jax tracers)
+
+    # -- helpers ----------------------------------------------------------
+    def log(self, text):
+        self.steps.append(text)
+
+    def tag(self, t):
+        self.ops.add(t)
+
+    def shape(self, rank=None, elems=None):
+        rng = self.rng
+        limit = elems or self.max_elems
+        if rank is None:
+            rank = wchoice(rng, RANKS)
+        dims = []
+        for _ in range(rank):
+            d = wchoice(rng, DIMS)
+            if self.big and rng.random() < 0.3:
+                d = rng.choice([255, 256, 257, 1000, 1025, 4096])
+            dims.append(d)
+        # Keep within the element budget (zero-size shapes are cheap).
+        while 0 not in dims and int(np.prod(dims, dtype=np.int64)) > limit:
+            i = max(range(rank), key=lambda k: dims[k])
+            dims[i] = max(1, dims[i] // 3)
+        return tuple(dims)
+
+    def dtype(self, classes=None):
+        rng = self.rng
+        pairs = DTYPE_WEIGHTS
+        if classes is not None:
+            pairs = [(d, w) for d, w in pairs if dclass(d) in classes]
+        if (classes is None or "narrow" in classes) and rng.random() < 0.04:
+            return jnp_dtype(rng.choice(NARROW))
+        return jnp_dtype(wchoice(rng, pairs))
+
+    def pick(self, pred=None, avoid=None):
+        """A value of the pool: recent ones more often; not `avoid` when
+        there is another."""
+        cands = [v for v in self.vals if (pred is None or pred(v)) and
+                 v is not avoid]
+        if not cands and avoid is not None:
+            cands = [avoid]
+        if not cands:
+            return None
+        if self.rng.random() < 0.5:
+            return cands[-1]
+        k = len(cands)
+        i = int(k * (1 - self.rng.random() ** 2))
+        return cands[min(i, k - 1)]
+
+    def scalar_const(self, dt):
+        rng = self.rng
+        c = dclass(dt)
+        if c == "bool":
+            v = rng.random() < 0.5
+        elif c in ("sint", "uint"):
+            v = rng.choice([0, 1, 2, 3, 5, 7, 31, 100, -1, -2, -7, 127, -128])
+            if c == "uint":
+                v = abs(v)
+        elif c == "narrow":
+            v = rng.choice([0, 1, 2, -1, 3]) if str(dt) != "uint4" else \
+                rng.choice([0, 1, 2, 3])
+        else:
+            v = rng.choice([0.0, 1.0, -1.0, 0.5, 2.0, -2.5, 3.0, 1e-3, 100.0,
+                            float("inf"), float("-inf"), float("nan"), -0.0])
+            if c == "cplx" and rng.random() < 0.5:
+                v = complex(v, rng.choice([0.0, 1.0, -0.5]))
+        return np.array(v).astype(dt)
+
+    def const(self, shape, dt):
+        import jax.numpy as jnp
+        from jax import lax
+        if self.rng.random() < 0.3 and len(shape) > 0 and \
+                dclass(dt) in ("sint", "uint", "float"):
+            d = self.rng.randrange(len(shape))
+            self.log(f"iota {dt} {shape} dim {d}")
+            self.tag("iota")
+            return lax.broadcasted_iota(dt, shape, d)
+        c = self.scalar_const(dt)
+        self.log(f"constant {c!r} -> {dt}{list(shape)}")
+        return jnp.full(shape, c, dt)
+
+    # -- coercions ----------------------------------------------------------
+    def to_dtype(self, x, dt):
+        from jax import lax
+        if x.dtype == dt:
+            return x
+        if dclass(x.dtype) == "cplx" and dclass(dt) != "cplx":
+            x = lax.real(x) if self.rng.random() < 0.7 else lax.imag(x)
+            self.tag("real")
+            if x.dtype == dt:
+                return x
+        self.tag("convert")
+        return lax.convert_element_type(x, dt)
+
+    def to_shape(self, x, shape):
+        """A value of `shape` made from x by data movement."""
+        import jax.numpy as jnp
+        from jax import lax
+        rng = self.rng
+        shape = tuple(shape)
+        if x.shape == shape:
+            return x
+        n, m = int(np.prod(x.shape, dtype=np.int64)), int(
+            np.prod(shape, dtype=np.int64))
+        if n == m and rng.random() < 0.7:
+            self.tag("reshape")
+            return lax.reshape(x, shape)
+        if m == 0 or n == 0:
+            return self.const(shape, x.dtype)
+        if x.ndim == 0:
+            self.tag("broadcast")
+            return lax.broadcast_in_dim(x, shape, ())
+        # Rank first: fold extra leading dims away (a slice at a random
+        # index), add missing ones by broadcasting.
+        while x.ndim > len(shape):
+            d = rng.randrange(x.ndim)
+            i = rng.randrange(x.shape[d])
+            self.tag("index")
+            x = lax.index_in_dim(x, i, d, keepdims=False)
+        if x.ndim < len(shape):
+            # broadcast_in_dim needs each kept dim equal to its target or
+            # 1: fit those first.
+            keep = sorted(rng.sample(range(len(shape)), x.ndim))
+            x = self.fit_dims(x, tuple(shape[keep[k]] if x.shape[k] != 1
+                                       else 1 for k in range(x.ndim)))
+            self.tag("broadcast")
+            return lax.broadcast_in_dim(x, tuple(shape), tuple(keep))
+        return self.fit_dims(x, shape)
+
+    def fit_dims(self, x, shape):
+        """Same rank: per dim, broadcast 1s, slice larger, pad or tile
+        smaller."""
+        import jax.numpy as jnp
+        from jax import lax
+        rng = self.rng
+        if x.shape == tuple(shape):
+            return x
+        if 0 in x.shape:
+            return self.const(shape, x.dtype)
+        # Size-1 dims that must grow: one broadcast_in_dim.
+        if any(a == 1 and b != 1 for a, b in zip(x.shape, shape)):
+            tgt = tuple(b if a == 1 else a for a, b in zip(x.shape, shape))
+            self.tag("broadcast")
+            x = lax.broadcast_in_dim(x, tgt, tuple(range(x.ndim)))
+        if x.shape == tuple(shape):
+            return x
+        # Larger dims: a slice (sometimes strided), or a dynamic_slice.
+        if any(a > b for a, b in zip(x.shape, shape)):
+            if rng.random() < 0.3:
+                sizes = tuple(min(a, b) for a, b in zip(x.shape, shape))
+                x = self.dyn_slice_of(x, sizes)
+            else:
+                starts, limits, strides = [], [], []
+                for a, b in zip(x.shape, shape):
+                    if a <= b:
+                        starts.append(0), limits.append(a), strides.append(1)
+                        continue
+                    s = 1
+                    if rng.random() < 0.25 and b > 0 and (a - 1) // b >= 1:
+                        s = rng.randint(1, max(1, (a - 1) // max(b - 1, 1)))
+                    span = (b - 1) * s + 1 if b > 0 else 0
+                    st = rng.randrange(0, a - span + 1)
+                    starts.append(st), limits.append(st + span)
+                    strides.append(s)
+                self.tag("slice")
+                x = lax.slice(x, starts, limits, strides)
+        if x.shape == tuple(shape):
+            return x
+        # Smaller dims: pad (edge and interior) or concatenate.
+        if rng.random() < 0.5:
+            cfg = []
+            for a, b in zip(x.shape, shape):
+                extra = b - a
+                interior = 0
+                if extra > 0 and a > 1 and rng.random() < 0.3:
+                    interior = rng.randint(0, extra // (a - 1))
+                extra -= interior * max(a - 1, 0)
+                lo = rng.randint(0, extra)
+                cfg.append((lo, extra - lo, interior))
+            pv = self.scalar_const(x.dtype)
+            self.tag("pad")
+            return lax.pad(x, pv, cfg)
+        for d, (a, b) in enumerate(zip(x.shape, shape)):
+            if a < b:
+                parts = [x]
+                have = a
+                while have < b:
+                    take = min(a, b - have)
+                    parts.append(lax.slice_in_dim(x, 0, take, axis=d))
+                    have += take
+                self.tag("concatenate")
+                x = lax.concatenate(parts, d)
+        return x
+
+    def index_scalar(self, limit):
+        """A start index: a constant (sometimes out of range or negative)
+        or a scalar argument (the harness sets them far out of range),
+        sometimes through a little arithmetic (jax's own start
+        normalization adds more)."""
+        import jax.numpy as jnp
+        from jax import lax
+        rng = self.rng
+        idx = [v for v in self.vals if v.ndim == 0 and
+               dclass(v.dtype) in ("sint", "uint")]
+        if idx and rng.random() < 0.7:
+            v = rng.choice(idx)
+            if rng.random() < 0.3:
+                c = np.array(rng.choice([1, 2, -1, 3]) if dclass(v.dtype) ==
+                             "sint" else rng.choice([1, 2, 3])).astype(v.dtype)
+                v = lax.add(v, c) if rng.random() < 0.5 else lax.mul(v, c)
+            return v
+        # jax adds the dim size to negative starts before the op clamps:
+        # only starts below -size reach the clamp at 0.
+        c = rng.choice([0, 0, 1, limit, limit + 3, -1, -5, 10**6, -10**6,
+                        -2 * limit - 40, rng.randint(0, max(limit, 0))])
+        return np.array(c, dtype=rng.choice(["int32", "int64", "int32"]))
+
+    def dyn_slice_of(self, x, sizes):
+        from jax import lax
+        starts = [self.index_scalar(a - b) for a, b in zip(x.shape, sizes)]
+        dts = {np.dtype(getattr(s, "dtype", np.int32)) for s in starts}
+        if len(dts) > 1:  # one index dtype per op
+            starts = [lax.convert_element_type(s, np.int32) for s in starts]
+        self.tag("dynamic_slice")
+        self.log(f"dynamic_slice {x.dtype}{list(x.shape)} -> {list(sizes)}")
+        return lax.dynamic_slice(x, starts, sizes)
+
+    def operand(self, shape, dt, avoid=None):
+        """A value of this shape and dtype: from the pool (coerced, rarely
+        `avoid`) or a constant."""
+        if self.rng.random() < 0.12:
+            return self.const(shape, dt)
+        y = self.pick(avoid=avoid if self.rng.random() < 0.9 else None)
+        return self.to_shape(self.to_dtype(y, dt), shape)
+
+    # -- op generators ------------------------------------------------------
+    def g_unary(self):
+        import jax.numpy as jnp
+        from jax import lax
+        rng = self.rng
+        x = self.pick()
+        c = dclass(x.dtype)
+        if c == "float":
+            name = rng.choice(["neg", "abs", "sign", "floor", "ceil",
+                               "round", "round_even", "sqrt", "rsqrt", "cbrt",
+                               "exp", "expm1", "log", "log1p", "logistic",
+                               "sin", "cos", "tan", "tanh", "is_finite",
+                               "reduce_precision", "erf", "square",
+                               "integer_pow", "exp2"])
+        elif c in ("sint", "uint"):
+            name = rng.choice(["neg", "abs", "sign", "not", "popcnt", "clz",
+                               "square", "integer_pow"])
+            if c == "uint" and name == "abs":
+                name = "not"
+        elif c == "bool":
+            name = "not"
+        elif c == "cplx":
+            name = rng.choice(["neg", "real", "imag", "cabs", "conj",
+                               "csqrt", "cexp", "square"])
+        else:  # narrow
+            name = rng.choice(["neg", "abs", "convert_back"])
+            if str(x.dtype) == "uint4":
+                name = "convert_back"
+        f = {
+            "neg": lax.neg, "abs": lax.abs, "sign": lax.sign,
+            "floor": lax.floor, "ceil": lax.ceil,
+            "round": lambda v: lax.round(v, lax.RoundingMethod.AWAY_FROM_ZERO),
+            "round_even": lambda v: lax.round(
+                v, lax.RoundingMethod.TO_NEAREST_EVEN),
+            "sqrt": lax.sqrt, "rsqrt": lax.rsqrt, "cbrt": lax.cbrt,
+            "exp": lax.exp, "expm1": lax.expm1, "log": lax.log,
+            "log1p": lax.log1p, "logistic": lax.logistic, "sin": lax.sin,
+            "cos": lax.cos, "tan": lax.tan, "tanh": lax.tanh,
+            "is_finite": lax.is_finite, "erf": lax.erf, "exp2": lax.exp2,
+            "reduce_precision": lambda v: lax.reduce_precision(
+                v, rng.choice([5, 8, 4]), rng.choice([10, 7, 3, 2])),
+            "square": lax.square,
+            "integer_pow": lambda v: lax.integer_pow(v, rng.choice([2, 3,
+                                                                   -1, 5])
+                                                     if c in ("float", "cplx")
+                                                     else rng.choice([2, 3, 5])),
+            "not": lax.bitwise_not, "popcnt": lax.population_count,
+            "clz": lax.clz, "real": lax.real, "imag": lax.imag,
+            "cabs": lax.abs, "conj": lax.conj, "csqrt": lax.sqrt,
+            "cexp": lax.exp,
+            "convert_back": lambda v: lax.convert_element_type(
+                lax.convert_element_type(v, np.float32), v.dtype),
+        }[name]
+        self.tag(name)
+        if name == "integer_pow" and c == "float":
+            self.tag("pow")
+        self.log(f"{name} {x.dtype}{list(x.shape)}")
+        return f(x)
+
+    def g_binary(self):
+        from jax import lax
+        rng = self.rng
+        x = self.pick()
+        c = dclass(x.dtype)
+        ops = {
+            "float": ["add", "sub", "mul", "div", "rem", "max", "min", "pow",
+                      "atan2", "add", "mul", "nextafter"],
+            "sint": ["add", "sub", "mul", "div", "rem", "max", "min", "and",
+                     "or", "xor", "shl", "shr", "sra"],
+            "uint": ["add", "sub", "mul", "div", "rem", "max", "min", "and",
+                     "or", "xor", "shl", "shr", "sra"],
+            "bool": ["and", "or", "xor", "max", "min"],
+            "cplx": ["add", "sub", "mul", "cdiv"],
+            "narrow": ["add", "mul", "max", "min", "sub"],
+        }[c]
+        name = rng.choice(ops)
+        y = self.operand(x.shape, x.dtype, avoid=x)
+        if rng.random() < 0.5:
+            x, y = y, x
+        f = {
+            "add": lax.add, "sub": lax.sub, "mul": lax.mul, "div": lax.div,
+            "cdiv": lax.div, "rem": lax.rem, "max": lax.max, "min": lax.min,
+            "pow": lax.pow, "atan2": lax.atan2, "and": lax.bitwise_and,
+            "or": lax.bitwise_or, "xor": lax.bitwise_xor,
+            "shl": lax.shift_left, "shr": lax.shift_right_logical,
+            "sra": lax.shift_right_arithmetic, "nextafter": lax.nextafter,
+        }[name]
+        self.tag(name)
+        self.log(f"{name} {x.dtype}{list(x.shape)}")
+        return f(x, y)
+
+    def g_compare(self):
+        from jax import lax
+        rng = self.rng
+        x = self.pick()
+        y = self.operand(x.shape, x.dtype, avoid=x)
+        if dclass(x.dtype) == "cplx":
+            name = rng.choice(["eq", "ne"])
+        else:
+            name = rng.choice(["eq", "ne", "lt", "le", "gt", "ge"])
+        self.tag("compare")
+        self.log(f"compare {name} {x.dtype}{list(x.shape)}")
+        return getattr(lax, name)(x, y)
+
+    def g_select(self):
+        from jax import lax
+        rng = self.rng
+        x = self.pick()
+        y = self.operand(x.shape, x.dtype, avoid=x)
+        if rng.random() < 0.15:
+            p = self.pick(lambda v: v.ndim == 0)
+            p = self.const((), np.dtype(bool)) if p is None else \
+                self.to_dtype(p, np.dtype(bool))
+            p = p if p.ndim == 0 else self.to_shape(p, ())
+        else:
+            p = self.pick(lambda v: v.dtype == np.dtype(bool))
+            if p is None or rng.random() < 0.3:
+                q = self.pick()
+                q = self.to_shape(q, x.shape)
+                c = dclass(q.dtype)
+                p = lax.ne(q, self.const(q.shape, q.dtype)) if c != "narrow" \
+                    else lax.ne(lax.convert_element_type(q, np.float32),
+                                np.float32(0))
+            p = self.to_shape(p, x.shape)
+        self.tag("select")
+        self.log(f"select {x.dtype}{list(x.shape)} pred{list(p.shape)}")
+        return lax.select(p, x, y)
+
+    def g_clamp(self):
+        from jax import lax
+        x = self.pick(lambda v: dclass(v.dtype) in ("sint", "uint", "float"))
+        if x is None:
+            return None
+        if self.rng.random() < 0.6:
+            lo, hi = self.scalar_const(x.dtype), self.scalar_const(x.dtype)
+        else:
+            lo, hi = self.operand(x.shape, x.dtype), \
+                self.operand(x.shape, x.dtype)
+        self.tag("clamp")
+        self.log(f"clamp {x.dtype}{list(x.shape)}")
+        return lax.clamp(lo, x, hi)
+
+    def g_convert(self):
+        x = self.pick()
+        dt = self.dtype()
+        self.log(f"convert {x.dtype} -> {dt}")
+        if dclass(x.dtype) == "narrow" or dclass(dt) == "narrow":
+            self.tag("convert_narrow")
+        return self.to_dtype(x, dt)
+
+    def g_bitcast(self):
+        from jax import lax
+        rng = self.rng
+        x = self.pick(lambda v: dclass(v.dtype) in
+                      ("sint", "uint", "float", "cplx"))
+        if x is None:
+            return None
+        w = x.dtype.itemsize
+        same = [d for d in SINT + UINT + FLOAT
+                if np.dtype(jnp_dtype(d)).itemsize == w]
+        if rng.random() < 0.6 and dclass(x.dtype) != "cplx":
+            dt = jnp_dtype(rng.choice(same))
+        else:
+            cands = [d for d in SINT + UINT + FLOAT
+                     if jnp_dtype(d).itemsize < w and
+                     w % jnp_dtype(d).itemsize == 0]
+            if dclass(x.dtype) == "cplx" or not cands:
+                return None
+            dt = jnp_dtype(rng.choice(cands))
+        self.tag("bitcast")
+        self.log(f"bitcast {x.dtype} -> {dt}")
+        y = lax.bitcast_convert_type(x, dt)
+        if dclass(dt) == "float" and rng.random() < 0.7:
+            # Arbitrary bits make NaNs with payloads and denormals; keep
+            # them out of float arithmetic half the time.
+            y = lax.select(lax.is_finite(y), y, lax.full_like(y, 0))
+        return y
+
+    def g_broadcast(self):
+        from jax import lax
+        rng = self.rng
+        x = self.pick()
+        n = int(np.prod(x.shape, dtype=np.int64))
+        if x.ndim >= 5:
+            return None
+        add = rng.randint(0 if 1 in x.shape else 1, min(2, 5 - x.ndim))
+        rank = x.ndim + add
+        keep = sorted(rng.sample(range(rank), x.ndim))
+        out = [0] * rank
+        for k, d in enumerate(keep):
+            out[d] = x.shape[k]
+            if x.shape[k] == 1 and rng.random() < 0.6:
+                out[d] = wchoice(rng, DIMS[1:])
+        budget = self.max_elems // max(n, 1)
+        for d in range(rank):
+            if d not in keep:
+                out[d] = wchoice(rng, DIMS)
+        while 0 not in out and int(np.prod(out, dtype=np.int64)) > \
+                self.max_elems:
+            grow = [d for d in range(rank) if d not in keep or
+                    x.shape[keep.index(d)] == 1]
+            if not grow or all(out[d] == 1 for d in grow):
+                return None
+            d = max(grow, key=lambda k: out[k])
+            out[d] = max(1, out[d] // 3)
+        del budget
+        self.tag("broadcast")
+        self.log(f"broadcast_in_dim {x.dtype}{list(x.shape)} -> {out} "
+                 f"dims {keep}")
+        return lax.broadcast_in_dim(x, tuple(out), tuple(keep))
+
+    def g_reshape(self):
+        from jax import lax
+        rng = self.rng
+        x = self.pick()
+        n = int(np.prod(x.shape, dtype=np.int64))
+        if n == 0:
+            rank = rng.randint(1, 4)
+            shp = [rng.choice([0, 1, 3, 2]) for _ in range(rank)]
+            shp[rng.randrange(rank)] = 0
+        else:
+            # A random factorization of n, with 1s inserted.
+            f, k, m = [], 2, n
+            while m > 1 and k * k <= m:
+                while m % k == 0:
+                    f.append(k)
+                    m //= k
+                k += 1
+            if m > 1:
+                f.append(m)
+            rng.shuffle(f)
+            rank = rng.randint(max(1, min(len(f), 1)), 4)
+            shp = [1] * rank
+            for p in f:
+                shp[rng.randrange(rank)] *= p
+            if rng.random() < 0.1:
+                shp = []  if n == 1 else shp
+        self.tag("reshape")
+        self.log(f"reshape {x.dtype}{list(x.shape)} -> {shp}")
+        return lax.reshape(x, tuple(shp))
+
+    def g_slice(self):
+        rng = self.rng
+        x = self.pick(lambda v: v.ndim > 0)
+        if x is None:
+            return None
+        shp = tuple(rng.randint(0 if rng.random() < 0.1 else min(a, 1), a)
+                    for a in x.shape)
+        self.log(f"slice {x.dtype}{list(x.shape)} -> {list(shp)}")
+        return self.fit_dims(x, shp)
+
+    def g_dynamic_slice(self):
+        rng = self.rng
+        x = self.pick(lambda v: v.ndim > 0)
+        if x is None:
+            return None
+        sizes = tuple(rng.randint(0 if rng.random() < 0.05 else min(a, 1), a)
+                      for a in x.shape)
+        return self.dyn_slice_of(x, sizes)
+
+    def g_dus(self):
+        from jax import lax
+        rng = self.rng
+        x = self.pick(lambda v: v.ndim > 0)
+        if x is None:
+            return None
+        sizes = tuple(rng.randint(0 if rng.random() < 0.05 else min(a, 1), a)
+                      for a in x.shape)
+        u = self.operand(sizes, x.dtype)
+        if rng.random() < 0.5:  # an update computed in the same group
+            u = self.elementwise_chain(u)
+        starts = [self.index_scalar(a - b) for a, b in zip(x.shape, sizes)]
+        dts = {np.dtype(getattr(s, "dtype", np.int32)) for s in starts}
+        if len(dts) > 1:
+            starts = [lax.convert_element_type(s, np.int32) for s in starts]
+        self.tag("dynamic_update_slice")
+        self.log(f"dynamic_update_slice {x.dtype}{list(x.shape)} "
+                 f"update {list(sizes)}")
+        return lax.dynamic_update_slice(x, u, starts)
+
+    def elementwise_chain(self, x):
+        from jax import lax
+        rng = self.rng
+        for _ in range(rng.randint(1, 3)):
+            c = dclass(x.dtype)
+            if c in ("float", "sint", "uint", "cplx"):
+                y = self.const(x.shape, x.dtype)
+                op = rng.choice([lax.add, lax.mul, lax.sub])
+                x = op(x, y)
+            elif c == "bool":
+                x = lax.bitwise_not(x)
+            self.tag("chain")
+        return x
+
+    def g_transpose(self):
+        from jax import lax
+        x = self.pick(lambda v: v.ndim >= 2)
+        if x is None:
+            return None
+        perm = list(range(x.ndim))
+        self.rng.shuffle(perm)
+        self.tag("transpose")
+        self.log(f"transpose {x.dtype}{list(x.shape)} perm {perm}")
+        return lax.transpose(x, perm)
+
+    def g_concat(self):
+        from jax import lax
+        rng = self.rng
+        x = self.pick(lambda v: v.ndim > 0)
+        if x is None:
+            return None
+        d = rng.randrange(x.ndim)
+        parts = [x]
+        for _ in range(rng.randint(1, 3)):
+            shp = list(x.shape)
+            shp[d] = wchoice(rng, DIMS)
+            if int(np.prod(shp, dtype=np.int64)) > self.max_elems // 4:
+                shp[d] = 1
+            parts.append(self.operand(tuple(shp), x.dtype))
+        rng.shuffle(parts)
+        self.tag("concatenate")
+        self.log(f"concatenate {x.dtype} dim {d} "
+                 f"{[list(p.shape) for p in parts]}")
+        return lax.concatenate(parts, d)
+
+    def g_pad(self):
+        from jax import lax
+        rng = self.rng
+        x = self.pick(lambda v: v.ndim > 0)
+        if x is None:
+            return None
+        cfg = []
+        for a in x.shape:
+            lo = rng.randint(-a, 3)
+            hi = rng.randint(-(a + min(lo, 0)), 3)
+            it = rng.randint(0, 2) if a > 1 and rng.random() < 0.3 else 0
+            # The padded dim must stay >= 0.
+            while a + (a - 1) * it + lo + hi < 0 if a > 0 else lo + hi < 0:
+                hi += 1
+            cfg.append((lo, hi, it))
+        self.tag("pad")
+        self.log(f"pad {x.dtype}{list(x.shape)} {cfg}")
+        return lax.pad(x, self.scalar_const(x.dtype), cfg)
+
+    def g_rev(self):
+        from jax import lax
+        x = self.pick(lambda v: v.ndim > 0)
+        if x is None:
+            return None
+        dims = sorted(self.rng.sample(range(x.ndim),
+                                      self.rng.randint(1, x.ndim)))
+        self.tag("reverse")
+        self.log(f"reverse {x.dtype}{list(x.shape)} {dims}")
+        return lax.rev(x, dims)
+
+    def g_iota(self):
+        x = self.pick()
+        shp = x.shape if self.rng.random() < 0.7 else self.shape()
+        if len(shp) == 0:
+            shp = (self.rng.choice([1, 5, 8]),)
+        dt = self.dtype(("sint", "uint", "float"))
+        from jax import lax
+        d = self.rng.randrange(len(shp))
+        self.tag("iota")
+        self.log(f"iota {dt}{list(shp)} dim {d}")
+        return lax.broadcasted_iota(dt, shp, d)
+
+    def g_reduce(self):
+        from jax import lax
+        rng = self.rng
+        x = self.pick(lambda v: v.ndim > 0 and dclass(v.dtype) != "narrow")
+        if x is None:
+            return None
+        axes = tuple(sorted(rng.sample(range(x.ndim),
+                                       rng.randint(1, x.ndim))))
+        c = dclass(x.dtype)
+        if c == "cplx":
+            kinds = ["add", "mul"]
+        elif c == "bool":
+            kinds = ["and", "or", "max", "min"]
+        elif c == "float":
+            kinds = ["add", "max", "min", "mul", "argmax", "argmin", "add"]
+        else:
+            kinds = ["add", "max", "min", "mul", "and", "or", "xor",
+                     "argmax", "argmin"]
+        k = rng.choice(kinds)
+        self.log(f"reduce {k} {x.dtype}{list(x.shape)} axes {list(axes)}")
+        if k in ("argmax", "argmin"):
+            import jax.numpy as jnp
+            ax = rng.choice(axes)
+            self.tag("argmax")
+            f = jnp.argmax if k == "argmax" else jnp.argmin
+            if x.shape[ax] == 0:
+                return None
+            return f(x, axis=ax)
+        if c in ("float", "cplx") and k in ("add", "mul"):
+            self.tag(f"reduce_{k}_float")
+        self.tag("reduce")
+        dt = x.dtype
+        init = {
+            "add": 0, "mul": 1, "and": -1 if c == "sint" else (
+                True if c == "bool" else np.iinfo(dt).max if c == "uint"
+                else 0),
+            "or": 0, "xor": 0,
+        }.get(k)
+        if k == "max":
+            init = (-np.inf if c == "float" else False if c == "bool"
+                    else np.iinfo(dt).min)
+        elif k == "min":
+            init = (np.inf if c == "float" else True if c == "bool"
+                    else np.iinfo(dt).max)
+        if k == "or" and c == "bool":
+            init = False
+        op = {"add": lax.add, "mul": lax.mul, "max": lax.max, "min": lax.min,
+              "and": lax.bitwise_and, "or": lax.bitwise_or,
+              "xor": lax.bitwise_xor}[k]
+        return lax.reduce(x, np.array(init).astype(dt), op, axes)
+
+    def g_cumsum(self):
+        import jax.numpy as jnp
+        x = self.pick(lambda v: v.ndim > 0 and dclass(v.dtype) in
+                      ("sint", "uint", "float"))
+        if x is None:
+            return None
+        ax = self.rng.randrange(x.ndim)
+        self.tag("cumsum_float" if dclass(x.dtype) == "float" else "cumsum")
+        self.log(f"cumsum {x.dtype}{list(x.shape)} axis {ax}")
+        from jax import lax
+        if self.rng.random() < 0.3:
+            return lax.cummax(x, axis=ax)
+        return jnp.cumsum(x, axis=ax).astype(x.dtype)
+
+    def g_log_softmax(self):
+        import jax
+        x = self.pick(lambda v: v.ndim > 0 and dclass(v.dtype) == "float")
+        if x is None:
+            return None
+        ax = self.rng.randrange(x.ndim)
+        self.tag("log_softmax")
+        self.log(f"log_softmax {x.dtype}{list(x.shape)} axis {ax}")
+        f = self.rng.choice([jax.nn.log_softmax, jax.nn.softmax])
+        return f(x, axis=ax)
+
+    def g_scan(self):
+        """A scan over the leading axis: jax lowers it to a while loop
+        whose body dynamic-slices xs and dynamic-update-slices the stacked
+        ys (the pattern CUDA fuses as roots)."""
+        from jax import lax
+        rng = self.rng
+        x = self.pick(lambda v: v.ndim >= 1 and dclass(v.dtype) in
+                      ("sint", "uint", "float", "bool"))
+        if x is None or x.shape[0] > 40:
+            return None
+        c = dclass(x.dtype)
+        carry0 = self.operand(x.shape[1:], x.dtype)
+        coef = self.scalar_const(x.dtype)
+        ops = [lax.max, lax.min] if c == "bool" else \
+            [lax.add, lax.sub, lax.max, lax.mul]
+        f1, f2 = rng.choice(ops), rng.choice(ops)
+        rev = rng.random() < 0.3
+        unroll = rng.choice([1, 1, 2])
+
+        def body(carry, row):
+            new = f1(carry, row)
+            return new, f2(new, lax.full_like(new, coef))
+        self.tag("scan_float" if c == "float" else "scan")
+        self.log(f"scan {x.dtype}{list(x.shape)} reverse={rev} "
+                 f"unroll={unroll}")
+        carry, ys = lax.scan(body, carry0, x, reverse=rev, unroll=unroll)
+        self.vals.append(carry)
+        return ys
+
+    OPS = [("g_unary", 14), ("g_binary", 16), ("g_compare", 4),
+           ("g_select", 5), ("g_clamp", 2), ("g_convert", 6),
+           ("g_bitcast", 2), ("g_broadcast", 6), ("g_reshape", 5),
+           ("g_slice", 5), ("g_dynamic_slice", 5), ("g_dus", 5),
+           ("g_transpose", 4), ("g_concat", 4), ("g_pad", 3), ("g_rev", 2),
+           ("g_iota", 2), ("g_reduce", 5), ("g_cumsum", 1),
+           ("g_log_softmax", 1), ("g_scan", 1)]
+
+    # -- the program ---------------------------------------------------------
+    def make_inputs(self):
+        rng = self.rng
+        specs = []
+        for _ in range(rng.randint(1, 3)):
+            specs.append((self.shape(), self.dtype()))
+        for _ in range(wchoice(rng, [(0, 3), (1, 4), (2, 2)])):
+            specs.append(((), jnp_dtype(rng.choice(
+                ["int32", "int32", "int64", "uint32", "int8", "uint8"]))))
+        self.inputs = specs
+        return specs
+
+    def build(self, *args):
+        rng = self.rng
+        self.vals = list(args)
+        n = rng.randint(3, 14)
+        guard = 0
+        while len(self.vals) - len(args) < n and guard < 200:
+            guard += 1
+            name = wchoice(rng, self.OPS)
+            v = getattr(self, name)()
+            if v is None:
+                continue
+            if int(np.prod(v.shape, dtype=np.int64)) > 4 * self.max_elems:
+                continue
+            self.vals.append(v)
+        made = self.vals[len(args):] or self.vals
+        outs = [made[-1]]
+        for v in made[:-1]:
+            if rng.random() < 0.2 and len(outs) < 4:
+                outs.append(v)
+        if rng.random() < 0.05:
+            outs.append(args[0])
+        return tuple(outs)
+
+
+def make_program(seed, big=False):
+    """(jitted function, input ShapeDtypeStructs, Gen) of program `seed`."""
+    import jax
+    g = Gen(seed, big)
+    specs = g.make_inputs()
+    structs = [jax.ShapeDtypeStruct(s, d) for s, d in specs]
+
+    def fn(*args):
+        g2 = Gen(seed, big)
+        g2.make_inputs()
+        out = g2.build(*args)
+        g.steps, g.ops = g2.steps, g2.ops
+        return out
+    return fn, structs, g
+
+
+def lower_program(seed, big=False):
+    import jax
+    with jax.enable_x64(True):
+        fn, structs, g = make_program(seed, big)
+        lowered = jax.jit(fn).lower(*structs)
+    return lowered, g
+
+
+def write_programs(seeds, out, big=False, log=None):
+    """Writes fz_<seed>.mlirbc for each seed and appends manifest lines.
+    Returns (written, failed-to-lower)."""
+    sys.path.insert(0, HERE)
+    from gen_corpus import serialize
+    import warnings
+    warnings.simplefilter("ignore")
+    ok, bad = 0, []
+    lines = []
+    for s in seeds:
+        try:
+            lowered, g = lower_program(s, big)
+            art = serialize(lowered)
+        except Exception as e:  # a generator bug: report, go on
+            bad.append((s, f"{type(e).__name__}: {str(e)[:300]}"))
+            continue
+        name = f"fz_{s}"
+        with open(os.path.join(out, name + ".mlirbc"), "wb") as f:
+            f.write(art)
+        inexact = sorted(g.ops & INEXACT_OPS)
+        lines.append(f"{name} {'inexact' if inexact else 'exact'} "
+                     f"{','.join(inexact) or '-'} {','.join(sorted(g.ops))}\n")
+        ok += 1
+    with open(os.path.join(out, "manifest.txt"), "a") as f:
+        f.writelines(lines)
+    return ok, bad
+
+
+def _gen_worker(a):
+    seeds, out, big = a
+    return write_programs(seeds, out, big)
+
+
+def gen(seeds, out, big=False, jobs=1):
+    os.makedirs(out, exist_ok=True)
+    if jobs <= 1 or len(seeds) < 2 * jobs:
+        return write_programs(seeds, out, big)
+    import multiprocessing as mp
+    chunks = [seeds[i::jobs] for i in range(jobs)]
+    # Each worker appends its own manifest lines (one write per worker).
+    with mp.get_context("spawn").Pool(jobs) as pool:
+        res = pool.map(_gen_worker, [(c, out, big) for c in chunks])
+    return sum(r[0] for r in res), [b for r in res for b in r[1]]
+
+
+# ---------------------------------------------------------------------------
+# Driver
+
+PLANTS = ("sub_for_add", "index_off", "start_clamp", "iota_off")
+
+
+def run_harness(harness, d, plant=None, extra_env=None):
+    env = dict(os.environ)
+    env["IRON_TEST_CORPUS_DIR"] = d
+    env.pop("IRON_TEST_ONLY", None)
+    if plant:
+        env["IRON_TEST_PLANT"] = plant
+    if extra_env:
+        env.update(extra_env)
+    t0 = time.time()
+    p = subprocess.run([harness], env=env, cwd=d, capture_output=True,
+                       text=True)
+    return p.returncode, p.stdout + p.stderr, time.time() - t0
+
+
+def parse_report(text):
+    """FAIL lines and the summary line of the harness."""
+    fails = [l for l in text.splitlines() if l.startswith("FAIL ")]
+    summ = [l for l in text.splitlines() if l.startswith("fuzz programs")]
+    return fails, (summ[-1] if summ else "")
+
+
+def cmd_run(a):
+    harness = os.path.abspath(a.harness)
+    seeds = list(range(a.seed, a.seed + a.count))
+    fresh = []
+    for _ in range(a.fresh):
+        s = int.from_bytes(os.urandom(4), "little") | (1 << 32)
+        fresh.append(s)
+        seeds.append(s)
+    if fresh:
+        print(f"fresh seeds: {' '.join(map(str, fresh))}", flush=True)
+    keep = a.keep
+    base = keep or tempfile.mkdtemp(prefix="iron_fuzz_")
+    os.makedirs(base, exist_ok=True)
+    total = {"programs": 0, "failed_lower": 0, "batches": 0}
+    failures = []
+    summaries = []
+    t0 = time.time()
+    batches = [seeds[i:i + a.batch] for i in range(0, len(seeds), a.batch)]
+
+    def one(bi_batch):
+        bi, batch = bi_batch
+        d = os.path.join(base, f"b{bi:04d}")
+        if os.path.isdir(d):
+            shutil.rmtree(d)
+        os.makedirs(d)
+        ok, bad = write_programs(batch, d, a.big)
+        rc, text, dt = run_harness(harness, d, a.plant)
+        return bi, d, ok, bad, rc, text, dt
+
+    if a.jobs > 1:
+        from concurrent.futures import ProcessPoolExecutor
+        import multiprocessing as mp
+        ex = ProcessPoolExecutor(a.jobs, mp_context=mp.get_context("spawn"))
+        results = ex.map(_run_one, [(bi, b, base, harness, a.big, a.plant)
+                                    for bi, b in enumerate(batches)])
+    else:
+        ex = None
+        results = map(one, enumerate(batches))
+    for bi, d, ok, bad, rc, text, dt in results:
+        total["programs"] += ok
+        total["batches"] += 1
+        total["failed_lower"] += len(bad)
+        for s, msg in bad:
+            print(f"generator: fz_{s} did not lower: {msg}")
+        fails, summ = parse_report(text)
+        summaries.append(summ)
+        if rc != 0 and not fails:
+            fails = [f"FAIL {d}: harness exit {rc}: " + text[-2000:]]
+        print(f"batch {bi}: {ok} programs, {dt:.1f}s: {summ}", flush=True)
+        for f in fails:
+            failures.append((d, f))
+        if a.verbose:
+            print(text)
+        elif fails and not a.expect_fail:
+            # Details of the differences (the harness prints them).
+            print("\n".join(l for l in text.splitlines()
+                            if not l.startswith("FAIL "))[-6000:])
+        if not keep and not fails:
+            shutil.rmtree(d, ignore_errors=True)
+    if ex:
+        ex.shutdown()
+    dt = time.time() - t0
+    print(f"fuzz: {total['programs']} programs in {total['batches']} batches, "
+          f"{len(failures)} failing, {total['failed_lower']} did not lower, "
+          f"{dt:.1f}s")
+    me = os.path.relpath(os.path.abspath(__file__))
+    for d, f in failures:
+        print(f)
+        name = f.split()[1].rstrip(":")
+        if name.startswith("fz_"):
+            s = name[3:].split(".")[0]
+            print(f"  reproduce: python3 {me} run --harness {a.harness} "
+                  f"--seed {s} --count 1 --keep /tmp/fz_{s}"
+                  f"{' --big' if a.big else ''}"
+                  f"{' --plant ' + a.plant if a.plant else ''}"
+                  f"\n  program:   python3 {me} show --seed {s}")
+    if a.expect_fail:
+        if not failures:
+            print(f"planted bug {a.plant!r} went unnoticed")
+            return 1
+        print(f"planted bug {a.plant!r} found in {len(failures)} programs")
+        return 0
+    if total["failed_lower"] and not a.allow_lower_failures:
+        return 1
+    return 1 if failures else 0
+
+
+def _run_one(args):
+    bi, batch, base, harness, big, plant = args
+    d = os.path.join(base, f"b{bi:04d}")
+    if os.path.isdir(d):
+        shutil.rmtree(d)
+    os.makedirs(d)
+    ok, bad = write_programs(batch, d, big)
+    rc, text, dt = run_harness(harness, d, plant)
+    return bi, d, ok, bad, rc, text, dt
+
+
+def cmd_gen(a):
+    seeds = list(range(a.seed, a.seed + a.count))
+    t0 = time.time()
+    ok, bad = gen(seeds, a.out, a.big, a.jobs)
+    for s, msg in bad:
+        print(f"generator: fz_{s} did not lower: {msg}")
+    print(f"wrote {ok} programs to {a.out} ({len(bad)} did not lower) in "
+          f"{time.time() - t0:.1f}s")
+    return 1 if bad and not a.allow_lower_failures else 0
+
+
+def cmd_show(a):
+    lowered, g = lower_program(a.seed, a.big)
+    print(f"# fz_{a.seed}: inputs {[(s, str(d)) for s, d in g.inputs]}")
+    for s in g.steps:
+        print(f"#   {s}")
+    print(lowered.as_text())
+    return 0
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    g = sub.add_parser("gen")
+    g.add_argument("--seed", type=int, default=1)
+    g.add_argument("--count", type=int, default=100)
+    g.add_argument("--out", required=True)
+    g.add_argument("--big", action="store_true")
+    g.add_argument("--jobs", type=int, default=1)
+    g.add_argument("--allow-lower-failures", action="store_true")
+    r = sub.add_parser("run")
+    r.add_argument("--harness", required=True,
+                   help="build/tests/test_cuda_fuzz_programs")
+    r.add_argument("--seed", type=int, default=1)
+    r.add_argument("--count", type=int, default=100)
+    r.add_argument("--fresh", type=int, default=0,
+                   help="also this many programs of fresh random seeds")
+    r.add_argument("--batch", type=int, default=150)
+    r.add_argument("--jobs", type=int, default=1)
+    r.add_argument("--big", action="store_true")
+    r.add_argument("--plant", choices=PLANTS)
+    r.add_argument("--expect-fail", action="store_true",
+                   help="succeed only if the (planted) bug is found")
+    r.add_argument("--keep", help="keep the programs under this directory")
+    r.add_argument("--verbose", action="store_true")
+    r.add_argument("--allow-lower-failures", action="store_true")
+    s = sub.add_parser("show")
+    s.add_argument("--seed", type=int, required=True)
+    s.add_argument("--big", action="store_true")
+    a = ap.parse_args()
+    return {"gen": cmd_gen, "run": cmd_run, "show": cmd_show}[a.cmd](a)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
