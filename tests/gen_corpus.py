@@ -227,6 +227,37 @@ def _(x):
     return jnp.sum(y * 2 + 1), jnp.sort(x)
 
 
+# ---------------------------------------------------------------------------
+# Regression programs of the random-program fuzzer (tests/fuzz_programs.py):
+# each finding, minimized by hand, named fz_<what> (the fuzz harness
+# tests/c/test_cuda_fuzz_programs.c runs the corpus' fz_* programs with its
+# special-value inputs; test_cuda_fusion_corpus.c runs them with the rest).
+
+def _fz_args(*specs):
+    def make(rng):
+        out = []
+        for shape, dt in specs:
+            if np.issubdtype(np.dtype(dt), np.integer):
+                out.append(rng.integers(-3, 7, size=shape).astype(dt))
+            else:
+                out.append(rng.standard_normal(shape).astype(dt))
+        return tuple(out)
+    return make
+
+
+# fz_5273: a one-element load (y[:, 2, 1][2], a slice reshaped to a scalar)
+# computes a dynamic_slice start, and the scalar group joins the
+# dynamic_slice's fusion; the fusion's iteration space was that load's one
+# element, not the slice's 4 ("CUDA fusion: outputs have different element
+# counts").
+@extra("fz_scalar_load_start", _fz_args(((5, 4, 2), np.float32),
+                                        ((5, 4, 2), np.float32),
+                                        ((), np.int32)))
+def _(x, y, i):
+    j = y.astype(jnp.int32)[:, 2, 1][2]
+    return lax.dynamic_slice(x, (j | i, i, jnp.int32(1)), (1, 4, 1))
+
+
 # Targets older than 0.15.0 get older MLIR bytecode versions (0.9.0 -> 0,
 # 0.10.0 -> 1, 0.12.0 -> 3, 0.14.0 -> 4: no properties, inherent attributes
 # in the attribute dictionary).

@@ -1392,8 +1392,9 @@ static bool is_unit_reshape_of_member(const iron_cuda_fusion_t *f,
 // result of more than one element (a member computed from one of the
 // group's values and reshaped, which a hand-built fusion may hold, is
 // read by linear index whatever its dims); failing that, a root's update (through
-// such a unit reshape: the value it reshapes), a load's result, or any
-// other member's (a group of one element).
+// such a unit reshape: the value it reshapes), a load's result (one of
+// more than one element first: a one-element load may be part of a start
+// index's scalar group), or any other member's (a group of one element).
 // An iota whose value a reshape member takes to another shape.
 static bool is_reshaped_iota(const iron_cuda_fusion_t *f,
                              const iron_ir_op_t *op) {
@@ -1434,8 +1435,17 @@ static const iron_ir_type_t *fusion_space(const iron_cuda_fusion_t *f) {
       return u->def_op->operands[0]->type;
     return u->type;
   }
-  for (uint32_t o = 0; o < f->num_ops; ++o)
-    if (is_indexed_load(f->ops[o]->kind)) return f->ops[o]->results[0].type;
+  // A load of more than one element: one-element loads may belong to a
+  // start index's scalar group (x[i] feeding a dynamic_slice's start),
+  // which says nothing about the space.
+  const iron_ir_type_t *one = NULL;
+  for (uint32_t o = 0; o < f->num_ops; ++o) {
+    if (!is_indexed_load(f->ops[o]->kind)) continue;
+    const iron_ir_type_t *t = f->ops[o]->results[0].type;
+    if (type_count(t) != 1) return t;
+    if (!one) one = t;
+  }
+  if (one) return one;
   for (uint32_t o = 0; o < f->num_ops; ++o)
     if (is_space_member(f, f->ops[o])) return f->ops[o]->results[0].type;
   return f->num_outputs ? f->outputs[0]->type : NULL;
