@@ -17,7 +17,9 @@
 // generator (tiled transposes) and fusions that end in a reduce (their
 // reduce kernels split work over blocks and warps) cannot run on one
 // thread: such ops fall back to their host kernel / make
-// cuda_emu_exec_prepare refuse the program (counted by the caller).
+// cuda_emu_exec_prepare refuse the program (counted by the caller), unless
+// the caller sets g_cuda_emu.multi_thread: then they run on their real
+// grid through cuda_emu.h's multi-thread shim (block threads as fibers).
 #ifndef IRON_TESTS_CUDA_EMU_EXEC_H_
 #define IRON_TESTS_CUDA_EMU_EXEC_H_
 
@@ -42,6 +44,8 @@
 typedef struct cuda_emu_kernel {
   char *name, *source;  // source: a complete translation unit (prelude first)
   void (*call)(void *const *args);  // after cuda_emu_exec_build
+  bool mt;     // launched on its grid by the multi-thread shim
+  size_t lib;  // mt: its library (index into libs)
 } cuda_emu_kernel_t;
 
 typedef struct cuda_emu_exec {
@@ -64,6 +68,11 @@ typedef struct cuda_emu_exec {
   // it; `fused`: the kernel of an iron.fusion op.
   char *(*plant)(const char *name, const char *source, bool fused);
   int64_t planted;  // sources the plant changed
+  // Set by the caller before compiling: kernels of a fixed grid and fused
+  // reduces run on the multi-thread shim instead of the host kernel /
+  // being refused.
+  bool multi_thread;
+  int64_t mt_launches;
 } cuda_emu_exec_t;
 
 static cuda_emu_exec_t g_cuda_emu;
@@ -83,6 +92,7 @@ typedef struct cuda_emu_params {
   bool dus_full;         // ... whose update covers the operand
   size_t dus_bytes;
   bool fused;
+  bool mt;  // the parts run on the multi-thread shim
 } cuda_emu_params_t;
 
 static inline size_t cuda_emu_kernel_index(const char *name, const char *source,
@@ -155,7 +165,8 @@ static inline iron_status_t cuda_emu_prepare(iron_device_t *dev,
   (void)dev;
   cuda_emu_exec_t *e = &g_cuda_emu;
   const iron_kernel_t *ck = e->cuda[op->kind];
-  if (cuda_emu_is_fused_reduce(op))
+  bool fused_reduce = cuda_emu_is_fused_reduce(op);
+  if (fused_reduce && !e->multi_thread)
     return IRON_ERR(FAILED_PRECONDITION,
                     "cuda_emu: a fusion ending in a reduce cannot run on "
                     "one emulated thread");
@@ -193,7 +204,9 @@ static inline iron_status_t cuda_emu_prepare(iron_device_t *dev,
                            strstr(body, "__syncthreads") ||
                            strstr(body, "threadIdx.y")));
   }
-  if (fixed_grid) {
+  if ((fixed_grid || fused_reduce) && e->multi_thread) {
+    p->mt = true;
+  } else if (fixed_grid) {
     // A launch shape of the generator's own, threads that cooperate
     // (tiled transposes): one emulated thread cannot run it; the host
     // kernel does.
@@ -217,6 +230,14 @@ static inline iron_status_t cuda_emu_prepare(iron_device_t *dev,
     const char *name = p->parts[k].fn->name;
     p->kernel[k] =
         cuda_emu_kernel_index(name, cuda_emu_find_source(name), p->fused);
+    if (p->mt && !e->k[p->kernel[k]].mt) {
+      if (p->kernel[k] < e->built_k) {
+        cuda_emu_params_destroy(p);
+        return IRON_ERR(INTERNAL, "cuda_emu: kernel %s was built for one "
+                        "thread", name);
+      }
+      e->k[p->kernel[k]].mt = true;
+    }
     if (!e->k[p->kernel[k]].source) {
       cuda_emu_params_destroy(p);
       return IRON_ERR(INTERNAL, "cuda_emu: no source for kernel %s", name);
@@ -266,11 +287,45 @@ static inline iron_status_t cuda_emu_run(const iron_kernel_ctx_t *ctx,
   }
   for (uint32_t part = 0; part < p->num_parts; ++part) {
     ew = &p->parts[part];
-    void (*call)(void *const *) = e->k[p->kernel[part]].call;
-    if (!call)
+    const cuda_emu_kernel_t *kk = &e->k[p->kernel[part]];
+    void (*call)(void *const *) = kk->call;
+    if (!call && !kk->mt)
       return IRON_ERR(INTERNAL, "cuda_emu: kernel %s was not built",
-                      e->k[p->kernel[part]].name);
+                      kk->name);
     if (ew->count == 0) continue;
+    if (kk->mt) {
+      // As iron_cuda_ew_run: pointers to the pointer parameters.
+      uint32_t n = ew->num_inputs + ew->num_outputs;
+      void **ptrs = calloc(2 * (size_t)n + 1, sizeof(void *));
+      if (!ptrs) return IRON_ERR(RESOURCE_EXHAUSTED, "out of memory");
+      void **args = ptrs + n;
+      for (uint32_t i = 0; i < ew->num_inputs; ++i)
+        ptrs[i] = inputs[p->first[part] + i]->data;
+      for (uint32_t j = 0; j < ew->num_outputs; ++j)
+        ptrs[ew->num_inputs + j] = outputs[j]->data;
+      for (uint32_t i = 0; i < n; ++i) args[i] = &ptrs[i];
+      if (kk->lib >= e->num_libs) {
+        free(ptrs);
+        return IRON_ERR(INTERNAL, "cuda_emu: kernel %s was not built",
+                        kk->name);
+      }
+#if defined(__x86_64__)
+      unsigned csr = _mm_getcsr();
+      if (e->flush) _mm_setcsr(csr | 0x8040u);
+#endif
+      int r = cuda_emu_launch(&e->libs[kk->lib], kk->name, ew->grid,
+                              ew->block, args);
+#if defined(__x86_64__)
+      _mm_setcsr(csr);
+#endif
+      free(ptrs);
+      if (r)
+        return IRON_ERR(INTERNAL, "cuda_emu: launch of %s (%u x %u) failed",
+                        kk->name, ew->grid, ew->block);
+      __atomic_add_fetch(&e->launches, 1, __ATOMIC_RELAXED);
+      __atomic_add_fetch(&e->mt_launches, 1, __ATOMIC_RELAXED);
+      continue;
+    }
     uint32_t n = ew->num_inputs + ew->num_outputs;
     void **args = calloc(n + 1, sizeof(void *));
     if (!args) return IRON_ERR(RESOURCE_EXHAUSTED, "out of memory");
@@ -351,33 +406,52 @@ static inline bool cuda_emu_exec_build(void) {
   cuda_emu_exec_t *e = &g_cuda_emu;
   size_t first = e->built_k, n = e->num_k - first;
   if (n == 0) return true;
-  char **srcs = calloc(n, sizeof(char *));
-  for (size_t i = 0; i < n; ++i) {
-    const cuda_emu_kernel_t *k = &e->k[first + i];
-    size_t len = strlen(k->source) + 2 * strlen(k->name) + 128;
-    srcs[i] = malloc(len);
-    snprintf(srcs[i], len,
-             "%s\nextern \"C\" void emuw_%s(void *const *a) { "
-             "iron_emu_call(%s, a); }\n",
-             k->source, k->name, k->name);
-  }
-  e->libs = realloc(e->libs, (e->num_libs + 1) * sizeof(*e->libs));
-  cuda_emu_lib_t *lib = &e->libs[e->num_libs++];
-  bool ok = cuda_emu_build((const char *const *)srcs, (int)n,
-                           iron_cuda_prelude(), lib);
-  for (size_t i = 0; i < n && ok; ++i) {
-    cuda_emu_kernel_t *k = &e->k[first + i];
-    char sym[200];
-    snprintf(sym, sizeof(sym), "emuw_%s", k->name);
-    void *f = cuda_emu_sym(lib, sym);
-    if (!f) {
-      fprintf(stderr, "cuda_emu: %s not found\n", sym);
-      ok = false;
+  bool ok = true;
+  // Two libraries: one-thread kernels (called directly) and multi-thread
+  // ones (launched on their grid).
+  for (int mt = 0; mt < 2 && ok; ++mt) {
+    char **srcs = calloc(n, sizeof(char *));
+    size_t *which = calloc(n, sizeof(size_t));
+    int m = 0;
+    for (size_t i = 0; i < n; ++i) {
+      const cuda_emu_kernel_t *k = &e->k[first + i];
+      if (k->mt != (mt == 1)) continue;
+      size_t len = strlen(k->source) + 2 * strlen(k->name) + 128;
+      srcs[m] = malloc(len);
+      if (mt)
+        snprintf(srcs[m], len, "%s", k->source);
+      else
+        snprintf(srcs[m], len,
+                 "%s\nextern \"C\" void emuw_%s(void *const *a) { "
+                 "iron_emu_call(%s, a); }\n",
+                 k->source, k->name, k->name);
+      which[m++] = first + i;
     }
-    memcpy(&k->call, &f, sizeof(f));
+    if (m > 0) {
+      e->libs = realloc(e->libs, (e->num_libs + 1) * sizeof(*e->libs));
+      cuda_emu_lib_t *lib = &e->libs[e->num_libs++];
+      ok = mt ? cuda_emu_build_mt((const char *const *)srcs, m,
+                                  iron_cuda_prelude(), lib)
+              : cuda_emu_build((const char *const *)srcs, m,
+                               iron_cuda_prelude(), lib);
+      for (int i = 0; i < m && ok; ++i) {
+        cuda_emu_kernel_t *k = &e->k[which[i]];
+        k->lib = e->num_libs - 1;
+        if (mt) continue;  // cuda_emu_launch finds it by name
+        char sym[200];
+        snprintf(sym, sizeof(sym), "emuw_%s", k->name);
+        void *f = cuda_emu_sym(lib, sym);
+        if (!f) {
+          fprintf(stderr, "cuda_emu: %s not found\n", sym);
+          ok = false;
+        }
+        memcpy(&k->call, &f, sizeof(f));
+      }
+    }
+    for (int i = 0; i < m; ++i) free(srcs[i]);
+    free(srcs);
+    free(which);
   }
-  for (size_t i = 0; i < n; ++i) free(srcs[i]);
-  free(srcs);
   e->built_k = e->num_k;
   return ok;
 }

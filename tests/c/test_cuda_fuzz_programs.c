@@ -11,7 +11,12 @@
 // float sums: libdevice and a parallel order are not the host's libm and
 // sequential order) compare floats within a tolerance and may differ in a
 // few elements of other outputs (a comparison or conversion of such a
-// value); everything else, and everything in the emulation, is exact.
+// value); everything else is exact. The emulation calls the host's libm,
+// so it is exact everywhere but for float sums and products of fused
+// reduce kernels (their own order): half of the programs (by name) fuse
+// every reduce with its producers (IRON_CUDA_FUSE_REDUCE=all), run on the
+// kernel's real grid by cuda_emu.h's multi-thread shim, as are kernels of
+// a fixed grid (tiled transposes); those programs compare as inexact ones.
 //
 // Inputs: four seeds per program (IRON_TEST_SEEDS): 0 the corpus'
 // synthetic values, 1-2 cuda_emu_fill's (small values; scalar integers,
@@ -50,6 +55,9 @@
 
 typedef struct prog {
   char name[160];
+  // Floats compared within a tolerance: on the GPU, programs of inexact
+  // ops; in the emulation, float sums and products that a fused reduce
+  // kernel adds in its own order.
   bool inexact;
   iron_executable_t *ref, *emu;
 } prog_t;
@@ -240,22 +248,54 @@ static char *plant_source(const char *name, const char *source, bool fused) {
 // ---------------------------------------------------------------------------
 // The manifest and the GPU tolerance.
 
-static bool manifest_inexact(const char *dir, const char *name) {
+// The manifest line of program `name` ("NAME exact|inexact INEXACT_OPS
+// ALL_OPS"), empty when there is none.
+static void manifest_line(const char *dir, const char *name, char *out,
+                          size_t cap) {
+  out[0] = '\0';
   char path[1024];
   snprintf(path, sizeof(path), "%s/manifest.txt", dir);
   FILE *f = fopen(path, "r");
-  if (!f) return false;
+  if (!f) return;
   char line[4096];
-  bool inexact = false;
   size_t nl = strlen(name);
   while (fgets(line, sizeof(line), f)) {
     if (strncmp(line, name, nl) == 0 && line[nl] == ' ') {
-      inexact = strncmp(line + nl + 1, "inexact", 7) == 0;
+      snprintf(out, cap, "%s", line);
       break;
     }
   }
   fclose(f);
-  return inexact;
+}
+
+// Whether the manifest line lists op tag `tag` among its inexact ops.
+static bool manifest_has(const char *line, const char *tag) {
+  const char *p = strchr(line, ' ');
+  p = p ? strchr(p + 1, ' ') : NULL;  // the inexact-op list
+  if (!p) return false;
+  ++p;
+  size_t tl = strlen(tag);
+  while (*p && *p != ' ' && *p != '\n') {
+    if (strncmp(p, tag, tl) == 0 && (p[tl] == ',' || p[tl] == ' ' ||
+                                      p[tl] == '\n' || p[tl] == '\0'))
+      return true;
+    while (*p && *p != ',' && *p != ' ') ++p;
+    if (*p == ',') ++p;
+  }
+  return false;
+}
+
+// Every program's reduces fuse with their producers (IRON_CUDA_FUSE_REDUCE
+// =all) in one of two programs (by name), so both the device's grouping
+// and the fused reduce kernels (run on their grid by the multi-thread
+// shim) are exercised; IRON_TEST_FUSE_REDUCE=all|none forces one.
+static bool fuse_reduce_all(const char *name) {
+  const char *e = getenv("IRON_TEST_FUSE_REDUCE");
+  if (e && strcmp(e, "all") == 0) return true;
+  if (e && strcmp(e, "none") == 0) return false;
+  uint32_t h = 2166136261u;
+  for (const char *c = name; *c; ++c) h = (h ^ (uint8_t)*c) * 16777619u;
+  return (h >> 7) & 1u;
 }
 
 static bool elem_float(iron_dtype_t dt, const uint8_t *p, double *out) {
@@ -373,6 +413,7 @@ static void test_fuzz_programs(void) {
   } else {
     CHECK_OK(cuda_emu_exec_runtime(&rt_emu));
     g_cuda_emu.plant = plant_source;
+    g_cuda_emu.multi_thread = true;
   }
   if (!rt_ref || !rt_emu) return;
   iron_device_t *dev_ref = iron_runtime_device(rt_ref, 0);
@@ -404,7 +445,20 @@ static void test_fuzz_programs(void) {
     if (!bytes) continue;
     prog_t *p = &progs[nprogs];
     snprintf(p->name, sizeof(p->name), "%.*s", (int)(len - 7), fn);
-    p->inexact = gpu && manifest_inexact(dir, p->name);
+    char line[4096];
+    manifest_line(dir, p->name, line, sizeof(line));
+    bool fuse_all = fuse_reduce_all(p->name);
+    if (gpu)
+      p->inexact = strstr(line, " inexact ") != NULL;
+    else
+      p->inexact = fuse_all && (manifest_has(line, "reduce_add_float") ||
+                                manifest_has(line, "reduce_mul_float") ||
+                                manifest_has(line, "log_softmax"));
+    // Read when the CUDA side compiles (cuda_kernel.c reduce_fusable).
+    if (fuse_all)
+      setenv("IRON_CUDA_FUSE_REDUCE", "all", 1);
+    else
+      unsetenv("IRON_CUDA_FUSE_REDUCE");
     if (trace) fprintf(stderr, "@ %s compile\n", p->name);
     iron_status_t st =
         iron_executable_compile(rt_ref, bytes, size, NULL, &p->ref);
@@ -496,12 +550,14 @@ static void test_fuzz_programs(void) {
   }
   printf("fuzz programs: %d compared (%d inexact), %d failing; %d refused "
          "by the host, %d by CUDA, %d not emulable; %d runs, %d differ, %d "
-         "failed; %s: %zu kernels, %lld launches (%lld fused), %lld planted\n",
+         "failed; %s: %zu kernels, %lld launches (%lld fused, %lld on a "
+         "grid), %lld planted\n",
          nprogs, inexact_progs, failing, host_refused, cuda_refused,
          not_emulable, ran, differ, failed, gpu ? "GPU" : "emulated",
          g_cuda_emu.num_k, (long long)g_cuda_emu.launches,
-         (long long)g_cuda_emu.fused_launches, (long long)g_cuda_emu.planted);
-  if (gpu && loose)
+         (long long)g_cuda_emu.fused_launches,
+         (long long)g_cuda_emu.mt_launches, (long long)g_cuda_emu.planted);
+  if (loose)
     printf("fuzz programs: %lld elements of inexact programs differed "
            "within the allowance\n", (long long)loose);
   CHECK_EQ_INT(failing, 0);
