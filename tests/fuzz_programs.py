@@ -54,8 +54,9 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 
-# Generation never needs a device; keep the plugin (maybe stale) out.
-os.environ.setdefault("JAX_PLATFORMS", "cpu")
+# Generation lowers with jax's CPU rules (what the iron plugin gets too)
+# and never needs a device: keep the plugin (maybe stale) out.
+os.environ["JAX_PLATFORMS"] = "cpu"
 
 import numpy as np  # noqa: E402
 
@@ -968,123 +969,142 @@ def gen(seeds, out, big=False, jobs=1):
 PLANTS = ("sub_for_add", "index_off", "start_clamp", "iota_off")
 
 
-def run_harness(harness, d, plant=None, extra_env=None):
+def run_harness(harness, d, plant=None, extra_env=None, timeout=900):
+    """Runs the C harness on directory d: (exit status, output, seconds).
+    A crash or a timeout names the program it happened in (the harness's
+    "@ NAME PHASE" trace lines)."""
     env = dict(os.environ)
     env["IRON_TEST_CORPUS_DIR"] = d
+    env["IRON_TEST_TRACE"] = "1"
     env.pop("IRON_TEST_ONLY", None)
     if plant:
         env["IRON_TEST_PLANT"] = plant
     if extra_env:
         env.update(extra_env)
     t0 = time.time()
-    p = subprocess.run([harness], env=env, cwd=d, capture_output=True,
-                       text=True)
-    return p.returncode, p.stdout + p.stderr, time.time() - t0
+    try:
+        p = subprocess.run([harness], env=env, cwd=d, capture_output=True,
+                           text=True, timeout=timeout)
+        rc, text = p.returncode, p.stdout + p.stderr
+    except subprocess.TimeoutExpired as e:
+        def s(b):
+            return b.decode(errors="replace") if isinstance(b, bytes) else \
+                (b or "")
+        rc, text = "timeout", s(e.stdout) + s(e.stderr)
+    return rc, text, time.time() - t0
 
 
-def parse_report(text):
+def parse_report(text, rc=0):
     """FAIL lines and the summary line of the harness."""
-    fails = [l for l in text.splitlines() if l.startswith("FAIL ")]
-    summ = [l for l in text.splitlines() if l.startswith("fuzz programs")]
-    return fails, (summ[-1] if summ else "")
+    lines = text.splitlines()
+    fails = [l for l in lines if l.startswith("FAIL ")]
+    summ = [l for l in lines if l.startswith("fuzz programs")]
+    if rc != 0 and not summ:  # died: the program it was in
+        at = [l for l in lines if l.startswith("@ ")]
+        if at:
+            fails.append(f"FAIL {at[-1].split()[1]}: harness "
+                         f"{'timed out' if rc == 'timeout' else f'exit {rc}'}"
+                         f" in {at[-1].split()[2]}")
+    return fails, (summ[0] if summ else "")
 
 
-def cmd_run(a):
-    harness = os.path.abspath(a.harness)
-    seeds = list(range(a.seed, a.seed + a.count))
-    fresh = []
-    for _ in range(a.fresh):
-        s = int.from_bytes(os.urandom(4), "little") | (1 << 32)
-        fresh.append(s)
-        seeds.append(s)
-    if fresh:
-        print(f"fresh seeds: {' '.join(map(str, fresh))}", flush=True)
-    keep = a.keep
-    base = keep or tempfile.mkdtemp(prefix="iron_fuzz_")
-    os.makedirs(base, exist_ok=True)
-    total = {"programs": 0, "failed_lower": 0, "batches": 0}
-    failures = []
-    summaries = []
-    t0 = time.time()
-    batches = [seeds[i:i + a.batch] for i in range(0, len(seeds), a.batch)]
-
-    def one(bi_batch):
-        bi, batch = bi_batch
-        d = os.path.join(base, f"b{bi:04d}")
-        if os.path.isdir(d):
-            shutil.rmtree(d)
-        os.makedirs(d)
-        ok, bad = write_programs(batch, d, a.big)
-        rc, text, dt = run_harness(harness, d, a.plant)
-        return bi, d, ok, bad, rc, text, dt
-
-    if a.jobs > 1:
-        from concurrent.futures import ProcessPoolExecutor
-        import multiprocessing as mp
-        ex = ProcessPoolExecutor(a.jobs, mp_context=mp.get_context("spawn"))
-        results = ex.map(_run_one, [(bi, b, base, harness, a.big, a.plant)
-                                    for bi, b in enumerate(batches)])
-    else:
-        ex = None
-        results = map(one, enumerate(batches))
-    for bi, d, ok, bad, rc, text, dt in results:
-        total["programs"] += ok
-        total["batches"] += 1
-        total["failed_lower"] += len(bad)
-        for s, msg in bad:
-            print(f"generator: fz_{s} did not lower: {msg}")
-        fails, summ = parse_report(text)
-        summaries.append(summ)
-        if rc != 0 and not fails:
-            fails = [f"FAIL {d}: harness exit {rc}: " + text[-2000:]]
-        print(f"batch {bi}: {ok} programs, {dt:.1f}s: {summ}", flush=True)
-        for f in fails:
-            failures.append((d, f))
-        if a.verbose:
-            print(text)
-        elif fails and not a.expect_fail:
-            # Details of the differences (the harness prints them).
-            print("\n".join(l for l in text.splitlines()
-                            if not l.startswith("FAIL "))[-6000:])
-        if not keep and not fails:
-            shutil.rmtree(d, ignore_errors=True)
-    if ex:
-        ex.shutdown()
-    dt = time.time() - t0
-    print(f"fuzz: {total['programs']} programs in {total['batches']} batches, "
-          f"{len(failures)} failing, {total['failed_lower']} did not lower, "
-          f"{dt:.1f}s")
-    me = os.path.relpath(os.path.abspath(__file__))
-    for d, f in failures:
-        print(f)
-        name = f.split()[1].rstrip(":")
-        if name.startswith("fz_"):
-            s = name[3:].split(".")[0]
-            print(f"  reproduce: python3 {me} run --harness {a.harness} "
-                  f"--seed {s} --count 1 --keep /tmp/fz_{s}"
-                  f"{' --big' if a.big else ''}"
-                  f"{' --plant ' + a.plant if a.plant else ''}"
-                  f"\n  program:   python3 {me} show --seed {s}")
-    if a.expect_fail:
-        if not failures:
-            print(f"planted bug {a.plant!r} went unnoticed")
-            return 1
-        print(f"planted bug {a.plant!r} found in {len(failures)} programs")
-        return 0
-    if total["failed_lower"] and not a.allow_lower_failures:
-        return 1
-    return 1 if failures else 0
-
-
-def _run_one(args):
-    bi, batch, base, harness, big, plant = args
+def _run_batch(args):
+    """Generates one batch of programs and runs the harness on it, once
+    per plant (None: no plant)."""
+    bi, batch, base, harness, big, plants = args
     d = os.path.join(base, f"b{bi:04d}")
     if os.path.isdir(d):
         shutil.rmtree(d)
     os.makedirs(d)
     ok, bad = write_programs(batch, d, big)
-    rc, text, dt = run_harness(harness, d, plant)
-    return bi, d, ok, bad, rc, text, dt
+    runs = [(plant,) + run_harness(harness, d, plant) for plant in plants]
+    return bi, d, ok, bad, runs
+
+
+def cmd_run(a):
+    harness = os.path.abspath(a.harness)
+    seeds = list(range(a.seed, a.seed + a.count))
+    fresh = [int.from_bytes(os.urandom(4), "little") | (1 << 32)
+             for _ in range(a.fresh)]
+    seeds += fresh
+    if fresh:
+        print(f"fresh seeds: {' '.join(map(str, fresh))}", flush=True)
+    plants = [None]
+    if a.plant:
+        plants = list(PLANTS) if a.plant == "all" else a.plant.split(",")
+        for p in plants:
+            if p not in PLANTS:
+                raise SystemExit(f"unknown plant {p}; known: {PLANTS}")
+    keep = a.keep
+    base = keep or tempfile.mkdtemp(prefix="iron_fuzz_")
+    os.makedirs(base, exist_ok=True)
+    programs = lower_failures = 0
+    failures = []           # (plant, FAIL line)
+    found = {p: 0 for p in plants}
+    t0 = time.time()
+    batches = [seeds[i:i + a.batch] for i in range(0, len(seeds), a.batch)]
+    work = [(bi, b, base, harness, a.big, plants)
+            for bi, b in enumerate(batches)]
+    ex = None
+    if a.jobs > 1 and len(batches) > 1:
+        from concurrent.futures import ProcessPoolExecutor
+        import multiprocessing as mp
+        ex = ProcessPoolExecutor(a.jobs, mp_context=mp.get_context("spawn"))
+        results = ex.map(_run_batch, work)
+    else:
+        results = map(_run_batch, work)
+    for bi, d, ok, bad, runs in results:
+        programs += ok
+        lower_failures += len(bad)
+        for s, msg in bad:
+            print(f"generator: fz_{s} did not lower: {msg}")
+        batch_failed = bool(bad)
+        for plant, rc, text, dt in runs:
+            fails, summ = parse_report(text, rc)
+            if rc != 0 and not fails:
+                fails = [f"FAIL {d}: harness exit {rc}: " + text[-2000:]]
+            tag = f" [plant {plant}]" if plant else ""
+            print(f"batch {bi}{tag}: {ok} programs, {dt:.1f}s: {summ}",
+                  flush=True)
+            found[plant] += len(fails)
+            failures += [(plant, f) for f in fails]
+            batch_failed = batch_failed or bool(fails)
+            if a.verbose:
+                print(text)
+            elif fails and not plant:
+                # The differences themselves (the harness prints them).
+                print("\n".join(l for l in text.splitlines()
+                                if not l.startswith(("FAIL ", "@ ")))[-6000:])
+        if not keep and not batch_failed:
+            shutil.rmtree(d, ignore_errors=True)
+    if ex:
+        ex.shutdown()
+    print(f"fuzz: {programs} programs in {len(batches)} batches, "
+          f"{len(failures)} failing, {lower_failures} did not lower, "
+          f"{time.time() - t0:.1f}s")
+    me = os.path.relpath(os.path.abspath(__file__))
+    if a.expect_fail:
+        missed = [p for p in plants if not found[p]]
+        for p in plants:
+            print(f"planted bug {p!r}: {found[p]} failing programs")
+        if missed:
+            print(f"planted bugs that went unnoticed: {missed}")
+            return 1
+        return 0
+    for plant, f in failures:
+        print(f)
+        name = f.split()[1].rstrip(":")
+        if name.startswith("fz_") and name[3:].isdigit():
+            s = name[3:]
+            print(f"  reproduce: python3 {me} run --harness {a.harness} "
+                  f"--seed {s} --count 1 --keep /tmp/fz_{s}"
+                  f"{' --big' if a.big else ''}"
+                  f"\n  program:   python3 {me} show --seed {s}")
+    if fresh and failures:
+        print(f"(fresh seeds of this run: {' '.join(map(str, fresh))})")
+    if lower_failures and not a.allow_lower_failures:
+        return 1
+    return 1 if failures else 0
 
 
 def cmd_gen(a):
@@ -1127,7 +1147,9 @@ def main():
     r.add_argument("--batch", type=int, default=150)
     r.add_argument("--jobs", type=int, default=1)
     r.add_argument("--big", action="store_true")
-    r.add_argument("--plant", choices=PLANTS)
+    r.add_argument("--plant", help="plant a bug: one of %s, a comma "
+                   "list, or all (each run on the same programs)" %
+                   ", ".join(PLANTS))
     r.add_argument("--expect-fail", action="store_true",
                    help="succeed only if the (planted) bug is found")
     r.add_argument("--keep", help="keep the programs under this directory")
@@ -1136,7 +1158,16 @@ def main():
     s = sub.add_parser("show")
     s.add_argument("--seed", type=int, required=True)
     s.add_argument("--big", action="store_true")
+    for p in (g, r, s):
+        p.add_argument("--skip-without-jax", action="store_true",
+                       help="exit 77 (ctest's skip) when jax is missing")
     a = ap.parse_args()
+    if a.skip_without_jax:
+        try:
+            import jax  # noqa: F401
+        except ImportError:
+            print("jax is not installed: skipped")
+            return 77
     return {"gen": cmd_gen, "run": cmd_run, "show": cmd_show}[a.cmd](a)
 
 
