@@ -1011,14 +1011,26 @@ def parse_report(text, rc=0):
 def _run_batch(args):
     """Generates one batch of programs and runs the harness on it, once
     per plant (None: no plant)."""
-    bi, batch, base, harness, big, plants = args
+    bi, batch, base, harness, big, plants, env = args
     d = os.path.join(base, f"b{bi:04d}")
     if os.path.isdir(d):
         shutil.rmtree(d)
     os.makedirs(d)
     ok, bad = write_programs(batch, d, big)
-    runs = [(plant,) + run_harness(harness, d, plant) for plant in plants]
+    runs = [(plant,) + run_harness(harness, d, plant, env) for plant in plants]
     return bi, d, ok, bad, runs
+
+
+def _batches(a, seeds):
+    """Batches of seeds: the given ones, then (with --minutes) more from
+    where they end, for as long as the caller keeps asking."""
+    for i in range(0, len(seeds), a.batch):
+        yield seeds[i:i + a.batch]
+    if a.minutes:
+        nxt = a.seed + a.count
+        while True:
+            yield list(range(nxt, nxt + a.batch))
+            nxt += a.batch
 
 
 def cmd_run(a):
@@ -1042,18 +1054,44 @@ def cmd_run(a):
     failures = []           # (plant, FAIL line)
     found = {p: 0 for p in plants}
     t0 = time.time()
-    batches = [seeds[i:i + a.batch] for i in range(0, len(seeds), a.batch)]
-    work = [(bi, b, base, harness, a.big, plants)
-            for bi, b in enumerate(batches)]
-    ex = None
-    if a.jobs > 1 and len(batches) > 1:
-        from concurrent.futures import ProcessPoolExecutor
+    env = {"IRON_TEST_FUZZ_DEVICE": a.device}
+    deadline = t0 + 60 * a.minutes if a.minutes else None
+    nbatches = 0
+
+    def work():
+        nonlocal nbatches
+        for bi, b in enumerate(_batches(a, seeds)):
+            if deadline and time.time() > deadline:
+                return
+            nbatches += 1
+            yield (bi, b, base, harness, a.big, plants, env)
+
+    def results():
+        if a.jobs <= 1:
+            yield from map(_run_batch, work())
+            return
+        # A few batches in flight per worker, submitted as they finish (a
+        # time budget stops submitting).
+        from concurrent.futures import ProcessPoolExecutor, wait, \
+            FIRST_COMPLETED
         import multiprocessing as mp
-        ex = ProcessPoolExecutor(a.jobs, mp_context=mp.get_context("spawn"))
-        results = ex.map(_run_batch, work)
-    else:
-        results = map(_run_batch, work)
-    for bi, d, ok, bad, runs in results:
+        with ProcessPoolExecutor(
+                a.jobs, mp_context=mp.get_context("spawn")) as ex:
+            todo = work()
+            pending = set()
+            for w in todo:
+                pending.add(ex.submit(_run_batch, w))
+                if len(pending) >= a.jobs:
+                    break
+            while pending:
+                done, pending = wait(pending, return_when=FIRST_COMPLETED)
+                for f in done:
+                    yield f.result()
+                    nxt = next(todo, None)
+                    if nxt is not None:
+                        pending.add(ex.submit(_run_batch, nxt))
+
+    for bi, d, ok, bad, runs in results():
         programs += ok
         lower_failures += len(bad)
         for s, msg in bad:
@@ -1077,9 +1115,7 @@ def cmd_run(a):
                                 if not l.startswith(("FAIL ", "@ ")))[-6000:])
         if not keep and not batch_failed:
             shutil.rmtree(d, ignore_errors=True)
-    if ex:
-        ex.shutdown()
-    print(f"fuzz: {programs} programs in {len(batches)} batches, "
+    print(f"fuzz: {programs} programs in {nbatches} batches, "
           f"{len(failures)} failing, {lower_failures} did not lower, "
           f"{time.time() - t0:.1f}s")
     me = os.path.relpath(os.path.abspath(__file__))
@@ -1147,6 +1183,11 @@ def main():
     r.add_argument("--batch", type=int, default=150)
     r.add_argument("--jobs", type=int, default=1)
     r.add_argument("--big", action="store_true")
+    r.add_argument("--minutes", type=float, default=0,
+                   help="keep generating batches (after --count) until "
+                   "this many minutes have passed")
+    r.add_argument("--device", choices=("emu", "cuda"), default="emu",
+                   help="the CUDA side: the CPU emulation or a real GPU")
     r.add_argument("--plant", help="plant a bug: one of %s, a comma "
                    "list, or all (each run on the same programs)" %
                    ", ".join(PLANTS))
