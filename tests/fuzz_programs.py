@@ -404,7 +404,7 @@ class Gen:
                                "csqrt", "cexp", "square"])
         else:  # narrow
             name = rng.choice(["neg", "abs", "convert_back"])
-            if str(x.dtype) == "uint4":
+            if str(x.dtype) in ("int4", "uint4"):
                 name = "convert_back"
         f = {
             "neg": lax.neg, "abs": lax.abs, "sign": lax.sign,
@@ -630,12 +630,18 @@ class Gen:
         return self.fit_dims(x, shp)
 
     def g_dynamic_slice(self):
+        from jax import lax
         rng = self.rng
         x = self.pick(lambda v: v.ndim > 0)
         if x is None:
             return None
         sizes = tuple(rng.randint(0 if rng.random() < 0.05 else min(a, 1), a)
                       for a in x.shape)
+        if rng.random() < 0.3:  # jax's x[i]: unit dims, squeezed after
+            sizes = tuple(1 if rng.random() < 0.6 else b for b in sizes)
+            y = self.dyn_slice_of(x, sizes)
+            self.tag("reshape")
+            return lax.reshape(y, tuple(b for b in sizes if b != 1))
         return self.dyn_slice_of(x, sizes)
 
     def g_dus(self):
@@ -646,9 +652,22 @@ class Gen:
             return None
         sizes = tuple(rng.randint(0 if rng.random() < 0.05 else min(a, 1), a)
                       for a in x.shape)
-        u = self.operand(sizes, x.dtype)
-        if rng.random() < 0.5:  # an update computed in the same group
-            u = self.elementwise_chain(u)
+        if rng.random() < 0.3:
+            # x.at[i].set(row): an update computed without the unit dims,
+            # which a reshape or broadcast_in_dim adds back.
+            sizes = tuple(1 if rng.random() < 0.6 else b for b in sizes)
+            sq = tuple(b for b in sizes if b != 1)
+            u = self.elementwise_chain(self.operand(sq, x.dtype))
+            self.tag("reshape")
+            if rng.random() < 0.5:
+                u = lax.reshape(u, sizes)
+            else:
+                keep = tuple(d for d, b in enumerate(sizes) if b != 1)
+                u = lax.broadcast_in_dim(u, sizes, keep)
+        else:
+            u = self.operand(sizes, x.dtype)
+            if rng.random() < 0.5:  # an update computed in the same group
+                u = self.elementwise_chain(u)
         starts = [self.index_scalar(a - b) for a, b in zip(x.shape, sizes)]
         dts = {np.dtype(getattr(s, "dtype", np.int32)) for s in starts}
         if len(dts) > 1:
@@ -702,6 +721,22 @@ class Gen:
         self.log(f"concatenate {x.dtype} dim {d} "
                  f"{[list(p.shape) for p in parts]}")
         return lax.concatenate(parts, d)
+
+    def g_concat_many(self):
+        """A concatenate of more than 64 operands (several kernels on
+        CUDA): slices of one value, stacked."""
+        from jax import lax
+        rng = self.rng
+        x = self.pick(lambda v: v.ndim > 0 and 0 < v.shape[0] and
+                      int(np.prod(v.shape, dtype=np.int64)) <= 4096)
+        if x is None:
+            return None
+        n = rng.randint(60, 80)
+        parts = [lax.slice_in_dim(x, i % x.shape[0], i % x.shape[0] + 1,
+                                  axis=0) for i in range(n)]
+        self.tag("concatenate")
+        self.log(f"concatenate of {n} rows of {x.dtype}{list(x.shape)}")
+        return lax.concatenate(parts, 0)
 
     def g_pad(self):
         from jax import lax
@@ -920,7 +955,7 @@ class Gen:
            ("g_select", 5), ("g_clamp", 2), ("g_convert", 6),
            ("g_bitcast", 2), ("g_broadcast", 6), ("g_reshape", 5),
            ("g_slice", 5), ("g_dynamic_slice", 5), ("g_dus", 5),
-           ("g_transpose", 4), ("g_concat", 4), ("g_pad", 3), ("g_rev", 2),
+           ("g_transpose", 4), ("g_concat", 4), ("g_concat_many", 0.3), ("g_pad", 3), ("g_rev", 2),
            ("g_iota", 2), ("g_reduce", 5), ("g_cumsum", 1),
            ("g_log_softmax", 1), ("g_scan", 1)]
 
