@@ -86,6 +86,8 @@ EXTRA = []
 
 
 def extra(name, make_args, **kw):
+    """An extra program; x64=True traces and lowers it under
+    jax.enable_x64 (64-bit arguments and results)."""
     def deco(fn):
         EXTRA.append((name, fn, make_args, kw))
         return fn
@@ -258,6 +260,28 @@ def _(x, y, i):
     return lax.dynamic_slice(x, (j | i, i, jnp.int32(1)), (1, 4, 1))
 
 
+# fz_100541: a denormal f32 converted to c64 keeps its bits on XLA:CPU and
+# the host (no arithmetic: the value becomes the real part), but the CUDA
+# convert flushed it. Same width keeps (f32/f16/bf16 -> c64, f64 -> c128),
+# a width change flushes (f32 -> c128, f64 -> c64). The harness's small
+# unsigned inputs are denormals once bitcast; splat constants are denormal
+# literals in the fused kernel.
+@extra("fz_denormal_to_complex", lambda rng: (
+    np.arange(7, dtype=np.uint32), np.arange(7, dtype=np.uint64),
+    np.arange(7, dtype=np.uint16)), x64=True)
+def _(u32, u64, u16):
+    f = lax.bitcast_convert_type(u32, jnp.float32)
+    d = lax.bitcast_convert_type(u64, jnp.float64)
+    h = lax.bitcast_convert_type(u16, jnp.float16)
+    b = lax.bitcast_convert_type(u16, jnp.bfloat16)
+    c = jnp.full((7,), 1e-40, jnp.float32)
+    return (f.astype(jnp.complex64), f.astype(jnp.complex128),
+            d.astype(jnp.complex128), d.astype(jnp.complex64),
+            h.astype(jnp.complex64), b.astype(jnp.complex128),
+            b.astype(jnp.complex64), (c + f).astype(jnp.complex64),
+            c.astype(jnp.complex64) * 2)
+
+
 # Targets older than 0.15.0 get older MLIR bytecode versions (0.9.0 -> 0,
 # 0.10.0 -> 1, 0.12.0 -> 3, 0.14.0 -> 4: no properties, inherent attributes
 # in the attribute dictionary).
@@ -303,10 +327,13 @@ def main():
         if opts.only not in name:
             continue
         rng = np.random.default_rng(0)
+        kw = dict(kw)
+        x64 = kw.pop("x64", False)
         try:
-            args = make_args(rng)
-            jitted = jax.jit(fn, **kw)
-            lowered = jitted.lower(*args)
+            with jax.enable_x64(x64):
+                args = make_args(rng)
+                jitted = jax.jit(fn, **kw)
+                lowered = jitted.lower(*args)
             art = serialize(lowered)
             write(name, art, lowered.as_text(), reference_text(art))
             extra_fns[name] = (jitted, args)

@@ -808,8 +808,15 @@ static iron_status_t arg_text(fz_gen_t *g, const iron_ir_op_t *op,
   if (op->kind == IRON_OP_CONVERT) {
     // XLA:CPU converts between f16/bf16/f32 with integer code (denormals
     // kept); f32 <-> f64 and float -> int/pred go through the FPU (flushed).
+    // A complex result takes the value as its real part: kept when that
+    // part has the value's compute type (f32/f16/bf16 -> c64, f64 -> c128),
+    // flushed when it converts (f32 -> c128, f64 -> c64; measured).
     iron_dtype_t to = op->results[0].type->dtype;
-    const char *a = iron_cuda_compute_ctype(dt), *b = iron_cuda_compute_ctype(to);
+    iron_dtype_t to_part = to == IRON_DTYPE_C64    ? IRON_DTYPE_F32
+                           : to == IRON_DTYPE_C128 ? IRON_DTYPE_F64
+                                                   : to;
+    const char *a = iron_cuda_compute_ctype(dt),
+               *b = iron_cuda_compute_ctype(to_part);
     flush = flush && !(a && b && strcmp(a, b) == 0);
     // Converts from/to narrow dtypes flush as they need (narrow_convert).
     if (is_nw(v->type->dtype) || is_nw(to)) flush = false;
