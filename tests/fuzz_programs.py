@@ -55,8 +55,14 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 
 # Generation lowers with jax's CPU rules (what the iron plugin gets too)
-# and never needs a device: keep the plugin (maybe stale) out.
-os.environ["JAX_PLATFORMS"] = "cpu"
+# and never needs a device: keep the plugin (maybe stale) out, but for the
+# xla subcommand (iron's host device against XLA:CPU).
+if len(sys.argv) > 1 and sys.argv[1] == "xla":
+    os.environ["JAX_PLATFORMS"] = "iron,cpu"
+    os.environ.setdefault("IRON_DEVICE", "host")
+    sys.path.insert(0, os.path.join(ROOT, "python"))
+else:
+    os.environ["JAX_PLATFORMS"] = "cpu"
 
 import numpy as np  # noqa: E402
 
@@ -1255,6 +1261,123 @@ def cmd_gen(a):
     return 1 if bad and not a.allow_lower_failures else 0
 
 
+def special_inputs(structs, seed, k):
+    """numpy inputs for the xla subcommand: k = 0 small values (scalar
+    integers far out of range), k = 1 special values (as the C harness's
+    seeds 1 and 3)."""
+    r = np.random.default_rng(seed * 7 + k)
+    out = []
+    fspecial = np.array([0.0, -0.0, 1.0, -1.0, 0.5, -2.5, 3.0, 7.25, 65504,
+                         1e10, -1e10, 2.0**31, -2.0**31 - 1, 9.3e18, 1e-3,
+                         np.inf, -np.inf, np.nan, 3.4e38, 0.25, -0.75])
+    for st in structs:
+        dt = np.dtype(st.dtype)
+        shape = st.shape
+        c = dclass(dt)
+        if c == "bool":
+            v = r.integers(0, 2, shape).astype(bool)
+        elif c in ("sint", "uint"):
+            info = np.iinfo(dt)
+            if len(shape) == 0:
+                v = np.array(r.choice([-1000, -3, -1, 0, 1, 2, 5, 1000]))
+                v = np.clip(v, info.min, info.max).astype(dt)
+            elif k == 0:
+                v = r.integers(max(info.min, -9), min(info.max, 12) + 1,
+                               shape).astype(dt)
+            else:
+                pool = np.array([0, 1, 2, 7, 31, 32, 63, 64, info.max,
+                                 info.max - 1, info.min, info.min + 1],
+                                dtype=object)
+                v = np.array(r.choice(pool, shape), dtype=object).astype(dt)
+        elif c in ("float", "cplx"):
+            if k == 0:
+                v = (r.integers(-64, 65, shape) / 16.0)
+            else:
+                v = r.choice(fspecial, shape)
+            if c == "cplx":
+                v = v + 1j * r.choice(fspecial if k else np.array([0.5, -1.0,
+                                                                   0.0]),
+                                      shape)
+            with np.errstate(over="ignore", invalid="ignore"):
+                v = np.asarray(v).astype(dt)
+        else:  # narrow
+            v = r.integers(0, 4, shape).astype(dt)
+        out.append(np.asarray(v).reshape(shape))
+    return out
+
+
+def same_bits(a, b, tol):
+    """Equal bits (NaNs aside), or within tol for inexact floats."""
+    a, b = np.asarray(a), np.asarray(b)
+    if a.shape != b.shape or a.dtype != b.dtype:
+        return False
+    if dclass(a.dtype) == "narrow":  # one byte per element; compare values
+        a, b = a.astype(np.float32), b.astype(np.float32)
+    if a.dtype.kind in "fc" or str(a.dtype) == "bfloat16":
+        if a.size == 0:
+            return True
+        x = a.astype(np.complex128 if a.dtype.kind == "c" else
+                     np.float64).reshape(-1)
+        y = b.astype(x.dtype).reshape(-1)
+        nan = np.isnan(x) & np.isnan(y)
+        eq = (a.reshape(-1).view(np.uint8).reshape(a.size, -1) ==
+              b.reshape(-1).view(np.uint8).reshape(b.size, -1)).all(-1) | nan
+        if tol and not eq.all():
+            with np.errstate(invalid="ignore", over="ignore"):
+                close = np.isclose(x, y, rtol=tol, atol=1e-5, equal_nan=True)
+            bad = ~(eq | close)
+            return bad.sum() <= max(2, bad.size // 50)
+        return bool(eq.all())
+    return a.tobytes() == b.tobytes()
+
+
+def cmd_xla(a):
+    """iron's host device against XLA:CPU on the same programs (jax on
+    both), bit for bit where the manifest says exact."""
+    import jax
+    import warnings
+    warnings.simplefilter("ignore")
+    cpu, iron = jax.devices("cpu")[0], jax.devices("iron")[0]
+    bad = ran = skipped = 0
+    t0 = time.time()
+    for s in range(a.seed, a.seed + a.count):
+        with jax.enable_x64(True):
+            try:
+                fn, structs, g = make_program(s, a.big)
+                jax.jit(fn).lower(*structs)
+            except Exception:
+                skipped += 1
+                continue
+            inexact = g.ops & INEXACT_OPS
+            tol = 1e-3 if inexact else 0
+            for k in range(2):
+                args = special_inputs(structs, s, k)
+                try:
+                    want = jax.jit(fn)(*[jax.device_put(x, cpu)
+                                         for x in args])
+                except Exception:
+                    skipped += 1
+                    break
+                try:
+                    got = jax.jit(fn)(*[jax.device_put(x, iron)
+                                        for x in args])
+                    ok = all(same_bits(w, g_, tol)
+                             for w, g_ in zip(want, got))
+                    why = "differs"
+                except Exception as e:
+                    ok, why = False, f"{type(e).__name__}: {str(e)[:200]}"
+                ran += 1
+                if not ok:
+                    bad += 1
+                    print(f"FAIL fz_{s} (inputs {k}): iron host vs XLA:CPU "
+                          f"{why}{' (inexact: ' + ','.join(sorted(inexact)) + ')' if inexact else ''}",
+                          flush=True)
+                    break
+    print(f"xla: {ran} runs of {a.count} programs, {bad} differ, {skipped} "
+          f"skipped, {time.time() - t0:.1f}s")
+    return 1 if bad else 0
+
+
 def cmd_show(a):
     lowered, g = lower_program(a.seed, a.big)
     print(f"# fz_{a.seed}: inputs {[(s, str(d)) for s, d in g.inputs]}")
@@ -1297,10 +1420,15 @@ def main():
     r.add_argument("--keep", help="keep the programs under this directory")
     r.add_argument("--verbose", action="store_true")
     r.add_argument("--allow-lower-failures", action="store_true")
+    x = sub.add_parser("xla", help="iron's host device vs XLA:CPU through "
+                       "jax (needs the plugin: IRON_PLUGIN_PATH)")
+    x.add_argument("--seed", type=int, default=1)
+    x.add_argument("--count", type=int, default=100)
+    x.add_argument("--big", action="store_true")
     s = sub.add_parser("show")
     s.add_argument("--seed", type=int, required=True)
     s.add_argument("--big", action="store_true")
-    for p in (g, r, s):
+    for p in (g, r, s, x):
         p.add_argument("--skip-without-jax", action="store_true",
                        help="exit 77 (ctest's skip) when jax is missing")
     a = ap.parse_args()
@@ -1310,7 +1438,8 @@ def main():
         except ImportError:
             print("jax is not installed: skipped")
             return 77
-    return {"gen": cmd_gen, "run": cmd_run, "show": cmd_show}[a.cmd](a)
+    return {"gen": cmd_gen, "run": cmd_run, "show": cmd_show,
+            "xla": cmd_xla}[a.cmd](a)
 
 
 if __name__ == "__main__":
