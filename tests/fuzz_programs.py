@@ -1155,7 +1155,11 @@ def cmd_run(a):
             if p not in PLANTS:
                 raise SystemExit(f"unknown plant {p}; known: {PLANTS}")
     keep = a.keep
-    base = keep or tempfile.mkdtemp(prefix="iron_fuzz_")
+    # Next to the harness (a build dir), not in /tmp: the emulation dlopens
+    # the library it builds in the working directory, and /tmp may be
+    # noexec.
+    base = keep or tempfile.mkdtemp(prefix="iron_fuzz_",
+                                    dir=os.path.dirname(harness))
     os.makedirs(base, exist_ok=True)
     programs = lower_failures = 0
     failures = []           # (plant, FAIL line)
@@ -1222,6 +1226,11 @@ def cmd_run(a):
                                 if not l.startswith(("FAIL ", "@ ")))[-6000:])
         if not keep and not batch_failed:
             shutil.rmtree(d, ignore_errors=True)
+    if not keep:
+        try:
+            os.rmdir(base)  # empty unless a batch failed
+        except OSError:
+            print(f"failing batches kept under {base}")
     print(f"fuzz: {programs} programs in {nbatches} batches, "
           f"{len(failures)} failing, {lower_failures} did not lower, "
           f"{time.time() - t0:.1f}s")
