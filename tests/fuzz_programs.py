@@ -89,7 +89,8 @@ INEXACT_OPS = {
     "exp", "exp2", "expm1", "log", "log1p", "logistic", "sin", "cos", "tan",
     "tanh", "atan2", "pow", "cbrt", "rsqrt", "erf", "log_softmax",
     "reduce_add_float", "reduce_mul_float", "cumsum_float",
-    "cabs", "cdiv", "csqrt", "cexp",
+    "cabs", "cdiv", "csqrt", "cexp", "clog", "clog1p", "cexpm1", "csin",
+    "ccos", "ctan", "ctanh", "crsqrt", "clogistic", "cpow",
 }
 
 
@@ -407,7 +408,9 @@ class Gen:
             name = "not"
         elif c == "cplx":
             name = rng.choice(["neg", "real", "imag", "cabs", "conj",
-                               "csqrt", "cexp", "square"])
+                               "csqrt", "cexp", "square", "sign", "clog",
+                               "clog1p", "cexpm1", "csin", "ccos", "ctan",
+                               "ctanh", "crsqrt", "clogistic"])
         else:  # narrow
             name = rng.choice(["neg", "abs", "convert_back"])
             if str(x.dtype) in ("int4", "uint4"):
@@ -433,7 +436,10 @@ class Gen:
             "not": lax.bitwise_not, "popcnt": lax.population_count,
             "clz": lax.clz, "real": lax.real, "imag": lax.imag,
             "cabs": lax.abs, "conj": lax.conj, "csqrt": lax.sqrt,
-            "cexp": lax.exp,
+            "cexp": lax.exp, "clog": lax.log, "clog1p": lax.log1p,
+            "cexpm1": lax.expm1, "csin": lax.sin, "ccos": lax.cos,
+            "ctan": lax.tan, "ctanh": lax.tanh, "crsqrt": lax.rsqrt,
+            "clogistic": lax.logistic,
             "convert_back": lambda v: lax.convert_element_type(
                 lax.convert_element_type(v, np.float32), v.dtype),
         }[name]
@@ -456,7 +462,7 @@ class Gen:
             "uint": ["add", "sub", "mul", "div", "rem", "max", "min", "and",
                      "or", "xor", "shl", "shr", "sra"],
             "bool": ["and", "or", "xor", "max", "min"],
-            "cplx": ["add", "sub", "mul", "cdiv"],
+            "cplx": ["add", "sub", "mul", "cdiv", "cpow", "add", "mul"],
             "narrow": ["add", "mul", "max", "min", "sub"],
         }[c]
         name = rng.choice(ops)
@@ -466,7 +472,7 @@ class Gen:
         f = {
             "add": lax.add, "sub": lax.sub, "mul": lax.mul, "div": lax.div,
             "cdiv": lax.div, "rem": lax.rem, "max": lax.max, "min": lax.min,
-            "pow": lax.pow, "atan2": lax.atan2, "and": lax.bitwise_and,
+            "pow": lax.pow, "cpow": lax.pow, "atan2": lax.atan2, "and": lax.bitwise_and,
             "or": lax.bitwise_or, "xor": lax.bitwise_xor,
             "shl": lax.shift_left, "shr": lax.shift_right_logical,
             "sra": lax.shift_right_arithmetic, "nextafter": lax.nextafter,
@@ -644,7 +650,8 @@ class Gen:
         sizes = tuple(rng.randint(0 if rng.random() < 0.05 else min(a, 1), a)
                       for a in x.shape)
         if rng.random() < 0.3:  # jax's x[i]: unit dims, squeezed after
-            sizes = tuple(1 if rng.random() < 0.6 else b for b in sizes)
+            sizes = tuple(min(1, a) if rng.random() < 0.6 else b
+                          for a, b in zip(x.shape, sizes))
             y = self.dyn_slice_of(x, sizes)
             self.tag("reshape")
             return lax.reshape(y, tuple(b for b in sizes if b != 1))
@@ -661,7 +668,8 @@ class Gen:
         if rng.random() < 0.3:
             # x.at[i].set(row): an update computed without the unit dims,
             # which a reshape or broadcast_in_dim adds back.
-            sizes = tuple(1 if rng.random() < 0.6 else b for b in sizes)
+            sizes = tuple(min(1, a) if rng.random() < 0.6 else b
+                          for a, b in zip(x.shape, sizes))
             sq = tuple(b for b in sizes if b != 1)
             u = self.elementwise_chain(self.operand(sq, x.dtype))
             self.tag("reshape")
