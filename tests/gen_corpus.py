@@ -282,6 +282,20 @@ def _(u32, u64, u16):
             c.astype(jnp.complex64) * 2)
 
 
+# fz_101685: an s4 constant -1 was stored as the byte 0xff (the IR's
+# sign-extended form) where buffers hold low bits (0x0f: ml_dtypes, XLA:CPU,
+# every kernel); a CUDA select re-encoding it made host and CUDA differ.
+@extra("fz_int4_constants", lambda rng: (
+    np.arange(-8, 8).astype(jnp.int4), np.arange(16).astype(jnp.uint4),
+    np.int32(1)))
+def _(x, u, i):
+    m = lax.dynamic_update_slice(x, jnp.full((5,), -1, jnp.int4), (i,))
+    n = lax.dynamic_update_slice(u, jnp.full((5,), 15, jnp.uint4), (i,))
+    k = jnp.array([-8, -1, 7, -3] * 4, jnp.int4)
+    return (lax.select(i != 0, m, x), lax.select(i != 0, n, u), k,
+            jnp.full((16,), -2, jnp.int4), jnp.concatenate([x, k]))
+
+
 # Targets older than 0.15.0 get older MLIR bytecode versions (0.9.0 -> 0,
 # 0.10.0 -> 1, 0.12.0 -> 3, 0.14.0 -> 4: no properties, inherent attributes
 # in the attribute dictionary).
