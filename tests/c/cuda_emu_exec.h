@@ -703,9 +703,19 @@ static inline int64_t cuda_emu_compare(const iron_executable_t *exe,
     for (int32_t k = 0; k < rank; ++k) count *= dims[k];
     size_t es = iron_dtype_size(dt);
     int64_t first = -1, nbad = 0;
+    // IRON_TEST_SHOW_DIFFS=N prints the first N differing elements.
+    const char *show_env = getenv("IRON_TEST_SHOW_DIFFS");
+    int64_t show = show_env ? atoll(show_env) : 0;
     for (int64_t i = 0; i < count; ++i)
       if (!cuda_emu_same(dt, want[j] + (size_t)i * es, got[j] + (size_t)i * es)) {
         if (first < 0) first = i;
+        if (nbad < show) {
+          uint64_t w = 0, g = 0;
+          memcpy(&w, want[j] + (size_t)i * es, es < 8 ? es : 8);
+          memcpy(&g, got[j] + (size_t)i * es, es < 8 ? es : 8);
+          fprintf(stderr, "  output %u element %lld: host 0x%llx, CUDA 0x%llx\n",
+                  j, (long long)i, (unsigned long long)w, (unsigned long long)g);
+        }
         nbad++;
       }
     if (nbad) {
