@@ -969,7 +969,38 @@ class Gen:
         self.vals.extend(res[:-1])
         return res[-1]
 
-    OPS = [("g_unary", 14), ("g_chain", 6), ("g_scalar_loop", 1), ("g_binary", 16), ("g_compare", 4),
+    def g_cond(self):
+        """lax.cond on a scalar predicate: each branch's element-wise ops
+        fuse inside its region."""
+        from jax import lax
+        rng = self.rng
+        x = self.pick(lambda v: dclass(v.dtype) in ("sint", "uint", "float"))
+        if x is None:
+            return None
+        p = self.pick(lambda v: v.ndim == 0 and v is not x)
+        if p is None:
+            return None
+        if p.dtype != np.dtype(bool):
+            p = lax.ne(p, self.scalar_const(p.dtype)) if \
+                dclass(p.dtype) != "narrow" else lax.ne(
+                    lax.convert_element_type(p, np.float32), np.float32(0))
+        y = self.operand(x.shape, x.dtype, avoid=x)
+        ops = [(rng.choice([lax.add, lax.mul, lax.max, lax.sub]),
+                self.scalar_const(x.dtype)) for _ in range(3)]
+
+        def branch(k):
+            def f(a, b):
+                f1, c1 = ops[k]
+                f2, c2 = ops[2]
+                return f2(f1(a, lax.full_like(a, c1)), b), f1(b, a)
+            return f
+        self.tag("cond")
+        self.log(f"cond {x.dtype}{list(x.shape)}")
+        r0, r1 = lax.cond(p, branch(0), branch(1), x, y)
+        self.vals.append(r1)
+        return r0
+
+    OPS = [("g_unary", 14), ("g_chain", 6), ("g_scalar_loop", 1), ("g_cond", 1), ("g_binary", 16), ("g_compare", 4),
            ("g_select", 5), ("g_clamp", 2), ("g_convert", 6),
            ("g_bitcast", 2), ("g_broadcast", 6), ("g_reshape", 5),
            ("g_slice", 5), ("g_dynamic_slice", 5), ("g_dus", 5),
