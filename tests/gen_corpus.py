@@ -86,6 +86,8 @@ EXTRA = []
 
 
 def extra(name, make_args, **kw):
+    """An extra program; x64=True traces and lowers it under
+    jax.enable_x64 (64-bit arguments and results)."""
     def deco(fn):
         EXTRA.append((name, fn, make_args, kw))
         return fn
@@ -227,6 +229,73 @@ def _(x):
     return jnp.sum(y * 2 + 1), jnp.sort(x)
 
 
+# ---------------------------------------------------------------------------
+# Regression programs of the random-program fuzzer (tests/fuzz_programs.py):
+# each finding, minimized by hand, named fz_<what> (the fuzz harness
+# tests/c/test_cuda_fuzz_programs.c runs the corpus' fz_* programs with its
+# special-value inputs; test_cuda_fusion_corpus.c runs them with the rest).
+
+def _fz_args(*specs):
+    def make(rng):
+        out = []
+        for shape, dt in specs:
+            if np.issubdtype(np.dtype(dt), np.integer):
+                out.append(rng.integers(-3, 7, size=shape).astype(dt))
+            else:
+                out.append(rng.standard_normal(shape).astype(dt))
+        return tuple(out)
+    return make
+
+
+# fz_5273: a one-element load (y[:, 2, 1][2], a slice reshaped to a scalar)
+# computes a dynamic_slice start, and the scalar group joins the
+# dynamic_slice's fusion; the fusion's iteration space was that load's one
+# element, not the slice's 4 ("CUDA fusion: outputs have different element
+# counts").
+@extra("fz_scalar_load_start", _fz_args(((5, 4, 2), np.float32),
+                                        ((5, 4, 2), np.float32),
+                                        ((), np.int32)))
+def _(x, y, i):
+    j = y.astype(jnp.int32)[:, 2, 1][2]
+    return lax.dynamic_slice(x, (j | i, i, jnp.int32(1)), (1, 4, 1))
+
+
+# fz_100541: a denormal f32 converted to c64 keeps its bits on XLA:CPU and
+# the host (no arithmetic: the value becomes the real part), but the CUDA
+# convert flushed it. Same width keeps (f32/f16/bf16 -> c64, f64 -> c128),
+# a width change flushes (f32 -> c128, f64 -> c64). The harness's small
+# unsigned inputs are denormals once bitcast; splat constants are denormal
+# literals in the fused kernel.
+@extra("fz_denormal_to_complex", lambda rng: (
+    np.arange(7, dtype=np.uint32), np.arange(7, dtype=np.uint64),
+    np.arange(7, dtype=np.uint16)), x64=True)
+def _(u32, u64, u16):
+    f = lax.bitcast_convert_type(u32, jnp.float32)
+    d = lax.bitcast_convert_type(u64, jnp.float64)
+    h = lax.bitcast_convert_type(u16, jnp.float16)
+    b = lax.bitcast_convert_type(u16, jnp.bfloat16)
+    c = jnp.full((7,), 1e-40, jnp.float32)
+    return (f.astype(jnp.complex64), f.astype(jnp.complex128),
+            d.astype(jnp.complex128), d.astype(jnp.complex64),
+            h.astype(jnp.complex64), b.astype(jnp.complex128),
+            b.astype(jnp.complex64), (c + f).astype(jnp.complex64),
+            c.astype(jnp.complex64) * 2)
+
+
+# fz_101685: an s4 constant -1 was stored as the byte 0xff (the IR's
+# sign-extended form) where buffers hold low bits (0x0f: ml_dtypes, XLA:CPU,
+# every kernel); a CUDA select re-encoding it made host and CUDA differ.
+@extra("fz_int4_constants", lambda rng: (
+    np.arange(-8, 8).astype(jnp.int4), np.arange(16).astype(jnp.uint4),
+    np.int32(1)))
+def _(x, u, i):
+    m = lax.dynamic_update_slice(x, jnp.full((5,), -1, jnp.int4), (i,))
+    n = lax.dynamic_update_slice(u, jnp.full((5,), 15, jnp.uint4), (i,))
+    k = jnp.array([-8, -1, 7, -3] * 4, jnp.int4)
+    return (lax.select(i != 0, m, x), lax.select(i != 0, n, u), k,
+            jnp.full((16,), -2, jnp.int4), jnp.concatenate([x, k]))
+
+
 # Targets older than 0.15.0 get older MLIR bytecode versions (0.9.0 -> 0,
 # 0.10.0 -> 1, 0.12.0 -> 3, 0.14.0 -> 4: no properties, inherent attributes
 # in the attribute dictionary).
@@ -272,10 +341,13 @@ def main():
         if opts.only not in name:
             continue
         rng = np.random.default_rng(0)
+        kw = dict(kw)
+        x64 = kw.pop("x64", False)
         try:
-            args = make_args(rng)
-            jitted = jax.jit(fn, **kw)
-            lowered = jitted.lower(*args)
+            with jax.enable_x64(x64):
+                args = make_args(rng)
+                jitted = jax.jit(fn, **kw)
+                lowered = jitted.lower(*args)
             art = serialize(lowered)
             write(name, art, lowered.as_text(), reference_text(art))
             extra_fns[name] = (jitted, args)

@@ -359,6 +359,17 @@ static iron_status_t make_constant(iron_plan_t *plan, iron_device_t *dev,
   return IRON_OK;
 }
 
+// Sub-byte integers: the IR holds them sign- or zero-extended to a byte
+// (stablehlo/attr_type.c), buffers hold their low bits, as ml_dtypes,
+// XLA:CPU and every kernel (-1 in s4 is 0x0f; a constant stored as 0xff
+// came back to jax as other bytes than XLA:CPU's).
+static void low_bits(const iron_tensor_t *type, void *data) {
+  int bits = iron_dtype_bits(type->dtype);
+  if (!iron_dtype_is_int(type->dtype) || bits >= 8) return;
+  uint8_t *d = data, mask = (uint8_t)((1u << bits) - 1u);
+  for (int64_t i = 0; i < type->count; ++i) d[i] &= mask;
+}
+
 static iron_status_t fill_constant(const iron_ir_op_t *op,
                                    const iron_tensor_t *type, void *data) {
   if (type->nbytes == 0) return IRON_OK;
@@ -377,6 +388,7 @@ static iron_status_t fill_constant(const iron_ir_op_t *op,
     char *d = data;
     for (int64_t i = 0; i < type->count; ++i)
       memcpy(d + (size_t)i * esize, a->dense.data, esize);
+    low_bits(type, data);
     return IRON_OK;
   }
   if (a->dense.size != type->nbytes) {
@@ -387,6 +399,7 @@ static iron_status_t fill_constant(const iron_ir_op_t *op,
                     type->nbytes);
   }
   memcpy(data, a->dense.data, type->nbytes);
+  low_bits(type, data);
   return IRON_OK;
 }
 

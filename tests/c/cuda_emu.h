@@ -444,10 +444,13 @@ static inline bool cuda_emu_build_with(const char *shim, bool tramps,
   }
   fclose(f);
   // -ffp-contract=off: products and sums round separately, as on the
-  // device (-fmad=false).
+  // device (-fmad=false). -frounding-math: libm calls on arguments the
+  // compiler knows are not folded into its own correctly rounded results
+  // (glibc's expm1f(64) is 1 ulp off them; the host device calls glibc).
   char cmd[1600];
   snprintf(cmd, sizeof(cmd),
-           "c++ -std=c++17 -O1 -ffp-contract=off -fPIC -shared -w -o %s %s",
+           "c++ -std=c++17 -O1 -ffp-contract=off -frounding-math -fPIC "
+           "-shared -w -o %s %s",
            out->so, out->cpp);
   if (system(cmd) != 0) {
     fprintf(stderr, "cuda_emu: C++ compile failed: %s\n", out->cpp);
@@ -504,8 +507,14 @@ static inline void *cuda_emu_sym(const cuda_emu_lib_t *l, const char *name) {
   return l->handle ? dlsym(l->handle, name) : NULL;
 }
 
+// IRON_TEST_KEEP_EMU=1 keeps the generated C++ and library (debugging).
 static inline void cuda_emu_close(cuda_emu_lib_t *l) {
   if (l->handle) dlclose(l->handle);
+  if (getenv("IRON_TEST_KEEP_EMU")) {
+    fprintf(stderr, "cuda_emu: kept %s\n", l->cpp);
+    memset(l, 0, sizeof(*l));
+    return;
+  }
   unlink(l->cpp);
   unlink(l->so);
   rmdir(l->dir);

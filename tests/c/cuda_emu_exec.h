@@ -17,7 +17,9 @@
 // generator (tiled transposes) and fusions that end in a reduce (their
 // reduce kernels split work over blocks and warps) cannot run on one
 // thread: such ops fall back to their host kernel / make
-// cuda_emu_exec_prepare refuse the program (counted by the caller).
+// cuda_emu_exec_prepare refuse the program (counted by the caller), unless
+// the caller sets g_cuda_emu.multi_thread: then they run on their real
+// grid through cuda_emu.h's multi-thread shim (block threads as fibers).
 #ifndef IRON_TESTS_CUDA_EMU_EXEC_H_
 #define IRON_TESTS_CUDA_EMU_EXEC_H_
 
@@ -44,6 +46,8 @@
 typedef struct cuda_emu_kernel {
   char *name, *source;  // source: a complete translation unit (prelude first)
   void (*call)(void *const *args);  // after cuda_emu_exec_build
+  bool mt;     // launched on its grid by the multi-thread shim
+  size_t lib;  // mt: its library (index into libs)
 } cuda_emu_kernel_t;
 
 typedef struct cuda_emu_exec {
@@ -61,6 +65,16 @@ typedef struct cuda_emu_exec {
   int64_t launches, fused_launches;
   int64_t host_fallbacks;  // ops prepared for the host instead
   uint32_t max_fused_params;  // the most pointers a fusion kernel took
+  // Optional (tests of the tests): returns a malloc'ed replacement of a
+  // kernel's source before it is built (a planted bug), or NULL to keep
+  // it; `fused`: the kernel of an iron.fusion op.
+  char *(*plant)(const char *name, const char *source, bool fused);
+  int64_t planted;  // sources the plant changed
+  // Set by the caller before compiling: kernels of a fixed grid and fused
+  // reduces run on the multi-thread shim instead of the host kernel /
+  // being refused.
+  bool multi_thread;
+  int64_t mt_launches;
 } cuda_emu_exec_t;
 
 static cuda_emu_exec_t g_cuda_emu;
@@ -80,12 +94,19 @@ typedef struct cuda_emu_params {
   bool dus_full;         // ... whose update covers the operand
   size_t dus_bytes;
   bool fused;
+  bool mt;  // the parts run on the multi-thread shim
 } cuda_emu_params_t;
 
-static inline size_t cuda_emu_kernel_index(const char *name, const char *source) {
+static inline size_t cuda_emu_kernel_index(const char *name, const char *source,
+                                           bool fused) {
   cuda_emu_exec_t *e = &g_cuda_emu;
   for (size_t i = 0; i < e->num_k; ++i)
     if (strcmp(e->k[i].name, name) == 0) return i;
+  char *planted = e->plant && source ? e->plant(name, source, fused) : NULL;
+  if (planted) {
+    e->planted++;
+    source = planted;
+  }
   if (e->num_k == e->cap_k) {
     e->cap_k = e->cap_k ? 2 * e->cap_k : 256;
     e->k = realloc(e->k, e->cap_k * sizeof(*e->k));
@@ -94,6 +115,7 @@ static inline size_t cuda_emu_kernel_index(const char *name, const char *source)
   memset(k, 0, sizeof(*k));
   k->name = strdup(name);
   k->source = source ? strdup(source) : NULL;
+  free(planted);
   return e->num_k++;
 }
 
@@ -145,7 +167,8 @@ static inline iron_status_t cuda_emu_prepare(iron_device_t *dev,
   (void)dev;
   cuda_emu_exec_t *e = &g_cuda_emu;
   const iron_kernel_t *ck = e->cuda[op->kind];
-  if (cuda_emu_is_fused_reduce(op))
+  bool fused_reduce = cuda_emu_is_fused_reduce(op);
+  if (fused_reduce && !e->multi_thread)
     return IRON_ERR(FAILED_PRECONDITION,
                     "cuda_emu: a fusion ending in a reduce cannot run on "
                     "one emulated thread");
@@ -183,7 +206,9 @@ static inline iron_status_t cuda_emu_prepare(iron_device_t *dev,
                            strstr(body, "__syncthreads") ||
                            strstr(body, "threadIdx.y")));
   }
-  if (fixed_grid) {
+  if ((fixed_grid || fused_reduce) && e->multi_thread) {
+    p->mt = true;
+  } else if (fixed_grid) {
     // A launch shape of the generator's own, threads that cooperate
     // (tiled transposes): one emulated thread cannot run it; the host
     // kernel does.
@@ -205,7 +230,16 @@ static inline iron_status_t cuda_emu_prepare(iron_device_t *dev,
   }
   for (uint32_t k = 0; k < p->num_parts; ++k) {
     const char *name = p->parts[k].fn->name;
-    p->kernel[k] = cuda_emu_kernel_index(name, cuda_emu_find_source(name));
+    p->kernel[k] =
+        cuda_emu_kernel_index(name, cuda_emu_find_source(name), p->fused);
+    if (p->mt && !e->k[p->kernel[k]].mt) {
+      if (p->kernel[k] < e->built_k) {
+        cuda_emu_params_destroy(p);
+        return IRON_ERR(INTERNAL, "cuda_emu: kernel %s was built for one "
+                        "thread", name);
+      }
+      e->k[p->kernel[k]].mt = true;
+    }
     if (!e->k[p->kernel[k]].source) {
       cuda_emu_params_destroy(p);
       return IRON_ERR(INTERNAL, "cuda_emu: no source for kernel %s", name);
@@ -255,11 +289,45 @@ static inline iron_status_t cuda_emu_run(const iron_kernel_ctx_t *ctx,
   }
   for (uint32_t part = 0; part < p->num_parts; ++part) {
     ew = &p->parts[part];
-    void (*call)(void *const *) = e->k[p->kernel[part]].call;
-    if (!call)
+    const cuda_emu_kernel_t *kk = &e->k[p->kernel[part]];
+    void (*call)(void *const *) = kk->call;
+    if (!call && !kk->mt)
       return IRON_ERR(INTERNAL, "cuda_emu: kernel %s was not built",
-                      e->k[p->kernel[part]].name);
+                      kk->name);
     if (ew->count == 0) continue;
+    if (kk->mt) {
+      // As iron_cuda_ew_run: pointers to the pointer parameters.
+      uint32_t n = ew->num_inputs + ew->num_outputs;
+      void **ptrs = calloc(2 * (size_t)n + 1, sizeof(void *));
+      if (!ptrs) return IRON_ERR(RESOURCE_EXHAUSTED, "out of memory");
+      void **args = ptrs + n;
+      for (uint32_t i = 0; i < ew->num_inputs; ++i)
+        ptrs[i] = inputs[p->first[part] + i]->data;
+      for (uint32_t j = 0; j < ew->num_outputs; ++j)
+        ptrs[ew->num_inputs + j] = outputs[j]->data;
+      for (uint32_t i = 0; i < n; ++i) args[i] = &ptrs[i];
+      if (kk->lib >= e->num_libs) {
+        free(ptrs);
+        return IRON_ERR(INTERNAL, "cuda_emu: kernel %s was not built",
+                        kk->name);
+      }
+#if defined(__x86_64__)
+      unsigned csr = _mm_getcsr();
+      if (e->flush) _mm_setcsr(csr | 0x8040u);
+#endif
+      int r = cuda_emu_launch(&e->libs[kk->lib], kk->name, ew->grid,
+                              ew->block, args);
+#if defined(__x86_64__)
+      _mm_setcsr(csr);
+#endif
+      free(ptrs);
+      if (r)
+        return IRON_ERR(INTERNAL, "cuda_emu: launch of %s (%u x %u) failed",
+                        kk->name, ew->grid, ew->block);
+      __atomic_add_fetch(&e->launches, 1, __ATOMIC_RELAXED);
+      __atomic_add_fetch(&e->mt_launches, 1, __ATOMIC_RELAXED);
+      continue;
+    }
     uint32_t n = ew->num_inputs + ew->num_outputs;
     void **args = calloc(n + 1, sizeof(void *));
     if (!args) return IRON_ERR(RESOURCE_EXHAUSTED, "out of memory");
@@ -340,33 +408,52 @@ static inline bool cuda_emu_exec_build(void) {
   cuda_emu_exec_t *e = &g_cuda_emu;
   size_t first = e->built_k, n = e->num_k - first;
   if (n == 0) return true;
-  char **srcs = calloc(n, sizeof(char *));
-  for (size_t i = 0; i < n; ++i) {
-    const cuda_emu_kernel_t *k = &e->k[first + i];
-    size_t len = strlen(k->source) + 2 * strlen(k->name) + 128;
-    srcs[i] = malloc(len);
-    snprintf(srcs[i], len,
-             "%s\nextern \"C\" void emuw_%s(void *const *a) { "
-             "iron_emu_call(%s, a); }\n",
-             k->source, k->name, k->name);
-  }
-  e->libs = realloc(e->libs, (e->num_libs + 1) * sizeof(*e->libs));
-  cuda_emu_lib_t *lib = &e->libs[e->num_libs++];
-  bool ok = cuda_emu_build((const char *const *)srcs, (int)n,
-                           iron_cuda_prelude(), lib);
-  for (size_t i = 0; i < n && ok; ++i) {
-    cuda_emu_kernel_t *k = &e->k[first + i];
-    char sym[200];
-    snprintf(sym, sizeof(sym), "emuw_%s", k->name);
-    void *f = cuda_emu_sym(lib, sym);
-    if (!f) {
-      fprintf(stderr, "cuda_emu: %s not found\n", sym);
-      ok = false;
+  bool ok = true;
+  // Two libraries: one-thread kernels (called directly) and multi-thread
+  // ones (launched on their grid).
+  for (int mt = 0; mt < 2 && ok; ++mt) {
+    char **srcs = calloc(n, sizeof(char *));
+    size_t *which = calloc(n, sizeof(size_t));
+    int m = 0;
+    for (size_t i = 0; i < n; ++i) {
+      const cuda_emu_kernel_t *k = &e->k[first + i];
+      if (k->mt != (mt == 1)) continue;
+      size_t len = strlen(k->source) + 2 * strlen(k->name) + 128;
+      srcs[m] = malloc(len);
+      if (mt)
+        snprintf(srcs[m], len, "%s", k->source);
+      else
+        snprintf(srcs[m], len,
+                 "%s\nextern \"C\" void emuw_%s(void *const *a) { "
+                 "iron_emu_call(%s, a); }\n",
+                 k->source, k->name, k->name);
+      which[m++] = first + i;
     }
-    memcpy(&k->call, &f, sizeof(f));
+    if (m > 0) {
+      e->libs = realloc(e->libs, (e->num_libs + 1) * sizeof(*e->libs));
+      cuda_emu_lib_t *lib = &e->libs[e->num_libs++];
+      ok = mt ? cuda_emu_build_mt((const char *const *)srcs, m,
+                                  iron_cuda_prelude(), lib)
+              : cuda_emu_build((const char *const *)srcs, m,
+                               iron_cuda_prelude(), lib);
+      for (int i = 0; i < m && ok; ++i) {
+        cuda_emu_kernel_t *k = &e->k[which[i]];
+        k->lib = e->num_libs - 1;
+        if (mt) continue;  // cuda_emu_launch finds it by name
+        char sym[200];
+        snprintf(sym, sizeof(sym), "emuw_%s", k->name);
+        void *f = cuda_emu_sym(lib, sym);
+        if (!f) {
+          fprintf(stderr, "cuda_emu: %s not found\n", sym);
+          ok = false;
+        }
+        memcpy(&k->call, &f, sizeof(f));
+      }
+    }
+    for (int i = 0; i < m; ++i) free(srcs[i]);
+    free(srcs);
+    free(which);
   }
-  for (size_t i = 0; i < n; ++i) free(srcs[i]);
-  free(srcs);
   e->built_k = e->num_k;
   return ok;
 }
@@ -524,10 +611,25 @@ static inline bool cuda_emu_same(iron_dtype_t dt, const uint8_t *a, const uint8_
 // when `fill0` is given); *out_results (malloc'ed byte arrays, one per
 // output) on success.
 typedef void (*cuda_emu_fill0_fn)(void *data, iron_dtype_t dt, int64_t count);
+// An input filler: `count` elements of input `arg` (rank `rank`) for seed
+// `seed` (cuda_emu_fill's contract).
+typedef void (*cuda_emu_fill_fn)(void *data, iron_dtype_t dt, int32_t rank,
+                                 int64_t count, uint64_t seed, uint32_t arg);
+static inline iron_status_t cuda_emu_run_program_with(
+    iron_executable_t *exe, iron_device_t *dev, uint64_t seed,
+    cuda_emu_fill0_fn fill0, cuda_emu_fill_fn fill, uint8_t ***out_results);
 static inline iron_status_t cuda_emu_run_program(iron_executable_t *exe,
                                           iron_device_t *dev, uint64_t seed,
                                           cuda_emu_fill0_fn fill0,
                                           uint8_t ***out_results) {
+  return cuda_emu_run_program_with(exe, dev, seed, fill0, cuda_emu_fill,
+                                   out_results);
+}
+// As cuda_emu_run_program, with inputs of seeds > 0 (or of seed 0 without
+// fill0) from `fill`.
+static inline iron_status_t cuda_emu_run_program_with(
+    iron_executable_t *exe, iron_device_t *dev, uint64_t seed,
+    cuda_emu_fill0_fn fill0, cuda_emu_fill_fn fill, uint8_t ***out_results) {
   uint32_t ni = iron_executable_num_inputs(exe);
   uint32_t no = iron_executable_num_outputs(exe);
   iron_buffer_t **args = calloc(ni + 1, sizeof(*args));
@@ -546,7 +648,7 @@ static inline iron_status_t cuda_emu_run_program(iron_executable_t *exe,
     if (seed == 0 && fill0)
       fill0(data, dt, count);
     else
-      cuda_emu_fill(data, dt, rank, count, seed, i);
+      fill(data, dt, rank, count, seed, i);
     st = iron_buffer_create_from_host(dev, dt, rank, dims, data, NULL,
                                       &args[i]);
     free(data);
@@ -607,9 +709,19 @@ static inline int64_t cuda_emu_compare(const iron_executable_t *exe,
     for (int32_t k = 0; k < rank; ++k) count *= dims[k];
     size_t es = iron_dtype_size(dt);
     int64_t first = -1, nbad = 0;
+    // IRON_TEST_SHOW_DIFFS=N prints the first N differing elements.
+    const char *show_env = getenv("IRON_TEST_SHOW_DIFFS");
+    int64_t show = show_env ? atoll(show_env) : 0;
     for (int64_t i = 0; i < count; ++i)
       if (!cuda_emu_same(dt, want[j] + (size_t)i * es, got[j] + (size_t)i * es)) {
         if (first < 0) first = i;
+        if (nbad < show) {
+          uint64_t w = 0, g = 0;
+          memcpy(&w, want[j] + (size_t)i * es, es < 8 ? es : 8);
+          memcpy(&g, got[j] + (size_t)i * es, es < 8 ? es : 8);
+          fprintf(stderr, "  output %u element %lld: host 0x%llx, CUDA 0x%llx\n",
+                  j, (long long)i, (unsigned long long)w, (unsigned long long)g);
+        }
         nbad++;
       }
     if (nbad) {

@@ -59,6 +59,9 @@ static void test_corpus_emulated(void) {
   iron_runtime_t *rt_ref = NULL, *rt_emu = NULL;
   CHECK_OK(iron_runtime_create(NULL, &rt_ref));
   CHECK_OK(cuda_emu_exec_runtime(&rt_emu));
+  // Tiled transposes run their own kernels on their grid (multi-thread
+  // shim) instead of the host's.
+  g_cuda_emu.multi_thread = true;
   if (!rt_ref || !rt_emu) return;
   iron_device_t *dev_ref = iron_runtime_device(rt_ref, 0);
   iron_device_t *dev_emu = iron_runtime_device(rt_emu, 0);
@@ -156,11 +159,12 @@ static void test_corpus_emulated(void) {
   fprintf(stderr,
           "corpus through the CUDA fusion, emulated: %d programs (%d refused "
           "by the host, %d by CUDA, %d not emulable), %d runs, %d differ, "
-          "%d failed; %zu kernels, %lld launches (%lld fused), %lld ops on "
-          "the host's kernel instead\n",
+          "%d failed; %zu kernels, %lld launches (%lld fused, %lld on a "
+          "grid), %lld ops on the host's kernel instead\n",
           nprogs, host_refused, cuda_refused, not_emulable, ran, differ,
           failed, g_cuda_emu.num_k, (long long)g_cuda_emu.launches,
           (long long)g_cuda_emu.fused_launches,
+          (long long)g_cuda_emu.mt_launches,
           (long long)g_cuda_emu.host_fallbacks);
   CHECK_EQ_INT(differ, 0);
   CHECK_EQ_INT(failed, 0);

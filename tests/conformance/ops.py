@@ -955,6 +955,14 @@ case("int4_bitcast",
                               lax.bitcast_convert_type(w, dt)),
      INT4, lambda rng, dt: (narrow_all(dt),
                             np.array([1.0, -2.5, np.inf, 3e-41], np.float32)))
+case("int4_constants",
+     lambda dt: lambda x: (
+         jnp.full((5,), -1 if dt == INT4[0] else 15, dt),
+         jnp.array([-8, -1, 7, -3] if dt == INT4[0] else [8, 15, 7, 13], dt),
+         lax.dynamic_update_slice(x, jnp.full((3,), -2 if dt == INT4[0] else 14,
+                                             dt), (2,)),
+         lax.select(x == x[0], x, lax.broadcast(x[3] | x[0], x.shape))),
+     INT4, lambda rng, dt: (narrow_all(dt),), every_dtype=True)
 case("f8_binary",
      lambda dt: lambda x, y: tuple(f(x, y) for f in NARROW_BIN + CMP + (
          lax.atan2, lax.pow)),

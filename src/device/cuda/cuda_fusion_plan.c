@@ -153,9 +153,17 @@ const iron_ir_type_t *iron_cuda_fusion_space(const iron_cuda_fusion_t *f) {
       return u->def_op->operands[0]->type;
     return u->type;
   }
-  for (uint32_t o = 0; o < f->num_ops; ++o)
-    if (iron_cuda_fusion_is_indexed_load(f->ops[o]->kind))
-      return f->ops[o]->results[0].type;
+  // A load of more than one element: one-element loads may belong to a
+  // start index's scalar group (x[i] feeding a dynamic_slice's start),
+  // which says nothing about the space.
+  const iron_ir_type_t *one = NULL;
+  for (uint32_t o = 0; o < f->num_ops; ++o) {
+    if (!iron_cuda_fusion_is_indexed_load(f->ops[o]->kind)) continue;
+    const iron_ir_type_t *t = f->ops[o]->results[0].type;
+    if (iron_ir_type_num_elements(t) != 1) return t;
+    if (!one) one = t;
+  }
+  if (one) return one;
   for (uint32_t o = 0; o < f->num_ops; ++o)
     if (is_space_member(f, f->ops[o])) return f->ops[o]->results[0].type;
   return f->num_outputs ? f->outputs[0]->type : NULL;
