@@ -1747,6 +1747,16 @@ def _(a, b, m):
             jnp.eye(0, 3, 1) + jnp.sum(m), jnp.nonzero(m.ravel(), size=2)[0])
 
 
+
+# Transposes of an empty array whose other dims would take the 32x32-tiled
+# kernel (CUDA: "tiled transpose: bad block count"; random-program fuzzer
+# on the H200, seed 15907635).
+@case("empty_transpose", lambda rng: (np.zeros((2, 16, 0, 33), np.float32),))
+def _(x):
+    return (jnp.transpose(x, (0, 3, 2, 1)), jnp.transpose(x, (3, 0, 2, 1)) + 1,
+            jnp.isfinite(jnp.transpose(x, (3, 2, 1, 0))))
+
+
 ALL_CASES: list[Case] = CASES + X64_CASES
 
 _names = [c.name for c in ALL_CASES]
