@@ -244,6 +244,7 @@ iron_status_t iron_cuda_sort_program_create(
   if (num > IRON_CUDA_SORT_MAX_OPERANDS)
     return IRON_ERR(UNIMPLEMENTED, "cuda sort of %u operands (at most %d)",
                     num, IRON_CUDA_SORT_MAX_OPERANDS);
+  IRON_RETURN_IF_ERROR_PLAIN(iron_sort_check_comparator(op));
   const iron_ir_type_t *t0 = op->operands[0]->type;
   iron_cuda_sort_shape_t s;
   memset(&s, 0, sizeof(s));

@@ -454,13 +454,8 @@ static iron_status_t sort_prepare(const iron_ir_op_t *op,
     else if (d == dim) p->n = t0->dims[d];
     else p->inner *= t0->dims[d];
   }
-  if (op->num_regions != 1 || op->regions[0].num_blocks != 1 ||
-      op->regions[0].blocks[0].num_args != 2 * n_ops) {
-    st = IRON_ERR(INVALID_ARGUMENT,
-                  "stablehlo.sort: comparator must take %u arguments",
-                  2 * n_ops);
-    goto fail;
-  }
+  st = iron_sort_check_comparator(op);
+  if (st) goto fail;
   const char *env = getenv("IRON_SORT_GENERIC");
   bool allow_fast = !(env && env[0] && env[0] != '0');
   iron_sort_keys_t matched;

@@ -260,3 +260,23 @@ bool iron_sort_keys_integer_ordered(const iron_sort_keys_t *keys) {
     if (keys->keys[k].mode == IRON_SORT_KEY_F64) return false;
   return true;
 }
+
+iron_status_t iron_sort_check_comparator(const iron_ir_op_t *op) {
+  uint32_t n = op->num_operands;
+  if (op->num_regions != 1 || op->regions[0].num_blocks != 1 ||
+      op->regions[0].blocks[0].num_args != 2 * n)
+    return IRON_ERR(INVALID_ARGUMENT,
+                    "%s: comparator must take %u arguments", op->name, 2 * n);
+  const iron_ir_block_t *blk = &op->regions[0].blocks[0];
+  for (uint32_t a = 0; a < 2 * n; ++a) {
+    const iron_ir_type_t *at = blk->args[a].type;
+    const iron_ir_type_t *ot = op->operands[a / 2]->type;
+    if (!at || !ot || at->kind != IRON_TYPE_TENSOR || at->rank != 0 ||
+        ot->kind != IRON_TYPE_TENSOR || at->dtype != ot->dtype)
+      return IRON_ERR(INVALID_ARGUMENT,
+                      "%s: comparator argument %u is not a scalar of operand "
+                      "%u's element type",
+                      op->name, a, a / 2);
+  }
+  return IRON_OK;
+}

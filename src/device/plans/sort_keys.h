@@ -70,6 +70,11 @@ typedef struct iron_sort_keys {
 // already validated: same rank and dims, known element sizes). True with
 // the keys in lexicographic order (most significant first) when it is a
 // recognized form; false otherwise (*out is then unspecified).
+// The comparator's signature (StableHLO sort C5): one block whose 2n
+// arguments are rank-0 tensors of the n operands' element types, pairwise.
+// INVALID_ARGUMENT otherwise (every device reads each element through it).
+iron_status_t iron_sort_check_comparator(const iron_ir_op_t *op);
+
 bool iron_sort_keys_match(const iron_ir_op_t *op, iron_sort_keys_t *out);
 
 // True when every key orders as an integer (all but KEY_F64), so a radix
