@@ -237,7 +237,10 @@ static iron_status_t prepare_affine(iron_device_t *dev, const iron_ir_op_t *op,
   const iron_ir_type_t *it = op->operands[0]->type;
   int64_t count = iron_ir_type_num_elements(rt);
   affine_coalesce(&a);
-  if (a.rank >= 2 && tiled_transpose_enabled() && a.strides[a.rank - 1] != 1) {
+  // A zero-element result (a zero dim stays in the map) launches nothing:
+  // the tiled kernel's grid would be empty.
+  if (count > 0 && a.rank >= 2 && tiled_transpose_enabled() &&
+      a.strides[a.rank - 1] != 1) {
     for (int32_t k = 0; k < a.rank - 1; ++k) {
       if (a.strides[k] == 1 && a.dims[k] >= 16 && a.dims[a.rank - 1] >= 16) {
         return prepare_tiled(dev, op, &a, k, out_params);
