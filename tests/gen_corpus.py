@@ -296,6 +296,17 @@ def _(x, u, i):
             jnp.full((16,), -2, jnp.int4), jnp.concatenate([x, k]))
 
 
+# fz_120486: a transpose of zero elements whose other dims take the tiled
+# path (a stride-1 dim of >= 16 moved away from the innermost, which has
+# >= 16): its block count was 0 and the CUDA compile failed ("tiled
+# transpose: bad block count").
+@extra("fz_empty_tiled_transpose", _fz_args(((64, 0, 64, 7, 31), np.float32),
+                                            ((7, 64, 64, 0, 31), np.complex64)))
+def _(x, y):
+    return (lax.transpose(x, (3, 4, 2, 1, 0)), lax.transpose(y, (1, 3, 2, 0, 4)),
+            lax.transpose(x, (4, 1, 0, 2, 3)))
+
+
 # Targets older than 0.15.0 get older MLIR bytecode versions (0.9.0 -> 0,
 # 0.10.0 -> 1, 0.12.0 -> 3, 0.14.0 -> 4: no properties, inherent attributes
 # in the attribute dictionary).
