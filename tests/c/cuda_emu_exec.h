@@ -17,7 +17,10 @@
 // generator (tiled transposes) and fusions that end in a reduce (their
 // reduce kernels split work over blocks and warps) cannot run on one
 // thread: such ops fall back to their host kernel / make
-// cuda_emu_exec_prepare refuse the program (counted by the caller).
+// cuda_emu_exec_prepare refuse the program (counted by the caller). Row
+// fusions (src/compiler/fuse_rows.h) run their kernels with the
+// multi-thread emulation (cuda_emu_build_mt: real blocks, shared memory,
+// barriers, warp shuffles), with their real launch shape.
 #ifndef IRON_TESTS_CUDA_EMU_EXEC_H_
 #define IRON_TESTS_CUDA_EMU_EXEC_H_
 
@@ -35,6 +38,7 @@
 #include "device/cuda/cuda_compile.h"
 #include "device/cuda/cuda_device.h"
 #include "device/cuda/cuda_fusion.h"
+#include "device/cuda/cuda_row_fusion.h"
 #include "device/device.h"
 #include "iron/iron.h"
 #include "runtime/runtime_internal.h"
@@ -42,6 +46,8 @@
 typedef struct cuda_emu_kernel {
   char *name, *source;  // source: a complete translation unit (prelude first)
   void (*call)(void *const *args);  // after cuda_emu_exec_build
+  bool mt;       // runs with the multi-thread emulation (cuda_emu_launch)
+  size_t lib;    // mt: index of its library in libs
 } cuda_emu_kernel_t;
 
 typedef struct cuda_emu_exec {
@@ -57,6 +63,7 @@ typedef struct cuda_emu_exec {
   bool flush;  // FTZ/DAZ around kernels, as NVRTC's -ftz
   // Counters (for the caller's report).
   int64_t launches, fused_launches;
+  int64_t row_launches;    // row fusion kernels (multi-thread emulation)
   int64_t host_fallbacks;  // ops prepared for the host instead
   uint32_t max_fused_params;  // the most pointers a fusion kernel took
 } cuda_emu_exec_t;
@@ -78,6 +85,7 @@ typedef struct cuda_emu_params {
   bool dus_full;         // ... whose update covers the operand
   size_t dus_bytes;
   bool fused;
+  bool mt;  // a row fusion: parts[0] launched with its grid and block
 } cuda_emu_params_t;
 
 static inline size_t cuda_emu_kernel_index(const char *name, const char *source) {
@@ -143,6 +151,35 @@ static inline iron_status_t cuda_emu_prepare(iron_device_t *dev,
   (void)dev;
   cuda_emu_exec_t *e = &g_cuda_emu;
   const iron_kernel_t *ck = e->cuda[op->kind];
+  if (op->kind == IRON_OP_FUSION && iron_cuda_fusion_is_row(op)) {
+    // Its own launch shape, threads that cooperate: the multi-thread
+    // emulation runs it.
+    cuda_emu_params_t *p = calloc(1, sizeof(*p));
+    if (!p) return IRON_ERR(RESOURCE_EXHAUSTED, "out of memory");
+    p->fused = true;
+    p->mt = true;
+    iron_status_t st =
+        ck->prepare_on((iron_device_t *)e->fake, op, regions, &p->cuda_params);
+    if (st) {
+      free(p);
+      return st;
+    }
+    p->cuda_k = ck;
+    static const uint32_t kFirst0 = 0;
+    p->num_parts = 1;
+    p->parts = p->cuda_params;
+    p->first = &kFirst0;
+    p->kernel = calloc(2, sizeof(size_t));
+    const char *name = p->parts[0].fn->name;
+    p->kernel[0] = cuda_emu_kernel_index(name, cuda_emu_find_source(name));
+    e->k[p->kernel[0]].mt = true;
+    if (!e->k[p->kernel[0]].source) {
+      cuda_emu_params_destroy(p);
+      return IRON_ERR(INTERNAL, "cuda_emu: no source for kernel %s", name);
+    }
+    *out_params = p;
+    return IRON_OK;
+  }
   if (cuda_emu_is_fused_reduce(op))
     return IRON_ERR(FAILED_PRECONDITION,
                     "cuda_emu: a fusion ending in a reduce cannot run on "
@@ -251,6 +288,40 @@ static inline iron_status_t cuda_emu_run(const iron_kernel_ctx_t *ctx,
                         "storage", ew->dus_out[k], i);
     memcpy(dst, src, ew->dus_bytes[k]);
   }
+  if (p->mt) {
+    const cuda_emu_kernel_t *k = &e->k[p->kernel[0]];
+    if (k->lib >= e->num_libs || !e->libs[k->lib].handle)
+      return IRON_ERR(INTERNAL, "cuda_emu: kernel %s was not built", k->name);
+    if (ew->count == 0) return IRON_OK;
+    uint32_t n = ew->num_inputs + ew->num_outputs;
+    void **ptrs = calloc(n + 1, sizeof(void *));
+    void **args = calloc(n + 1, sizeof(void *));
+    if (!ptrs || !args) {
+      free(ptrs);
+      free(args);
+      return IRON_ERR(RESOURCE_EXHAUSTED, "out of memory");
+    }
+    for (uint32_t i = 0; i < ew->num_inputs; ++i) ptrs[i] = inputs[i]->data;
+    for (uint32_t j = 0; j < ew->num_outputs; ++j)
+      ptrs[ew->num_inputs + j] = outputs[j]->data;
+    for (uint32_t i = 0; i < n; ++i) args[i] = &ptrs[i];
+#if defined(__x86_64__)
+    unsigned csr = _mm_getcsr();
+    if (e->flush) _mm_setcsr(csr | 0x8040u);  // FTZ and DAZ, as -ftz
+#endif
+    int r = cuda_emu_launch(&e->libs[k->lib], k->name, ew->grid, ew->block,
+                            args);
+#if defined(__x86_64__)
+    _mm_setcsr(csr);
+#endif
+    free(ptrs);
+    free(args);
+    if (r) return IRON_ERR(INTERNAL, "cuda_emu: launch of %s failed", k->name);
+    __atomic_add_fetch(&e->launches, 1, __ATOMIC_RELAXED);
+    __atomic_add_fetch(&e->row_launches, 1, __ATOMIC_RELAXED);
+    __atomic_add_fetch(&e->fused_launches, 1, __ATOMIC_RELAXED);
+    return IRON_OK;
+  }
   for (uint32_t part = 0; part < p->num_parts; ++part) {
     ew = &p->parts[part];
     void (*call)(void *const *) = e->k[p->kernel[part]].call;
@@ -328,6 +399,7 @@ static inline iron_status_t cuda_emu_exec_runtime(iron_runtime_t **out_rt) {
   g_cuda_emu.vtable = *dev->vtable;
   g_cuda_emu.vtable.kernel_lookup = cuda_emu_lookup;
   g_cuda_emu.vtable.fusable = iron_cuda_fusable;
+  g_cuda_emu.vtable.row_fusable = iron_cuda_row_fusable;
   dev->vtable = &g_cuda_emu.vtable;
   return IRON_OK;
 }
@@ -338,22 +410,43 @@ static inline bool cuda_emu_exec_build(void) {
   cuda_emu_exec_t *e = &g_cuda_emu;
   size_t first = e->built_k, n = e->num_k - first;
   if (n == 0) return true;
+  // Row fusion kernels: one multi-thread library.
+  size_t nmt = 0;
+  const char **mt = calloc(n + 1, sizeof(char *));
+  for (size_t i = 0; i < n; ++i)
+    if (e->k[first + i].mt) mt[nmt++] = e->k[first + i].source;
+  bool ok = true;
+  if (nmt) {
+    e->libs = realloc(e->libs, (e->num_libs + 1) * sizeof(*e->libs));
+    cuda_emu_lib_t *lib = &e->libs[e->num_libs];
+    ok = cuda_emu_build_mt(mt, (int)nmt, iron_cuda_prelude(), lib);
+    for (size_t i = 0; i < n; ++i)
+      if (e->k[first + i].mt) e->k[first + i].lib = e->num_libs;
+    e->num_libs++;
+  }
+  free(mt);
   char **srcs = calloc(n, sizeof(char *));
+  size_t ns = 0;
   for (size_t i = 0; i < n; ++i) {
     const cuda_emu_kernel_t *k = &e->k[first + i];
+    if (k->mt) continue;
     size_t len = strlen(k->source) + 2 * strlen(k->name) + 128;
-    srcs[i] = malloc(len);
-    snprintf(srcs[i], len,
+    srcs[ns] = malloc(len);
+    snprintf(srcs[ns++], len,
              "%s\nextern \"C\" void emuw_%s(void *const *a) { "
              "iron_emu_call(%s, a); }\n",
              k->source, k->name, k->name);
   }
   e->libs = realloc(e->libs, (e->num_libs + 1) * sizeof(*e->libs));
   cuda_emu_lib_t *lib = &e->libs[e->num_libs++];
-  bool ok = cuda_emu_build((const char *const *)srcs, (int)n,
-                           iron_cuda_prelude(), lib);
+  if (ns)
+    ok = cuda_emu_build((const char *const *)srcs, (int)ns,
+                        iron_cuda_prelude(), lib) && ok;
+  else
+    memset(lib, 0, sizeof(*lib));
   for (size_t i = 0; i < n && ok; ++i) {
     cuda_emu_kernel_t *k = &e->k[first + i];
+    if (k->mt) continue;
     char sym[200];
     snprintf(sym, sizeof(sym), "emuw_%s", k->name);
     void *f = cuda_emu_sym(lib, sym);
@@ -363,7 +456,7 @@ static inline bool cuda_emu_exec_build(void) {
     }
     memcpy(&k->call, &f, sizeof(f));
   }
-  for (size_t i = 0; i < n; ++i) free(srcs[i]);
+  for (size_t i = 0; i < ns; ++i) free(srcs[i]);
   free(srcs);
   e->built_k = e->num_k;
   return ok;
