@@ -81,10 +81,19 @@ typedef struct gen {
   const iron_cuda_row_plan_t *p;
   iron_cuda_row_layout_t L;
   iron_cuda_src_t *s;
-  bool cache;          // elem views held in registers for the row
+  bool uniform;           // every slot has per_slot elements
+  int *cache;             // per view: CACHE_*
+  bool any_row_cache;     // a per-row cache (reloaded for every row)
+  const bool *loop_uses;  // per view: read by the element loop emitted now
   bool any_strided;
-  bool strided_elem;   // a STRIDED view along reduced dims
+  int64_t padn;           // cached row length, padded (pad())
 } gen_t;
+
+// Where an element view's values come from in the element loops: memory,
+// a shared-memory copy of the row (loaded once per row, every pass reads
+// it), or a shared-memory copy loaded once per block (a view that is the
+// same for every row: gamma of a layer norm).
+enum { CACHE_NONE = 0, CACHE_ROW, CACHE_BLOCK };
 
 #define P(...) iron_cuda_src_printf(g->s, __VA_ARGS__)
 
@@ -105,50 +114,89 @@ static void emit_call(gen_t *g, const iron_cuda_row_fn_t *fn, const char *idx,
   P(");\n");
 }
 
-// The address of view v's element e in the current row.
-static void view_addr(gen_t *g, uint32_t v, char *buf, size_t cap) {
-  const iron_cuda_row_view_t *w = &g->p->views[v];
-  switch (w->kind) {
-    case IRON_CUDA_ROW_VIEW_FULL: snprintf(buf, cap, "rbase + e"); break;
-    case IRON_CUDA_ROW_VIEW_ROW: snprintf(buf, cap, "row"); break;
-    case IRON_CUDA_ROW_VIEW_ONE: snprintf(buf, cap, "0"); break;
-    default:
-      snprintf(buf, cap, w->elem ? "ro%u + eo%u" : "ro%u", v, v);
-      break;
+// Whether STRIDED view w steps through the row's elements in order (a
+// vector along the reduced dims: gamma of a layer norm): element e is at
+// its row offset + e.
+static bool row_contiguous(const iron_row_shape_t *rs,
+                           const iron_cuda_row_view_t *w) {
+  int64_t s = 1;
+  for (int32_t d = rs->rank - 1; d >= 0; --d) {
+    if (!rs->reduced[d] || rs->dims[d] == 1) continue;
+    if (w->strides[d] != s) return false;
+    s *= rs->dims[d];
   }
+  return true;
+}
+
+// Whether STRIDED view w is the same for every row (no kept-dim stride).
+static bool row_invariant(const iron_row_shape_t *rs,
+                          const iron_cuda_row_view_t *w) {
+  if (w->kind != IRON_CUDA_ROW_VIEW_STRIDED) return false;
+  for (int32_t d = 0; d < rs->rank; ++d)
+    if (!rs->reduced[d] && rs->dims[d] != 1 && w->strides[d]) return false;
+  return true;
+}
+
+// The memory address of view v's element `e` (an expression) in the
+// current row; declares the element's coordinates first when the view
+// needs them.
+static void view_addr(gen_t *g, uint32_t v, const char *e, char *buf,
+                      size_t cap) {
+  const iron_cuda_row_view_t *w = &g->p->views[v];
+  const iron_row_shape_t *rs = &g->p->rs;
+  switch (w->kind) {
+    case IRON_CUDA_ROW_VIEW_FULL: snprintf(buf, cap, "rbase + %s", e); return;
+    case IRON_CUDA_ROW_VIEW_ROW: snprintf(buf, cap, "row"); return;
+    case IRON_CUDA_ROW_VIEW_ONE: snprintf(buf, cap, "0"); return;
+    default: break;
+  }
+  if (!w->elem) {
+    snprintf(buf, cap, "ro%u", v);
+    return;
+  }
+  if (row_contiguous(rs, w)) {
+    snprintf(buf, cap, "ro%u + %s", v, e);
+    return;
+  }
+  // The element's coordinates along the reduced dims.
+  P("long long eo%u = 0;\n{ int r_ = %s;\n", v, e);
+  for (int32_t d = rs->rank - 1; d >= 0; --d) {
+    if (!rs->reduced[d] || rs->dims[d] == 1) continue;
+    P("{ const int c_ = r_ %% %lld; r_ /= %lld; eo%u += (long long)c_ * "
+      "%lldLL; }\n",
+      (long long)rs->dims[d], (long long)rs->dims[d], v,
+      (long long)w->strides[d]);
+  }
+  P("}\n");
+  snprintf(buf, cap, "ro%u + eo%u", v, v);
+}
+
+// The shared-memory index of element `e` of a cached row: 8 elements of
+// padding per 256, so that the 4 leaves of 256 elements a warp reads at
+// once fall in different banks.
+static void pad_text(const char *e, char *buf, size_t cap) {
+  snprintf(buf, cap, "((%s) + (((%s) >> 8) << 3))", e, e);
+}
+
+static bool loads(const gen_t *g, uint32_t v) {
+  return g->p->views[v].elem && (!g->loop_uses || g->loop_uses[v]);
 }
 
 // Inside an element loop (e declared): the element's value of every elem
-// view (from the cache when there is one).
+// view the loop reads.
 static void emit_elem_loads(gen_t *g) {
   const iron_cuda_row_plan_t *p = g->p;
-  const iron_row_shape_t *rs = &p->rs;
-  if (g->strided_elem && !g->cache) {
-    // The element's coordinates along the reduced dims.
-    P("{ int r_ = e;\n");
-    for (int32_t d = rs->rank - 1; d >= 0; --d) {
-      if (!rs->reduced[d] || rs->dims[d] == 1) continue;
-      P("const int ec%d = r_ %% %lld; r_ /= %lld;\n", d,
-        (long long)rs->dims[d], (long long)rs->dims[d]);
-    }
-    for (uint32_t v = 0; v < p->num_views; ++v) {
-      const iron_cuda_row_view_t *w = &p->views[v];
-      if (w->kind != IRON_CUDA_ROW_VIEW_STRIDED || !w->elem) continue;
-      P("eo%u = 0", v);
-      for (int32_t d = 0; d < rs->rank; ++d)
-        if (rs->reduced[d] && rs->dims[d] != 1 && w->strides[d])
-          P(" + (long long)ec%d * %lldLL", d, (long long)w->strides[d]);
-      P(";\n");
-    }
-    P("}\n");
-  }
   for (uint32_t v = 0; v < p->num_views; ++v) {
-    if (!p->views[v].elem) continue;
-    if (g->cache) {
-      P("xv%u = cv%u[q_ * %u + i];\n", v, v, g->L.per_slot);
+    if (!loads(g, v)) continue;
+    char pe[64];
+    pad_text("e", pe, sizeof(pe));
+    if (g->cache[v] == CACHE_ROW) {
+      P("xv%u = shr%u[rl * %lld + %s];\n", v, v, (long long)g->padn, pe);
+    } else if (g->cache[v] == CACHE_BLOCK) {
+      P("xv%u = shb%u[%s];\n", v, v, pe);
     } else {
-      char a[64];
-      view_addr(g, v, a, sizeof(a));
+      char a[96];
+      view_addr(g, v, "e", a, sizeof(a));
       P("xv%u = in%u[%s];\n", v, p->views[v].input, a);
     }
   }
@@ -157,15 +205,13 @@ static void emit_elem_loads(gen_t *g) {
 // Opens the loop over this thread's elements: q_ (slot, unrolled), i
 // (element of the slot), e (element of the row). Close with
 // emit_elem_close.
-static void emit_elem_open(gen_t *g, bool unroll_all) {
+static void emit_elem_open(gen_t *g) {
   P("#pragma unroll\nfor (int q_ = 0; q_ < %u; ++q_) {\n", g->L.per_thread);
-  if (unroll_all)
-    P("#pragma unroll\n");
+  P("#pragma unroll 4\nfor (int i = 0; i < %u; ++i) {\n", g->L.per_slot);
+  if (g->uniform)
+    P("if (!valid) continue;\n");
   else
-    P("#pragma unroll 4\n");
-  P("for (int i = 0; i < %u; ++i) {\n"
-    "if (!valid || i >= cnt[q_]) continue;\n",
-    g->L.per_slot);
+    P("if (!valid || i >= cnt[q_]) continue;\n");
   if (g->L.sequential)
     P("const int e = i;\n");
   else
@@ -207,7 +253,7 @@ static void emit_combine_lanes(gen_t *g, uint32_t r) {
 }
 
 // Reduces of pass k: their results, kept in their slots.
-static void emit_pass(gen_t *g, uint32_t k) {
+static iron_status_t emit_pass(gen_t *g, uint32_t k) {
   const iron_cuda_row_plan_t *p = g->p;
   const iron_cuda_row_fn_t *fn = &p->elem_fns[k];
   unsigned pt = g->L.per_thread;
@@ -220,8 +266,18 @@ static void emit_pass(gen_t *g, uint32_t k) {
       "cnt[q_] > 0;\n",
       pt, r);
   }
-  emit_elem_open(g, g->cache);
+  bool *use = calloc(p->num_views + 1, sizeof(bool));
+  if (!use) return IRON_ERR(RESOURCE_EXHAUSTED, "out of memory (row kernel)");
+  for (uint32_t v = 0; v < p->num_views; ++v)
+    use[v] = fn->name && (!fn->uses || fn->uses[v]);
+  for (uint32_t r = 0; r < p->num_reduces; ++r)
+    if (p->reduces[r].pass == k && p->reduces[r].operand_view >= 0)
+      use[p->reduces[r].operand_view] = true;
+  emit_elem_open(g);
+  g->loop_uses = use;
   emit_elem_loads(g);
+  g->loop_uses = NULL;
+  free(use);
   if (fn->name) emit_call(g, fn, "e", "o");
   for (uint32_t r = 0; r < p->num_reduces; ++r) {
     const iron_cuda_row_reduce_t *red = &p->reduces[r];
@@ -281,6 +337,7 @@ static void emit_pass(gen_t *g, uint32_t k) {
     P("pv%u = %s;\n", red->slot, st);
   }
   P("}\n");
+  return IRON_OK;
 }
 
 // R_level: per-row values of this level, and the outputs among them and
@@ -311,8 +368,10 @@ static void emit_final(gen_t *g) {
   const iron_cuda_row_fn_t *fn = &p->final_fn;
   if (!fn->name || !fn->num_outputs) return;
   P("// results\n{\n");
-  emit_elem_open(g, g->cache);
+  emit_elem_open(g);
+  g->loop_uses = fn->uses;
   emit_elem_loads(g);
+  g->loop_uses = NULL;
   emit_call(g, fn, "e", "o");
   for (uint32_t k = 0; k < fn->num_outputs; ++k) {
     char o[16], st[64];
@@ -324,8 +383,57 @@ static void emit_final(gen_t *g) {
   P("}\n");
 }
 
-// Registers a thread may hold for the row's inputs (32-bit words).
-enum { kCacheWords = 64 };
+// Copies view v's values of the current row (CACHE_ROW) or of any row
+// (CACHE_BLOCK) into its shared array, by the row's tpr threads (t):
+// 16-byte loads where the view is a contiguous row of whole vectors and
+// the pointer allows (checked once: `al<v>`).
+static void emit_cache_fill(gen_t *g, uint32_t v) {
+  const iron_cuda_row_plan_t *p = g->p;
+  const iron_cuda_row_view_t *w = &p->views[v];
+  const long long N = (long long)p->rs.n;
+  size_t es = iron_dtype_size(w->dtype);
+  int vec = es ? (int)(16 / es) : 1;
+  bool row = g->cache[v] == CACHE_ROW;
+  char dst[96], pj[64];
+  bool contiguous = w->kind == IRON_CUDA_ROW_VIEW_FULL ||
+                    (w->kind == IRON_CUDA_ROW_VIEW_STRIDED &&
+                     row_contiguous(&p->rs, w));
+  const char *S = st_of(w->dtype);
+  if (contiguous && vec > 1 && N % vec == 0) {
+    pad_text("j", pj, sizeof(pj));
+    if (row)
+      snprintf(dst, sizeof(dst), "shr%u[rl * %lld + %s]", v,
+               (long long)g->padn, pj);
+    else
+      snprintf(dst, sizeof(dst), "shb%u[%s]", v, pj);
+    char basev[32];
+    if (w->kind == IRON_CUDA_ROW_VIEW_FULL)
+      snprintf(basev, sizeof(basev), "rbase");
+    else
+      snprintf(basev, sizeof(basev), "ro%u", v);
+    P("if (al%u) {\n"
+      "for (int j = t * %d; j < %lld; j += %u * %d) {\n"
+      "const iron_vec<%s, %d> x_ = *(const iron_vec<%s, %d> *)(in%u + %s + "
+      "j);\n"
+      "*(iron_vec<%s, %d> *)&%s = x_;\n"
+      "}\n} else ",
+      v, vec, N, g->L.tpr, vec, S, vec, S, vec, w->input, basev, S, vec, dst);
+  }
+  pad_text("j", pj, sizeof(pj));
+  if (row)
+    snprintf(dst, sizeof(dst), "shr%u[rl * %lld + %s]", v, (long long)g->padn,
+             pj);
+  else
+    snprintf(dst, sizeof(dst), "shb%u[%s]", v, pj);
+  P("{\nfor (int j = t; j < %lld; j += %u) {\n", N, g->L.tpr);
+  char a[96];
+  view_addr(g, v, "j", a, sizeof(a));
+  P("%s = in%u[%s];\n}\n}\n", dst, w->input, a);
+}
+
+// Shared memory for cached rows, in bytes (static shared memory is at
+// most 48 KB; the reduces' exchange arrays take a little).
+enum { kCacheBytes = 44 << 10 };
 
 iron_status_t iron_cuda_gen_row(const iron_cuda_row_plan_t *p,
                                 char **out_source, char **out_name,
@@ -338,24 +446,73 @@ iron_status_t iron_cuda_gen_row(const iron_cuda_row_plan_t *p,
   memset(g, 0, sizeof(*g));
   g->p = p;
   iron_cuda_row_layout(rs->n, p->max_threads_per_row, &g->L);
-  if (g->L.per_thread > 16)
+  const iron_cuda_row_layout_t *L = &g->L;
+  if (L->per_thread > 16)
     return IRON_ERR(UNIMPLEMENTED, "row fusion of rows of %lld elements",
                     (long long)rs->n);
   for (uint32_t r = 0; r < p->num_reduces; ++r)
     if (!op_fn(p->reduces[r].body))
       return IRON_ERR(UNIMPLEMENTED, "row fusion of this reduce body");
-  size_t words = 0;
+  g->uniform = L->sequential || rs->n == L->slots * L->per_slot;
+  g->padn = rs->n + (rs->n >> 8) * 8 + 8;
+  // Caches, while they fit: rows read by two element loops or more, most
+  // read first (a row read again later has left L1), then views that are
+  // the same for every row (read by every row of the block; hot in L1/L2
+  // anyway).
+  g->cache = calloc(p->num_views + 1, sizeof(int));
+  unsigned *reads = calloc(p->num_views + 1, sizeof(unsigned));
+  if (!g->cache || !reads) {
+    free(g->cache);
+    free(reads);
+    return IRON_ERR(RESOURCE_EXHAUSTED, "out of memory (row kernel)");
+  }
   for (uint32_t v = 0; v < p->num_views; ++v) {
     const iron_cuda_row_view_t *w = &p->views[v];
     if (w->kind == IRON_CUDA_ROW_VIEW_STRIDED) g->any_strided = true;
-    if (w->kind == IRON_CUDA_ROW_VIEW_STRIDED && w->elem)
-      g->strided_elem = true;
-    if (w->elem) {
-      size_t es = iron_dtype_size(w->dtype);
-      words += (size_t)g->L.per_thread * g->L.per_slot * (es > 4 ? es / 4 : 1);
+    if (!w->elem) continue;
+    for (uint32_t k = 0; k < p->passes; ++k) {
+      const iron_cuda_row_fn_t *fn = &p->elem_fns[k];
+      bool u = fn->name && (!fn->uses || fn->uses[v]);
+      for (uint32_t r = 0; r < p->num_reduces; ++r)
+        u = u || (p->reduces[r].pass == k &&
+                  p->reduces[r].operand_view == (int32_t)v);
+      reads[v] += u;
     }
+    const iron_cuda_row_fn_t *ff = &p->final_fn;
+    reads[v] += ff->name && ff->num_outputs && (!ff->uses || ff->uses[v]);
   }
-  g->cache = words <= kCacheWords;
+  const char *ce = getenv("IRON_CUDA_ROW_CACHE");  // compile time only
+  int64_t budget = ce && strcmp(ce, "0") == 0 ? 0 : kCacheBytes;
+  int64_t used = 0;
+  for (unsigned want = p->passes + 1; want >= 2; --want)
+    for (uint32_t v = 0; v < p->num_views; ++v) {
+      const iron_cuda_row_view_t *w = &p->views[v];
+      if (reads[v] != want || g->cache[v] || row_invariant(rs, w)) continue;
+      int64_t b = g->padn * (int64_t)iron_dtype_size(w->dtype) *
+                  (int64_t)L->rows_per_block;
+      if (used + b > budget) continue;
+      used += b;
+      g->cache[v] = CACHE_ROW;
+      g->any_row_cache = true;
+    }
+  for (uint32_t v = 0; v < p->num_views; ++v) {
+    const iron_cuda_row_view_t *w = &p->views[v];
+    if (!w->elem || !reads[v] || !row_invariant(rs, w)) continue;
+    int64_t b = g->padn * (int64_t)iron_dtype_size(w->dtype);
+    if (used + b > budget || rs->rows < 2 * (int64_t)L->rows_per_block)
+      continue;
+    used += b;
+    g->cache[v] = CACHE_BLOCK;
+  }
+  free(reads);
+  // Registers per thread the kernel is compiled for (IRON_CUDA_ROW_REGS:
+  // tuning): 64 keeps 32 warps resident per SM.
+  unsigned regs = 64;
+  const char *re = getenv("IRON_CUDA_ROW_REGS");  // compile time only
+  if (re && atoi(re) >= 32 && atoi(re) <= 255) regs = (unsigned)atoi(re);
+  unsigned min_blocks = 65536 / (L->block * regs);
+  if (min_blocks < 1) min_blocks = 1;
+  if (min_blocks > 32) min_blocks = 32;
   iron_cuda_src_t body;
   iron_cuda_src_init(&body);
   g->s = &body;
@@ -367,11 +524,10 @@ iron_status_t iron_cuda_gen_row(const iron_cuda_row_plan_t *p,
     // Combines partials that may be empty (h: not empty).
     "#define IROW_MERGE(F, a, ha, b, hb) { if ((ha) && (hb)) (a) = F((a), "
     "(b)); else if (hb) (a) = (b); (ha) = (ha) | (hb); }\n");
-  const iron_cuda_row_layout_t *L = &g->L;
   const long long N = (long long)rs->n, ROWS = (long long)rs->rows;
   const long long nrb = (ROWS + L->rows_per_block - 1) / L->rows_per_block;
-  P("extern \"C\" __global__ void __launch_bounds__(%u) %s(", L->block,
-    IRON_CUDA_KERNEL_PLACEHOLDER);
+  P("extern \"C\" __global__ void __launch_bounds__(%u, %u) %s(", L->block,
+    min_blocks, IRON_CUDA_KERNEL_PLACEHOLDER);
   for (uint32_t i = 0; i < p->num_inputs; ++i)
     P("%sconst %s *__restrict__ in%u", i ? ", " : "",
       st_of(p->input_dtypes[i]), i);
@@ -380,7 +536,7 @@ iron_status_t iron_cuda_gen_row(const iron_cuda_row_plan_t *p,
       st_of(p->output_dtypes[j]), j);
   P(") {\n");
   P("const int tid = threadIdx.x, lane = tid & 31;\n");
-  P("const int t = tid & %u;\n", L->tpr - 1);
+  P("const int t = tid & %u, rl = tid / %u; (void)rl;\n", L->tpr - 1, L->tpr);
   if (L->tpr > 32) P("const int warp = tid >> 5;\n");
   // This thread's slots: first element and count.
   P("int st[%u], cnt[%u];\n", L->per_thread, L->per_thread);
@@ -403,17 +559,39 @@ iron_status_t iron_cuda_gen_row(const iron_cuda_row_plan_t *p,
   P("}\n");
   // Values of every view (pointers to these go to the device functions).
   for (uint32_t v = 0; v < p->num_views; ++v) {
-    const char *S = st_of(p->views[v].dtype);
+    const iron_cuda_row_view_t *w = &p->views[v];
+    const char *S = st_of(w->dtype);
     P("%s xv%u = %s();\n", S, v, S);
-    if (p->views[v].kind == IRON_CUDA_ROW_VIEW_ONE)
-      P("xv%u = in%u[0];\n", v, p->views[v].input);
-    if (p->views[v].kind == IRON_CUDA_ROW_VIEW_STRIDED)
-      P("long long ro%u = 0, eo%u = 0; (void)eo%u;\n", v, v, v);
+    if (w->kind == IRON_CUDA_ROW_VIEW_ONE)
+      P("xv%u = in%u[0];\n", v, w->input);
+    if (w->kind == IRON_CUDA_ROW_VIEW_STRIDED) P("long long ro%u = 0;\n", v);
+    if (g->cache[v]) {
+      // Rows start on 16 bytes when the pointer does and rows are whole
+      // vectors (checked where the copy is generated).
+      P("const bool al%u = (((unsigned long long)in%u) & 15ull) == 0;\n", v,
+        w->input);
+      if (g->cache[v] == CACHE_ROW)
+        P("__align__(16) __shared__ %s shr%u[%lld];\n", S, v,
+          (long long)(g->padn * L->rows_per_block));
+      else
+        P("__align__(16) __shared__ %s shb%u[%lld];\n", S, v,
+          (long long)g->padn);
+    }
   }
   for (uint32_t q = 0; q < p->num_slots; ++q) {
     const char *S = st_of(p->slots[q].dtype);
     P("%s pv%u = %s();\n", S, q, S);
   }
+  // Views the same for every row: once per block.
+  bool any_block = false;
+  for (uint32_t v = 0; v < p->num_views; ++v) {
+    if (g->cache[v] != CACHE_BLOCK) continue;
+    any_block = true;
+    P("{\nconst long long rbase = 0; (void)rbase;\n");
+    emit_cache_fill(g, v);
+    P("}\n");
+  }
+  if (any_block) P("__syncthreads();\n");
   if (L->rows_per_block == 1)
     P("for (long long row = blockIdx.x; row < %lldLL; row += gridDim.x) {\n"
       "const bool valid = true;\n",
@@ -428,8 +606,8 @@ iron_status_t iron_cuda_gen_row(const iron_cuda_row_plan_t *p,
     P("{ long long r_ = row;\n");
     for (int32_t d = rs->rank - 1; d >= 0; --d) {
       if (rs->reduced[d] || rs->dims[d] == 1) continue;
-      P("const long long rc%d = r_ %% %lldLL; r_ /= %lldLL;\n", d,
-        (long long)rs->dims[d], (long long)rs->dims[d]);
+      P("const long long rc%d = r_ %% %lldLL; r_ /= %lldLL; (void)rc%d;\n", d,
+        (long long)rs->dims[d], (long long)rs->dims[d], d);
     }
     for (uint32_t v = 0; v < p->num_views; ++v) {
       const iron_cuda_row_view_t *w = &p->views[v];
@@ -446,31 +624,32 @@ iron_status_t iron_cuda_gen_row(const iron_cuda_row_plan_t *p,
   for (uint32_t v = 0; v < p->num_views; ++v) {
     const iron_cuda_row_view_t *w = &p->views[v];
     if (w->elem || w->kind == IRON_CUDA_ROW_VIEW_ONE) continue;
-    char a[64];
-    view_addr(g, v, a, sizeof(a));
+    char a[96];
+    view_addr(g, v, "0", a, sizeof(a));
     P("if (valid) xv%u = in%u[%s];\n", v, w->input, a);
   }
-  if (g->cache) {
+  if (g->any_row_cache) {
     // The row's elements, read once.
+    P("if (valid) {\n");
     for (uint32_t v = 0; v < p->num_views; ++v)
-      if (p->views[v].elem)
-        P("%s cv%u[%u];\n", st_of(p->views[v].dtype), v,
-          L->per_thread * L->per_slot);
-    g->cache = false;  // loads below read memory
-    emit_elem_open(g, true);
-    emit_elem_loads(g);
-    for (uint32_t v = 0; v < p->num_views; ++v)
-      if (p->views[v].elem) P("cv%u[q_ * %u + i] = xv%u;\n", v, L->per_slot, v);
-    emit_elem_close(g);
-    g->cache = true;
+      if (g->cache[v] == CACHE_ROW) emit_cache_fill(g, v);
+    P("}\n__syncthreads();\n");
   }
   emit_row_values(g, 0);
-  for (uint32_t k = 0; k < p->passes; ++k) {
-    emit_pass(g, k);
+  iron_status_t st = IRON_OK;
+  for (uint32_t k = 0; k < p->passes && !st; ++k) {
+    st = emit_pass(g, k);
     emit_row_values(g, k + 1);
   }
   emit_final(g);
+  // The next row overwrites the cached one.
+  if (g->any_row_cache) P("__syncthreads();\n");
   P("}\n}\n");
+  free(g->cache);
+  if (st) {
+    iron_cuda_src_free(&body);
+    return st;
+  }
   int64_t cap = (int64_t)(p->num_sms > 0 ? p->num_sms : 132) * 64;
   int64_t grid = nrb < cap ? nrb : cap;
   if (grid < 1) grid = 1;

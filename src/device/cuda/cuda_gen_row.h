@@ -88,6 +88,8 @@ typedef struct iron_cuda_row_fn {
   // R: the slot of each output; E: unused (reduces name their output);
   // F: the kernel output of each output.
   const uint32_t *dest;
+  // Per view: whether the function reads it (NULL: every view).
+  const bool *uses;
 } iron_cuda_row_fn_t;
 
 typedef struct iron_cuda_row_plan {

@@ -457,7 +457,9 @@ static iron_status_t build_fn(rf_t *r, const char *name, avail_fn_t avail,
   uint32_t nin = r->nviews + r->nslots;
   const iron_ir_value_t **ins =
       iron_arena_alloc_array(r->a, nin + 1, sizeof(iron_ir_value_t *));
-  if (!f.needed || !val || !ops || !fouts || !odt || !ins) return oom();
+  bool *uses = iron_arena_alloc_array(r->a, r->nviews + 1, sizeof(bool));
+  if (!f.needed || !val || !ops || !fouts || !odt || !ins || !uses)
+    return oom();
   for (uint32_t k = 0; k < nout; ++k) mark(&f, outs[k]);
   if (f.st) return f.st;
   for (uint32_t v = 0; v < r->nviews; ++v) ins[v] = r->view_sv[v];
@@ -483,6 +485,7 @@ static iron_status_t build_fn(rf_t *r, const char *name, avail_fn_t avail,
         IRON_RETURN_IF_ERROR_PLAIN(use_view(r, i, k, (uint32_t)a, &w));
         if (w >= r->nviews || !r->view_sv[w]) return refuse(r, op);
         operands[k] = r->view_sv[w];
+        uses[w] = true;
       } else {
         int32_t j = op_index(r, v);
         if (j < 0 || !val[j]) return refuse(r, op);
@@ -526,6 +529,7 @@ static iron_status_t build_fn(rf_t *r, const char *name, avail_fn_t avail,
       fouts[k] = val[j];
     } else if (out_views && out_views[k] < r->nviews) {
       fouts[k] = r->view_sv[out_views[k]];
+      uses[out_views[k]] = true;
     } else {
       return refuse(r, NULL);
     }
@@ -550,6 +554,7 @@ static iron_status_t build_fn(rf_t *r, const char *name, avail_fn_t avail,
   free(nm);
   fn->num_outputs = nout;
   fn->out_dtypes = odt;
+  fn->uses = uses;
   return fn->name ? IRON_OK : oom();
 }
 
