@@ -492,16 +492,19 @@ static iron_status_t build_fn(rf_t *r, const char *name, avail_fn_t avail,
         operands[k] = val[j];
       }
     }
-    // A reshape of an input is the input's value (read by linear index).
-    if (op->kind == IRON_OP_RESHAPE && arg_index(r, op->operands[0]) >= 0) {
-      val[i] = operands[0];
-      continue;
-    }
     iron_ir_op_t *c = iron_arena_alloc(r->a, sizeof(*c));
     iron_ir_value_t *res = iron_arena_alloc(r->a, sizeof(*res));
     if (!c || !res) return oom();
     *c = *op;
     c->operands = operands;
+    if (op->kind == IRON_OP_RESHAPE && arg_index(r, op->operands[0]) >= 0) {
+      // A reshape of an input is the input's value (read by linear index):
+      // an identity convert of it, so that it has the member's shape.
+      c->kind = IRON_OP_CONVERT;
+      c->name = iron_op_kind_name(IRON_OP_CONVERT);
+      c->num_attrs = 0;
+      c->attrs = NULL;
+    }
     if (r->kind[i] == K_TRED) {
       // body(init, x) per row.
       c->kind = r->body[i];
