@@ -87,6 +87,10 @@ typedef struct gen {
   const bool *loop_uses;  // per view: read by the element loop emitted now
   bool any_strided;
   int64_t padn;           // cached row length, padded (pad())
+  bool aligned;           // no slot crosses a 256-element boundary
+  int *keep_alias;        // per kept value: the view whose buffer it
+                          // takes over, or -1 (its own buffer)
+  bool row_sync;          // the row's shared buffers are refilled per row
 } gen_t;
 
 // Where an element view's values come from in the element loops: memory,
@@ -109,6 +113,7 @@ static void emit_call(gen_t *g, const iron_cuda_row_fn_t *fn, const char *idx,
   P("%s(", fn->name);
   for (uint32_t v = 0; v < p->num_views; ++v) P("&xv%u, ", v);
   for (uint32_t q = 0; q < p->num_slots; ++q) P("&pv%u, ", q);
+  for (uint32_t q = 0; q < p->num_keeps; ++q) P("&xk%u, ", q);
   P("(long long)(%s)", idx);
   for (uint32_t k = 0; k < fn->num_outputs; ++k) P(", %s%u", pre, k);
   P(");\n");
@@ -145,7 +150,13 @@ static void view_addr(gen_t *g, uint32_t v, const char *e, char *buf,
   const iron_cuda_row_view_t *w = &g->p->views[v];
   const iron_row_shape_t *rs = &g->p->rs;
   switch (w->kind) {
-    case IRON_CUDA_ROW_VIEW_FULL: snprintf(buf, cap, "rbase + %s", e); return;
+    case IRON_CUDA_ROW_VIEW_FULL:
+      // In an element loop, from the slot's base.
+      if (strcmp(e, "e") == 0)
+        snprintf(buf, cap, g->L.sequential ? "gb_ + i" : "gb_ + 8 * i");
+      else
+        snprintf(buf, cap, "rbase + %s", e);
+      return;
     case IRON_CUDA_ROW_VIEW_ROW: snprintf(buf, cap, "row"); return;
     case IRON_CUDA_ROW_VIEW_ONE: snprintf(buf, cap, "0"); return;
     default: break;
@@ -178,6 +189,25 @@ static void pad_text(const char *e, char *buf, size_t cap) {
   snprintf(buf, cap, "((%s) + (((%s) >> 8) << 3))", e, e);
 }
 
+// The index of the loop's element (e, slot base sb_) in a row buffer.
+static void row_index(const gen_t *g, char *buf, size_t cap) {
+  if (g->aligned) {
+    snprintf(buf, cap, g->L.sequential ? "sb_ + i" : "sb_ + 8 * i");
+    return;
+  }
+  char pe[64];
+  pad_text("e", pe, sizeof(pe));
+  snprintf(buf, cap, "rl * %lld + %s", (long long)g->padn, pe);
+}
+
+// The shared buffer holding kept value f.
+static void keep_buf(const gen_t *g, uint32_t f, char *buf, size_t cap) {
+  if (g->keep_alias[f] >= 0)
+    snprintf(buf, cap, "shr%d", g->keep_alias[f]);
+  else
+    snprintf(buf, cap, "shk%u", f);
+}
+
 static bool loads(const gen_t *g, uint32_t v) {
   return g->p->views[v].elem && (!g->loop_uses || g->loop_uses[v]);
 }
@@ -188,10 +218,11 @@ static void emit_elem_loads(gen_t *g) {
   const iron_cuda_row_plan_t *p = g->p;
   for (uint32_t v = 0; v < p->num_views; ++v) {
     if (!loads(g, v)) continue;
-    char pe[64];
+    char pe[64], ri[96];
     pad_text("e", pe, sizeof(pe));
+    row_index(g, ri, sizeof(ri));
     if (g->cache[v] == CACHE_ROW) {
-      P("xv%u = shr%u[rl * %lld + %s];\n", v, v, (long long)g->padn, pe);
+      P("xv%u = shr%u[%s];\n", v, v, ri);
     } else if (g->cache[v] == CACHE_BLOCK) {
       P("xv%u = shb%u[%s];\n", v, v, pe);
     } else {
@@ -207,6 +238,11 @@ static void emit_elem_loads(gen_t *g) {
 // emit_elem_close.
 static void emit_elem_open(gen_t *g) {
   P("#pragma unroll\nfor (int q_ = 0; q_ < %u; ++q_) {\n", g->L.per_thread);
+  if (g->aligned)
+    P("const int sb_ = rl * %lld + st[q_] + ((st[q_] >> 8) << 3); "
+      "(void)sb_;\n",
+      (long long)g->padn);
+  P("const long long gb_ = rbase + st[q_]; (void)gb_;\n");
   P("#pragma unroll 4\nfor (int i = 0; i < %u; ++i) {\n", g->L.per_slot);
   if (g->uniform)
     P("if (!valid) continue;\n");
@@ -221,6 +257,33 @@ static void emit_elem_open(gen_t *g) {
 static void emit_elem_close(gen_t *g) {
   (void)g;
   P("}\n}\n");
+}
+
+// Inside an element loop: the kept values function fn reads.
+static void emit_keep_loads(gen_t *g, const iron_cuda_row_fn_t *fn) {
+  if (!fn->uses_keep) return;
+  for (uint32_t f = 0; f < g->p->num_keeps; ++f) {
+    if (!fn->uses_keep[f]) continue;
+    char b[32], ri[96];
+    keep_buf(g, f, b, sizeof(b));
+    row_index(g, ri, sizeof(ri));
+    P("xk%u = %s[%s];\n", f, b, ri);
+  }
+}
+
+// Inside pass k's loop, after its function: the kept values it computes.
+static void emit_keep_stores(gen_t *g, uint32_t k) {
+  const iron_cuda_row_plan_t *p = g->p;
+  for (uint32_t f = 0; f < p->num_keeps; ++f) {
+    const iron_cuda_row_keep_t *kp = &p->keeps[f];
+    if (kp->pass != k) continue;
+    char o[16], st[64], b[32], ri[96];
+    snprintf(o, sizeof(o), "o%u", kp->fn_output);
+    store_text(kp->dtype, o, st, sizeof(st));
+    keep_buf(g, f, b, sizeof(b));
+    row_index(g, ri, sizeof(ri));
+    P("xk%u = %s; %s[%s] = xk%u;\n", f, st, b, ri, f);
+  }
 }
 
 // Combines the partials ar<r>[q] of reduce r (with hr<r>[q]) into v<r>.
@@ -278,7 +341,11 @@ static iron_status_t emit_pass(gen_t *g, uint32_t k) {
   emit_elem_loads(g);
   g->loop_uses = NULL;
   free(use);
-  if (fn->name) emit_call(g, fn, "e", "o");
+  if (fn->name) {
+    emit_keep_loads(g, fn);
+    emit_call(g, fn, "e", "o");
+    emit_keep_stores(g, k);
+  }
   for (uint32_t r = 0; r < p->num_reduces; ++r) {
     const iron_cuda_row_reduce_t *red = &p->reduces[r];
     if (red->pass != k) continue;
@@ -372,12 +439,14 @@ static void emit_final(gen_t *g) {
   g->loop_uses = fn->uses;
   emit_elem_loads(g);
   g->loop_uses = NULL;
+  emit_keep_loads(g, fn);
   emit_call(g, fn, "e", "o");
   for (uint32_t k = 0; k < fn->num_outputs; ++k) {
     char o[16], st[64];
     snprintf(o, sizeof(o), "o%u", k);
     store_text(fn->out_dtypes[k], o, st, sizeof(st));
-    P("out%u[rbase + e] = %s;\n", fn->dest[k], st);
+    P("out%u[%s] = %s;\n", fn->dest[k],
+      g->L.sequential ? "gb_ + i" : "gb_ + 8 * i", st);
   }
   emit_elem_close(g);
   P("}\n");
@@ -435,6 +504,17 @@ static void emit_cache_fill(gen_t *g, uint32_t v) {
 // most 48 KB; the reduces' exchange arrays take a little).
 enum { kCacheBytes = 44 << 10 };
 
+// Whether the element loop of function k (E_k; k = passes: F) reads view v.
+static bool loop_reads_view(const iron_cuda_row_plan_t *p, uint32_t k,
+                            uint32_t v) {
+  const iron_cuda_row_fn_t *fn = k < p->passes ? &p->elem_fns[k] : &p->final_fn;
+  bool u = fn->name && fn->num_outputs && (!fn->uses || fn->uses[v]);
+  for (uint32_t r = 0; r < p->num_reduces && k < p->passes; ++r)
+    u = u || (p->reduces[r].pass == k &&
+              p->reduces[r].operand_view == (int32_t)v);
+  return u;
+}
+
 iron_status_t iron_cuda_gen_row(const iron_cuda_row_plan_t *p,
                                 char **out_source, char **out_name,
                                 unsigned *out_grid, unsigned *out_block) {
@@ -454,6 +534,9 @@ iron_status_t iron_cuda_gen_row(const iron_cuda_row_plan_t *p,
     if (!op_fn(p->reduces[r].body))
       return IRON_ERR(UNIMPLEMENTED, "row fusion of this reduce body");
   g->uniform = L->sequential || rs->n == L->slots * L->per_slot;
+  // Leaves of 256 elements start on multiples of 256 (and rows of at most
+  // 256 are one leaf): a slot's padded index is its base + 8 i.
+  g->aligned = rs->n <= 256 || (g->uniform && L->per_slot == 32);
   g->padn = rs->n + (rs->n >> 8) * 8 + 8;
   // Caches, while they fit: rows read by two element loops or more, most
   // read first (a row read again later has left L1), then views that are
@@ -505,6 +588,39 @@ iron_status_t iron_cuda_gen_row(const iron_cuda_row_plan_t *p,
     g->cache[v] = CACHE_BLOCK;
   }
   free(reads);
+  // Kept element values: in the buffer of a cached row of the same
+  // element size that no later loop reads (the thread overwrites its own
+  // elements), else in a buffer of their own.
+  g->keep_alias = calloc(p->num_keeps + 1, sizeof(int));
+  if (!g->keep_alias) {
+    free(g->cache);
+    return IRON_ERR(RESOURCE_EXHAUSTED, "out of memory (row kernel)");
+  }
+  for (uint32_t f = 0; f < p->num_keeps; ++f) {
+    const iron_cuda_row_keep_t *kp = &p->keeps[f];
+    g->keep_alias[f] = -1;
+    for (uint32_t v = 0; v < p->num_views && g->keep_alias[f] < 0; ++v) {
+      if (g->cache[v] != CACHE_ROW ||
+          iron_dtype_size(p->views[v].dtype) != iron_dtype_size(kp->dtype))
+        continue;
+      bool taken = false;
+      for (uint32_t h = 0; h < f; ++h) taken = taken || g->keep_alias[h] == (int)v;
+      for (uint32_t k = kp->pass + 1; k <= p->passes && !taken; ++k)
+        taken = loop_reads_view(p, k, v);
+      if (!taken) g->keep_alias[f] = (int)v;
+    }
+    if (g->keep_alias[f] >= 0) continue;
+    int64_t b = g->padn * (int64_t)iron_dtype_size(kp->dtype) *
+                (int64_t)L->rows_per_block;
+    if (used + b > budget) {
+      free(g->cache);
+      free(g->keep_alias);
+      return IRON_ERR(RESOURCE_EXHAUSTED, "row fusion: kept values do not "
+                      "fit in shared memory");
+    }
+    used += b;
+  }
+  g->row_sync = g->any_row_cache;
   // Registers per thread the kernel is compiled for (IRON_CUDA_ROW_REGS:
   // tuning): 64 keeps 32 warps resident per SM.
   unsigned regs = 64;
@@ -582,6 +698,13 @@ iron_status_t iron_cuda_gen_row(const iron_cuda_row_plan_t *p,
     const char *S = st_of(p->slots[q].dtype);
     P("%s pv%u = %s();\n", S, q, S);
   }
+  for (uint32_t f = 0; f < p->num_keeps; ++f) {
+    const char *S = st_of(p->keeps[f].dtype);
+    P("%s xk%u = %s();\n", S, f, S);
+    if (g->keep_alias[f] < 0)
+      P("__align__(16) __shared__ %s shk%u[%lld];\n", S, f,
+        (long long)(g->padn * L->rows_per_block));
+  }
   // Views the same for every row: once per block.
   bool any_block = false;
   for (uint32_t v = 0; v < p->num_views; ++v) {
@@ -643,9 +766,10 @@ iron_status_t iron_cuda_gen_row(const iron_cuda_row_plan_t *p,
   }
   emit_final(g);
   // The next row overwrites the cached one.
-  if (g->any_row_cache) P("__syncthreads();\n");
+  if (g->row_sync) P("__syncthreads();\n");
   P("}\n}\n");
   free(g->cache);
+  free(g->keep_alias);
   if (st) {
     iron_cuda_src_free(&body);
     return st;

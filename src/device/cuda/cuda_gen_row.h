@@ -68,6 +68,16 @@ typedef struct iron_cuda_row_slot {
   int32_t output;  // kernel output written with it, or -1
 } iron_cuda_row_slot_t;
 
+// An element value computed by pass `pass` and kept for the later passes
+// and the results (softmax's exp(x - max)): in shared memory, at the
+// element's place, so that later passes read it instead of computing it
+// again.
+typedef struct iron_cuda_row_keep {
+  iron_dtype_t dtype;
+  uint32_t pass;       // E_pass computes it ...
+  uint32_t fn_output;  // ... as this output
+} iron_cuda_row_keep_t;
+
 typedef struct iron_cuda_row_reduce {
   uint32_t pass;          // the level of its operand
   uint32_t fn_output;     // output of E_pass giving its operand, or
@@ -79,8 +89,9 @@ typedef struct iron_cuda_row_reduce {
 } iron_cuda_row_reduce_t;
 
 // A generated device function: `static __device__ void name(const S *v0,
-// ..., const S *p0, ..., long long i, C &o0, ...)` taking a pointer to
-// every view's value, then to every slot, then the element index.
+// ..., const S *p0, ..., const S *k0, ..., long long i, C &o0, ...)`
+// taking a pointer to every view's value, then to every slot, then to
+// every kept element value, then the element index.
 typedef struct iron_cuda_row_fn {
   const char *name;  // NULL: no function (nothing to compute)
   uint32_t num_outputs;
@@ -90,6 +101,8 @@ typedef struct iron_cuda_row_fn {
   const uint32_t *dest;
   // Per view: whether the function reads it (NULL: every view).
   const bool *uses;
+  // Per kept value: whether the function reads it (NULL: none).
+  const bool *uses_keep;
 } iron_cuda_row_fn_t;
 
 typedef struct iron_cuda_row_plan {
@@ -102,6 +115,8 @@ typedef struct iron_cuda_row_plan {
   const iron_cuda_row_slot_t *slots;
   uint32_t num_reduces;
   const iron_cuda_row_reduce_t *reduces;
+  uint32_t num_keeps;
+  const iron_cuda_row_keep_t *keeps;
   uint32_t passes;  // levels of reduces
   const iron_cuda_row_fn_t *row_fns;   // passes + 1: R_0 .. R_passes
   const iron_cuda_row_fn_t *elem_fns;  // passes: E_0 ..
@@ -129,7 +144,8 @@ void iron_cuda_row_layout(int64_t n, unsigned max_tpr,
 // The complete translation unit (prelude, device functions, kernel named
 // by iron_cuda_source_make, prefix "iron_row") and its launch shape. The
 // kernel takes the inputs then the outputs, as iron_cuda_ew_run passes
-// them.
+// them. RESOURCE_EXHAUSTED when the kept values do not fit in shared
+// memory (the caller plans again without them).
 iron_status_t iron_cuda_gen_row(const iron_cuda_row_plan_t *plan,
                                 char **out_source, char **out_name,
                                 unsigned *out_grid, unsigned *out_block);

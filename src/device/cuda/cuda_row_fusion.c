@@ -105,9 +105,13 @@ typedef struct rf {
   uint32_t nslots;
   iron_cuda_row_reduce_t *reduces;
   uint32_t nreduces;
-  // Per-row stand-ins: one per view, one per slot.
-  iron_ir_value_t **view_sv, **slot_sv;
-  uint32_t cap_sv;
+  // Kept element values (cuda_gen_row.h): by op index, -1; by keep.
+  int32_t *keep;
+  int32_t *keep_op;
+  iron_cuda_row_keep_t *keeps;
+  uint32_t nkeeps;
+  // Per-row stand-ins: one per view, one per slot, one per kept value.
+  iron_ir_value_t **view_sv, **slot_sv, **keep_sv;
 } rf_t;
 
 static iron_status_t refuse(const rf_t *r, const iron_ir_op_t *op) {
@@ -413,12 +417,19 @@ typedef struct fnb {
   rf_t *r;
   avail_fn_t avail;
   uint32_t level;
+  bool elem;  // E_level or F (level = passes): kept values of earlier passes
   bool *needed;
   iron_status_t st;
 } fnb_t;
 
+// Whether member i's value is handed in (a slot, or a kept element value
+// of an earlier pass) rather than computed.
 static bool has_slot(const fnb_t *f, int32_t i) {
-  return f->r->slot[i] >= 0 && f->avail(f->r, (uint32_t)f->r->slot[i], f->level);
+  const rf_t *r = f->r;
+  if (r->slot[i] >= 0 && f->avail(r, (uint32_t)r->slot[i], f->level))
+    return true;
+  return f->elem && r->keep && r->keep[i] >= 0 &&
+         r->keeps[r->keep[i]].pass < f->level;
 }
 
 static void mark(fnb_t *f, const iron_ir_value_t *v) {
@@ -434,40 +445,60 @@ static void mark(fnb_t *f, const iron_ir_value_t *v) {
   for (uint32_t k = 0; k < op->num_operands; ++k) mark(f, op->operands[k]);
 }
 
+// The members a function computes (needed[i]) for these outputs.
+static iron_status_t slice(rf_t *r, avail_fn_t avail, uint32_t level,
+                           bool elem, uint32_t nout,
+                           const iron_ir_value_t *const *outs, bool *needed) {
+  fnb_t f = {r, avail, level, elem, needed, IRON_OK};
+  memset(needed, 0, sizeof(bool) * (r->nops + 1));
+  for (uint32_t k = 0; k < nout; ++k) mark(&f, outs[k]);
+  return f.st;
+}
+
 // Generates device function `name` computing `outs` (member values, or
 // args read through out_views) for this level; fills fn (name NULL when
-// there are no outputs). Text appended to *text.
+// there are no outputs). Text appended to *text. elem: an element
+// function (E_level, or F with level = passes), which reads kept values.
 static iron_status_t build_fn(rf_t *r, const char *name, avail_fn_t avail,
-                              uint32_t level, uint32_t nout,
+                              uint32_t level, bool elem, uint32_t nout,
                               const iron_ir_value_t *const *outs,
                               const uint32_t *out_views, iron_cuda_src_t *text,
                               iron_cuda_row_fn_t *fn) {
   const iron_ir_block_t *b = r->b;
   memset(fn, 0, sizeof(*fn));
   if (nout == 0) return IRON_OK;
-  fnb_t f = {r, avail, level, NULL, IRON_OK};
+  fnb_t f = {r, avail, level, elem, NULL, IRON_OK};
   f.needed = iron_arena_alloc_array(r->a, r->nops + 1, sizeof(bool));
   iron_ir_value_t **val = iron_arena_alloc_array(r->a, r->nops + 1,
                                                  sizeof(iron_ir_value_t *));
-  iron_ir_op_t **ops =
-      iron_arena_alloc_array(r->a, r->nops + 1, sizeof(iron_ir_op_t *));
+  iron_ir_op_t **ops = iron_arena_alloc_array(r->a, r->nops + nout + 1,
+                                              sizeof(iron_ir_op_t *));
   const iron_ir_value_t **fouts =
       iron_arena_alloc_array(r->a, nout + 1, sizeof(iron_ir_value_t *));
   iron_dtype_t *odt = iron_arena_alloc_array(r->a, nout + 1, sizeof(iron_dtype_t));
-  uint32_t nin = r->nviews + r->nslots;
+  uint32_t nin = r->nviews + r->nslots + r->nkeeps;
   const iron_ir_value_t **ins =
       iron_arena_alloc_array(r->a, nin + 1, sizeof(iron_ir_value_t *));
   bool *uses = iron_arena_alloc_array(r->a, r->nviews + 1, sizeof(bool));
-  if (!f.needed || !val || !ops || !fouts || !odt || !ins || !uses)
+  bool *uses_keep = iron_arena_alloc_array(r->a, r->nkeeps + 1, sizeof(bool));
+  if (!f.needed || !val || !ops || !fouts || !odt || !ins || !uses ||
+      !uses_keep)
     return oom();
   for (uint32_t k = 0; k < nout; ++k) mark(&f, outs[k]);
   if (f.st) return f.st;
   for (uint32_t v = 0; v < r->nviews; ++v) ins[v] = r->view_sv[v];
   for (uint32_t s = 0; s < r->nslots; ++s) ins[r->nviews + s] = r->slot_sv[s];
+  for (uint32_t q = 0; q < r->nkeeps; ++q)
+    ins[r->nviews + r->nslots + q] = r->keep_sv[q];
   uint32_t nops = 0;
   for (uint32_t i = 0; i < r->nops; ++i) {
     if (r->slot[i] >= 0 && avail(r, (uint32_t)r->slot[i], level)) {
       val[i] = r->slot_sv[r->slot[i]];
+      continue;
+    }
+    if (has_slot(&f, (int32_t)i)) {  // a kept element value
+      val[i] = r->keep_sv[r->keep[i]];
+      uses_keep[r->keep[i]] = true;
       continue;
     }
     if (!f.needed[i]) continue;
@@ -538,6 +569,34 @@ static iron_status_t build_fn(rf_t *r, const char *name, avail_fn_t avail,
     }
     if (!fouts[k]) return refuse(r, NULL);
     odt[k] = outs[k]->type->dtype;
+    // A FULL output handed in as one element (a kept value, an input):
+    // an identity convert gives it the element function's shape.
+    if (j >= 0 && r->role[j] == IRON_ROW_FULL &&
+        iron_ir_type_num_elements(fouts[k]->type) == 1 && r->rs.n > 1) {
+      iron_ir_op_t *c = iron_arena_alloc(r->a, sizeof(*c));
+      iron_ir_value_t *res = iron_arena_alloc(r->a, sizeof(*res));
+      iron_ir_value_t **operands =
+          iron_arena_alloc_array(r->a, 2, sizeof(iron_ir_value_t *));
+      if (!c || !res || !operands) return oom();
+      *c = *b->ops[j];
+      c->kind = IRON_OP_CONVERT;
+      c->name = iron_op_kind_name(IRON_OP_CONVERT);
+      c->num_attrs = 0;
+      c->attrs = NULL;
+      c->num_regions = 0;
+      c->regions = NULL;
+      c->num_operands = 1;
+      c->operands = operands;
+      operands[0] = (iron_ir_value_t *)fouts[k];
+      *res = b->ops[j]->results[0];
+      res->def_op = c;
+      res->type = row_type(r, b->ops[j]->results[0].type, IRON_ROW_FULL);
+      if (!res->type) return oom();
+      c->num_results = 1;
+      c->results = res;
+      ops[nops++] = c;
+      fouts[k] = res;
+    }
   }
   iron_cuda_fusion_t fz = {
       .num_ops = nops,
@@ -558,7 +617,245 @@ static iron_status_t build_fn(rf_t *r, const char *name, avail_fn_t avail,
   fn->num_outputs = nout;
   fn->out_dtypes = odt;
   fn->uses = uses;
+  fn->uses_keep = uses_keep;
   return fn->name ? IRON_OK : oom();
+}
+
+// What make_plan hands to choose_keeps and generate.
+typedef struct plan {
+  uint32_t passes, nout;
+  iron_dtype_t *odts;
+  uint32_t nfull;
+  const iron_ir_value_t **full_out;
+  uint32_t *full_dest;
+} plan_t;
+
+// The outputs of E_k (reduce operands that are not inputs) into outs.
+static uint32_t elem_outputs(const rf_t *r, uint32_t k,
+                             const iron_ir_value_t **outs) {
+  uint32_t n = 0;
+  for (uint32_t q = 0; q < r->nreduces; ++q) {
+    const iron_cuda_row_reduce_t *red = &r->reduces[q];
+    if (red->pass != k) continue;
+    const iron_ir_value_t *x = r->b->ops[r->slot_op[red->slot]]->operands[0];
+    if (arg_index(r, x) < 0) outs[n++] = x;
+  }
+  return n;
+}
+
+// Ops worth keeping a value for rather than computing it again.
+static bool heavy_op(iron_op_kind_t k) {
+  switch (k) {
+    case IRON_OP_EXPONENTIAL: case IRON_OP_EXPONENTIAL_MINUS_ONE:
+    case IRON_OP_LOG: case IRON_OP_LOG_PLUS_ONE: case IRON_OP_LOGISTIC:
+    case IRON_OP_TANH: case IRON_OP_SINE: case IRON_OP_COSINE:
+    case IRON_OP_TAN: case IRON_OP_POWER: case IRON_OP_ATAN2:
+    case IRON_OP_SQRT: case IRON_OP_RSQRT: case IRON_OP_CBRT:
+    case IRON_OP_DIVIDE: case IRON_OP_REMAINDER:
+      return true;
+    default:
+      return false;
+  }
+}
+static bool moves_only(iron_op_kind_t k) {
+  return k == IRON_OP_BROADCAST_IN_DIM || k == IRON_OP_RESHAPE ||
+         k == IRON_OP_CONVERT || k == IRON_OP_CONSTANT || k == IRON_OP_IOTA;
+}
+
+// Chooses the element values to keep (cuda_gen_row.h): for each later
+// function (E_1.., then F), the members it would compute again that an
+// earlier pass computed; when they are worth it (a transcendental or a
+// division, or two arithmetic ops), the frontier of that recomputation
+// (values the function then reads instead) is kept by the earliest pass
+// that computes it.
+static iron_status_t choose_keeps(rf_t *r, const plan_t *pl) {
+  if (pl->passes == 0) return IRON_OK;
+  uint32_t nf = pl->passes + 1;  // E_0 .. E_{passes-1}, F
+  bool *S = iron_arena_alloc_array(r->a, (size_t)nf * (r->nops + 1),
+                                   sizeof(bool));
+  bool *R = iron_arena_alloc_array(r->a, r->nops + 1, sizeof(bool));
+  const iron_ir_value_t **outs =
+      iron_arena_alloc_array(r->a, r->nops + pl->nfull + 1, sizeof(void *));
+  if (!S || !R || !outs) return oom();
+  for (uint32_t g = 1; g < nf; ++g) {
+    for (uint32_t k = 0; k <= g; ++k) {
+      const iron_ir_value_t *const *o = pl->full_out;
+      uint32_t n = pl->nfull;
+      if (k < pl->passes) {
+        n = elem_outputs(r, k, outs);
+        o = outs;
+      }
+      IRON_RETURN_IF_ERROR_PLAIN(slice(r, avail_elem, k, true, n, o,
+                                       S + (size_t)k * (r->nops + 1)));
+    }
+    const bool *Sg = S + (size_t)g * (r->nops + 1);
+    unsigned arith = 0;
+    bool heavy = false, any = false;
+    for (uint32_t i = 0; i < r->nops; ++i) {
+      R[i] = false;
+      if (!Sg[i]) continue;
+      for (uint32_t k = 0; k < g && !R[i]; ++k)
+        R[i] = S[(size_t)k * (r->nops + 1) + i];
+      if (!R[i]) continue;
+      any = true;
+      iron_op_kind_t kind = r->b->ops[i]->kind;
+      if (heavy_op(kind)) heavy = true;
+      if (!moves_only(kind)) arith++;
+    }
+    if (!any || !(heavy || arith >= 2)) continue;
+    // The frontier: recomputed values that the function's other work (or
+    // its outputs) read.
+    const iron_ir_value_t *const *go = pl->full_out;
+    uint32_t gn = pl->nfull;
+    if (g < pl->passes) {
+      gn = elem_outputs(r, g, outs);
+      go = outs;
+    }
+    for (uint32_t i = 0; i < r->nops; ++i) {
+      if (!R[i] || r->keep[i] >= 0) continue;
+      const iron_ir_value_t *v = &r->b->ops[i]->results[0];
+      bool frontier = false;
+      for (uint32_t k = 0; k < gn && !frontier; ++k) frontier = go[k] == v;
+      for (uint32_t j = 0; j < r->nops && !frontier; ++j) {
+        if (!Sg[j] || R[j]) continue;
+        const iron_ir_op_t *u = r->b->ops[j];
+        for (uint32_t k = 0; k < u->num_operands; ++k)
+          if (u->operands[k] == v) frontier = true;
+      }
+      if (!frontier) continue;
+      uint32_t p = 0;
+      while (p < g && !S[(size_t)p * (r->nops + 1) + i]) ++p;
+      uint32_t q = r->nkeeps++;
+      r->keep[i] = (int32_t)q;
+      r->keep_op[q] = (int32_t)i;
+      r->keeps[q].dtype = v->type->dtype;
+      r->keeps[q].pass = p;
+      iron_ir_value_t *x = iron_arena_alloc(r->a, sizeof(*x));
+      if (!x) return oom();
+      x->type = mk_type(r, v->type, NULL);
+      x->def_block = (iron_ir_block_t *)r->b;
+      x->index = r->nviews + r->nslots + q;
+      x->id = r->ids + r->nviews + r->nslots + q;
+      if (!x->type) return oom();
+      r->keep_sv[q] = x;
+    }
+  }
+  return IRON_OK;
+}
+
+// The device functions and the kernel, with the current kept values.
+static iron_status_t generate(rf_t *r, const plan_t *pl, int num_sms,
+                              char **out_source, char **out_name,
+                              unsigned *out_grid, unsigned *out_block) {
+  const iron_ir_block_t *b = r->b;
+  const uint32_t passes = pl->passes, nout = pl->nout, nfull = pl->nfull;
+  iron_cuda_src_t text;
+  iron_cuda_src_init(&text);
+  iron_cuda_row_fn_t *row_fns =
+      iron_arena_alloc_array(r->a, passes + 2, sizeof(iron_cuda_row_fn_t));
+  iron_cuda_row_fn_t *elem_fns =
+      iron_arena_alloc_array(r->a, passes + 1, sizeof(iron_cuda_row_fn_t));
+  const iron_ir_value_t **outs = iron_arena_alloc_array(
+      r->a, r->nops + r->nkeeps + 1, sizeof(iron_ir_value_t *));
+  if (!row_fns || !elem_fns || !outs) {
+    iron_cuda_src_free(&text);
+    return oom();
+  }
+  iron_status_t st = IRON_OK;
+  char name[32];
+  for (uint32_t l = 0; l <= passes && !st; ++l) {
+    uint32_t n = 0;
+    uint32_t *dest = iron_arena_alloc_array(r->a, r->nslots + 1, sizeof(uint32_t));
+    if (!dest) {
+      st = oom();
+      break;
+    }
+    for (uint32_t s = 0; s < r->nslots; ++s)
+      if (r->slots[s].reduce < 0 && r->slots[s].level == l) {
+        outs[n] = &b->ops[r->slot_op[s]]->results[0];
+        dest[n++] = s;
+      }
+    snprintf(name, sizeof(name), "irow_r%u", l);
+    st = build_fn(r, name, avail_row, l, false, n, outs, NULL, &text,
+                  &row_fns[l]);
+    row_fns[l].dest = dest;
+  }
+  for (uint32_t k = 0; k < passes && !st; ++k) {
+    uint32_t n = 0;
+    for (uint32_t q = 0; q < r->nreduces; ++q) {
+      iron_cuda_row_reduce_t *red = &r->reduces[q];
+      if (red->pass != k) continue;
+      int32_t i = r->slot_op[red->slot];
+      const iron_ir_value_t *x = b->ops[i]->operands[0];
+      int32_t a = arg_index(r, x);
+      red->operand_view = -1;
+      if (a >= 0) {
+        // An input: the kernel folds the view's value itself.
+        uint32_t w = 0;
+        st = use_view(r, (uint32_t)i, 0, (uint32_t)a, &w);
+        red->operand_view = (int32_t)w;
+        continue;
+      }
+      red->fn_output = n;
+      outs[n++] = x;
+    }
+    for (uint32_t q = 0; q < r->nkeeps; ++q) {
+      if (r->keeps[q].pass != k) continue;
+      r->keeps[q].fn_output = n;
+      outs[n++] = &b->ops[r->keep_op[q]]->results[0];
+    }
+    snprintf(name, sizeof(name), "irow_e%u", k);
+    if (!st)
+      st = build_fn(r, name, avail_elem, k, true, n, outs, NULL, &text,
+                    &elem_fns[k]);
+  }
+  iron_cuda_row_fn_t final_fn;
+  memset(&final_fn, 0, sizeof(final_fn));
+  if (!st)
+    st = build_fn(r, "irow_f", avail_elem, passes, true, nfull, pl->full_out,
+                  NULL, &text, &final_fn);
+  final_fn.dest = pl->full_dest;
+  char *fn_text = NULL;
+  if (!st) st = iron_cuda_src_finish(&text, &fn_text);
+  else iron_cuda_src_free(&text);
+  if (st) return st;
+  iron_dtype_t *idts =
+      iron_arena_alloc_array(r->a, b->num_args + 1, sizeof(iron_dtype_t));
+  if (!idts) {
+    free(fn_text);
+    return oom();
+  }
+  for (uint32_t k = 0; k < b->num_args; ++k) idts[k] = b->args[k].type->dtype;
+  iron_cuda_row_plan_t plan = {
+      .rs = r->rs,
+      .num_inputs = b->num_args,
+      .num_outputs = nout,
+      .input_dtypes = idts,
+      .output_dtypes = pl->odts,
+      .num_views = r->nviews,
+      .views = r->views,
+      .num_slots = r->nslots,
+      .slots = r->slots,
+      .num_reduces = r->nreduces,
+      .reduces = r->reduces,
+      .num_keeps = r->nkeeps,
+      .keeps = r->keeps,
+      .passes = passes,
+      .row_fns = row_fns,
+      .elem_fns = elem_fns,
+      .final_fn = final_fn,
+      .fn_text = fn_text,
+      .num_sms = num_sms,
+  };
+  st = iron_cuda_gen_row(&plan, out_source, out_name, out_grid, out_block);
+  free(fn_text);
+  if (st && iron_status_code(st) == IRON_STATUS_UNIMPLEMENTED) {
+    iron_status_t named = iron_ir_op_unimplemented(
+        r->fop, "on the CUDA device: %s", iron_status_message(st));
+    iron_status_free(st);
+    return named;
+  }
+  return st;
 }
 
 static iron_status_t make_plan(rf_t *r, int num_sms, char **out_source,
@@ -662,104 +959,24 @@ static iron_status_t make_plan(rf_t *r, int num_sms, char **out_source,
     if (!x->type) return oom();
     r->slot_sv[s] = x;
   }
-  iron_cuda_src_t text;
-  iron_cuda_src_init(&text);
-  iron_cuda_row_fn_t *row_fns =
-      iron_arena_alloc_array(r->a, passes + 2, sizeof(iron_cuda_row_fn_t));
-  iron_cuda_row_fn_t *elem_fns =
-      iron_arena_alloc_array(r->a, passes + 1, sizeof(iron_cuda_row_fn_t));
-  const iron_ir_value_t **outs =
-      iron_arena_alloc_array(r->a, r->nops + 1, sizeof(iron_ir_value_t *));
-  uint32_t *dest = NULL;
-  if (!row_fns || !elem_fns || !outs) {
-    iron_cuda_src_free(&text);
-    return oom();
-  }
-  iron_status_t st = IRON_OK;
-  char name[32];
-  for (uint32_t l = 0; l <= passes && !st; ++l) {
-    uint32_t n = 0;
-    dest = iron_arena_alloc_array(r->a, r->nslots + 1, sizeof(uint32_t));
-    if (!dest) {
-      st = oom();
-      break;
-    }
-    for (uint32_t s = 0; s < r->nslots; ++s)
-      if (r->slots[s].reduce < 0 && r->slots[s].level == l) {
-        outs[n] = &b->ops[r->slot_op[s]]->results[0];
-        dest[n++] = s;
-      }
-    snprintf(name, sizeof(name), "irow_r%u", l);
-    st = build_fn(r, name, avail_row, l, n, outs, NULL, &text, &row_fns[l]);
-    row_fns[l].dest = dest;
-  }
-  for (uint32_t k = 0; k < passes && !st; ++k) {
-    uint32_t n = 0;
-    for (uint32_t q = 0; q < r->nreduces; ++q) {
-      iron_cuda_row_reduce_t *red = &r->reduces[q];
-      if (red->pass != k) continue;
-      int32_t i = r->slot_op[red->slot];
-      const iron_ir_value_t *x = b->ops[i]->operands[0];
-      int32_t a = arg_index(r, x);
-      red->operand_view = -1;
-      if (a >= 0) {
-        // An input: the kernel folds the view's value itself.
-        uint32_t w = 0;
-        st = use_view(r, (uint32_t)i, 0, (uint32_t)a, &w);
-        red->operand_view = (int32_t)w;
-        continue;
-      }
-      red->fn_output = n;
-      outs[n++] = x;
-    }
-    snprintf(name, sizeof(name), "irow_e%u", k);
-    if (!st)
-      st = build_fn(r, name, avail_elem, k, n, outs, NULL, &text,
-                    &elem_fns[k]);
-  }
-  iron_cuda_row_fn_t final_fn;
-  memset(&final_fn, 0, sizeof(final_fn));
-  if (!st)
-    st = build_fn(r, "irow_f", avail_elem, passes, nfull, full_out, NULL,
-                  &text, &final_fn);
-  final_fn.dest = full_dest;
-  char *fn_text = NULL;
-  if (!st) st = iron_cuda_src_finish(&text, &fn_text);
-  else iron_cuda_src_free(&text);
-  if (st) return st;
-  iron_dtype_t *idts =
-      iron_arena_alloc_array(r->a, b->num_args + 1, sizeof(iron_dtype_t));
-  if (!idts) {
-    free(fn_text);
-    return oom();
-  }
-  for (uint32_t k = 0; k < b->num_args; ++k) idts[k] = b->args[k].type->dtype;
-  iron_cuda_row_plan_t plan = {
-      .rs = r->rs,
-      .num_inputs = b->num_args,
-      .num_outputs = nout,
-      .input_dtypes = idts,
-      .output_dtypes = odts,
-      .num_views = r->nviews,
-      .views = r->views,
-      .num_slots = r->nslots,
-      .slots = r->slots,
-      .num_reduces = r->nreduces,
-      .reduces = r->reduces,
-      .passes = passes,
-      .row_fns = row_fns,
-      .elem_fns = elem_fns,
-      .final_fn = final_fn,
-      .fn_text = fn_text,
-      .num_sms = num_sms,
-  };
-  st = iron_cuda_gen_row(&plan, out_source, out_name, out_grid, out_block);
-  free(fn_text);
-  if (st && iron_status_code(st) == IRON_STATUS_UNIMPLEMENTED) {
-    iron_status_t named = iron_ir_op_unimplemented(
-        r->fop, "on the CUDA device: %s", iron_status_message(st));
+  r->keep = iron_arena_alloc_array(r->a, r->nops + 1, sizeof(int32_t));
+  r->keep_op = iron_arena_alloc_array(r->a, r->nops + 1, sizeof(int32_t));
+  r->keeps =
+      iron_arena_alloc_array(r->a, r->nops + 1, sizeof(iron_cuda_row_keep_t));
+  r->keep_sv = iron_arena_alloc_array(r->a, r->nops + 1, sizeof(void *));
+  if (!r->keep || !r->keep_op || !r->keeps || !r->keep_sv) return oom();
+  for (uint32_t i = 0; i < r->nops; ++i) r->keep[i] = -1;
+  plan_t pl = {passes, nout, odts, nfull, full_out, full_dest};
+  IRON_RETURN_IF_ERROR_PLAIN(choose_keeps(r, &pl));
+  iron_status_t st =
+      generate(r, &pl, num_sms, out_source, out_name, out_grid, out_block);
+  if (st && iron_status_code(st) == IRON_STATUS_RESOURCE_EXHAUSTED &&
+      r->nkeeps) {
+    // The kept values do not fit in shared memory: compute them again.
     iron_status_free(st);
-    return named;
+    for (uint32_t i = 0; i < r->nops; ++i) r->keep[i] = -1;
+    r->nkeeps = 0;
+    st = generate(r, &pl, num_sms, out_source, out_name, out_grid, out_block);
   }
   return st;
 }
