@@ -16,6 +16,10 @@
 #   sort         scripts/cuda_sort_check.sh tests; sortbench: its bench
 #   misc         scripts/cuda_misc_check.sh
 #   ctest        the GPU C tests (test_cuda_*)
+#   reliab       scripts/reliab_gpu_check.sh (window plan, NaN/tie sweeps)
+#   fusioncheck  scripts/cuda_fusion_check.sh (issue 12's programs, decode)
+#   jaxtests     the jax test node ids in $JAXTESTS (space-separated), -vv,
+#                on CUDA: the full assertion text of chosen failures
 # Usage: scripts/gpu_session.sh build suite\& corpus\& wait kquick
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -57,6 +61,13 @@ stage() {
     sortbench) OUT=$logs scripts/cuda_sort_check.sh bench >"$logs/sortbench.log" 2>&1; tail -15 "$logs/sortbench.log" ;;
     misc) OUT=$logs scripts/cuda_misc_check.sh 200 >"$logs/misc.log" 2>&1; tail -25 "$logs/misc.log" ;;
     ctest) (cd build-dev && IRON_TEST_REQUIRE_CUDA=1 ctest -R test_cuda -j8 --timeout 300) >"$logs/ctest.log" 2>&1; tail -15 "$logs/ctest.log" ;;
+    reliab) OUT=$logs/reliab scripts/reliab_gpu_check.sh >"$logs/reliab.log" 2>&1; tail -20 "$logs/reliab.log" ;;
+    fusioncheck) OUT=$logs/fusioncheck scripts/cuda_fusion_check.sh >"$logs/fusioncheck.log" 2>&1; tail -25 "$logs/fusioncheck.log" ;;
+    jaxtests)
+      (cd .jaxtests && IRON_DEVICE=cuda IRON_CUDA_TF32=0 JAX_PLATFORMS=iron,cpu \
+        IRON_PLUGIN_PATH=$root/build-dev/libiron_pjrt.so PYTHONPATH=$root/python \
+        JAX_NUM_GENERATED_CASES=3 timeout 300 python3 -m pytest -vv -p no:cacheprovider \
+        ${JAXTESTS:-}) >"$logs/jaxtests.log" 2>&1; tail -60 "$logs/jaxtests.log" ;;
     *) echo "unknown stage $s"; return 1 ;;
   esac
 }

@@ -12,6 +12,11 @@ typedef struct {
   uint32_t max_ops;
   int inlined;
   bool oom;
+  // The call being inlined: its source position goes to the inlined ops
+  // that have none of their own (jax wraps jnp functions in private
+  // functions whose ops carry only a name, e.g. "sort"), so that errors
+  // name the user's line.
+  const iron_ir_loc_t *site;
 } inl_ctx_t;
 
 // Ops in `b` and every region nested in it.
@@ -105,6 +110,11 @@ static iron_ir_op_t *clone_op(inl_ctx_t *c, const iron_ir_op_t *src,
   if (!op) return NULL;
   *op = *src;
   op->parent = parent;
+  if (!op->loc.file && c->site && c->site->file) {
+    op->loc.file = c->site->file;
+    op->loc.line = c->site->line;
+    op->loc.col = c->site->col;
+  }
   op->operands = iron_arena_alloc_array(a, src->num_operands + 1,
                                         sizeof(iron_ir_value_t *));
   op->results =
@@ -181,11 +191,13 @@ static void inline_block(inl_ctx_t *c, iron_ir_block_t *b,
     }
     for (uint32_t k = 0; k < cb->num_args; ++k)
       if (cb->args[k].id < vm.nmap) vm.map[cb->args[k].id] = call->operands[k];
+    c->site = &call->loc;
     for (uint32_t k = 0; k + 1 < cb->num_ops && !c->oom; ++k) {
       iron_ir_op_t *op = clone_op(c, cb->ops[k], b, &vm);
       if (!op) c->oom = true;
       ops[no++] = op;
     }
+    c->site = NULL;
     const iron_ir_op_t *ret = cb->ops[cb->num_ops - 1];
     for (uint32_t r = 0; r < call->num_results && !c->oom; ++r)
       if (call->results[r].id < nremap)

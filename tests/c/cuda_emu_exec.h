@@ -529,7 +529,11 @@ static inline void cuda_emu_fill(void *data, iron_dtype_t dt, int32_t rank,
       case IRON_DTYPE_U16: ((uint16_t *)data)[i] = (uint16_t)ui; break;
       case IRON_DTYPE_U32: ((uint32_t *)data)[i] = (uint32_t)ui; break;
       case IRON_DTYPE_U64: ((uint64_t *)data)[i] = ui; break;
-      case IRON_DTYPE_PRED: ((uint8_t *)data)[i] = (uint8_t)(r & 1); break;
+      // Now and then a byte other than 0/1 (numpy bytes viewed as bool,
+      // a bitcast): every device reads the byte as it is.
+      case IRON_DTYPE_PRED:
+        ((uint8_t *)data)[i] = (uint8_t)((r & 1) | ((r >> 8) % 8 == 0 ? 0x60 : 0));
+        break;
       // Sub-byte integers: the low bits of a byte, as numpy/ml_dtypes
       // store them (-1 in s4 is 0x0f).
       case IRON_DTYPE_S4: case IRON_DTYPE_U4:

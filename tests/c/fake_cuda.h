@@ -109,12 +109,46 @@ static _Thread_local CUcontext fake_tls_ctx;
 // Device memory is host memory 128 bytes into a larger block, so that it
 // can never sit right after a storage header (device.c tells device memory
 // from host storage by that address).
+static void fake_dev_free_all(void);
+static void fake_register_free_all(void) { atexit(fake_dev_free_all); }
+// The header links the live blocks: a device retired by a sticky fault
+// frees nothing (its context is gone), and those blocks go back at exit.
+typedef struct fake_block {
+  struct fake_block *prev, *next;
+} fake_block_t;
+static fake_block_t fake_blocks = {&fake_blocks, &fake_blocks};
+static pthread_mutex_t fake_blocks_mu = PTHREAD_MUTEX_INITIALIZER;
+static void fake_dev_free_all(void) {
+  pthread_mutex_lock(&fake_blocks_mu);
+  while (fake_blocks.next != &fake_blocks) {
+    fake_block_t *b = fake_blocks.next;
+    fake_blocks.next = b->next;
+    free(b);
+  }
+  fake_blocks.prev = &fake_blocks;
+  pthread_mutex_unlock(&fake_blocks_mu);
+}
 static void *fake_dev_malloc(size_t n) {
-  char *p = malloc(n + 128);
-  return p ? p + 128 : NULL;
+  static pthread_once_t once = PTHREAD_ONCE_INIT;
+  pthread_once(&once, fake_register_free_all);
+  fake_block_t *b = malloc(n + 128);
+  if (!b) return NULL;
+  pthread_mutex_lock(&fake_blocks_mu);
+  b->next = &fake_blocks;
+  b->prev = fake_blocks.prev;
+  fake_blocks.prev->next = b;
+  fake_blocks.prev = b;
+  pthread_mutex_unlock(&fake_blocks_mu);
+  return (char *)b + 128;
 }
 static void fake_dev_free(void *p) {
-  if (p) free((char *)p - 128);
+  if (!p) return;
+  fake_block_t *b = (fake_block_t *)((char *)p - 128);
+  pthread_mutex_lock(&fake_blocks_mu);
+  b->prev->next = b->next;
+  b->next->prev = b->prev;
+  pthread_mutex_unlock(&fake_blocks_mu);
+  free(b);
 }
 
 static bool fake_is_pinned(const void *p, size_t n) {

@@ -16,15 +16,17 @@
 #include "compiler/plan.h"
 #include "device/cuda/cuda_host_staged.h"
 #include "device/host/callback.h"
-#include "iron/iron.h"
 #include "ir/builder.h"
+#include "iron/iron.h"
 #include "runtime/executable.h"
 #include "runtime/runtime_internal.h"
 #include "test.h"
 
 #define FAKE_BIT ((uintptr_t)1 << 62)
 
-static void *to_host(const void *p) { return (void *)((uintptr_t)p ^ FAKE_BIT); }
+static void *to_host(const void *p) {
+  return (void *)((uintptr_t)p ^ FAKE_BIT);
+}
 
 // What the device saw, in order: S job_sync, D device-to-host, H
 // host-to-device, C the callback handler ran.
@@ -57,9 +59,8 @@ static void fake_free(iron_device_t *dev, void *p, size_t n) {
   (void)n;
   free(to_host(p));
 }
-static iron_status_t fake_memcpy(iron_device_t *dev, void *dst,
-                                 const void *src, size_t n,
-                                 iron_copy_kind_t kind) {
+static iron_status_t fake_memcpy(iron_device_t *dev, void *dst, const void *src,
+                                 size_t n, iron_copy_kind_t kind) {
   (void)dev;
   switch (kind) {
     case IRON_COPY_HOST_TO_DEVICE:
@@ -141,17 +142,18 @@ static iron_status_t fake_compare_run(const iron_kernel_ctx_t *ctx,
                                       iron_tensor_t *const *out) {
   (void)ctx;
   (void)params;
-  *(uint8_t *)to_host(out[0]->data) =
-      *(const int32_t *)to_host(in[0]->data) <
-      *(const int32_t *)to_host(in[1]->data);
+  *(uint8_t *)to_host(out[0]->data) = *(const int32_t *)to_host(in[0]->data) <
+                                      *(const int32_t *)to_host(in[1]->data);
   return IRON_OK;
 }
-static const iron_kernel_t kFakeAdd = {
-    .name = "fake_add", .prepare = fake_prepare, .run = fake_add_run,
-    .graph_capturable = true};
-static const iron_kernel_t kFakeCompare = {
-    .name = "fake_compare", .prepare = fake_prepare, .run = fake_compare_run,
-    .graph_capturable = true};
+static const iron_kernel_t kFakeAdd = {.name = "fake_add",
+                                       .prepare = fake_prepare,
+                                       .run = fake_add_run,
+                                       .graph_capturable = true};
+static const iron_kernel_t kFakeCompare = {.name = "fake_compare",
+                                           .prepare = fake_prepare,
+                                           .run = fake_compare_run,
+                                           .graph_capturable = true};
 
 static const iron_kernel_t *fake_lookup(iron_op_kind_t kind) {
   switch (kind) {
@@ -159,9 +161,12 @@ static const iron_kernel_t *fake_lookup(iron_op_kind_t kind) {
     case IRON_OP_CHOLESKY:
     case IRON_OP_TRIANGULAR_SOLVE:
       return iron_cuda_kernel_lookup(kind);  // the CUDA table's entries
-    case IRON_OP_ADD: return &kFakeAdd;
-    case IRON_OP_COMPARE: return &kFakeCompare;
-    default: return NULL;
+    case IRON_OP_ADD:
+      return &kFakeAdd;
+    case IRON_OP_COMPARE:
+      return &kFakeCompare;
+    default:
+      return NULL;
   }
 }
 
@@ -206,8 +211,7 @@ static void setup(void) {
 static iron_buffer_t *buf(iron_dtype_t dt, int32_t rank, const int64_t *dims,
                           const void *data) {
   iron_buffer_t *b = NULL;
-  CHECK_OK(iron_buffer_create_from_host(g_dev, dt, rank, dims, data, NULL,
-                                        &b));
+  CHECK_OK(iron_buffer_create_from_host(g_dev, dt, rank, dims, data, NULL, &b));
   return b;
 }
 
@@ -236,8 +240,8 @@ static iron_ir_module_t *build_callback(const char *target,
   iron_ir_module_t *m = iron_ir_builder_module_create("jit_cb", 2);
   int64_t d4[1] = {4};
   const iron_ir_type_t *tok = iron_ir_builder_token_type(m);
-  const iron_ir_type_t *t4 = iron_ir_builder_tensor_type(m, IRON_DTYPE_F32,
-                                                         1, d4);
+  const iron_ir_type_t *t4 =
+      iron_ir_builder_tensor_type(m, IRON_DTYPE_F32, 1, d4);
   const iron_ir_type_t *ti = iron_ir_builder_scalar_type(m, IRON_DTYPE_S32);
   const iron_ir_type_t *ins[3] = {tok, t4, ti}, *outs[2] = {tok, t4};
   iron_ir_func_t *f = iron_ir_builder_func(m, "main", true, 3, ins, 2, outs);
@@ -265,8 +269,7 @@ static int32_t handler(uint64_t id, int32_t num_inputs, void *const *inputs,
                        char *error, uint64_t error_capacity) {
   log_event('C');
   if ((id != 42 && id != 7) || num_inputs != 2 || num_outputs != 1 ||
-      input_nbytes[0] != 16 || input_nbytes[1] != 4 ||
-      output_nbytes[0] != 16) {
+      input_nbytes[0] != 16 || input_nbytes[1] != 4 || output_nbytes[0] != 16) {
     snprintf(error, error_capacity, "unexpected call: id %llu, %d in, %d out",
              (unsigned long long)id, num_inputs, num_outputs);
     return 1;
@@ -281,7 +284,8 @@ static int32_t handler(uint64_t id, int32_t num_inputs, void *const *inputs,
   }
   int k = atomic_fetch_add(&g_seq_n, 1);
   if (k < 64) g_seq[k] = n;
-  for (int i = 0; i < 4; ++i) y[i] = id == 42 ? x[i] * (float)n : x[i] + (float)n;
+  for (int i = 0; i < 4; ++i)
+    y[i] = id == 42 ? x[i] * (float)n : x[i] + (float)n;
   return 0;
 }
 
@@ -356,7 +360,8 @@ static void test_plan_resolves(void) {
 static void test_callback_runs(void) {
   iron_host_callback_set_handler(handler);
   iron_executable_t *exe = NULL;
-  CHECK_OK(compile_on_fake(build_callback(IRON_HOST_CALLBACK_TARGET, "42"), &exe));
+  CHECK_OK(
+      compile_on_fake(build_callback(IRON_HOST_CALLBACK_TARGET, "42"), &exe));
   if (!exe) return;
   CHECK(iron_executable_has_host_callbacks(exe));
   g_mode = 0;
@@ -395,10 +400,11 @@ static void test_disabled(void) {
   CHECK(st && strstr(iron_status_message(st), "cb.py"));
   iron_status_free(st);
   CHECK(exe == NULL);
-  st = compile_on_fake(build_callback("tridiagonal_solve_perturbed_ffi", "42"), &exe);
+  st = compile_on_fake(build_callback("tridiagonal_solve_perturbed_ffi", "42"),
+                       &exe);
   CHECK_EQ_INT(iron_status_code(st), IRON_STATUS_UNIMPLEMENTED);
-  CHECK(st && strstr(iron_status_message(st),
-                     "tridiagonal_solve_perturbed_ffi"));
+  CHECK(st &&
+        strstr(iron_status_message(st), "tridiagonal_solve_perturbed_ffi"));
   CHECK(st && strstr(iron_status_message(st), "IRON_CUDA_HOST_STAGED=0"));
   iron_status_free(st);
   CHECK(exe == NULL);
@@ -436,7 +442,8 @@ static void test_prepare_errors(void) {
   CHECK(exe == NULL);
 }
 
-// --- LAPACK-family targets and linalg ops -------------------------------------
+// --- LAPACK-family targets and linalg ops
+// -------------------------------------
 
 // Layout attributes: arrays of dense i64 lists (static: the module borrows).
 static iron_ir_attr_t g_layout_arrays[2];
@@ -446,10 +453,10 @@ static const iron_ir_attr_t *g_layout_items[5];
 static iron_ir_module_t *build_tridiag(int64_t n) {
   iron_ir_module_t *m = iron_ir_builder_module_create("jit_tridiag", 2);
   int64_t vd[1] = {n}, md[2] = {n, 2};
-  const iron_ir_type_t *tv = iron_ir_builder_tensor_type(m, IRON_DTYPE_F64,
-                                                         1, vd);
-  const iron_ir_type_t *tm = iron_ir_builder_tensor_type(m, IRON_DTYPE_F64,
-                                                         2, md);
+  const iron_ir_type_t *tv =
+      iron_ir_builder_tensor_type(m, IRON_DTYPE_F64, 1, vd);
+  const iron_ir_type_t *tm =
+      iron_ir_builder_tensor_type(m, IRON_DTYPE_F64, 2, md);
   const iron_ir_type_t *ins[4] = {tv, tv, tv, tm};
   iron_ir_func_t *f = iron_ir_builder_func(m, "main", true, 4, ins, 1, &tm);
   iron_ir_block_t *b = iron_ir_builder_func_block(f);
@@ -457,9 +464,9 @@ static iron_ir_module_t *build_tridiag(int64_t n) {
                               &b->args[3]};
   iron_ir_op_t *op =
       iron_ir_builder_op(m, f, b, IRON_OP_CUSTOM_CALL, 4, args, 1, &tm, 0);
-  iron_ir_builder_attr(m, op, "call_target_name",
-                       iron_ir_builder_attr_string(
-                           m, "tridiagonal_solve_perturbed_ffi"));
+  iron_ir_builder_attr(
+      m, op, "call_target_name",
+      iron_ir_builder_attr_string(m, "tridiagonal_solve_perturbed_ffi"));
   static const int64_t v[1] = {0}, cm[2] = {0, 1};
   for (int i = 0; i < 3; ++i)
     g_layout_items[i] = iron_ir_builder_attr_i64s(m, 1, v);
@@ -483,24 +490,24 @@ static void test_tridiag_staged(void) {
   const int64_t n = 4;
   const double dl[4] = {0, 3, 1, -2}, d[4] = {1, 0.5, 4, 1},
                du[4] = {2, 1, 1, 0}, rhs[8] = {1, 0, 2, 1, 3, 0, 4, 1};
-  const double want[8] = {0.7058823529411764,  0.4117647058823529,
-                          0.1470588235294118,  -0.2058823529411765,
+  const double want[8] = {0.7058823529411764,   0.4117647058823529,
+                          0.1470588235294118,   -0.2058823529411765,
                           -0.19117647058823528, -0.1323529411764706,
-                          3.6176470588235294,  0.7352941176470589};
+                          3.6176470588235294,   0.7352941176470589};
   iron_executable_t *exe = NULL;
   CHECK_OK(compile_on_fake(build_tridiag(n), &exe));
   if (!exe) return;
   int64_t vd[1] = {n}, md[2] = {n, 2};
-  iron_buffer_t *args[4] = {buf(IRON_DTYPE_F64, 1, vd, dl),
-                            buf(IRON_DTYPE_F64, 1, vd, d),
-                            buf(IRON_DTYPE_F64, 1, vd, du),
-                            buf(IRON_DTYPE_F64, 2, md, rhs)};
+  iron_buffer_t *args[4] = {
+      buf(IRON_DTYPE_F64, 1, vd, dl), buf(IRON_DTYPE_F64, 1, vd, d),
+      buf(IRON_DTYPE_F64, 1, vd, du), buf(IRON_DTYPE_F64, 2, md, rhs)};
   iron_buffer_t *res = NULL;
   log_reset();
   CHECK_OK(iron_executable_execute(exe, args, 4, NULL, &res, NULL));
   double x[8] = {0};
   if (res) CHECK_OK(read_buf(res, x, sizeof(x)));
-  for (int i = 0; i < 8; ++i) CHECK(fabs(x[i] - want[i]) <= 1e-13 * fabs(want[i]));
+  for (int i = 0; i < 8; ++i)
+    CHECK(fabs(x[i] - want[i]) <= 1e-13 * fabs(want[i]));
   if (on_fake()) CHECK(strncmp(g_log, "SDDDDH", 6) == 0);
   for (int i = 0; i < 4; ++i) iron_buffer_release(args[i]);
   if (res) iron_buffer_release(res);
@@ -511,13 +518,13 @@ static void test_tridiag_staged(void) {
 static iron_ir_module_t *build_cholesky(void) {
   iron_ir_module_t *m = iron_ir_builder_module_create("jit_chol", 2);
   int64_t dims[2] = {3, 3};
-  const iron_ir_type_t *t = iron_ir_builder_tensor_type(m, IRON_DTYPE_F64, 2,
-                                                        dims);
+  const iron_ir_type_t *t =
+      iron_ir_builder_tensor_type(m, IRON_DTYPE_F64, 2, dims);
   iron_ir_func_t *f = iron_ir_builder_func(m, "main", true, 1, &t, 1, &t);
   iron_ir_block_t *b = iron_ir_builder_func_block(f);
   iron_ir_value_t *a = &b->args[0];
-  iron_ir_op_t *op = iron_ir_builder_op(m, f, b, IRON_OP_CHOLESKY, 1, &a, 1,
-                                        &t, 0);
+  iron_ir_op_t *op =
+      iron_ir_builder_op(m, f, b, IRON_OP_CHOLESKY, 1, &a, 1, &t, 0);
   iron_ir_builder_attr(m, op, "lower", iron_ir_builder_attr_bool(m, true));
   iron_ir_value_t *rv = &op->results[0];
   iron_ir_builder_return(m, f, b, IRON_OP_FUNC_RETURN, 1, &rv);
@@ -551,8 +558,8 @@ static iron_ir_module_t *build_loop(bool with_callback) {
   iron_ir_module_t *m = iron_ir_builder_module_create("jit_loop", 2);
   int64_t d4[1] = {4};
   const iron_ir_type_t *ti = iron_ir_builder_scalar_type(m, IRON_DTYPE_S32);
-  const iron_ir_type_t *tx = iron_ir_builder_tensor_type(m, IRON_DTYPE_F32,
-                                                         1, d4);
+  const iron_ir_type_t *tx =
+      iron_ir_builder_tensor_type(m, IRON_DTYPE_F32, 1, d4);
   const iron_ir_type_t *tp = iron_ir_builder_scalar_type(m, IRON_DTYPE_PRED);
   const iron_ir_type_t *ins[2] = {ti, tx};
   iron_ir_func_t *f = iron_ir_builder_func(m, "main", true, 1, &tx, 2, ins);
@@ -567,8 +574,8 @@ static iron_ir_module_t *build_loop(bool with_callback) {
   iron_ir_builder_block_arg(m, f, cb, ti);
   iron_ir_builder_block_arg(m, f, cb, tx);
   iron_ir_value_t *ci = &cb->args[0];
-  iron_ir_value_t *lim = iron_ir_builder_constant(m, f, cb, ti, &five, 4,
-                                                  false);
+  iron_ir_value_t *lim =
+      iron_ir_builder_constant(m, f, cb, ti, &five, 4, false);
   iron_ir_value_t *cops[2] = {ci, lim};
   iron_ir_value_t *lt =
       iron_ir_builder_op1(m, f, cb, IRON_OP_COMPARE, 2, cops, tp);
@@ -585,9 +592,9 @@ static iron_ir_module_t *build_loop(bool with_callback) {
     iron_ir_value_t *cargs[2] = {bx, bi};
     iron_ir_op_t *op =
         iron_ir_builder_op(m, f, bb, IRON_OP_CUSTOM_CALL, 2, cargs, 1, &tx, 0);
-    iron_ir_builder_attr(m, op, "call_target_name",
-                         iron_ir_builder_attr_string(
-                             m, IRON_HOST_CALLBACK_TARGET));
+    iron_ir_builder_attr(
+        m, op, "call_target_name",
+        iron_ir_builder_attr_string(m, IRON_HOST_CALLBACK_TARGET));
     iron_ir_builder_attr(m, op, "backend_config",
                          iron_ir_builder_attr_string(m, "7"));
     nx = &op->results[0];
@@ -664,14 +671,25 @@ static void test_on_gpu(void) {
   g_cur_rt = rt;
   g_dev = iron_runtime_device(rt, 0);
   CHECK(strcmp(iron_device_kind(g_dev), "cuda") == 0);
-  test_plan_resolves();
-  test_callback_runs();
-  test_disabled();
-  test_prepare_errors();
-  test_tridiag_staged();
-  test_cholesky_staged();
-  test_loop();
-  CHECK_EQ_INT(iron_device_bytes_in_use(g_dev), 0);
+  // Each part must give back every byte it took on the GPU (a leak names
+  // its part).
+  void (*const parts[])(void) = {test_plan_resolves,
+                                 test_callback_runs,
+                                 test_disabled,
+                                 test_prepare_errors,
+                                 test_tridiag_staged,
+                                 test_cholesky_staged,
+                                 test_loop};
+  const char *const names[] = {
+      "plan_resolves",  "callback_runs",   "disabled", "prepare_errors",
+      "tridiag_staged", "cholesky_staged", "loop"};
+  for (size_t k = 0; k < sizeof(parts) / sizeof(parts[0]); ++k) {
+    parts[k]();
+    size_t left = iron_device_bytes_in_use(g_dev);
+    if (left)
+      fprintf(stderr, "on_gpu %s: %zu bytes still in use\n", names[k], left);
+    CHECK_EQ_INT(left, 0);
+  }
   g_dev = g_fake;
   g_cur_rt = g_rt;
   iron_runtime_release(rt);

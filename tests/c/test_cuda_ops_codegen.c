@@ -558,6 +558,10 @@ static void make_scatter(ht_op_t *b, iron_dtype_t dt, int orank,
 static void add_scatter(const char *name, ht_op_t *b, rb_t *body,
                         bool unique, bool expect_overlap) {
   iron_cuda_gs_plan_t plan;
+  // The update body is the op's region, as in a program (the shared
+  // scatter plan refuses a scatter without one).
+  b->op.regions = &body->region;
+  b->op.num_regions = 1;
   iron_status_t st = iron_cuda_scatter_plan(&b->op, &plan);
   CHECK_OK(st);
   if (!st) {

@@ -778,7 +778,7 @@ static const iron_test_case_t kTests[] = {
     {"rw_bad_result", test_rw_bad_result},
     {"sas_fast", test_sas_fast},
     {"sas_generic", test_sas_generic},
-    {"teardown", teardown},
     {"rw_huge_window", test_rw_huge_window},
+    {"teardown", teardown},
 };
 IRON_TEST_MAIN(kTests)

@@ -2,6 +2,7 @@
 // liveness, donation, asynchrony, errors, call_region. Uses small test
 // kernels (installed through the plan's lookup hook) so that these tests
 // check the runtime, not the kernel library.
+#include <pthread.h>
 #include <time.h>
 
 #include "compiler/plan.h"
@@ -233,6 +234,38 @@ static iron_ir_module_t *build_axpb(void) {
   return m;
 }
 
+
+// The device's bytes in use once every queued job is over. A result is
+// ready when its step finished; the job then still drops its own
+// references (arguments, temporaries) on the worker, so a count read right
+// after a result lags behind by a few microseconds (seen under ASan). A
+// job enqueued behind the others runs after all of them.
+typedef struct {
+  iron_job_t job;
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  bool done;
+} fence_job_t;
+
+static void fence_run(iron_job_t *job) {
+  fence_job_t *f = (fence_job_t *)job;
+  pthread_mutex_lock(&f->mu);
+  f->done = true;
+  pthread_cond_signal(&f->cv);
+  pthread_mutex_unlock(&f->mu);
+}
+
+static int64_t settled_bytes(void) {
+  fence_job_t f = {.job = {.run = fence_run},
+                   .mu = PTHREAD_MUTEX_INITIALIZER,
+                   .cv = PTHREAD_COND_INITIALIZER};
+  iron_device_enqueue(g_dev, &f.job, false);
+  pthread_mutex_lock(&f.mu);
+  while (!f.done) pthread_cond_wait(&f.cv, &f.mu);
+  pthread_mutex_unlock(&f.mu);
+  return iron_device_bytes_in_use(g_dev);
+}
+
 static void test_axpb(void) {
   iron_executable_t *exe = compile(build_axpb());
   if (!exe) return;
@@ -250,7 +283,7 @@ static void test_axpb(void) {
   char *text = iron_executable_text(exe);
   CHECK(text && strstr(text, "main"));
   free(text);
-  int64_t base = iron_device_bytes_in_use(g_dev);
+  int64_t base = settled_bytes();
   int64_t d4[1] = {4};
   float x[4] = {1, 2, 3, -4};
   iron_buffer_t *in = buf_f32(1, d4, x);
@@ -284,7 +317,7 @@ static void test_axpb(void) {
   fprintf(stderr, "axpb: execute %.2f us host, %.2f us round trip\n",
           submit / N, total / N);
   iron_buffer_release(in);
-  CHECK_EQ_INT(iron_device_bytes_in_use(g_dev), base);
+  CHECK_EQ_INT(settled_bytes(), base);
   iron_executable_release(exe);
 }
 
@@ -423,7 +456,7 @@ static iron_ir_module_t *build_loop(void) {
 static void test_while_async(void) {
   iron_executable_t *exe = compile(build_loop());
   if (!exe) return;
-  int64_t base = iron_device_bytes_in_use(g_dev);
+  int64_t base = settled_bytes();
   float x0 = 0.5f;
   iron_buffer_t *n = buf_s32(10);
   iron_buffer_t *x = buf_f32(0, NULL, &x0);
@@ -471,7 +504,7 @@ static void test_while_async(void) {
   }
   iron_buffer_release(n);
   iron_buffer_release(x);
-  CHECK_EQ_INT(iron_device_bytes_in_use(g_dev), base);
+  CHECK_EQ_INT(settled_bytes(), base);
   iron_executable_release(exe);
 }
 
@@ -532,7 +565,7 @@ static iron_ir_module_t *build_case(void) {
 static void test_case_if_call(void) {
   iron_executable_t *exe = compile(build_case());
   if (!exe) return;
-  int64_t base = iron_device_bytes_in_use(g_dev);
+  int64_t base = settled_bytes();
   int64_t d4[1] = {4};
   float x[4] = {1, 2, 3, 4};
   iron_buffer_t *xb = buf_f32(1, d4, x);
@@ -556,7 +589,7 @@ static void test_case_if_call(void) {
     iron_buffer_release(kb);
   }
   iron_buffer_release(xb);
-  CHECK_EQ_INT(iron_device_bytes_in_use(g_dev), base);
+  CHECK_EQ_INT(settled_bytes(), base);
   iron_executable_release(exe);
 }
 
@@ -580,7 +613,7 @@ static void test_donation(void) {
   CHECK_EQ_INT(iron_executable_input_alias(exe, 0), 0);
   float *x = malloc(4096);
   for (int i = 0; i < 1024; ++i) x[i] = (float)i;
-  int64_t base = iron_device_bytes_in_use(g_dev);
+  int64_t base = settled_bytes();
   iron_buffer_t *in = buf_f32(1, d, x), *out;
   void *in_ptr = iron_buffer_host_pointer(in);
   bool donate = true;
@@ -591,7 +624,7 @@ static void test_donation(void) {
   // The output reused the donated storage (unless in-place is off).
   if (!getenv("IRON_NO_INPLACE")) {
     CHECK(iron_buffer_host_pointer(out) == in_ptr);
-    CHECK_EQ_INT(iron_device_bytes_in_use(g_dev), base + 4096);
+    CHECK_EQ_INT(settled_bytes(), base + 4096);
   }
   // The donated buffer can no longer be read.
   iron_status_t st = read_buf(in, y2, 4096);
@@ -610,7 +643,7 @@ static void test_donation(void) {
   iron_buffer_release(copy);
   iron_buffer_release(out2);
   iron_buffer_release(out);
-  CHECK_EQ_INT(iron_device_bytes_in_use(g_dev), base);
+  CHECK_EQ_INT(settled_bytes(), base);
   free(x);
   free(y2);
   iron_executable_release(exe);
@@ -633,7 +666,7 @@ static void test_run_error(void) {
   iron_ir_builder_return(m, f, b, IRON_OP_FUNC_RETURN, 2, r);
   iron_executable_t *exe = compile(m);
   if (!exe) return;
-  int64_t base = iron_device_bytes_in_use(g_dev);
+  int64_t base = settled_bytes();
   float v[4] = {-1, 2, 3, 4};
   iron_buffer_t *in = buf_f32(1, d4, v), *out[2];
   iron_event_t *done;
@@ -652,13 +685,13 @@ static void test_run_error(void) {
     iron_buffer_release(out[k]);
   }
   iron_buffer_release(in);
-  CHECK_EQ_INT(iron_device_bytes_in_use(g_dev), base);
+  CHECK_EQ_INT(settled_bytes(), base);
   // Out of memory during a run: an error, and other buffers stay intact.
   in = buf_f32(1, d4, v);
   float w[4] = {5, 6, 7, 8};
   iron_buffer_t *keep = buf_f32(1, d4, w);
   int64_t limit_save = g_dev->memory_limit;
-  g_dev->memory_limit = iron_device_bytes_in_use(g_dev) + 16;
+  g_dev->memory_limit = settled_bytes() + 16;
   CHECK_OK(iron_executable_execute(exe, &in, 1, NULL, out, &done));
   st = iron_event_wait(done);
   CHECK_EQ_INT(iron_status_code(st), IRON_STATUS_RESOURCE_EXHAUSTED);
@@ -735,7 +768,7 @@ static void test_region_and_misc(void) {
   iron_ir_builder_return(m, f, b, IRON_OP_FUNC_RETURN, 7, ret);
   iron_executable_t *exe = compile(m);
   if (!exe) return;
-  int64_t base = iron_device_bytes_in_use(g_dev);
+  int64_t base = settled_bytes();
   float v[7] = {1, 2, 3, 4, 5, 6, 10};
   iron_buffer_t *in = buf_f32(1, d, v), *out[7];
   CHECK_OK(iron_executable_execute(exe, &in, 1, NULL, out, NULL));
@@ -758,7 +791,7 @@ static void test_region_and_misc(void) {
   CHECK(s4 == 20);
   for (int k = 0; k < 7; ++k) iron_buffer_release(out[k]);
   iron_buffer_release(in);
-  CHECK_EQ_INT(iron_device_bytes_in_use(g_dev), base);
+  CHECK_EQ_INT(settled_bytes(), base);
   iron_executable_release(exe);
 }
 
@@ -784,7 +817,7 @@ static void test_liveness_peak(void) {
   float *x = calloc(262144, 4);
   x[7] = 5;
   iron_buffer_t *in = buf_f32(1, d, x), *out;
-  int64_t base = iron_device_bytes_in_use(g_dev);
+  int64_t base = settled_bytes();
   atomic_store(&g_dev->peak_bytes_in_use, base);
   CHECK_OK(iron_executable_execute(exe, &in, 1, NULL, &out, NULL));
   CHECK_OK(read_buf(out, x, 262144 * 4));
@@ -796,7 +829,7 @@ static void test_liveness_peak(void) {
     fprintf(stderr, "liveness: peak %lld bytes\n", (long long)peak);
   iron_buffer_release(out);
   iron_buffer_release(in);
-  CHECK_EQ_INT(iron_device_bytes_in_use(g_dev), base - 1048576);
+  CHECK_EQ_INT(settled_bytes(), base - 1048576);
   free(x);
   iron_executable_release(exe);
 }
@@ -808,7 +841,7 @@ static void setup(void) {
 }
 
 static void teardown(void) {
-  CHECK_EQ_INT(iron_device_bytes_in_use(g_dev), 0);
+  CHECK_EQ_INT(settled_bytes(), 0);
   iron_runtime_release(g_rt);
   iron_plan_set_kernel_lookup_for_testing(NULL);
 }

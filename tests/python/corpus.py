@@ -1728,6 +1728,25 @@ def _(x, z, n, i, big, neg):
     return lax.fori_loop(0, 5, body, (x, z, n))
 
 
+
+# Zero-element arrays (jax's suite on CUDA, 2026-12-03: fusions whose
+# iteration space is empty but that hold one-element feeds were refused with
+# "outputs have different element counts"): reductions, softmax, mixed-dtype
+# broadcasts, cumulative ops and iotas over empty dims.
+@case("empty_log_softmax", lambda rng: (np.zeros((0,), np.float32),
+                                        np.zeros((3, 0), np.float32)))
+def _(v, m):
+    return jax.nn.log_softmax(v), jax.nn.softmax(m, -1), jnp.var(m, 0)
+
+
+@case("empty_mixed_dtype_broadcast", lambda rng: (
+    np.zeros((0, 4), np.int8), np.ones((4,), np.uint16),
+    np.zeros((2, 0), np.float32)))
+def _(a, b, m):
+    return (a + b, a / b, a == b, jnp.cumsum(m, 1), jnp.cumprod(m, 0),
+            jnp.eye(0, 3, 1) + jnp.sum(m), jnp.nonzero(m.ravel(), size=2)[0])
+
+
 ALL_CASES: list[Case] = CASES + X64_CASES
 
 _names = [c.name for c in ALL_CASES]

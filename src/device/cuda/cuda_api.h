@@ -175,6 +175,8 @@ enum {
     (CUmemoryPool * pool, CUdevice d))                                       \
   X(cuMemPoolSetAttribute, "cuMemPoolSetAttribute", CUresult,                \
     (CUmemoryPool pool, int attr, void *value))                              \
+  X(cuMemPoolTrimTo, "cuMemPoolTrimTo", CUresult,                            \
+    (CUmemoryPool pool, size_t keep))                                        \
   X(cuMemAllocHost, "cuMemAllocHost_v2", CUresult, (void **p, size_t n))     \
   X(cuMemFreeHost, "cuMemFreeHost", CUresult, (void *p))                     \
   X(cuMemcpyHtoDAsync, "cuMemcpyHtoDAsync_v2", CUresult,                     \

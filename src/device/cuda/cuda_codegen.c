@@ -506,7 +506,7 @@ const char *iron_cuda_ctype(iron_dtype_t dt) {
 
 const char *iron_cuda_compute_ctype(iron_dtype_t dt) {
   switch (dt) {
-    case IRON_DTYPE_PRED: return "bool";
+    case IRON_DTYPE_PRED: return "uint8_t";  // the stored byte (cuda_fusion.c)
     case IRON_DTYPE_F16:
     case IRON_DTYPE_BF16: return "float";
     default: return iron_cuda_ctype(dt);

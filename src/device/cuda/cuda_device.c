@@ -733,6 +733,18 @@ static iron_status_t cuda_graph_end(iron_device_t *dev, bool keep,
 
 static const char kGraphReplay[] = "(a CUDA graph replay of the loop body)";
 
+// The pool keeps freed memory (its release threshold is "never"), which the
+// driver's own allocations cannot use: a graph launch after a program that
+// filled the GPU failed with CUDA_ERROR_OUT_OF_MEMORY although nothing was
+// held any more. On such an error the cache and the pool's free memory go
+// back to the driver once and the call is tried again.
+static iron_status_t give_back_pool(iron_cuda_device_t *d) {
+  cache_release_all(d);
+  IRON_RETURN_IF_ERROR_PLAIN(stream_sync(d));
+  if (d->api->cuMemPoolTrimTo) d->api->cuMemPoolTrimTo(d->pool, 0);
+  return IRON_OK;
+}
+
 static iron_status_t cuda_graph_launch(iron_device_t *dev, void *graph) {
   iron_cuda_device_t *d = iron_cuda_device_cast(dev);
   IRON_RETURN_IF_ERROR_PLAIN(sticky_error(d));
@@ -741,8 +753,13 @@ static iron_status_t cuda_graph_launch(iron_device_t *dev, void *graph) {
   IRON_RETURN_IF_ERROR_PLAIN(iron_cuda_device_enter(d));
   iron_device_note_kernel(&d->base, kGraphReplay);
   bool held = stream_acquire(d);
-  iron_status_t st = iron_cuda_device_check(
-      d, d->api->cuGraphLaunch((CUgraphExec)graph, d->stream), "cuGraphLaunch");
+  CUresult r = d->api->cuGraphLaunch((CUgraphExec)graph, d->stream);
+  iron_status_t st = IRON_OK;
+  if (r == IRON_CU_ERROR_OUT_OF_MEMORY) {
+    st = give_back_pool(d);
+    if (!st) r = d->api->cuGraphLaunch((CUgraphExec)graph, d->stream);
+  }
+  if (!st) st = iron_cuda_device_check(d, r, "cuGraphLaunch");
   stream_release(d, held);
   return st;
 }

@@ -218,7 +218,10 @@ static iron_status_t refuse_dtype(const fz_gen_t *g, const iron_ir_op_t *op,
 static void emit_load(iron_cuda_src_t *s, iron_dtype_t dt, const char *var,
                       const char *lvalue) {
   if (dt == IRON_DTYPE_PRED) {
-    iron_cuda_src_printf(s, "    const bool %s = %s != 0;\n", var, lvalue);
+    // The stored byte as it is, as the host device (and XLA:CPU) read a
+    // pred: a byte other than 0/1 (a bitcast, a view of numpy bytes)
+    // converts to its value and combines bitwise.
+    iron_cuda_src_printf(s, "    const uint8_t %s = %s;\n", var, lvalue);
   } else if (is_nw(dt)) {
     char d[512];
     nw_decode(dt, lvalue, d, sizeof(d));
@@ -302,7 +305,7 @@ static bool unary_expr(iron_op_kind_t k, iron_dtype_t dt, const char *x,
         if (pred) return false;
         EXPR("iron_ineg(%s)", x); return true;
       case IRON_OP_NOT:
-        if (pred) EXPR("!%s", x); else EXPR("iron_inot(%s)", x);
+        if (pred) EXPR("(uint8_t)(%s == 0)", x); else EXPR("iron_inot(%s)", x);
         return true;
       case IRON_OP_SIGN:
         if (!is_sint(dt)) return false;
@@ -382,11 +385,12 @@ static bool binary_expr(iron_op_kind_t k, iron_dtype_t dt, const char *x,
   (void)F;
   if (dt == IRON_DTYPE_PRED) {
     switch (k) {
+      // Bitwise on the stored bytes, as the host device.
       case IRON_OP_ADD: case IRON_OP_OR: case IRON_OP_MAXIMUM:
-        EXPR("(%s || %s)", x, y); return true;
+        EXPR("(uint8_t)(%s | %s)", x, y); return true;
       case IRON_OP_MULTIPLY: case IRON_OP_AND: case IRON_OP_MINIMUM:
-        EXPR("(%s && %s)", x, y); return true;
-      case IRON_OP_XOR: EXPR("(%s != %s)", x, y); return true;
+        EXPR("(uint8_t)(%s & %s)", x, y); return true;
+      case IRON_OP_XOR: EXPR("(uint8_t)(%s ^ %s)", x, y); return true;
       default: return false;
     }
   }
