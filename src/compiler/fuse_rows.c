@@ -984,6 +984,7 @@ static iron_status_t fuse_rows_block(rctx_t *c, iron_ir_block_t *blk) {
   uint32_t *key = calloc(n + 1, sizeof(uint32_t));
   uint32_t *order = calloc(n + 1, sizeof(uint32_t));
   iron_ir_op_t **node_op = calloc(n + 1, sizeof(*node_op));
+  iron_ir_op_t **clones = NULL;  // by op index: the copy of a member
   iron_status_t st = IRON_OK;
   if (!b.op_group || !b.val_op || !b.groups || !b.op_deps || !after ||
       !keep || !escapes || !remap || !node_of || !group_node || !key ||
@@ -1040,13 +1041,54 @@ static iron_status_t fuse_rows_block(rctx_t *c, iron_ir_block_t *blk) {
   escape_ctx_t e = {&b, escapes, -1};
   for (uint32_t k = 0; k < c->f->body.num_blocks; ++k)
     walk_escapes(&e, &c->f->body.blocks[k]);
+  // Members that only spread a value from outside (a splat constant, an
+  // iota, a broadcast of one element: a gradient's ones) and are also used
+  // outside: a copy of the op, placed before the fusion, serves the
+  // outside uses, so that the fusion does not write the array out.
+  clones = calloc(n + 1, sizeof(*clones));
+  if (!clones) {
+    st = oom();
+    goto done;
+  }
+  uint32_t nclones = 0;
+  for (uint32_t i = 0; i < n && !st; ++i) {
+    iron_ir_op_t *op = blk->ops[i];
+    if (b.op_group[i] < 0 || op->num_results != 1 || op->num_regions ||
+        op->results[0].id >= ids || !escapes[op->results[0].id])
+      continue;
+    bool spread = op->kind == IRON_OP_CONSTANT || op->kind == IRON_OP_IOTA;
+    if (op->kind == IRON_OP_BROADCAST_IN_DIM && op->num_operands == 1 &&
+        vgroup(&b, op->operands[0]) < 0 &&
+        iron_ir_type_num_elements(op->operands[0]->type) == 1)
+      spread = true;
+    if (!spread) continue;
+    iron_ir_op_t *cl = iron_arena_alloc(&c->m->arena, sizeof(*cl));
+    iron_ir_value_t *res = iron_arena_alloc(&c->m->arena, sizeof(*res));
+    iron_ir_value_t **ops = iron_arena_alloc_array(
+        &c->m->arena, op->num_operands + 1, sizeof(iron_ir_value_t *));
+    if (!cl || !res || !ops) {
+      st = oom();
+      break;
+    }
+    *cl = *op;
+    for (uint32_t k = 0; k < op->num_operands; ++k) ops[k] = op->operands[k];
+    cl->operands = ops;
+    *res = op->results[0];
+    res->def_op = cl;
+    res->id = c->f->num_values++;
+    cl->results = res;
+    remap[op->results[0].id] = res;
+    escapes[op->results[0].id] = false;
+    clones[i] = cl;
+    nclones++;
+  }
   for (int32_t g = 0; g < b.ngroups && !st; ++g) {
     if (group_node[g] < 0) continue;
     st = make_fusion(&b, g, escapes, remap, &node_op[group_node[g]]);
   }
   if (st) goto done;
-  iron_ir_op_t **new_ops =
-      iron_arena_alloc_array(&c->m->arena, nodes + 1, sizeof(*new_ops));
+  iron_ir_op_t **new_ops = iron_arena_alloc_array(
+      &c->m->arena, nodes + nclones + 1, sizeof(*new_ops));
   if (!new_ops) {
     st = oom();
     goto done;
@@ -1054,9 +1096,15 @@ static iron_status_t fuse_rows_block(rctx_t *c, iron_ir_block_t *blk) {
   uint32_t nn = 0;
   for (uint32_t k = 0; k < nodes; ++k) {
     iron_ir_op_t *op = node_op[order[k]];
-    // A group none of whose values is used (dead code left by inlining)
-    // disappears.
-    if (op->kind == IRON_OP_FUSION && op->num_results == 0) continue;
+    if (op->kind == IRON_OP_FUSION) {
+      // The copies of its members go first.
+      for (uint32_t i = 0; i < n; ++i)
+        if (clones[i] && group_node[b.op_group[i]] == (int32_t)order[k])
+          new_ops[nn++] = clones[i];
+      // A group none of whose values is used (dead code left by inlining)
+      // disappears.
+      if (op->num_results == 0) continue;
+    }
     new_ops[nn++] = op;
   }
   blk->ops = new_ops;
@@ -1078,6 +1126,7 @@ done:
   free(key);
   free(order);
   free(node_op);
+  free(clones);
   return st;
 }
 
