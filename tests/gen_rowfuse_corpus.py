@@ -125,6 +125,21 @@ def programs():
     yield ("softmax_then_use_f32",
            lambda x: jax.nn.softmax(x, -1) + jnp.sum(x, -1, keepdims=True),
            (s((8, 64), f32),))
+    # Row fusions inside a loop body (a scan over layers), and a loop
+    # that reads a value of a row group (it must stay after the fusion).
+    def scan_ln(x, g, b):
+        def body(h, _):
+            h = layer_norm(jnp.tanh(h) * 1.5, g, b)
+            return h, jnp.sum(jax.nn.softmax(h, -1) * h, -1)
+        return jax.lax.scan(body, x, None, length=3)
+    yield ("scan_layer_norm_f32", scan_ln,
+           (s((8, 96), f32), s((96,), f32), s((96,), f32)))
+
+    def loop_reads_row(x):
+        y = jax.nn.softmax(x, -1)
+        z = jax.lax.fori_loop(0, 3, lambda i, c: c * 0.5 + y, y)
+        return z + jnp.max(x, -1, keepdims=True)
+    yield "loop_reads_row_f32", loop_reads_row, (s((6, 40), f32),)
     # Attention-like: softmax of a matmul, then a matmul.
     yield ("attention_f32",
            lambda q, k, v: jax.nn.softmax(q @ k.T / 8.0, -1) @ v,

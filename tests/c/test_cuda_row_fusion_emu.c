@@ -138,11 +138,16 @@ static void test_rowfuse_emulated(void) {
       cuda_emu_free_results(got, no);
     }
     // Row kernels per run: one per program (a gradient's row work is one
-    // kernel, its column sums moved after it), two for two softmaxes.
+    // kernel, its column sums moved after it); two for two softmaxes, and
+    // for a softmax whose value a loop reads before the rest of the row
+    // work (the loop stays after the first fusion, which cannot grow past
+    // it); one per step of a 3-step scan.
     int64_t per_run = (g_cuda_emu.row_launches - launches0) / 3;
-    int64_t want = !expect_row(p->name)          ? 0
-                   : strstr(p->name, "two_softmax") ? 2
-                                                    : 1;
+    int64_t want = !expect_row(p->name)             ? 0
+                   : strstr(p->name, "two_softmax")    ? 2
+                   : strstr(p->name, "loop_reads_row") ? 2
+                   : strstr(p->name, "scan_")          ? 3
+                                                       : 1;
     // Rows of one element are no row fusion, but their gradients' column
     // sums may be (one row of the batch).
     bool n1 = strstr(p->name, "_n1_") ||
