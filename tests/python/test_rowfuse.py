@@ -135,10 +135,20 @@ CASES += [("softmax", "float32", (256, 8192)), ("layer_norm", "float32", (512, 4
           ("softmax_grad", "float32", (256, 8192))]
 
 
-@pytest.mark.parametrize("name,dtype,shape", CASES,
+# On the host device (no row fusions there) every third case is enough to
+# keep the comparison itself checked; the GPU runs them all.
+SPARSE = {id(c) for c in CASES[1::3]}
+
+
+@pytest.mark.parametrize("case", CASES,
                          ids=[f"{a}-{b}-{'x'.join(map(str, c))}"
                               for a, b, c in CASES])
-def test_rowwise(iron_device, cpu_device, name, dtype, shape):
+def test_rowwise(iron_device, cpu_device, case):
+    name, dtype, shape = case
+    if iron_device.device_kind == "host" and id(case) in SPARSE:
+        pass
+    elif iron_device.device_kind == "host":
+        pytest.skip("row fusions are a CUDA device path; sampled on the host")
     fn, _ = program(name)
     args = inputs(arg_shapes(name, shape), dtype)
     want = run(cpu_device, fn, args)
