@@ -74,7 +74,7 @@ static const char kCudaEmuShim[] =
     "      std::make_integer_sequence<unsigned long, sizeof...(A)>{});\n"
     "}\n"
     "#define __device__\n#define __global__\n"
-    "#define __forceinline__ inline\n#define __launch_bounds__(x)\n"
+    "#define __forceinline__ inline\n#define __launch_bounds__(...)\n"
     "#define __align__(n) alignas(n)\n"
     // One thread: shared arrays are locals, barriers are no-ops.
     "#define __shared__\n"
@@ -116,7 +116,7 @@ static const char kCudaEmuShimMT[] =
     "#include <math.h>\n#include <string.h>\n#include <stdlib.h>\n"
     "#include <stdint.h>\n"
     "#define __device__\n#define __global__\n"
-    "#define __forceinline__ inline\n#define __launch_bounds__(x)\n"
+    "#define __forceinline__ inline\n#define __launch_bounds__(...)\n"
     "#define __align__(n) alignas(n)\n"
     "#define __shared__ static\n"
     "struct iemu_dim3_ { unsigned x, y, z; };\n"
