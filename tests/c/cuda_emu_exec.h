@@ -443,6 +443,7 @@ static inline iron_status_t cuda_emu_exec_runtime(iron_runtime_t **out_rt) {
   g_cuda_emu.vtable = *dev->vtable;
   g_cuda_emu.vtable.kernel_lookup = cuda_emu_lookup;
   g_cuda_emu.vtable.fusable = iron_cuda_fusable;
+  g_cuda_emu.vtable.row_fusable = iron_cuda_row_fusable;
   dev->vtable = &g_cuda_emu.vtable;
   return IRON_OK;
 }
