@@ -8,7 +8,7 @@
 // (cuda_emu_exec.h: real blocks of up to 1024 threads, shuffles,
 // barriers), the other fusions through the one-thread emulation. Results
 // must equal the host's bit for bit (NaNs aside) on three inputs: the row
-// kernels sum in the host's order (cuda_gen_row.h), and the host runs one
+// kernels sum in the host's order (gen/row.h), and the host runs one
 // thread (IRON_NUM_THREADS=1: with more it splits long rows of few-row
 // reduces over its threads). Also: the programs meant to become row
 // fusions do, as one kernel (names without axis0/axis1/empty/_n1_; a

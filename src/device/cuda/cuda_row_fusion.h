@@ -1,6 +1,6 @@
 // Row fusions on the CUDA device (src/compiler/fuse_rows.h): the
 // predicate the pass asks, and the kernel of the iron.fusion ops it makes
-// (cuda_gen_row.h describes the kernel). IRON_CUDA_ROW_FUSION: unset, the
+// (gen/row.h describes the kernel). IRON_CUDA_ROW_FUSION: unset, the
 // size heuristic below; 0: no row fusion; all: every row reduce the
 // kernel supports.
 #ifndef IRON_DEVICE_CUDA_CUDA_ROW_FUSION_H_

@@ -28,8 +28,8 @@
 // (with one host thread: the host splits rows of >= 16384 elements over
 // its threads when it has fewer rows than twice its threads). Reduces of
 // max/min are the same in any order.
-#ifndef IRON_DEVICE_CUDA_CUDA_GEN_ROW_H_
-#define IRON_DEVICE_CUDA_CUDA_GEN_ROW_H_
+#ifndef IRON_DEVICE_CUDA_GEN_ROW_H_
+#define IRON_DEVICE_CUDA_GEN_ROW_H_
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -131,7 +131,7 @@ typedef struct iron_cuda_row_plan {
 // the summation tree) per thread, elements per slot at most.
 typedef struct iron_cuda_row_layout {
   bool sequential;  // n < 16: one slot of n elements in order
-  int depth;        // levels of halving (virtual tree, see cuda_gen_row.c)
+  int depth;        // levels of halving (virtual tree, see gen/row.c)
   int64_t slots;    // 8 << depth, or 1
   unsigned tpr;     // threads per row
   unsigned per_thread;  // slots per thread
@@ -154,4 +154,4 @@ iron_status_t iron_cuda_gen_row(const iron_cuda_row_plan_t *plan,
 }
 #endif
 
-#endif  // IRON_DEVICE_CUDA_CUDA_GEN_ROW_H_
+#endif  // IRON_DEVICE_CUDA_GEN_ROW_H_

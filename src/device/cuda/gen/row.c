@@ -1,4 +1,4 @@
-// The row fusion kernel's text (see cuda_gen_row.h for the design and the
+// The row fusion kernel's text (see gen/row.h for the design and the
 // summation order).
 //
 // Thread t of a row owns slots t * per_thread .. + per_thread - 1 of the
@@ -12,7 +12,7 @@
 // by xor shuffles (every lane ends with the same value: each pair combines
 // as (lower, upper)), the warps of a row through shared memory, read by
 // every thread in tree order.
-#include "device/cuda/cuda_gen_row.h"
+#include "device/cuda/gen/row.h"
 
 #include <stdio.h>
 #include <stdlib.h>
