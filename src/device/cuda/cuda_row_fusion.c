@@ -971,12 +971,13 @@ static iron_status_t make_plan(rf_t *r, int num_sms, char **out_source,
   IRON_RETURN_IF_ERROR_PLAIN(choose_keeps(r, &pl));
   iron_status_t st =
       generate(r, &pl, num_sms, out_source, out_name, out_grid, out_block);
-  if (st && iron_status_code(st) == IRON_STATUS_RESOURCE_EXHAUSTED &&
-      r->nkeeps) {
-    // The kept values do not fit in shared memory: compute them again.
+  while (st && iron_status_code(st) == IRON_STATUS_RESOURCE_EXHAUSTED &&
+         r->nkeeps) {
+    // The kept values do not fit in shared memory: the last one chosen is
+    // computed again.
     iron_status_free(st);
-    for (uint32_t i = 0; i < r->nops; ++i) r->keep[i] = -1;
-    r->nkeeps = 0;
+    r->nkeeps--;
+    r->keep[r->keep_op[r->nkeeps]] = -1;
     st = generate(r, &pl, num_sms, out_source, out_name, out_grid, out_block);
   }
   return st;

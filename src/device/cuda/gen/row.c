@@ -513,7 +513,7 @@ static void emit_cache_fill(gen_t *g, uint32_t v) {
 
 // Shared memory for cached rows, in bytes (static shared memory is at
 // most 48 KB; the reduces' exchange arrays take a little).
-enum { kCacheBytes = 44 << 10 };
+enum { kCacheBytes = 44 << 10, kCacheBytesPerWarp = 14 << 10 };
 
 // Whether the element loop of function k (E_k; k = passes: F) reads view v.
 static bool loop_reads_view(const iron_cuda_row_plan_t *p, uint32_t k,
@@ -576,7 +576,13 @@ iron_status_t iron_cuda_gen_row(const iron_cuda_row_plan_t *p,
     reads[v] += ff->name && ff->num_outputs && (!ff->uses || ff->uses[v]);
   }
   const char *ce = getenv("IRON_CUDA_ROW_CACHE");  // compile time only
+  // At most 14 KB per warp of the block as well, so that caches leave 16
+  // warps or more resident per SM (227 KB of shared memory): a one-warp
+  // block of a 1000-element layer norm gradient with everything cached
+  // (29 KB) would run 7 warps per SM.
   int64_t budget = ce && strcmp(ce, "0") == 0 ? 0 : kCacheBytes;
+  int64_t per_warp = (int64_t)kCacheBytesPerWarp * ((L->block + 31) / 32);
+  if (budget > per_warp) budget = per_warp;
   int64_t used = 0;
   for (unsigned want = p->passes + 1; want >= 2; --want)
     for (uint32_t v = 0; v < p->num_views; ++v) {
