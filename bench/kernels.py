@@ -9,7 +9,8 @@
 Programs (`--list` prints them with their shapes): reductions (full sums of
 2^20..2^28 f32 and bf16, row, column and middle-axis sums, argmax over rows
 and over everything), row-wise fusions (softmax f32/bf16, log_softmax,
-logsumexp, layer norm, RMS norm, the gradient of a softmax loss),
+logsumexp, layer norm, RMS norm, the gradients of a softmax loss, a layer
+norm and an RMS norm),
 transposes (`m.T + 1`, 3-D permutations, f32/bf16), an 8-op element-wise
 chain (f32/bf16), data-dependent while loops (a Newton iteration whose
 predicate is a max-reduction; a scalar loop of 10,000 iterations) and the
@@ -269,6 +270,25 @@ def _rmsnorm_torch(x, g):
     return x * torch.rsqrt((x * x).mean(-1, keepdim=True) + 1e-6) * g
 
 
+def _layernorm_grad_jax(x, g, b, dy):
+    return jax.vjp(_layernorm_jax, x, g, b)[1](dy)
+
+
+def _layernorm_grad_torch(x, g, b, dy):
+    x, g, b = (t.detach().requires_grad_(True) for t in (x, g, b))
+    y = F.layer_norm(x, (x.shape[-1],), g, b, eps=1e-5)
+    return torch.autograd.grad(y, (x, g, b), dy)
+
+
+def _rmsnorm_grad_jax(x, g, dy):
+    return jax.vjp(_rmsnorm_jax, x, g)[1](dy)
+
+
+def _rmsnorm_grad_torch(x, g, dy):
+    x, g = (t.detach().requires_grad_(True) for t in (x, g))
+    return torch.autograd.grad(_rmsnorm_torch(x, g), (x, g), dy)
+
+
 def _softmax_grad_jax(m, w):
     return jax.grad(lambda m: (jax.nn.softmax(m, -1) * w).sum())(m)
 
@@ -379,6 +399,15 @@ def programs(smoke=False):
     add(Prog("rmsnorm_f32", "rowwise", f"RMS norm (gamma), {R}x{LN} f32",
              [Inp((R, LN)), Inp((LN,), dist="pos")], _rmsnorm_jax, _rmsnorm_torch,
              tol=1e-3))
+    add(Prog("layernorm_grad_f32", "rowwise",
+             f"layer norm gradients (x, gamma, beta), {R}x{LN} f32",
+             [Inp((R, LN)), Inp((LN,), dist="pos"), Inp((LN,), dist="sym"),
+              Inp((R, LN), dist="sym")],
+             _layernorm_grad_jax, _layernorm_grad_torch, tol=2e-3))
+    add(Prog("rmsnorm_grad_f32", "rowwise",
+             f"RMS norm gradients (x, gamma), {R}x{LN} f32",
+             [Inp((R, LN)), Inp((LN,), dist="pos"), Inp((R, LN), dist="sym")],
+             _rmsnorm_grad_jax, _rmsnorm_grad_torch, tol=2e-3))
     add(Prog("softmax_grad_f32", "rowwise",
              f"grad of sum(softmax(m)*w), {R}x{C} f32",
              [f32m, Inp((R, C), dist="sym")], _softmax_grad_jax,

@@ -10,9 +10,11 @@
 #include <string.h>
 
 #include "compiler/fuse.h"
+#include "compiler/fuse_rows.h"
 #include "compiler/inline.h"
 #include "compiler/tuple_forward.h"
 #include "device/cuda/cuda_device.h"
+#include "device/cuda/cuda_row_fusion.h"
 #include "ir/ir.h"
 #include "stablehlo/reader.h"
 
@@ -77,6 +79,10 @@ int main(int argc, char **argv) {
     st = iron_compiler_tuple_forward(m);
     int n = 0;
     if (!st) st = iron_compiler_inline_for_compile(m, true);
+    int nrows = 0;
+    if (!st)
+      st = iron_compiler_fuse_rows(m, iron_cuda_fusable, iron_cuda_row_fusable,
+                                   &nrows);
     if (!st) st = iron_compiler_fuse(m, iron_cuda_fusable, &n);
     if (st) {
       fprintf(stderr, "iron-dump: %s: %s\n", path, iron_status_message(st));
@@ -84,7 +90,8 @@ int main(int argc, char **argv) {
       iron_ir_module_destroy(m);
       return 1;
     }
-    fprintf(stderr, "iron-dump: %d fusions\n", n);
+    fprintf(stderr, "iron-dump: %d fusions (%d row fusions)\n", n + nrows,
+            nrows);
   }
   iron_ir_module_print(m, &opts, stdout);
   iron_ir_module_destroy(m);

@@ -112,6 +112,11 @@ typedef struct iron_device_vtable {
   // NULL: the device does not fuse. Fusions then reach kernel_lookup as
   // IRON_OP_FUSION ops. IRON_NO_FUSION=1 turns fusion off.
   bool (*fusable)(const iron_ir_op_t *op);
+  // Whether a stablehlo.reduce may be part of a row fusion
+  // (src/compiler/fuse_rows.h: the kernel that reads each row once for a
+  // softmax or a norm). NULL: the device makes no row fusions. Asked only
+  // when `fusable` is set and fusion is on.
+  bool (*row_fusable)(const iron_ir_op_t *reduce);
   // A kernel that runs the whole stablehlo.while `op` on the device, with
   // no host round trip per iteration (CUDA: loops over scalars, in one GPU
   // thread), or NULL when the device cannot: the loop then runs as the

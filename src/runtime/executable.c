@@ -9,6 +9,7 @@
 
 #include "base/compile_memory.h"
 #include "compiler/fuse.h"
+#include "compiler/fuse_rows.h"
 #include "compiler/inline.h"
 #include "compiler/plan.h"
 #include "compiler/tuple_forward.h"
@@ -218,6 +219,11 @@ static iron_status_t compile_module(iron_runtime_t *rt,
   // Private functions are inlined where they are called so that fusion
   // sees across them (inline.h: IRON_INLINE_CALLS).
   if (!st) st = iron_compiler_inline_for_compile(module, fusing);
+  // Row fusions first: they take reduces with the element-wise work on
+  // both sides of them, which the element-wise pass would split.
+  if (!st && fusing && exe->dev->vtable->row_fusable)
+    st = iron_compiler_fuse_rows(module, exe->dev->vtable->fusable,
+                                 exe->dev->vtable->row_fusable, NULL);
   if (!st && fusing)
     st = iron_compiler_fuse(module, exe->dev->vtable->fusable, NULL);
   if (!st) st = iron_plan_create_on(module, exe->dev, &exe->plan);

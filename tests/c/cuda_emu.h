@@ -74,7 +74,7 @@ static const char kCudaEmuShim[] =
     "      std::make_integer_sequence<unsigned long, sizeof...(A)>{});\n"
     "}\n"
     "#define __device__\n#define __global__\n"
-    "#define __forceinline__ inline\n#define __launch_bounds__(x)\n"
+    "#define __forceinline__ inline\n#define __launch_bounds__(...)\n"
     "#define __align__(n) alignas(n)\n"
     // One thread: shared arrays are locals, barriers are no-ops.
     "#define __shared__\n"
@@ -116,7 +116,7 @@ static const char kCudaEmuShimMT[] =
     "#include <math.h>\n#include <string.h>\n#include <stdlib.h>\n"
     "#include <stdint.h>\n"
     "#define __device__\n#define __global__\n"
-    "#define __forceinline__ inline\n#define __launch_bounds__(x)\n"
+    "#define __forceinline__ inline\n#define __launch_bounds__(...)\n"
     "#define __align__(n) alignas(n)\n"
     "#define __shared__ static\n"
     "struct iemu_dim3_ { unsigned x, y, z; };\n"
@@ -280,6 +280,8 @@ static const char kCudaEmuShimMT[] =
     "  iemu_fibers[t].sp = &iemu_ctx[t];\n"
     "#endif\n"
     "}\n"
+    // The fibers' stacks, freed when the library is closed.
+    "extern \"C\" void iemu_release() { free(iemu_stacks); iemu_stacks = 0; }\n"
     // 0: ran; 1: bad launch; 2: a barrier that never releases.
     "extern \"C\" int iemu_launch(void (*tramp)(void **), unsigned gx,\n"
     "    unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,\n"
@@ -509,7 +511,16 @@ static inline void *cuda_emu_sym(const cuda_emu_lib_t *l, const char *name) {
 
 // IRON_TEST_KEEP_EMU=1 keeps the generated C++ and library (debugging).
 static inline void cuda_emu_close(cuda_emu_lib_t *l) {
-  if (l->handle) dlclose(l->handle);
+  if (l->handle) {
+    // The multi-thread shim's fiber stacks.
+    void *rel = dlsym(l->handle, "iemu_release");
+    if (rel) {
+      void (*fn)(void);
+      memcpy(&fn, &rel, sizeof(fn));
+      fn();
+    }
+    dlclose(l->handle);
+  }
   if (getenv("IRON_TEST_KEEP_EMU")) {
     fprintf(stderr, "cuda_emu: kept %s\n", l->cpp);
     memset(l, 0, sizeof(*l));

@@ -20,6 +20,9 @@
 // cuda_emu_exec_prepare refuse the program (counted by the caller), unless
 // the caller sets g_cuda_emu.multi_thread: then they run on their real
 // grid through cuda_emu.h's multi-thread shim (block threads as fibers).
+// Row fusions (src/compiler/fuse_rows.h) always run on the multi-thread
+// shim (real blocks, shared memory, barriers, warp shuffles), with their
+// real launch shape.
 #ifndef IRON_TESTS_CUDA_EMU_EXEC_H_
 #define IRON_TESTS_CUDA_EMU_EXEC_H_
 
@@ -39,6 +42,7 @@
 #include "device/cuda/cuda_compile.h"
 #include "device/cuda/cuda_device.h"
 #include "device/cuda/cuda_fusion.h"
+#include "device/cuda/cuda_row_fusion.h"
 #include "device/device.h"
 #include "iron/iron.h"
 #include "runtime/runtime_internal.h"
@@ -63,6 +67,7 @@ typedef struct cuda_emu_exec {
   bool flush;  // FTZ/DAZ around kernels, as NVRTC's -ftz
   // Counters (for the caller's report).
   int64_t launches, fused_launches;
+  int64_t row_launches;    // row fusion kernels (multi-thread shim)
   int64_t host_fallbacks;  // ops prepared for the host instead
   uint32_t max_fused_params;  // the most pointers a fusion kernel took
   // Optional (tests of the tests): returns a malloc'ed replacement of a
@@ -94,7 +99,8 @@ typedef struct cuda_emu_params {
   bool dus_full;         // ... whose update covers the operand
   size_t dus_bytes;
   bool fused;
-  bool mt;  // the parts run on the multi-thread shim
+  bool mt;   // the parts run on the multi-thread shim
+  bool row;  // a row fusion (always mt)
 } cuda_emu_params_t;
 
 static inline size_t cuda_emu_kernel_index(const char *name, const char *source,
@@ -167,6 +173,41 @@ static inline iron_status_t cuda_emu_prepare(iron_device_t *dev,
   (void)dev;
   cuda_emu_exec_t *e = &g_cuda_emu;
   const iron_kernel_t *ck = e->cuda[op->kind];
+  if (op->kind == IRON_OP_FUSION && iron_cuda_fusion_is_row(op)) {
+    // Its own launch shape, threads that cooperate: the multi-thread
+    // shim runs it, whatever e->multi_thread says.
+    cuda_emu_params_t *p = calloc(1, sizeof(*p));
+    if (!p) return IRON_ERR(RESOURCE_EXHAUSTED, "out of memory");
+    p->fused = true;
+    p->mt = true;
+    p->row = true;
+    iron_status_t st =
+        ck->prepare_on((iron_device_t *)e->fake, op, regions, &p->cuda_params);
+    if (st) {
+      free(p);
+      return st;
+    }
+    p->cuda_k = ck;
+    static const uint32_t kFirst0 = 0;
+    p->num_parts = 1;
+    p->parts = p->cuda_params;
+    p->first = &kFirst0;
+    p->kernel = calloc(2, sizeof(size_t));
+    const char *name = p->parts[0].fn->name;
+    p->kernel[0] = cuda_emu_kernel_index(name, cuda_emu_find_source(name), true);
+    if (!e->k[p->kernel[0]].mt && p->kernel[0] < e->built_k) {
+      cuda_emu_params_destroy(p);
+      return IRON_ERR(INTERNAL, "cuda_emu: kernel %s was built for one thread",
+                      name);
+    }
+    e->k[p->kernel[0]].mt = true;
+    if (!e->k[p->kernel[0]].source) {
+      cuda_emu_params_destroy(p);
+      return IRON_ERR(INTERNAL, "cuda_emu: no source for kernel %s", name);
+    }
+    *out_params = p;
+    return IRON_OK;
+  }
   bool fused_reduce = cuda_emu_is_fused_reduce(op);
   if (fused_reduce && !e->multi_thread)
     return IRON_ERR(FAILED_PRECONDITION,
@@ -326,6 +367,10 @@ static inline iron_status_t cuda_emu_run(const iron_kernel_ctx_t *ctx,
                         kk->name, ew->grid, ew->block);
       __atomic_add_fetch(&e->launches, 1, __ATOMIC_RELAXED);
       __atomic_add_fetch(&e->mt_launches, 1, __ATOMIC_RELAXED);
+      if (p->row) {
+        __atomic_add_fetch(&e->row_launches, 1, __ATOMIC_RELAXED);
+        __atomic_add_fetch(&e->fused_launches, 1, __ATOMIC_RELAXED);
+      }
       continue;
     }
     uint32_t n = ew->num_inputs + ew->num_outputs;
@@ -398,6 +443,7 @@ static inline iron_status_t cuda_emu_exec_runtime(iron_runtime_t **out_rt) {
   g_cuda_emu.vtable = *dev->vtable;
   g_cuda_emu.vtable.kernel_lookup = cuda_emu_lookup;
   g_cuda_emu.vtable.fusable = iron_cuda_fusable;
+  g_cuda_emu.vtable.row_fusable = iron_cuda_row_fusable;
   dev->vtable = &g_cuda_emu.vtable;
   return IRON_OK;
 }

@@ -160,11 +160,12 @@ static void test_corpus_emulated(void) {
           "corpus through the CUDA fusion, emulated: %d programs (%d refused "
           "by the host, %d by CUDA, %d not emulable), %d runs, %d differ, "
           "%d failed; %zu kernels, %lld launches (%lld fused, %lld on a "
-          "grid), %lld ops on the host's kernel instead\n",
+          "grid, %lld row fusions), %lld ops on the host's kernel instead\n",
           nprogs, host_refused, cuda_refused, not_emulable, ran, differ,
           failed, g_cuda_emu.num_k, (long long)g_cuda_emu.launches,
           (long long)g_cuda_emu.fused_launches,
           (long long)g_cuda_emu.mt_launches,
+          (long long)g_cuda_emu.row_launches,
           (long long)g_cuda_emu.host_fallbacks);
   CHECK_EQ_INT(differ, 0);
   CHECK_EQ_INT(failed, 0);

@@ -9,6 +9,7 @@
 #include "device/cuda/cuda_compile.h"
 #include "device/cuda/cuda_cudnn.h"
 #include "device/cuda/cuda_ops_internal.h"
+#include "device/cuda/cuda_row_fusion.h"
 
 
 // --- device count ------------------------------------------------------------
@@ -876,6 +877,7 @@ static const iron_device_vtable_t kCudaVtable = {
     .plan_finish = cuda_plan_finish,
     .description = cuda_description,
     .fusable = iron_cuda_fusable,
+    .row_fusable = iron_cuda_row_fusable,
     .while_kernel = iron_cuda_while_kernel,
     .thread_enter = cuda_thread_enter,
     .graph_begin = cuda_graph_begin,

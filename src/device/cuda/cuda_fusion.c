@@ -8,6 +8,7 @@
 #include <stdlib.h>
 
 #include "device/cuda/cuda_ops_internal.h"
+#include "device/cuda/cuda_row_fusion.h"
 #include "device/cuda/gen/fusion.h"
 #include "device/cuda/gen/ops.h"
 #include "device/cuda/gen/types.h"
@@ -191,6 +192,9 @@ static iron_status_t fusion_op_prepare(iron_device_t *dev,
                     "%s: fusion block must return the op's %u results",
                     op->name, op->num_results);
   }
+  // Row fusions (src/compiler/fuse_rows.h) have their own kernel.
+  if (iron_cuda_fusion_is_row(op))
+    return iron_cuda_row_fusion_prepare(dev, op, out_params);
   const iron_ir_value_t **inputs =
       calloc(b->num_args ? b->num_args : 1, sizeof(*inputs));
   if (!inputs) return IRON_ERR(RESOURCE_EXHAUSTED, "out of memory");

@@ -1,0 +1,244 @@
+// Row fusions (src/compiler/fuse_rows.h, cuda_row_fusion.c), GPU-free:
+// every artifact of tests/data/rowfuse (tests/gen_rowfuse_corpus.py:
+// softmax, log_softmax, logsumexp, layer norm, RMS norm and their
+// gradients over row lengths 1 to 100000, batch shapes, f32/bf16/f16,
+// other axes, zero-size arrays) is compiled on a plain host runtime and on
+// one that plans as the CUDA device does with IRON_CUDA_ROW_FUSION=all;
+// the row kernels run on the CPU through the multi-thread emulation
+// (cuda_emu_exec.h: real blocks of up to 1024 threads, shuffles,
+// barriers), the other fusions through the one-thread emulation. Results
+// must equal the host's bit for bit (NaNs aside) on three inputs: the row
+// kernels sum in the host's order (gen/row.h), and the host runs one
+// thread (IRON_NUM_THREADS=1: with more it splits long rows of few-row
+// reduces over its threads). Also: the programs meant to become row
+// fusions do, as one kernel (names without axis0/axis1/empty/_n1_; a
+// gradient's column sums move after its row kernel), the others do not;
+// IRON_CUDA_ROW_FUSION=0 makes none; and every row kernel compiles with
+// NVRTC for sm_90a where NVRTC is installed.
+//
+// IRON_TEST_ONLY=SUBSTRING runs the matching programs; IRON_TEST_CORPUS_DIR
+// another directory of artifacts; IRON_TEST_VERBOSE=1 prints each program.
+#include <dirent.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "corpus_files.h"
+#include "cuda_emu_exec.h"
+#include "cuda_test_nvrtc.h"
+#include "device/cuda/cuda_compile.h"
+#include "test.h"
+
+typedef struct prog {
+  char name[160];
+  iron_executable_t *ref, *emu;
+  int64_t rows_before, rows_after;  // row kernels prepared by its compile
+} prog_t;
+
+// Whether the generator is meant to make a row fusion of this program.
+static bool expect_row(const char *name) {
+  return !strstr(name, "axis0") && !strstr(name, "axis1") &&
+         !strstr(name, "empty") && !strstr(name, "_n1_") &&
+         !(strlen(name) > 3 && strcmp(name + strlen(name) - 3, "_n1") == 0);
+}
+
+static int64_t row_kernels(void) {
+  int64_t n = 0;
+  for (size_t i = 0; i < g_cuda_emu.num_k; ++i) n += g_cuda_emu.k[i].mt;
+  return n;
+}
+
+static void test_rowfuse_emulated(void) {
+  setenv("IRON_DEVICE", "host", 1);
+  setenv("IRON_NUM_THREADS", "1", 1);
+  setenv("IRON_HOST_LIBM_EXP", "1", 1);
+  setenv("IRON_CUDA_ROW_FUSION", "all", 1);
+  CHECK(cuda_emu_have_cxx());
+  if (!cuda_emu_have_cxx()) return;
+  bool verbose = getenv("IRON_TEST_VERBOSE") != NULL;
+  const char *only = getenv("IRON_TEST_ONLY");
+  iron_runtime_t *rt_ref = NULL, *rt_emu = NULL;
+  CHECK_OK(iron_runtime_create(NULL, &rt_ref));
+  CHECK_OK(cuda_emu_exec_runtime(&rt_emu));
+  if (!rt_ref || !rt_emu) return;
+  iron_device_t *dev_ref = iron_runtime_device(rt_ref, 0);
+  iron_device_t *dev_emu = iron_runtime_device(rt_emu, 0);
+  const char *dir = getenv("IRON_TEST_CORPUS_DIR");
+  if (!dir) dir = IRON_TEST_DATA_DIR "/rowfuse";
+  struct dirent **ents = NULL;
+  int nents = scandir(dir, &ents, NULL, alphasort);
+  CHECK(nents > 0);
+  prog_t *progs = calloc((size_t)(nents > 0 ? nents : 1), sizeof(*progs));
+  int nprogs = 0, wrong_plan = 0;
+  for (int e = 0; e < nents; ++e) {
+    const char *fn = ents[e]->d_name;
+    size_t len = strlen(fn);
+    if (len < 8 || strcmp(fn + len - 7, ".mlirbc") != 0) continue;
+    if (only && !strstr(fn, only)) continue;
+    char path[1024];
+    snprintf(path, sizeof(path), "%s/%s", dir, fn);
+    size_t size;
+    char *bytes = test_read_file(path, &size);
+    CHECK(bytes != NULL);
+    if (!bytes) continue;
+    prog_t *p = &progs[nprogs];
+    snprintf(p->name, sizeof(p->name), "%.*s", (int)(len - 7), fn);
+    iron_status_t st =
+        iron_executable_compile(rt_ref, bytes, size, NULL, &p->ref);
+    CHECK_OK(st);
+    p->rows_before = row_kernels();
+    if (!st) st = iron_executable_compile(rt_emu, bytes, size, NULL, &p->emu);
+    free(bytes);
+    if (st) {
+      fprintf(stderr, "%s: %s\n", p->name, iron_status_message(st));
+      CHECK(!"a row program failed to compile as the CUDA device plans it");
+      iron_status_free(st);
+      if (p->ref) iron_executable_release(p->ref);
+      continue;
+    }
+    p->rows_after = row_kernels();
+    // Kernels are shared by name: a program identical to an earlier one
+    // adds none; count the launches instead when running.
+    nprogs++;
+  }
+  for (int e = 0; e < nents; ++e) free(ents[e]);
+  free(ents);
+  bool built = cuda_emu_exec_build();
+  CHECK(built);
+  int ran = 0, differ = 0, failed = 0;
+  for (int i = 0; i < nprogs && built; ++i) {
+    prog_t *p = &progs[i];
+    if (verbose) fprintf(stderr, "%s\n", p->name);
+    int64_t launches0 = g_cuda_emu.row_launches;
+    for (uint64_t seed = 0; seed < 3; ++seed) {
+      uint8_t **want = NULL, **got = NULL;
+      iron_status_t sr = cuda_emu_run_program(p->ref, dev_ref, seed,
+                                              test_fill_synthetic, &want);
+      iron_status_t se = cuda_emu_run_program(p->emu, dev_emu, seed,
+                                              test_fill_synthetic, &got);
+      uint32_t no = iron_executable_num_outputs(p->ref);
+      if (sr || se) {
+        fprintf(stderr, "%s (seed %llu): host: %s; CUDA emulation: %s\n",
+                p->name, (unsigned long long)seed,
+                sr ? iron_status_message(sr) : "ok",
+                se ? iron_status_message(se) : "ok");
+        failed++;
+        iron_status_free(sr);
+        iron_status_free(se);
+      } else {
+        char what[200];
+        snprintf(what, sizeof(what), "%s (seed %llu)", p->name,
+                 (unsigned long long)seed);
+        if (cuda_emu_compare(p->ref, want, got, what)) differ++;
+        ran++;
+      }
+      cuda_emu_free_results(want, no);
+      cuda_emu_free_results(got, no);
+    }
+    // Row kernels per run: one per program (a gradient's row work is one
+    // kernel, its column sums moved after it); two for two softmaxes, and
+    // for a softmax whose value a loop reads before the rest of the row
+    // work (the loop stays after the first fusion, which cannot grow past
+    // it); one per step of a 3-step scan.
+    int64_t per_run = (g_cuda_emu.row_launches - launches0) / 3;
+    int64_t want = !expect_row(p->name)             ? 0
+                   : strstr(p->name, "two_softmax")    ? 2
+                   : strstr(p->name, "loop_reads_row") ? 2
+                   : strstr(p->name, "scan_")          ? 3
+                                                       : 1;
+    // Rows of one element are no row fusion, but their gradients' column
+    // sums may be (one row of the batch).
+    bool n1 = strstr(p->name, "_n1_") ||
+              (strlen(p->name) > 3 &&
+               strcmp(p->name + strlen(p->name) - 3, "_n1") == 0);
+    if (per_run != want && !n1) {
+      fprintf(stderr, "%s: %lld row kernels per run, expected %lld\n",
+              p->name, (long long)per_run, (long long)want);
+      wrong_plan++;
+    }
+  }
+  fprintf(stderr,
+          "row programs through the CUDA row fusion, emulated: %d programs, "
+          "%d runs, %d differ, %d failed, %d planned otherwise than "
+          "expected; %lld row kernel launches, %lld launches in all\n",
+          nprogs, ran, differ, failed, wrong_plan,
+          (long long)g_cuda_emu.row_launches, (long long)g_cuda_emu.launches);
+  CHECK_EQ_INT(differ, 0);
+  CHECK_EQ_INT(failed, 0);
+  CHECK_EQ_INT(wrong_plan, 0);
+  if (!only && !getenv("IRON_TEST_CORPUS_DIR")) CHECK(nprogs > 100);
+
+  // Every row kernel compiles with NVRTC (the emulation compiles them as
+  // host C++, which accepts things NVRTC does not).
+  iron_cuda_api_t api;
+  memset(&api, 0, sizeof(api));
+  if (cuda_test_load_nvrtc(&api)) {
+    int compiled = 0;
+    for (size_t k = 0; k < g_cuda_emu.num_k; ++k) {
+      if (!g_cuda_emu.k[k].mt) continue;
+      void *cubin = NULL;
+      size_t cubin_size = 0;
+      iron_status_t st = iron_cuda_nvrtc_compile(
+          &api, g_cuda_emu.k[k].source, "sm_90a", &cubin, &cubin_size);
+      if (st) {
+        fprintf(stderr, "NVRTC: %s: %s\n", g_cuda_emu.k[k].name,
+                iron_status_message(st));
+        CHECK(!"a row kernel does not compile with NVRTC");
+        iron_status_free(st);
+      }
+      free(cubin);
+      compiled++;
+      // Enough to catch what NVRTC refuses; all of them take minutes.
+      if (compiled >= 24 && !getenv("IRON_TEST_NVRTC_ALL")) break;
+    }
+    fprintf(stderr, "%d row kernels compiled with NVRTC\n", compiled);
+  } else {
+    fprintf(stderr, "NVRTC not found: row kernels not compiled\n");
+  }
+  for (int i = 0; i < nprogs; ++i) {
+    iron_executable_release(progs[i].ref);
+    iron_executable_release(progs[i].emu);
+  }
+  free(progs);
+  iron_runtime_release(rt_ref);
+  iron_runtime_release(rt_emu);
+  cuda_emu_exec_shutdown();
+}
+
+// IRON_CUDA_ROW_FUSION=0: the same programs plan without row fusions (and
+// still run as before: the corpus test covers that path).
+static void test_switch_off(void) {
+  setenv("IRON_DEVICE", "host", 1);
+  setenv("IRON_CUDA_ROW_FUSION", "0", 1);
+  iron_runtime_t *rt = NULL;
+  CHECK_OK(cuda_emu_exec_runtime(&rt));
+  if (!rt) return;
+  static const char *const kNames[] = {"softmax_f32_n1000",
+                                       "layer_norm_grad_f32_n4097"};
+  for (size_t i = 0; i < sizeof(kNames) / sizeof(kNames[0]); ++i) {
+    char path[1024];
+    snprintf(path, sizeof(path), "%s/rowfuse/%s.mlirbc", IRON_TEST_DATA_DIR,
+             kNames[i]);
+    size_t size;
+    char *bytes = test_read_file(path, &size);
+    CHECK(bytes != NULL);
+    if (!bytes) continue;
+    int64_t before = row_kernels();
+    iron_executable_t *exe = NULL;
+    CHECK_OK(iron_executable_compile(rt, bytes, size, NULL, &exe));
+    free(bytes);
+    CHECK(row_kernels() == before);
+    if (exe) iron_executable_release(exe);
+  }
+  unsetenv("IRON_CUDA_ROW_FUSION");
+  iron_runtime_release(rt);
+  cuda_emu_exec_shutdown();
+}
+
+static const iron_test_case_t kTests[] = {
+    {"rowfuse_emulated", test_rowfuse_emulated},
+    {"switch_off", test_switch_off},
+};
+IRON_TEST_MAIN(kTests)

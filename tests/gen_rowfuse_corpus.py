@@ -1,0 +1,169 @@
+#!/usr/bin/env python3
+"""Generates tests/data/rowfuse: StableHLO portable artifacts of the row
+programs of issue 14 (softmax, log_softmax, logsumexp, layer norm, RMS norm
+and their gradients) over a sweep of row lengths around the kernel's
+boundaries (1, 2, 31, 32, 33, 127, 1000, 1024, 4097, 8192, 100000), batch
+shapes, f32/bf16/f16, non-trailing axes and zero-size arrays, as jaxlib
+hands them to a PJRT plugin. tests/c/test_cuda_row_fusion_emu.c runs each
+on the host device and as the CUDA device plans it (row fusion kernels run
+by the multi-thread CPU emulation) and compares the results bit for bit.
+
+Usage: python3 tests/gen_rowfuse_corpus.py [--out DIR] [--list]
+"""
+import argparse
+import os
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+os.environ.setdefault("JAX_PLATFORMS", "cpu")
+
+import jax  # noqa: E402
+import jax.numpy as jnp  # noqa: E402
+from jax._src.interpreters import mlir as jax_mlir  # noqa: E402
+from jax._src.lib import _jax  # noqa: E402
+
+TARGET = "1.16.0"
+OUT = os.path.join(HERE, "data", "rowfuse")
+
+LENGTHS = [1, 2, 31, 32, 33, 127, 1000, 1024, 4097, 8192, 100000]
+SOME = [2, 33, 1000, 4097]
+DTYPES = {"f32": jnp.float32, "bf16": jnp.bfloat16, "f16": jnp.float16}
+
+
+def serialize(lowered):
+    module = lowered.compiler_ir("stablehlo")
+    bytecode = jax_mlir.module_to_bytecode(module)
+    return _jax.mlir.serialize_portable_artifact(bytecode, TARGET, True)
+
+
+def layer_norm(x, g, b, axes=(-1,)):
+    mu = jnp.mean(x, axes, keepdims=True)
+    var = jnp.mean(jnp.square(x - mu), axes, keepdims=True)
+    return (x - mu) * jax.lax.rsqrt(var + 1e-5).astype(x.dtype) * g + b
+
+
+def rms_norm(x, g):
+    ms = jnp.mean(jnp.square(x), -1, keepdims=True)
+    return x * jax.lax.rsqrt(ms + 1e-6).astype(x.dtype) * g
+
+
+def fwd(name, axis=-1):
+    if name == "softmax":
+        return lambda x: jax.nn.softmax(x, axis)
+    if name == "log_softmax":
+        return lambda x: jax.nn.log_softmax(x, axis)
+    if name == "logsumexp":
+        return lambda x: jax.nn.logsumexp(x, axis)
+    raise ValueError(name)
+
+
+def programs():
+    """Yields (name, fn, arg shapes/dtypes)."""
+    def batch(n, i):
+        if n >= 100000:
+            return (2,)
+        return [(4,), (2, 3), (5,), (1,)][i % 4]
+
+    for dname, dt in DTYPES.items():
+        lengths = LENGTHS if dname == "f32" else SOME
+        for i, n in enumerate(lengths):
+            b = batch(n, i)
+            x = jax.ShapeDtypeStruct(b + (n,), dt)
+            v = jax.ShapeDtypeStruct((n,), dt)
+            for p in ("softmax", "log_softmax", "logsumexp"):
+                yield f"{p}_{dname}_n{n}", fwd(p), (x,)
+            yield f"layer_norm_{dname}_n{n}", layer_norm, (x, v, v)
+            yield f"rms_norm_{dname}_n{n}", rms_norm, (x, v)
+        glengths = [1] + SOME + [8192] if dname == "f32" else (
+            [33, 1000] if dname == "bf16" else [])
+        for i, n in enumerate(glengths):
+            b = batch(n, i + 1)
+            x = jax.ShapeDtypeStruct(b + (n,), dt)
+            v = jax.ShapeDtypeStruct((n,), dt)
+            for p in ("softmax", "log_softmax", "logsumexp"):
+                f = fwd(p)
+                if p == "logsumexp":
+                    w = jax.ShapeDtypeStruct(b, dt)
+                else:
+                    w = x
+                yield (f"{p}_grad_{dname}_n{n}",
+                       jax.grad(lambda x, w, f=f: jnp.sum(
+                           (f(x) * w).astype(jnp.float32))), (x, w))
+            yield (f"layer_norm_grad_{dname}_n{n}",
+                   lambda x, g, b, dy: jax.vjp(layer_norm, x, g, b)[1](dy),
+                   (x, v, v, x))
+            yield (f"rms_norm_grad_{dname}_n{n}",
+                   lambda x, g, dy: jax.vjp(rms_norm, x, g)[1](dy),
+                   (x, v, x))
+    f32 = jnp.float32
+    # Other axes: not row fusions (they must still run), and reductions
+    # over several trailing dims.
+    s = jax.ShapeDtypeStruct
+    yield "softmax_axis0_f32", fwd("softmax", 0), (s((1000, 3), f32),)
+    yield "softmax_axis1_f32", fwd("softmax", 1), (s((2, 300, 3), f32),)
+    yield "log_softmax_axis0_f32", fwd("log_softmax", 0), (s((33, 4), f32),)
+    yield ("layer_norm_2d_f32",
+           lambda x, g, b: layer_norm(x, g, b, (-2, -1)),
+           (s((3, 4, 50), f32), s((4, 50), f32), s((4, 50), f32)))
+    yield ("softmax_2d_f32", lambda x: jax.nn.softmax(x, (-2, -1)),
+           (s((3, 20, 50), f32),))
+    yield ("layer_norm_grad_2d_f32",
+           lambda x, g, b, dy: jax.vjp(
+               lambda x, g, b: layer_norm(x, g, b, (-2, -1)), x, g, b)[1](dy),
+           (s((3, 4, 50), f32), s((4, 50), f32), s((4, 50), f32),
+            s((3, 4, 50), f32)))
+    # Zero-size arrays.
+    yield "softmax_empty_rows_f32", fwd("softmax"), (s((0, 8), f32),)
+    yield "softmax_empty_row_f32", fwd("softmax"), (s((4, 0), f32),)
+    yield ("layer_norm_empty_f32", layer_norm,
+           (s((0, 16), f32), s((16,), f32), s((16,), f32)))
+    # Two softmaxes sharing nothing, and a softmax whose input is also
+    # used after it (the row fusion must leave it alone).
+    yield ("two_softmax_f32",
+           lambda x, y: (jax.nn.softmax(x, -1), jax.nn.softmax(y, -1)),
+           (s((4, 100), f32), s((6, 33), f32)))
+    yield ("softmax_then_use_f32",
+           lambda x: jax.nn.softmax(x, -1) + jnp.sum(x, -1, keepdims=True),
+           (s((8, 64), f32),))
+    # Row fusions inside a loop body (a scan over layers), and a loop
+    # that reads a value of a row group (it must stay after the fusion).
+    def scan_ln(x, g, b):
+        def body(h, _):
+            h = layer_norm(jnp.tanh(h) * 1.5, g, b)
+            return h, jnp.sum(jax.nn.softmax(h, -1) * h, -1)
+        return jax.lax.scan(body, x, None, length=3)
+    yield ("scan_layer_norm_f32", scan_ln,
+           (s((8, 96), f32), s((96,), f32), s((96,), f32)))
+
+    def loop_reads_row(x):
+        y = jax.nn.softmax(x, -1)
+        z = jax.lax.fori_loop(0, 3, lambda i, c: c * 0.5 + y, y)
+        return z + jnp.max(x, -1, keepdims=True)
+    yield "loop_reads_row_f32", loop_reads_row, (s((6, 40), f32),)
+    # Attention-like: softmax of a matmul, then a matmul.
+    yield ("attention_f32",
+           lambda q, k, v: jax.nn.softmax(q @ k.T / 8.0, -1) @ v,
+           (s((16, 32), f32), s((24, 32), f32), s((24, 8), f32)))
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out", default=OUT)
+    ap.add_argument("--list", action="store_true")
+    args = ap.parse_args()
+    os.makedirs(args.out, exist_ok=True)
+    n = 0
+    for name, fn, shapes in programs():
+        if args.list:
+            print(name)
+            continue
+        lowered = jax.jit(fn).lower(*shapes)
+        with open(os.path.join(args.out, name + ".mlirbc"), "wb") as f:
+            f.write(serialize(lowered))
+        n += 1
+    if not args.list:
+        print(f"wrote {n} artifacts to {args.out}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
