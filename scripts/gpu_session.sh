@@ -18,6 +18,7 @@
 #   ctest        the GPU C tests (test_cuda_*)
 #   reliab       scripts/reliab_gpu_check.sh (window plan, NaN/tie sweeps)
 #   fusioncheck  scripts/cuda_fusion_check.sh (issue 12's programs, decode)
+#   rowtests     scripts/rowfuse_gpu.sh tests; rowbench: its bench
 #   fuzzgpu      scripts/fuzz_programs_gpu.sh ${FUZZ_MINUTES:-3} (random
 #                programs, host vs the real CUDA device)
 #   jaxtests     the jax test node ids in $JAXTESTS (space-separated), -vv,
@@ -65,6 +66,7 @@ stage() {
     ctest) (cd build-dev && IRON_TEST_REQUIRE_CUDA=1 ctest -R test_cuda -j8 --timeout 300) >"$logs/ctest.log" 2>&1; tail -15 "$logs/ctest.log" ;;
     reliab) OUT=$logs/reliab scripts/reliab_gpu_check.sh >"$logs/reliab.log" 2>&1; tail -20 "$logs/reliab.log" ;;
     fusioncheck) OUT=$logs/fusioncheck scripts/cuda_fusion_check.sh >"$logs/fusioncheck.log" 2>&1; tail -25 "$logs/fusioncheck.log" ;;
+    rowtests|rowbench) OUT=$logs/$s scripts/rowfuse_gpu.sh ${s#row} >"$logs/$s.log" 2>&1; tail -40 "$logs/$s.log" ;;
     fuzzgpu) OUT=$logs/fuzz JOBS=${FUZZ_JOBS:-6} scripts/fuzz_programs_gpu.sh ${FUZZ_MINUTES:-3} >"$logs/fuzzgpu.log" 2>&1; tail -25 "$logs/fuzzgpu.log" ;;
     jaxtests)
       (cd .jaxtests && IRON_DEVICE=cuda IRON_CUDA_TF32=0 JAX_PLATFORMS=iron,cpu \
