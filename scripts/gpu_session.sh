@@ -57,7 +57,7 @@ stage() {
         >"$logs/$s.log" 2>&1; tail -45 "$logs/$s.log" ;;
     gpubench)
       IRON_PLUGIN_PATH=$root/build-dev/libiron_pjrt.so PYTHONPATH=$root/python \
-        python3 bench/gpu_bench.py --rounds 1 --steps 16 \
+        timeout ${GPUBENCH_TIMEOUT:-600} python3 bench/gpu_bench.py --rounds 1 --steps ${GPUBENCH_STEPS:-16} \
         --json "$OUT/gpubench.json" >"$logs/gpubench.log" 2>&1
       tail -20 "$logs/gpubench.log" ;;
     sort) OUT=$logs scripts/cuda_sort_check.sh tests >"$logs/sort.log" 2>&1; tail -15 "$logs/sort.log" ;;
@@ -66,6 +66,10 @@ stage() {
     ctest) (cd build-dev && IRON_TEST_REQUIRE_CUDA=1 ctest -R test_cuda -j8 --timeout 300) >"$logs/ctest.log" 2>&1; tail -15 "$logs/ctest.log" ;;
     reliab) OUT=$logs/reliab scripts/reliab_gpu_check.sh >"$logs/reliab.log" 2>&1; tail -20 "$logs/reliab.log" ;;
     fusioncheck) OUT=$logs/fusioncheck scripts/cuda_fusion_check.sh >"$logs/fusioncheck.log" 2>&1; tail -25 "$logs/fusioncheck.log" ;;
+    rowquick)
+      IRON_PLUGIN_PATH=$root/build-dev/libiron_pjrt.so PYTHONPATH=$root/python \
+        timeout 200 python3 bench/kernels.py --only rowwise,copy --rounds 1 \
+        --json "$OUT/rowquick.json" --md "$OUT/rowquick.md" >"$logs/rowquick.log" 2>&1; tail -30 "$logs/rowquick.log" ;;
     rowtests|rowbench) OUT=$logs/$s scripts/rowfuse_gpu.sh ${s#row} >"$logs/$s.log" 2>&1; tail -40 "$logs/$s.log" ;;
     fuzzgpu) OUT=$logs/fuzz JOBS=${FUZZ_JOBS:-6} scripts/fuzz_programs_gpu.sh ${FUZZ_MINUTES:-3} >"$logs/fuzzgpu.log" 2>&1; tail -25 "$logs/fuzzgpu.log" ;;
     jaxtests)

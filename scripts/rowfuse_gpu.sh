@@ -25,6 +25,8 @@ cmake -S . -B build-dev -G Ninja -DCMAKE_BUILD_TYPE=Release -DIRON_WERROR=OFF >"
   ninja -C build-dev >>"$out/cmake.log" 2>&1 || { tail -50 "$out/cmake.log"; exit 1; }
 echo "build $(( $(date +%s) - t0 ))s"
 export IRON_PLUGIN_PATH=$root/build-dev/libiron_pjrt.so
+# The comparisons with jax's CPU backend want exact f32 GEMMs.
+export IRON_CUDA_TF32=${IRON_CUDA_TF32:-0}
 export PYTHONPATH=$root/python${PYTHONPATH:+:$PYTHONPATH}
 export IRON_CACHE_DIR=${IRON_CACHE_DIR:-$root/build-dev/kcache}
 rc=0
