@@ -6,7 +6,7 @@
 // they are built, and the compile fails with RESOURCE_EXHAUSTED naming the
 // structure and the limit when the total would pass the limit:
 // IRON_COMPILE_MEMORY_LIMIT bytes (a plain decimal number, read at each
-// outermost begin; default 4 GiB, also for values that are not a number;
+// outermost begin; default 16 GiB, also for values that are not a number;
 // 0 = no limit). Reservations are never returned before the
 // compile ends: what a compile keeps (constants, tables) stays charged,
 // and what it frees early is a small part. Everything else a compile
@@ -25,7 +25,7 @@
 extern "C" {
 #endif
 
-#define IRON_COMPILE_MEMORY_DEFAULT_LIMIT ((int64_t)4 << 30)
+#define IRON_COMPILE_MEMORY_DEFAULT_LIMIT ((int64_t)16 << 30)
 
 // Opens (or, when one is open on this thread, joins) a compile budget.
 void iron_compile_memory_begin(void);

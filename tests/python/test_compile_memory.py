@@ -122,10 +122,10 @@ def test_splat_constant_past_the_limit_is_refused(iron_device, compile_limit):
 
 
 def test_default_limit_refuses_a_32_gib_splat(iron_device, compile_limit):
-    compile_limit(None)  # the default, 4 GiB
+    compile_limit(None)  # the default, 16 GiB
     msg = _refusal(iron_device, _splat_sum(1 << 33))
     assert "compile memory limit exceeded" in msg
-    assert "IRON_COMPILE_MEMORY_LIMIT=4294967296" in msg
+    assert "IRON_COMPILE_MEMORY_LIMIT=17179869184" in msg
 
 
 def test_fft_plans_past_the_limit_are_refused(iron_device, compile_limit):
