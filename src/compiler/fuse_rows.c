@@ -617,15 +617,16 @@ static void visit(rblock_t *b, uint32_t i) {
   }
 }
 
-// Whether group g is worth a row kernel: a row group in which some member
-// depends on one of its row reduces (otherwise it is a lone fused reduce,
-// fuse.c's business, or element-wise work).
-static bool group_valid(rblock_t *b, int32_t g, bool *after_reduce) {
-  if (!b->groups[g].is_row || b->groups[g].size < 2) return false;
-  bool any = false;
+// Which groups are worth a row kernel (keep[g] for representatives): row
+// groups in which some member depends on one of its row reduces
+// (otherwise a group is a lone fused reduce, fuse.c's business, or
+// element-wise work). One pass over the block: after_reduce[i] says that
+// member i depends, inside its group, on a row reduce of the group.
+static void valid_groups(rblock_t *b, bool *after_reduce, bool *keep) {
   for (uint32_t i = 0; i < b->n; ++i) {
     after_reduce[i] = false;
-    if (b->op_group[i] < 0 || gfind(b->groups, b->op_group[i]) != g) continue;
+    if (b->op_group[i] < 0) continue;
+    int32_t g = gfind(b->groups, b->op_group[i]);
     const iron_ir_op_t *op = b->blk->ops[i];
     for (uint32_t k = 0; k < op->num_operands; ++k) {
       const iron_ir_value_t *v = op->operands[k];
@@ -638,9 +639,9 @@ static bool group_valid(rblock_t *b, int32_t g, bool *after_reduce) {
                               !iron_row_reduce_is_trivial(po)))
         after_reduce[i] = true;
     }
-    any = any || after_reduce[i];
+    if (after_reduce[i] && b->groups[g].is_row && b->groups[g].size >= 2)
+      keep[g] = true;
   }
-  return any;
 }
 
 // --- building the fusions ----------------------------------------------------
@@ -1002,12 +1003,9 @@ static iron_status_t fuse_rows_block(rctx_t *c, iron_ir_block_t *blk) {
   for (uint32_t i = 0; i < n; ++i) visit(&b, i);
   // Canonical groups; keep the valid ones, dissolve the others (their ops
   // run as before: the element-wise pass sees them next).
+  valid_groups(&b, after, keep);
   bool any = false;
-  for (int32_t g = 0; g < b.ngroups; ++g) {
-    if (gfind(b.groups, g) != g) continue;
-    keep[g] = group_valid(&b, g, after);
-    any = any || keep[g];
-  }
+  for (int32_t g = 0; g < b.ngroups; ++g) any = any || keep[g];
   if (!any) goto done;
   for (uint32_t i = 0; i < n; ++i) {
     if (b.op_group[i] < 0) continue;
