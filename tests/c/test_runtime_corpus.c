@@ -9,6 +9,7 @@
 #include "iron/iron.h"
 #include "runtime/runtime_internal.h"
 #include "corpus_files.h"
+#include "device_fence.h"
 #include "test.h"
 
 typedef struct {
@@ -133,7 +134,7 @@ static void test_corpus(void) {
     fprintf(stderr, "  unsupported: %-40s %d\n", tally[i].name,
             tally[i].count);
   CHECK(total > 0);
-  CHECK_EQ_INT(iron_device_bytes_in_use(dev), 0);
+  CHECK_EQ_INT(test_settled_bytes(dev), 0);
   iron_runtime_release(rt);
 }
 

@@ -2,7 +2,6 @@
 // liveness, donation, asynchrony, errors, call_region. Uses small test
 // kernels (installed through the plan's lookup hook) so that these tests
 // check the runtime, not the kernel library.
-#include <pthread.h>
 #include <time.h>
 
 #include "compiler/plan.h"
@@ -10,6 +9,7 @@
 #include "ir/builder.h"
 #include "runtime/executable.h"
 #include "runtime/runtime_internal.h"
+#include "device_fence.h"
 #include "test.h"
 
 // --- test kernels ------------------------------------------------------
@@ -235,36 +235,7 @@ static iron_ir_module_t *build_axpb(void) {
 }
 
 
-// The device's bytes in use once every queued job is over. A result is
-// ready when its step finished; the job then still drops its own
-// references (arguments, temporaries) on the worker, so a count read right
-// after a result lags behind by a few microseconds (seen under ASan). A
-// job enqueued behind the others runs after all of them.
-typedef struct {
-  iron_job_t job;
-  pthread_mutex_t mu;
-  pthread_cond_t cv;
-  bool done;
-} fence_job_t;
-
-static void fence_run(iron_job_t *job) {
-  fence_job_t *f = (fence_job_t *)job;
-  pthread_mutex_lock(&f->mu);
-  f->done = true;
-  pthread_cond_signal(&f->cv);
-  pthread_mutex_unlock(&f->mu);
-}
-
-static int64_t settled_bytes(void) {
-  fence_job_t f = {.job = {.run = fence_run},
-                   .mu = PTHREAD_MUTEX_INITIALIZER,
-                   .cv = PTHREAD_COND_INITIALIZER};
-  iron_device_enqueue(g_dev, &f.job, false);
-  pthread_mutex_lock(&f.mu);
-  while (!f.done) pthread_cond_wait(&f.cv, &f.mu);
-  pthread_mutex_unlock(&f.mu);
-  return iron_device_bytes_in_use(g_dev);
-}
+static int64_t settled_bytes(void) { return test_settled_bytes(g_dev); }
 
 static void test_axpb(void) {
   iron_executable_t *exe = compile(build_axpb());
