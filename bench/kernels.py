@@ -601,7 +601,22 @@ def jax_fn(p, gen, sample, a):
     del out, leaves
     r["times"] = time_runs(lambda i: f(*sets[i % k]), jax.block_until_ready,
                            a.steps, a.warmup, a.budget_s)
+    if a.trace:
+        r["trace"] = trace_runs(lambda: f(*first), a.trace)
     return r
+
+
+def trace_runs(fn, n):
+    """CUPTI trace of n runs of fn (gpu_bench.kernel_trace): kernels per run,
+    kernel and busy time, and the kernels that took the most time."""
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import gpu_bench
+    try:
+        if not os.path.exists(os.path.join(gpu_bench.KT_DIR, "libs")):
+            gpu_bench.build_kernel_trace()
+        return gpu_bench.kernel_trace(fn, jax.block_until_ready, n)
+    except Exception as e:  # no CUPTI: the timing still stands
+        return {"error": f"{type(e).__name__}: {e}"[:300]}
 
 
 def jax_cnn(p, gen, sample, a):
@@ -655,6 +670,8 @@ def jax_cnn(p, gen, sample, a):
         box[0], loss = f(box[0], x, y)
         return box[0], loss
     r["times"] = time_runs(call, jax.block_until_ready, a.steps, a.warmup, a.budget_s)
+    if a.trace:
+        r["trace"] = trace_runs(lambda: call(0), a.trace)
     r["flops"] = cnn_flops(c)
     return r
 
@@ -790,6 +807,8 @@ def run_worker(fw, names, a, on_result):
         cmd = [py, os.path.abspath(__file__), "--worker", fw,
                "--programs", ",".join(remaining), "--steps", str(a.steps),
                "--warmup", str(a.warmup), "--budget-s", str(a.budget_s)]
+        if a.trace and fw != "torch":
+            cmd += ["--trace", str(a.trace)]
         if a.smoke:
             cmd.append("--smoke")
         if a.cache_dir and fw != "torch":
@@ -1117,6 +1136,10 @@ def main():
                     help="jax compilation cache ('' = off; smoke: off)")
     ap.add_argument("--torch-python", default=sys.executable,
                     help="interpreter of the torch worker (torch in another env)")
+    ap.add_argument("--trace", type=int, default=0,
+                    help="iron and XLA: after timing, trace N runs with CUPTI "
+                         "(bench/kernel_trace.c) and print the kernels that took "
+                         "the most time per run")
     ap.add_argument("--json")
     ap.add_argument("--md")
     a = ap.parse_args()
@@ -1178,6 +1201,15 @@ def main():
             if r.get("bytes") and med:
                 msg += f"  {r['bytes'] / med / 1e9:.0f} GB/s"
         print(f"  r{a.rounds_done} {fw:5s} {r['name']:17s} {msg}", flush=True)
+        tr = r.get("trace")
+        if tr and "error" in tr:
+            print(f"      trace: {tr['error']}", flush=True)
+        elif tr:
+            print(f"      trace: {tr['kernels']:.0f} kernels, {tr['kernel_ms']:.3f} ms "
+                  f"kernel, {tr['busy_ms']:.3f} ms busy, {tr['wall_ms']:.3f} ms wall "
+                  f"per run", flush=True)
+            for nm, cnt, ms in tr["top"]:
+                print(f"        {ms * 1e3:9.1f} us  x{cnt:<5.1f} {nm}", flush=True)
 
     a.rounds_done = 0
     round_s = []

@@ -12,6 +12,7 @@
 #   staged       host-staged steps on CUDA
 #   faults       the error promise on the GPU (test_cuda_faults.py)
 #   kquick       bench/kernels.py --quick;  kernels: the whole benchmark
+#                (extra arguments in $KERNELS_ARGS, e.g. "--trace 3 --only cnn")
 #   gpubench     bench/gpu_bench.py --rounds 1 --steps 16
 #   sort         scripts/cuda_sort_check.sh tests; sortbench: its bench
 #   misc         scripts/cuda_misc_check.sh
@@ -53,7 +54,7 @@ stage() {
     kquick|kernels)
       local q=""; [ "$s" = kquick ] && q=--quick
       IRON_PLUGIN_PATH=$root/build-dev/libiron_pjrt.so PYTHONPATH=$root/python \
-        python3 bench/kernels.py $q --json "$OUT/$s.json" --md "$OUT/$s.md" \
+        python3 bench/kernels.py $q ${KERNELS_ARGS:-} --json "$OUT/$s.json" --md "$OUT/$s.md" \
         >"$logs/$s.log" 2>&1; tail -45 "$logs/$s.log" ;;
     gpubench)
       IRON_PLUGIN_PATH=$root/build-dev/libiron_pjrt.so PYTHONPATH=$root/python \
