@@ -101,14 +101,17 @@ static uint64_t rnd(void) {
 
 // Few distinct values, so that ties are everywhere; NaNs rare enough that
 // many rows have none, and some rows are all one value.
-static float value_at(int64_t i, int64_t row_kind) {
+// Row kinds: 0 mixed, 1 all -0, 2 all -inf, 3 zeros of both signs below
+// (the kept zero's sign depends on the fold order), 4 one NaN in 8 (which
+// NaN's index wins depends on it).
+static float value_at(int64_t row_kind) {
   static const float kv[] = {1.0f, 2.0f, 0.0f, -0.0f, -1.0f, 2.0f, INFINITY,
                              -INFINITY};
   if (row_kind == 1) return -0.0f;
   if (row_kind == 2) return -INFINITY;
   uint64_t r = rnd();
-  if ((r & 1023) == 7) return NAN;
-  (void)i;
+  if (row_kind == 3) return (r >> 12) % 3 == 0 ? -1.0f : (r >> 9) & 1 ? 0.0f : -0.0f;
+  if ((r & (row_kind == 4 ? 7 : 1023)) == 7) return NAN;
   return kv[(r >> 10) % 8];
 }
 
@@ -244,7 +247,7 @@ static void setup_case(rcase_t *c) {
   for (int64_t i = 0; i < c->nin; ++i) {
     int64_t pos;
     int64_t o = out_index(c, i, &pos);
-    v[i] = value_at(i, o % 7 == 5 ? 1 : o % 11 == 9 ? 2 : 0);
+    v[i] = value_at((o * 7 + c->nin + c->num) % 5);
     if (c->num > 1) ((int32_t *)c->in[1])[i] = (int32_t)pos;
     for (uint32_t k = 2; k < c->num; ++k)
       store(c->dts[k], c->in[k], i, (double)((pos * 31 + k * 7 + o) % 100));
@@ -405,6 +408,17 @@ static void build_cases(void) {
     add_case("fullsplit12", 1, d1, r1, K_ORDERED, 12, NULL);
     add_case("fullsplit_nostage", 1, d1, r1, K_ORDERED, 2,
              "IRON_CUDA_REDUCE_STAGE=0");
+    // Whole stages (chunks a multiple of K: the unguarded loop), with
+    // and without a partial last segment.
+    int64_t w1[2] = {3, 32768}, w2[2] = {3, 32773}, w3[2] = {40, 8192},
+            w4[2] = {300, 8192};
+    add_case("whole", 2, w1, red, K_ORDERED, 2, NULL);
+    add_case("whole_tail", 2, w2, red, K_ORDERED, 2, NULL);
+    add_case("whole_split", 2, w3, red, K_ORDERED, 3, NULL);
+    add_case("whole_rows", 2, w4, red, K_ORDERED, 2, NULL);
+    int64_t f1 = 1 << 20, f2 = (1 << 20) + 3;
+    add_case("whole_full", 1, &f1, r1, K_ORDERED, 2, NULL);
+    add_case("whole_full_tail", 1, &f2, r1, K_ORDERED, 2, NULL);
     int64_t d2[2] = {5, 20001};
     add_case("rows12", 2, d2, red, K_ORDERED, 12, NULL);
     add_case("rows7", 2, d2, red, K_ORDERED, 7, NULL);

@@ -229,11 +229,55 @@ static int stage_elems(uint32_t num, const iron_dtype_t *dtypes) {
 // shared memory: lanes load consecutive elements of one or two chunks
 // (coalesced, K loads in flight per lane), then each lane folds its own
 // row of the stage in order. Only warp barriers: warps run independently.
+static void emit_stage(iron_cuda_text_t *t, uint32_t num,
+                       const iron_cuda_type_t *ty, const group_t *red,
+                       const iron_cuda_reduce_fused_t *fz, int64_t c, int k,
+                       bool guarded) {
+  // Unguarded: every element of the stage exists (the warp's 32 chunks end
+  // before `end`, and c is a multiple of K), so no compare per element.
+  char g1[96], g2[96];
+  snprintf(g1, sizeof(g1), "%s", "1");
+  snprintf(g2, sizeof(g2), "%s", "1");
+  if (guarded) {
+    snprintf(g1, sizeof(g1), "j + col_ < %lldLL && r < we_", (long long)c);
+    snprintf(g2, sizeof(g2), "j + c_ < %lldLL && me_ + c_ < we_",
+             (long long)c);
+  }
+  iron_cuda_text_printf(
+      t,
+      "#pragma unroll\n"
+      "for (int i_ = 0; i_ < %d; ++i_) {\n"
+      "const int p_ = i_ * 32 + l_, row_ = p_ / %d, col_ = p_ %% %d;\n"
+      "const int64_t r = wf_ + (int64_t)row_ * %lldLL + j + col_;\n"
+      "if (%s) {\n",
+      k, k, k, (long long)c, g1);
+  emit_load_x(t, num, ty, red, fz, "r", "x");
+  for (uint32_t i = 0; i < num; ++i)
+    iron_cuda_text_printf(t, "st%u_[w_][row_][col_] = x%u;\n", i, i);
+  iron_cuda_text_printf(
+      t,
+      "}\n}\n__syncwarp();\n"
+      "{ const int64_t me_ = wf_ + (int64_t)l_ * %lldLL + j;\n"
+      "(void)me_;\n"
+      "#pragma unroll\n"
+      "for (int c_ = 0; c_ < %d; ++c_) {\n"
+      "if (%s) {\n",
+      (long long)c, k, g2);
+  for (uint32_t i = 0; i < num; ++i)
+    iron_cuda_text_printf(t, "%s x%u = st%u_[w_][l_][c_];\n", ty[i].comp, i,
+                          i);
+  emit_fold_x(t, num, ty, "x");
+  iron_cuda_text_printf(t, "}\n}\n}\n__syncwarp();\n");
+}
+
 static void emit_staged(iron_cuda_text_t *t, uint32_t num,
                         const iron_cuda_type_t *ty, const group_t *red,
                         const iron_cuda_reduce_fused_t *fz,
                         const char *wfirst, int64_t c, const char *end,
                         int k) {
+  // Short chunks (a warp-per-row reduce of 100 elements: 4 per lane)
+  // take smaller stages rather than leave most of a stage empty.
+  while (k > 4 && k > c) k /= 2;
   iron_cuda_text_printf(t, "{\n");
   for (uint32_t i = 0; i < num; ++i)
     iron_cuda_text_printf(t, "__shared__ %s st%u_[8][32][%d];\n", ty[i].comp,
@@ -242,29 +286,20 @@ static void emit_staged(iron_cuda_text_t *t, uint32_t num,
       t,
       "const int64_t wf_ = %s, we_ = %s;\n"
       "const int w_ = threadIdx.x >> 5, l_ = threadIdx.x & 31;\n"
-      "for (int64_t j = 0; j < %lldLL; j += %d) {\n"
-      "#pragma unroll\n"
-      "for (int i_ = 0; i_ < %d; ++i_) {\n"
-      "const int p_ = i_ * 32 + l_, row_ = p_ / %d, col_ = p_ %% %d;\n"
-      "const int64_t r = wf_ + (int64_t)row_ * %lldLL + j + col_;\n"
-      "if (j + col_ < %lldLL && r < we_) {\n",
-      wfirst, end, (long long)c, k, k, k, k, (long long)c, (long long)c);
-  emit_load_x(t, num, ty, red, fz, "r", "x");
-  for (uint32_t i = 0; i < num; ++i)
-    iron_cuda_text_printf(t, "st%u_[w_][row_][col_] = x%u;\n", i, i);
-  iron_cuda_text_printf(
-      t,
-      "}\n}\n__syncwarp();\n"
-      "{ const int64_t me_ = wf_ + (int64_t)l_ * %lldLL + j;\n"
-      "#pragma unroll\n"
-      "for (int c_ = 0; c_ < %d; ++c_) {\n"
-      "if (j + c_ < %lldLL && me_ + c_ < we_) {\n",
-      (long long)c, k, (long long)c);
-  for (uint32_t i = 0; i < num; ++i)
-    iron_cuda_text_printf(t, "%s x%u = st%u_[w_][l_][c_];\n", ty[i].comp, i,
-                          i);
-  emit_fold_x(t, num, ty, "x");
-  iron_cuda_text_printf(t, "}\n}\n}\n__syncwarp();\n}\n}\n");
+      "for (int64_t j = 0; j < %lldLL; j += %d) {\n",
+      wfirst, end, (long long)c, k);
+  if (c % k == 0) {
+    // Warp-uniform: all 32 chunks of this warp are whole.
+    iron_cuda_text_printf(t, "if (wf_ + %lldLL <= we_) {\n",
+                          (long long)(32 * c));
+    emit_stage(t, num, ty, red, fz, c, k, false);
+    iron_cuda_text_printf(t, "} else {\n");
+    emit_stage(t, num, ty, red, fz, c, k, true);
+    iron_cuda_text_printf(t, "}\n");
+  } else {
+    emit_stage(t, num, ty, red, fz, c, k, true);
+  }
+  iron_cuda_text_printf(t, "}\n}\n");
 }
 
 // Writes init (+) acc (or init alone when nothing was reduced) to out<i>[o].
@@ -379,6 +414,11 @@ static int64_t cols_segments(int64_t nout, int64_t nred, uint32_t num,
   return nseg < 2 ? 1 : nseg;
 }
 
+// Row split segments: multiples of 1024 elements (a block's 16-byte vector
+// loads stay aligned), of 256 threads x K elements for the staged ordered
+// loop (each thread's chunk a whole number of stages).
+static int64_t seg_align(int stage) { return stage ? 256 * stage : 1024; }
+
 // Row reduces with few outputs (a full reduce to a scalar: one row of
 // 2^28 elements) would run one block per output and leave the GPU idle.
 // They split each row into segments, one block per (output, segment), and
@@ -390,7 +430,7 @@ static int64_t cols_segments(int64_t nout, int64_t nred, uint32_t num,
 // the H200, 2026-12-03). Returns the number of segments (1: no split).
 #define ROWSPLIT_MIN_ELEMS 2048
 static int64_t row_segments(int64_t nout, int64_t nred, uint32_t num,
-                            bool splittable) {
+                            bool splittable, int64_t align) {
   const int64_t target = split_target();
   if (!target || !splittable || nout >= target / 4 ||
       nred < 2 * ROWSPLIT_MIN_ELEMS)
@@ -400,10 +440,10 @@ static int64_t row_segments(int64_t nout, int64_t nred, uint32_t num,
   while (nseg > 1 && nseg * nout * (int64_t)num * 12 > SPLIT_MAX_SCRATCH)
     nseg /= 2;
   if (nseg < 2) return 1;
-  // Segments are whole multiples of 1024 elements, so vector loads stay
-  // aligned and every segment but the last is full.
+  // Segments are whole multiples of `align` elements (seg_align), so
+  // vector loads stay aligned and every segment but the last is full.
   int64_t seg = (nred + nseg - 1) / nseg;
-  seg = (seg + 1023) / 1024 * 1024;
+  seg = (seg + align - 1) / align * align;
   nseg = (nred + seg - 1) / seg;
   return nseg < 2 ? 1 : nseg;
 }
@@ -432,7 +472,8 @@ int64_t iron_cuda_reduce_threads(int32_t rank, const int64_t *dims,
   }
   switch (pick_mode(rank, dims, reduced, nout, nred)) {
     case MODE_WARP: return nout * 32;
-    case MODE_BLOCK: return nout * 256 * row_segments(nout, nred, 1, true);
+    case MODE_BLOCK:
+      return nout * 256 * row_segments(nout, nred, 1, true, seg_align(0));
     case MODE_COLS:
       // Real scalar types (the split's precondition) are not known here:
       // count the split that a real reduce would get.
@@ -556,7 +597,8 @@ iron_status_t iron_cuda_gen_reduce_fused(
     if (ty[i].is_complex) splittable = false;
   int64_t nseg =
       mode == MODE_COLS    ? cols_segments(nout, nred, num, splittable)
-      : mode == MODE_BLOCK ? row_segments(nout, nred, num, splittable)
+      : mode == MODE_BLOCK
+          ? row_segments(nout, nred, num, splittable, seg_align(stage))
                            : 1;
   iron_cuda_text_t t;
   iron_cuda_text_init(&t);
@@ -683,7 +725,7 @@ iron_status_t iron_cuda_gen_reduce_fused(
     // One block per (output, segment of its row); see row_segments (which
     // made the segment a multiple of 1024 elements).
     int64_t seg = (nred + nseg - 1) / nseg;
-    seg = (seg + 1023) / 1024 * 1024;
+    seg = (seg + seg_align(stage) - 1) / seg_align(stage) * seg_align(stage);
     iron_cuda_text_printf(
         &t,
         "const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;\n"
