@@ -328,8 +328,8 @@ static void test_reduce_sources(void) {
     free(b);
     unsetenv("IRON_CUDA_REDUCE_SPLIT");
   }
-  // The staged ordered loops (K = 16 f32+s32, K = 8 f64+s64, K = 4 and
-  // unstaged for many wide operands), batch norm's narrow columns, 12
+  // The staged ordered loops (K = 8 f32+s32, K = 4 f64+s64, unstaged for
+  // many wide operands), batch norm's narrow columns, 12
   // operands in every mode.
   {
     int64_t rows8k[2] = {64, 8192}, bn[2] = {131072, 64}, w[2] = {64, 1000};

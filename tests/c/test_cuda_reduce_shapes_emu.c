@@ -7,8 +7,9 @@
 //   NaNs, ties, signed zeros and infinities, bit for bit against the
 //   sequential fold from the init values (XLA's order). These run the
 //   staged loops (lanes load a warp's chunks through shared memory, each
-//   lane folds its own chunk in order) at K = 16, 8 and 4 elements per
-//   stage (the operands' bytes pick K) and the unstaged loop past that;
+//   lane folds its own chunk in order) at K = 16 (1 operand), 8 (2) and
+//   4 (3) elements per stage (the operands' bytes pick K) and the
+//   unstaged loop past that (4..12 operands);
 // - s32 sums (exact) and f32 sums (within 1e-6 of the exact sum) of tall
 //   narrow columns (batch norm's [131072, 64]) and short full reductions,
 //   the batched-load loops and the finer splits;

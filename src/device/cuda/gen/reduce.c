@@ -203,9 +203,12 @@ static void emit_fold_range(iron_cuda_text_t *t, uint32_t num,
 
 // Elements per lane and stage of the staged ordered loop (emit_staged):
 // the per-warp staging arrays [8 warps][32 lanes][K + 1] of every operand
-// stay within 40 KiB; 0 when even K = 4 does not fit (or
-// IRON_CUDA_REDUCE_STAGE=0): such reduces load each thread's chunk
-// directly.
+// stay within 24 KiB, so that 8 blocks of 256 threads (a full SM) fit in
+// an H200 SM's 228 KiB of shared memory and a split's 1056 blocks run in
+// one wave (argmax's f32 + s32 at K = 16 would take 34.8 KiB: 6 blocks).
+// K = 8 still keeps 8 loads in flight per lane. 0 when even K = 4 does
+// not fit (or IRON_CUDA_REDUCE_STAGE=0): such reduces load each thread's
+// chunk directly.
 static int stage_elems(uint32_t num, const iron_dtype_t *dtypes) {
   const char *env = getenv("IRON_CUDA_REDUCE_STAGE");
   if (env && env[0] == '0') return 0;
@@ -215,7 +218,7 @@ static int stage_elems(uint32_t num, const iron_dtype_t *dtypes) {
     bytes += es < 4 ? 4 : es;
   }
   for (int k = 16; k >= 4; k /= 2)
-    if ((size_t)8 * 32 * (size_t)(k + 1) * bytes <= 40 * 1024) return k;
+    if ((size_t)8 * 32 * (size_t)(k + 1) * bytes <= 24 * 1024) return k;
   return 0;
 }
 
