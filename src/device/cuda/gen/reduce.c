@@ -161,22 +161,17 @@ static int batch_loads(uint32_t num) {
 }
 
 // Folds elements r = from, from + step, ... < to (expressions evaluated
-// once) into (acc, have) in that order, B loads at a time. The first
-// element is peeled (copied when nothing was folded yet), so the batched
-// loop combines unconditionally.
+// once) into (acc, have) in that order, B loads at a time. Only the first
+// element of a batch checks `have` (the others follow it), and nothing is
+// peeled, so a thread of exactly B elements (a 2^20 reduce split into
+// segments of 8 x 256) runs one batch.
 static void emit_fold_range(iron_cuda_text_t *t, uint32_t num,
                             const iron_cuda_type_t *ty, const group_t *red,
                             const iron_cuda_reduce_fused_t *fz,
                             const char *from, const char *to, int64_t step,
                             int batch) {
-  iron_cuda_text_printf(t,
-                        "{ int64_t r = %s;\nconst int64_t rend_ = %s;\n"
-                        "if (!have && r < rend_) {\n",
+  iron_cuda_text_printf(t, "{ int64_t r = %s;\nconst int64_t rend_ = %s;\n",
                         from, to);
-  emit_load_x(t, num, ty, red, fz, "r", "x");
-  for (uint32_t i = 0; i < num; ++i)
-    iron_cuda_text_printf(t, "acc%u = x%u; ", i, i);
-  iron_cuda_text_printf(t, "have = 1; r += %lldLL; }\n", (long long)step);
   if (batch > 1) {
     iron_cuda_text_printf(t, "for (; r + %lldLL < rend_; r += %lldLL) {\n",
                           (long long)((batch - 1) * step),
@@ -187,7 +182,8 @@ static void emit_fold_range(iron_cuda_text_t *t, uint32_t num,
       snprintf(px, sizeof(px), "xb%d_", b);
       emit_load_x(t, num, ty, red, fz, rb, px);
     }
-    for (int b = 0; b < batch; ++b) {
+    emit_fold_x(t, num, ty, "xb0_");
+    for (int b = 1; b < batch; ++b) {
       char px[16];
       snprintf(px, sizeof(px), "xb%d_", b);
       emit_combine(t, num, ty, "acc", px);
@@ -197,7 +193,7 @@ static void emit_fold_range(iron_cuda_text_t *t, uint32_t num,
   iron_cuda_text_printf(t, "for (; r < rend_; r += %lldLL) {\n",
                         (long long)step);
   emit_load_x(t, num, ty, red, fz, "r", "x");
-  emit_combine(t, num, ty, "acc", "x");
+  emit_fold_x(t, num, ty, "x");
   iron_cuda_text_printf(t, "}\n}\n");
 }
 
@@ -410,7 +406,9 @@ static int64_t cols_segments(int64_t nout, int64_t nred, uint32_t num,
   if (!target || !splittable || ntiles >= target / 2 ||
       nred < 2 * SPLIT_MIN_ROWS)
     return 1;
-  int64_t nseg = (target + ntiles - 1) / ntiles;
+  // Whole waves: at most the target (1280 blocks would run a second,
+  // mostly idle wave of 224).
+  int64_t nseg = target / ntiles;
   if (nseg > nred / SPLIT_MIN_ROWS) nseg = nred / SPLIT_MIN_ROWS;
   while (nseg > 1 && nseg * ntiles * 32 * (int64_t)num * 12 > SPLIT_MAX_SCRATCH)
     nseg /= 2;
@@ -438,7 +436,7 @@ static int64_t row_segments(int64_t nout, int64_t nred, uint32_t num,
   if (!target || !splittable || nout >= target / 4 ||
       nred < 2 * ROWSPLIT_MIN_ELEMS)
     return 1;
-  int64_t nseg = (target + nout - 1) / nout;
+  int64_t nseg = target / nout;
   if (nseg > nred / ROWSPLIT_MIN_ELEMS) nseg = nred / ROWSPLIT_MIN_ELEMS;
   while (nseg > 1 && nseg * nout * (int64_t)num * 12 > SPLIT_MAX_SCRATCH)
     nseg /= 2;
