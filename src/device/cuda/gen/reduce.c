@@ -483,6 +483,45 @@ int64_t iron_cuda_reduce_threads(int32_t rank, const int64_t *dims,
   }
 }
 
+// Merges the split's partials q0 <= q < q1 (runtime bounds in scope) into
+// (acc, have) in order; `at` is the index expression of partial q with one
+// %s for q. B partials are loaded before they merge: the last block of a
+// tile merges hundreds of partials per thread slice, and one dependent
+// L2 round trip each made it the kernel's tail (batch norm's sums).
+static void emit_merge_parts(iron_cuda_text_t *t, uint32_t num,
+                             const iron_cuda_type_t *ty, const char *at,
+                             int batch) {
+  char idx[128], yh[160], px[16], hv[16];
+  iron_cuda_text_printf(t, "{ int64_t q = q0;\n");
+  if (batch > 1) {
+    iron_cuda_text_printf(t, "for (; q + %d < q1; q += %d) {\n", batch - 1,
+                          batch);
+    for (int b = 0; b < batch; ++b) {
+      char qb[32];
+      snprintf(qb, sizeof(qb), "q + %d", b);
+      snprintf(idx, sizeof(idx), at, qb);
+      for (uint32_t i = 0; i < num; ++i)
+        iron_cuda_text_printf(t, "const %s zb%d_%u = iron_part%u[%s];\n",
+                              ty[i].comp, b, i, i, idx);
+      iron_cuda_text_printf(t, "const int zh%d_ = iron_phave[%s];\n", b, idx);
+    }
+    for (int b = 0; b < batch; ++b) {
+      snprintf(px, sizeof(px), "zb%d_", b);
+      snprintf(hv, sizeof(hv), "zh%d_", b);
+      emit_merge(t, num, ty, px, hv);
+    }
+    iron_cuda_text_printf(t, "}\n");
+  }
+  iron_cuda_text_printf(t, "for (; q < q1; ++q) {\n");
+  snprintf(idx, sizeof(idx), at, "q");
+  for (uint32_t i = 0; i < num; ++i)
+    iron_cuda_text_printf(t, "%s z%u = iron_part%u[%s];\n", ty[i].comp, i, i,
+                          idx);
+  snprintf(yh, sizeof(yh), "iron_phave[%s]", idx);
+  emit_merge(t, num, ty, "z", yh);
+  iron_cuda_text_printf(t, "}\n}\n");
+}
+
 // Column tiles (MODE_COLS): lane = output within the tile, ty = slice.
 static void emit_cols_shared(iron_cuda_text_t *t, uint32_t num,
                              const iron_cuda_type_t *ty) {
@@ -695,18 +734,14 @@ iron_status_t iron_cuda_gen_reduce_fused(
         "have = 0;\n"
         "if (o < %lldLL) {\n"
         "const int64_t q0 = (int64_t)ty * %lldLL;\n"
-        "const int64_t q1 = q0 + %lldLL < %lldLL ? q0 + %lldLL : %lldLL;\n"
-        "for (int64_t q = q0; q < q1; ++q) {\n",
+        "const int64_t q1 = q0 + %lldLL < %lldLL ? q0 + %lldLL : %lldLL;\n",
         np, (unsigned long long)(nseg - 1), (long long)nout,
         (long long)((nseg + 7) / 8), (long long)((nseg + 7) / 8),
         (long long)nseg, (long long)((nseg + 7) / 8), (long long)nseg);
-    for (uint32_t i = 0; i < num; ++i)
-      iron_cuda_text_printf(&t, "%s z%u = iron_part%u[q * %lldLL + o];\n",
-                            ty[i].comp, i, i, np);
-    char yh[64];
-    snprintf(yh, sizeof(yh), "iron_phave[q * %lldLL + o]", np);
-    emit_merge(&t, num, ty, "z", yh);
-    iron_cuda_text_printf(&t, "}\n}\nsh_have[ty][lane] = have;\n");
+    char at[64];
+    snprintf(at, sizeof(at), "(%%s) * %lldLL + o", np);
+    emit_merge_parts(&t, num, ty, at, batch_loads(num));
+    iron_cuda_text_printf(&t, "}\nsh_have[ty][lane] = have;\n");
     for (uint32_t i = 0; i < num; ++i)
       iron_cuda_text_printf(&t, "sh%u[ty][lane] = acc%u;\n", i, i);
     iron_cuda_text_printf(&t,
@@ -821,17 +856,13 @@ iron_status_t iron_cuda_gen_reduce_fused(
         &t,
         "have = 0;\n"
         "{ const int64_t q0 = (int64_t)threadIdx.x * %lldLL;\n"
-        "const int64_t q1 = q0 + %lldLL < %lldLL ? q0 + %lldLL : %lldLL;\n"
-        "for (int64_t q = q0; q < q1; ++q) {\n",
+        "const int64_t q1 = q0 + %lldLL < %lldLL ? q0 + %lldLL : %lldLL;\n",
         (long long)pc, (long long)pc, (long long)nseg, (long long)pc,
         (long long)nseg);
-    for (uint32_t i = 0; i < num; ++i)
-      iron_cuda_text_printf(&t, "%s z%u = iron_part%u[o * %lldLL + q];\n",
-                            ty[i].comp, i, i, (long long)nseg);
-    char yh[64];
-    snprintf(yh, sizeof(yh), "iron_phave[o * %lldLL + q]", (long long)nseg);
-    emit_merge(&t, num, ty, "z", yh);
-    iron_cuda_text_printf(&t, "} }\n");
+    char at[64];
+    snprintf(at, sizeof(at), "o * %lldLL + (%%s)", (long long)nseg);
+    emit_merge_parts(&t, num, ty, at, batch_loads(num));
+    iron_cuda_text_printf(&t, "}\n");
     // The segments merge in order whatever the body.
     emit_block_tree(&t, num, ty, true);
     iron_cuda_text_printf(&t, "if (threadIdx.x == 0) {\n");
