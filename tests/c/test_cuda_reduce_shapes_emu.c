@@ -52,6 +52,10 @@ typedef struct rcase {
   char *src;
   unsigned grid, block;
   bool gen_ok;
+  // Fused (iron_cuda_gen_reduce_fused): ordered num == 2 computes the
+  // index operand from the position (jnp.argmax's iota); sums read
+  // operand 0 through the producer. Inputs: operand 0, then the inits.
+  bool fused;
 } rcase_t;
 
 #define MAXC 96
@@ -289,10 +293,62 @@ static void setup_case(rcase_t *c) {
   free(src);
 }
 
+// The fused producer's text: operand 0 loaded, operand 1 (ordered, two
+// operands) the element's position in its reduction, from `i`.
+static char *fused_fn(const rcase_t *c) {
+  char pos[96];
+  if (c->rank == 1)
+    snprintf(pos, sizeof(pos), "i");
+  else if (c->reduced[1])
+    snprintf(pos, sizeof(pos), "i %% %lldLL", (long long)c->dims[1]);
+  else
+    snprintf(pos, sizeof(pos), "i / %lldLL", (long long)c->dims[1]);
+  char *f = malloc(512);
+  if (c->kind == K_ORDERED)
+    snprintf(f, 512,
+             "__device__ __forceinline__ void iron_fz(const float *in0, "
+             "const float *in1, const int32_t *in2, long long i, float &v0, "
+             "int32_t &v1) { v0 = in0[i]; v1 = (int32_t)(%s); }\n",
+             pos);
+  else if (c->kind == K_SUM_S32)
+    snprintf(f, 512,
+             "__device__ __forceinline__ void iron_fz(const int32_t *in0, "
+             "const int32_t *in1, long long i, int32_t &v0) { v0 = in0[i]; "
+             "}\n");
+  else
+    snprintf(f, 512,
+             "__device__ __forceinline__ void iron_fz(const float *in0, "
+             "const float *in1, long long i, float &v0) { v0 = in0[i]; }\n");
+  return f;
+}
+
 static void gen_case(rcase_t *c) {
   rb_t *body = c->kind == K_ORDERED ? ordered_body(c)
                : c->kind == K_SUM_S32 ? rb_binary(IRON_OP_ADD, IRON_DTYPE_S32)
                                       : rb_binary(IRON_OP_ADD, IRON_DTYPE_F32);
+  if (c->fused) {
+    char *fn = fused_fn(c);
+    const char *ict[3] = {c->kind == K_SUM_S32 ? "int32_t" : "float",
+                          c->kind == K_SUM_S32 ? "int32_t" : "float",
+                          "int32_t"};
+    const char *vct[2] = {ict[0], "int32_t"};
+    const uint32_t init_in[2] = {1, 2};
+    iron_cuda_reduce_fused_t fz = {.fn_text = fn,
+                                   .fn_name = "iron_fz",
+                                   .num_inputs = 1 + c->num,
+                                   .input_ctypes = ict,
+                                   .value_ctypes = vct,
+                                   .init_inputs = init_in};
+    iron_status_t st = iron_cuda_gen_reduce_fused(
+        c->name, c->rank, c->dims, c->reduced, c->num, c->dts,
+        &(iron_region_t){.ir = &body->region}, &fz, &c->src, &c->grid,
+        &c->block);
+    free(fn);
+    free(body);
+    CHECK_OK(st);
+    c->gen_ok = st == IRON_OK;
+    return;
+  }
   char envname[64] = "";
   if (c->env) {
     const char *eq = strchr(c->env, '=');
@@ -310,6 +366,14 @@ static void gen_case(rcase_t *c) {
 
 static bool launch(const cuda_emu_lib_t *lib, rcase_t *c, void **outs) {
   void *ptrs[3 * MAXN], *args[3 * MAXN];
+  if (c->fused) {
+    uint32_t n = 0;
+    ptrs[n++] = c->in[0];
+    for (uint32_t i = 0; i < c->num; ++i) ptrs[n++] = c->init[i];
+    for (uint32_t i = 0; i < c->num; ++i) ptrs[n++] = outs[i];
+    for (uint32_t i = 0; i < n; ++i) args[i] = &ptrs[i];
+    return cuda_emu_launch(lib, c->name, c->grid, c->block, args) == 0;
+  }
   for (uint32_t i = 0; i < c->num; ++i) {
     ptrs[i] = c->in[i];
     ptrs[c->num + i] = c->init[i];
@@ -420,6 +484,20 @@ static void build_cases(void) {
     int64_t f1 = 1 << 20, f2 = (1 << 20) + 3;
     add_case("whole_full", 1, &f1, r1, K_ORDERED, 2, NULL);
     add_case("whole_full_tail", 1, &f2, r1, K_ORDERED, 2, NULL);
+    // jnp.argmax fused: the index from the position (rows, full, cols).
+    int64_t fr[2] = {300, 8192}, fr2[2] = {5, 20001}, fc[2] = {5000, 40};
+    bool redc[2] = {true, false};
+    add_case("fz_argmax_rows", 2, fr, red, K_ORDERED, 2, NULL);
+    g_cases[g_ncases - 1].fused = true;
+    add_case("fz_argmax_rows_split", 2, fr2, red, K_ORDERED, 2, NULL);
+    g_cases[g_ncases - 1].fused = true;
+    add_case("fz_argmax_full", 1, &f2, r1, K_ORDERED, 2, NULL);
+    g_cases[g_ncases - 1].fused = true;
+    add_case("fz_argmax_cols", 2, fc, redc, K_ORDERED, 2, NULL);
+    g_cases[g_ncases - 1].fused = true;
+    add_case("fz_argmax_warp", 2, (int64_t[2]){64, 1000}, red, K_ORDERED, 2,
+             NULL);
+    g_cases[g_ncases - 1].fused = true;
     int64_t d2[2] = {5, 20001};
     add_case("rows12", 2, d2, red, K_ORDERED, 12, NULL);
     add_case("rows7", 2, d2, red, K_ORDERED, 7, NULL);
@@ -451,6 +529,12 @@ static void build_cases(void) {
   {
     bool red[2] = {true, false};
     int64_t d[2] = {131072, 64};
+    // Fused producers: batch norm's columns, a full sum.
+    add_case("fz_colsum_f32", 2, d, red, K_SUM_F32, 1, NULL);
+    g_cases[g_ncases - 1].fused = true;
+    int64_t dd[2] = {8192, 256};
+    add_case("fz_colsum_s32", 2, dd, red, K_SUM_S32, 1, NULL);
+    g_cases[g_ncases - 1].fused = true;
     add_case("colsum_nobatch", 2, d, red, K_SUM_S32, 1,
              "IRON_CUDA_REDUCE_BATCH=0");
   }
