@@ -17,6 +17,9 @@
 //   no order depends on timing);
 // - IRON_CUDA_REDUCE_STAGE=0 / IRON_CUDA_REDUCE_BATCH=0 give the same
 //   results through the plain loops.
+// - fused producers (iron_cuda_gen_reduce_fused): jnp.argmax's index
+//   computed from the position, batch norm's column sums;
+// - reduce_window of 12 operands against the sequential window fold.
 // Every row length sits around a warp (32), block (256, 2048), stage or
 // split boundary.
 #include <math.h>
@@ -594,7 +597,107 @@ static void test_shapes(void) {
   fprintf(stderr, "  %d reduce kernels emulated\n", g_ncases);
 }
 
+// reduce_window of 12 operands (more than the 8 the CUDA device once
+// took): the argmax-with-payloads body over sliding windows of 7 along
+// dim 1 of [3, 50] (padding 3 each side), against the sequential fold of
+// each window's real elements from the init values.
+static void test_window_operands(void) {
+  if (!cuda_emu_have_cxx()) return;
+  rcase_t c;
+  memset(&c, 0, sizeof(c));
+  c.kind = K_ORDERED;
+  c.num = 12;
+  c.rank = 2;
+  c.dims[0] = 3;
+  c.dims[1] = 50;
+  c.dts[0] = IRON_DTYPE_F32;
+  c.dts[1] = IRON_DTYPE_S32;
+  for (uint32_t i = 2; i < c.num; ++i)
+    c.dts[i] = kPayload[(i - 2) % (sizeof(kPayload) / sizeof(kPayload[0]))];
+  snprintf(c.name, sizeof(c.name), "window12");
+  iron_cuda_window_t w;
+  memset(&w, 0, sizeof(w));
+  w.rank = 2;
+  for (int d = 0; d < 2; ++d) {
+    w.in_dims[d] = w.out_dims[d] = c.dims[d];
+    w.wdims[d] = d == 1 ? 7 : 1;
+    w.strides[d] = w.base_dil[d] = w.win_dil[d] = 1;
+    w.pad_lo[d] = d == 1 ? 3 : 0;
+  }
+  rb_t *body = ordered_body(&c);
+  char *src = NULL;
+  unsigned grid = 0;
+  iron_status_t st = iron_cuda_gen_reduce_window(
+      c.name, &w, c.num, c.dts, &(iron_region_t){.ir = &body->region}, &src,
+      &grid);
+  free(body);
+  CHECK_OK(st);
+  if (st) return;
+  const int64_t n = 150;
+  void *in[MAXN], *init[MAXN], *out[MAXN];
+  g_seed = 12345;
+  for (uint32_t i = 0; i < c.num; ++i) {
+    size_t es = iron_dtype_size(c.dts[i]);
+    in[i] = calloc(n, es);
+    init[i] = calloc(1, 8);
+    out[i] = calloc(n, es);
+  }
+  float *v = in[0];
+  for (int64_t i = 0; i < n; ++i) {
+    v[i] = value_at(i / 50 == 1 ? 3 : 4);
+    ((int32_t *)in[1])[i] = (int32_t)(i % 50);
+    for (uint32_t k = 2; k < c.num; ++k)
+      store(c.dts[k], in[k], i, (double)((i * 13 + k * 5) % 90));
+  }
+  store(c.dts[0], init[0], 0, -INFINITY);
+  for (uint32_t k = 1; k < c.num; ++k)
+    store(c.dts[k], init[k], 0, (double)(k == 1 ? 0 : 100 + k));
+  cuda_emu_lib_t lib;
+  const char *srcs[1] = {src};
+  bool built = cuda_emu_build_mt(srcs, 1, iron_cuda_prelude(), &lib);
+  CHECK(built);
+  void *ptrs[3 * MAXN], *args[3 * MAXN];
+  for (uint32_t i = 0; i < c.num; ++i) {
+    ptrs[i] = in[i];
+    ptrs[c.num + i] = init[i];
+    ptrs[2 * c.num + i] = out[i];
+  }
+  for (uint32_t i = 0; i < 3 * c.num; ++i) args[i] = &ptrs[i];
+  bool ok = built && cuda_emu_launch(&lib, c.name, grid, 256, args) == 0;
+  CHECK(ok);
+  int bad = 0;
+  for (int64_t o = 0; ok && o < n; ++o) {
+    int64_t row = o / 50, col = o % 50;
+    float av = -INFINITY;
+    int32_t ai = 0;
+    int64_t srcel = -1;
+    for (int64_t k = col - 3; k <= col + 3; ++k) {
+      if (k < 0 || k >= 50) continue;
+      bool keepv;
+      if (!ref_step(&av, &ai, v[row * 50 + k], (int32_t)k, c.num, &keepv))
+        srcel = row * 50 + k;
+    }
+    if (memcmp(&((float *)out[0])[o], &av, 4) != 0 && !(av != av)) bad++;
+    if (((int32_t *)out[1])[o] != ai) bad++;
+    for (uint32_t k = 2; k < c.num; ++k) {
+      size_t es = iron_dtype_size(c.dts[k]);
+      const char *want = srcel < 0 ? (const char *)init[k]
+                                   : (const char *)in[k] + (size_t)srcel * es;
+      if (memcmp((const char *)out[k] + (size_t)o * es, want, es) != 0) bad++;
+    }
+  }
+  CHECK_EQ_INT(bad, 0);
+  if (built) cuda_emu_close(&lib);
+  for (uint32_t i = 0; i < c.num; ++i) {
+    free(in[i]);
+    free(init[i]);
+    free(out[i]);
+  }
+  free(src);
+}
+
 static const iron_test_case_t kTests[] = {
     {"reduce_shapes", test_shapes},
+    {"window_operands", test_window_operands},
 };
 IRON_TEST_MAIN(kTests)
