@@ -67,8 +67,8 @@ static int g_ncases;
 
 // Payload dtypes of operands 2.. (operand 0: f32 values, 1: s32 indices).
 static const iron_dtype_t kPayload[] = {
-    IRON_DTYPE_F64, IRON_DTYPE_S32, IRON_DTYPE_U8,  IRON_DTYPE_S64,
-    IRON_DTYPE_F32, IRON_DTYPE_S16, IRON_DTYPE_F16, IRON_DTYPE_U32,
+    IRON_DTYPE_F64,  IRON_DTYPE_S32, IRON_DTYPE_U8,  IRON_DTYPE_S64,
+    IRON_DTYPE_F32,  IRON_DTYPE_S16, IRON_DTYPE_F16, IRON_DTYPE_U32,
     IRON_DTYPE_BF16, IRON_DTYPE_S8};
 
 static void add_case(const char *what, int32_t rank, const int64_t *dims,
@@ -113,33 +113,51 @@ static uint64_t rnd(void) {
 // (the kept zero's sign depends on the fold order), 4 one NaN in 8 (which
 // NaN's index wins depends on it).
 static float value_at(int64_t row_kind) {
-  static const float kv[] = {1.0f, 2.0f, 0.0f, -0.0f, -1.0f, 2.0f, INFINITY,
-                             -INFINITY};
+  static const float kv[] = {1.0f,  2.0f, 0.0f,     -0.0f,
+                             -1.0f, 2.0f, INFINITY, -INFINITY};
   if (row_kind == 1) return -0.0f;
   if (row_kind == 2) return -INFINITY;
   uint64_t r = rnd();
-  if (row_kind == 3) return (r >> 12) % 3 == 0 ? -1.0f : (r >> 9) & 1 ? 0.0f : -0.0f;
+  if (row_kind == 3)
+    return (r >> 12) % 3 == 0 ? -1.0f : (r >> 9) & 1 ? 0.0f : -0.0f;
   if ((r & (row_kind == 4 ? 7 : 1023)) == 7) return NAN;
   return kv[(r >> 10) % 8];
 }
 
 static void store(iron_dtype_t dt, void *base, int64_t i, double v) {
   switch (dt) {
-    case IRON_DTYPE_F32: ((float *)base)[i] = (float)v; break;
-    case IRON_DTYPE_F64: ((double *)base)[i] = v; break;
-    case IRON_DTYPE_S32: ((int32_t *)base)[i] = (int32_t)v; break;
-    case IRON_DTYPE_U32: ((uint32_t *)base)[i] = (uint32_t)v; break;
-    case IRON_DTYPE_S64: ((int64_t *)base)[i] = (int64_t)v; break;
-    case IRON_DTYPE_S16: ((int16_t *)base)[i] = (int16_t)v; break;
-    case IRON_DTYPE_S8: ((int8_t *)base)[i] = (int8_t)v; break;
-    case IRON_DTYPE_U8: ((uint8_t *)base)[i] = (uint8_t)v; break;
+    case IRON_DTYPE_F32:
+      ((float *)base)[i] = (float)v;
+      break;
+    case IRON_DTYPE_F64:
+      ((double *)base)[i] = v;
+      break;
+    case IRON_DTYPE_S32:
+      ((int32_t *)base)[i] = (int32_t)v;
+      break;
+    case IRON_DTYPE_U32:
+      ((uint32_t *)base)[i] = (uint32_t)v;
+      break;
+    case IRON_DTYPE_S64:
+      ((int64_t *)base)[i] = (int64_t)v;
+      break;
+    case IRON_DTYPE_S16:
+      ((int16_t *)base)[i] = (int16_t)v;
+      break;
+    case IRON_DTYPE_S8:
+      ((int8_t *)base)[i] = (int8_t)v;
+      break;
+    case IRON_DTYPE_U8:
+      ((uint8_t *)base)[i] = (uint8_t)v;
+      break;
     case IRON_DTYPE_F16:
       ((uint16_t *)base)[i] = iron_f32_to_f16((float)v);
       break;
     case IRON_DTYPE_BF16:
       ((uint16_t *)base)[i] = iron_f32_to_bf16((float)v);
       break;
-    default: break;
+    default:
+      break;
   }
 }
 
@@ -161,7 +179,8 @@ static int64_t out_index(const rcase_t *c, int64_t lin, int64_t *pos) {
   return o;
 }
 
-// --- bodies and the reference -------------------------------------------------
+// --- bodies and the reference
+// -------------------------------------------------
 
 // num == 1: the first NaN, else the first maximum (ties keep the earlier);
 // num >= 2: jnp.argmax's body on (values, indices), operands 2.. follow
@@ -172,7 +191,8 @@ static rb_t *ordered_body(const rcase_t *c) {
   for (uint32_t i = 0; i < c->num; ++i) a[i] = rb_arg(b, c->dts[i]);
   for (uint32_t i = 0; i < c->num; ++i) x[i] = rb_arg(b, c->dts[i]);
   if (c->num == 1) {
-    iron_ir_value_t *ge = rb_cmp(b, IRON_CMP_GE, IRON_CMP_TYPE_FLOAT, a[0], x[0]);
+    iron_ir_value_t *ge =
+        rb_cmp(b, IRON_CMP_GE, IRON_CMP_TYPE_FLOAT, a[0], x[0]);
     iron_ir_value_t *nan =
         rb_cmp(b, IRON_CMP_NE, IRON_CMP_TYPE_FLOAT, a[0], a[0]);
     iron_ir_value_t *p = rb_op(b, IRON_OP_OR, IRON_DTYPE_PRED, ge, nan, NULL);
@@ -181,10 +201,12 @@ static rb_t *ordered_body(const rcase_t *c) {
     return b;
   }
   iron_ir_value_t *gt = rb_cmp(b, IRON_CMP_GT, IRON_CMP_TYPE_FLOAT, a[0], x[0]);
-  iron_ir_value_t *nan = rb_cmp(b, IRON_CMP_NE, IRON_CMP_TYPE_FLOAT, a[0], a[0]);
+  iron_ir_value_t *nan =
+      rb_cmp(b, IRON_CMP_NE, IRON_CMP_TYPE_FLOAT, a[0], a[0]);
   iron_ir_value_t *pick = rb_op(b, IRON_OP_OR, IRON_DTYPE_PRED, gt, nan, NULL);
   iron_ir_value_t *eq = rb_cmp(b, IRON_CMP_EQ, IRON_CMP_TYPE_FLOAT, a[0], x[0]);
-  iron_ir_value_t *lt = rb_cmp(b, IRON_CMP_LT, IRON_CMP_TYPE_SIGNED, a[1], x[1]);
+  iron_ir_value_t *lt =
+      rb_cmp(b, IRON_CMP_LT, IRON_CMP_TYPE_SIGNED, a[1], x[1]);
   iron_ir_value_t *tie = rb_op(b, IRON_OP_AND, IRON_DTYPE_PRED, eq, lt, NULL);
   iron_ir_value_t *pi = rb_op(b, IRON_OP_OR, IRON_DTYPE_PRED, pick, tie, NULL);
   r[0] = rb_op(b, IRON_OP_SELECT, c->dts[0], pick, a[0], x[0]);
@@ -277,7 +299,8 @@ static void setup_case(rcase_t *c) {
     int64_t pos;
     int64_t o = out_index(c, i, &pos);
     bool keepv;
-    bool keep = ref_step(&accv[o], &acci[o], v[i], (int32_t)pos, c->num, &keepv);
+    bool keep =
+        ref_step(&accv[o], &acci[o], v[i], (int32_t)pos, c->num, &keepv);
     if (!keep) src[o] = i;
   }
   for (int64_t o = 0; o < c->nout; ++o) {
@@ -326,7 +349,7 @@ static char *fused_fn(const rcase_t *c) {
 }
 
 static void gen_case(rcase_t *c) {
-  rb_t *body = c->kind == K_ORDERED ? ordered_body(c)
+  rb_t *body = c->kind == K_ORDERED   ? ordered_body(c)
                : c->kind == K_SUM_S32 ? rb_binary(IRON_OP_ADD, IRON_DTYPE_S32)
                                       : rb_binary(IRON_OP_ADD, IRON_DTYPE_F32);
   if (c->fused) {
@@ -449,9 +472,9 @@ static void check_case(rcase_t *c) {
 static void build_cases(void) {
   // Ordered bodies: rows around the warp/block/stage/split boundaries,
   // operand counts 1..12 spread over them.
-  static const int64_t kRows[] = {1,    7,    9,    31,   33,   255,
-                                  257,  1000, 2047, 2048, 2049, 4095,
-                                  4097, 8193, 16385};
+  static const int64_t kRows[] = {1,    7,    9,    31,   33,
+                                  255,  257,  1000, 2047, 2048,
+                                  2049, 4095, 4097, 8193, 16385};
   uint32_t num = 1;
   for (size_t k = 0; k < sizeof(kRows) / sizeof(kRows[0]); ++k) {
     int64_t n = kRows[k];
@@ -506,8 +529,8 @@ static void build_cases(void) {
     add_case("rows7", 2, d2, red, K_ORDERED, 7, NULL);
   }
   // Columns and middles, ordered.
-  static const int64_t kCols[][2] = {{100, 33}, {300, 1}, {5000, 3},
-                                     {6000, 64}, {1000, 96}};
+  static const int64_t kCols[][2] = {
+      {100, 33}, {300, 1}, {5000, 3}, {6000, 64}, {1000, 96}};
   for (size_t k = 0; k < sizeof(kCols) / sizeof(kCols[0]); ++k) {
     bool red[2] = {true, false};
     add_case("cols", 2, kCols[k], red, K_ORDERED, num, NULL);
@@ -521,9 +544,8 @@ static void build_cases(void) {
     add_case("middle12", 3, d, red, K_ORDERED, 12, NULL);
   }
   // Sums: batch norm's tall narrow columns, short full reductions.
-  static const int64_t kSumCols[][2] = {{131072, 64}, {32768, 128},
-                                        {8192, 256},  {1000, 33},
-                                        {257, 64},    {40000, 5}};
+  static const int64_t kSumCols[][2] = {{131072, 64}, {32768, 128}, {8192, 256},
+                                        {1000, 33},   {257, 64},    {40000, 5}};
   for (size_t k = 0; k < sizeof(kSumCols) / sizeof(kSumCols[0]); ++k) {
     bool red[2] = {true, false};
     add_case("colsum_s32", 2, kSumCols[k], red, K_SUM_S32, 1, NULL);
