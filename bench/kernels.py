@@ -8,7 +8,7 @@
 
 Programs (`--list` prints them with their shapes): reductions (full sums of
 2^20..2^28 f32 and bf16, row, column and middle-axis sums, argmax over rows
-and over everything), row-wise fusions (softmax f32/bf16, log_softmax,
+and over everything, batch norm's per-channel statistics of an NHWC tensor), row-wise fusions (softmax f32/bf16, log_softmax,
 logsumexp, layer norm, RMS norm, the gradients of a softmax loss, a layer
 norm and an RMS norm),
 transposes (`m.T + 1`, 3-D permutations, f32/bf16), an 8-op element-wise
@@ -299,6 +299,19 @@ def _softmax_grad_torch(m, w):
     return g
 
 
+def _bn_stats_jax(x):
+    # As the CNN step computes them (f32 accumulation for bf16, as jnp's
+    # mean does).
+    mu = x.mean((0, 1, 2))
+    var = ((x - mu) ** 2).mean((0, 1, 2))
+    return mu, var
+
+
+def _bn_stats_torch(x):
+    mu = x.mean((0, 1, 2))
+    return mu, ((x - mu) ** 2).mean((0, 1, 2))
+
+
 NEWTON_TOL = 1e-5
 NEWTON_MAX = 100
 
@@ -356,6 +369,7 @@ def programs(smoke=False):
         WHILE_N = 10000
         cnn = dict(B=128, HW=32, chans=(64, 64, 128, 128, 256, 256), classes=10)
     cnn["strides"] = (1, 1, 2, 1, 2, 1)
+    BN = (4, 8, 8, 64) if smoke else (128, 32, 32, 64)
 
     def sz(n):
         return f"2^{int(math.log2(n))}"
@@ -380,6 +394,17 @@ def programs(smoke=False):
              [f32m], lambda m: jnp.argmax(m, -1), lambda m: m.argmax(-1)))
     add(Prog("argmax_full_f32", "reduce", f"jnp.argmax(m), {R}x{C} f32",
              [f32m], lambda m: jnp.argmax(m), lambda m: m.argmax()))
+    # Batch norm's statistics: per-channel reductions of an NHWC activation
+    # over (N, H, W), i.e. tall narrow columns [N*H*W, C] (the CNN step's
+    # largest iron kernels, 2026-12-03).
+    add(Prog("colsum_narrow_f32", "reduce",
+             f"x.sum(0), {BN[0] * BN[1] * BN[2]}x{BN[3]} f32",
+             [Inp((BN[0] * BN[1] * BN[2], BN[3]))],
+             lambda x: x.sum(0), lambda x: x.sum(0)))
+    for dt, tol in (("f32", 1e-4), ("bf16", 2e-2)):
+        add(Prog(f"bn_stats_{dt}", "reduce",
+                 f"mean, var over (0,1,2) of NHWC {'x'.join(map(str, BN))} {dt}",
+                 [Inp(BN, dt)], _bn_stats_jax, _bn_stats_torch, tol=tol))
 
     for dt, tol in (("f32", 1e-4), ("bf16", 3e-2)):
         add(Prog(f"softmax_{dt}", "rowwise", f"softmax(m, -1), {R}x{C} {dt}",

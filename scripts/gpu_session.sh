@@ -20,6 +20,8 @@
 #   reliab       scripts/reliab_gpu_check.sh (window plan, NaN/tie sweeps)
 #   fusioncheck  scripts/cuda_fusion_check.sh (issue 12's programs, decode)
 #   rowtests     scripts/rowfuse_gpu.sh tests; rowbench: its bench
+#   redtests     scripts/reduce_gpu.sh tests; redbench, redab: its bench
+#                and its A/B of the reduce switches
 #   fuzzgpu      scripts/fuzz_programs_gpu.sh ${FUZZ_MINUTES:-3} (random
 #                programs, host vs the real CUDA device)
 #   jaxtests     the jax test node ids in $JAXTESTS (space-separated), -vv,
@@ -72,6 +74,7 @@ stage() {
         timeout 200 python3 bench/kernels.py --only rowwise,copy --rounds 1 \
         --json "$OUT/rowquick.json" --md "$OUT/rowquick.md" >"$logs/rowquick.log" 2>&1; tail -30 "$logs/rowquick.log" ;;
     rowtests|rowbench) OUT=$logs/$s scripts/rowfuse_gpu.sh ${s#row} >"$logs/$s.log" 2>&1; tail -40 "$logs/$s.log" ;;
+    redtests|redbench|redab) OUT=$logs/$s scripts/reduce_gpu.sh ${s#red} >"$logs/$s.log" 2>&1; tail -40 "$logs/$s.log" ;;
     fuzzgpu) OUT=$logs/fuzz JOBS=${FUZZ_JOBS:-6} scripts/fuzz_programs_gpu.sh ${FUZZ_MINUTES:-3} >"$logs/fuzzgpu.log" 2>&1; tail -25 "$logs/fuzzgpu.log" ;;
     jaxtests)
       (cd .jaxtests && IRON_DEVICE=cuda IRON_CUDA_TF32=0 JAX_PLATFORMS=iron,cpu \

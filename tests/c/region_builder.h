@@ -9,17 +9,18 @@
 #include "host_test_ops.h"
 
 // A one-block region built by hand: arguments, scalar ops, return.
-#define RB_MAX 24
+#define RB_MAX 48
+#define RB_MAX_ARGS 64
 typedef struct rb {
   iron_ir_region_t region;
   iron_ir_block_t block;
-  iron_ir_value_t args[8];
+  iron_ir_value_t args[RB_MAX_ARGS];
   iron_ir_type_t types[RB_MAX + 8];
   int ntypes;
   iron_ir_op_t ops[RB_MAX];
   iron_ir_op_t *op_ptrs[RB_MAX];
   iron_ir_value_t results[RB_MAX];
-  iron_ir_value_t *operands[RB_MAX][8];
+  iron_ir_value_t *operands[RB_MAX][RB_MAX_ARGS / 2];
   iron_ir_attr_t attrs[RB_MAX][2];
   iron_ir_named_attr_t named[RB_MAX][2];
   iron_ir_type_t attr_types[RB_MAX];

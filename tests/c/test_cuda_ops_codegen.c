@@ -328,6 +328,39 @@ static void test_reduce_sources(void) {
     free(b);
     unsetenv("IRON_CUDA_REDUCE_SPLIT");
   }
+  // The staged ordered loops (K = 8 f32+s32, K = 4 f64+s64, unstaged for
+  // many wide operands), batch norm's narrow columns, 12
+  // operands in every mode.
+  {
+    int64_t rows8k[2] = {64, 8192}, bn[2] = {131072, 64}, w[2] = {64, 1000};
+    bool row1[2] = {false, true};
+    iron_dtype_t am64[2] = {IRON_DTYPE_F64, IRON_DTYPE_S64};
+    add_reduce("argmax_staged_rows", 2, rows8k, row1, 2, am,
+               rb_argmax(IRON_DTYPE_F32, IRON_DTYPE_S32));
+    add_reduce("argmax_staged_warp", 2, w, row1, 2, am,
+               rb_argmax(IRON_DTYPE_F32, IRON_DTYPE_S32));
+    add_reduce("argmax_staged_f64", 2, rows8k, row1, 2, am64,
+               rb_argmax(IRON_DTYPE_F64, IRON_DTYPE_S64));
+    add_reduce("colsum_bn", 2, bn, col0, 1, &f32,
+               rb_binary(IRON_OP_ADD, IRON_DTYPE_F32));
+    iron_dtype_t many[12];
+    for (int k = 0; k < 12; ++k)
+      many[k] = k % 3 == 0 ? IRON_DTYPE_F64 : k % 3 == 1 ? IRON_DTYPE_S32
+                                                         : IRON_DTYPE_BF16;
+    // 12 operands: return op pairs of (a_i, b_i) for each operand.
+    for (int shape = 0; shape < 3; ++shape) {
+      rb_t *b = rb_new();
+      iron_ir_value_t *x[24], *r[12];
+      for (int k = 0; k < 24; ++k) x[k] = rb_arg(b, many[k % 12]);
+      for (int k = 0; k < 12; ++k)
+        r[k] = rb_op(b, IRON_OP_MAXIMUM, many[k], x[k], x[12 + k], NULL);
+      rb_return(b, 12, r);
+      char name[32];
+      snprintf(name, sizeof(name), "reduce12_%d", shape);
+      add_reduce(name, 2, shape == 0 ? rows8k : shape == 1 ? bn : w,
+                 shape == 1 ? col0 : row1, 12, many, b);
+    }
+  }
   // Empty reduced dims and empty outputs still generate.
   int64_t e[2] = {0, 5};
 

@@ -12,6 +12,7 @@
 #include "device/cuda/gen/fusion.h"
 #include "device/cuda/gen/ops.h"
 #include "device/cuda/gen/types.h"
+#include "device/plans/reduce_plan.h"
 
 iron_status_t iron_cuda_fusion_prepare(iron_device_t *dev,
                                        const iron_cuda_fusion_t *fusion,
@@ -80,7 +81,7 @@ static iron_status_t fused_reduce_prepare(iron_device_t *dev,
   const iron_ir_op_t *red = b->ops[b->num_ops - 2];
   const iron_ir_op_t *term = b->ops[b->num_ops - 1];
   uint32_t num = red->num_results;
-  iron_dtype_t dts[8];
+  iron_dtype_t dts[IRON_REDUCE_PLAN_MAX_INPUTS];
   bool reduced[IRON_MAX_RANK];
   IRON_RETURN_IF_ERROR_PLAIN(iron_cuda_reduce_check(red, dts, reduced));
   if (term->num_operands != num)
@@ -91,8 +92,8 @@ static iron_status_t fused_reduce_prepare(iron_device_t *dev,
                                       "as a fused reduce that does not "
                                       "return the reduce's results");
   const iron_ir_type_t *in0 = red->operands[0]->type;
-  const char *vct[8];
-  uint32_t init_in[8];
+  const char *vct[IRON_REDUCE_PLAN_MAX_INPUTS];
+  uint32_t init_in[IRON_REDUCE_PLAN_MAX_INPUTS];
   if (b->num_args + num > IRON_CUDA_MAX_KERNEL_PARAMS)
     return iron_ir_op_unimplemented(op,
                                     "with more than %d operands and "

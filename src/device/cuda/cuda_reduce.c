@@ -6,6 +6,7 @@
 #include "device/cuda/cuda_compile.h"
 #include "device/cuda/gen/ops.h"
 #include "device/cuda/cuda_ops_internal.h"
+#include "device/plans/reduce_plan.h"
 
 typedef struct reduce_params {
   uint32_t num;
@@ -19,7 +20,7 @@ static iron_status_t reduce_prepare_on(iron_device_t *base,
                                        iron_region_t *const *regions,
                                        void **out_params) {
   iron_cuda_device_t *dev = iron_cuda_device_cast(base);
-  iron_dtype_t dts[8];
+  iron_dtype_t dts[IRON_REDUCE_PLAN_MAX_INPUTS];
   bool reduced[IRON_MAX_RANK];
   IRON_RETURN_IF_ERROR_PLAIN(iron_cuda_reduce_check(op, dts, reduced));
   uint32_t num = op->num_results;
@@ -54,8 +55,8 @@ static iron_status_t reduce_run(const iron_kernel_ctx_t *ctx, const void *params
   const reduce_params_t *p = params;
   if (p->empty) return IRON_OK;
   iron_cuda_device_t *dev = iron_cuda_device_cast(ctx->dev);
-  void *ptrs[24];
-  void *args[24];
+  void *ptrs[3 * IRON_REDUCE_PLAN_MAX_INPUTS];
+  void *args[3 * IRON_REDUCE_PLAN_MAX_INPUTS];
   for (uint32_t i = 0; i < 2 * p->num; ++i) ptrs[i] = inputs[i]->data;
   for (uint32_t i = 0; i < p->num; ++i) ptrs[2 * p->num + i] = outputs[i]->data;
   for (uint32_t i = 0; i < 3 * p->num; ++i) args[i] = &ptrs[i];

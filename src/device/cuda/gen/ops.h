@@ -117,8 +117,9 @@ iron_status_t iron_cuda_reduce_dims(const iron_ir_op_t *op, int32_t rank,
                                     bool *out_reduced);
 
 // The checks every CUDA reduce kernel makes of a stablehlo.reduce: the
-// shared plan's (iron_reduce_plan_read: the host's statuses), then at most
-// 8 inputs; fills the inputs' dtypes and the reduced-dims flags.
+// shared plan's (iron_reduce_plan_read: the host's statuses, up to
+// IRON_REDUCE_PLAN_MAX_INPUTS inputs); fills the inputs' dtypes (out_dtypes
+// holds IRON_REDUCE_PLAN_MAX_INPUTS) and the reduced-dims flags.
 iron_status_t iron_cuda_reduce_check(const iron_ir_op_t *op,
                                      iron_dtype_t *out_dtypes,
                                      bool *out_reduced);
@@ -267,6 +268,10 @@ typedef struct iron_cuda_window {
   int64_t base_dil[IRON_MAX_RANK], win_dil[IRON_MAX_RANK];
   int64_t pad_lo[IRON_MAX_RANK];
 } iron_cuda_window_t;
+
+// Most operands of a CUDA reduce_window: the host's limit (window.c
+// WIN_MAX_INPUTS); accumulators are named scalars, so any count fits.
+#define IRON_CUDA_WINDOW_MAX_INPUTS 16
 
 // reduce_window with the host's semantics (window.c): padding and base
 // dilation holes are skipped; each result folds init then the real window

@@ -94,13 +94,16 @@ static void emit_merge(iron_cuda_text_t *t, uint32_t num,
   iron_cuda_text_printf(t, "have = 1; } }\n");
 }
 
-// Loads the reduced element `r` of every operand into x<i> and folds it.
-static void emit_load_fold(iron_cuda_text_t *t, uint32_t num,
-                           const iron_cuda_type_t *ty, const group_t *red,
-                           bool maybe_empty,
-                           const iron_cuda_reduce_fused_t *fz) {
-  iron_cuda_text_printf(t, "int64_t off = base;\n");
-  emit_offset(t, red, "r", "off");
+// Declares <px><i> = operand i's reduced element `r` (an expression over
+// `base`), loaded or computed by the fused producers.
+static void emit_load_x(iron_cuda_text_t *t, uint32_t num,
+                        const iron_cuda_type_t *ty, const group_t *red,
+                        const iron_cuda_reduce_fused_t *fz, const char *r,
+                        const char *px) {
+  for (uint32_t i = 0; i < num; ++i)
+    iron_cuda_text_printf(t, "%s %s%u;\n", ty[i].comp, px, i);
+  iron_cuda_text_printf(t, "{ int64_t off = base;\n");
+  emit_offset(t, red, r, "off");
   if (fz) {
     // The operands' element `off`, computed by the fused producers.
     for (uint32_t i = 0; i < num; ++i)
@@ -112,23 +115,190 @@ static void emit_load_fold(iron_cuda_text_t *t, uint32_t num,
     for (uint32_t i = 0; i < num; ++i) iron_cuda_text_printf(t, ", v%u_", i);
     iron_cuda_text_printf(t, ");\n");
     for (uint32_t i = 0; i < num; ++i)
-      iron_cuda_text_printf(t, "%s x%u = (%s)v%u_;\n", ty[i].comp, i,
-                            ty[i].comp, i);
+      iron_cuda_text_printf(t, "%s%u = (%s)v%u_;\n", px, i, ty[i].comp, i);
   } else {
     for (uint32_t i = 0; i < num; ++i)
-      iron_cuda_text_printf(t, "%s x%u = %s(in%u[off]);\n", ty[i].comp, i,
-                            ty[i].ld, i);
+      iron_cuda_text_printf(t, "%s%u = %s(in%u[off]);\n", px, i, ty[i].ld,
+                            i);
   }
-  if (maybe_empty) {
-    iron_cuda_text_printf(t, "if (have) ");
+  iron_cuda_text_printf(t, "}\n");
+}
+
+// Folds <px><i> into (acc, have): combined when something was folded
+// before, else copied.
+static void emit_fold_x(iron_cuda_text_t *t, uint32_t num,
+                        const iron_cuda_type_t *ty, const char *px) {
+  iron_cuda_text_printf(t, "if (have) ");
+  emit_combine(t, num, ty, "acc", px);
+  iron_cuda_text_printf(t, "else { ");
+  for (uint32_t i = 0; i < num; ++i)
+    iron_cuda_text_printf(t, "acc%u = %s%u; ", i, px, i);
+  iron_cuda_text_printf(t, "have = 1; }\n");
+}
+
+// Loads the reduced element `r` of every operand into x<i> and folds it.
+static void emit_load_fold(iron_cuda_text_t *t, uint32_t num,
+                           const iron_cuda_type_t *ty, const group_t *red,
+                           bool maybe_empty,
+                           const iron_cuda_reduce_fused_t *fz) {
+  emit_load_x(t, num, ty, red, fz, "r", "x");
+  if (maybe_empty)
+    emit_fold_x(t, num, ty, "x");
+  else
     emit_combine(t, num, ty, "acc", "x");
-    iron_cuda_text_printf(t, "else { ");
-    for (uint32_t i = 0; i < num; ++i)
-      iron_cuda_text_printf(t, "acc%u = x%u; ", i, i);
-    iron_cuda_text_printf(t, "have = 1; }\n");
+}
+
+// Loads in flight per thread in the batched loops (emit_fold_range): a
+// loop that folds each element as it arrives has one load in flight per
+// thread, which leaves tall narrow column reductions (batch norm's
+// [131072, 64] sums) and short full reductions latency-bound; B loads
+// issued before the B folds keep B in flight. Fewer with many operands
+// (registers). 1 when IRON_CUDA_REDUCE_BATCH=0.
+static int batch_loads(uint32_t num) {
+  const char *env = getenv("IRON_CUDA_REDUCE_BATCH");
+  if (env && env[0] == '0') return 1;
+  return num <= 2 ? 8 : num <= 4 ? 4 : 2;
+}
+
+// Folds elements r = from, from + step, ... < to (expressions evaluated
+// once) into (acc, have) in that order, B loads at a time. Only the first
+// element of a batch checks `have` (the others follow it), and nothing is
+// peeled, so a thread of exactly B elements (a 2^20 reduce split into
+// segments of 8 x 256) runs one batch.
+static void emit_fold_range(iron_cuda_text_t *t, uint32_t num,
+                            const iron_cuda_type_t *ty, const group_t *red,
+                            const iron_cuda_reduce_fused_t *fz,
+                            const char *from, const char *to, int64_t step,
+                            int batch) {
+  iron_cuda_text_printf(t, "{ int64_t r = %s;\nconst int64_t rend_ = %s;\n",
+                        from, to);
+  if (batch > 1) {
+    iron_cuda_text_printf(t, "for (; r + %lldLL < rend_; r += %lldLL) {\n",
+                          (long long)((batch - 1) * step),
+                          (long long)(batch * step));
+    for (int b = 0; b < batch; ++b) {
+      char rb[64], px[16];
+      snprintf(rb, sizeof(rb), "r + %lldLL", (long long)(b * step));
+      snprintf(px, sizeof(px), "xb%d_", b);
+      emit_load_x(t, num, ty, red, fz, rb, px);
+    }
+    emit_fold_x(t, num, ty, "xb0_");
+    for (int b = 1; b < batch; ++b) {
+      char px[16];
+      snprintf(px, sizeof(px), "xb%d_", b);
+      emit_combine(t, num, ty, "acc", px);
+    }
+    iron_cuda_text_printf(t, "}\n");
+  }
+  iron_cuda_text_printf(t, "for (; r < rend_; r += %lldLL) {\n",
+                        (long long)step);
+  emit_load_x(t, num, ty, red, fz, "r", "x");
+  emit_fold_x(t, num, ty, "x");
+  iron_cuda_text_printf(t, "}\n}\n");
+}
+
+// Elements per lane and stage of the staged ordered loop (emit_staged):
+// the per-warp staging arrays [8 warps][32 lanes][K + 1] of every operand
+// stay within 24 KiB, so that 8 blocks of 256 threads (a full SM) fit in
+// an H200 SM's 228 KiB of shared memory and a split's 1056 blocks run in
+// one wave (argmax's f32 + s32 at K = 16 would take 34.8 KiB: 6 blocks).
+// K = 8 still keeps 8 loads in flight per lane. 0 when even K = 4 does
+// not fit (or IRON_CUDA_REDUCE_STAGE=0): such reduces load each thread's
+// chunk directly.
+static int stage_elems(uint32_t num, const iron_dtype_t *dtypes) {
+  const char *env = getenv("IRON_CUDA_REDUCE_STAGE");
+  if (env && env[0] == '0') return 0;
+  size_t bytes = 0;
+  for (uint32_t i = 0; i < num; ++i) {
+    size_t es = iron_dtype_size(dtypes[i]);
+    bytes += es < 4 ? 4 : es;
+  }
+  for (int k = 16; k >= 4; k /= 2)
+    if ((size_t)8 * 32 * (size_t)(k + 1) * bytes <= 24 * 1024) return k;
+  return 0;
+}
+
+// Bodies that are not a single commutative op (argmax's compare/select,
+// whose NaN rule keeps its first operand) must fold the elements in order:
+// every thread folds one contiguous chunk of `c` elements, and the chunks
+// merge in thread order afterwards. Loading a chunk directly would make a
+// warp's loads 32 chunks apart (one cache line per lane per load); here
+// the 32 lanes of a warp, whose chunks are adjacent ([wfirst, wfirst + 32
+// c) up to `end`), stage K elements of every chunk at a time through
+// shared memory: lanes load consecutive elements of one or two chunks
+// (coalesced, K loads in flight per lane), then each lane folds its own
+// row of the stage in order. Only warp barriers: warps run independently.
+static void emit_stage(iron_cuda_text_t *t, uint32_t num,
+                       const iron_cuda_type_t *ty, const group_t *red,
+                       const iron_cuda_reduce_fused_t *fz, int64_t c, int k,
+                       bool guarded) {
+  // Unguarded: every element of the stage exists (the warp's 32 chunks end
+  // before `end`, and c is a multiple of K), so no compare per element.
+  char g1[96], g2[96];
+  snprintf(g1, sizeof(g1), "%s", "1");
+  snprintf(g2, sizeof(g2), "%s", "1");
+  if (guarded) {
+    snprintf(g1, sizeof(g1), "j + col_ < %lldLL && r < we_", (long long)c);
+    snprintf(g2, sizeof(g2), "j + c_ < %lldLL && me_ + c_ < we_",
+             (long long)c);
+  }
+  iron_cuda_text_printf(
+      t,
+      "#pragma unroll\n"
+      "for (int i_ = 0; i_ < %d; ++i_) {\n"
+      "const int p_ = i_ * 32 + l_, row_ = p_ / %d, col_ = p_ %% %d;\n"
+      "const int64_t r = wf_ + (int64_t)row_ * %lldLL + j + col_;\n"
+      "if (%s) {\n",
+      k, k, k, (long long)c, g1);
+  emit_load_x(t, num, ty, red, fz, "r", "x");
+  for (uint32_t i = 0; i < num; ++i)
+    iron_cuda_text_printf(t, "st%u_[w_][row_][col_] = x%u;\n", i, i);
+  iron_cuda_text_printf(
+      t,
+      "}\n}\n__syncwarp();\n"
+      "{ const int64_t me_ = wf_ + (int64_t)l_ * %lldLL + j;\n"
+      "(void)me_;\n"
+      "#pragma unroll\n"
+      "for (int c_ = 0; c_ < %d; ++c_) {\n"
+      "if (%s) {\n",
+      (long long)c, k, g2);
+  for (uint32_t i = 0; i < num; ++i)
+    iron_cuda_text_printf(t, "%s x%u = st%u_[w_][l_][c_];\n", ty[i].comp, i,
+                          i);
+  emit_fold_x(t, num, ty, "x");
+  iron_cuda_text_printf(t, "}\n}\n}\n__syncwarp();\n");
+}
+
+static void emit_staged(iron_cuda_text_t *t, uint32_t num,
+                        const iron_cuda_type_t *ty, const group_t *red,
+                        const iron_cuda_reduce_fused_t *fz,
+                        const char *wfirst, int64_t c, const char *end,
+                        int k) {
+  // Short chunks (a warp-per-row reduce of 100 elements: 4 per lane)
+  // take smaller stages rather than leave most of a stage empty.
+  while (k > 4 && k > c) k /= 2;
+  iron_cuda_text_printf(t, "{\n");
+  for (uint32_t i = 0; i < num; ++i)
+    iron_cuda_text_printf(t, "__shared__ %s st%u_[8][32][%d];\n", ty[i].comp,
+                          i, k + 1);
+  iron_cuda_text_printf(
+      t,
+      "const int64_t wf_ = %s, we_ = %s;\n"
+      "const int w_ = threadIdx.x >> 5, l_ = threadIdx.x & 31;\n"
+      "for (int64_t j = 0; j < %lldLL; j += %d) {\n",
+      wfirst, end, (long long)c, k);
+  if (c % k == 0) {
+    // Warp-uniform: all 32 chunks of this warp are whole.
+    iron_cuda_text_printf(t, "if (wf_ + %lldLL <= we_) {\n",
+                          (long long)(32 * c));
+    emit_stage(t, num, ty, red, fz, c, k, false);
+    iron_cuda_text_printf(t, "} else {\n");
+    emit_stage(t, num, ty, red, fz, c, k, true);
+    iron_cuda_text_printf(t, "}\n");
   } else {
-    emit_combine(t, num, ty, "acc", "x");
+    emit_stage(t, num, ty, red, fz, c, k, true);
   }
+  iron_cuda_text_printf(t, "}\n}\n");
 }
 
 // Writes init (+) acc (or init alone when nothing was reduced) to out<i>[o].
@@ -204,57 +374,77 @@ static int pick_mode(int32_t rank, const int64_t *dims, const bool *reduced,
   return MODE_THREAD;
 }
 
+// Blocks a split reduce aims for: 8 blocks of 256 threads on each of the
+// H200's 132 SMs (a full GPU of threads, so enough loads in flight).
+// IRON_CUDA_REDUCE_SPLIT=0 never splits; a number >= 2 sets the target
+// (for tuning); 0 returned means no split.
+#define SPLIT_TARGET_BLOCKS 1056
+static int64_t split_target(void) {
+  const char *env = getenv("IRON_CUDA_REDUCE_SPLIT");
+  if (!env || !env[0]) return SPLIT_TARGET_BLOCKS;
+  long long v = atoll(env);
+  if (env[0] == '0' || v == 0) return 0;
+  return v >= 2 ? (int64_t)v : SPLIT_TARGET_BLOCKS;
+}
+
 // Column reduces with few 32-output tiles (a layernorm's gamma/beta
-// gradients: 512 sums of 16384 rows make 16 blocks) leave most of the GPU
-// idle. They split the reduced rows into segments, one block per (tile,
+// gradients: 512 sums of 16384 rows make 16 blocks; batch norm's
+// per-channel sums of [131072, 64] make 2) leave most of the GPU idle.
+// They split the reduced rows into segments, one block per (tile,
 // segment): each block writes its partials to module-scope scratch, and
 // the last block of a tile to finish (a per-tile atomic counter) merges
 // the segments in order, so the result does not depend on block timing.
 // The scratch lives in the kernel's module (one stream per device runs one
 // kernel at a time, and the last block resets the counter). Returns the
 // number of segments: 1 means no split.
-#define SPLIT_TARGET_BLOCKS 512
-#define SPLIT_MIN_ROWS 256
+#define SPLIT_MIN_ROWS 128
 #define SPLIT_MAX_SCRATCH (4 << 20)
 static int64_t cols_segments(int64_t nout, int64_t nred, uint32_t num,
                              bool splittable) {
   int64_t ntiles = (nout + 31) / 32;
-  const char *env = getenv("IRON_CUDA_REDUCE_SPLIT");  // 0: never split
-  if (env && env[0] == '0') return 1;
-  if (!splittable || ntiles >= SPLIT_TARGET_BLOCKS / 2 ||
+  const int64_t target = split_target();
+  if (!target || !splittable || ntiles >= target / 2 ||
       nred < 2 * SPLIT_MIN_ROWS)
     return 1;
-  int64_t nseg = (SPLIT_TARGET_BLOCKS + ntiles - 1) / ntiles;
+  // Whole waves: at most the target (1280 blocks would run a second,
+  // mostly idle wave of 224).
+  int64_t nseg = target / ntiles;
   if (nseg > nred / SPLIT_MIN_ROWS) nseg = nred / SPLIT_MIN_ROWS;
   while (nseg > 1 && nseg * ntiles * 32 * (int64_t)num * 12 > SPLIT_MAX_SCRATCH)
     nseg /= 2;
   return nseg < 2 ? 1 : nseg;
 }
 
+// Row split segments: multiples of 1024 elements (a block's 16-byte vector
+// loads stay aligned), of 256 threads x K elements for the staged ordered
+// loop (each thread's chunk a whole number of stages).
+static int64_t seg_align(int stage) { return stage ? 256 * stage : 1024; }
+
 // Row reduces with few outputs (a full reduce to a scalar: one row of
 // 2^28 elements) would run one block per output and leave the GPU idle.
 // They split each row into segments, one block per (output, segment), and
 // merge like the column split: partials to module scratch, the last block
 // of an output folds its segments in order, so the bits never depend on
-// block timing. Returns the number of segments (1: no split).
-#define ROWSPLIT_TARGET_BLOCKS 1056  // 8 blocks on each of 132 SMs
-#define ROWSPLIT_MIN_ELEMS 8192
+// block timing. Segments of 2048 elements at least: a 2^20 reduce (a
+// while loop's convergence test) fills the GPU with 512 blocks of 8
+// elements per thread instead of 128 of 32 (7.75 us against XLA's 2.4 on
+// the H200, 2026-12-03). Returns the number of segments (1: no split).
+#define ROWSPLIT_MIN_ELEMS 2048
 static int64_t row_segments(int64_t nout, int64_t nred, uint32_t num,
-                            bool splittable) {
-  const char *env = getenv("IRON_CUDA_REDUCE_SPLIT");  // 0: never split
-  if (env && env[0] == '0') return 1;
-  if (!splittable || nout >= ROWSPLIT_TARGET_BLOCKS / 4 ||
+                            bool splittable, int64_t align) {
+  const int64_t target = split_target();
+  if (!target || !splittable || nout >= target / 4 ||
       nred < 2 * ROWSPLIT_MIN_ELEMS)
     return 1;
-  int64_t nseg = (ROWSPLIT_TARGET_BLOCKS + nout - 1) / nout;
+  int64_t nseg = target / nout;
   if (nseg > nred / ROWSPLIT_MIN_ELEMS) nseg = nred / ROWSPLIT_MIN_ELEMS;
   while (nseg > 1 && nseg * nout * (int64_t)num * 12 > SPLIT_MAX_SCRATCH)
     nseg /= 2;
   if (nseg < 2) return 1;
-  // Segments are whole multiples of 1024 elements, so vector loads stay
-  // aligned and every segment but the last is full.
+  // Segments are whole multiples of `align` elements (seg_align), so
+  // vector loads stay aligned and every segment but the last is full.
   int64_t seg = (nred + nseg - 1) / nseg;
-  seg = (seg + 1023) / 1024 * 1024;
+  seg = (seg + align - 1) / align * align;
   nseg = (nred + seg - 1) / seg;
   return nseg < 2 ? 1 : nseg;
 }
@@ -267,8 +457,6 @@ iron_status_t iron_cuda_reduce_check(const iron_ir_op_t *op,
                                      bool *out_reduced) {
   iron_reduce_plan_t plan;
   IRON_RETURN_IF_ERROR_PLAIN(iron_reduce_plan_read(op, &plan));
-  if (plan.num > 8)
-    return iron_ir_op_unimplemented(op, "on cuda for %u operands", plan.num);
   for (uint32_t i = 0; i < plan.num; ++i) out_dtypes[i] = plan.dtype[i];
   memcpy(out_reduced, plan.reduced, sizeof(plan.reduced));
   return IRON_OK;
@@ -285,13 +473,53 @@ int64_t iron_cuda_reduce_threads(int32_t rank, const int64_t *dims,
   }
   switch (pick_mode(rank, dims, reduced, nout, nred)) {
     case MODE_WARP: return nout * 32;
-    case MODE_BLOCK: return nout * 256 * row_segments(nout, nred, 1, true);
+    case MODE_BLOCK:
+      return nout * 256 * row_segments(nout, nred, 1, true, seg_align(0));
     case MODE_COLS:
       // Real scalar types (the split's precondition) are not known here:
       // count the split that a real reduce would get.
       return (nout + 31) / 32 * 256 * cols_segments(nout, nred, 1, true);
     default: return nout;
   }
+}
+
+// Merges the split's partials q0 <= q < q1 (runtime bounds in scope) into
+// (acc, have) in order; `at` is the index expression of partial q with one
+// %s for q. B partials are loaded before they merge: the last block of a
+// tile merges hundreds of partials per thread slice, and one dependent
+// L2 round trip each made it the kernel's tail (batch norm's sums).
+static void emit_merge_parts(iron_cuda_text_t *t, uint32_t num,
+                             const iron_cuda_type_t *ty, const char *at,
+                             int batch) {
+  char idx[128], yh[160], px[16], hv[16];
+  iron_cuda_text_printf(t, "{ int64_t q = q0;\n");
+  if (batch > 1) {
+    iron_cuda_text_printf(t, "for (; q + %d < q1; q += %d) {\n", batch - 1,
+                          batch);
+    for (int b = 0; b < batch; ++b) {
+      char qb[32];
+      snprintf(qb, sizeof(qb), "q + %d", b);
+      snprintf(idx, sizeof(idx), at, qb);
+      for (uint32_t i = 0; i < num; ++i)
+        iron_cuda_text_printf(t, "const %s zb%d_%u = iron_part%u[%s];\n",
+                              ty[i].comp, b, i, i, idx);
+      iron_cuda_text_printf(t, "const int zh%d_ = iron_phave[%s];\n", b, idx);
+    }
+    for (int b = 0; b < batch; ++b) {
+      snprintf(px, sizeof(px), "zb%d_", b);
+      snprintf(hv, sizeof(hv), "zh%d_", b);
+      emit_merge(t, num, ty, px, hv);
+    }
+    iron_cuda_text_printf(t, "}\n");
+  }
+  iron_cuda_text_printf(t, "for (; q < q1; ++q) {\n");
+  snprintf(idx, sizeof(idx), at, "q");
+  for (uint32_t i = 0; i < num; ++i)
+    iron_cuda_text_printf(t, "%s z%u = iron_part%u[%s];\n", ty[i].comp, i, i,
+                          idx);
+  snprintf(yh, sizeof(yh), "iron_phave[%s]", idx);
+  emit_merge(t, num, ty, "z", yh);
+  iron_cuda_text_printf(t, "}\n}\n");
 }
 
 // Column tiles (MODE_COLS): lane = output within the tile, ty = slice.
@@ -305,8 +533,8 @@ static void emit_cols_shared(iron_cuda_text_t *t, uint32_t num,
     iron_cuda_text_printf(t, "__shared__ %s sh%u[8][32];\n", ty[i].comp, i);
 }
 
-// Each thread folds its slice's rows (`rows` opens the loop over r), the
-// slices meet in shared memory and, where `merge_cond` holds, merge in
+// Each thread folds its slice's rows [r0, r1) (`rows` declares them) with
+// batched loads, the slices meet in shared memory and, where `merge_cond` holds, merge in
 // order into (acc, have); the merge loop is left open for the caller.
 static void emit_cols_slices(iron_cuda_text_t *t, uint32_t num,
                              const iron_cuda_type_t *ty,
@@ -319,8 +547,8 @@ static void emit_cols_slices(iron_cuda_text_t *t, uint32_t num,
                         (long long)nout);
   emit_offset(t, kept, "o", "base");
   iron_cuda_text_printf(t, "%s", rows);
-  emit_load_fold(t, num, ty, red, true, fz);
-  iron_cuda_text_printf(t, "}\n}\nsh_have[ty][lane] = have;\n");
+  emit_fold_range(t, num, ty, red, fz, "r0", "r1", 1, batch_loads(num));
+  iron_cuda_text_printf(t, "}\nsh_have[ty][lane] = have;\n");
   for (uint32_t i = 0; i < num; ++i)
     iron_cuda_text_printf(t, "sh%u[ty][lane] = acc%u;\n", i, i);
   iron_cuda_text_printf(t,
@@ -349,9 +577,11 @@ iron_status_t iron_cuda_gen_reduce_fused(
     uint32_t num, const iron_dtype_t *dtypes, const iron_region_t *body,
     const iron_cuda_reduce_fused_t *fz, char **out_src, unsigned *out_grid,
     unsigned *out_block) {
-  if (num == 0 || num > 8)
+  // Accumulators are named scalars (acc0, acc1, ...): any count the plan
+  // accepts (IRON_REDUCE_PLAN_MAX_INPUTS, as the host).
+  if (num == 0 || num > IRON_REDUCE_PLAN_MAX_INPUTS)
     return IRON_ERR(UNIMPLEMENTED, "cuda reduce of %u operands", num);
-  iron_cuda_type_t ty[8];
+  iron_cuda_type_t ty[IRON_REDUCE_PLAN_MAX_INPUTS];
   bool narrow = false;
   for (uint32_t i = 0; i < num; ++i) {
     ty[i] = iron_cuda_type(dtypes[i]);
@@ -378,6 +608,7 @@ iron_status_t iron_cuda_gen_reduce_fused(
   // strided (coalesced) elements. Any other body (argmax's NaN rule picks
   // its first argument) must see the elements in order.
   bool ordered = !single_op_body(body, num, dtypes[0]);
+  const int stage = ordered ? stage_elems(num, dtypes) : 0;
   // Narrow floats round every body result, so their sums and products are
   // not associative: one thread per output folds init then the elements in
   // order, as the host's reduce does (XLA's order; the host folds pairwise
@@ -391,12 +622,23 @@ iron_status_t iron_cuda_gen_reduce_fused(
                               (k1 != IRON_OP_UNKNOWN && !ty[0].is_float));
   int mode =
       in_order ? MODE_THREAD : pick_mode(rank, dims, reduced, nout, nred);
+  // Column tiles keep every operand's [8][32] partials in shared memory:
+  // many wide operands (16 f64 ones) would pass the 48 KiB a kernel's
+  // static shared memory may hold; those reduce one output per thread.
+  size_t comp_bytes = 0;
+  for (uint32_t i = 0; i < num; ++i) {
+    size_t es = iron_dtype_size(dtypes[i]);
+    comp_bytes += es < 4 ? 4 : es;
+  }
+  if (mode == MODE_COLS && 8 * 32 * (comp_bytes + 4) > 40 * 1024)
+    mode = MODE_THREAD;
   bool splittable = true;  // partials of real scalar types
   for (uint32_t i = 0; i < num; ++i)
     if (ty[i].is_complex) splittable = false;
   int64_t nseg =
       mode == MODE_COLS    ? cols_segments(nout, nred, num, splittable)
-      : mode == MODE_BLOCK ? row_segments(nout, nred, num, splittable)
+      : mode == MODE_BLOCK
+          ? row_segments(nout, nred, num, splittable, seg_align(stage))
                            : 1;
   iron_cuda_text_t t;
   iron_cuda_text_init(&t);
@@ -466,8 +708,7 @@ iron_status_t iron_cuda_gen_reduce_fused(
              "const int64_t s1 = sg * %lldLL + %lldLL < %lldLL ? sg * %lldLL + "
              "%lldLL : %lldLL;\n"
              "const int64_t r0 = sg * %lldLL + (int64_t)ty * %lldLL;\n"
-             "const int64_t r1 = r0 + %lldLL < s1 ? r0 + %lldLL : s1;\n"
-             "for (int64_t r = r0; r < r1; ++r) {\n",
+             "const int64_t r1 = r0 + %lldLL < s1 ? r0 + %lldLL : s1;\n",
              (long long)seg, (long long)seg, (long long)nred, (long long)seg,
              (long long)seg, (long long)nred, (long long)seg, (long long)chunk,
              (long long)chunk, (long long)chunk);
@@ -487,16 +728,31 @@ iron_status_t iron_cuda_gen_reduce_fused(
         "if (!sh_last) return;\n"
         "__threadfence();\n"
         // This block never read the other blocks' partials before, so no
-        // stale copy of them can sit in its L1.
-        "if (ty == 0 && o < %lldLL) {\nhave = 0;\n"
-        "for (int64_t q = 0; q < %lldLL; ++q) {\n",
-        np, (unsigned long long)(nseg - 1), (long long)nout, (long long)nseg);
+        // stale copy of them can sit in its L1. The 8 slices fold 1/8 of
+        // the segments each (hundreds of them for batch norm's columns),
+        // then merge in slice order as the rows did.
+        "have = 0;\n"
+        "if (o < %lldLL) {\n"
+        "const int64_t q0 = (int64_t)ty * %lldLL;\n"
+        "const int64_t q1 = q0 + %lldLL < %lldLL ? q0 + %lldLL : %lldLL;\n",
+        np, (unsigned long long)(nseg - 1), (long long)nout,
+        (long long)((nseg + 7) / 8), (long long)((nseg + 7) / 8),
+        (long long)nseg, (long long)((nseg + 7) / 8), (long long)nseg);
+    char at[64];
+    snprintf(at, sizeof(at), "(%%s) * %lldLL + o", np);
+    emit_merge_parts(&t, num, ty, at, batch_loads(num));
+    iron_cuda_text_printf(&t, "}\nsh_have[ty][lane] = have;\n");
     for (uint32_t i = 0; i < num; ++i)
-      iron_cuda_text_printf(&t, "%s z%u = iron_part%u[q * %lldLL + o];\n",
-                            ty[i].comp, i, i, np);
-    char yh[64];
-    snprintf(yh, sizeof(yh), "iron_phave[q * %lldLL + o]", np);
-    emit_merge(&t, num, ty, "z", yh);
+      iron_cuda_text_printf(&t, "sh%u[ty][lane] = acc%u;\n", i, i);
+    iron_cuda_text_printf(&t,
+                          "__syncthreads();\n"
+                          "if (ty == 0 && o < %lldLL) {\nhave = 0;\n"
+                          "for (int w = 0; w < 8; ++w) {\n",
+                          (long long)nout);
+    for (uint32_t i = 0; i < num; ++i)
+      iron_cuda_text_printf(&t, "%s z%u = sh%u[w][lane];\n", ty[i].comp, i,
+                            i);
+    emit_merge(&t, num, ty, "z", "sh_have[w][lane]");
     iron_cuda_text_printf(&t, "}\n");
     emit_finish(&t, num, ty);
     iron_cuda_text_printf(&t, "}\nif (threadIdx.x == 0) iron_count[tile] = 0;\n}\n");
@@ -505,7 +761,7 @@ iron_status_t iron_cuda_gen_reduce_fused(
     // One block per (output, segment of its row); see row_segments (which
     // made the segment a multiple of 1024 elements).
     int64_t seg = (nred + nseg - 1) / nseg;
-    seg = (seg + 1023) / 1024 * 1024;
+    seg = (seg + seg_align(stage) - 1) / seg_align(stage) * seg_align(stage);
     iron_cuda_text_printf(
         &t,
         "const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;\n"
@@ -528,7 +784,13 @@ iron_status_t iron_cuda_gen_reduce_fused(
         "const int64_t s1 = s0 + %lldLL < %lldLL ? s0 + %lldLL : %lldLL;\n",
         (long long)seg, (long long)seg, (long long)nred, (long long)seg,
         (long long)nred);
-    if (ordered) {
+    if (ordered && stage) {
+      int64_t chunk = (seg + 255) / 256;
+      char wf[96];
+      snprintf(wf, sizeof(wf), "s0 + (int64_t)(threadIdx.x & ~31) * %lldLL",
+               (long long)chunk);
+      emit_staged(&t, num, ty, &red, fz, wf, chunk, "s1", stage);
+    } else if (ordered) {
       int64_t chunk = (seg + 255) / 256;
       iron_cuda_text_printf(
           &t,
@@ -536,6 +798,8 @@ iron_status_t iron_cuda_gen_reduce_fused(
           "const int64_t r1 = r0 + %lldLL < s1 ? r0 + %lldLL : s1;\n"
           "for (int64_t r = r0; r < r1; ++r) {\n",
           (long long)chunk, (long long)chunk, (long long)chunk);
+      emit_load_fold(&t, num, ty, &red, true, fz);
+      iron_cuda_text_printf(&t, "}\n");
     } else {
       // A contiguous row of one plain operand is read 16 bytes at a time
       // (when its address allows; the check is uniform over the block).
@@ -565,16 +829,11 @@ iron_status_t iron_cuda_gen_reduce_fused(
                               "else { acc0 = x0; have = 1; }\n}\n}\n"
                               "} else {\n");
       }
-      // Unrolled so that each thread has several loads in flight.
-      iron_cuda_text_printf(
-          &t,
-          "#pragma unroll 4\n"
-          "for (int64_t r = s0 + threadIdx.x; r < s1; r += 256) {\n");
-      emit_load_fold(&t, num, ty, &red, true, fz);
+      // Several loads in flight per thread (emit_fold_range).
+      emit_fold_range(&t, num, ty, &red, fz, "s0 + threadIdx.x", "s1", 256,
+                      batch_loads(num));
       if (vector) iron_cuda_text_printf(&t, "}\n");
     }
-    if (ordered) emit_load_fold(&t, num, ty, &red, true, fz);
-    iron_cuda_text_printf(&t, "}\n");
     emit_block_tree(&t, num, ty, ordered);
     iron_cuda_text_printf(&t, "if (threadIdx.x == 0) {\n");
     for (uint32_t i = 0; i < num; ++i)
@@ -597,17 +856,13 @@ iron_status_t iron_cuda_gen_reduce_fused(
         &t,
         "have = 0;\n"
         "{ const int64_t q0 = (int64_t)threadIdx.x * %lldLL;\n"
-        "const int64_t q1 = q0 + %lldLL < %lldLL ? q0 + %lldLL : %lldLL;\n"
-        "for (int64_t q = q0; q < q1; ++q) {\n",
+        "const int64_t q1 = q0 + %lldLL < %lldLL ? q0 + %lldLL : %lldLL;\n",
         (long long)pc, (long long)pc, (long long)nseg, (long long)pc,
         (long long)nseg);
-    for (uint32_t i = 0; i < num; ++i)
-      iron_cuda_text_printf(&t, "%s z%u = iron_part%u[o * %lldLL + q];\n",
-                            ty[i].comp, i, i, (long long)nseg);
-    char yh[64];
-    snprintf(yh, sizeof(yh), "iron_phave[o * %lldLL + q]", (long long)nseg);
-    emit_merge(&t, num, ty, "z", yh);
-    iron_cuda_text_printf(&t, "} }\n");
+    char at[64];
+    snprintf(at, sizeof(at), "o * %lldLL + (%%s)", (long long)nseg);
+    emit_merge_parts(&t, num, ty, at, batch_loads(num));
+    iron_cuda_text_printf(&t, "}\n");
     // The segments merge in order whatever the body.
     emit_block_tree(&t, num, ty, true);
     iron_cuda_text_printf(&t, "if (threadIdx.x == 0) {\n");
@@ -630,8 +885,7 @@ iron_status_t iron_cuda_gen_reduce_fused(
     char rows[256], cond[64];
     snprintf(rows, sizeof(rows),
              "const int64_t r0 = (int64_t)ty * %lldLL;\n"
-             "const int64_t r1 = r0 + %lldLL < %lldLL ? r0 + %lldLL : %lldLL;\n"
-             "for (int64_t r = r0; r < r1; ++r) {\n",
+             "const int64_t r1 = r0 + %lldLL < %lldLL ? r0 + %lldLL : %lldLL;\n",
              (long long)chunk, (long long)chunk, (long long)nred,
              (long long)chunk, (long long)nred);
     snprintf(cond, sizeof(cond), "ty == 0 && o < %lldLL", (long long)nout);
@@ -687,7 +941,17 @@ iron_status_t iron_cuda_gen_reduce_fused(
       iron_cuda_text_printf(&t, "%s acc%u = %s{};\n", ty[i].comp, i,
                             ty[i].comp);
     int nth = warp ? 32 : 256;
-    if (ordered) {
+    if (ordered && stage) {
+      int64_t chunk = (nred + nth - 1) / nth;
+      char wf[96], en[32];
+      snprintf(wf, sizeof(wf), "%s",
+               warp ? "0" : "(int64_t)(threadIdx.x & ~31)");
+      if (!warp)
+        snprintf(wf, sizeof(wf), "(int64_t)(threadIdx.x & ~31) * %lldLL",
+                 (long long)chunk);
+      snprintf(en, sizeof(en), "%lldLL", (long long)nred);
+      emit_staged(&t, num, ty, &red, fz, wf, chunk, en, stage);
+    } else if (ordered) {
       // Each thread folds one contiguous chunk, in order.
       int64_t chunk = (nred + nth - 1) / nth;
       iron_cuda_text_printf(
@@ -697,13 +961,14 @@ iron_status_t iron_cuda_gen_reduce_fused(
           "for (int64_t r = r0; r < r1; ++r) {\n",
           warp ? "lane" : "threadIdx.x", (long long)chunk, (long long)chunk,
           (long long)nred, (long long)chunk, (long long)nred);
+      emit_load_fold(&t, num, ty, &red, true, fz);
+      iron_cuda_text_printf(&t, "}\n");
     } else {
-      iron_cuda_text_printf(
-          &t, "for (int64_t r = %s; r < %lldLL; r += %d) {\n",
-          warp ? "lane" : "threadIdx.x", (long long)nred, nth);
+      char from[32], to[32];
+      snprintf(from, sizeof(from), "%s", warp ? "lane" : "threadIdx.x");
+      snprintf(to, sizeof(to), "%lldLL", (long long)nred);
+      emit_fold_range(&t, num, ty, &red, fz, from, to, nth, batch_loads(num));
     }
-    emit_load_fold(&t, num, ty, &red, true, fz);
-    iron_cuda_text_printf(&t, "}\n");
     // Warp tree. Ordered: pairs of neighbouring chunks merge first (d = 1,
     // 2, 4, ...), so lane 0 folds the chunks left to right. Otherwise lane
     // l takes lane l + d's partial (d = 16, 8, ...).
