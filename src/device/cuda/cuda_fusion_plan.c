@@ -304,8 +304,13 @@ iron_status_t iron_cuda_fusion_pivots_plan(const iron_cuda_fusion_t *f,
     mark_ancestors(f, out->phase, f->ops[out->op[j]]->operands[0]);
   // Transposes of inputs that read across the contiguous dim pivot too
   // (a tile makes both sides coalesced) when they transpose alike and
-  // are not needed at the operand's coordinates.
-  if (iron_cuda_transpose_fusion_enabled()) {
+  // are not needed at the operand's coordinates; not in fusions with
+  // dynamic_update_slice roots (fuse.c gives those no pivots: they write
+  // at coordinates of their own).
+  bool roots = false;
+  for (uint32_t o = 0; o < f->num_ops; ++o)
+    roots = roots || f->ops[o]->kind == IRON_OP_DYNAMIC_UPDATE_SLICE;
+  if (iron_cuda_transpose_fusion_enabled() && !roots) {
     for (uint32_t o = 0; o < f->num_ops && out->num < IRON_CUDA_MAX_PIVOTS;
          ++o) {
       const iron_ir_op_t *op = f->ops[o];
@@ -368,6 +373,13 @@ bool iron_cuda_fusion_is_pivot(const iron_cuda_fusion_pivots_t *p,
   return false;
 }
 
+// IRON_CUDA_TRANSPOSE_PAIRS=0 (tests, A/B): 1- and 2-byte pivots keep
+// 32x32 tiles of one element per thread and access.
+static bool pairs_enabled(void) {
+  const char *e = getenv("IRON_CUDA_TRANSPOSE_PAIRS");  // compile time only
+  return !(e && strcmp(e, "0") == 0);
+}
+
 static bool tiled_enabled(void) {
   const char *e = getenv("IRON_CUDA_TILED_TRANSPOSE");  // compile time only
   return !(e && strcmp(e, "0") == 0);
@@ -415,7 +427,14 @@ void iron_cuda_fusion_tile_plan(const iron_cuda_fusion_pivots_t *p,
         out->dims[r - 1] >= 16)
       out->k = k;
   if (out->k < 0) return;
-  int64_t blocks = ((out->dims[out->k] + 31) / 32) * ((out->dims[r - 1] + 31) / 32);
+  // Pairs for elements of 1 or 2 bytes (64x64 tiles): 4-byte accesses
+  // and up where 32 threads of a 32x32 tile would move 64 bytes or less.
+  size_t es = iron_dtype_size(in->dtype);
+  out->pairs = es <= 2 && out->dims[out->k] % 2 == 0 &&
+               out->dims[r - 1] % 2 == 0 && pairs_enabled() &&
+               p->num * 64 * 65 * es <= kIronCudaPivotTileMaxBytes;
+  int64_t t = out->pairs ? 64 : 32;
+  int64_t blocks = ((out->dims[out->k] + t - 1) / t) * ((out->dims[r - 1] + t - 1) / t);
   for (int32_t d = 0; d < r - 1; ++d)
     if (d != out->k) blocks *= out->dims[d];
   if (blocks > 0x7fffffffLL) {

@@ -111,8 +111,12 @@ bool iron_cuda_fusion_is_pivot(const iron_cuda_fusion_pivots_t *p,
 // computing its source element (IRON_CUDA_TILED_TRANSPOSE=0, or the
 // pivots' tiles taking more shared memory than the limit).
 enum { kIronCudaPivotTileMaxBytes = 40 << 10 };
+// pairs (1- and 2-byte pivot elements, both tile dims even; not with
+// IRON_CUDA_TRANSPOSE_PAIRS=0): 64x64 tiles, each thread moving two
+// adjacent elements along each side's contiguous dim.
 typedef struct iron_cuda_fusion_tile {
   int32_t rank, k;
+  bool pairs;
   int64_t dims[IRON_MAX_RANK];
   int64_t src_strides[IRON_MAX_RANK], out_strides[IRON_MAX_RANK];
   int64_t blocks;

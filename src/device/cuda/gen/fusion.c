@@ -550,11 +550,14 @@ static bool phase_needs_coords(const iron_cuda_fusion_t *f,
 // 2 reads pivot j's value from pexpr[j] (a storage lvalue: the tile; or a
 // compute-type local when `pexpr_comp`). Phase 1 ends with pset[j] =
 // pivot j's operand (storage when `pset_store`, else compute type).
+// elem >= 0 (element elem of a thread's pair): inputs of the space's
+// count are read from a<input>_<elem> and outputs written to
+// o<output>_<elem>, storage locals the caller loads and stores as pairs.
 static iron_status_t emit_phase(fusion_gen_t *g,
                                 const iron_cuda_fusion_pivots_t *pv,
                                 int phase, const iron_ir_type_t *t,
                                 char pexpr[][64], bool pexpr_comp,
-                                char pset[][64], bool pset_store) {
+                                char pset[][64], bool pset_store, int elem) {
   const iron_cuda_fusion_t *f = g->f;
   g->rank = t->rank;
   memcpy(g->dims, t->dims, sizeof(int64_t) * (size_t)t->rank);
@@ -582,7 +585,10 @@ static iron_status_t emit_phase(fusion_gen_t *g,
                         i, (long long)c, (long long)g->count);
       char name[24], lv[64];
       snprintf(name, sizeof(name), pre, i);
-      snprintf(lv, sizeof(lv), c == 1 ? "in%u[0]" : "in%u[i]", i);
+      if (c != 1 && elem >= 0)
+        snprintf(lv, sizeof(lv), "a%u_%d", i, elem);
+      else
+        snprintf(lv, sizeof(lv), c == 1 ? "in%u[0]" : "in%u[i]", i);
       emit_load(g->s, v->type->dtype, name, lv);
     }
     IRON_RETURN_IF_ERROR_PLAIN(value_add(g, v, pre, i));
@@ -640,10 +646,152 @@ static iron_status_t emit_phase(fusion_gen_t *g,
                       j);
     char se[512];
     iron_cuda_store_expr(f->outputs[j]->type->dtype, n, se, sizeof(se));
-    iron_cuda_text_printf(g->s, "    out%u[i] = %s;\n", j, se);
+    if (elem >= 0)
+      iron_cuda_text_printf(g->s, "    o%u_%d = %s;\n", j, elem, se);
+    else
+      iron_cuda_text_printf(g->s, "    out%u[i] = %s;\n", j, se);
   }
   g->num_vals = saved;  // the phase's names end with its block
   return st;
+}
+
+// Loads (phase 1) or declares the pair locals of the phase's inputs of
+// the space's count, and declares its outputs' pair locals.
+static void pair_locals(fusion_gen_t *g, const iron_cuda_fusion_pivots_t *pv,
+                        int phase) {
+  const iron_cuda_fusion_t *f = g->f;
+  for (uint32_t u = 0; u < f->num_inputs; ++u) {
+    const iron_ir_type_t *t = f->inputs[u]->type;
+    if (type_count(t) == 1 || !phase_reads_input(f, pv, phase, u)) continue;
+    const char *ct = st_ctype(t->dtype);
+    iron_cuda_text_printf(g->s,
+                          "    %s a%u_0, a%u_1;\n"
+                          "    if (al_) {\n"
+                          "      const iron_vec<%s, 2> p_ = "
+                          "*(const iron_vec<%s, 2> *)(in%u + i0_);\n"
+                          "      a%u_0 = p_.v[0]; a%u_1 = p_.v[1];\n"
+                          "    } else {\n"
+                          "      a%u_0 = in%u[i0_]; a%u_1 = in%u[i0_ + 1];\n"
+                          "    }\n",
+                          ct, u, u, ct, ct, u, u, u, u, u, u, u);
+  }
+  for (uint32_t j = 0; j < f->num_outputs; ++j)
+    if (pv->out_phase[j] == phase)
+      iron_cuda_text_printf(g->s, "    %s o%u_0, o%u_1;\n",
+                            st_ctype(f->outputs[j]->type->dtype), j, j);
+}
+
+static void pair_stores(fusion_gen_t *g, const iron_cuda_fusion_pivots_t *pv,
+                        int phase) {
+  const iron_cuda_fusion_t *f = g->f;
+  for (uint32_t j = 0; j < f->num_outputs; ++j) {
+    if (pv->out_phase[j] != phase) continue;
+    const char *ct = st_ctype(f->outputs[j]->type->dtype);
+    iron_cuda_text_printf(g->s,
+                          "    if (al_) {\n"
+                          "      iron_vec<%s, 2> p_; p_.v[0] = o%u_0; "
+                          "p_.v[1] = o%u_1;\n"
+                          "      *(iron_vec<%s, 2> *)(out%u + i0_) = p_;\n"
+                          "    } else {\n"
+                          "      out%u[i0_] = o%u_0; out%u[i0_ + 1] = o%u_1;\n"
+                          "    }\n",
+                          ct, j, j, ct, j, j, j, j, j);
+  }
+}
+
+// The tiled kernel for pivots of 1- or 2-byte elements (tp->pairs): 64x64
+// tiles, each thread moving two adjacent elements along the contiguous
+// dim of each side, so that its loads and stores of inputs and outputs
+// are pairs (4 bytes and up) where the pointers are aligned (checked at
+// run time; both tile dims are even, so pairs never straddle a row). The
+// tile's row pitch of 65 elements keeps phase 2's column reads on
+// distinct banks.
+static iron_status_t gen_pivot_pairs(fusion_gen_t *g,
+                                     const iron_cuda_fusion_pivots_t *pv,
+                                     const iron_ir_type_t *space,
+                                     const iron_cuda_fusion_tile_t *tp) {
+  const iron_cuda_fusion_t *f = g->f;
+  iron_cuda_text_t *s = g->s;
+  const char *I = g->idx;
+  iron_dtype_t dt = pv->in->dtype;
+  int32_t k = tp->k, L = tp->rank - 1;
+  int64_t nk = (tp->dims[k] + 63) / 64, nl = (tp->dims[L] + 63) / 64;
+  char pexpr[2][IRON_CUDA_MAX_PIVOTS][64], pset[2][IRON_CUDA_MAX_PIVOTS][64];
+  for (uint32_t j = 0; j < pv->num; ++j) {
+    iron_cuda_text_printf(s, "  __shared__ %s t%u_[64][65];\n", st_ctype(dt),
+                          j);
+    for (int e = 0; e < 2; ++e) {
+      snprintf(pset[e][j], sizeof(pset[e][j]), "t%u_[ty_ + j_][2 * tx_ + %d]",
+               j, e);
+      snprintf(pexpr[e][j], sizeof(pexpr[e][j]),
+               "t%u_[2 * tx_ + %d][ty_ + j_]", j, e);
+    }
+  }
+  iron_cuda_text_printf(s, "  bool al_ = true;\n");
+  for (uint32_t u = 0; u < f->num_inputs; ++u)
+    if (type_count(f->inputs[u]->type) != 1)
+      iron_cuda_text_printf(s,
+                            "  al_ = al_ && ((unsigned long long)in%u %% "
+                            "(2 * sizeof(*in%u))) == 0;\n",
+                            u, u);
+  for (uint32_t j = 0; j < f->num_outputs; ++j)
+    iron_cuda_text_printf(s,
+                          "  al_ = al_ && ((unsigned long long)out%u %% "
+                          "(2 * sizeof(*out%u))) == 0;\n",
+                          j, j);
+  iron_cuda_text_printf(s,
+                        "  %s b_ = blockIdx.x;\n"
+                        "  const %s tl_ = b_ %% %lldLL; b_ /= %lldLL;\n"
+                        "  const %s tk_ = b_ %% %lldLL; b_ /= %lldLL;\n"
+                        "  %s sb_ = 0, ob_ = 0;\n",
+                        I, I, (long long)nl, (long long)nl, I, (long long)nk,
+                        (long long)nk, I);
+  for (int32_t d = tp->rank - 1; d >= 0; --d) {
+    if (d == k || d == L) continue;
+    iron_cuda_text_printf(s,
+                          "  { const %s c_ = b_ %% %lldLL; b_ /= %lldLL; "
+                          "sb_ += c_ * %lldLL; ob_ += c_ * %lldLL; }\n",
+                          I, (long long)tp->dims[d], (long long)tp->dims[d],
+                          (long long)tp->src_strides[d],
+                          (long long)tp->out_strides[d]);
+  }
+  iron_cuda_text_printf(
+      s,
+      "  const int tx_ = threadIdx.x & 31, ty_ = threadIdx.x >> 5;\n"
+      "  for (int j_ = 0; j_ < 64; j_ += 8) {\n"
+      "    const %s kk_ = tk_ * 64 + 2 * tx_, ll_ = tl_ * 64 + ty_ + j_;\n"
+      "    if (kk_ >= %lldLL || ll_ >= %lldLL) continue;\n"
+      "    const %s i0_ = sb_ + kk_ + ll_ * %lldLL;\n",
+      I, (long long)tp->dims[k], (long long)tp->dims[L], I,
+      (long long)tp->src_strides[L]);
+  pair_locals(g, pv, 1);
+  for (int e = 0; e < 2; ++e) {
+    iron_cuda_text_printf(s, "    {\n    const %s i = i0_ + %d;\n", I, e);
+    IRON_RETURN_IF_ERROR_PLAIN(
+        emit_phase(g, pv, 1, pv->in, pexpr[e], false, pset[e], true, e));
+    iron_cuda_text_printf(s, "    }\n");
+  }
+  pair_stores(g, pv, 1);
+  iron_cuda_text_printf(
+      s,
+      "  }\n"
+      "  __syncthreads();\n"
+      "  for (int j_ = 0; j_ < 64; j_ += 8) {\n"
+      "    const %s ll_ = tl_ * 64 + 2 * tx_, kk_ = tk_ * 64 + ty_ + j_;\n"
+      "    if (kk_ >= %lldLL || ll_ >= %lldLL) continue;\n"
+      "    const %s i0_ = ob_ + kk_ * %lldLL + ll_;\n",
+      I, (long long)tp->dims[k], (long long)tp->dims[L], I,
+      (long long)tp->out_strides[k]);
+  pair_locals(g, pv, 2);
+  for (int e = 0; e < 2; ++e) {
+    iron_cuda_text_printf(s, "    {\n    const %s i = i0_ + %d;\n", I, e);
+    IRON_RETURN_IF_ERROR_PLAIN(
+        emit_phase(g, pv, 2, space, pexpr[e], false, pset[e], false, e));
+    iron_cuda_text_printf(s, "    }\n");
+  }
+  pair_stores(g, pv, 2);
+  iron_cuda_text_printf(s, "  }\n}\n");
+  return IRON_OK;
 }
 
 // The kernel of a fusion with pivots: over 32x32 tiles of the pivots'
@@ -670,6 +818,7 @@ static iron_status_t gen_pivot_kernel(fusion_gen_t *g,
   const char *I = g->idx;
   char pexpr[IRON_CUDA_MAX_PIVOTS][64], pset[IRON_CUDA_MAX_PIVOTS][64];
   iron_dtype_t dt = pv->in->dtype;
+  if (tp.k >= 0 && tp.pairs) return gen_pivot_pairs(g, pv, space, &tp);
   if (tp.k >= 0) {
     int32_t k = tp.k, L = tp.rank - 1;
     int64_t nk = (tp.dims[k] + 31) / 32, nl = (tp.dims[L] + 31) / 32;
@@ -705,7 +854,7 @@ static iron_status_t gen_pivot_kernel(fusion_gen_t *g,
         I, (long long)tp.dims[k], (long long)tp.dims[L], I,
         (long long)tp.src_strides[L]);
     IRON_RETURN_IF_ERROR_PLAIN(
-        emit_phase(g, pv, 1, pv->in, pexpr, false, pset, true));
+        emit_phase(g, pv, 1, pv->in, pexpr, false, pset, true, -1));
     iron_cuda_text_printf(
         s,
         "  }\n"
@@ -717,7 +866,7 @@ static iron_status_t gen_pivot_kernel(fusion_gen_t *g,
         I, (long long)tp.dims[k], (long long)tp.dims[L], I,
         (long long)tp.out_strides[k]);
     IRON_RETURN_IF_ERROR_PLAIN(
-        emit_phase(g, pv, 2, space, pexpr, false, pset, false));
+        emit_phase(g, pv, 2, space, pexpr, false, pset, false, -1));
     iron_cuda_text_printf(s, "  }\n}\n");
     return IRON_OK;
   }
@@ -741,10 +890,10 @@ static iron_status_t gen_pivot_kernel(fusion_gen_t *g,
                           (long long)tp.dims[d]);
   iron_cuda_text_printf(s, "    {\n    const %s i = s_;\n", I);
   IRON_RETURN_IF_ERROR_PLAIN(
-      emit_phase(g, pv, 1, pv->in, pexpr, true, pset, false));
+      emit_phase(g, pv, 1, pv->in, pexpr, true, pset, false, -1));
   iron_cuda_text_printf(s, "    }\n    {\n    const %s i = o_;\n", I);
   IRON_RETURN_IF_ERROR_PLAIN(
-      emit_phase(g, pv, 2, space, pexpr, true, pset, false));
+      emit_phase(g, pv, 2, space, pexpr, true, pset, false, -1));
   iron_cuda_text_printf(s, "    }\n  }\n}\n");
   return IRON_OK;
 }
