@@ -18,6 +18,8 @@
 //            dtype differs from the inputs' and the result's)
 //   square   transpose(x * x) + x * x               (square only: x * x is
 //            computed at both coordinates)
+//   out      t = transpose(x); return t, t + 1      (the transposed value
+//            itself an output)
 // Each program runs on the host device and as the CUDA device plans it
 // (cuda_emu_exec.h: fusion with the CUDA predicates, the generated kernels
 // compiled as C++, tiled ones on the multi-thread shim with real blocks,
@@ -41,10 +43,11 @@
 #include "runtime/executable.h"
 #include "test.h"
 
-enum { F_LOAD, F_PROD, F_BOTH, F_TWO, F_ESCAPE, F_CONVERT, F_SQUARE, NUM_F };
-static const char *const kFamNames[NUM_F] = {"load",   "prod",    "both",
-                                             "two",    "escape",  "convert",
-                                             "square"};
+enum {
+  F_LOAD, F_PROD, F_BOTH, F_TWO, F_ESCAPE, F_CONVERT, F_SQUARE, F_OUT, NUM_F
+};
+static const char *const kFamNames[NUM_F] = {
+    "load", "prod", "both", "two", "escape", "convert", "square", "out"};
 
 typedef struct tcase {
   int32_t rank;
@@ -152,9 +155,11 @@ static iron_ir_module_t *build(int fam, const tcase_t *c, iron_dtype_t dt) {
   // z (operand shape).
   const iron_ir_type_t *ins[4] = {tx, ty, tv, tx};
   const iron_ir_type_t *outs[2] = {ty, tx};
-  uint32_t nout = fam == F_ESCAPE ? 2 : 1;
+  uint32_t nout = fam == F_ESCAPE || fam == F_OUT ? 2 : 1;
   if (fam == F_ESCAPE) {
     outs[0] = tx;
+    outs[1] = ty;
+  } else if (fam == F_OUT) {
     outs[1] = ty;
   }
   p.f = iron_ir_builder_func(p.m, "main", true, 4, ins, nout, outs);
@@ -205,6 +210,10 @@ static iron_ir_module_t *build(int fam, const tcase_t *c, iron_dtype_t dt) {
       res[0] = op2(&p, IRON_OP_ADD, transpose(&p, a, c->perm), a);
       break;
     }
+    case F_OUT:
+      res[0] = transpose(&p, x, c->perm);
+      res[1] = op2(&p, IRON_OP_ADD, res[0], splat(&p, ty, 1));
+      break;
   }
   iron_ir_builder_return(p.m, p.f, p.b, IRON_OP_FUNC_RETURN, nout, res);
   return p.m;

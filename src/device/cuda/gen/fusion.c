@@ -626,7 +626,19 @@ static iron_status_t emit_phase(fusion_gen_t *g,
       if (!n)
         return IRON_ERR(INVALID_ARGUMENT, "CUDA fusion: pivot %u operand",
                         j);
-      if (pset_store) {
+      int input = -1;
+      for (uint32_t u = 0; u < f->num_inputs; ++u)
+        if (f->inputs[u] == src && type_count(src->type) == g->count)
+          input = (int)u;
+      if (pset_store && input >= 0) {
+        // An input's storage bits go to the tile as they are (as the
+        // unfused transpose moves them).
+        if (elem >= 0)
+          iron_cuda_text_printf(g->s, "    %s = a%d_%d;\n", pset[j], input,
+                                elem);
+        else
+          iron_cuda_text_printf(g->s, "    %s = in%d[i];\n", pset[j], input);
+      } else if (pset_store) {
         char se[512];
         iron_cuda_store_expr(src->type->dtype, n, se, sizeof(se));
         iron_cuda_text_printf(g->s, "    %s = %s;\n", pset[j], se);
