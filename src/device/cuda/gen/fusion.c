@@ -658,6 +658,11 @@ static iron_status_t emit_phase(fusion_gen_t *g,
                       j);
     char se[512];
     iron_cuda_store_expr(f->outputs[j]->type->dtype, n, se, sizeof(se));
+    // A pivot's value from the tile: its storage bits as they are (as the
+    // unfused transpose copies them).
+    for (uint32_t q = 0; q < pv->num && !pexpr_comp; ++q)
+      if (f->outputs[j] == &f->ops[pv->op[q]]->results[0])
+        snprintf(se, sizeof(se), "%s", pexpr[q]);
     if (elem >= 0)
       iron_cuda_text_printf(g->s, "    o%u_%d = %s;\n", j, elem, se);
     else
