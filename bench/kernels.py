@@ -11,7 +11,8 @@ Programs (`--list` prints them with their shapes): reductions (full sums of
 and over everything, batch norm's per-channel statistics of an NHWC tensor), row-wise fusions (softmax f32/bf16, log_softmax,
 logsumexp, layer norm, RMS norm, the gradients of a softmax loss, a layer
 norm and an RMS norm),
-transposes (`m.T + 1`, 3-D permutations, f32/bf16), an 8-op element-wise
+transposes (`m.T + 1`, `(m * m + v).T * 2 + 1`, 3-D permutations,
+f32/bf16), an 8-op element-wise
 chain (f32/bf16), data-dependent while loops (a Newton iteration whose
 predicate is a max-reduction; a scalar loop of 10,000 iterations) and the
 training step of a 6-conv CNN (f32 and bf16). Groups for --only: copy,
@@ -442,6 +443,13 @@ def programs(smoke=False):
         add(Prog(f"transpose_{dt}", "transpose", f"m.T + 1, {R}x{C} {dt}",
                  [Inp((R, C), dt)], lambda m: m.T + 1,
                  lambda m: m.t().contiguous() + 1, tol=tol))
+        # Producers and consumers around the transpose (one fused kernel
+        # on iron's CUDA device: IRON_CUDA_TRANSPOSE_FUSION).
+        add(Prog(f"tchain_{dt}", "transpose",
+                 f"(m * m + v).T * 2 + 1, {R}x{C} {dt}",
+                 [Inp((R, C), dt), Inp((C,), dt, dist="sym")],
+                 lambda m, v: (m * m + v).T * 2 + 1,
+                 lambda m, v: (m * m + v).t().contiguous() * 2 + 1, tol=tol))
         for perm in ((0, 2, 1), (2, 0, 1)):
             p = "".join(map(str, perm))
             add(Prog(f"perm{p}_{dt}", "transpose",

@@ -22,6 +22,8 @@
 #   rowtests     scripts/rowfuse_gpu.sh tests; rowbench: its bench
 #   redtests     scripts/reduce_gpu.sh tests; redbench, redab: its bench
 #                and its A/B of the reduce switches
+
+#   tfuse        scripts/transpose_fusion_gpu.sh tests; tfusebench: its bench
 #   fuzzgpu      scripts/fuzz_programs_gpu.sh ${FUZZ_MINUTES:-3} (random
 #                programs, host vs the real CUDA device)
 #   jaxtests     the jax test node ids in $JAXTESTS (space-separated), -vv,
@@ -63,6 +65,10 @@ stage() {
         timeout ${GPUBENCH_TIMEOUT:-600} python3 bench/gpu_bench.py --rounds 1 --steps ${GPUBENCH_STEPS:-16} \
         --json "$OUT/gpubench.json" >"$logs/gpubench.log" 2>&1
       tail -20 "$logs/gpubench.log" ;;
+    tfuse|tfusebench)
+      local w=tests; [ "$s" = tfusebench ] && w=bench
+      OUT=$logs scripts/transpose_fusion_gpu.sh $w >"$logs/$s.log" 2>&1
+      tail -40 "$logs/$s.log" ;;
     sort) OUT=$logs scripts/cuda_sort_check.sh tests >"$logs/sort.log" 2>&1; tail -15 "$logs/sort.log" ;;
     sortbench) OUT=$logs scripts/cuda_sort_check.sh bench >"$logs/sortbench.log" 2>&1; tail -15 "$logs/sortbench.log" ;;
     misc) OUT=$logs scripts/cuda_misc_check.sh 200 >"$logs/misc.log" 2>&1; tail -25 "$logs/misc.log" ;;

@@ -711,14 +711,28 @@ class Gen:
 
     def g_transpose(self):
         from jax import lax
+        rng = self.rng
         x = self.pick(lambda v: v.ndim >= 2)
         if x is None:
             return None
         perm = list(range(x.ndim))
-        self.rng.shuffle(perm)
+        rng.shuffle(perm)
+        # Element-wise producers and consumers around it: on CUDA the
+        # transpose pivots their fusion (one tiled kernel whose loads run
+        # the producers and whose stores run the consumers).
+        pre, post = rng.random() < 0.5, rng.random() < 0.5
+        if pre:
+            x = self.elementwise_chain(x)
         self.tag("transpose")
-        self.log(f"transpose {x.dtype}{list(x.shape)} perm {perm}")
-        return lax.transpose(x, perm)
+        self.log(f"transpose {x.dtype}{list(x.shape)} perm {perm}"
+                 f"{' of a chain' if pre else ''}"
+                 f"{' into a chain' if post else ''}")
+        y = lax.transpose(x, perm)
+        if post:
+            y = self.elementwise_chain(y)
+        if pre or post:
+            self.tag("transpose_chain")
+        return y
 
     def g_concat(self):
         from jax import lax

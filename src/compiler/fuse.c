@@ -11,6 +11,11 @@ typedef struct {
   uint32_t size, non_broadcast;
   uint32_t reduces;  // a reduce ends the group (at most one)
   uint32_t dus;      // dynamic_update_slice roots
+  // Transposes of member values (pivots): members before them have the
+  // pivots' operand shape, members after the result's (the group's shape).
+  // All pivots of a group transpose one operand shape by one permutation.
+  uint32_t pivots;
+  const iron_ir_op_t *pivot;  // one of them (shape and permutation)
   uint32_t last;     // index (in the block) of the last member
   // Bound on the fusion's operands plus results: per member, its results
   // and its operands from outside the group when it joined.
@@ -24,6 +29,7 @@ typedef struct {
   iron_ir_module_t *m;
   iron_ir_func_t *f;
   iron_fuse_predicate_t can_fuse;
+  iron_fuse_predicate_t can_pivot;  // may be NULL
   int fusions;
 } fuse_ctx_t;
 
@@ -49,6 +55,8 @@ static void merge_into(group_t *groups, int32_t g, int32_t h) {
   groups[g].non_broadcast += groups[h].non_broadcast;
   groups[g].reduces += groups[h].reduces;
   groups[g].dus += groups[h].dus;
+  groups[g].pivots += groups[h].pivots;
+  if (!groups[g].pivot) groups[g].pivot = groups[h].pivot;
   groups[g].io += groups[h].io;
   groups[g].uses += groups[h].uses;
   groups[g].inner += groups[h].inner;
@@ -324,7 +332,7 @@ static int32_t join_reduce(fuse_ctx_t *c, use_ctx_t *u,
   for (uint32_t k = 0; k < num; ++k) {
     int32_t h = group_of(u, op->operands[k]);
     if (h < 0) continue;
-    if (u->groups[h].closed || u->groups[h].dus ||
+    if (u->groups[h].closed || u->groups[h].dus || u->groups[h].pivots ||
         !same_shape(u->groups[h].shape, shape))
       return -1;
     bool seen = false;
@@ -380,7 +388,8 @@ static void merge_scalar_feeds(use_ctx_t *u, const iron_ir_op_t *op,
     int32_t h = group_of(u, op->operands[k]);
     if (h < 0 || h == g) continue;
     group_t *hg = &u->groups[h];
-    if (hg->closed || hg->reduces || hg->dus || hg->size > kMaxScalarFeed ||
+    if (hg->closed || hg->reduces || hg->dus || hg->pivots ||
+        hg->size > kMaxScalarFeed ||
         iron_ir_type_num_elements(hg->shape) != 1 ||
         !io_fits(u->groups[g].io + hg->io, op->num_operands + op->num_results))
       continue;
@@ -507,6 +516,7 @@ static int32_t unit_reshape_into_dus(fuse_ctx_t *c, const iron_ir_block_t *blk,
   if (!is_unit_reshape(op)) return -1;
   int32_t h = group_of(u, op->operands[0]);
   if (h < 0 || u->groups[h].closed || u->groups[h].reduces ||
+      u->groups[h].pivots ||
       !same_shape(u->groups[h].shape, op->operands[0]->type) ||
       !io_fits(u->groups[h].io, 1))
     return -1;
@@ -528,7 +538,7 @@ static int32_t join_dus(fuse_ctx_t *c, use_ctx_t *u, const iron_ir_op_t *op) {
   const iron_ir_value_t *upd = op->operands[1];
   int32_t h = group_of(u, upd);
   if (h < 0 || u->groups[h].closed || u->groups[h].reduces ||
-      u->groups[h].dus >= kMaxDusRoots ||
+      u->groups[h].pivots || u->groups[h].dus >= kMaxDusRoots ||
       !io_fits(u->groups[h].io, op->num_operands + op->num_results))
     return -1;
   if (!same_shape(u->groups[h].shape, upd->type) &&
@@ -536,6 +546,51 @@ static int32_t join_dus(fuse_ctx_t *c, use_ctx_t *u, const iron_ir_op_t *op) {
     return -1;
   for (uint32_t k = 0; k < op->num_operands; ++k)
     if (k != 1 && group_of(u, op->operands[k]) == h) return -1;
+  return h;
+}
+
+enum { kMaxPivots = 4 };
+
+// Whether transposes a and b permute one operand shape the same way.
+static bool same_transpose(const iron_ir_op_t *a, const iron_ir_op_t *b) {
+  if (!same_shape(a->operands[0]->type, b->operands[0]->type)) return false;
+  int64_t pa[IRON_MAX_RANK], pb[IRON_MAX_RANK];
+  uint32_t na = 0, nb = 0;
+  iron_status_t st =
+      iron_ir_op_i64_list(a, "permutation", pa, IRON_MAX_RANK, &na);
+  if (!st) st = iron_ir_op_i64_list(b, "permutation", pb, IRON_MAX_RANK, &nb);
+  if (st) {  // the kernel's prepare reports the bad attribute
+    iron_status_free(st);
+    return false;
+  }
+  return na == nb && memcmp(pa, pb, sizeof(int64_t) * na) == 0;
+}
+
+// Whether groups g and h may merge: their pivots (if any) transpose alike
+// and are few enough (each takes a shared-memory tile on CUDA).
+static bool pivots_merge(const group_t *g, const group_t *h) {
+  if (!g->pivots || !h->pivots) return true;
+  return g->pivots + h->pivots <= kMaxPivots &&
+         same_transpose(g->pivot, h->pivot);
+}
+
+// The group a transpose joins as a pivot, or -1: its operand is a value of
+// an open group of the operand's shape (no reduce or root, no pivot yet);
+// the group then takes the transpose's shape, so its consumers join too,
+// and the device computes the members before it at the operand's
+// coordinates (CUDA: a tiled transpose whose loads run the producers and
+// whose stores run the consumers).
+static int32_t join_pivot(fuse_ctx_t *c, use_ctx_t *u,
+                          const iron_ir_op_t *op) {
+  if (op->kind != IRON_OP_TRANSPOSE || op->num_operands != 1 ||
+      op->num_results != 1 || !c->can_pivot || !c->can_pivot(op))
+    return -1;
+  int32_t h = group_of(u, op->operands[0]);
+  if (h < 0) return -1;
+  const group_t *gr = &u->groups[h];
+  if (gr->closed || gr->reduces || gr->dus || gr->pivots ||
+      !same_shape(gr->shape, op->operands[0]->type) || !io_fits(gr->io, 1))
+    return -1;
   return h;
 }
 
@@ -601,6 +656,29 @@ static iron_status_t fuse_block(fuse_ctx_t *c, iron_ir_block_t *blk) {
         for (uint32_t r = 0; r < op->num_results; ++r)
           if (op->results[r].id < ids) val_group[op->results[r].id] = g;
       }
+    } else if (fusable && op->kind == IRON_OP_TRANSPOSE) {
+      // A transpose never joins a group as an element-wise op (a square
+      // one has its operand's shape): it pivots its operand's group, or
+      // starts a group of its own (a load of its operand from memory).
+      g = join_pivot(c, &u, op);
+      if (g >= 0) {
+        groups[g].shape = op->results[0].type;
+        groups[g].pivots++;
+        groups[g].pivot = op;
+      } else {
+        g = ngroups++;
+        groups[g].shape = op->results[0].type;
+        groups[g].parent = g;
+      }
+      account_member(&u, op, g);
+      groups[g].size++;
+      // Where the device pivots transposes (tiles them inside fusions), a
+      // transpose is worth fusing with any other member: the fused kernel
+      // moves the data once where two kernels would move it twice.
+      if (c->can_pivot && c->can_pivot(op)) groups[g].non_broadcast++;
+      groups[g].last = i;
+      op_group[i] = g;
+      if (op->results[0].id < ids) val_group[op->results[0].id] = g;
     } else if (fusable) {
       const iron_ir_type_t *shape = op->results[0].type;
       int32_t lh = reshape_of_load_group(blk, &u, op);
@@ -626,7 +704,8 @@ static iron_status_t fuse_block(fuse_ctx_t *c, iron_ir_block_t *blk) {
         uint32_t more = op->num_operands + op->num_results;
         if (g < 0) {
           if (io_fits(groups[h].io, more)) g = h;
-        } else if (h != g && io_fits(groups[g].io + groups[h].io, more)) {
+        } else if (h != g && io_fits(groups[g].io + groups[h].io, more) &&
+                   pivots_merge(&groups[g], &groups[h])) {
           merge_into(groups, g, h);
         }
       }
@@ -636,16 +715,14 @@ static iron_status_t fuse_block(fuse_ctx_t *c, iron_ir_block_t *blk) {
         groups[g].shape = shape;
         groups[g].parent = g;
       }
-      bool load = op->kind == IRON_OP_SLICE || op->kind == IRON_OP_TRANSPOSE ||
-                  op->kind == IRON_OP_DYNAMIC_SLICE;
+      bool load = op->kind == IRON_OP_SLICE || op->kind == IRON_OP_DYNAMIC_SLICE;
       merge_scalar_feeds(&u, op, load ? 1 : 0, g);
       account_member(&u, op, g);
       groups[g].size++;
-      // Moving data alone (broadcasts, converts, slices, transposes) is not
-      // worth a fused kernel: the device's own kernels do it.
+      // Moving data alone (broadcasts, converts, slices) is not worth a
+      // fused kernel: the device's own kernels do it.
       if (op->kind != IRON_OP_BROADCAST_IN_DIM && op->kind != IRON_OP_CONVERT &&
-          op->kind != IRON_OP_SLICE && op->kind != IRON_OP_TRANSPOSE &&
-          op->kind != IRON_OP_DYNAMIC_SLICE)
+          op->kind != IRON_OP_SLICE && op->kind != IRON_OP_DYNAMIC_SLICE)
         groups[g].non_broadcast++;
       groups[g].last = i;
       op_group[i] = g;
@@ -747,7 +824,14 @@ done:
 iron_status_t iron_compiler_fuse(iron_ir_module_t *m,
                                  iron_fuse_predicate_t can_fuse,
                                  int *out_num_fusions) {
-  fuse_ctx_t c = {m, NULL, can_fuse, 0};
+  return iron_compiler_fuse_pivots(m, can_fuse, NULL, out_num_fusions);
+}
+
+iron_status_t iron_compiler_fuse_pivots(iron_ir_module_t *m,
+                                        iron_fuse_predicate_t can_fuse,
+                                        iron_fuse_predicate_t can_pivot,
+                                        int *out_num_fusions) {
+  fuse_ctx_t c = {m, NULL, can_fuse, can_pivot, 0};
   for (uint32_t i = 0; i < m->num_funcs; ++i) {
     c.f = &m->funcs[i];
     for (uint32_t b = 0; b < c.f->body.num_blocks; ++b)

@@ -45,6 +45,22 @@ iron_status_t iron_compiler_fuse(iron_ir_module_t *m,
                                  iron_fuse_predicate_t can_fuse,
                                  int *out_num_fusions);
 
+// iron_compiler_fuse, where moreover a stablehlo.transpose that `can_fuse`
+// and `can_pivot` (may be NULL: none) accept and whose operand a group
+// computes pivots that group: it joins it and the group takes the
+// transpose's shape, so the consumers of the transposed value join too.
+// Members before the pivot have its operand's shape (the device computes
+// them at the operand's coordinates), members after it the result's. A
+// group pivots only when it has no reduce or dynamic_update_slice root;
+// groups merge only when their pivots transpose one operand shape by one
+// permutation, at most 4 pivots per group. A transpose never joins a group
+// as an element-wise member (a square one has its operand's shape): it
+// pivots, or starts a group reading its operand from memory.
+iron_status_t iron_compiler_fuse_pivots(iron_ir_module_t *m,
+                                        iron_fuse_predicate_t can_fuse,
+                                        iron_fuse_predicate_t can_pivot,
+                                        int *out_num_fusions);
+
 #ifdef __cplusplus
 }
 #endif

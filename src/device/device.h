@@ -117,6 +117,12 @@ typedef struct iron_device_vtable {
   // softmax or a norm). NULL: the device makes no row fusions. Asked only
   // when `fusable` is set and fusion is on.
   bool (*row_fusable)(const iron_ir_op_t *reduce);
+  // Whether a stablehlo.transpose that `fusable` accepts may also pivot a
+  // fusion: take a value the fusion computes (the members before it keep
+  // the operand's shape, those after it the result's; src/compiler/fuse.h).
+  // NULL: transposes only read their operand from memory. Asked only when
+  // `fusable` is set and fusion is on.
+  bool (*pivot_fusable)(const iron_ir_op_t *transpose);
   // A kernel that runs the whole stablehlo.while `op` on the device, with
   // no host round trip per iteration (CUDA: loops over scalars, in one GPU
   // thread), or NULL when the device cannot: the loop then runs as the

@@ -225,7 +225,8 @@ static iron_status_t compile_module(iron_runtime_t *rt,
     st = iron_compiler_fuse_rows(module, exe->dev->vtable->fusable,
                                  exe->dev->vtable->row_fusable, NULL);
   if (!st && fusing)
-    st = iron_compiler_fuse(module, exe->dev->vtable->fusable, NULL);
+    st = iron_compiler_fuse_pivots(module, exe->dev->vtable->fusable,
+                                   exe->dev->vtable->pivot_fusable, NULL);
   if (!st) st = iron_plan_create_on(module, exe->dev, &exe->plan);
   if (st) {
     st = iron_status_annotate(st, "while compiling %s", mname);

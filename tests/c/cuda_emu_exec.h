@@ -20,6 +20,7 @@
 // cuda_emu_exec_prepare refuse the program (counted by the caller), unless
 // the caller sets g_cuda_emu.multi_thread: then they run on their real
 // grid through cuda_emu.h's multi-thread shim (block threads as fibers).
+// Fusions with tiled pivot transposes (gen/fusion.c) always run there.
 // Row fusions (src/compiler/fuse_rows.h) always run on the multi-thread
 // shim (real blocks, shared memory, barriers, warp shuffles), with their
 // real launch shape.
@@ -249,6 +250,10 @@ static inline iron_status_t cuda_emu_prepare(iron_device_t *dev,
   }
   if ((fixed_grid || fused_reduce) && e->multi_thread) {
     p->mt = true;
+  } else if (fixed_grid && p->fused) {
+    // A fusion with tiles (pivot transposes, gen/fusion.c) has no host
+    // kernel: it runs on its grid whatever the caller set.
+    p->mt = true;
   } else if (fixed_grid) {
     // A launch shape of the generator's own, threads that cooperate
     // (tiled transposes): one emulated thread cannot run it; the host
@@ -444,6 +449,7 @@ static inline iron_status_t cuda_emu_exec_runtime(iron_runtime_t **out_rt) {
   g_cuda_emu.vtable.kernel_lookup = cuda_emu_lookup;
   g_cuda_emu.vtable.fusable = iron_cuda_fusable;
   g_cuda_emu.vtable.row_fusable = iron_cuda_row_fusable;
+  g_cuda_emu.vtable.pivot_fusable = iron_cuda_pivot_fusable;
   dev->vtable = &g_cuda_emu.vtable;
   return IRON_OK;
 }

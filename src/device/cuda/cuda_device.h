@@ -145,6 +145,9 @@ iron_status_t iron_cuda_device_create_with_api(iron_runtime_t *rt, int id,
 const iron_kernel_t *iron_cuda_kernel_lookup(iron_op_kind_t kind);
 // Whether the fusion generator takes `op` (the vtable's `fusable`).
 bool iron_cuda_fusable(const iron_ir_op_t *op);
+// Whether transpose `op` may pivot a fusion (the vtable's `pivot_fusable`;
+// IRON_CUDA_TRANSPOSE_FUSION).
+bool iron_cuda_pivot_fusable(const iron_ir_op_t *op);
 typedef const iron_kernel_t *iron_cuda_kernel_table_t[IRON_OP_COUNT];
 void iron_cuda_register_elementwise(iron_cuda_kernel_table_t table);
 void iron_cuda_register_shape(iron_cuda_kernel_table_t table);

@@ -61,6 +61,22 @@ iron_status_t iron_cuda_fusion_prepare(iron_device_t *dev,
     p->num_dus++;
   }
   iron_cuda_launch_dims(dev, p->count, &p->grid, &p->block);
+  // A tiled pivot kernel (gen/fusion.c) runs one block per tile.
+  iron_cuda_fusion_pivots_t pv;
+  st = iron_cuda_fusion_pivots_plan(fusion, &pv);
+  if (st) {
+    free(p);
+    return st;
+  }
+  if (pv.num) {
+    iron_cuda_fusion_tile_t tp;
+    iron_cuda_fusion_tile_plan(&pv, &tp);
+    if (tp.k >= 0) {
+      p->grid = (unsigned)tp.blocks;
+      p->block = 256;
+    }
+  }
+  iron_cuda_fusion_pivots_free(&pv);
   *out_params = p;
   return IRON_OK;
 }

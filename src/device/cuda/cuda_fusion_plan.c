@@ -3,6 +3,9 @@
 // reached. Pure functions of the IR.
 #include "device/cuda/cuda_fusion_plan.h"
 
+#include <stdlib.h>
+#include <string.h>
+
 #include "device/cuda/gen/scalar.h"
 
 bool iron_cuda_fusion_op_supported(iron_op_kind_t kind) {
@@ -133,13 +136,18 @@ static bool is_space_member(const iron_cuda_fusion_t *f,
          op->num_results == 1;
 }
 
+static void mark_ancestors(const iron_cuda_fusion_t *f, uint8_t *phase,
+                           const iron_ir_value_t *v);
+static int32_t op_index(const iron_cuda_fusion_t *f, const iron_ir_op_t *op);
+
 // The iteration space: the shape of the members that are not one-element
 // feeds (fuse.c's scalar groups join fusions of any shape, an empty one
 // too: a zero-element space computes nothing, whatever its scalars).
-const iron_ir_type_t *iron_cuda_fusion_space(const iron_cuda_fusion_t *f) {
+static const iron_ir_type_t *space_of(const iron_cuda_fusion_t *f,
+                                      const uint8_t *pre) {
   for (uint32_t o = 0; o < f->num_ops; ++o) {
     const iron_ir_op_t *op = f->ops[o];
-    if (is_space_member(f, op) &&
+    if (is_space_member(f, op) && !(pre && pre[o]) &&
         iron_ir_type_num_elements(op->results[0].type) != 1)
       return op->results[0].type;
   }
@@ -158,13 +166,280 @@ const iron_ir_type_t *iron_cuda_fusion_space(const iron_cuda_fusion_t *f) {
   // which says nothing about the space.
   const iron_ir_type_t *one = NULL;
   for (uint32_t o = 0; o < f->num_ops; ++o) {
-    if (!iron_cuda_fusion_is_indexed_load(f->ops[o]->kind)) continue;
+    if (!iron_cuda_fusion_is_indexed_load(f->ops[o]->kind) || (pre && pre[o]))
+      continue;
     const iron_ir_type_t *t = f->ops[o]->results[0].type;
     if (iron_ir_type_num_elements(t) != 1) return t;
     if (!one) one = t;
   }
   if (one) return one;
   for (uint32_t o = 0; o < f->num_ops; ++o)
-    if (is_space_member(f, f->ops[o])) return f->ops[o]->results[0].type;
+    if (is_space_member(f, f->ops[o]) && !(pre && pre[o]))
+      return f->ops[o]->results[0].type;
   return f->num_outputs ? f->outputs[0]->type : NULL;
+}
+
+
+// Members that only compute a pivot transpose's operand (phase 1) have
+// its shape, not the space's: they do not count.
+const iron_ir_type_t *iron_cuda_fusion_space(const iron_cuda_fusion_t *f) {
+  uint8_t *pre = NULL;
+  for (uint32_t o = 0; o < f->num_ops; ++o) {
+    const iron_ir_op_t *op = f->ops[o];
+    if (op->kind != IRON_OP_TRANSPOSE || op->num_operands != 1 ||
+        op_index(f, op->operands[0]->def_op) < 0)
+      continue;
+    if (!pre) pre = calloc(f->num_ops, 1);
+    if (pre) mark_ancestors(f, pre, op->operands[0]);
+  }
+  const iron_ir_type_t *t = space_of(f, pre);
+  free(pre);
+  return t;
+}
+// ---------------------------------------------------------------------------
+// Pivot transposes (fuse.h: iron_compiler_fuse_pivots)
+
+bool iron_cuda_transpose_fusion_enabled(void) {
+  const char *e = getenv("IRON_CUDA_TRANSPOSE_FUSION");  // compile time only
+  return !(e && strcmp(e, "0") == 0);
+}
+
+static int32_t op_index(const iron_cuda_fusion_t *f, const iron_ir_op_t *op) {
+  for (uint32_t o = 0; op && o < f->num_ops; ++o)
+    if (f->ops[o] == op) return (int32_t)o;
+  return -1;
+}
+
+static bool read_perm(const iron_ir_op_t *op, int64_t *perm) {
+  uint32_t n = 0;
+  iron_status_t st =
+      iron_ir_op_i64_list(op, "permutation", perm, IRON_MAX_RANK, &n);
+  if (st) {
+    iron_status_free(st);
+    return false;
+  }
+  const iron_ir_type_t *in = op->operands[0]->type;
+  if ((int32_t)n != in->rank) return false;
+  for (uint32_t d = 0; d < n; ++d)
+    if (perm[d] < 0 || perm[d] >= in->rank) return false;
+  return true;
+}
+
+static bool is_transpose(const iron_ir_op_t *op) {
+  return op->kind == IRON_OP_TRANSPOSE && op->num_operands == 1 &&
+         op->num_results == 1 && op->operands[0]->type->kind == IRON_TYPE_TENSOR &&
+         iron_ir_type_is_static(op->operands[0]->type);
+}
+
+// Whether a transpose of an input reads it across its contiguous dim (an
+// uncoalesced indexed load, which a tile makes coalesced).
+static bool moves_inner(const iron_ir_op_t *op, const int64_t *perm) {
+  const iron_ir_type_t *in = op->operands[0]->type;
+  int32_t last = -1;  // the source's innermost non-unit dim
+  for (int32_t d = in->rank - 1; d >= 0 && last < 0; --d)
+    if (in->dims[d] != 1) last = d;
+  if (last < 0) return false;
+  int32_t lo = -1;  // the result's innermost non-unit dim
+  for (int32_t d = in->rank - 1; d >= 0 && lo < 0; --d)
+    if (in->dims[perm[d]] != 1) lo = d;
+  return perm[lo] != last;
+}
+
+static bool same_pivot(const iron_ir_op_t *a, const int64_t *pa,
+                       const iron_ir_op_t *b, const int64_t *pb) {
+  const iron_ir_type_t *x = a->operands[0]->type, *y = b->operands[0]->type;
+  if (x->rank != y->rank) return false;
+  for (int32_t d = 0; d < x->rank; ++d)
+    if (x->dims[d] != y->dims[d] || pa[d] != pb[d]) return false;
+  return true;
+}
+
+void iron_cuda_fusion_pivots_free(iron_cuda_fusion_pivots_t *p) {
+  free(p->phase);
+  free(p->out_phase);
+  memset(p, 0, sizeof(*p));
+}
+
+// Phase 1 members: the ancestors of pivot operands (members only).
+static void mark_ancestors(const iron_cuda_fusion_t *f, uint8_t *phase,
+                           const iron_ir_value_t *v) {
+  int32_t o = op_index(f, v->def_op);
+  if (o < 0 || (phase[o] & 1)) return;
+  phase[o] |= 1;
+  const iron_ir_op_t *op = f->ops[o];
+  for (uint32_t k = 0; k < op->num_operands; ++k)
+    mark_ancestors(f, phase, op->operands[k]);
+}
+
+iron_status_t iron_cuda_fusion_pivots_plan(const iron_cuda_fusion_t *f,
+                                           iron_cuda_fusion_pivots_t *out) {
+  memset(out, 0, sizeof(*out));
+  // Transposes of member values must pivot.
+  for (uint32_t o = 0; o < f->num_ops; ++o) {
+    const iron_ir_op_t *op = f->ops[o];
+    if (!is_transpose(op) || op_index(f, op->operands[0]->def_op) < 0)
+      continue;
+    int64_t perm[IRON_MAX_RANK];
+    if (!read_perm(op, perm))
+      return iron_ir_op_unimplemented(op, "in a CUDA fusion with this "
+                                          "permutation");
+    if (out->num == IRON_CUDA_MAX_PIVOTS ||
+        (out->num &&
+         !same_pivot(f->ops[out->op[0]], out->perm, op, perm)))
+      return iron_ir_op_unimplemented(op,
+                                      "in a CUDA fusion with other "
+                                      "transposes of computed values");
+    if (!out->num) memcpy(out->perm, perm, sizeof(perm));
+    out->op[out->num++] = o;
+  }
+  if (!out->num && !iron_cuda_transpose_fusion_enabled()) return IRON_OK;
+  uint32_t n = f->num_ops ? f->num_ops : 1;
+  out->phase = calloc(n, 1);
+  out->out_phase = calloc(f->num_outputs ? f->num_outputs : 1, 1);
+  if (!out->phase || !out->out_phase) {
+    iron_cuda_fusion_pivots_free(out);
+    return IRON_ERR(RESOURCE_EXHAUSTED, "out of memory (fusion plan)");
+  }
+  for (uint32_t j = 0; j < out->num; ++j)
+    mark_ancestors(f, out->phase, f->ops[out->op[j]]->operands[0]);
+  // Transposes of inputs that read across the contiguous dim pivot too
+  // (a tile makes both sides coalesced) when they transpose alike and
+  // are not needed at the operand's coordinates; not in fusions with
+  // dynamic_update_slice roots (fuse.c gives those no pivots: they write
+  // at coordinates of their own).
+  bool roots = false;
+  for (uint32_t o = 0; o < f->num_ops; ++o)
+    roots = roots || f->ops[o]->kind == IRON_OP_DYNAMIC_UPDATE_SLICE;
+  if (iron_cuda_transpose_fusion_enabled() && !roots) {
+    for (uint32_t o = 0; o < f->num_ops && out->num < IRON_CUDA_MAX_PIVOTS;
+         ++o) {
+      const iron_ir_op_t *op = f->ops[o];
+      if (!is_transpose(op) || (out->phase[o] & 1) ||
+          op_index(f, op->operands[0]->def_op) >= 0)
+        continue;
+      int64_t perm[IRON_MAX_RANK];
+      if (!read_perm(op, perm) || !moves_inner(op, perm) ||
+          iron_ir_type_num_elements(op->results[0].type) <= 1)
+        continue;
+      if (out->num && !same_pivot(f->ops[out->op[0]], out->perm, op, perm))
+        continue;
+      if (!out->num) memcpy(out->perm, perm, sizeof(perm));
+      out->op[out->num++] = o;
+    }
+  }
+  if (!out->num) {
+    iron_cuda_fusion_pivots_free(out);
+    return IRON_OK;
+  }
+  out->in = f->ops[out->op[0]]->operands[0]->type;
+  for (uint32_t j = 0; j < out->num; ++j)
+    if (out->phase[out->op[j]] & 1) {  // fuse.c never chains pivots
+      const iron_ir_op_t *op = f->ops[out->op[j]];
+      iron_cuda_fusion_pivots_free(out);
+      return iron_ir_op_unimplemented(op, "in a CUDA fusion that transposes "
+                                          "it again");
+    }
+  // Outputs computed in phase 1 are stored there; the rest in phase 2,
+  // which computes every member it needs (phase 1 members too: a square
+  // transpose's operand read again at the result's coordinates).
+  for (uint32_t j = 0; j < f->num_outputs; ++j) {
+    int32_t o = op_index(f, f->outputs[j]->def_op);
+    out->out_phase[j] = o >= 0 && (out->phase[o] & 1) ? 1 : 2;
+  }
+  for (int32_t o = (int32_t)f->num_ops - 1; o >= 0; --o) {
+    if (!(out->phase[o] & 1)) {
+      out->phase[o] |= 2;
+      continue;
+    }
+    const iron_ir_op_t *op = f->ops[o];
+    bool need = false;
+    for (uint32_t j = 0; j < f->num_outputs && !need; ++j)
+      need = out->out_phase[j] == 2 && f->outputs[j]->def_op == op;
+    for (uint32_t q = (uint32_t)o + 1; q < f->num_ops && !need; ++q) {
+      if (!(out->phase[q] & 2) || iron_cuda_fusion_is_pivot(out, q)) continue;
+      const iron_ir_op_t *u = f->ops[q];
+      for (uint32_t k = 0; k < u->num_operands && !need; ++k)
+        need = u->operands[k]->def_op == op;
+    }
+    if (need) out->phase[o] |= 2;
+  }
+  return IRON_OK;
+}
+
+bool iron_cuda_fusion_is_pivot(const iron_cuda_fusion_pivots_t *p,
+                               uint32_t o) {
+  for (uint32_t j = 0; j < p->num; ++j)
+    if (p->op[j] == o) return true;
+  return false;
+}
+
+// IRON_CUDA_TRANSPOSE_PAIRS=0 (tests, A/B): 1- and 2-byte pivots keep
+// 32x32 tiles of one element per thread and access.
+static bool pairs_enabled(void) {
+  const char *e = getenv("IRON_CUDA_TRANSPOSE_PAIRS");  // compile time only
+  return !(e && strcmp(e, "0") == 0);
+}
+
+static bool tiled_enabled(void) {
+  const char *e = getenv("IRON_CUDA_TILED_TRANSPOSE");  // compile time only
+  return !(e && strcmp(e, "0") == 0);
+}
+
+void iron_cuda_fusion_tile_plan(const iron_cuda_fusion_pivots_t *p,
+                                iron_cuda_fusion_tile_t *out) {
+  memset(out, 0, sizeof(*out));
+  size_t tile_bytes = p->num * 32 * 33 * iron_dtype_size(p->in->dtype);
+  const iron_ir_type_t *in = p->in;
+  int64_t istr[IRON_MAX_RANK], s = 1;
+  for (int32_t d = in->rank - 1; d >= 0; --d) {
+    istr[d] = s;
+    s *= in->dims[d];
+  }
+  // The result's dims with their source strides; unit dims dropped and
+  // dims contiguous in the source merged (as cuda_shape.c's tiled
+  // transpose).
+  int32_t r = 0;
+  for (int32_t d = 0; d < in->rank; ++d) {
+    int64_t dim = in->dims[p->perm[d]], str = istr[p->perm[d]];
+    if (dim == 1) continue;
+    if (r > 0 && out->src_strides[r - 1] == str * dim) {
+      out->dims[r - 1] *= dim;
+      out->src_strides[r - 1] = str;
+      continue;
+    }
+    out->dims[r] = dim;
+    out->src_strides[r] = str;
+    r++;
+  }
+  out->rank = r;
+  s = 1;
+  for (int32_t d = r - 1; d >= 0; --d) {
+    out->out_strides[d] = s;
+    s *= out->dims[d];
+  }
+  out->k = -1;
+  int64_t count = iron_ir_type_num_elements(in);
+  if (count <= 0 || r < 2 || !tiled_enabled() ||
+      out->src_strides[r - 1] == 1 || tile_bytes > kIronCudaPivotTileMaxBytes)
+    return;
+  for (int32_t k = 0; k < r - 1 && out->k < 0; ++k)
+    if (out->src_strides[k] == 1 && out->dims[k] >= 16 &&
+        out->dims[r - 1] >= 16)
+      out->k = k;
+  if (out->k < 0) return;
+  // Pairs for elements of 1 or 2 bytes (64x64 tiles): 4-byte accesses
+  // and up where 32 threads of a 32x32 tile would move 64 bytes or less.
+  size_t es = iron_dtype_size(in->dtype);
+  out->pairs = es <= 2 && out->dims[out->k] % 2 == 0 &&
+               out->dims[r - 1] % 2 == 0 && pairs_enabled() &&
+               p->num * 64 * 65 * es <= kIronCudaPivotTileMaxBytes;
+  int64_t t = out->pairs ? 64 : 32;
+  int64_t blocks = ((out->dims[out->k] + t - 1) / t) * ((out->dims[r - 1] + t - 1) / t);
+  for (int32_t d = 0; d < r - 1; ++d)
+    if (d != out->k) blocks *= out->dims[d];
+  if (blocks > 0x7fffffffLL) {
+    out->k = -1;
+    return;
+  }
+  out->blocks = blocks;
 }

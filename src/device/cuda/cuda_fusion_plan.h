@@ -8,6 +8,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "base/status.h"
 #include "ir/ir.h"
 
 #ifdef __cplusplus
@@ -68,6 +69,60 @@ bool iron_cuda_fusion_reads_input(const iron_cuda_fusion_t *f, uint32_t i);
 // The dynamic_update_slice op whose result output j is, or NULL.
 const iron_ir_op_t *iron_cuda_fusion_dus_root(const iron_cuda_fusion_t *f,
                                               uint32_t j);
+
+// IRON_CUDA_TRANSPOSE_FUSION (default on; read at compile time): whether
+// transposes pivot fusions (iron_compiler_fuse_pivots) and transposes of
+// inputs that read across the contiguous dim become tiled pivots.
+bool iron_cuda_transpose_fusion_enabled(void);
+
+// A fusion's pivot transposes (src/compiler/fuse.h): every transpose of a
+// member value, and (transpose fusion on) the transposes of inputs that
+// read across the source's contiguous dim and transpose alike. All
+// transpose `in` by `perm`. The kernel runs in two phases: phase 1
+// computes the pivots' operands (and the members they need) at the
+// operand's coordinates, phase 2 everything else at the fusion space's,
+// reading each pivot's value where phase 1 put it (a shared-memory tile,
+// or a register when each thread computes its own source element).
+#define IRON_CUDA_MAX_PIVOTS 4
+typedef struct iron_cuda_fusion_pivots {
+  uint32_t num;  // 0: no pivot (and nothing below is set)
+  uint32_t op[IRON_CUDA_MAX_PIVOTS];  // indices into fusion->ops
+  const iron_ir_type_t *in;           // the pivots' operand type
+  int64_t perm[IRON_MAX_RANK];
+  // Per op: bit 0 computed in phase 1, bit 1 in phase 2 (both: recomputed
+  // at the other coordinates; one element, or a square transpose).
+  uint8_t *phase;
+  uint8_t *out_phase;  // per output: the phase that stores it (1 or 2)
+} iron_cuda_fusion_pivots_t;
+
+// Fills *out (owned: iron_cuda_fusion_pivots_free); UNIMPLEMENTED naming
+// the op for transposes of member values that no one kernel can pivot.
+iron_status_t iron_cuda_fusion_pivots_plan(const iron_cuda_fusion_t *f,
+                                           iron_cuda_fusion_pivots_t *out);
+void iron_cuda_fusion_pivots_free(iron_cuda_fusion_pivots_t *p);
+bool iron_cuda_fusion_is_pivot(const iron_cuda_fusion_pivots_t *p,
+                               uint32_t op_index);
+
+// The pivots' tiles: the result dims (size-1 dims dropped, dims contiguous
+// in the source merged) with their source and result strides. k >= 0: the
+// source-contiguous dim k and the last dim are both >= 16 and the kernel
+// runs `blocks` blocks of 256 threads over 32x32 tiles of (k, last) (as
+// cuda_shape.c's tiled transpose); k < 0: one thread per element, each
+// computing its source element (IRON_CUDA_TILED_TRANSPOSE=0, or the
+// pivots' tiles taking more shared memory than the limit).
+enum { kIronCudaPivotTileMaxBytes = 40 << 10 };
+// pairs (1- and 2-byte pivot elements, both tile dims even; not with
+// IRON_CUDA_TRANSPOSE_PAIRS=0): 64x64 tiles, each thread moving two
+// adjacent elements along each side's contiguous dim.
+typedef struct iron_cuda_fusion_tile {
+  int32_t rank, k;
+  bool pairs;
+  int64_t dims[IRON_MAX_RANK];
+  int64_t src_strides[IRON_MAX_RANK], out_strides[IRON_MAX_RANK];
+  int64_t blocks;
+} iron_cuda_fusion_tile_t;
+void iron_cuda_fusion_tile_plan(const iron_cuda_fusion_pivots_t *p,
+                                iron_cuda_fusion_tile_t *out);
 
 #ifdef __cplusplus
 }

@@ -9,6 +9,7 @@
 #include "device/cuda/gen/types.h"
 #include "device/cuda/cuda_device.h"
 #include "device/cuda/cuda_fusion.h"
+#include "device/cuda/cuda_fusion_plan.h"
 #include "device/cuda/gen/ops.h"
 #include "device/cuda/cuda_ops_internal.h"
 
@@ -67,9 +68,12 @@ static bool reduce_fusable(const iron_ir_op_t *op) {
 // slice, transpose and dynamic_slice fuse as indexed loads of a fusion
 // input (cuda_fusion.c gen_indexed_load). Their operand must have another
 // shape than their result, so that fuse.c (one shape per group) never puts
-// it inside the same fusion. A transpose that moves the innermost dim reads
-// its input uncoalesced: it fuses only when the operand is small enough to
-// stay in L2; larger ones keep the tiled transpose kernel.
+// it inside the same fusion. With IRON_CUDA_TRANSPOSE_FUSION on, every
+// transpose fuses: as a pivot (iron_cuda_pivot_fusable) or as a load, the
+// generator tiling those that move the innermost dim (gen/fusion.c).
+// Without it, a transpose that moves the innermost dim reads its input
+// uncoalesced: it fuses only when the operand is small enough to stay in
+// L2; larger ones keep the tiled transpose kernel.
 enum { kFuseTransposeMaxBytes = 4 << 20 };
 static bool indexed_load_fusable(const iron_ir_op_t *op) {
   const char *e = getenv("IRON_CUDA_FUSE_SLICES");  // compile time only
@@ -80,9 +84,16 @@ static bool indexed_load_fusable(const iron_ir_op_t *op) {
       !iron_ir_type_is_static(out) || in->rank != out->rank ||
       in->dtype != out->dtype)
     return false;
+  // fuse.c never lets a transpose join a group as an element-wise member
+  // (it pivots or loads), so a square one may fuse; slices and
+  // dynamic_slices of their operand's shape could be taken for one.
   bool same = true;
   for (int32_t d = 0; d < in->rank; ++d) same = same && in->dims[d] == out->dims[d];
-  if (same) return false;
+  if (same && (op->kind != IRON_OP_TRANSPOSE ||
+               !iron_cuda_transpose_fusion_enabled()))
+    return false;
+  if (op->kind == IRON_OP_TRANSPOSE && iron_cuda_transpose_fusion_enabled())
+    return op->num_operands == 1;  // tiled inside the fusion when it pays
   if (op->kind == IRON_OP_TRANSPOSE) {
     int64_t perm[IRON_MAX_RANK];
     uint32_t np = 0;
@@ -165,6 +176,11 @@ bool iron_cuda_fusable(const iron_ir_op_t *op) {
   for (uint32_t i = 0; i < op->num_operands; ++i)
     if (!tensor_ok(op->operands[i]->type)) return false;
   return true;
+}
+
+bool iron_cuda_pivot_fusable(const iron_ir_op_t *op) {
+  return op->kind == IRON_OP_TRANSPOSE &&
+         iron_cuda_transpose_fusion_enabled() && indexed_load_fusable(op);
 }
 
 const iron_kernel_t *iron_cuda_kernel_lookup(iron_op_kind_t kind) {

@@ -7,7 +7,9 @@
 //
 // Transposes whose input-contiguous dim is not the output's innermost go
 // through a 32x32 shared-memory tile so that reads and writes are both
-// coalesced (IRON_CUDA_TILED_TRANSPOSE=0 turns this off).
+// coalesced (IRON_CUDA_TILED_TRANSPOSE=0 turns this off); those of 1- and
+// 2-byte elements through the transpose fusion's 64x64 pair tiles
+// (gen/fusion.c; IRON_CUDA_TRANSPOSE_PAIRS=0: the 32x32 tile).
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +20,7 @@
 #include "device/cuda/gen/types.h"
 #include "device/cuda/cuda_device.h"
 #include "device/cuda/cuda_fusion.h"
+#include "device/cuda/cuda_fusion_plan.h"
 #include "device/plans/shape_plan.h"
 
 // The shared plan (src/device/plans/shape_plan.c) validates the op; CUDA
@@ -282,6 +285,32 @@ static iron_status_t broadcast_prepare(iron_device_t *dev,
   }
   return prepare_affine(dev, op, a, "iron_bcast", out_params);
 }
+// A transpose of 1- or 2-byte elements that the transpose fusion's pair
+// tiles take (cuda_fusion_plan.h): generated as a fusion of itself, so
+// that each thread loads and stores two elements at once (the 32x32 tile
+// below moves 64 bytes per warp access).
+static bool transpose_as_pairs(const iron_ir_op_t *op,
+                               iron_cuda_fusion_t *f) {
+  if (iron_dtype_size(op->results[0].type->dtype) > 2 ||
+      !iron_cuda_fusion_dtype_ok(op->results[0].type->dtype) ||
+      !tiled_transpose_enabled())
+    return false;
+  iron_cuda_fusion_pivots_t pv;
+  iron_status_t st = iron_cuda_fusion_pivots_plan(f, &pv);
+  if (st) {
+    iron_status_free(st);
+    return false;
+  }
+  bool pairs = false;
+  if (pv.num == 1) {
+    iron_cuda_fusion_tile_t tp;
+    iron_cuda_fusion_tile_plan(&pv, &tp);
+    pairs = tp.k >= 0 && tp.pairs;
+  }
+  iron_cuda_fusion_pivots_free(&pv);
+  return pairs;
+}
+
 static iron_status_t transpose_prepare(iron_device_t *dev,
                                        const iron_ir_op_t *op,
                                        iron_region_t *const *regions,
@@ -289,6 +318,15 @@ static iron_status_t transpose_prepare(iron_device_t *dev,
   (void)regions;
   iron_shape_plan_t sp;
   IRON_RETURN_IF_ERROR_PLAIN(read_plan(op, &sp));
+  const iron_ir_op_t *ops[1] = {op};
+  const iron_ir_value_t *ins[1] = {op->operands[0]};
+  const iron_ir_value_t *outs[1] = {&op->results[0]};
+  iron_cuda_fusion_t f = {.num_ops = 1, .ops = ops, .num_inputs = 1,
+                          .inputs = ins, .num_outputs = 1, .outputs = outs,
+                          .owner = op};
+  if (op->num_operands == 1 && op->num_results == 1 &&
+      transpose_as_pairs(op, &f))
+    return iron_cuda_fusion_prepare(dev, &f, out_params);
   const iron_ir_type_t *in = sp.in, *out = sp.out;
   int64_t istr[IRON_MAX_RANK];
   row_major(in->rank, in->dims, istr);

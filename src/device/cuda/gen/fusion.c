@@ -505,6 +505,417 @@ static bool fusion_is_cheap(const iron_cuda_fusion_t *f) {
 }
 
 // ---------------------------------------------------------------------------
+// Pivot transposes (cuda_fusion_plan.h): phase 1 computes the pivots'
+// operands at the operand's coordinates, phase 2 the rest at the space's.
+
+// Whether input i is read at the element's index (or at 0) in `phase`.
+static bool phase_reads_input(const iron_cuda_fusion_t *f,
+                              const iron_cuda_fusion_pivots_t *pv, int phase,
+                              uint32_t i) {
+  const iron_ir_value_t *v = f->inputs[i];
+  for (uint32_t j = 0; j < f->num_outputs; ++j)
+    if (f->outputs[j] == v && pv->out_phase[j] == phase) return true;
+  for (uint32_t o = 0; o < f->num_ops; ++o) {
+    const iron_ir_op_t *op = f->ops[o];
+    bool pivot = iron_cuda_fusion_is_pivot(pv, o);
+    // A pivot's operand is read in phase 1 (its result in phase 2).
+    if (pivot) {
+      if (phase == 1 && op->operands[0] == v) return true;
+      continue;
+    }
+    if (!(pv->phase[o] & phase) || op->kind == IRON_OP_BROADCAST_IN_DIM)
+      continue;
+    uint32_t first = iron_cuda_fusion_is_indexed_load(op->kind) ? 1 : 0;
+    for (uint32_t k = first; k < op->num_operands; ++k)
+      if (op->operands[k] == v) return true;
+  }
+  return false;
+}
+
+static bool phase_needs_coords(const iron_cuda_fusion_t *f,
+                               const iron_cuda_fusion_pivots_t *pv,
+                               int phase) {
+  for (uint32_t o = 0; o < f->num_ops; ++o) {
+    iron_op_kind_t k = f->ops[o]->kind;
+    if (!(pv->phase[o] & phase) || iron_cuda_fusion_is_pivot(pv, o)) continue;
+    if (k == IRON_OP_BROADCAST_IN_DIM || k == IRON_OP_IOTA ||
+        iron_cuda_fusion_is_indexed_load(k))
+      return true;
+  }
+  return false;
+}
+
+// Emits, inside a block where `i` is the element's linear index in the
+// phase's space (t), the phase's members and its outputs' stores. Phase
+// 2 reads pivot j's value from pexpr[j] (a storage lvalue: the tile; or a
+// compute-type local when `pexpr_comp`). Phase 1 ends with pset[j] =
+// pivot j's operand (storage when `pset_store`, else compute type).
+// elem >= 0 (element elem of a thread's pair): inputs of the space's
+// count are read from a<input>_<elem> and outputs written to
+// o<output>_<elem>, storage locals the caller loads and stores as pairs.
+static iron_status_t emit_phase(fusion_gen_t *g,
+                                const iron_cuda_fusion_pivots_t *pv,
+                                int phase, const iron_ir_type_t *t,
+                                char pexpr[][64], bool pexpr_comp,
+                                char pset[][64], bool pset_store, int elem) {
+  const iron_cuda_fusion_t *f = g->f;
+  g->rank = t->rank;
+  memcpy(g->dims, t->dims, sizeof(int64_t) * (size_t)t->rank);
+  uint32_t saved = g->num_vals;
+  iron_status_t st = IRON_OK;
+  if (phase_needs_coords(f, pv, phase) && g->rank > 0) {
+    iron_cuda_text_printf(g->s, "    %s r_ = (%s)i;\n", g->idx, g->idx);
+    for (int32_t d = g->rank - 1; d >= 0; --d) {
+      iron_cuda_text_printf(g->s, "    const %s c%d = r_ %% (%s)%lld;\n",
+                            g->idx, d, g->idx, (long long)g->dims[d]);
+      if (d)
+        iron_cuda_text_printf(g->s, "    r_ /= (%s)%lld;\n", g->idx,
+                              (long long)g->dims[d]);
+    }
+  }
+  const char *pre = phase == 1 ? "y%u" : "x%u";
+  for (uint32_t i = 0; i < f->num_inputs; ++i) {
+    const iron_ir_value_t *v = f->inputs[i];
+    if (phase_reads_input(f, pv, phase, i)) {
+      int64_t c = type_count(v->type);
+      if (c != 1 && c != g->count)
+        return IRON_ERR(INVALID_ARGUMENT,
+                        "CUDA fusion: input %u has %lld elements, the fusion "
+                        "%lld",
+                        i, (long long)c, (long long)g->count);
+      char name[24], lv[64];
+      snprintf(name, sizeof(name), pre, i);
+      if (c != 1 && elem >= 0)
+        snprintf(lv, sizeof(lv), "a%u_%d", i, elem);
+      else
+        snprintf(lv, sizeof(lv), c == 1 ? "in%u[0]" : "in%u[i]", i);
+      emit_load(g->s, v->type->dtype, name, lv);
+    }
+    IRON_RETURN_IF_ERROR_PLAIN(value_add(g, v, pre, i));
+  }
+  for (uint32_t o = 0; o < f->num_ops; ++o) {
+    const iron_ir_op_t *op = f->ops[o];
+    if (!(pv->phase[o] & phase)) continue;
+    if (iron_cuda_fusion_is_pivot(pv, o)) {
+      uint32_t j = 0;
+      while (pv->op[j] != o) ++j;
+      char var[24];
+      snprintf(var, sizeof(var), "v%u", o);
+      iron_dtype_t dt = op->results[0].type->dtype;
+      if (pexpr_comp)
+        iron_cuda_text_printf(g->s, "    const %s %s = %s;\n",
+                              iron_cuda_type(dt).comp, var, pexpr[j]);
+      else
+        emit_load(g->s, dt, var, pexpr[j]);
+      IRON_RETURN_IF_ERROR_PLAIN(value_add(g, &op->results[0], "v%u", o));
+      continue;
+    }
+    // A member computed in both phases has the space's dims in both (a
+    // square transpose's operand) or one element.
+    if (pv->phase[o] == 3 && type_count(op->results[0].type) != 1 &&
+        !dims_equal(g, op->results[0].type))
+      return iron_ir_op_unimplemented(op,
+                                      "in a CUDA fusion on both sides of a "
+                                      "transpose");
+    IRON_RETURN_IF_ERROR_PLAIN(gen_op(g, op, o));
+  }
+  if (phase == 1) {
+    for (uint32_t j = 0; j < pv->num; ++j) {
+      const iron_ir_value_t *src = f->ops[pv->op[j]]->operands[0];
+      const char *n = value_name(g, src);
+      if (!n)
+        return IRON_ERR(INVALID_ARGUMENT, "CUDA fusion: pivot %u operand",
+                        j);
+      int input = -1;
+      for (uint32_t u = 0; u < f->num_inputs; ++u)
+        if (f->inputs[u] == src && type_count(src->type) == g->count)
+          input = (int)u;
+      if (pset_store && input >= 0) {
+        // An input's storage bits go to the tile as they are (as the
+        // unfused transpose moves them).
+        if (elem >= 0)
+          iron_cuda_text_printf(g->s, "    %s = a%d_%d;\n", pset[j], input,
+                                elem);
+        else
+          iron_cuda_text_printf(g->s, "    %s = in%d[i];\n", pset[j], input);
+      } else if (pset_store) {
+        char se[512];
+        iron_cuda_store_expr(src->type->dtype, n, se, sizeof(se));
+        iron_cuda_text_printf(g->s, "    %s = %s;\n", pset[j], se);
+      } else {
+        iron_cuda_text_printf(g->s, "    %s = %s;\n", pset[j], n);
+      }
+    }
+  }
+  for (uint32_t j = 0; j < f->num_outputs; ++j) {
+    if (pv->out_phase[j] != phase) continue;
+    if (iron_cuda_fusion_dus_root(f, j))
+      return iron_ir_op_unimplemented(f->outputs[j]->def_op,
+                                      "in a CUDA fusion with a transpose");
+    const char *n = value_name(g, f->outputs[j]);
+    if (!n)
+      return IRON_ERR(INVALID_ARGUMENT, "CUDA fusion: output %u not defined",
+                      j);
+    char se[512];
+    iron_cuda_store_expr(f->outputs[j]->type->dtype, n, se, sizeof(se));
+    // A pivot's value from the tile: its storage bits as they are (as the
+    // unfused transpose copies them).
+    for (uint32_t q = 0; q < pv->num && !pexpr_comp; ++q)
+      if (f->outputs[j] == &f->ops[pv->op[q]]->results[0])
+        snprintf(se, sizeof(se), "%s", pexpr[q]);
+    if (elem >= 0)
+      iron_cuda_text_printf(g->s, "    o%u_%d = %s;\n", j, elem, se);
+    else
+      iron_cuda_text_printf(g->s, "    out%u[i] = %s;\n", j, se);
+  }
+  g->num_vals = saved;  // the phase's names end with its block
+  return st;
+}
+
+// Loads (phase 1) or declares the pair locals of the phase's inputs of
+// the space's count, and declares its outputs' pair locals.
+static void pair_locals(fusion_gen_t *g, const iron_cuda_fusion_pivots_t *pv,
+                        int phase) {
+  const iron_cuda_fusion_t *f = g->f;
+  for (uint32_t u = 0; u < f->num_inputs; ++u) {
+    const iron_ir_type_t *t = f->inputs[u]->type;
+    if (type_count(t) == 1 || !phase_reads_input(f, pv, phase, u)) continue;
+    const char *ct = st_ctype(t->dtype);
+    iron_cuda_text_printf(g->s,
+                          "    %s a%u_0, a%u_1;\n"
+                          "    if (al_) {\n"
+                          "      const iron_vec<%s, 2> p_ = "
+                          "*(const iron_vec<%s, 2> *)(in%u + i0_);\n"
+                          "      a%u_0 = p_.v[0]; a%u_1 = p_.v[1];\n"
+                          "    } else {\n"
+                          "      a%u_0 = in%u[i0_]; a%u_1 = in%u[i0_ + 1];\n"
+                          "    }\n",
+                          ct, u, u, ct, ct, u, u, u, u, u, u, u);
+  }
+  for (uint32_t j = 0; j < f->num_outputs; ++j)
+    if (pv->out_phase[j] == phase)
+      iron_cuda_text_printf(g->s, "    %s o%u_0, o%u_1;\n",
+                            st_ctype(f->outputs[j]->type->dtype), j, j);
+}
+
+static void pair_stores(fusion_gen_t *g, const iron_cuda_fusion_pivots_t *pv,
+                        int phase) {
+  const iron_cuda_fusion_t *f = g->f;
+  for (uint32_t j = 0; j < f->num_outputs; ++j) {
+    if (pv->out_phase[j] != phase) continue;
+    const char *ct = st_ctype(f->outputs[j]->type->dtype);
+    iron_cuda_text_printf(g->s,
+                          "    if (al_) {\n"
+                          "      iron_vec<%s, 2> p_; p_.v[0] = o%u_0; "
+                          "p_.v[1] = o%u_1;\n"
+                          "      *(iron_vec<%s, 2> *)(out%u + i0_) = p_;\n"
+                          "    } else {\n"
+                          "      out%u[i0_] = o%u_0; out%u[i0_ + 1] = o%u_1;\n"
+                          "    }\n",
+                          ct, j, j, ct, j, j, j, j, j);
+  }
+}
+
+// The tiled kernel for pivots of 1- or 2-byte elements (tp->pairs): 64x64
+// tiles, each thread moving two adjacent elements along the contiguous
+// dim of each side, so that its loads and stores of inputs and outputs
+// are pairs (4 bytes and up) where the pointers are aligned (checked at
+// run time; both tile dims are even, so pairs never straddle a row). The
+// tile's row pitch of 65 elements keeps phase 2's column reads on
+// distinct banks.
+static iron_status_t gen_pivot_pairs(fusion_gen_t *g,
+                                     const iron_cuda_fusion_pivots_t *pv,
+                                     const iron_ir_type_t *space,
+                                     const iron_cuda_fusion_tile_t *tp) {
+  const iron_cuda_fusion_t *f = g->f;
+  iron_cuda_text_t *s = g->s;
+  const char *I = g->idx;
+  iron_dtype_t dt = pv->in->dtype;
+  int32_t k = tp->k, L = tp->rank - 1;
+  int64_t nk = (tp->dims[k] + 63) / 64, nl = (tp->dims[L] + 63) / 64;
+  char pexpr[2][IRON_CUDA_MAX_PIVOTS][64], pset[2][IRON_CUDA_MAX_PIVOTS][64];
+  for (uint32_t j = 0; j < pv->num; ++j) {
+    iron_cuda_text_printf(s, "  __shared__ %s t%u_[64][65];\n", st_ctype(dt),
+                          j);
+    for (int e = 0; e < 2; ++e) {
+      snprintf(pset[e][j], sizeof(pset[e][j]), "t%u_[ty_ + j_][2 * tx_ + %d]",
+               j, e);
+      snprintf(pexpr[e][j], sizeof(pexpr[e][j]),
+               "t%u_[2 * tx_ + %d][ty_ + j_]", j, e);
+    }
+  }
+  iron_cuda_text_printf(s, "  bool al_ = true;\n");
+  for (uint32_t u = 0; u < f->num_inputs; ++u)
+    if (type_count(f->inputs[u]->type) != 1)
+      iron_cuda_text_printf(s,
+                            "  al_ = al_ && ((unsigned long long)in%u %% "
+                            "(2 * sizeof(*in%u))) == 0;\n",
+                            u, u);
+  for (uint32_t j = 0; j < f->num_outputs; ++j)
+    iron_cuda_text_printf(s,
+                          "  al_ = al_ && ((unsigned long long)out%u %% "
+                          "(2 * sizeof(*out%u))) == 0;\n",
+                          j, j);
+  iron_cuda_text_printf(s,
+                        "  %s b_ = blockIdx.x;\n"
+                        "  const %s tl_ = b_ %% %lldLL; b_ /= %lldLL;\n"
+                        "  const %s tk_ = b_ %% %lldLL; b_ /= %lldLL;\n"
+                        "  %s sb_ = 0, ob_ = 0;\n",
+                        I, I, (long long)nl, (long long)nl, I, (long long)nk,
+                        (long long)nk, I);
+  for (int32_t d = tp->rank - 1; d >= 0; --d) {
+    if (d == k || d == L) continue;
+    iron_cuda_text_printf(s,
+                          "  { const %s c_ = b_ %% %lldLL; b_ /= %lldLL; "
+                          "sb_ += c_ * %lldLL; ob_ += c_ * %lldLL; }\n",
+                          I, (long long)tp->dims[d], (long long)tp->dims[d],
+                          (long long)tp->src_strides[d],
+                          (long long)tp->out_strides[d]);
+  }
+  iron_cuda_text_printf(
+      s,
+      "  const int tx_ = threadIdx.x & 31, ty_ = threadIdx.x >> 5;\n"
+      "  for (int j_ = 0; j_ < 64; j_ += 8) {\n"
+      "    const %s kk_ = tk_ * 64 + 2 * tx_, ll_ = tl_ * 64 + ty_ + j_;\n"
+      "    if (kk_ >= %lldLL || ll_ >= %lldLL) continue;\n"
+      "    const %s i0_ = sb_ + kk_ + ll_ * %lldLL;\n",
+      I, (long long)tp->dims[k], (long long)tp->dims[L], I,
+      (long long)tp->src_strides[L]);
+  pair_locals(g, pv, 1);
+  for (int e = 0; e < 2; ++e) {
+    iron_cuda_text_printf(s, "    {\n    const %s i = i0_ + %d;\n", I, e);
+    IRON_RETURN_IF_ERROR_PLAIN(
+        emit_phase(g, pv, 1, pv->in, pexpr[e], false, pset[e], true, e));
+    iron_cuda_text_printf(s, "    }\n");
+  }
+  pair_stores(g, pv, 1);
+  iron_cuda_text_printf(
+      s,
+      "  }\n"
+      "  __syncthreads();\n"
+      "  for (int j_ = 0; j_ < 64; j_ += 8) {\n"
+      "    const %s ll_ = tl_ * 64 + 2 * tx_, kk_ = tk_ * 64 + ty_ + j_;\n"
+      "    if (kk_ >= %lldLL || ll_ >= %lldLL) continue;\n"
+      "    const %s i0_ = ob_ + kk_ * %lldLL + ll_;\n",
+      I, (long long)tp->dims[k], (long long)tp->dims[L], I,
+      (long long)tp->out_strides[k]);
+  pair_locals(g, pv, 2);
+  for (int e = 0; e < 2; ++e) {
+    iron_cuda_text_printf(s, "    {\n    const %s i = i0_ + %d;\n", I, e);
+    IRON_RETURN_IF_ERROR_PLAIN(
+        emit_phase(g, pv, 2, space, pexpr[e], false, pset[e], false, e));
+    iron_cuda_text_printf(s, "    }\n");
+  }
+  pair_stores(g, pv, 2);
+  iron_cuda_text_printf(s, "  }\n}\n");
+  return IRON_OK;
+}
+
+// The kernel of a fusion with pivots: over 32x32 tiles of the pivots'
+// (source-contiguous, result-contiguous) dims when the planner tiles them
+// (loads coalesced along the source, stores along the result), else one
+// thread per element computing phase 1 at its source element.
+static iron_status_t gen_pivot_kernel(fusion_gen_t *g,
+                                      const iron_cuda_fusion_pivots_t *pv,
+                                      const iron_ir_type_t *space) {
+  const iron_cuda_fusion_t *f = g->f;
+  iron_cuda_text_t *s = g->s;
+  iron_cuda_fusion_tile_t tp;
+  iron_cuda_fusion_tile_plan(pv, &tp);
+  iron_cuda_text_printf(
+      s, "extern \"C\" __global__ void __launch_bounds__(256) %s(",
+      IRON_CUDA_KERNEL_PLACEHOLDER);
+  for (uint32_t i = 0; i < f->num_inputs; ++i)
+    iron_cuda_text_printf(s, "%sconst %s *in%u", i ? ", " : "",
+                          st_ctype(f->inputs[i]->type->dtype), i);
+  for (uint32_t j = 0; j < f->num_outputs; ++j)
+    iron_cuda_text_printf(s, "%s%s *out%u", (f->num_inputs || j) ? ", " : "",
+                          st_ctype(f->outputs[j]->type->dtype), j);
+  iron_cuda_text_printf(s, ") {\n");
+  const char *I = g->idx;
+  char pexpr[IRON_CUDA_MAX_PIVOTS][64], pset[IRON_CUDA_MAX_PIVOTS][64];
+  iron_dtype_t dt = pv->in->dtype;
+  if (tp.k >= 0 && tp.pairs) return gen_pivot_pairs(g, pv, space, &tp);
+  if (tp.k >= 0) {
+    int32_t k = tp.k, L = tp.rank - 1;
+    int64_t nk = (tp.dims[k] + 31) / 32, nl = (tp.dims[L] + 31) / 32;
+    for (uint32_t j = 0; j < pv->num; ++j) {
+      iron_cuda_text_printf(s, "  __shared__ %s t%u_[32][33];\n", st_ctype(dt),
+                            j);
+      snprintf(pset[j], sizeof(pset[j]), "t%u_[ty_ + j_][tx_]", j);
+      snprintf(pexpr[j], sizeof(pexpr[j]), "t%u_[tx_][ty_ + j_]", j);
+    }
+    iron_cuda_text_printf(s,
+                          "  %s b_ = blockIdx.x;\n"
+                          "  const %s tl_ = b_ %% %lldLL; b_ /= %lldLL;\n"
+                          "  const %s tk_ = b_ %% %lldLL; b_ /= %lldLL;\n"
+                          "  %s sb_ = 0, ob_ = 0;\n",
+                          I, I, (long long)nl, (long long)nl, I, (long long)nk,
+                          (long long)nk, I);
+    for (int32_t d = tp.rank - 1; d >= 0; --d) {
+      if (d == k || d == L) continue;
+      iron_cuda_text_printf(s,
+                            "  { const %s c_ = b_ %% %lldLL; b_ /= %lldLL; "
+                            "sb_ += c_ * %lldLL; ob_ += c_ * %lldLL; }\n",
+                            I, (long long)tp.dims[d], (long long)tp.dims[d],
+                            (long long)tp.src_strides[d],
+                            (long long)tp.out_strides[d]);
+    }
+    iron_cuda_text_printf(
+        s,
+        "  const int tx_ = threadIdx.x & 31, ty_ = threadIdx.x >> 5;\n"
+        "  for (int j_ = 0; j_ < 32; j_ += 8) {\n"
+        "    const %s kk_ = tk_ * 32 + tx_, ll_ = tl_ * 32 + ty_ + j_;\n"
+        "    if (kk_ >= %lldLL || ll_ >= %lldLL) continue;\n"
+        "    const %s i = sb_ + kk_ + ll_ * %lldLL;\n",
+        I, (long long)tp.dims[k], (long long)tp.dims[L], I,
+        (long long)tp.src_strides[L]);
+    IRON_RETURN_IF_ERROR_PLAIN(
+        emit_phase(g, pv, 1, pv->in, pexpr, false, pset, true, -1));
+    iron_cuda_text_printf(
+        s,
+        "  }\n"
+        "  __syncthreads();\n"
+        "  for (int j_ = 0; j_ < 32; j_ += 8) {\n"
+        "    const %s ll_ = tl_ * 32 + tx_, kk_ = tk_ * 32 + ty_ + j_;\n"
+        "    if (kk_ >= %lldLL || ll_ >= %lldLL) continue;\n"
+        "    const %s i = ob_ + kk_ * %lldLL + ll_;\n",
+        I, (long long)tp.dims[k], (long long)tp.dims[L], I,
+        (long long)tp.out_strides[k]);
+    IRON_RETURN_IF_ERROR_PLAIN(
+        emit_phase(g, pv, 2, space, pexpr, false, pset, false, -1));
+    iron_cuda_text_printf(s, "  }\n}\n");
+    return IRON_OK;
+  }
+  // One thread per element: its source element from the pivots' result
+  // coordinates (the result is read by linear index: a reshape after the
+  // pivot keeps the order).
+  iron_cuda_text_printf(s, "  IRON_LOOP(o_, %s, %lldLL) {\n", I,
+                        (long long)g->count);
+  for (uint32_t j = 0; j < pv->num; ++j) {
+    iron_cuda_text_printf(s, "    %s p%u_;\n", iron_cuda_type(dt).comp, j);
+    snprintf(pset[j], sizeof(pset[j]), "p%u_", j);
+    snprintf(pexpr[j], sizeof(pexpr[j]), "p%u_", j);
+  }
+  iron_cuda_text_printf(s, "    %s s_ = 0, q_ = o_;\n", I);
+  for (int32_t d = tp.rank - 1; d >= 0; --d)
+    iron_cuda_text_printf(s,
+                          "    s_ += (q_ %% (%s)%lldLL) * (%s)%lldLL; "
+                          "q_ /= (%s)%lldLL;\n",
+                          I, (long long)tp.dims[d], I,
+                          (long long)tp.src_strides[d], I,
+                          (long long)tp.dims[d]);
+  iron_cuda_text_printf(s, "    {\n    const %s i = s_;\n", I);
+  IRON_RETURN_IF_ERROR_PLAIN(
+      emit_phase(g, pv, 1, pv->in, pexpr, true, pset, false, -1));
+  iron_cuda_text_printf(s, "    }\n    {\n    const %s i = o_;\n", I);
+  IRON_RETURN_IF_ERROR_PLAIN(
+      emit_phase(g, pv, 2, space, pexpr, true, pset, false, -1));
+  iron_cuda_text_printf(s, "    }\n  }\n}\n");
+  return IRON_OK;
+}
+
+// ---------------------------------------------------------------------------
 // The kernel
 
 iron_status_t iron_cuda_codegen_fusion(const iron_cuda_fusion_t *f,
@@ -574,6 +985,18 @@ iron_status_t iron_cuda_codegen_fusion(const iron_cuda_fusion_t *f,
       goto fail;
     }
     if (iron_dtype_size(t->dtype) > widest) widest = iron_dtype_size(t->dtype);
+  }
+  if (!f->device_fn) {
+    iron_cuda_fusion_pivots_t pv;
+    st = iron_cuda_fusion_pivots_plan(f, &pv);
+    if (st) goto fail;
+    if (pv.num) {
+      st = gen_pivot_kernel(&g, &pv, t0);
+      iron_cuda_fusion_pivots_free(&pv);
+      if (st) goto fail;
+      free(g.vals);
+      return iron_cuda_source_make(&body, "iron_ew", out_source, out_name);
+    }
   }
   int vw = (int)(16 / widest);
   if (vw > 8) vw = 8;
