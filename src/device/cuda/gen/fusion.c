@@ -756,7 +756,7 @@ iron_status_t iron_cuda_codegen_fusion(const iron_cuda_fusion_t *f,
         xs *= xt->dims[k];
       }
       char se[512];
-      iron_cuda_store_expr(f->outputs[j]->type->dtype, n, se, sizeof(se));
+      iron_cuda_store_rounded_expr(f->outputs[j]->type->dtype, n, se, sizeof(se));
       iron_cuda_text_printf(&body, "    out%u[0LL", j);
       for (int32_t k = 0; k < xt->rank; ++k)
         iron_cuda_text_printf(&body, " + (%s_s%d + (long long)%s) * %lldLL",
@@ -773,7 +773,7 @@ iron_status_t iron_cuda_codegen_fusion(const iron_cuda_fusion_t *f,
     if (f->device_fn)
       snprintf(se, sizeof(se), "%s", n);
     else
-      iron_cuda_store_expr(f->outputs[j]->type->dtype, n, se, sizeof(se));
+      iron_cuda_store_rounded_expr(f->outputs[j]->type->dtype, n, se, sizeof(se));
     iron_cuda_text_printf(
         &body, vec || f->device_fn ? "    r%u = %s;\n" : "    out%u[i] = %s;\n",
         j, se);

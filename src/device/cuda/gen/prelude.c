@@ -146,6 +146,10 @@ static const char kPreludeBody[] =
     "  u += 0x7fffu + ((u >> 16) & 1u);\n"
     "  return (uint16_t)(u >> 16);\n"
     "}\n"
+    // A float that holds a bf16 value exactly (rounded already): its bits.
+    "IRON_D uint16_t iron_st_bf16r(float f) {\n"
+    "  return (uint16_t)(__float_as_uint(f) >> 16);\n"
+    "}\n"
     // f16/bf16 values of element-wise ops live in float registers, rounded
     // after every op. IRON_HW_ROUND (IRON_CUDA_HW_ROUND, on by default):
     // one cvt.rn instruction each way, the same round-to-nearest-even as
@@ -203,7 +207,29 @@ static const char kPreludeBody[] =
     "         0x7ff0000000000000LL;\n"
     "}\n"
     // --- float helpers (float and double overloads).
-    "#define IRON_FLOAT_HELPERS(R, F)                                     \\\n"
+    // max/min propagating NaN (x's first), -0 < +0. IRON_SELECT_MINMAX
+    // (IRON_CUDA_SELECT_MINMAX): the same values by selects (a +-0 pair
+    // combines its bits: and for max, or for min), no branches: the early
+    // returns compiled to 3 branches and a reconvergence per call, the
+    // inner loop of a row max (softmax).
+    "#if IRON_SELECT_MINMAX\n"
+    "#define IRON_FLOAT_MINMAX(R, U, B2F, F2B)                            \\\n"
+    "  IRON_D R iron_fmax(R x, R y) {                                     \\\n"
+    "    const U a = F2B(x), b = F2B(y);                                  \\\n"
+    "    R m = x > y ? x : y;                                             \\\n"
+    "    m = ((a | b) << 1) == 0 ? B2F(a & b) : m;                        \\\n"
+    "    m = y != y ? y : m;                                              \\\n"
+    "    return x != x ? x : m;                                           \\\n"
+    "  }                                                                  \\\n"
+    "  IRON_D R iron_fmin(R x, R y) {                                     \\\n"
+    "    const U a = F2B(x), b = F2B(y);                                  \\\n"
+    "    R m = x < y ? x : y;                                             \\\n"
+    "    m = ((a | b) << 1) == 0 ? B2F(a | b) : m;                        \\\n"
+    "    m = y != y ? y : m;                                              \\\n"
+    "    return x != x ? x : m;                                           \\\n"
+    "  }\n"
+    "#else\n"
+    "#define IRON_FLOAT_MINMAX(R, U, B2F, F2B)                            \\\n"
     "  IRON_D R iron_fmax(R x, R y) {                                     \\\n"
     "    if (x != x) return x; if (y != y) return y;                      \\\n"
     "    if (x == y) return iron_signbit(x) ? y : x;                      \\\n"
@@ -213,7 +239,12 @@ static const char kPreludeBody[] =
     "    if (x != x) return x; if (y != y) return y;                      \\\n"
     "    if (x == y) return iron_signbit(x) ? x : y;                      \\\n"
     "    return x < y ? x : y;                                            \\\n"
-    "  }                                                                  \\\n"
+    "  }\n"
+    "#endif\n"
+    "IRON_FLOAT_MINMAX(float, uint32_t, __uint_as_float, __float_as_uint)\n"
+    "IRON_FLOAT_MINMAX(double, uint64_t, __longlong_as_double,\n"
+    "                  (uint64_t)__double_as_longlong)\n"
+    "#define IRON_FLOAT_HELPERS(R, F)                                     \\\n"
     "  IRON_D R iron_fsign(R x) {                                         \\\n"
     "    return x > (R)0 ? (R)1 : x < (R)0 ? (R)-1 : x * (R)0;            \\\n"
     "  }                                                                  \\\n"
@@ -604,6 +635,12 @@ bool iron_cuda_vectorize_enabled(void) {
   return !(e && strcmp(e, "0") == 0);
 }
 
+// Switches read once when the prelude is built: on unless set to "0".
+static bool env_on(const char *name) {
+  const char *e = getenv(name);
+  return !(e && strcmp(e, "0") == 0);
+}
+
 bool iron_cuda_hw_round_enabled(void) {
   const char *e = getenv("IRON_CUDA_HW_ROUND");
   return !(e && strcmp(e, "0") == 0);
@@ -625,9 +662,12 @@ static void prelude_init(void) {
     iron_cuda_text_init(&t);
     iron_cuda_text_printf(&t,
                           "// ironjax generated CUDA C (prelude v2, ftz=%d)\n"
-                          "#define IRON_HW_ROUND %d\n#define IRON_FTZ_OPS %d\n%s",
+                          "#define IRON_HW_ROUND %d\n#define IRON_FTZ_OPS %d\n"
+                          "#define IRON_SELECT_MINMAX %d\n%s",
                           ftz, iron_cuda_hw_round_enabled() ? 1 : 0,
-                          iron_cuda_ftz_ops_enabled() ? 1 : 0, kPreludeBody);
+                          iron_cuda_ftz_ops_enabled() ? 1 : 0,
+                          env_on("IRON_CUDA_SELECT_MINMAX") ? 1 : 0,
+                          kPreludeBody);
     iron_cuda_prelude_narrow_macros(&t);
     char *p = NULL;
     if (iron_cuda_text_finish(&t, &p) == IRON_OK) g_prelude[ftz] = p;

@@ -59,6 +59,12 @@ void iron_cuda_row_layout(int64_t n, unsigned max_tpr,
 static void store_text(iron_dtype_t dt, const char *v, char *buf, size_t cap) {
   iron_cuda_store_expr(dt, v, buf, cap);
 }
+// The store of an output of the element-wise device functions (rounded
+// already: gen/scalar.h), not of a reduce's accumulator.
+static void store_rounded_text(iron_dtype_t dt, const char *v, char *buf,
+                               size_t cap) {
+  iron_cuda_store_rounded_expr(dt, v, buf, cap);
+}
 // The exact load (iron_cuda_type.ld, not ld_fast): the host's f16 -> f32
 // keeps NaN payloads, which a reduce may return.
 static void load_text(iron_dtype_t dt, const char *v, char *buf, size_t cap) {
@@ -286,7 +292,7 @@ static void emit_keep_stores(gen_t *g, uint32_t k) {
     if (kp->pass != k) continue;
     char o[16], st[64], b[32], ri[96];
     snprintf(o, sizeof(o), "o%u", kp->fn_output);
-    store_text(kp->dtype, o, st, sizeof(st));
+    store_rounded_text(kp->dtype, o, st, sizeof(st));
     keep_buf(g, f, b, sizeof(b));
     row_index(g, ri, sizeof(ri));
     P("xk%u = %s; %s[%s] = xk%u;\n", f, st, b, ri, f);
@@ -429,7 +435,7 @@ static void emit_row_values(gen_t *g, uint32_t level) {
     for (uint32_t k = 0; k < fn->num_outputs; ++k) {
       char o[16], st[64];
       snprintf(o, sizeof(o), "o%u", k);
-      store_text(fn->out_dtypes[k], o, st, sizeof(st));
+      store_rounded_text(fn->out_dtypes[k], o, st, sizeof(st));
       P("pv%u = %s;\n", fn->dest[k], st);
     }
     P("}\n");
@@ -455,7 +461,7 @@ static void emit_final(gen_t *g) {
   for (uint32_t k = 0; k < fn->num_outputs; ++k) {
     char o[16], st[64];
     snprintf(o, sizeof(o), "o%u", k);
-    store_text(fn->out_dtypes[k], o, st, sizeof(st));
+    store_rounded_text(fn->out_dtypes[k], o, st, sizeof(st));
     P("out%u[%s] = %s;\n", fn->dest[k],
       g->L.sequential ? "gb_ + i" : "gb_ + 8 * i", st);
   }

@@ -84,6 +84,14 @@ void iron_cuda_store_expr(iron_dtype_t dt, const char *v, char *buf,
     snprintf(buf, cap, "%s", v);
 }
 
+void iron_cuda_store_rounded_expr(iron_dtype_t dt, const char *v, char *buf,
+                                  size_t cap) {
+  if (dt == IRON_DTYPE_BF16 && iron_cuda_hw_round_enabled())
+    snprintf(buf, cap, "iron_st_bf16r(%s)", v);
+  else
+    iron_cuda_store_expr(dt, v, buf, cap);
+}
+
 // ---------------------------------------------------------------------------
 // Expressions
 
