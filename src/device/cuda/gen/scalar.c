@@ -803,6 +803,21 @@ static bool hw_flushes(const iron_cuda_scalar_t *s, iron_op_kind_t k,
          k == IRON_OP_DIVIDE;
 }
 
+// Whether the value op `d` computes (a real float) is flushed already:
+// emit_plain flushed it (or -ftz did, hw_flushes), so reading it as zero
+// again only costs instructions (IRON_CUDA_FTZ_OPS). Mirrors emit_plain.
+static bool result_flushed(const iron_cuda_scalar_t *s, const iron_ir_op_t *d) {
+  if (!s->flush || !iron_cuda_ftz_ops_enabled() || d->num_results != 1 ||
+      !d->results[0].type || !iron_cuda_scalar_op_supported(d->kind))
+    return false;
+  iron_dtype_t out = d->results[0].type->dtype;
+  if (!held(out) || is_narrow(out)) return false;
+  iron_op_kind_t k = d->kind;
+  return is_real_float(out) && !body_raw_op(s, k, out) &&
+         !op_keeps_denormals(k) && k != IRON_OP_CONSTANT &&
+         k != IRON_OP_CONVERT && k != IRON_OP_IOTA;
+}
+
 // The argument text of operand i of op: its value, wrapped in iron_daz
 // where the op reads float denormals as zero.
 static void arg_text(const iron_cuda_scalar_t *s, const iron_ir_op_t *op,
@@ -832,6 +847,11 @@ static void arg_text(const iron_cuda_scalar_t *s, const iron_ir_op_t *op,
     if (is_narrow(v->type->dtype) || is_narrow(to)) flush = false;
   }
   if (body_raw_op(s, op->kind, dt) || hw_flushes(s, op->kind, dt))
+    flush = false;
+  // An operand computed in the same block by an op whose result the
+  // emitter flushed (every generator emits such ops through it).
+  if (flush && v->def_op && v->def_op->parent == op->parent &&
+      result_flushed(s, v->def_op))
     flush = false;
   snprintf(buf, cap, flush ? "iron_daz(%s)" : "%s", name);
 }
