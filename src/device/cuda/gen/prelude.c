@@ -208,28 +208,25 @@ static const char kPreludeBody[] =
     "}\n"
     // --- float helpers (float and double overloads).
     // max/min propagating NaN (x's first), -0 < +0. IRON_SELECT_MINMAX
-    // (IRON_CUDA_SELECT_MINMAX): the same values by selects (a +-0 pair
-    // combines its bits: and for max, or for min), no branches: the early
-    // returns compiled to 3 branches and a reconvergence per call, the
-    // inner loop of a row max (softmax).
+    // (IRON_CUDA_SELECT_MINMAX): the same tests as selects, no branches:
+    // the early returns compiled to 3 branches and a reconvergence per
+    // call, the inner loop of a row max (softmax).
     "#if IRON_SELECT_MINMAX\n"
-    "#define IRON_FLOAT_MINMAX(R, U, B2F, F2B)                            \\\n"
+    "#define IRON_FLOAT_MINMAX(R)                                         \\\n"
     "  IRON_D R iron_fmax(R x, R y) {                                     \\\n"
-    "    const U a = F2B(x), b = F2B(y);                                  \\\n"
     "    R m = x > y ? x : y;                                             \\\n"
-    "    m = ((a | b) << 1) == 0 ? B2F(a & b) : m;                        \\\n"
+    "    m = x == y ? (iron_signbit(x) ? y : x) : m;                      \\\n"
     "    m = y != y ? y : m;                                              \\\n"
     "    return x != x ? x : m;                                           \\\n"
     "  }                                                                  \\\n"
     "  IRON_D R iron_fmin(R x, R y) {                                     \\\n"
-    "    const U a = F2B(x), b = F2B(y);                                  \\\n"
     "    R m = x < y ? x : y;                                             \\\n"
-    "    m = ((a | b) << 1) == 0 ? B2F(a | b) : m;                        \\\n"
+    "    m = x == y ? (iron_signbit(x) ? x : y) : m;                      \\\n"
     "    m = y != y ? y : m;                                              \\\n"
     "    return x != x ? x : m;                                           \\\n"
     "  }\n"
     "#else\n"
-    "#define IRON_FLOAT_MINMAX(R, U, B2F, F2B)                            \\\n"
+    "#define IRON_FLOAT_MINMAX(R)                                         \\\n"
     "  IRON_D R iron_fmax(R x, R y) {                                     \\\n"
     "    if (x != x) return x; if (y != y) return y;                      \\\n"
     "    if (x == y) return iron_signbit(x) ? y : x;                      \\\n"
@@ -241,9 +238,8 @@ static const char kPreludeBody[] =
     "    return x < y ? x : y;                                            \\\n"
     "  }\n"
     "#endif\n"
-    "IRON_FLOAT_MINMAX(float, uint32_t, __uint_as_float, __float_as_uint)\n"
-    "IRON_FLOAT_MINMAX(double, uint64_t, __longlong_as_double,\n"
-    "                  (uint64_t)__double_as_longlong)\n"
+    "IRON_FLOAT_MINMAX(float)\n"
+    "IRON_FLOAT_MINMAX(double)\n"
     "#define IRON_FLOAT_HELPERS(R, F)                                     \\\n"
     "  IRON_D R iron_fsign(R x) {                                         \\\n"
     "    return x > (R)0 ? (R)1 : x < (R)0 ? (R)-1 : x * (R)0;            \\\n"
