@@ -18,8 +18,8 @@
 #include "compiler/tuple_forward.h"
 #include "device/cuda/cuda_compile.h"
 #include "device/cuda/cuda_device.h"
-#include "device/cuda/gen/prelude.h"
 #include "device/cuda/cuda_row_fusion.h"
+#include "device/cuda/gen/prelude.h"
 #include "ir/ir.h"
 #include "stablehlo/reader.h"
 

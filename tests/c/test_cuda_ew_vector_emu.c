@@ -34,8 +34,8 @@ static const iron_dtype_t kDtypes[] = {
 #define NUM_DTYPES (int)(sizeof(kDtypes) / sizeof(kDtypes[0]))
 // Around 4 x the vector width of every class (the vector kernel's minimum
 // length) and its multiples.
-static const int64_t kLengths[] = {0,  1,  3,  7,  8,  9,  15, 16, 17, 31,
-                                   32, 33, 63, 64, 65, 100, 257};
+static const int64_t kLengths[] = {0,  1,  3,  7,  8,  9,  15,  16, 17,
+                                   31, 32, 33, 63, 64, 65, 100, 257};
 #define NUM_LENGTHS (int)(sizeof(kLengths) / sizeof(kLengths[0]))
 
 static bool is_float(iron_dtype_t dt) {
@@ -70,9 +70,8 @@ static iron_ir_module_t *build(iron_dtype_t dt, int chain, int64_t n) {
   p.f = iron_ir_builder_func(p.m, "main", true, 2, ins, 1, &p.t);
   p.b = iron_ir_builder_func_block(p.f);
   iron_ir_value_t *x = &p.b->args[0], *s0 = &p.b->args[1];
-  iron_ir_op_t *bc = iron_ir_builder_op(p.m, p.f, p.b,
-                                        IRON_OP_BROADCAST_IN_DIM, 1, &s0, 1,
-                                        &p.t, 0);
+  iron_ir_op_t *bc = iron_ir_builder_op(p.m, p.f, p.b, IRON_OP_BROADCAST_IN_DIM,
+                                        1, &s0, 1, &p.t, 0);
   iron_ir_builder_attr(p.m, bc, "broadcast_dimensions",
                        iron_ir_builder_attr_i64s(p.m, 0, NULL));
   iron_ir_value_t *s = &bc->results[0], *y;
@@ -167,7 +166,7 @@ static void fill(iron_dtype_t dt, void *data, int64_t n, uint32_t seed) {
       if (h % 23 == 0) b = (h & 32) ? 0xfc00 : 0x7e01;
       memcpy(e, &b, 2);
     } else {
-      memcpy(e, &h, es);  // the low bytes (little-endian)
+      memcpy(e, &h, es);                  // the low bytes (little-endian)
       if (h % 11 == 0) memset(e, 0, es);  // remainder by zero
     }
   }
@@ -270,8 +269,9 @@ static void test_vector_kernels(void) {
     free(out[0]);
     free(out[1]);
   }
-  fprintf(stderr, "vector kernels: %d cases (%d vectorized), %d runs, %d "
-                  "cases differ\n",
+  fprintf(stderr,
+          "vector kernels: %d cases (%d vectorized), %d runs, %d "
+          "cases differ\n",
           nc, vec_kernels, runs, bad_cases);
   CHECK_EQ_INT(bad_cases, 0);
   CHECK(vec_kernels > 0);

@@ -453,14 +453,14 @@ static iron_status_t gen_op(fusion_gen_t *g, const iron_ir_op_t *op,
   return value_add(g, &op->results[0], "v%u", index);
 }
 
-// A broadcast that reads its operand at the element's linear index (one
-// element, or only size-1 dims added: the same linear order), as
-// gen_broadcast emits it without coordinates.
 static bool vectorize_math_enabled(void) {
   const char *e = getenv("IRON_CUDA_VECTORIZE_MATH");
   return !(e && strcmp(e, "0") == 0);
 }
 
+// A broadcast that reads its operand at the element's linear index (one
+// element, or only size-1 dims added: the same linear order), as
+// gen_broadcast emits it without coordinates.
 static bool broadcast_is_linear(const iron_ir_op_t *op) {
   if (op->num_operands != 1) return false;
   const iron_ir_type_t *st = op->operands[0]->type;
@@ -643,9 +643,8 @@ iron_status_t iron_cuda_codegen_fusion(const iron_cuda_fusion_t *f,
     any_narrow = any_narrow || is_narrow(f->outputs[j]->type->dtype);
   int vcls = fusion_vec_class(f);
   if (vcls == 2 && vw > 4) vw = 4;
-  bool vec = vw >= 2 && vcls > 0 && !vec_needs_coords(f) &&
-             g.count >= 4 * vw && iron_cuda_vectorize_enabled() &&
-             !any_narrow && !f->device_fn;
+  bool vec = vw >= 2 && vcls > 0 && !vec_needs_coords(f) && g.count >= 4 * vw &&
+             iron_cuda_vectorize_enabled() && !any_narrow && !f->device_fn;
   g.vec = vec;
 
   if (f->device_fn) {
@@ -756,7 +755,8 @@ iron_status_t iron_cuda_codegen_fusion(const iron_cuda_fusion_t *f,
         xs *= xt->dims[k];
       }
       char se[512];
-      iron_cuda_store_rounded_expr(f->outputs[j]->type->dtype, n, se, sizeof(se));
+      iron_cuda_store_rounded_expr(f->outputs[j]->type->dtype, n, se,
+                                   sizeof(se));
       iron_cuda_text_printf(&body, "    out%u[0LL", j);
       for (int32_t k = 0; k < xt->rank; ++k)
         iron_cuda_text_printf(&body, " + (%s_s%d + (long long)%s) * %lldLL",
@@ -773,7 +773,8 @@ iron_status_t iron_cuda_codegen_fusion(const iron_cuda_fusion_t *f,
     if (f->device_fn)
       snprintf(se, sizeof(se), "%s", n);
     else
-      iron_cuda_store_rounded_expr(f->outputs[j]->type->dtype, n, se, sizeof(se));
+      iron_cuda_store_rounded_expr(f->outputs[j]->type->dtype, n, se,
+                                   sizeof(se));
     iron_cuda_text_printf(
         &body, vec || f->device_fn ? "    r%u = %s;\n" : "    out%u[i] = %s;\n",
         j, se);

@@ -797,8 +797,7 @@ bool iron_cuda_scalar_op_supported(iron_op_kind_t kind) {
 // inputs/results is not a documented contract.
 static bool hw_flushes(const iron_cuda_scalar_t *s, iron_op_kind_t k,
                        iron_dtype_t dt) {
-  if (!s->flush || !is_f32ish(dt) || !iron_cuda_ftz_ops_enabled())
-    return false;
+  if (!s->flush || !is_f32ish(dt) || !iron_cuda_ftz_ops_enabled()) return false;
   return k == IRON_OP_ADD || k == IRON_OP_SUBTRACT || k == IRON_OP_MULTIPLY ||
          k == IRON_OP_DIVIDE;
 }
