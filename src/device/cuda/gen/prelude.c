@@ -169,10 +169,11 @@ static const char kPreludeBody[] =
     "#endif\n"
     "}\n"
     "IRON_D float iron_rnd_bf16(float f) {\n"
-    "#if IRON_HW_ROUND && !defined(IRON_CUDA_EMU)\n"
+    // cvt.rn.bf16.f32 needs sm_80.
+    "#if IRON_HW_ROUND && !defined(IRON_CUDA_EMU) && __CUDA_ARCH__ >= 800\n"
     "  uint16_t h; asm(\"cvt.rn.bf16.f32 %0, %1;\" : \"=h\"(h) : \"f\"(f));\n"
     "  return iron_ld_bf16(h);\n"
-    "#elif IRON_HW_ROUND\n"
+    "#elif IRON_HW_ROUND && defined(IRON_CUDA_EMU)\n"
     "  return f != f ? iron_ld_bf16(0x7fffu) : iron_ld_bf16(iron_st_bf16(f));\n"
     "#else\n"
     "  return iron_ld_bf16(iron_st_bf16(f));\n"
