@@ -1,9 +1,12 @@
 // iron-dump: prints the iron IR of a StableHLO portable artifact.
-//   iron-dump [--locations] [--fuse-cuda] FILE
+//   iron-dump [--locations] [--fuse-cuda] [--cuda-kernels] FILE
 // --fuse-cuda prints the module as the CUDA device plans it: after tuple
 // forwarding and the fusion pass with the CUDA device's predicate (each
 // iron.fusion becomes one kernel), so kernel counts per loop body can be
-// read without a GPU.
+// read without a GPU. --cuda-kernels (implies --fuse-cuda) prints, instead
+// of the module, the CUDA source of every kernel the device would generate
+// for it (prelude omitted; prepared on a fake sm_90a device with 132 SMs,
+// nothing compiled), to read or to compile with nvcc/ptxas.
 // Exit status 1 with the reader's error on stderr for unreadable input.
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,25 +16,87 @@
 #include "compiler/fuse_rows.h"
 #include "compiler/inline.h"
 #include "compiler/tuple_forward.h"
+#include "device/cuda/cuda_compile.h"
 #include "device/cuda/cuda_device.h"
 #include "device/cuda/cuda_row_fusion.h"
+#include "device/cuda/gen/prelude.h"
 #include "ir/ir.h"
 #include "stablehlo/reader.h"
 
 static int usage(void) {
-  fprintf(stderr, "usage: iron-dump [--locations] [--fuse-cuda] FILE\n");
+  fprintf(stderr,
+          "usage: iron-dump [--locations] [--fuse-cuda] [--cuda-kernels] "
+          "FILE\n");
   return 2;
+}
+
+// Prepares every op of every block (not inside fusions) with the CUDA
+// device's kernel, on a fake device that only queues sources.
+static void prepare_blocks(iron_cuda_device_t *d, const iron_ir_region_t *r,
+                           int *refused) {
+  for (uint32_t k = 0; k < r->num_blocks; ++k) {
+    const iron_ir_block_t *b = &r->blocks[k];
+    for (uint32_t o = 0; o < b->num_ops; ++o) {
+      const iron_ir_op_t *op = b->ops[o];
+      if (op->kind != IRON_OP_FUSION)
+        for (uint32_t q = 0; q < op->num_regions; ++q)
+          prepare_blocks(d, &op->regions[q], refused);
+      const iron_kernel_t *kn = iron_cuda_kernel_lookup(op->kind);
+      if (!kn || !kn->prepare_on) continue;
+      iron_region_t *regions[8] = {0};
+      void *params = NULL;
+      iron_status_t st =
+          kn->prepare_on((iron_device_t *)d, op, regions, &params);
+      if (st) {
+        fprintf(stderr, "iron-dump: %s: %s\n", op->name,
+                iron_status_message(st));
+        iron_status_free(st);
+        (*refused)++;
+        continue;
+      }
+      if (kn->destroy)
+        kn->destroy(params);
+      else
+        free(params);
+    }
+  }
+}
+
+static int print_kernels(iron_ir_module_t *m) {
+  iron_cuda_device_t *d = calloc(1, sizeof(*d));
+  if (!d) return 1;
+  snprintf(d->arch, sizeof(d->arch), "sm_90a");
+  d->num_sms = 132;
+  int refused = 0;
+  for (uint32_t fi = 0; fi < m->num_funcs; ++fi)
+    prepare_blocks(d, &m->funcs[fi].body, &refused);
+  const char *prelude = iron_cuda_prelude();
+  size_t pl = strlen(prelude);
+  size_t n = iron_cuda_compiler_pending_count(d);
+  for (size_t i = 0; i < n; ++i) {
+    const char *s = iron_cuda_compiler_pending_source(d, i);
+    if (!s) continue;
+    if (strncmp(s, prelude, pl) == 0) s += pl;
+    printf("// ---- kernel %zu\n%s\n", i, s);
+  }
+  fprintf(stderr, "iron-dump: %zu kernel sources, %d ops refused\n", n,
+          refused);
+  iron_cuda_compiler_destroy(d->compiler);
+  free(d);
+  return 0;
 }
 
 int main(int argc, char **argv) {
   iron_ir_print_options_t opts = {false};
   const char *path = NULL;
-  bool fuse_cuda = false;
+  bool fuse_cuda = false, kernels = false;
   for (int i = 1; i < argc; ++i) {
     if (strcmp(argv[i], "--locations") == 0)
       opts.print_locations = true;
     else if (strcmp(argv[i], "--fuse-cuda") == 0)
       fuse_cuda = true;
+    else if (strcmp(argv[i], "--cuda-kernels") == 0)
+      fuse_cuda = kernels = true;
     else if (argv[i][0] == '-' && argv[i][1] != '\0')
       return usage();
     else if (!path)
@@ -92,6 +157,11 @@ int main(int argc, char **argv) {
     }
     fprintf(stderr, "iron-dump: %d fusions (%d row fusions)\n", n + nrows,
             nrows);
+  }
+  if (kernels) {
+    int rc = print_kernels(m);
+    iron_ir_module_destroy(m);
+    return rc;
   }
   iron_ir_module_print(m, &opts, stdout);
   iron_ir_module_destroy(m);

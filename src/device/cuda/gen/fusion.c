@@ -65,6 +65,8 @@ typedef struct fusion_gen {
   int64_t dims[IRON_MAX_RANK];
   int64_t count;
   const char *idx;  // "int" or "long long"
+  bool vec;         // the vector kernel: inputs are the element function's
+                    // parameters s<i>
 } fusion_gen_t;
 
 static const char *value_name(const fusion_gen_t *g, const iron_ir_value_t *v) {
@@ -346,7 +348,10 @@ static iron_status_t gen_broadcast(fusion_gen_t *g, const iron_ir_op_t *op,
   if ((sc != 1 && in_order) || sc == 1) {
     if (input >= 0) {
       char lv[64];
-      snprintf(lv, sizeof(lv), sc == 1 ? "in%d[0]" : "in%d[i]", input);
+      if (g->vec)
+        snprintf(lv, sizeof(lv), "s%d", input);
+      else
+        snprintf(lv, sizeof(lv), sc == 1 ? "in%d[0]" : "in%d[i]", input);
       emit_load(g->s, out, var, lv);
     } else {
       iron_cuda_text_printf(g->s, "    const %s %s = %s;\n", comp, var, sn);
@@ -448,15 +453,64 @@ static iron_status_t gen_op(fusion_gen_t *g, const iron_ir_op_t *op,
   return value_add(g, &op->results[0], "v%u", index);
 }
 
-// Vector loads pay off for memory-bound kernels; ops that compute much
-// (transcendentals, complex arithmetic) gain little and would double the
-// code NVRTC compiles, so they stay one element per thread.
-static bool fusion_is_cheap(const iron_cuda_fusion_t *f) {
+static bool vectorize_math_enabled(void) {
+  const char *e = getenv("IRON_CUDA_VECTORIZE_MATH");
+  return !(e && strcmp(e, "0") == 0);
+}
+
+// A broadcast that reads its operand at the element's linear index (one
+// element, or only size-1 dims added: the same linear order), as
+// gen_broadcast emits it without coordinates.
+static bool broadcast_is_linear(const iron_ir_op_t *op) {
+  if (op->num_operands != 1) return false;
+  const iron_ir_type_t *st = op->operands[0]->type;
+  const iron_ir_type_t *rt = op->results[0].type;
+  int64_t sc = type_count(st);
+  if (sc == 1) return true;
+  if (sc != type_count(rt)) return false;
+  int64_t bd[IRON_MAX_RANK];
+  uint32_t nb = 0;
+  iron_status_t e =
+      iron_ir_op_i64_list(op, "broadcast_dimensions", bd, IRON_MAX_RANK, &nb);
+  if (e) {
+    iron_status_free(e);
+    return false;
+  }
+  for (uint32_t d = 1; d < nb; ++d)
+    if (bd[d] <= bd[d - 1]) return false;
+  return true;
+}
+
+// Whether the vector kernel cannot run the fusion: an op needs the
+// element's coordinates (iron_cuda_fusion_needs_coords) other than a
+// linear broadcast (a scalar constant broadcast: 1 / (1 + exp(-x))).
+static bool vec_needs_coords(const iron_cuda_fusion_t *f) {
+  for (uint32_t i = 0; i < f->num_ops; ++i) {
+    const iron_ir_op_t *op = f->ops[i];
+    if (op->kind == IRON_OP_BROADCAST_IN_DIM) {
+      if (!broadcast_is_linear(op)) return true;
+      continue;
+    }
+    if (op->kind == IRON_OP_IOTA || op->kind == IRON_OP_DYNAMIC_UPDATE_SLICE ||
+        iron_cuda_fusion_is_indexed_load(op->kind))
+      return true;
+  }
+  return false;
+}
+
+// Vector width class of a fusion: 0 no vector kernel (complex values,
+// more than 16 ops), 1 cheap ops (memory-bound: full 16-byte vectors), 2
+// ops that compute much (transcendentals): vectors of at most 4 elements,
+// which still give 2-byte dtypes 8-byte accesses and several loads in
+// flight per thread, at 4 inlined copies of the math instead of 8
+// (IRON_CUDA_VECTORIZE_MATH=0: none, one element per thread as before).
+static int fusion_vec_class(const iron_cuda_fusion_t *f) {
+  int cls = 1;
   for (uint32_t i = 0; i < f->num_ops; ++i) {
     const iron_ir_op_t *op = f->ops[i];
     for (uint32_t r = 0; r < op->num_results; ++r) {
       if (op->results[r].type && is_cplx(op->results[r].type->dtype)) {
-        return false;
+        return 0;
       }
     }
     switch (op->kind) {
@@ -493,15 +547,20 @@ static bool fusion_is_cheap(const iron_cuda_fusion_t *f) {
       case IRON_OP_IS_FINITE:
       case IRON_OP_REAL:
       case IRON_OP_IMAG:
+      case IRON_OP_BROADCAST_IN_DIM:
         break;
       default:
-        return false;
+        if (!iron_cuda_scalar_op_supported(op->kind)) return 0;
+        cls = 2;
+        break;
     }
   }
   for (uint32_t i = 0; i < f->num_inputs; ++i) {
-    if (f->inputs[i]->type && is_cplx(f->inputs[i]->type->dtype)) return false;
+    if (f->inputs[i]->type && is_cplx(f->inputs[i]->type->dtype)) return 0;
   }
-  return f->num_ops <= 16;
+  if (f->num_ops > 16) return 0;
+  if (cls == 2 && !vectorize_math_enabled()) return 0;
+  return cls;
 }
 
 // ---------------------------------------------------------------------------
@@ -1005,9 +1064,11 @@ iron_status_t iron_cuda_codegen_fusion(const iron_cuda_fusion_t *f,
     any_narrow = any_narrow || is_narrow(f->inputs[i]->type->dtype);
   for (uint32_t j = 0; j < f->num_outputs; ++j)
     any_narrow = any_narrow || is_narrow(f->outputs[j]->type->dtype);
-  bool vec = vw >= 2 && !iron_cuda_fusion_needs_coords(f) &&
-             g.count >= 4 * vw && fusion_is_cheap(f) &&
+  int vcls = fusion_vec_class(f);
+  if (vcls == 2 && vw > 4) vw = 4;
+  bool vec = vw >= 2 && vcls > 0 && !vec_needs_coords(f) && g.count >= 4 * vw &&
              iron_cuda_vectorize_enabled() && !any_narrow && !f->device_fn;
+  g.vec = vec;
 
   if (f->device_fn) {
     iron_cuda_text_printf(&body, "static __device__ __forceinline__ void %s(",
@@ -1052,7 +1113,7 @@ iron_status_t iron_cuda_codegen_fusion(const iron_cuda_fusion_t *f,
     iron_cuda_text_printf(&body, ") {\n  IRON_LOOP(i, %s, %lldLL) {\n", g.idx,
                           (long long)g.count);
   }
-  if (iron_cuda_fusion_needs_coords(f) && g.rank > 0) {
+  if (!vec && iron_cuda_fusion_needs_coords(f) && g.rank > 0) {
     iron_cuda_text_printf(&body, "    %s r_ = (%s)i;\n", g.idx, g.idx);
     for (int32_t d = g.rank - 1; d >= 0; --d) {
       iron_cuda_text_printf(&body, "    const %s c%d = r_ %% (%s)%lld;\n",
@@ -1117,7 +1178,8 @@ iron_status_t iron_cuda_codegen_fusion(const iron_cuda_fusion_t *f,
         xs *= xt->dims[k];
       }
       char se[512];
-      iron_cuda_store_expr(f->outputs[j]->type->dtype, n, se, sizeof(se));
+      iron_cuda_store_rounded_expr(f->outputs[j]->type->dtype, n, se,
+                                   sizeof(se));
       iron_cuda_text_printf(&body, "    out%u[0LL", j);
       for (int32_t k = 0; k < xt->rank; ++k)
         iron_cuda_text_printf(&body, " + (%s_s%d + (long long)%s) * %lldLL",
@@ -1134,7 +1196,8 @@ iron_status_t iron_cuda_codegen_fusion(const iron_cuda_fusion_t *f,
     if (f->device_fn)
       snprintf(se, sizeof(se), "%s", n);
     else
-      iron_cuda_store_expr(f->outputs[j]->type->dtype, n, se, sizeof(se));
+      iron_cuda_store_rounded_expr(f->outputs[j]->type->dtype, n, se,
+                                   sizeof(se));
     iron_cuda_text_printf(
         &body, vec || f->device_fn ? "    r%u = %s;\n" : "    out%u[i] = %s;\n",
         j, se);
@@ -1189,8 +1252,12 @@ iron_status_t iron_cuda_codegen_fusion(const iron_cuda_fusion_t *f,
         iron_cuda_text_printf(&va, "a%u.v[k]", i);
         iron_cuda_text_printf(&sa, "%sin%u[i]", i ? ", " : "", i);
       } else {
-        iron_cuda_text_printf(&va, "in%u[0]", i);
-        iron_cuda_text_printf(&sa, "%sin%u[0]", i ? ", " : "", i);
+        // One element (a broadcast scalar), read once before the loops:
+        // the compiler cannot hoist it past the stores to the outputs.
+        iron_cuda_text_printf(&body, "  const %s h%u = in%u[0];\n",
+                              st_ctype(f->inputs[i]->type->dtype), i, i);
+        iron_cuda_text_printf(&va, "h%u", i);
+        iron_cuda_text_printf(&sa, "%sh%u", i ? ", " : "", i);
       }
     }
     for (uint32_t j = 0; j < f->num_outputs; ++j) {

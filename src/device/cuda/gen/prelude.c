@@ -146,13 +146,50 @@ static const char kPreludeBody[] =
     "  u += 0x7fffu + ((u >> 16) & 1u);\n"
     "  return (uint16_t)(u >> 16);\n"
     "}\n"
+    // A float that holds a bf16 value exactly (rounded already): its bits.
+    "IRON_D uint16_t iron_st_bf16r(float f) {\n"
+    "  return (uint16_t)(__float_as_uint(f) >> 16);\n"
+    "}\n"
     // f16/bf16 values of element-wise ops live in float registers, rounded
-    // after every op.
-    "IRON_D float iron_rnd_f16(float f) { return iron_ld_f16_hw(iron_st_f16(f)); }\n"
-    "IRON_D float iron_rnd_bf16(float f) { return iron_ld_bf16(iron_st_bf16(f)); }\n"
+    // after every op. IRON_HW_ROUND (IRON_CUDA_HW_ROUND, on by default):
+    // one cvt.rn instruction each way, the same round-to-nearest-even as
+    // the software path for every non-NaN value (denormals kept: no .ftz);
+    // a NaN comes out as the canonical NaN, as every GPU float op returns
+    // it, where the software path keeps its top payload bits (stores,
+    // iron_st_*, still keep them). The software rounding cost ~8 integer
+    // instructions per op: chains of bf16 ops were ALU-bound on it.
+    "IRON_D float iron_rnd_f16(float f) {\n"
+    "#if IRON_HW_ROUND && !defined(IRON_CUDA_EMU)\n"
+    "  uint16_t h; asm(\"cvt.rn.f16.f32 %0, %1;\" : \"=h\"(h) : \"f\"(f));\n"
+    "  return iron_ld_f16_hw(h);\n"
+    "#elif IRON_HW_ROUND\n"
+    "  return f != f ? iron_ld_f16_hw(0x7fffu) : iron_ld_f16_hw(iron_emu_f2h(f));\n"
+    "#else\n"
+    "  return iron_ld_f16_hw(iron_st_f16(f));\n"
+    "#endif\n"
+    "}\n"
+    "IRON_D float iron_rnd_bf16(float f) {\n"
+    // cvt.rn.bf16.f32 needs sm_80.
+    "#if IRON_HW_ROUND && !defined(IRON_CUDA_EMU) && __CUDA_ARCH__ >= 800\n"
+    "  uint16_t h; asm(\"cvt.rn.bf16.f32 %0, %1;\" : \"=h\"(h) : \"f\"(f));\n"
+    "  return iron_ld_bf16(h);\n"
+    "#elif IRON_HW_ROUND && defined(IRON_CUDA_EMU)\n"
+    "  return f != f ? iron_ld_bf16(0x7fffu) : iron_ld_bf16(iron_st_bf16(f));\n"
+    "#else\n"
+    "  return iron_ld_bf16(iron_st_bf16(f));\n"
+    "#endif\n"
+    "}\n"
     // --- denormals (XLA:CPU reads them as zero in most float ops).
+    // One mul.ftz (x * 1 with the flush) instead of a compare and a
+    // select (IRON_FTZ_OPS, IRON_CUDA_FTZ_OPS): the same value, NaN
+    // payloads aside.
     "IRON_D float iron_daz(float x) {\n"
+    "#if IRON_FTZ_OPS && !defined(IRON_CUDA_EMU)\n"
+    "  float y; asm(\"mul.ftz.f32 %0, %1, 0f3F800000;\" : \"=f\"(y) : \"f\"(x));\n"
+    "  return y;\n"
+    "#else\n"
     "  return fabsf(x) < 1.17549435e-38f ? x * 0.0f : x;\n"
+    "#endif\n"
     "}\n"
     "IRON_D double iron_daz(double x) {\n"
     "  return fabs(x) < 2.2250738585072014e-308 ? x * 0.0 : x;\n"
@@ -171,7 +208,26 @@ static const char kPreludeBody[] =
     "         0x7ff0000000000000LL;\n"
     "}\n"
     // --- float helpers (float and double overloads).
-    "#define IRON_FLOAT_HELPERS(R, F)                                     \\\n"
+    // max/min propagating NaN (x's first), -0 < +0. IRON_SELECT_MINMAX
+    // (IRON_CUDA_SELECT_MINMAX): the same tests as selects, no branches:
+    // the early returns compiled to 3 branches and a reconvergence per
+    // call, the inner loop of a row max (softmax).
+    "#if IRON_SELECT_MINMAX\n"
+    "#define IRON_FLOAT_MINMAX(R)                                         \\\n"
+    "  IRON_D R iron_fmax(R x, R y) {                                     \\\n"
+    "    R m = x > y ? x : y;                                             \\\n"
+    "    m = x == y ? (iron_signbit(x) ? y : x) : m;                      \\\n"
+    "    m = y != y ? y : m;                                              \\\n"
+    "    return x != x ? x : m;                                           \\\n"
+    "  }                                                                  \\\n"
+    "  IRON_D R iron_fmin(R x, R y) {                                     \\\n"
+    "    R m = x < y ? x : y;                                             \\\n"
+    "    m = x == y ? (iron_signbit(x) ? x : y) : m;                      \\\n"
+    "    m = y != y ? y : m;                                              \\\n"
+    "    return x != x ? x : m;                                           \\\n"
+    "  }\n"
+    "#else\n"
+    "#define IRON_FLOAT_MINMAX(R)                                         \\\n"
     "  IRON_D R iron_fmax(R x, R y) {                                     \\\n"
     "    if (x != x) return x; if (y != y) return y;                      \\\n"
     "    if (x == y) return iron_signbit(x) ? y : x;                      \\\n"
@@ -181,7 +237,11 @@ static const char kPreludeBody[] =
     "    if (x != x) return x; if (y != y) return y;                      \\\n"
     "    if (x == y) return iron_signbit(x) ? x : y;                      \\\n"
     "    return x < y ? x : y;                                            \\\n"
-    "  }                                                                  \\\n"
+    "  }\n"
+    "#endif\n"
+    "IRON_FLOAT_MINMAX(float)\n"
+    "IRON_FLOAT_MINMAX(double)\n"
+    "#define IRON_FLOAT_HELPERS(R, F)                                     \\\n"
     "  IRON_D R iron_fsign(R x) {                                         \\\n"
     "    return x > (R)0 ? (R)1 : x < (R)0 ? (R)-1 : x * (R)0;            \\\n"
     "  }                                                                  \\\n"
@@ -572,6 +632,22 @@ bool iron_cuda_vectorize_enabled(void) {
   return !(e && strcmp(e, "0") == 0);
 }
 
+// Switches read once when the prelude is built: on unless set to "0".
+static bool env_on(const char *name) {
+  const char *e = getenv(name);
+  return !(e && strcmp(e, "0") == 0);
+}
+
+bool iron_cuda_hw_round_enabled(void) {
+  const char *e = getenv("IRON_CUDA_HW_ROUND");
+  return !(e && strcmp(e, "0") == 0);
+}
+
+bool iron_cuda_ftz_ops_enabled(void) {
+  const char *e = getenv("IRON_CUDA_FTZ_OPS");
+  return !(e && strcmp(e, "0") == 0);
+}
+
 static char *g_prelude[2];
 static pthread_once_t g_prelude_once = PTHREAD_ONCE_INIT;
 
@@ -582,8 +658,13 @@ static void prelude_init(void) {
     iron_cuda_text_t t;
     iron_cuda_text_init(&t);
     iron_cuda_text_printf(&t,
-                          "// ironjax generated CUDA C (prelude v2, ftz=%d)\n%s",
-                          ftz, kPreludeBody);
+                          "// ironjax generated CUDA C (prelude v2, ftz=%d)\n"
+                          "#define IRON_HW_ROUND %d\n#define IRON_FTZ_OPS %d\n"
+                          "#define IRON_SELECT_MINMAX %d\n%s",
+                          ftz, iron_cuda_hw_round_enabled() ? 1 : 0,
+                          iron_cuda_ftz_ops_enabled() ? 1 : 0,
+                          env_on("IRON_CUDA_SELECT_MINMAX") ? 1 : 0,
+                          kPreludeBody);
     iron_cuda_prelude_narrow_macros(&t);
     char *p = NULL;
     if (iron_cuda_text_finish(&t, &p) == IRON_OK) g_prelude[ftz] = p;

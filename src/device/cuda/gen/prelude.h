@@ -26,6 +26,18 @@ bool iron_cuda_flush_denormals(void);
 // kernels then move one element per thread instead of 16-byte vectors.
 bool iron_cuda_vectorize_enabled(void);
 
+// False when IRON_CUDA_HW_ROUND=0: the prelude's f16/bf16 rounding of
+// element-wise values (iron_rnd_f16/bf16) then runs the software
+// round-to-nearest-even instead of one cvt.rn instruction (read once, when
+// the prelude is built).
+bool iron_cuda_hw_round_enabled(void);
+
+// False when IRON_CUDA_FTZ_OPS=0: f32 (and f16/bf16 computed in f32)
+// add/subtract/multiply/divide then flush their operands and result with
+// explicit iron_daz calls; by default they rely on NVRTC's -ftz, whose
+// add.ftz/sub.ftz/mul.ftz/div.rn.ftz flush both (scalar.c).
+bool iron_cuda_ftz_ops_enabled(void);
+
 #ifdef __cplusplus
 }
 #endif

@@ -59,6 +59,12 @@ void iron_cuda_row_layout(int64_t n, unsigned max_tpr,
 static void store_text(iron_dtype_t dt, const char *v, char *buf, size_t cap) {
   iron_cuda_store_expr(dt, v, buf, cap);
 }
+// The store of an output of the element-wise device functions (rounded
+// already: gen/scalar.h), not of a reduce's accumulator.
+static void store_rounded_text(iron_dtype_t dt, const char *v, char *buf,
+                               size_t cap) {
+  iron_cuda_store_rounded_expr(dt, v, buf, cap);
+}
 // The exact load (iron_cuda_type.ld, not ld_fast): the host's f16 -> f32
 // keeps NaN payloads, which a reduce may return.
 static void load_text(iron_dtype_t dt, const char *v, char *buf, size_t cap) {
@@ -286,7 +292,7 @@ static void emit_keep_stores(gen_t *g, uint32_t k) {
     if (kp->pass != k) continue;
     char o[16], st[64], b[32], ri[96];
     snprintf(o, sizeof(o), "o%u", kp->fn_output);
-    store_text(kp->dtype, o, st, sizeof(st));
+    store_rounded_text(kp->dtype, o, st, sizeof(st));
     keep_buf(g, f, b, sizeof(b));
     row_index(g, ri, sizeof(ri));
     P("xk%u = %s; %s[%s] = xk%u;\n", f, st, b, ri, f);
@@ -429,7 +435,7 @@ static void emit_row_values(gen_t *g, uint32_t level) {
     for (uint32_t k = 0; k < fn->num_outputs; ++k) {
       char o[16], st[64];
       snprintf(o, sizeof(o), "o%u", k);
-      store_text(fn->out_dtypes[k], o, st, sizeof(st));
+      store_rounded_text(fn->out_dtypes[k], o, st, sizeof(st));
       P("pv%u = %s;\n", fn->dest[k], st);
     }
     P("}\n");
@@ -441,10 +447,56 @@ static void emit_row_values(gen_t *g, uint32_t level) {
   }
 }
 
+// Staged results (IRON_CUDA_ROW_STAGE_OUT): a thread's elements of a row
+// are 8 apart (the summation tree's lanes), so its direct stores are 2 or
+// 4 bytes wide and a warp's store covers 4 pieces of 16 or 32 bytes. When
+// a shared row buffer of the output's element size is there (a cached
+// input row or a kept value; the last loop reads each of them only at the
+// thread's own element, before it writes it), the last loop writes its
+// results there instead, and the row's threads then copy the row out with
+// 16-byte stores, as emit_cache_fill reads it in. Returns the buffer's
+// name, or false.
+static bool stage_buffer(gen_t *g, uint32_t k, char taken[][32],
+                         uint32_t ntaken, char *buf, size_t cap) {
+  const iron_cuda_row_plan_t *p = g->p;
+  const char *e = getenv("IRON_CUDA_ROW_STAGE_OUT");  // compile time only
+  if ((e && strcmp(e, "0") == 0) || !g->aligned || g->L.sequential ||
+      !g->row_sync)
+    return false;
+  size_t es = iron_dtype_size(p->final_fn.out_dtypes[k]);
+  if (es == 0 || es > 8 || p->rs.n % (int64_t)(16 / es) != 0) return false;
+  for (uint32_t c = 0; c < p->num_views + p->num_keeps; ++c) {
+    char nm[32];
+    if (c < p->num_views) {
+      if (g->cache[c] != CACHE_ROW || iron_dtype_size(p->views[c].dtype) != es)
+        continue;
+      snprintf(nm, sizeof(nm), "shr%u", c);
+    } else {
+      uint32_t f = c - p->num_views;
+      if (iron_dtype_size(p->keeps[f].dtype) != es) continue;
+      keep_buf(g, f, nm, sizeof(nm));
+    }
+    bool used = false;
+    for (uint32_t h = 0; h < ntaken; ++h) used = used || !strcmp(taken[h], nm);
+    if (used) continue;
+    snprintf(buf, cap, "%s", nm);
+    return true;
+  }
+  return false;
+}
+
 static void emit_final(gen_t *g) {
   const iron_cuda_row_plan_t *p = g->p;
   const iron_cuda_row_fn_t *fn = &p->final_fn;
   if (!fn->name || !fn->num_outputs) return;
+  char stage[16][32];
+  bool staged[16];
+  uint32_t ntaken = 0;
+  for (uint32_t k = 0; k < fn->num_outputs && k < 16; ++k) {
+    staged[k] = stage_buffer(g, k, stage, ntaken, stage[ntaken],
+                             sizeof(stage[0]));
+    if (staged[k]) ntaken++;
+  }
   P("// results\n{\n");
   emit_elem_open(g);
   g->loop_uses = fn->uses;
@@ -452,14 +504,47 @@ static void emit_final(gen_t *g) {
   g->loop_uses = NULL;
   emit_keep_loads(g, fn);
   emit_call(g, fn, "e", "o");
+  uint32_t si = 0;
   for (uint32_t k = 0; k < fn->num_outputs; ++k) {
     char o[16], st[64];
     snprintf(o, sizeof(o), "o%u", k);
-    store_text(fn->out_dtypes[k], o, st, sizeof(st));
+    store_rounded_text(fn->out_dtypes[k], o, st, sizeof(st));
+    if (k < 16 && staged[k]) {
+      char ri[96];
+      row_index(g, ri, sizeof(ri));
+      P("((%s *)%s)[%s] = %s;\n", st_of(fn->out_dtypes[k]), stage[si++], ri,
+        st);
+      continue;
+    }
     P("out%u[%s] = %s;\n", fn->dest[k],
       g->L.sequential ? "gb_ + i" : "gb_ + 8 * i", st);
   }
   emit_elem_close(g);
+  if (ntaken) {
+    // Every thread's results are in; the row's threads copy them out.
+    P("__syncthreads();\nif (valid) {\n");
+    si = 0;
+    for (uint32_t k = 0; k < fn->num_outputs; ++k) {
+      if (k >= 16 || !staged[k]) continue;
+      const char *S = st_of(fn->out_dtypes[k]);
+      int vec = (int)(16 / iron_dtype_size(fn->out_dtypes[k]));
+      const long long N = (long long)p->rs.n;
+      char pj[64];
+      pad_text("j", pj, sizeof(pj));
+      P("if ((((unsigned long long)out%u) & 15ull) == 0) {\n"
+        "for (int j = t * %d; j < %lld; j += %u * %d)\n"
+        "*(iron_vec<%s, %d> *)(out%u + rbase + j) = "
+        "*(const iron_vec<%s, %d> *)&((const %s *)%s)[rl * %lld + %s];\n"
+        "} else {\n"
+        "for (int j = t; j < %lld; j += %u)\n"
+        "out%u[rbase + j] = ((const %s *)%s)[rl * %lld + %s];\n}\n",
+        fn->dest[k], vec, N, g->L.tpr, vec, S, vec, fn->dest[k], S, vec, S,
+        stage[si], (long long)g->padn, pj, N, g->L.tpr, fn->dest[k], S,
+        stage[si], (long long)g->padn, pj);
+      si++;
+    }
+    P("}\n");
+  }
   P("}\n");
 }
 

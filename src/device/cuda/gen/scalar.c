@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "base/half.h"
+#include "device/cuda/gen/prelude.h"
 #include "device/cuda/gen/types.h"
 
 // ---------------------------------------------------------------------------
@@ -81,6 +82,14 @@ void iron_cuda_store_expr(iron_dtype_t dt, const char *v, char *buf,
     snprintf(buf, cap, "%s(%s)", ty.st, v);
   else
     snprintf(buf, cap, "%s", v);
+}
+
+void iron_cuda_store_rounded_expr(iron_dtype_t dt, const char *v, char *buf,
+                                  size_t cap) {
+  if (dt == IRON_DTYPE_BF16 && iron_cuda_hw_round_enabled())
+    snprintf(buf, cap, "iron_st_bf16r(%s)", v);
+  else
+    iron_cuda_store_expr(dt, v, buf, cap);
 }
 
 // ---------------------------------------------------------------------------
@@ -779,6 +788,35 @@ bool iron_cuda_scalar_op_supported(iron_op_kind_t kind) {
   }
 }
 
+// Ops whose PTX instruction on float registers flushes denormal operands
+// and results itself when kernels compile with -ftz (the flush mode):
+// add.ftz, sub.ftz, mul.ftz and div.rn.ftz, so explicit iron_daz calls
+// around them only cost instructions (2 per call; 9 per op of a chain).
+// The CPU emulation runs with FTZ/DAZ on, the same. Transcendental calls
+// keep their explicit flushes: libdevice's ftz behaviour at denormal
+// inputs/results is not a documented contract.
+static bool hw_flushes(const iron_cuda_scalar_t *s, iron_op_kind_t k,
+                       iron_dtype_t dt) {
+  if (!s->flush || !is_f32ish(dt) || !iron_cuda_ftz_ops_enabled()) return false;
+  return k == IRON_OP_ADD || k == IRON_OP_SUBTRACT || k == IRON_OP_MULTIPLY ||
+         k == IRON_OP_DIVIDE;
+}
+
+// Whether the value op `d` computes (a real float) is flushed already:
+// emit_plain flushed it (or -ftz did, hw_flushes), so reading it as zero
+// again only costs instructions (IRON_CUDA_FTZ_OPS). Mirrors emit_plain.
+static bool result_flushed(const iron_cuda_scalar_t *s, const iron_ir_op_t *d) {
+  if (!s->flush || !iron_cuda_ftz_ops_enabled() || d->num_results != 1 ||
+      !d->results[0].type || !iron_cuda_scalar_op_supported(d->kind))
+    return false;
+  iron_dtype_t out = d->results[0].type->dtype;
+  if (!held(out) || is_narrow(out)) return false;
+  iron_op_kind_t k = d->kind;
+  return is_real_float(out) && !body_raw_op(s, k, out) &&
+         !op_keeps_denormals(k) && k != IRON_OP_CONSTANT &&
+         k != IRON_OP_CONVERT && k != IRON_OP_IOTA;
+}
+
 // The argument text of operand i of op: its value, wrapped in iron_daz
 // where the op reads float denormals as zero.
 static void arg_text(const iron_cuda_scalar_t *s, const iron_ir_op_t *op,
@@ -807,7 +845,13 @@ static void arg_text(const iron_cuda_scalar_t *s, const iron_ir_op_t *op,
     // Converts from/to narrow dtypes flush as they need (narrow_convert).
     if (is_narrow(v->type->dtype) || is_narrow(to)) flush = false;
   }
-  if (body_raw_op(s, op->kind, dt)) flush = false;
+  if (body_raw_op(s, op->kind, dt) || hw_flushes(s, op->kind, dt))
+    flush = false;
+  // An operand computed in the same block by an op whose result the
+  // emitter flushed (every generator emits such ops through it).
+  if (flush && v->def_op && v->def_op->parent == op->parent &&
+      result_flushed(s, v->def_op))
+    flush = false;
   snprintf(buf, cap, flush ? "iron_daz(%s)" : "%s", name);
 }
 
@@ -824,7 +868,7 @@ static void emit_plain(const iron_cuda_scalar_t *s, iron_op_kind_t k,
   }
   bool flush_out = s->flush && is_real_float(out) && !op_keeps_denormals(k) &&
                    k != IRON_OP_CONSTANT && k != IRON_OP_CONVERT &&
-                   k != IRON_OP_IOTA;
+                   k != IRON_OP_IOTA && !hw_flushes(s, k, out);
   if (out == IRON_DTYPE_F16) {
     iron_cuda_text_printf(s->t, "%sconst float %s = iron_rnd_f16(%s);\n", in,
                           var, expr);

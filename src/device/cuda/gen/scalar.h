@@ -76,6 +76,13 @@ void iron_cuda_emit_load(iron_cuda_text_t *t, const char *indent,
 void iron_cuda_store_expr(iron_dtype_t dt, const char *v, char *buf,
                           size_t cap);
 
+// The same for a value the element-wise mode computed: every f16/bf16
+// value there is rounded already (iron_rnd_*, or loaded), so a bf16 store
+// is the float's top half (IRON_CUDA_HW_ROUND; else iron_cuda_store_expr).
+// Not for values of region bodies or reduce accumulators (unrounded).
+void iron_cuda_store_rounded_expr(iron_dtype_t dt, const char *v, char *buf,
+                                  size_t cap);
+
 // The expression converting compute value `x` of `from` to `to`, both held
 // as themselves (not narrow), into buf; false when refused.
 bool iron_cuda_convert_expr(iron_dtype_t from, iron_dtype_t to, const char *x,
