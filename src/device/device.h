@@ -206,6 +206,9 @@ struct iron_device {
   // Counted loops of at least this many iterations run their body as a
   // device graph (vtable->graph_*; 0: never). IRON_CUDA_GRAPHS on CUDA.
   int64_t graph_min_trips;
+  // Data-dependent while loops run as device loops (vtable->graph_while_*;
+  // CUDA: conditional nodes in the driver and IRON_CUDA_DEVICE_WHILE).
+  bool graph_while;
   // The kernel steps (and loops replayed as graphs) the executor enqueued
   // last on this device: a ring of IRON_DEVICE_RECENT_STEPS, the most
   // recent at (recent_count - 1) % IRON_DEVICE_RECENT_STEPS. Written by the

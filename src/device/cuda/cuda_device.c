@@ -976,6 +976,7 @@ static void device_while_setup(iron_cuda_device_t *d) {
     return;
   }
   d->device_while = true;
+  d->base.graph_while = true;
 }
 
 static iron_status_t cuda_graph_while_begin(iron_device_t *dev) {
