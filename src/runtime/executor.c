@@ -738,10 +738,11 @@ static iron_status_t run_step(const iron_exec_ctx_t *ctx, frame_t *fr,
                   why && why->kind == IRON_STEP_KERNEL ? " (kernel)" : "");
       }
       // Device loop: a data-dependent loop whose condition and body only
-      // enqueue device work runs iteration 0 the ordinary way (first-use
-      // set-up in kernels happens outside the recording), then, once the
-      // host has seen the predicate true again, every remaining iteration
-      // in one device graph (run_device_loop).
+      // enqueue device work runs iteration 0 the ordinary way the first
+      // time (first-use set-up in kernels happens outside the recording),
+      // then, once the host has seen the predicate true again, every
+      // remaining iteration in one device graph (run_device_loop); later
+      // executions record from iteration 0 on (one predicate read back).
       bool device_loop = false;
       if (trips < 0 && ctx->dev && ctx->dev->graph_while &&
           ctx->dev->vtable->graph_while_begin &&
@@ -779,7 +780,13 @@ static iron_status_t run_step(const iron_exec_ctx_t *ctx, frame_t *fr,
           if (st) return step_error(st, s);
           leave_block(fr, cond, fr, NULL);
           if (!go) break;
-          if (device_loop && it == 1) {
+          if (device_loop &&
+              (it == 1 || (it == 0 && atomic_load_explicit(
+                                          &s->device_loop_warm,
+                                          memory_order_relaxed)))) {
+            atomic_store_explicit(
+                &((iron_plan_step_t *)s)->device_loop_warm, true,
+                memory_order_relaxed);
             bool done = false;
             st = run_device_loop(ctx, fr, s, &done);
             if (st) return step_error(st, s);

@@ -959,7 +959,15 @@ static bool device_graph_debug(void) {
 // leaves device loops off (the host-driven loop), never the device.
 static void device_while_setup(iron_cuda_device_t *d) {
   d->device_while = false;
-  if (!iron_cuda_device_while_enabled() || !d->api->has_conditional) return;
+  if (!iron_cuda_device_while_enabled()) return;
+  if (!d->api->has_conditional) {
+    if (device_graph_debug())
+      fprintf(stderr,
+              "iron: CUDA device %d: device while loops off: the driver has "
+              "no graph conditional nodes (CUDA >= 12.4)\n",
+              d->ordinal);
+    return;
+  }
   iron_status_t st = iron_cuda_device_check(
       d, d->api->cuStreamCreate(&d->alloc_stream, IRON_CU_STREAM_NON_BLOCKING),
       "cuStreamCreate");
