@@ -54,7 +54,19 @@ static void k_less(const uint64_t *a) {
   *(unsigned char *)(uintptr_t)a[2] = *(const int32_t *)(uintptr_t)a[0] <
                                       *(const int32_t *)(uintptr_t)a[1];
 }
+// x - x's stand-in that faults (an illegal address, seen at the next wait)
+// on its third run: inside the device loop when the loop runs 6 times.
+static int g_late_fault_runs;
+static void k_late_fault(const uint64_t *a) {
+  (void)a;
+  if (++g_late_fault_runs == 3)
+    fake_cuda.pending_fault = IRON_CU_ERROR_ILLEGAL_ADDRESS;  // mu held
+}
 static const fake_kernel_t kAddK = {"fake_add", k_add, 7, false};
+static const fake_kernel_t kLateFaultK = {"fake_late_fault", k_late_fault, 0,
+                                          false};
+static const iron_cuda_function_t kLateFaultFn = {(CUfunction)&kLateFaultK,
+                                                  "fake_late_fault"};
 static const fake_kernel_t kLessK = {"fake_less", k_less, 3, false};
 static const fake_kernel_t kSetCondK = {"fake_set_condition",
                                         fake_cuda_set_conditional, 2, false};
@@ -118,6 +130,21 @@ static iron_status_t fake_less_run(const iron_kernel_ctx_t *ctx,
                           1, 0, p);
 }
 
+static iron_status_t fake_late_fault_run(const iron_kernel_ctx_t *ctx,
+                                         const void *params,
+                                         const iron_tensor_t *const *in,
+                                         iron_tensor_t *const *out) {
+  (void)params;
+  (void)in;
+  (void)out;
+  return iron_cuda_launch(iron_cuda_device_cast(ctx->dev), &kLateFaultFn, 1,
+                          1, 1, 1, 0, NULL);
+}
+
+static const iron_kernel_t kLateFault = {.name = "fake_late_fault",
+                                         .prepare = fake_prepare,
+                                         .run = fake_late_fault_run,
+                                         .graph_capturable = true};
 static const iron_kernel_t kAdd = {.name = "fake_add",
                                    .prepare = fake_prepare,
                                    .run = fake_add_run,
@@ -131,6 +158,7 @@ static const iron_kernel_t *fake_lookup(iron_op_kind_t kind) {
   switch (kind) {
     case IRON_OP_ADD: return &kAdd;
     case IRON_OP_COMPARE: return &kLess;
+    case IRON_OP_SUBTRACT: return &kLateFault;
     default: return NULL;
   }
 }
@@ -205,7 +233,7 @@ static bool sticky(fake_dev_t *f) {
 // The limit j is carried and changes (by 0) every iteration, so the loop is
 // not a counted one: its trip count is data-dependent. `t` is a value the
 // body allocates and frees (a block the recording reuses).
-static iron_ir_module_t *build_while(void) {
+static iron_ir_module_t *build_while_op(iron_op_kind_t x_op) {
   iron_ir_module_t *m = iron_ir_builder_module_create("jit_while", 2);
   int64_t d4[1] = {4};
   const iron_ir_type_t *ti = iron_ir_builder_scalar_type(m, IRON_DTYPE_S32);
@@ -238,7 +266,7 @@ static iron_ir_module_t *build_while(void) {
   iron_ir_value_t *xx[2] = {bx, bx};
   iron_ir_value_t *t = iron_ir_builder_op1(m, f, bb, IRON_OP_ADD, 2, xx, tx);
   iron_ir_value_t *tx2[2] = {t, bx};
-  iron_ir_value_t *nx = iron_ir_builder_op1(m, f, bb, IRON_OP_ADD, 2, tx2, tx);
+  iron_ir_value_t *nx = iron_ir_builder_op1(m, f, bb, x_op, 2, tx2, tx);
   iron_ir_builder_set_loc(m, nx->def_op, "while.py", 9);
   iron_ir_value_t *c1 = iron_ir_builder_constant(m, f, bb, ti, &one, 4, false);
   iron_ir_value_t *c0 = iron_ir_builder_constant(m, f, bb, ti, &zero, 4, false);
@@ -252,12 +280,15 @@ static iron_ir_module_t *build_while(void) {
   return m;
 }
 
-static iron_executable_t *compile(fake_dev_t *f) {
+static iron_executable_t *compile_op(fake_dev_t *f, iron_op_kind_t x_op) {
   iron_compile_options_t opts = {.device = f->dev};
   iron_executable_t *exe = NULL;
-  CHECK_OK(iron_executable_compile_module(f->rt, build_while(), NULL, 0,
-                                          &opts, &exe));
+  CHECK_OK(iron_executable_compile_module(f->rt, build_while_op(x_op), NULL,
+                                          0, &opts, &exe));
   return exe;
+}
+static iron_executable_t *compile(fake_dev_t *f) {
+  return compile_op(f, IRON_OP_ADD);
 }
 
 static iron_status_t read_buf(iron_buffer_t *b, void *dst, size_t n) {
@@ -396,6 +427,33 @@ static void test_recording_dropped(void) {
   fake_dev_close(&f);
 }
 
+// A fault inside the device loop retires the device naming the loop (the
+// while op and its source line) and the device loop as the kernel.
+static void test_fault_names_loop(void) {
+  fake_dev_t f = fake_dev_open(true);
+  iron_executable_t *exe = compile_op(&f, IRON_OP_SUBTRACT);
+  g_late_fault_runs = 0;
+  iron_status_t st = exe ? run_check(&f, exe, 6) : NULL;
+  CHECK(st != NULL);
+  CHECK_EQ_INT(atomic_load(&fake_cuda.while_runs), 1);
+  if (st) {
+    const char *msg = iron_status_message(st);
+    CHECK(strstr(msg, "CUDA_ERROR_ILLEGAL_ADDRESS") != NULL);
+    const char *want = "stablehlo.while (while.py:7) in main, kernel (a CUDA "
+                       "graph device loop of the while body";
+    CHECK(strstr(msg, want) != NULL);
+    if (!strstr(msg, want)) fprintf(stderr, "message: %s\n", msg);
+    iron_status_free(st);
+  }
+  CHECK(sticky(&f));
+  iron_executable_release(exe);
+  iron_runtime_release(f.rt);
+  for (int k = 0; k < 5000 && atomic_load(&fake_cuda.live_streams); ++k)
+    sleep_ms(1);
+  // (A retired device's memory is not freed back to a broken context.)
+  atomic_store(&fake_cuda.live_device_blocks, 0);
+}
+
 // The set-condition kernel is valid CUDA C for NVRTC (cudaGraphSetConditional
 // declared as cuda_device_runtime_api.h does): compiled to SASS for sm_90a.
 static void test_set_condition_compiles(void) {
@@ -425,5 +483,6 @@ static const iron_test_case_t kTests[] = {
     {"repeated_calls", test_repeated_calls},
     {"host_driven", test_host_driven},
     {"recording_dropped", test_recording_dropped},
+    {"fault_names_loop", test_fault_names_loop},
 };
 IRON_TEST_MAIN(kTests)
