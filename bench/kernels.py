@@ -603,7 +603,18 @@ def jax_fn(p, gen, sample, a):
                            a.steps, a.warmup, a.budget_s)
     if a.trace:
         r["trace"] = trace_runs(lambda: f(*first), a.trace)
+    if a.host_profile:
+        r["host_profile"] = host_profile_runs(lambda: f(*first), a.host_profile)
     return r
+
+
+def host_profile_runs(fn, n):
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import host_profile
+    try:
+        return host_profile.profile(fn, jax.block_until_ready, n)
+    except Exception as e:  # no compiler or addr2line: the timing still stands
+        return [f"host profile: {type(e).__name__}: {e}"[:300]]
 
 
 def trace_runs(fn, n):
@@ -672,6 +683,8 @@ def jax_cnn(p, gen, sample, a):
     r["times"] = time_runs(call, jax.block_until_ready, a.steps, a.warmup, a.budget_s)
     if a.trace:
         r["trace"] = trace_runs(lambda: call(0), a.trace)
+    if a.host_profile:
+        r["host_profile"] = host_profile_runs(lambda: call(0), a.host_profile)
     r["flops"] = cnn_flops(c)
     return r
 
@@ -809,6 +822,8 @@ def run_worker(fw, names, a, on_result):
                "--warmup", str(a.warmup), "--budget-s", str(a.budget_s)]
         if a.trace and fw != "torch":
             cmd += ["--trace", str(a.trace)]
+        if a.host_profile and fw != "torch":
+            cmd += ["--host-profile", str(a.host_profile)]
         if a.smoke:
             cmd.append("--smoke")
         if a.cache_dir and fw != "torch":
@@ -1140,6 +1155,10 @@ def main():
                     help="iron and XLA: after timing, trace N runs with CUPTI "
                          "(bench/kernel_trace.c) and print the kernels that took "
                          "the most time per run")
+    ap.add_argument("--host-profile", type=int, default=0,
+                    help="iron and XLA: after timing, sample the host's call "
+                         "stacks over N runs (bench/host_profile.c) and print "
+                         "where the host time went")
     ap.add_argument("--json")
     ap.add_argument("--md")
     a = ap.parse_args()
@@ -1210,6 +1229,8 @@ def main():
                   f"per run", flush=True)
             for nm, cnt, ms in tr["top"]:
                 print(f"        {ms * 1e3:9.1f} us  x{cnt:<5.1f} {nm}", flush=True)
+        for line in r.get("host_profile") or []:
+            print(f"      {line}", flush=True)
 
     a.rounds_done = 0
     round_s = []
