@@ -26,6 +26,8 @@
 #   tfuse        scripts/transpose_fusion_gpu.sh tests; tfusebench: its bench
 #   fuzzgpu      scripts/fuzz_programs_gpu.sh ${FUZZ_MINUTES:-3} (random
 #                programs, host vs the real CUDA device)
+#   dwtests      scripts/device_while_gpu.sh tests (device while loops);
+#                dwbench: its bench (kernels.py --only while, switch on/off)
 #   jaxtests     the jax test node ids in $JAXTESTS (space-separated), -vv,
 #                on CUDA: the full assertion text of chosen failures
 # Usage: scripts/gpu_session.sh build suite\& corpus\& wait kquick
@@ -79,6 +81,7 @@ stage() {
       IRON_PLUGIN_PATH=$root/build-dev/libiron_pjrt.so PYTHONPATH=$root/python \
         timeout 200 python3 bench/kernels.py --only rowwise,copy --rounds 1 \
         --json "$OUT/rowquick.json" --md "$OUT/rowquick.md" >"$logs/rowquick.log" 2>&1; tail -30 "$logs/rowquick.log" ;;
+    dwtests|dwbench) OUT=$logs/$s scripts/device_while_gpu.sh ${s#dw} >"$logs/$s.log" 2>&1; tail -40 "$logs/$s.log" ;;
     rowtests|rowbench) OUT=$logs/$s scripts/rowfuse_gpu.sh ${s#row} >"$logs/$s.log" 2>&1; tail -40 "$logs/$s.log" ;;
     redtests|redbench|redab) OUT=$logs/$s scripts/reduce_gpu.sh ${s#red} >"$logs/$s.log" 2>&1; tail -40 "$logs/$s.log" ;;
     fuzzgpu) OUT=$logs/fuzz JOBS=${FUZZ_JOBS:-6} scripts/fuzz_programs_gpu.sh ${FUZZ_MINUTES:-3} >"$logs/fuzzgpu.log" 2>&1; tail -25 "$logs/fuzzgpu.log" ;;

@@ -74,6 +74,11 @@ typedef struct iron_plan_step {
   uint32_t counted_index;
   int32_t counted_limit_index;
   int64_t counted_init, counted_limit, counted_step;
+  // WHILE, data-dependent: set by the executor once the loop has run
+  // (its kernels' first-use set-up is done), after which a device loop is
+  // recorded from iteration 0 on instead of from iteration 1 (runtime
+  // state, written by whichever execution gets there first).
+  _Atomic bool device_loop_warm;
 } iron_plan_step_t;
 
 struct iron_plan_block {

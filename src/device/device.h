@@ -158,6 +158,21 @@ typedef struct iron_device_vtable {
   iron_status_t (*graph_launch)(iron_device_t *dev, void *graph);
   // Frees a graph (after the replays enqueued so far).
   void (*graph_destroy)(iron_device_t *dev, void *graph);
+  // Device loops (CUDA: a WHILE conditional node): both NULL, or failing
+  // with UNIMPLEMENTED, where the device or its driver has none.
+  // graph_while_begin starts a recording as graph_begin does; graph_end then
+  // returns a graph whose launch repeats the recorded work while the
+  // predicate last set by graph_while_condition is true, at least once per
+  // launch (the caller saw the first predicate true). While recording such
+  // a body, mem_alloc hands out ordinary memory that the graph owns from
+  // graph_end on (graph_destroy releases it after the launches), and
+  // mem_free of it makes it available to later allocations of the same
+  // recording (the body runs in order); graph_end discards a recording that
+  // leaves some of it allocated.
+  iron_status_t (*graph_while_begin)(iron_device_t *dev);
+  // Records: the loop's predicate becomes the first byte of `pred` (device
+  // memory holding a bool) at this point of the body.
+  iron_status_t (*graph_while_condition)(iron_device_t *dev, const void *pred);
 } iron_device_vtable_t;
 
 #define IRON_DEVICE_RECENT_STEPS 4
@@ -197,6 +212,9 @@ struct iron_device {
   // Counted loops of at least this many iterations run their body as a
   // device graph (vtable->graph_*; 0: never). IRON_CUDA_GRAPHS on CUDA.
   int64_t graph_min_trips;
+  // Data-dependent while loops run as device loops (vtable->graph_while_*;
+  // CUDA: conditional nodes in the driver and IRON_CUDA_DEVICE_WHILE).
+  bool graph_while;
   // The kernel steps (and loops replayed as graphs) the executor enqueued
   // last on this device: a ring of IRON_DEVICE_RECENT_STEPS, the most
   // recent at (recent_count - 1) % IRON_DEVICE_RECENT_STEPS. Written by the

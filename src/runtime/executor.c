@@ -308,21 +308,17 @@ static bool block_capturable(const iron_plan_block_t *b, int depth,
   return true;
 }
 
-// Sets up the homes in `homes` (NULL for empty carries), then records one
-// body iteration. On return the carries are back in s->outputs (in their
-// homes) and *out_graph is the recorded iteration, or NULL when the loop
-// must go on the ordinary way (nothing recorded has run then). An error is
-// only returned when the state is unusable.
-static iron_status_t record_body(const iron_exec_ctx_t *ctx, frame_t *fr,
+// Sets up the homes in `homes` (NULL for empty carries) and pins them. An
+// error leaves nothing pinned or retained (the carries stay where they
+// were, or in an equal copy).
+static iron_status_t homes_setup(const iron_exec_ctx_t *ctx, frame_t *fr,
                                  const iron_plan_step_t *s,
                                  iron_storage_t **homes, bool *borrowed,
-                                 iron_tensor_t *types, void **out_graph) {
+                                 iron_tensor_t *types) {
   iron_device_t *dev = ctx->dev;
   const iron_device_vtable_t *vt = dev->vtable;
   const iron_plan_block_t *body = &s->blocks[1];
   uint32_t n = s->num_outputs;
-  *out_graph = NULL;
-  if (body->num_args != n || body->num_results != n) return IRON_OK;
   for (uint32_t i = 0; i < n; ++i) {
     iron_slot_t *o = &fr->slots[s->outputs[i]];
     types[i] = o->t;
@@ -367,47 +363,41 @@ static iron_status_t record_body(const iron_exec_ctx_t *ctx, frame_t *fr,
     }
     homes[i]->pinned = true;
   }
-  iron_status_t st = vt->graph_begin(dev);
-  bool recording = st == IRON_OK;
-  if (st && graph_debug())
-    fprintf(stderr, "iron: graph recording of %s not started: %s\n",
-            s->op->name, iron_status_message(st));
-  iron_status_free(st);
-  bool keep = recording;
-  if (recording) {
-    enter_block(fr, body, fr, s->outputs, true);
-    st = run_steps(ctx, fr, body);
-    keep = st == IRON_OK;
+  return IRON_OK;
+}
+
+// After a recorded body iteration: enqueues the copy of each result into
+// its home (unless it is there already). False when the recording cannot
+// express it (a result living in another carry's home, a size mismatch, a
+// failed copy).
+static bool homes_take_results(const iron_exec_ctx_t *ctx, frame_t *fr,
+                               const iron_plan_block_t *body,
+                               iron_storage_t **homes, uint32_t n) {
+  iron_device_t *dev = ctx->dev;
+  for (uint32_t i = 0; i < n; ++i) {
+    if (!homes[i]) continue;
+    const iron_slot_t *r = &fr->slots[body->results[i]];
+    if (r->t.data == homes[i]->data) continue;  // updated in place
+    for (uint32_t k = 0; k < n; ++k)
+      if (homes[k] && r->t.data == homes[k]->data) return false;
+    if (r->t.nbytes != homes[i]->nbytes) return false;
+    iron_status_t st = dev->vtable->memcpy(dev, homes[i]->data, r->t.data,
+                                           r->t.nbytes,
+                                           IRON_COPY_DEVICE_TO_DEVICE);
+    bool ok = st == IRON_OK;
     iron_status_free(st);
-    for (uint32_t i = 0; i < n && keep; ++i) {
-      if (!homes[i]) continue;
-      const iron_slot_t *r = &fr->slots[body->results[i]];
-      if (r->t.data == homes[i]->data) continue;  // updated in place
-      for (uint32_t k = 0; k < n && keep; ++k)
-        if (homes[k] && r->t.data == homes[k]->data) keep = false;
-      if (!keep || r->t.nbytes != homes[i]->nbytes) {
-        keep = false;
-        break;
-      }
-      st = vt->memcpy(dev, homes[i]->data, r->t.data, r->t.nbytes,
-                      IRON_COPY_DEVICE_TO_DEVICE);
-      keep = st == IRON_OK;
-      iron_status_free(st);
-    }
-    do_frees(fr, body->exit_frees, body->num_exit_frees);
-    void *graph = NULL;
-    st = vt->graph_end(dev, keep, &graph);
-    if (!graph) {
-      iron_exec_graph_discards++;
-      if (st && graph_debug())
-        fprintf(stderr, "iron: graph recording of %s discarded: %s\n",
-                s->op->name, iron_status_message(st));
-    }
-    iron_status_free(st);  // a discarded recording: go on without it
-    *out_graph = graph;
+    if (!ok) return false;
   }
-  // The carries are their homes again, whether or not the recording is
-  // kept (what was recorded has not run: the homes hold the values).
+  return true;
+}
+
+// The carries are their homes again (s->outputs), whether or not a
+// recording is kept (what was recorded has not run: the homes hold the
+// values). `recording`: the body's arguments were taken from the outputs.
+static void homes_restore(frame_t *fr, const iron_plan_step_t *s,
+                          iron_storage_t **homes, const bool *borrowed,
+                          const iron_tensor_t *types, bool recording) {
+  uint32_t n = s->num_outputs;
   for (uint32_t i = 0; i < n; ++i) {
     iron_slot_t *o = &fr->slots[s->outputs[i]];
     if (!recording) {
@@ -431,7 +421,145 @@ static iron_status_t record_body(const iron_exec_ctx_t *ctx, frame_t *fr,
     o->s = homes[i];
     o->t.data = homes[i]->data;
   }
+}
+
+// Sets up the homes, then records one body iteration. On return the
+// carries are back in s->outputs (in their homes) and *out_graph is the
+// recorded iteration, or NULL when the loop must go on the ordinary way
+// (nothing recorded has run then). An error is only returned when the
+// state is unusable.
+static iron_status_t record_body(const iron_exec_ctx_t *ctx, frame_t *fr,
+                                 const iron_plan_step_t *s,
+                                 iron_storage_t **homes, bool *borrowed,
+                                 iron_tensor_t *types, void **out_graph) {
+  iron_device_t *dev = ctx->dev;
+  const iron_device_vtable_t *vt = dev->vtable;
+  const iron_plan_block_t *body = &s->blocks[1];
+  uint32_t n = s->num_outputs;
+  *out_graph = NULL;
+  if (body->num_args != n || body->num_results != n) return IRON_OK;
+  IRON_RETURN_IF_ERROR_PLAIN(homes_setup(ctx, fr, s, homes, borrowed, types));
+  iron_status_t st = vt->graph_begin(dev);
+  bool recording = st == IRON_OK;
+  if (st && graph_debug())
+    fprintf(stderr, "iron: graph recording of %s not started: %s\n",
+            s->op->name, iron_status_message(st));
+  iron_status_free(st);
+  if (recording) {
+    enter_block(fr, body, fr, s->outputs, true);
+    st = run_steps(ctx, fr, body);
+    bool keep = st == IRON_OK;
+    iron_status_free(st);
+    keep = keep && homes_take_results(ctx, fr, body, homes, n);
+    do_frees(fr, body->exit_frees, body->num_exit_frees);
+    void *graph = NULL;
+    st = vt->graph_end(dev, keep, &graph);
+    if (!graph) {
+      iron_exec_graph_discards++;
+      if (st && graph_debug())
+        fprintf(stderr, "iron: graph recording of %s discarded: %s\n",
+                s->op->name, iron_status_message(st));
+    }
+    iron_status_free(st);  // a discarded recording: go on without it
+    *out_graph = graph;
+  }
+  homes_restore(fr, s, homes, borrowed, types, recording);
   return IRON_OK;
+}
+
+// A data-dependent while loop on the device (CUDA: a graph whose WHILE
+// conditional node repeats the body while a kernel of the body's last
+// steps says the condition holds): the body, the copies of its results
+// into the homes and then the condition are recorded once, and one launch
+// runs every remaining iteration with no host round trip. The caller has
+// run the condition on the host and seen it true. *out_done: the loop ran
+// to its end (the carries are in s->outputs); false: nothing recorded ran
+// and the loop goes on the ordinary way from the same state.
+static iron_status_t run_device_loop(const iron_exec_ctx_t *ctx, frame_t *fr,
+                                     const iron_plan_step_t *s,
+                                     bool *out_done) {
+  iron_device_t *dev = ctx->dev;
+  const iron_device_vtable_t *vt = dev->vtable;
+  const iron_plan_block_t *cond = &s->blocks[0], *body = &s->blocks[1];
+  uint32_t n = s->num_outputs;
+  *out_done = false;
+  if (body->num_args != n || body->num_results != n || cond->num_args != n ||
+      cond->num_results != 1)
+    return IRON_OK;
+  iron_storage_t *homes_small[SMALL];
+  iron_tensor_t types_small[SMALL];
+  bool borrowed_small[SMALL];
+  iron_storage_t **homes = homes_small;
+  iron_tensor_t *types = types_small;
+  bool *borrowed = borrowed_small;
+  if (n > SMALL) {
+    homes = malloc(sizeof(*homes) * n);
+    types = malloc(sizeof(*types) * n);
+    borrowed = malloc(sizeof(*borrowed) * n);
+    if (!homes || !types || !borrowed) {
+      free(homes);
+      free(types);
+      free(borrowed);
+      return IRON_OK;  // the ordinary way needs no memory
+    }
+  }
+  iron_status_t st = homes_setup(ctx, fr, s, homes, borrowed, types);
+  void *graph = NULL;
+  if (!st) {
+    st = vt->graph_while_begin(dev);
+    bool recording = st == IRON_OK;
+    if (st && graph_debug())
+      fprintf(stderr, "iron: device loop of %s not started: %s\n",
+              s->op->name, iron_status_message(st));
+    iron_status_free(st);
+    st = IRON_OK;
+    if (recording) {
+      enter_block(fr, body, fr, s->outputs, true);
+      iron_status_t rs = run_steps(ctx, fr, body);
+      bool keep = rs == IRON_OK;
+      iron_status_free(rs);
+      keep = keep && homes_take_results(ctx, fr, body, homes, n);
+      do_frees(fr, body->exit_frees, body->num_exit_frees);
+      // The condition reads the carries in their homes, pinned still (its
+      // frees must not give them back).
+      for (uint32_t i = 0; i < n; ++i) {
+        iron_slot_t *o = &fr->slots[s->outputs[i]];
+        if (o->s) slot_clear(o);
+        o->t = types[i];
+        if (homes[i]) o->t.data = homes[i]->data;
+      }
+      if (keep) {
+        enter_block(fr, cond, fr, s->outputs, false);
+        rs = run_steps(ctx, fr, cond);
+        if (!rs)
+          rs = vt->graph_while_condition(
+              dev, fr->slots[cond->results[0]].t.data);
+        keep = rs == IRON_OK;
+        iron_status_free(rs);
+        leave_block(fr, cond, fr, NULL);
+      }
+      rs = vt->graph_end(dev, keep, &graph);
+      if (!graph) {
+        iron_exec_graph_discards++;
+        if (rs && graph_debug())
+          fprintf(stderr, "iron: device loop of %s discarded: %s\n",
+                  s->op->name, iron_status_message(rs));
+      }
+      iron_status_free(rs);
+    }
+    homes_restore(fr, s, homes, borrowed, types, recording);
+  }
+  if (!st && graph) {
+    note_step(ctx, s);  // a fault inside the loop names it
+    st = vt->graph_launch(dev, graph);
+    iron_exec_graph_launches++;
+    vt->graph_destroy(dev, graph);
+    *out_done = st == IRON_OK;
+  }
+  if (homes != homes_small) free(homes);
+  if (types != types_small) free(types);
+  if (borrowed != borrowed_small) free(borrowed);
+  return st;
 }
 
 // Runs iterations [*io_it, trips) of a counted loop as graph replays when
@@ -609,6 +737,26 @@ static iron_status_t run_step(const iron_exec_ctx_t *ctx, frame_t *fr,
                   why ? why->op->name : "",
                   why && why->kind == IRON_STEP_KERNEL ? " (kernel)" : "");
       }
+      // Device loop: a data-dependent loop whose condition and body only
+      // enqueue device work runs iteration 0 the ordinary way the first
+      // time (first-use set-up in kernels happens outside the recording),
+      // then, once the host has seen the predicate true again, every
+      // remaining iteration in one device graph (run_device_loop); later
+      // executions record from iteration 0 on (one predicate read back).
+      bool device_loop = false;
+      if (trips < 0 && ctx->dev && ctx->dev->graph_while &&
+          ctx->dev->vtable->graph_while_begin &&
+          fr->device_mem && !fr->scratch && fr->ew_count <= 1 &&
+          !ctx->dev->sync && s->max_iterations <= 0) {
+        const iron_plan_step_t *why = NULL;
+        device_loop = block_capturable(cond, 0, &why) &&
+                      block_capturable(body, 0, &why);
+        if (graph_debug())
+          fprintf(stderr, "iron: %s (data-dependent): device loop %s%s%s%s\n",
+                  s->op->name, device_loop ? "yes" : "no",
+                  why ? "; cannot record " : "", why ? why->op->name : "",
+                  why && why->kind == IRON_STEP_KERNEL ? " (kernel)" : "");
+      }
       for (int64_t it = 0;; ++it) {
         if (graph_mode && it == 1) {
           st = run_counted_graph(ctx, fr, s, &it, trips);
@@ -632,6 +780,19 @@ static iron_status_t run_step(const iron_exec_ctx_t *ctx, frame_t *fr,
           if (st) return step_error(st, s);
           leave_block(fr, cond, fr, NULL);
           if (!go) break;
+          if (device_loop &&
+              (it == 1 || (it == 0 && atomic_load_explicit(
+                                          &s->device_loop_warm,
+                                          memory_order_relaxed)))) {
+            atomic_store_explicit(
+                &((iron_plan_step_t *)s)->device_loop_warm, true,
+                memory_order_relaxed);
+            bool done = false;
+            st = run_device_loop(ctx, fr, s, &done);
+            if (st) return step_error(st, s);
+            if (done) break;
+            device_loop = false;  // discarded: on the ordinary way
+          }
         }
         enter_block(fr, body, fr, s->outputs, true);
         st = run_steps(ctx, fr, body);

@@ -52,7 +52,17 @@ typedef enum {
   FAKE_NODE_COPY,  // dst <- src, n bytes (memcpy at replay)
   FAKE_NODE_SET8,
   FAKE_NODE_NOP,   // event record, free node
+  FAKE_NODE_WHILE,  // a conditional WHILE node: `body` while the condition
 } fake_node_kind_t;
+
+// A conditional handle (cuGraphConditionalHandleCreate): the handle value
+// is this struct's address, so a fake kernel can set it
+// (fake_cuda_set_conditional, the stand-in of cudaGraphSetConditional).
+typedef struct fake_cond {
+  unsigned value, dflt;
+  bool assign_default;
+} fake_cond_t;
+struct fake_graph;
 
 typedef struct fake_node {
   fake_node_kind_t kind;
@@ -63,6 +73,9 @@ typedef struct fake_node {
   size_t n;
   unsigned char v;
   bool host_src;  // a copy from host memory (recorded H2D)
+  struct fake_graph *body;  // WHILE: the body graph (owned by the node)
+  CUgraph *body_out;        // WHILE: the array handed to cuGraphAddNode
+  fake_cond_t *cond;        // WHILE: its condition
 } fake_node_t;
 
 typedef struct fake_graph {
@@ -70,10 +83,13 @@ typedef struct fake_graph {
   size_t num_nodes, cap_nodes;
   void **allocs;  // graph memory (alloc nodes), freed with the graph
   size_t num_allocs, cap_allocs;
+  fake_cond_t **conds;  // conditional handles created on this graph
+  size_t num_conds;
 } fake_graph_t;
 
 typedef struct fake_stream {
   bool capturing, invalidated;
+  bool to_graph;  // cuStreamBeginCaptureToGraph: the graph is the caller's
   pthread_t thread;
   int mode;
   fake_graph_t *graph;
@@ -99,6 +115,8 @@ typedef struct fake_cuda_state {
   atomic_int syncs, capture_errors, captures_begun, captures_ended,
       graph_launches, launches, captured_host_copies, live_device_blocks,
       live_streams;
+  // Device loops: WHILE nodes run, body iterations run.
+  atomic_int while_runs, while_iterations;
 } fake_cuda_state_t;
 
 static fake_cuda_state_t fake_cuda = {.mu = PTHREAD_MUTEX_INITIALIZER};
@@ -164,6 +182,13 @@ static fake_stream_t *fake_stream(CUstream s) { return (fake_stream_t *)s; }
 
 static void fake_graph_free(fake_graph_t *g) {
   if (!g) return;
+  for (size_t i = 0; i < g->num_nodes; ++i) {
+    if (g->nodes[i].kind != FAKE_NODE_WHILE) continue;
+    fake_graph_free(g->nodes[i].body);
+    free(g->nodes[i].body_out);
+  }
+  for (size_t i = 0; i < g->num_conds; ++i) free(g->conds[i]);
+  free(g->conds);
   for (size_t i = 0; i < g->num_allocs; ++i) {
     fake_dev_free(g->allocs[i]);
     atomic_fetch_sub(&fake_cuda.live_device_blocks, 1);
@@ -181,8 +206,20 @@ static void fake_graph_add(fake_graph_t *g, const fake_node_t *n) {
   g->nodes[g->num_nodes++] = *n;
 }
 
+static void fake_run_node(const fake_node_t *n);
+static void fake_run_graph(const fake_graph_t *g) {
+  for (size_t i = 0; i < g->num_nodes; ++i) fake_run_node(&g->nodes[i]);
+}
 static void fake_run_node(const fake_node_t *n) {
   switch (n->kind) {
+    case FAKE_NODE_WHILE:
+      atomic_fetch_add(&fake_cuda.while_runs, 1);
+      if (n->cond->assign_default) n->cond->value = n->cond->dflt;
+      for (long k = 0; n->cond->value && k < 100000000; ++k) {
+        atomic_fetch_add(&fake_cuda.while_iterations, 1);
+        fake_run_graph(n->body);
+      }
+      break;
     case FAKE_NODE_KERNEL:
       atomic_fetch_add(&fake_cuda.launches, 1);
       if (n->k->fault) {
@@ -628,15 +665,16 @@ static CUresult fake_cuStreamEndCapture(CUstream s, CUgraph *g) {
     if (fake_cuda.fail_end_capture) {
       r = fake_cuda.fail_end_capture;
       fake_cuda.fail_end_capture = 0;
-      fake_graph_free(st->graph);
+      if (!st->to_graph) fake_graph_free(st->graph);
     } else if (st->invalidated) {
       r = IRON_CU_ERROR_STREAM_CAPTURE_INVALIDATED;
-      fake_graph_free(st->graph);
+      if (!st->to_graph) fake_graph_free(st->graph);
     } else {
       *g = (CUgraph)st->graph;
     }
     st->graph = NULL;
     st->invalidated = false;
+    st->to_graph = false;
   }
   pthread_mutex_unlock(&fake_cuda.mu);
   return r;
@@ -651,10 +689,21 @@ static CUresult fake_cuStreamIsCapturing(CUstream s, int *status) {
   return 0;
 }
 // Instantiating moves the nodes and the graph memory into the executable.
+// Whether a conditional body (recursively) holds allocation nodes, which
+// the driver refuses there.
+static bool fake_bodies_allocate(const fake_graph_t *g, bool is_body) {
+  if (is_body && g->num_allocs) return true;
+  for (size_t i = 0; i < g->num_nodes; ++i)
+    if (g->nodes[i].kind == FAKE_NODE_WHILE &&
+        fake_bodies_allocate(g->nodes[i].body, true))
+      return true;
+  return false;
+}
 static CUresult fake_cuGraphInstantiateWithFlags(CUgraphExec *e, CUgraph g,
                                                  unsigned long long f) {
   (void)f;
   fake_graph_t *src = (fake_graph_t *)g;
+  if (fake_bodies_allocate(src, false)) return IRON_CU_ERROR_INVALID_VALUE;
   fake_graph_t *x = calloc(1, sizeof(*x));
   *x = *src;
   memset(src, 0, sizeof(*src));
@@ -680,6 +729,84 @@ static CUresult fake_cuGraphExecDestroy(CUgraphExec e) {
 static CUresult fake_cuGraphDestroy(CUgraph g) {
   fake_graph_free((fake_graph_t *)g);
   return 0;
+}
+
+// --- conditional nodes (CUDA 12.4) ---------------------------------------
+static CUresult fake_cuGraphCreate(CUgraph *g, unsigned f) {
+  (void)f;
+  *g = (CUgraph)calloc(1, sizeof(fake_graph_t));
+  return 0;
+}
+static CUresult fake_cuGraphConditionalHandleCreate(
+    CUgraphConditionalHandle *h, CUgraph g, CUcontext ctx, unsigned dflt,
+    unsigned flags) {
+  (void)ctx;
+  fake_graph_t *fg = (fake_graph_t *)g;
+  fake_cond_t *c = calloc(1, sizeof(*c));
+  c->dflt = dflt;
+  c->assign_default = flags & IRON_CU_GRAPH_COND_ASSIGN_DEFAULT;
+  fg->conds = realloc(fg->conds, (fg->num_conds + 1) * sizeof(*fg->conds));
+  fg->conds[fg->num_conds++] = c;
+  *h = (CUgraphConditionalHandle)(uintptr_t)c;
+  return 0;
+}
+static CUresult fake_cuGraphAddNode(CUgraphNode *node, CUgraph g,
+                                    const CUgraphNode *deps,
+                                    const void *edge_data, size_t num_deps,
+                                    CUgraphNodeParams *p) {
+  (void)deps;
+  (void)edge_data;
+  (void)num_deps;
+  if (p->type != IRON_CU_GRAPH_NODE_TYPE_CONDITIONAL ||
+      p->u.conditional.type != IRON_CU_GRAPH_COND_TYPE_WHILE ||
+      p->u.conditional.size != 1 || p->reserved2 != 0)
+    return IRON_CU_ERROR_INVALID_VALUE;
+  fake_node_t n = {.kind = FAKE_NODE_WHILE};
+  n.body = calloc(1, sizeof(fake_graph_t));
+  n.body_out = calloc(1, sizeof(CUgraph));
+  n.body_out[0] = (CUgraph)n.body;
+  n.cond = (fake_cond_t *)(uintptr_t)p->u.conditional.handle;
+  fake_graph_add((fake_graph_t *)g, &n);
+  p->u.conditional.graphs_out = n.body_out;
+  *node = (CUgraphNode)n.body;
+  return 0;
+}
+static CUresult fake_cuStreamBeginCaptureToGraph(CUstream s, CUgraph g,
+                                                 const CUgraphNode *deps,
+                                                 const void *edge_data,
+                                                 size_t num_deps, int mode) {
+  (void)deps;
+  (void)edge_data;
+  (void)num_deps;
+  pthread_mutex_lock(&fake_cuda.mu);
+  fake_stream_t *st = fake_stream(s);
+  CUresult r = fake_cuda.sticky;
+  if (!r && st->capturing) r = IRON_CU_ERROR_INVALID_VALUE;
+  if (!r) {
+    st->capturing = true;
+    st->invalidated = false;
+    st->to_graph = true;
+    st->thread = pthread_self();
+    st->mode = mode;
+    st->graph = (fake_graph_t *)g;
+    atomic_fetch_add(&fake_cuda.captures_begun, 1);
+  }
+  pthread_mutex_unlock(&fake_cuda.mu);
+  return r;
+}
+// What a set-condition kernel calls: args[0] the pred (1 byte), args[1]
+// the handle.
+static inline void fake_cuda_set_conditional(const uint64_t *args) {
+  const unsigned char *pred = (const unsigned char *)(uintptr_t)args[0];
+  ((fake_cond_t *)(uintptr_t)args[1])->value = pred[0] != 0;
+}
+// Gives `api` the conditional-node entry points (a CUDA >= 12.4 driver).
+static inline void fake_cuda_api_conditional(iron_cuda_api_t *api) {
+  api->cuGraphCreate = fake_cuGraphCreate;
+  api->cuGraphConditionalHandleCreate = fake_cuGraphConditionalHandleCreate;
+  api->cuGraphAddNode = fake_cuGraphAddNode;
+  api->cuStreamBeginCaptureToGraph = fake_cuStreamBeginCaptureToGraph;
+  api->has_conditional = true;
 }
 
 // The fake driver as an API table (NVRTC and cuBLASLt absent).
@@ -727,6 +854,8 @@ static void fake_cuda_reset(void) {
   atomic_store(&fake_cuda.graph_launches, 0);
   atomic_store(&fake_cuda.launches, 0);
   atomic_store(&fake_cuda.captured_host_copies, 0);
+  atomic_store(&fake_cuda.while_runs, 0);
+  atomic_store(&fake_cuda.while_iterations, 0);
   pthread_mutex_unlock(&fake_cuda.mu);
 }
 

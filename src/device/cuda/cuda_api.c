@@ -293,10 +293,12 @@ static const char *const kCufftNames[] = {"libcufft.so.12", "libcufft.so.11",
     }                                                                        \
   }
 
+static void resolve_conditional(iron_cuda_api_t *api, void *h);
 static bool resolve_driver(iron_cuda_api_t *api, void *h, const char *what,
                            const char *path, char *error, size_t error_cap) {
   bool ok = true;
   IRON_CUDA_DRIVER_SYMBOLS(RESOLVE_ONE)
+  if (ok) resolve_conditional(api, h);
   return ok;
 }
 static bool resolve_nvrtc(iron_cuda_api_t *api, void *h, const char *what,
@@ -319,6 +321,25 @@ static bool resolve_cufft(iron_cuda_api_t *api, void *h, const char *what,
   return ok;
 }
 #undef RESOLVE_ONE
+
+// The optional conditional-node entry points of a loaded driver: missing
+// ones leave has_conditional false, never the driver absent.
+static void resolve_conditional(iron_cuda_api_t *api, void *h) {
+  bool ok = true;
+#define RESOLVE_OPTIONAL(field, sym, ret, params) \
+  {                                               \
+    void *p_ = dlsym(h, sym);                     \
+    if (!p_) ok = false;                          \
+    memcpy(&api->field, &p_, sizeof(p_));         \
+  }
+  IRON_CUDA_CONDITIONAL_SYMBOLS(RESOLVE_OPTIONAL)
+#undef RESOLVE_OPTIONAL
+  int version = 0;
+  if (ok && (api->cuDriverGetVersion(&version) != IRON_CU_SUCCESS ||
+             version < 12040))
+    ok = false;
+  api->has_conditional = ok;
+}
 
 // Handles stay open for the life of the process (the plugin is never
 // unloaded while CUDA objects exist), so nothing is dlclose'd on success;

@@ -33,6 +33,32 @@ typedef struct CUmemPoolHandle_st *CUmemoryPool;
 typedef struct CUgraph_st *CUgraph;
 typedef struct CUgraphExec_st *CUgraphExec;
 typedef unsigned long long CUdeviceptr;
+typedef struct CUgraphNode_st *CUgraphNode;
+typedef unsigned long long CUgraphConditionalHandle;
+
+// cuda.h's CUgraphNodeParams (CUDA 12.3+; 256 bytes) with the one member we
+// fill, CUDA_CONDITIONAL_NODE_PARAMS. The padding keeps the driver's size:
+// unused bytes must be zero.
+typedef struct iron_cu_conditional_params {
+  CUgraphConditionalHandle handle;
+  int type;           // CUgraphConditionalNodeType (IRON_CU_GRAPH_COND_TYPE_*)
+  unsigned int size;  // number of body graphs (1 for WHILE)
+  CUgraph *graphs_out;  // driver-owned array of the body graphs
+  CUcontext ctx;
+} iron_cu_conditional_params_t;
+typedef struct CUgraphNodeParams {
+  int type;  // CUgraphNodeType (IRON_CU_GRAPH_NODE_TYPE_*)
+  int reserved0[3];
+  union {
+    long long reserved1[29];
+    iron_cu_conditional_params_t conditional;
+  } u;
+  long long reserved2;
+} CUgraphNodeParams;
+#ifndef __cplusplus
+_Static_assert(sizeof(CUgraphNodeParams) == 256,
+               "CUgraphNodeParams must match cuda.h");
+#endif
 
 enum {
   IRON_CU_SUCCESS = 0,
@@ -82,6 +108,11 @@ enum {
   IRON_CU_STREAM_CAPTURE_STATUS_NONE = 0,
   IRON_CU_STREAM_CAPTURE_STATUS_ACTIVE = 1,
   IRON_CU_STREAM_CAPTURE_STATUS_INVALIDATED = 2,
+  // CUgraphNodeType, CUgraphConditionalNodeType
+  IRON_CU_GRAPH_NODE_TYPE_CONDITIONAL = 13,
+  IRON_CU_GRAPH_COND_TYPE_WHILE = 1,
+  // cuGraphConditionalHandleCreate flags
+  IRON_CU_GRAPH_COND_ASSIGN_DEFAULT = 1,
 };
 
 // --- NVRTC types -------------------------------------------------------------
@@ -310,6 +341,24 @@ enum {
   X(cufftExecZ2D, "cufftExecZ2D", cufftResult,                               \
     (cufftHandle plan, void *in, void *out))
 
+// Optional driver entry points: graph conditional nodes (CUDA >= 12.4 per
+// the driver's version; the symbols appeared in 12.3). A driver without
+// them loads all the same; has_conditional says whether all are there, and
+// the CUDA device then runs data-dependent while loops host-driven
+// (IRON_CUDA_DEVICE_WHILE, decided once at load).
+#define IRON_CUDA_CONDITIONAL_SYMBOLS(X)                                     \
+  X(cuGraphCreate, "cuGraphCreate", CUresult, (CUgraph * g, unsigned int f)) \
+  X(cuGraphConditionalHandleCreate, "cuGraphConditionalHandleCreate",       \
+    CUresult,                                                                \
+    (CUgraphConditionalHandle * h, CUgraph g, CUcontext ctx,                 \
+     unsigned int default_value, unsigned int flags))                        \
+  X(cuGraphAddNode, "cuGraphAddNode_v2", CUresult,                           \
+    (CUgraphNode * node, CUgraph g, const CUgraphNode *deps,                 \
+     const void *edge_data, size_t num_deps, CUgraphNodeParams *params))     \
+  X(cuStreamBeginCaptureToGraph, "cuStreamBeginCaptureToGraph", CUresult,    \
+    (CUstream s, CUgraph g, const CUgraphNode *deps, const void *edge_data,  \
+     size_t num_deps, int mode))
+
 typedef struct iron_cuda_api {
 #define IRON_CUDA_API_FIELD(field, sym, ret, params) ret(*field) params;
   IRON_CUDA_DRIVER_SYMBOLS(IRON_CUDA_API_FIELD)
@@ -327,6 +376,12 @@ typedef struct iron_cuda_api {
 #undef IRON_CUDA_API_FIELD
   bool has_cufft;
   char cufft_path[512], cufft_error[512];
+  // --- Additions (devwhile): graph conditional nodes, optional ---
+#define IRON_CUDA_API_FIELD(field, sym, ret, params) ret(*field) params;
+  IRON_CUDA_CONDITIONAL_SYMBOLS(IRON_CUDA_API_FIELD)
+#undef IRON_CUDA_API_FIELD
+  // Every conditional symbol resolved and cuDriverGetVersion >= 12040.
+  bool has_conditional;
 } iron_cuda_api_t;
 
 // The process-wide table, loaded on first call (thread-safe). Never fails:

@@ -324,6 +324,86 @@ static iron_status_t graph_mem_alloc(iron_cuda_device_t *d, size_t nbytes,
   return IRON_OK;
 }
 
+// --- device loops: memory of a loop body -----------------------------------
+//
+// A conditional node's body graph may hold kernels, copies, memsets, child
+// graphs and conditionals, not allocation nodes. So while a loop body is
+// recorded, memory is ordinary memory that the recording owns: a block it
+// freed earlier (the body runs in stream order, so a later step reusing it
+// follows every earlier user, in every iteration), else a block of the
+// cache (freed in stream order before the graph can run), else a block
+// allocated on the side stream and waited for (the captured stream takes
+// no ordinary work). A kept graph owns its blocks until graph_destroy.
+
+struct iron_cuda_while_block {
+  CUdeviceptr p;
+  size_t size;  // rounded (the cache's size class, when there is one)
+  bool free;    // freed by the recording: reusable by its later steps
+};
+
+static iron_status_t while_mem_alloc(iron_cuda_device_t *d, size_t nbytes,
+                                     void **out_ptr) {
+  size_t rounded = nbytes;
+  int cls = size_class(nbytes, &rounded);
+  if (cls < 0) rounded = (nbytes + 255) & ~(size_t)255;
+  for (size_t i = 0; i < d->num_while_blocks; ++i) {
+    struct iron_cuda_while_block *b = &d->while_blocks[i];
+    if (b->free && b->size == rounded) {
+      b->free = false;
+      *out_ptr = (void *)(uintptr_t)b->p;
+      return IRON_OK;
+    }
+  }
+  if (d->num_while_blocks == d->cap_while_blocks) {
+    size_t nc = d->cap_while_blocks ? 2 * d->cap_while_blocks : 32;
+    struct iron_cuda_while_block *nb =
+        realloc(d->while_blocks, nc * sizeof(*nb));
+    if (!nb) {
+      d->capture_spoiled = true;
+      return IRON_ERR(RESOURCE_EXHAUSTED, "out of memory recording a loop");
+    }
+    d->while_blocks = nb;
+    d->cap_while_blocks = nc;
+  }
+  CUdeviceptr p = 0;
+  if (cls >= 0 && d->cache_on) {
+    pthread_mutex_lock(&d->cache_mu);
+    struct iron_cuda_block_list *l = &d->cache[cls];
+    if (l->n) {
+      p = l->blocks[--l->n];
+      d->cache_bytes -= rounded;
+    }
+    pthread_mutex_unlock(&d->cache_mu);
+  }
+  if (!p) {
+    CUresult r = d->api->cuMemAllocAsync(&p, rounded, d->alloc_stream);
+    if (r == IRON_CU_SUCCESS)
+      r = d->api->cuStreamSynchronize(d->alloc_stream);
+    iron_status_t st = iron_cuda_device_check(
+        d, r, "cuMemAllocAsync (recording a loop body)");
+    if (st) {
+      d->capture_spoiled = true;
+      return iron_status_annotate(st, "allocating %zu bytes on CUDA device %d",
+                                  nbytes, d->ordinal);
+    }
+  }
+  d->while_blocks[d->num_while_blocks++] =
+      (struct iron_cuda_while_block){p, rounded, false};
+  *out_ptr = (void *)(uintptr_t)p;
+  return IRON_OK;
+}
+
+// Whether `p` is a block of the loop being recorded (then it is free for
+// the recording's later allocations).
+static bool while_block_free(iron_cuda_device_t *d, CUdeviceptr p) {
+  for (size_t i = d->num_while_blocks; i-- > 0;) {
+    if (d->while_blocks[i].p != p) continue;
+    d->while_blocks[i].free = true;
+    return true;
+  }
+  return false;
+}
+
 static iron_status_t oom_error(iron_cuda_device_t *d, size_t nbytes) {
   return IRON_ERR(RESOURCE_EXHAUSTED,
                   "out of memory allocating %zu bytes on CUDA device %d "
@@ -336,7 +416,9 @@ static iron_status_t cuda_mem_alloc(iron_device_t *dev, size_t nbytes,
                                     void **out_ptr) {
   iron_cuda_device_t *d = iron_cuda_device_cast(dev);
   IRON_RETURN_IF_ERROR_PLAIN(sticky_error(d));
-  if (recording_here(d)) return graph_mem_alloc(d, nbytes, out_ptr);
+  if (recording_here(d))
+    return d->while_recording ? while_mem_alloc(d, nbytes, out_ptr)
+                              : graph_mem_alloc(d, nbytes, out_ptr);
   size_t rounded = nbytes;
   int cls = d->cache_on ? size_class(nbytes, &rounded) : -1;
   if (cls >= 0) {
@@ -380,6 +462,7 @@ static void cuda_mem_free(iron_device_t *dev, void *ptr, size_t nbytes) {
   iron_cuda_device_t *d = iron_cuda_device_cast(dev);
   CUdeviceptr cp = (CUdeviceptr)(uintptr_t)ptr;
   if (recording_here(d)) {
+    if (d->while_recording && while_block_free(d, cp)) return;
     pthread_mutex_lock(&d->cache_mu);
     bool graph = graph_ptr_take(d, cp);
     pthread_mutex_unlock(&d->cache_mu);
@@ -669,6 +752,38 @@ static iron_status_t cuda_graph_begin(iron_device_t *dev) {
   return st;
 }
 
+// What graph_end hands out: the executable graph and, for a loop, the
+// blocks its body uses (cuda_device.c, "device loops").
+typedef struct iron_cuda_graph {
+  CUgraphExec exec;
+  struct iron_cuda_while_block *blocks;
+  size_t num_blocks;
+  bool loop;  // a device loop (names its replays)
+} iron_cuda_graph_t;
+
+// Ends a loop recording's bookkeeping: with `graph`, its blocks go to the
+// graph; otherwise (discarded) the free ones go back to the device and the
+// ones still in use become ordinary memory of their storages.
+static void while_recording_finish(iron_cuda_device_t *d,
+                                   iron_cuda_graph_t *graph) {
+  struct iron_cuda_while_block *blocks = d->while_blocks;
+  size_t n = d->num_while_blocks;
+  d->while_blocks = NULL;
+  d->num_while_blocks = d->cap_while_blocks = 0;
+  d->while_recording = false;
+  if (d->while_graph) d->api->cuGraphDestroy(d->while_graph);
+  d->while_graph = NULL;
+  if (graph) {
+    graph->blocks = blocks;
+    graph->num_blocks = n;
+    return;
+  }
+  for (size_t i = 0; i < n; ++i)
+    if (blocks[i].free)
+      cuda_mem_free(&d->base, (void *)(uintptr_t)blocks[i].p, blocks[i].size);
+  free(blocks);
+}
+
 static iron_status_t cuda_graph_end(iron_device_t *dev, bool keep,
                                     void **out_graph) {
   iron_cuda_device_t *d = iron_cuda_device_cast(dev);
@@ -677,11 +792,15 @@ static iron_status_t cuda_graph_end(iron_device_t *dev, bool keep,
   if (!recording_here(d))
     return IRON_ERR(FAILED_PRECONDITION,
                     "graph_end without a recording on this thread");
+  bool loop = d->while_recording;
   // Always ends the capture, whatever happened while recording (an
   // invalidated capture ends with CUDA_ERROR_STREAM_CAPTURE_INVALIDATED and
-  // no graph): the stream takes ordinary work again afterwards.
+  // no graph): the stream takes ordinary work again afterwards. A loop
+  // body was captured into the conditional node's body graph, which the
+  // node owns (not destroyed here).
   CUgraph g = NULL;
   CUresult er = api->cuStreamEndCapture(d->stream, &g);
+  if (loop) g = NULL;
   iron_status_t st = iron_cuda_device_check(d, er, "cuStreamEndCapture");
   if (er != IRON_CU_SUCCESS && !iron_cuda_error_is_sticky(er)) {
     // Should the stream still be capturing, nothing could ever run on it
@@ -696,6 +815,9 @@ static iron_status_t cuda_graph_end(iron_device_t *dev, bool keep,
   pthread_mutex_lock(&d->cache_mu);
   size_t leaked = d->num_graph_ptrs;
   pthread_mutex_unlock(&d->cache_mu);
+  size_t in_use = 0;
+  for (size_t i = 0; i < d->num_while_blocks; ++i)
+    in_use += !d->while_blocks[i].free;
   atomic_store_explicit(&d->capturing, false, memory_order_release);
   if (!st && keep) {
     if (d->capture_spoiled)
@@ -706,17 +828,34 @@ static iron_status_t cuda_graph_end(iron_device_t *dev, bool keep,
       st = IRON_ERR(FAILED_PRECONDITION,
                     "the recorded work leaves %zu graph buffers allocated",
                     leaked);
+    else if (in_use)
+      st = IRON_ERR(FAILED_PRECONDITION,
+                    "the recorded loop body leaves %zu buffers in use",
+                    in_use);
     else if (d->num_deferred || d->deferred_lost)
       st = IRON_ERR(FAILED_PRECONDITION,
                     "the recorded work frees memory allocated outside it");
   }
   CUgraphExec exec = NULL;
+  CUgraph to_run = loop ? d->while_graph : g;
   if (!st && keep)
-    st = iron_cuda_device_check(d, api->cuGraphInstantiateWithFlags(&exec, g, 0),
-                                "cuGraphInstantiateWithFlags");
+    st = iron_cuda_device_check(
+        d, api->cuGraphInstantiateWithFlags(&exec, to_run, 0),
+        "cuGraphInstantiateWithFlags");
   if (g) api->cuGraphDestroy(g);  // the executable graph is independent
   d->capture_spoiled = false;
+  iron_cuda_graph_t *graph = NULL;
+  if (!st && keep) {
+    graph = calloc(1, sizeof(*graph));
+    if (!graph) st = IRON_ERR(RESOURCE_EXHAUSTED, "out of memory for a graph");
+  }
+  if (graph) {
+    graph->exec = exec;
+    graph->loop = loop;
+  }
   pthread_rwlock_unlock(&d->stream_lock);
+  // After the unlock: frees of a discarded loop's blocks take the stream.
+  if (loop) while_recording_finish(d, graph);
   // The recording never ran: memory it freed is free now.
   size_t nd = d->num_deferred;
   d->num_deferred = 0;
@@ -727,11 +866,14 @@ static iron_status_t cuda_graph_end(iron_device_t *dev, bool keep,
     if (exec) api->cuGraphExecDestroy(exec);
     return st;
   }
-  if (keep) *out_graph = exec;
+  if (keep) *out_graph = graph;
   return IRON_OK;
 }
 
 static const char kGraphReplay[] = "(a CUDA graph replay of the loop body)";
+static const char kDeviceLoop[] =
+    "(a CUDA graph device loop of the while body; IRON_CUDA_DEVICE_WHILE=0 "
+    "runs it step by step)";
 
 // The pool keeps freed memory (its release threshold is "never"), which the
 // driver's own allocations cannot use: a graph launch after a program that
@@ -751,13 +893,14 @@ static iron_status_t cuda_graph_launch(iron_device_t *dev, void *graph) {
   if (recording_here(d))
     return refuse_while_recording(d, "a graph replay");
   IRON_RETURN_IF_ERROR_PLAIN(iron_cuda_device_enter(d));
-  iron_device_note_kernel(&d->base, kGraphReplay);
+  const iron_cuda_graph_t *g = graph;
+  iron_device_note_kernel(&d->base, g->loop ? kDeviceLoop : kGraphReplay);
   bool held = stream_acquire(d);
-  CUresult r = d->api->cuGraphLaunch((CUgraphExec)graph, d->stream);
+  CUresult r = d->api->cuGraphLaunch(g->exec, d->stream);
   iron_status_t st = IRON_OK;
   if (r == IRON_CU_ERROR_OUT_OF_MEMORY) {
     st = give_back_pool(d);
-    if (!st) r = d->api->cuGraphLaunch((CUgraphExec)graph, d->stream);
+    if (!st) r = d->api->cuGraphLaunch(g->exec, d->stream);
   }
   if (!st) st = iron_cuda_device_check(d, r, "cuGraphLaunch");
   stream_release(d, held);
@@ -768,8 +911,172 @@ static void cuda_graph_destroy(iron_device_t *dev, void *graph) {
   iron_cuda_device_t *d = iron_cuda_device_cast(dev);
   if (!graph) return;
   iron_status_free(iron_cuda_device_enter(d));
+  iron_cuda_graph_t *g = graph;
   // An in-flight replay completes first (the driver frees it afterwards).
-  d->api->cuGraphExecDestroy((CUgraphExec)graph);
+  d->api->cuGraphExecDestroy(g->exec);
+  // The loop's blocks are freed in stream order, after its launches.
+  for (size_t i = 0; i < g->num_blocks; ++i)
+    cuda_mem_free(dev, (void *)(uintptr_t)g->blocks[i].p, g->blocks[i].size);
+  free(g->blocks);
+  free(g);
+}
+
+// --- device loops: recording ------------------------------------------------
+
+static const char kWhileSource[] =
+    "// Generated by ironjax (cuda_device.c): the device loops' condition.\n"
+    "// cudaGraphSetConditional is the device runtime's builtin (declared\n"
+    "// as in cuda_device_runtime_api.h); the driver resolves it at load.\n"
+    "typedef __device_builtin__ unsigned long long "
+    "cudaGraphConditionalHandle;\n"
+    "extern \"C\" __device__ __cudart_builtin__ void cudaGraphSetConditional("
+    "cudaGraphConditionalHandle handle, unsigned int value);\n"
+    "extern \"C\" __global__ void iron_while_set_condition("
+    "const unsigned char *__restrict__ pred, "
+    "cudaGraphConditionalHandle handle) {\n"
+    "  cudaGraphSetConditional(handle, pred[0] != 0 ? 1u : 0u);\n"
+    "}\n";
+
+const char *iron_cuda_device_while_source(void) { return kWhileSource; }
+
+bool iron_cuda_device_while_enabled(void) {
+  static _Atomic int v = -1;
+  if (v < 0) {
+    const char *e = getenv("IRON_CUDA_DEVICE_WHILE");
+    v = !(e && strcmp(e, "0") == 0);
+  }
+  return v;
+}
+
+// IRON_GRAPH_DEBUG=1: why device loops are off on this device.
+static bool device_graph_debug(void) {
+  const char *e = getenv("IRON_GRAPH_DEBUG");
+  return e && e[0] && e[0] != '0';
+}
+
+// Decided once per device: the driver has conditional nodes, the switch
+// is on, and the set-condition kernel compiles and loads. Any failure
+// leaves device loops off (the host-driven loop), never the device.
+static void device_while_setup(iron_cuda_device_t *d) {
+  d->device_while = false;
+  if (!iron_cuda_device_while_enabled()) return;
+  if (!d->api->has_conditional) {
+    if (device_graph_debug())
+      fprintf(stderr,
+              "iron: CUDA device %d: device while loops off: the driver has "
+              "no graph conditional nodes (CUDA >= 12.4)\n",
+              d->ordinal);
+    return;
+  }
+  iron_status_t st = iron_cuda_device_check(
+      d, d->api->cuStreamCreate(&d->alloc_stream, IRON_CU_STREAM_NON_BLOCKING),
+      "cuStreamCreate");
+  if (!st)
+    st = iron_cuda_function_request(d, kWhileSource,
+                                     "iron_while_set_condition",
+                                     &d->while_set_fn);
+  if (!st) st = iron_cuda_compiler_flush(d);
+  if (st) {
+    if (device_graph_debug())
+      fprintf(stderr, "iron: CUDA device %d: device while loops off: %s\n",
+              d->ordinal, iron_status_message(st));
+    iron_status_free(st);
+    return;
+  }
+  d->device_while = true;
+  d->base.graph_while = true;
+}
+
+static iron_status_t cuda_graph_while_begin(iron_device_t *dev) {
+  iron_cuda_device_t *d = iron_cuda_device_cast(dev);
+  const iron_cuda_api_t *api = d->api;
+  if (!d->device_while)
+    return IRON_ERR(UNIMPLEMENTED, "no device loops on CUDA device %d",
+                    d->ordinal);
+  IRON_RETURN_IF_ERROR_PLAIN(sticky_error(d));
+  if (recording_here(d))
+    return IRON_ERR(FAILED_PRECONDITION,
+                    "a graph recording is already under way on this thread");
+  IRON_RETURN_IF_ERROR_PLAIN(iron_cuda_device_enter(d));
+  pthread_rwlock_wrlock(&d->stream_lock);
+  pthread_mutex_lock(&d->cache_mu);
+  size_t stale = d->num_graph_ptrs;
+  pthread_mutex_unlock(&d->cache_mu);
+  if (stale) {
+    pthread_rwlock_unlock(&d->stream_lock);
+    return IRON_ERR(FAILED_PRECONDITION,
+                    "%zu buffers of a discarded graph recording are alive",
+                    stale);
+  }
+  // The graph: one WHILE node whose condition starts at 1 at every launch
+  // (the caller saw the first predicate true); the body sets it at its end.
+  CUgraph g = NULL;
+  CUgraphConditionalHandle h = 0;
+  CUgraphNode node = NULL;
+  CUgraphNodeParams params;
+  memset(&params, 0, sizeof(params));
+  iron_status_t st =
+      iron_cuda_device_check(d, api->cuGraphCreate(&g, 0), "cuGraphCreate");
+  if (!st)
+    st = iron_cuda_device_check(
+        d,
+        api->cuGraphConditionalHandleCreate(&h, g, d->ctx, 1,
+                                            IRON_CU_GRAPH_COND_ASSIGN_DEFAULT),
+        "cuGraphConditionalHandleCreate");
+  if (!st) {
+    params.type = IRON_CU_GRAPH_NODE_TYPE_CONDITIONAL;
+    params.u.conditional.handle = h;
+    params.u.conditional.type = IRON_CU_GRAPH_COND_TYPE_WHILE;
+    params.u.conditional.size = 1;
+    params.u.conditional.ctx = d->ctx;
+    st = iron_cuda_device_check(
+        d, api->cuGraphAddNode(&node, g, NULL, NULL, 0, &params),
+        "cuGraphAddNode (conditional WHILE)");
+  }
+  if (!st && (!params.u.conditional.graphs_out ||
+              !params.u.conditional.graphs_out[0]))
+    st = IRON_ERR(INTERNAL, "cuGraphAddNode gave the WHILE node no body");
+  if (!st) {
+    d->num_deferred = 0;
+    d->deferred_lost = false;
+    d->capture_spoiled = false;
+    d->capture_thread = pthread_self();
+    d->while_graph = g;
+    d->while_handle = h;
+    d->while_recording = true;
+    atomic_store_explicit(&d->capturing, true, memory_order_release);
+    // Thread-local mode, as graph_begin (decision 20).
+    st = iron_cuda_device_check(
+        d,
+        api->cuStreamBeginCaptureToGraph(
+            d->stream, params.u.conditional.graphs_out[0], NULL, NULL, 0,
+            IRON_CU_STREAM_CAPTURE_MODE_THREAD_LOCAL),
+        "cuStreamBeginCaptureToGraph");
+    if (st) {
+      atomic_store_explicit(&d->capturing, false, memory_order_release);
+      d->while_recording = false;
+      d->while_graph = NULL;
+    }
+  }
+  if (st) {
+    if (g) api->cuGraphDestroy(g);
+    pthread_rwlock_unlock(&d->stream_lock);
+  }
+  return st;
+}
+
+static iron_status_t cuda_graph_while_condition(iron_device_t *dev,
+                                                const void *pred) {
+  iron_cuda_device_t *d = iron_cuda_device_cast(dev);
+  if (!recording_here(d) || !d->while_recording)
+    return IRON_ERR(FAILED_PRECONDITION,
+                    "graph_while_condition outside a loop recording");
+  const void *p = pred;
+  CUgraphConditionalHandle h = d->while_handle;
+  void *args[2] = {&p, &h};
+  iron_status_t st = iron_cuda_launch(d, d->while_set_fn, 1, 1, 1, 1, 0, args);
+  if (st) d->capture_spoiled = true;
+  return st;
 }
 
 // --- IRON_CUDA_TEST_FAULT ---------------------------------------------------
@@ -842,6 +1149,7 @@ static void release_fields(iron_cuda_device_t *d) {
     if (d->lt) api->cublasLtDestroy(d->lt);
     iron_cuda_cudnn_release(d);
     if (d->stream) api->cuStreamDestroy(d->stream);
+    if (d->alloc_stream) api->cuStreamDestroy(d->alloc_stream);
     api->cuDevicePrimaryCtxRelease(d->cu_dev);
     // Leave no dangling context current on this thread.
     CUcontext cur = NULL;
@@ -885,6 +1193,8 @@ static const iron_device_vtable_t kCudaVtable = {
     .graph_end = cuda_graph_end,
     .graph_launch = cuda_graph_launch,
     .graph_destroy = cuda_graph_destroy,
+    .graph_while_begin = cuda_graph_while_begin,
+    .graph_while_condition = cuda_graph_while_condition,
 };
 
 // --- creation ----------------------------------------------------------------
@@ -974,6 +1284,7 @@ iron_status_t iron_cuda_device_create_with_api(iron_runtime_t *rt, int id,
   long long gn = ge && ge[0] ? atoll(ge) : 1;
   d->base.graph_min_trips = gn <= 0 ? 0 : gn == 1 ? 4 : gn;
   st = test_fault_setup(d);
+  if (!st) device_while_setup(d);
   if (st) {
     cuda_destroy(&d->base);
     return iron_status_annotate(st, "creating CUDA device %d", ordinal);

@@ -84,6 +84,26 @@ typedef struct iron_cuda_device {
   struct iron_cuda_graph_ptr *deferred;
   size_t num_deferred, cap_deferred;
   bool deferred_lost;  // a deferred free could not be remembered
+  // Device while loops (IRON_CUDA_DEVICE_WHILE; cuda_device.c): on when the
+  // driver has graph conditional nodes (api->has_conditional) and the
+  // set-condition kernel loaded, decided once when the device is created.
+  // The executor records a loop body into the body graph of a WHILE
+  // conditional node; `while_set_fn` (iron_while_set_condition(pred,
+  // handle)) sets the node's condition on the GPU.
+  bool device_while;
+  struct iron_cuda_function *while_set_fn;
+  // Allocations a loop recording needs that the block cache cannot serve
+  // are made on this stream and waited for (a loop body cannot hold
+  // allocation nodes; the captured stream cannot take ordinary work).
+  CUstream alloc_stream;
+  // The loop being recorded (graph_while_begin .. graph_end; recording
+  // thread only): its graph, condition handle, and the ordinary blocks it
+  // hands out as memory (owned by the graph once kept).
+  bool while_recording;
+  CUgraph while_graph;
+  CUgraphConditionalHandle while_handle;
+  struct iron_cuda_while_block *while_blocks;
+  size_t num_while_blocks, cap_while_blocks;
   // IRON_CUDA_TEST_FAULT=<op or kernel name>[:trap] (tests only): launches
   // of that op's generated kernels run a kernel that writes out of bounds
   // (or traps) instead; NULL when the switch is unset.
@@ -130,6 +150,14 @@ iron_status_t iron_cuda_device_sticky(iron_cuda_device_t *d);
 struct iron_cuda_function *iron_cuda_device_test_fault(
     iron_cuda_device_t *d, const char *kernel_name);
 
+// The CUDA C of the device loops' set-condition kernel
+// (iron_while_set_condition(const uint8_t *pred, handle): sets the WHILE
+// node's condition to pred[0] != 0 through cudaGraphSetConditional), for
+// GPU-free NVRTC checks.
+const char *iron_cuda_device_while_source(void);
+// Whether IRON_CUDA_DEVICE_WHILE allows device while loops (unset or not
+// "0"); read once.
+bool iron_cuda_device_while_enabled(void);
 // The CUDA C of IRON_CUDA_TEST_FAULT's kernels (iron_test_fault_oob,
 // iron_test_fault_trap), for GPU-free NVRTC checks.
 const char *iron_cuda_device_test_fault_source(void);
