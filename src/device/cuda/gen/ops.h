@@ -155,7 +155,10 @@ iron_status_t iron_cuda_gen_reduce_fused(
 // the gather result or the scatter updates; box a = operand, b = small), in
 // the generator's form.
 typedef struct iron_cuda_gs_plan {
-  iron_dtype_t dtype, idx_dtype;
+  iron_dtype_t dtype, idx_dtype;  // dtype: operand 0's (= dtypes[0])
+  // Scatter: operands (= updates = results) and their dtypes; gather: 1.
+  int32_t num;
+  iron_dtype_t dtypes[IRON_SCATTER_PLAN_MAX_OPERANDS];
   int32_t nbatch;
   int64_t bdims[IRON_MAX_RANK];
   int64_t b_idx_stride[IRON_MAX_RANK];
@@ -178,10 +181,10 @@ typedef struct iron_cuda_gs_plan {
   bool overlap;
 } iron_cuda_gs_plan_t;
 
-// Plans a stablehlo.gather / single-operand stablehlo.scatter: the shared
-// plan (iron_gather_plan_read / iron_scatter_plan_read: the host's
-// statuses), then CUDA's refusals (several scatter operands, elements of
-// other than 1, 2, 4, 8 or 16 bytes).
+// Plans a stablehlo.gather / stablehlo.scatter (any number of operands):
+// the shared plan (iron_gather_plan_read / iron_scatter_plan_read: the
+// host's statuses), then CUDA's refusal of elements of other than 1, 2, 4,
+// 8 or 16 bytes.
 iron_status_t iron_cuda_gather_plan(const iron_ir_op_t *op,
                                     iron_cuda_gs_plan_t *out_plan);
 iron_status_t iron_cuda_scatter_plan(const iron_ir_op_t *op,
@@ -210,13 +213,15 @@ typedef enum iron_cuda_scatter_op {
 iron_cuda_scatter_op_t iron_cuda_scatter_classify(const iron_ir_region_t *b);
 
 // Scatter into `result` (already a copy of the operand). Windows not fully
-// in bounds are skipped (XLA). Commutative single-op bodies run one thread
-// per update element with atomics (CAS loops where no native atomic
-// exists); SET and GENERIC bodies keep XLA:CPU's order (points in order,
-// the last duplicate wins) by giving each thread one window element and
-// looping over the points, unless `unique_indices` makes them parallel.
-// Kernel `name(T *result, const I *indices, const T *updates)`; launch
-// *out_grid blocks of 256 threads.
+// in bounds are skipped (XLA). Commutative single-op bodies of one operand
+// run one thread per update element with atomics (CAS loops where no
+// native atomic exists); SET and GENERIC bodies, and every scatter of
+// several operands (s->num > 1: `op` is ignored, the body combines all of
+// them at once), keep XLA:CPU's order (points in order, the last duplicate
+// wins) by giving each thread one window element and looping over the
+// points, unless `unique_indices` makes them parallel. Kernel `name(T0
+// *result0, ..., const I *indices, const T0 *updates0, ...)` (one result
+// and one update per operand); launch *out_grid blocks of 256 threads.
 iron_status_t iron_cuda_gen_scatter(const char *name,
                                     const iron_cuda_gs_plan_t *s,
                                     iron_cuda_scatter_op_t op,
