@@ -173,6 +173,11 @@ static void fill(iron_tensor_t *t) {
     put(t, i, (double)((int64_t)(ht_rand() % 33) - 16) / 8.0);
 }
 
+static int run_emulation(void);
+static void compile_all(void);
+static void setup_device(void);
+static void teardown_cases(void);
+
 static iron_region_t *host_region(struct iron_region *hr, bb_t *body) {
   memset(hr, 0, sizeof(*hr));
   hr->ir = &body->region;
@@ -372,6 +377,71 @@ static void add_scatters(void) {
   }
 }
 
+// --- integer dot_general past one launch's grid ---------------------------
+
+// [batch, m, k] x [batch, k, n] -> [batch, m, n] of integer dtypes, on a
+// grid capped at `limit` (the kernel's tile loops cover the rest; on the
+// GPU the cap is 2^31-1 x 65535 x 65535).
+static void add_int_dot(int64_t batch, int64_t m, int64_t n, int64_t k,
+                        iron_dtype_t ldt, iron_dtype_t rdt, iron_dtype_t odt,
+                        const unsigned limit[3]) {
+  int64_t ld[3] = {batch, m, k}, rd[3] = {batch, k, n}, od[3] = {batch, m, n};
+  int64_t zero = 0, one = 1, two = 2;
+  ht_op_t b;
+  ht_init(&b, IRON_OP_DOT_GENERAL);
+  ht_operand(&b, ldt, 3, ld);
+  ht_operand(&b, rdt, 3, rd);
+  ht_result(&b, odt, 3, od);
+  ht_attr_i64(&b, "lhs_batching_dimensions", 1, &zero);
+  ht_attr_i64(&b, "rhs_batching_dimensions", 1, &zero);
+  ht_attr_i64(&b, "lhs_contracting_dimensions", 1, &two);
+  ht_attr_i64(&b, "rhs_contracting_dimensions", 1, &one);
+  iron_tensor_t *l = ht_tensor(ldt, 3, ld), *r = ht_tensor(rdt, 3, rd);
+  fill(l);
+  fill(r);
+  iron_tensor_t *hin[2] = {l, r};
+  iron_tensor_t *args[3] = {tcopy(l), tcopy(r), ht_tensor(odt, 3, od)};
+  int out_at[1] = {2};
+  unsigned grid[3];
+  iron_cuda_dot_int_grid(batch, m, n, limit, grid);
+  char what[128];
+  snprintf(what, sizeof(what),
+           "dot %lldx%lldx%lldx%lld %s x %s -> %s on grid %u,%u,%u",
+           (long long)batch, (long long)m, (long long)n, (long long)k,
+           iron_dtype_name(ldt), iron_dtype_name(rdt), iron_dtype_name(odt),
+           grid[0], grid[1], grid[2]);
+  add_case(&b, NULL, hin, 1, "iron_dot_int", args, 3, out_at, grid, 256,
+           what);
+  ht_tensor_free(l);
+  ht_tensor_free(r);
+}
+
+static void test_int_dot_grid(void) {
+  // What the device asks for: never past its limits, whatever the size.
+  static const unsigned kDevice[3] = {0x7fffffffu, 65535u, 65535u};
+  unsigned g[3];
+  iron_cuda_dot_int_grid(70000, 16LL * 65535 + 1, 16LL * 65535 * 1024 * 3,
+                         kDevice, g);
+  CHECK(g[0] == 3u * 65535u * 1024u && g[1] == 65535u && g[2] == 65535u);
+  iron_cuda_dot_int_grid(3, 20, 33, kDevice, g);
+  CHECK(g[0] == 3 && g[1] == 2 && g[2] == 3);
+  setup_device();
+  // (k differs per grid: identical sources share one pending kernel.)
+  static const unsigned kSmall[3][3] = {{1, 1, 1}, {2, 3, 2}, {5, 1, 7}};
+  for (int i = 0; i < 3; ++i) {
+    add_int_dot(5, 50, 70, 19 + i, IRON_DTYPE_S32, IRON_DTYPE_S8,
+                IRON_DTYPE_S32, kSmall[i]);
+    add_int_dot(3, 33, 17, 40 + i, IRON_DTYPE_U8, IRON_DTYPE_S64,
+                IRON_DTYPE_S64, kSmall[i]);
+    add_int_dot(9, 16, 16, 5 + i, IRON_DTYPE_S16, IRON_DTYPE_S16,
+                IRON_DTYPE_S16, kSmall[i]);
+  }
+  CHECK_EQ_INT(g_ncases, 9);
+  CHECK_EQ_INT(run_emulation(), 0);
+  compile_all();
+  teardown_cases();
+}
+
 // --- comparison --------------------------------------------------------------
 
 static bool elem_same(iron_dtype_t dt, const uint8_t *g, const uint8_t *w) {
@@ -521,6 +591,7 @@ static void test_variadic_scatter(void) {
 
 static const iron_test_case_t kTests[] = {
     {"variadic_scatter", test_variadic_scatter},
+    {"int_dot_grid", test_int_dot_grid},
 };
 
 IRON_TEST_MAIN(kTests)

@@ -80,14 +80,20 @@ iron_status_t iron_cuda_gen_pack(const char *name, iron_dtype_t src_dt,
 // rhs[b,k,n] computed in wrapping 64-bit arithmetic, stored as the low bits
 // of out_dt (pred: != 0). Operands are read through strides (bs, rs, cs),
 // the output is dense. Kernel `name(const L *lhs, const R *rhs, O *out)`,
-// 16x16 shared-memory tiles: grid (ceil(n/16), ceil(m/16), batch), block
-// 256.
+// 16x16 shared-memory tiles visited in grid-stride loops, so any grid of
+// 256-thread blocks computes every size (iron_cuda_dot_int_grid picks it).
 iron_status_t iron_cuda_gen_dot_int(const char *name, iron_dtype_t lhs_dt,
                                     iron_dtype_t rhs_dt, iron_dtype_t out_dt,
                                     int64_t batch, int64_t m, int64_t n,
                                     int64_t k, const int64_t lhs_strides[3],
                                     const int64_t rhs_strides[3],
                                     char **out_src);
+
+// The integer dot's grid: one block per 16x16 tile (x: n, y: m, z: batch)
+// up to `limit` per dimension (the device's: 2^31-1, 65535, 65535); the
+// kernel's loops take the tiles past it.
+void iron_cuda_dot_int_grid(int64_t batch, int64_t m, int64_t n,
+                            const unsigned limit[3], unsigned out_grid[3]);
 
 // --- reduce -----------------------------------------------------------------
 
