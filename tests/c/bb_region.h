@@ -15,15 +15,16 @@
 #include "host_test_ops.h"
 
 #define BB_OPS 24
+#define BB_ARGS 40  // block arguments, and operands of the return
 typedef struct bb {
   iron_ir_region_t region;
   iron_ir_block_t block;
-  iron_ir_value_t args[8];
+  iron_ir_value_t args[BB_ARGS];
   iron_ir_op_t ops[BB_OPS];
   iron_ir_op_t *op_ptrs[BB_OPS];
   iron_ir_value_t res[BB_OPS];
-  iron_ir_value_t *opnds[BB_OPS][3];
-  iron_ir_type_t types[BB_OPS + 8];
+  iron_ir_value_t *opnds[BB_OPS][BB_ARGS];
+  iron_ir_type_t types[BB_OPS + BB_ARGS];
   int ntypes;
   iron_ir_attr_t attrs[2 * BB_OPS];
   iron_ir_named_attr_t named[2 * BB_OPS];
@@ -134,6 +135,14 @@ static inline void bb_ret(bb_t *b, int n, iron_ir_value_t *x,
   bb_op(b, IRON_OP_RETURN, IRON_DTYPE_INVALID, n, x, y, NULL);
 }
 
+// Returns vals[0..n-1] (n <= BB_ARGS).
+static inline void bb_ret_n(bb_t *b, int n, iron_ir_value_t *const *vals) {
+  bb_op(b, IRON_OP_RETURN, IRON_DTYPE_INVALID, 0, NULL, NULL, NULL);
+  iron_ir_op_t *r = &b->ops[b->block.num_ops - 1];
+  r->num_operands = (uint32_t)n;
+  for (int i = 0; i < n; ++i) b->opnds[b->block.num_ops - 1][i] = vals[i];
+}
+
 // --- the host's call_region: each body op by its host kernel ---------------
 
 static inline iron_tensor_t *bb_vec(iron_dtype_t dt, int64_t n) {
@@ -151,7 +160,7 @@ static inline iron_status_t bb_interp_call(const iron_kernel_ctx_t *ctx,
   const iron_ir_op_t *ret = blk->ops[blk->num_ops - 1];
   for (uint32_t i = 0; i < ret->num_operands; ++i)
     if (outputs[i]->count > n) n = outputs[i]->count;
-  iron_tensor_t *args[8] = {NULL}, *vals[BB_OPS] = {NULL};
+  iron_tensor_t *args[BB_ARGS] = {NULL}, *vals[BB_OPS] = {NULL};
   for (uint32_t i = 0; i < blk->num_args; ++i) {
     size_t es = iron_dtype_size(inputs[i]->dtype);
     args[i] = bb_vec(inputs[i]->dtype, n);

@@ -505,6 +505,33 @@ static inline int cuda_emu_launch(const cuda_emu_lib_t *l, const char *name,
   return r;
 }
 
+// As cuda_emu_launch on a 3-D grid.
+static inline int cuda_emu_launch3(const cuda_emu_lib_t *l, const char *name,
+                                   const unsigned grid[3], unsigned block,
+                                   void **args) {
+  char sym[200];
+  snprintf(sym, sizeof(sym), "iemu_k_%s", name);
+  void *k = l->handle ? dlsym(l->handle, sym) : NULL;
+  void *launch = l->handle ? dlsym(l->handle, "iemu_launch") : NULL;
+  if (!k || !launch) {
+    fprintf(stderr, "cuda_emu: no kernel %s\n", name);
+    return 1;
+  }
+  typedef int (*launch_t)(void (*)(void **), unsigned, unsigned, unsigned,
+                          unsigned, unsigned, unsigned, void **);
+  typedef void (*tramp_t)(void **);
+  launch_t lf;
+  tramp_t kf;
+  memcpy(&lf, &launch, sizeof(lf));
+  memcpy(&kf, &k, sizeof(kf));
+  int r = lf(kf, grid[0], grid[1], grid[2], block, 1, 1, args);
+  if (r)
+    fprintf(stderr, "cuda_emu: launch of %s (%u,%u,%u x %u) failed: %s\n",
+            name, grid[0], grid[1], grid[2], block,
+            r == 2 ? "barrier never released" : "bad launch");
+  return r;
+}
+
 static inline void *cuda_emu_sym(const cuda_emu_lib_t *l, const char *name) {
   return l->handle ? dlsym(l->handle, name) : NULL;
 }

@@ -412,12 +412,8 @@ static iron_status_t dot_prepare_on(iron_device_t *base,
     if (!st) st = iron_cuda_ops_request(dev, src, "iron_dot_int",
                                              &p->int_fn);
     free(src);
-    p->grid[0] = (unsigned)((d->n + 15) / 16);
-    p->grid[1] = (unsigned)((d->m + 15) / 16);
-    p->grid[2] = (unsigned)d->batch;
-    if (!st && (d->n > 16LL * 65535 * 1024 || d->m > 16LL * 65535 ||
-                d->batch > 65535))
-      st = iron_ir_op_unimplemented(op, "on cuda for integer dot of this size");
+    static const unsigned kLimit[3] = {0x7fffffffu, 65535u, 65535u};
+    iron_cuda_dot_int_grid(d->batch, d->m, d->n, kLimit, p->grid);
   } else {
     p->mode = DOT_LT;
     st = lt_ensure(dev);

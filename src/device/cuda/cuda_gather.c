@@ -1,7 +1,7 @@
 // stablehlo.gather / stablehlo.scatter on the CUDA device: plans as the
-// host's (cuda_gen_gather.c), one generated kernel each. Scatter copies the
-// operand into the result first (stream-ordered device copy), then combines
-// the updates into it.
+// host's (cuda_gen_gather.c), one generated kernel each. Scatter copies
+// each operand into its result first (stream-ordered device copies), then
+// combines the updates into them (every operand in one kernel).
 #include <stdlib.h>
 #include <string.h>
 
@@ -13,7 +13,9 @@ typedef struct gs_params {
   iron_cuda_function_t *fn;
   unsigned grid;
   bool skip;        // nothing to do in the kernel
-  size_t op_bytes;  // scatter: operand bytes copied into the result
+  int32_t num;      // scatter: operands (= updates = results)
+  // Scatter: each operand's bytes, copied into its result.
+  size_t op_bytes[IRON_SCATTER_PLAN_MAX_OPERANDS];
 } gs_params_t;
 
 static iron_status_t gather_prepare_on(iron_device_t *base,
@@ -69,7 +71,9 @@ static iron_status_t scatter_prepare_on(iron_device_t *base,
   const iron_region_t body = iron_cuda_op_region(op, regions, 0);
   gs_params_t *p = calloc(1, sizeof(*p));
   if (!p) return IRON_ERR(RESOURCE_EXHAUSTED, "out of memory for params");
-  p->op_bytes = (size_t)plan.op_count * iron_dtype_size(plan.dtype);
+  p->num = plan.num;
+  for (int32_t i = 0; i < plan.num; ++i)
+    p->op_bytes[i] = (size_t)plan.op_count * iron_dtype_size(plan.dtypes[i]);
   p->skip = plan.op_count == 0 || plan.box_count == 0 || plan.num_points == 0;
   char *src = NULL;
   iron_status_t st = iron_cuda_gen_scatter(
@@ -96,16 +100,24 @@ static iron_status_t scatter_run(const iron_kernel_ctx_t *ctx,
   const gs_params_t *p = params;
   iron_cuda_device_t *dev = iron_cuda_device_cast(ctx->dev);
   IRON_RETURN_IF_ERROR_PLAIN(iron_cuda_device_enter(dev));
-  if (p->op_bytes && outputs[0]->data != inputs[0]->data)
-    IRON_RETURN_IF_ERROR_PLAIN(iron_cuda_status(
-        dev->api,
-        dev->api->cuMemcpyDtoDAsync((CUdeviceptr)(uintptr_t)outputs[0]->data,
-                                    (CUdeviceptr)(uintptr_t)inputs[0]->data,
-                                    p->op_bytes, dev->stream),
-        "cuMemcpyDtoDAsync (scatter operand)"));
+  int32_t n = p->num;
+  for (int32_t i = 0; i < n; ++i)
+    if (p->op_bytes[i] && outputs[i]->data != inputs[i]->data)
+      IRON_RETURN_IF_ERROR_PLAIN(iron_cuda_status(
+          dev->api,
+          dev->api->cuMemcpyDtoDAsync(
+              (CUdeviceptr)(uintptr_t)outputs[i]->data,
+              (CUdeviceptr)(uintptr_t)inputs[i]->data, p->op_bytes[i],
+              dev->stream),
+          "cuMemcpyDtoDAsync (scatter operand)"));
   if (p->skip) return IRON_OK;
-  void *ptrs[3] = {outputs[0]->data, inputs[1]->data, inputs[2]->data};
-  void *args[3] = {&ptrs[0], &ptrs[1], &ptrs[2]};
+  // Kernel (results..., indices, updates...); inputs are (operands...,
+  // indices, updates...).
+  void *ptrs[2 * IRON_SCATTER_PLAN_MAX_OPERANDS + 1];
+  void *args[2 * IRON_SCATTER_PLAN_MAX_OPERANDS + 1];
+  for (int32_t i = 0; i < n; ++i) ptrs[i] = outputs[i]->data;
+  for (int32_t i = n; i <= 2 * n; ++i) ptrs[i] = inputs[i]->data;
+  for (int32_t i = 0; i <= 2 * n; ++i) args[i] = &ptrs[i];
   return iron_cuda_launch(dev, p->fn, p->grid, 1, 1, 256, 0, args);
 }
 

@@ -152,7 +152,6 @@ iron_status_t iron_cuda_gen_dot_int(const char *name, iron_dtype_t lhs_dt,
     return IRON_ERR(UNIMPLEMENTED, "integer dot %s x %s -> %s",
                     iron_dtype_name(lhs_dt), iron_dtype_name(rhs_dt),
                     iron_dtype_name(out_dt));
-  (void)batch;
   iron_cuda_text_t t;
   iron_cuda_text_init(&t);
   iron_cuda_text_printf(&t, "%s", iron_cuda_prelude());
@@ -164,10 +163,14 @@ iron_status_t iron_cuda_gen_dot_int(const char *name, iron_dtype_t lhs_dt,
       "*__restrict__ lhs, const %s *__restrict__ rhs, %s *__restrict__ out) "
       "{\n"
       "__shared__ uint64_t a_[16][17], b_[16][17];\n"
-      "const int64_t bi = blockIdx.z;\n"
       "const int tx = threadIdx.x & 15, ty = threadIdx.x >> 4;\n"
-      "const int64_t row = (int64_t)blockIdx.y * 16 + ty;\n"
-      "const int64_t col = (int64_t)blockIdx.x * 16 + tx;\n"
+      // Tiles in grid-stride loops (bounds uniform per block, so every
+      // thread reaches the same barriers): any grid covers any size.
+      "for (int64_t bi = blockIdx.z; bi < %lldLL; bi += gridDim.z)\n"
+      "for (int64_t ry = blockIdx.y; ry * 16 < %lldLL; ry += gridDim.y)\n"
+      "for (int64_t cx = blockIdx.x; cx * 16 < %lldLL; cx += gridDim.x) {\n"
+      "const int64_t row = ry * 16 + ty;\n"
+      "const int64_t col = cx * 16 + tx;\n"
       "uint64_t acc = 0;\n"
       "for (int64_t k0 = 0; k0 < %lldLL; k0 += 16) {\n"
       "  int64_t ka = k0 + tx, kb = k0 + ty;\n"
@@ -181,16 +184,26 @@ iron_status_t iron_cuda_gen_dot_int(const char *name, iron_dtype_t lhs_dt,
       "}\n"
       "if (row < %lldLL && col < %lldLL) {\n"
       "  int64_t o = (bi * %lldLL + row) * %lldLL + col;\n",
-      name, tl.store, tr.store, to.store, (long long)k, (long long)m,
+      name, tl.store, tr.store, to.store, (long long)batch, (long long)m,
+      (long long)n, (long long)k, (long long)m,
       (long long)k, (long long)ls[0], (long long)ls[1], (long long)ls[2],
       (long long)k, (long long)n, (long long)rs[0], (long long)rs[1],
       (long long)rs[2], (long long)m, (long long)n, (long long)m,
       (long long)n);
   if (out_dt == IRON_DTYPE_PRED)
-    iron_cuda_text_printf(&t, "  out[o] = acc != 0;\n}\n}\n");
+    iron_cuda_text_printf(&t, "  out[o] = acc != 0;\n}\n}\n}\n");
   else if (n4)
-    iron_cuda_text_printf(&t, "  out[o] = (uint8_t)(acc & 0xfu);\n}\n}\n");
+    iron_cuda_text_printf(&t, "  out[o] = (uint8_t)(acc & 0xfu);\n}\n}\n}\n");
   else
-    iron_cuda_text_printf(&t, "  out[o] = (%s)acc;\n}\n}\n", to.store);
+    iron_cuda_text_printf(&t, "  out[o] = (%s)acc;\n}\n}\n}\n", to.store);
   return iron_cuda_text_finish(&t, out_src);
+}
+
+void iron_cuda_dot_int_grid(int64_t batch, int64_t m, int64_t n,
+                            const unsigned limit[3], unsigned out_grid[3]) {
+  int64_t want[3] = {(n + 15) / 16, (m + 15) / 16, batch};
+  for (int i = 0; i < 3; ++i) {
+    int64_t g = want[i] < 1 ? 1 : want[i];
+    out_grid[i] = (unsigned)(g > (int64_t)limit[i] ? (int64_t)limit[i] : g);
+  }
 }

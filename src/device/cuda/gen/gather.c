@@ -13,10 +13,14 @@ static iron_status_t from_plan(const iron_ir_op_t *op,
                                const iron_gather_plan_t *g,
                                iron_cuda_gs_plan_t *p) {
   memset(p, 0, sizeof(*p));
-  size_t es = iron_dtype_size(g->dtype[0]);
-  if (es != 1 && es != 2 && es != 4 && es != 8 && es != 16)
-    return iron_ir_op_unimplemented(op, "on cuda for dtype %s",
-                                    iron_dtype_name(g->dtype[0]));
+  for (int32_t i = 0; i < g->num; ++i) {
+    size_t es = iron_dtype_size(g->dtype[i]);
+    if (es != 1 && es != 2 && es != 4 && es != 8 && es != 16)
+      return iron_ir_op_unimplemented(op, "on cuda for dtype %s",
+                                      iron_dtype_name(g->dtype[i]));
+    p->dtypes[i] = g->dtype[i];
+  }
+  p->num = g->num;
   p->dtype = g->dtype[0];
   p->idx_dtype = g->idx_dtype;
   p->nbatch = g->nbatch;
@@ -58,8 +62,6 @@ iron_status_t iron_cuda_scatter_plan(const iron_ir_op_t *op,
                                      iron_cuda_gs_plan_t *p) {
   iron_gather_plan_t g;
   IRON_RETURN_IF_ERROR_PLAIN(iron_scatter_plan_read(op, &g));
-  if (g.num != 1)
-    return iron_ir_op_unimplemented(op, "on cuda with more than one operand");
   return from_plan(op, &g, p);
 }
 
@@ -311,6 +313,45 @@ static iron_status_t emit_atomic(iron_cuda_text_t *t, iron_dtype_t dt,
   return IRON_OK;
 }
 
+// Several operands: `void iron_apply_n(int64_t a, int64_t b, results...,
+// updates...)` runs the body on element a of every result and element b
+// of every update and stores each result. The body sees all operands'
+// current values before any is written (the host's call_region does too).
+static iron_status_t emit_apply_n(iron_cuda_text_t *t,
+                                  const iron_cuda_gs_plan_t *p,
+                                  const iron_region_t *body) {
+  for (int32_t i = 0; i < p->num; ++i)
+    if (!iron_cuda_type(p->dtypes[i]).store)
+      return IRON_ERR(UNIMPLEMENTED, "cuda scatter body for dtype %s",
+                      iron_dtype_name(p->dtypes[i]));
+  IRON_RETURN_IF_ERROR_PLAIN(iron_cuda_gen_region_fn(t, "iron_body", body));
+  iron_cuda_text_printf(t, "__device__ __forceinline__ void iron_apply_n("
+                           "int64_t a, int64_t b");
+  for (int32_t i = 0; i < p->num; ++i)
+    iron_cuda_text_printf(t, ", %s *__restrict__ result%d",
+                          iron_cuda_type(p->dtypes[i]).store, i);
+  for (int32_t i = 0; i < p->num; ++i)
+    iron_cuda_text_printf(t, ", const %s *__restrict__ updates%d",
+                          iron_cuda_type(p->dtypes[i]).store, i);
+  iron_cuda_text_printf(t, ") {\n");
+  for (int32_t i = 0; i < p->num; ++i)
+    iron_cuda_text_printf(t, "%s r%d;\n", iron_cuda_type(p->dtypes[i]).comp, i);
+  iron_cuda_text_printf(t, "iron_body(");
+  for (int32_t i = 0; i < p->num; ++i)
+    iron_cuda_text_printf(t, "%s%s(result%d[a])", i ? ", " : "",
+                          iron_cuda_type(p->dtypes[i]).ld, i);
+  for (int32_t i = 0; i < p->num; ++i)
+    iron_cuda_text_printf(t, ", %s(updates%d[b])",
+                          iron_cuda_type(p->dtypes[i]).ld, i);
+  for (int32_t i = 0; i < p->num; ++i) iron_cuda_text_printf(t, ", &r%d", i);
+  iron_cuda_text_printf(t, ");\n");
+  for (int32_t i = 0; i < p->num; ++i)
+    iron_cuda_text_printf(t, "result%d[a] = %s(r%d);\n", i,
+                          iron_cuda_type(p->dtypes[i]).st, i);
+  iron_cuda_text_printf(t, "}\n");
+  return IRON_OK;
+}
+
 iron_status_t iron_cuda_gen_scatter(const char *name,
                                     const iron_cuda_gs_plan_t *p,
                                     iron_cuda_scatter_op_t op,
@@ -320,6 +361,9 @@ iron_status_t iron_cuda_gen_scatter(const char *name,
   iron_cuda_type_t ty = iron_cuda_type(p->dtype);
   size_t es = iron_dtype_size(p->dtype);
   const char *st = ty.store ? ty.store : copy_type(es);
+  int32_t num = p->num > 1 ? p->num : 1;
+  // Several operands: one body combines them all (no atomic form).
+  if (num > 1) op = IRON_CUDA_SCATTER_GENERIC;
   bool atomic = op != IRON_CUDA_SCATTER_SET && op != IRON_CUDA_SCATTER_GENERIC;
   // Narrow dtypes round each body result: no atomic form, the body runs in
   // XLA:CPU's order like generic bodies.
@@ -339,7 +383,9 @@ iron_status_t iron_cuda_gen_scatter(const char *name,
   iron_cuda_text_printf(&t, "%s", iron_cuda_prelude());
   emit_index_reader(&t, p->idx_dtype);
   iron_status_t s = IRON_OK;
-  if (atomic && !unique_indices) {
+  if (num > 1) {
+    s = emit_apply_n(&t, p, body);
+  } else if (atomic && !unique_indices) {
     s = emit_atomic(&t, p->dtype, op);
   } else if (op == IRON_CUDA_SCATTER_SET) {
     iron_cuda_text_printf(&t,
@@ -365,11 +411,38 @@ iron_status_t iron_cuda_gen_scatter(const char *name,
     return s;
   }
   const char *it = copy_type(iron_dtype_size(p->idx_dtype));
-  iron_cuda_text_printf(&t,
-                        "extern \"C\" __global__ void __launch_bounds__(256) "
-                        "%s(%s *__restrict__ result, const %s *__restrict__ "
-                        "indices, const %s *__restrict__ updates) {\n",
-                        name, st, it, st);
+  // The statement that applies window element (op_off + a_off, small_off +
+  // b_off).
+  char apply[64 + 24 * 2 * IRON_SCATTER_PLAN_MAX_OPERANDS];
+  if (num > 1) {
+    iron_cuda_text_printf(&t,
+                          "extern \"C\" __global__ void __launch_bounds__(256) "
+                          "%s(",
+                          name);
+    int n = snprintf(apply, sizeof(apply),
+                     "iron_apply_n(op_off + a_off, small_off + b_off");
+    for (int32_t i = 0; i < num; ++i) {
+      iron_cuda_text_printf(&t, "%s *__restrict__ result%d, ",
+                            iron_cuda_type(p->dtypes[i]).store, i);
+      n += snprintf(apply + n, sizeof(apply) - (size_t)n, ", result%d", i);
+    }
+    iron_cuda_text_printf(&t, "const %s *__restrict__ indices", it);
+    for (int32_t i = 0; i < num; ++i) {
+      iron_cuda_text_printf(&t, ", const %s *__restrict__ updates%d",
+                            iron_cuda_type(p->dtypes[i]).store, i);
+      n += snprintf(apply + n, sizeof(apply) - (size_t)n, ", updates%d", i);
+    }
+    iron_cuda_text_printf(&t, ") {\n");
+    snprintf(apply + n, sizeof(apply) - (size_t)n, ");\n");
+  } else {
+    iron_cuda_text_printf(&t,
+                          "extern \"C\" __global__ void __launch_bounds__(256) "
+                          "%s(%s *__restrict__ result, const %s *__restrict__ "
+                          "indices, const %s *__restrict__ updates) {\n",
+                          name, st, it, st);
+    snprintf(apply, sizeof(apply), "iron_apply(&result[op_off + a_off], "
+                                   "updates[small_off + b_off]);\n");
+  }
   int64_t bc = p->box_count ? p->box_count : 1;
   int64_t threads;
   if (parallel) {
@@ -384,8 +457,7 @@ iron_status_t iron_cuda_gen_scatter(const char *name,
     emit_starts(&t, p, false);
     iron_cuda_text_printf(&t, "if (!ok) continue;\n");
     emit_window(&t, p);
-    iron_cuda_text_printf(&t, "iron_apply(&result[op_off + a_off], "
-                              "updates[small_off + b_off]);\n}\n}\n");
+    iron_cuda_text_printf(&t, "%s}\n}\n", apply);
   } else {
     // In order: thread w owns window element w of every point. When windows
     // of different points may overlap partially, one thread does it all.
@@ -405,8 +477,7 @@ iron_status_t iron_cuda_gen_scatter(const char *name,
     else
       iron_cuda_text_printf(&t, "for (int64_t w = w0; w < w0 + 1; ++w) {\n");
     emit_window(&t, p);
-    iron_cuda_text_printf(&t, "iron_apply(&result[op_off + a_off], "
-                              "updates[small_off + b_off]);\n}\n}\n}\n}\n");
+    iron_cuda_text_printf(&t, "%s}\n}\n}\n}\n", apply);
   }
   *out_grid = (unsigned)(threads < 1 ? 1 : (threads + 255) / 256 > (1 << 20)
                                                 ? (1 << 20)

@@ -80,14 +80,20 @@ iron_status_t iron_cuda_gen_pack(const char *name, iron_dtype_t src_dt,
 // rhs[b,k,n] computed in wrapping 64-bit arithmetic, stored as the low bits
 // of out_dt (pred: != 0). Operands are read through strides (bs, rs, cs),
 // the output is dense. Kernel `name(const L *lhs, const R *rhs, O *out)`,
-// 16x16 shared-memory tiles: grid (ceil(n/16), ceil(m/16), batch), block
-// 256.
+// 16x16 shared-memory tiles visited in grid-stride loops, so any grid of
+// 256-thread blocks computes every size (iron_cuda_dot_int_grid picks it).
 iron_status_t iron_cuda_gen_dot_int(const char *name, iron_dtype_t lhs_dt,
                                     iron_dtype_t rhs_dt, iron_dtype_t out_dt,
                                     int64_t batch, int64_t m, int64_t n,
                                     int64_t k, const int64_t lhs_strides[3],
                                     const int64_t rhs_strides[3],
                                     char **out_src);
+
+// The integer dot's grid: one block per 16x16 tile (x: n, y: m, z: batch)
+// up to `limit` per dimension (the device's: 2^31-1, 65535, 65535); the
+// kernel's loops take the tiles past it.
+void iron_cuda_dot_int_grid(int64_t batch, int64_t m, int64_t n,
+                            const unsigned limit[3], unsigned out_grid[3]);
 
 // --- reduce -----------------------------------------------------------------
 
@@ -156,7 +162,10 @@ iron_status_t iron_cuda_gen_reduce_fused(
 // the gather result or the scatter updates; box a = operand, b = small), in
 // the generator's form.
 typedef struct iron_cuda_gs_plan {
-  iron_dtype_t dtype, idx_dtype;
+  iron_dtype_t dtype, idx_dtype;  // dtype: operand 0's (= dtypes[0])
+  // Scatter: operands (= updates = results) and their dtypes; gather: 1.
+  int32_t num;
+  iron_dtype_t dtypes[IRON_SCATTER_PLAN_MAX_OPERANDS];
   int32_t nbatch;
   int64_t bdims[IRON_MAX_RANK];
   int64_t b_idx_stride[IRON_MAX_RANK];
@@ -179,10 +188,10 @@ typedef struct iron_cuda_gs_plan {
   bool overlap;
 } iron_cuda_gs_plan_t;
 
-// Plans a stablehlo.gather / single-operand stablehlo.scatter: the shared
-// plan (iron_gather_plan_read / iron_scatter_plan_read: the host's
-// statuses), then CUDA's refusals (several scatter operands, elements of
-// other than 1, 2, 4, 8 or 16 bytes).
+// Plans a stablehlo.gather / stablehlo.scatter (any number of operands):
+// the shared plan (iron_gather_plan_read / iron_scatter_plan_read: the
+// host's statuses), then CUDA's refusal of elements of other than 1, 2, 4,
+// 8 or 16 bytes.
 iron_status_t iron_cuda_gather_plan(const iron_ir_op_t *op,
                                     iron_cuda_gs_plan_t *out_plan);
 iron_status_t iron_cuda_scatter_plan(const iron_ir_op_t *op,
@@ -211,13 +220,15 @@ typedef enum iron_cuda_scatter_op {
 iron_cuda_scatter_op_t iron_cuda_scatter_classify(const iron_ir_region_t *b);
 
 // Scatter into `result` (already a copy of the operand). Windows not fully
-// in bounds are skipped (XLA). Commutative single-op bodies run one thread
-// per update element with atomics (CAS loops where no native atomic
-// exists); SET and GENERIC bodies keep XLA:CPU's order (points in order,
-// the last duplicate wins) by giving each thread one window element and
-// looping over the points, unless `unique_indices` makes them parallel.
-// Kernel `name(T *result, const I *indices, const T *updates)`; launch
-// *out_grid blocks of 256 threads.
+// in bounds are skipped (XLA). Commutative single-op bodies of one operand
+// run one thread per update element with atomics (CAS loops where no
+// native atomic exists); SET and GENERIC bodies, and every scatter of
+// several operands (s->num > 1: `op` is ignored, the body combines all of
+// them at once), keep XLA:CPU's order (points in order, the last duplicate
+// wins) by giving each thread one window element and looping over the
+// points, unless `unique_indices` makes them parallel. Kernel `name(T0
+// *result0, ..., const I *indices, const T0 *updates0, ...)` (one result
+// and one update per operand); launch *out_grid blocks of 256 threads.
 iron_status_t iron_cuda_gen_scatter(const char *name,
                                     const iron_cuda_gs_plan_t *s,
                                     iron_cuda_scatter_op_t op,
