@@ -191,6 +191,11 @@ struct iron_device {
   // Counted loops of at least this many iterations run their body as a
   // device graph (vtable->graph_*; 0: never). IRON_CUDA_GRAPHS on CUDA.
   int64_t graph_min_trips;
+  // Executables of at least this many kernel steps whose whole program a
+  // graph can record run as one device graph replay per call once the
+  // measured rule says it pays (src/runtime/exec_graph.c; 0: never).
+  // IRON_CUDA_PROGRAM_GRAPHS on CUDA.
+  int64_t program_graph_min_steps;
   // The kernel steps (and loops replayed as graphs) the executor enqueued
   // last on this device: a ring of IRON_DEVICE_RECENT_STEPS, the most
   // recent at (recent_count - 1) % IRON_DEVICE_RECENT_STEPS. Written by the

@@ -308,6 +308,13 @@ static bool block_capturable(const iron_plan_block_t *b, int depth,
   return true;
 }
 
+bool iron_exec_block_capturable(const iron_plan_block_t *b,
+                                const iron_plan_step_t **out_why) {
+  return block_capturable(b, 0, out_why);
+}
+
+bool iron_exec_graph_debug(void) { return graph_debug(); }
+
 // Sets up the homes in `homes` (NULL for empty carries), then records one
 // body iteration. On return the carries are back in s->outputs (in their
 // homes) and *out_graph is the recorded iteration, or NULL when the loop

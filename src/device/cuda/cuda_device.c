@@ -731,7 +731,8 @@ static iron_status_t cuda_graph_end(iron_device_t *dev, bool keep,
   return IRON_OK;
 }
 
-static const char kGraphReplay[] = "(a CUDA graph replay of the loop body)";
+static const char kGraphReplay[] =
+    "(a CUDA graph replay: a loop body or a whole program)";
 
 // The pool keeps freed memory (its release threshold is "never"), which the
 // driver's own allocations cannot use: a graph launch after a program that
@@ -972,6 +973,12 @@ iron_status_t iron_cuda_device_create_with_api(iron_runtime_t *rt, int id,
   const char *ge = getenv("IRON_CUDA_GRAPHS");
   long long gn = ge && ge[0] ? atoll(ge) : 1;
   d->base.graph_min_trips = gn <= 0 ? 0 : gn == 1 ? 4 : gn;
+  // Whole programs as CUDA graphs (src/runtime/exec_graph.c) from this many
+  // kernel steps on, when the rule says the copies pay
+  // (IRON_CUDA_PROGRAM_GRAPHS: 0 off, 1 the default, N >= 2 from N on).
+  const char *pe = getenv("IRON_CUDA_PROGRAM_GRAPHS");
+  long long pn = pe && pe[0] ? atoll(pe) : 1;
+  d->base.program_graph_min_steps = pn <= 0 ? 0 : pn == 1 ? 8 : pn;
   st = test_fault_setup(d);
   if (st) {
     cuda_destroy(&d->base);
