@@ -22,6 +22,8 @@
 #   rowtests     scripts/rowfuse_gpu.sh tests; rowbench: its bench
 #   fuzzgpu      scripts/fuzz_programs_gpu.sh ${FUZZ_MINUTES:-3} (random
 #                programs, host vs the real CUDA device)
+#   pgtests      scripts/program_graphs_gpu.sh tests (whole programs as
+#                CUDA graphs); pgbench: its bench; pgrule: the rule's sweep
 #   jaxtests     the jax test node ids in $JAXTESTS (space-separated), -vv,
 #                on CUDA: the full assertion text of chosen failures
 # Usage: scripts/gpu_session.sh build suite\& corpus\& wait kquick
@@ -72,6 +74,8 @@ stage() {
         timeout 200 python3 bench/kernels.py --only rowwise,copy --rounds 1 \
         --json "$OUT/rowquick.json" --md "$OUT/rowquick.md" >"$logs/rowquick.log" 2>&1; tail -30 "$logs/rowquick.log" ;;
     rowtests|rowbench) OUT=$logs/$s scripts/rowfuse_gpu.sh ${s#row} >"$logs/$s.log" 2>&1; tail -40 "$logs/$s.log" ;;
+    pgtests|pgbench|pgrule) IRON_SKIP_BUILD=1 OUT=$logs/$s scripts/program_graphs_gpu.sh ${s#pg} \
+      >"$logs/$s.log" 2>&1; tail -40 "$logs/$s.log" ;;
     fuzzgpu) OUT=$logs/fuzz JOBS=${FUZZ_JOBS:-6} scripts/fuzz_programs_gpu.sh ${FUZZ_MINUTES:-3} >"$logs/fuzzgpu.log" 2>&1; tail -25 "$logs/fuzzgpu.log" ;;
     jaxtests)
       (cd .jaxtests && IRON_DEVICE=cuda IRON_CUDA_TF32=0 JAX_PLATFORMS=iron,cpu \

@@ -194,8 +194,10 @@ struct iron_device {
   // Executables of at least this many kernel steps whose whole program a
   // graph can record run as one device graph replay per call once the
   // measured rule says it pays (src/runtime/exec_graph.c; 0: never).
-  // IRON_CUDA_PROGRAM_GRAPHS on CUDA.
+  // IRON_CUDA_PROGRAM_GRAPHS on CUDA. With program_graph_force (an explicit
+  // N >= 2) every such program is recorded, paying or not (measuring).
   int64_t program_graph_min_steps;
+  bool program_graph_force;
   // The kernel steps (and loops replayed as graphs) the executor enqueued
   // last on this device: a ring of IRON_DEVICE_RECENT_STEPS, the most
   // recent at (recent_count - 1) % IRON_DEVICE_RECENT_STEPS. Written by the

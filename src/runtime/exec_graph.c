@@ -129,8 +129,10 @@ iron_status_t iron_exec_graph_create(iron_device_t *dev,
   for (uint32_t i = 0; i < num_out; ++i)
     if (out_types[i].nbytes) out_bytes += out_types[i].nbytes, nout++;
   bool pays = capturable && steps > 0 &&
-              iron_exec_graph_pays(steps, dev->program_graph_min_steps, nin,
-                                   in_bytes, nout, out_bytes);
+              (dev->program_graph_force
+                   ? steps >= dev->program_graph_min_steps
+                   : iron_exec_graph_pays(steps, dev->program_graph_min_steps,
+                                          nin, in_bytes, nout, out_bytes));
   if (iron_exec_graph_debug())
     fprintf(stderr,
             "iron: program %s: %lld kernel steps, %u arguments (%llu bytes), "

@@ -975,10 +975,12 @@ iron_status_t iron_cuda_device_create_with_api(iron_runtime_t *rt, int id,
   d->base.graph_min_trips = gn <= 0 ? 0 : gn == 1 ? 4 : gn;
   // Whole programs as CUDA graphs (src/runtime/exec_graph.c) from this many
   // kernel steps on, when the rule says the copies pay
-  // (IRON_CUDA_PROGRAM_GRAPHS: 0 off, 1 the default, N >= 2 from N on).
+  // (IRON_CUDA_PROGRAM_GRAPHS: 0 off, 1 the default rule, N >= 2 every
+  // program of N kernel steps or more, without the rule: for measuring).
   const char *pe = getenv("IRON_CUDA_PROGRAM_GRAPHS");
   long long pn = pe && pe[0] ? atoll(pe) : 1;
   d->base.program_graph_min_steps = pn <= 0 ? 0 : pn == 1 ? 8 : pn;
+  d->base.program_graph_force = pn >= 2;
   st = test_fault_setup(d);
   if (st) {
     cuda_destroy(&d->base);
