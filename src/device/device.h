@@ -68,6 +68,12 @@ struct iron_job {
   iron_job_t *next;
 };
 
+// One entry of a batched copy (vtable copy_batch): `n` bytes from `src` to
+// `dst`, both device addresses.
+typedef struct iron_copy_entry {
+  uint64_t dst, src, n;
+} iron_copy_entry_t;
+
 typedef enum iron_copy_kind {
   IRON_COPY_HOST_TO_DEVICE,
   IRON_COPY_DEVICE_TO_HOST,
@@ -95,6 +101,15 @@ typedef struct iron_device_vtable {
   // DEVICE_TO_HOST returns once the bytes are in `dst`.
   iron_status_t (*memcpy)(iron_device_t *dev, void *dst, const void *src,
                           size_t n, iron_copy_kind_t kind);
+  // Enqueues the `n` copies that `table` (device memory holding n
+  // iron_copy_entry_t, each of at most `max_bytes`) describes as one launch,
+  // ordered like other device work and recordable in a graph: the table is
+  // read when the work runs, so a replay copies what it holds then.
+  // n == 0 prepares (compiles the kernel; never while recording): OK when
+  // batched copies are available. May be NULL; UNIMPLEMENTED when
+  // unavailable (IRON_CUDA_COPY_BATCH=0, no compiler) or n is too large.
+  iron_status_t (*copy_batch)(iron_device_t *dev, const void *table,
+                              uint32_t n, uint64_t max_bytes);
   // Called at the end of every job, on the thread that ran it: returns once
   // the device work the job enqueued has completed, or with the device's
   // (sticky) asynchronous error.

@@ -26,6 +26,16 @@ enum { kMaxFailures = 3 };
 
 struct iron_exec_graph {
   iron_device_t *dev;
+  // Batched copies (vtable copy_batch): the arguments go into their homes
+  // and the results straight into fresh storage through one launch each,
+  // whose addresses come from `table` (uploaded per call from `entries`:
+  // n_in_e input entries, then n_out_e output entries whose sources are
+  // the recorded results' fixed addresses). No output homes then.
+  bool batch;
+  uint32_t n_in_e, n_out_e;
+  uint64_t max_in, max_out;
+  iron_copy_entry_t *entries;
+  iron_storage_t *table;
   pthread_mutex_t mu;  // held by the call that records or replays
   uint32_t num_in, num_out;
   const iron_tensor_t *in_types, *out_types;  // the executable's
@@ -62,16 +72,26 @@ static iron_exec_graph_t *g_registry;
 // One graph launch (host).
 #define PG_LAUNCH_NS 5000.0
 
+// Host time per result of a replay with batched copies (its allocation).
+#define PG_RESULT_HOST_NS 1000.0
+
 bool iron_exec_graph_pays(int64_t kernel_steps, int64_t min_steps,
-                          uint32_t num_in, uint64_t in_bytes,
+                          bool batched, uint32_t num_in, uint64_t in_bytes,
                           uint32_t num_out, uint64_t out_bytes) {
   if (min_steps <= 0 || kernel_steps < min_steps) return false;
   double saving = (double)kernel_steps * PG_STEP_NS;
-  double cost = (double)(num_in + num_out) * PG_COPY_HOST_NS +
-                (double)(num_in + 2.0 * num_out) * PG_COPY_GPU_NS +
-                ((double)in_bytes + 2.0 * (double)out_bytes) /
-                    PG_COPY_BYTES_PER_NS +
-                PG_LAUNCH_NS;
+  double cost;
+  if (batched)  // one table upload, two copy launches, bytes copied once
+    cost = PG_COPY_HOST_NS + (double)num_out * PG_RESULT_HOST_NS +
+           2.0 * PG_COPY_GPU_NS +
+           ((double)in_bytes + (double)out_bytes) / PG_COPY_BYTES_PER_NS +
+           PG_LAUNCH_NS;
+  else
+    cost = (double)(num_in + num_out) * PG_COPY_HOST_NS +
+           (double)(num_in + 2.0 * num_out) * PG_COPY_GPU_NS +
+           ((double)in_bytes + 2.0 * (double)out_bytes) /
+               PG_COPY_BYTES_PER_NS +
+           PG_LAUNCH_NS;
   // Half the expected saving at most: the step cost is an average, and a
   // GPU-bound program saves less host time than it spends.
   return cost <= 0.5 * saving;
@@ -122,24 +142,41 @@ iron_status_t iron_exec_graph_create(iron_device_t *dev,
   const iron_plan_step_t *why = NULL;
   bool capturable = iron_exec_block_capturable(&main->body, &why);
   int64_t steps = kernel_steps(&main->body, 0);
-  uint64_t in_bytes = 0, out_bytes = 0;
+  uint64_t in_bytes = 0, out_bytes = 0, max_in = 0, max_out = 0;
   uint32_t nin = 0, nout = 0;
-  for (uint32_t i = 0; i < num_in; ++i)
-    if (in_types[i].nbytes) in_bytes += in_types[i].nbytes, nin++;
-  for (uint32_t i = 0; i < num_out; ++i)
-    if (out_types[i].nbytes) out_bytes += out_types[i].nbytes, nout++;
+  for (uint32_t i = 0; i < num_in; ++i) {
+    if (!in_types[i].nbytes) continue;
+    in_bytes += in_types[i].nbytes, nin++;
+    if (in_types[i].nbytes > max_in) max_in = in_types[i].nbytes;
+  }
+  for (uint32_t i = 0; i < num_out; ++i) {
+    if (!out_types[i].nbytes) continue;
+    out_bytes += out_types[i].nbytes, nout++;
+    if (out_types[i].nbytes > max_out) max_out = out_types[i].nbytes;
+  }
+  // Batched copies when the device has them (prepared here, at compile
+  // time: the kernel must not be compiled while recording).
+  bool batch = false;
+  if (capturable && steps > 0 && dev->vtable->copy_batch &&
+      nin < 65536 && nout < 65536) {
+    iron_status_t bst = dev->vtable->copy_batch(dev, NULL, 0, 0);
+    batch = bst == IRON_OK;
+    iron_status_free(bst);
+  }
   bool pays = capturable && steps > 0 &&
               (dev->program_graph_force
                    ? steps >= dev->program_graph_min_steps
                    : iron_exec_graph_pays(steps, dev->program_graph_min_steps,
-                                          nin, in_bytes, nout, out_bytes));
+                                          batch, nin, in_bytes, nout,
+                                          out_bytes));
   if (iron_exec_graph_debug())
     fprintf(stderr,
             "iron: program %s: %lld kernel steps, %u arguments (%llu bytes), "
-            "%u results (%llu bytes): graph %s%s%s\n",
+            "%u results (%llu bytes), %s copies: graph %s%s%s\n",
             main->ir && main->ir->name ? main->ir->name : "main",
             (long long)steps, nin, (unsigned long long)in_bytes, nout,
-            (unsigned long long)out_bytes, pays ? "yes" : "no",
+            (unsigned long long)out_bytes, batch ? "batched" : "single",
+            pays ? "yes" : "no",
             !capturable && why ? "; cannot record " : "",
             !capturable && why ? why->op->name : "");
   if (!pays) return IRON_OK;
@@ -147,9 +184,11 @@ iron_status_t iron_exec_graph_create(iron_device_t *dev,
   if (!g) return IRON_ERR(RESOURCE_EXHAUSTED, "out of memory");
   g->in_home = calloc(num_in + 1, sizeof(*g->in_home));
   g->out_home = calloc(num_out + 1, sizeof(*g->out_home));
-  if (!g->in_home || !g->out_home) {
+  g->entries = calloc((size_t)nin + nout + 1, sizeof(*g->entries));
+  if (!g->in_home || !g->out_home || !g->entries) {
     free(g->in_home);
     free(g->out_home);
+    free(g->entries);
     free(g);
     return IRON_ERR(RESOURCE_EXHAUSTED, "out of memory");
   }
@@ -159,6 +198,11 @@ iron_status_t iron_exec_graph_create(iron_device_t *dev,
   g->num_out = num_out;
   g->in_types = in_types;
   g->out_types = out_types;
+  g->batch = batch;
+  g->n_in_e = nin;
+  g->n_out_e = nout;
+  g->max_in = max_in;
+  g->max_out = max_out;
   const iron_plan_step_t *k = first_kernel_step(&main->body, 0);
   g->note_op = k ? k->op : NULL;
   g->note_func = k ? k->func_name : NULL;
@@ -183,6 +227,8 @@ static void drop(iron_exec_graph_t *g) {
     iron_storage_release(g->out_home[i]);
     g->out_home[i] = NULL;
   }
+  iron_storage_release(g->table);
+  g->table = NULL;
   __atomic_store_n(&g->arena_bytes, 0, __ATOMIC_RELAXED);
   g->calls = 0;
 }
@@ -200,6 +246,7 @@ void iron_exec_graph_destroy(iron_exec_graph_t *g) {
   pthread_mutex_destroy(&g->mu);
   free(g->in_home);
   free(g->out_home);
+  free(g->entries);
   free(g);
 }
 
@@ -225,7 +272,9 @@ void iron_exec_graph_reclaim(iron_device_t *dev) {
 // Allocates the homes; false (nothing left allocated) when memory is short.
 static bool arena_make(iron_exec_graph_t *g) {
   int64_t bytes = 0;
-  for (uint32_t pass = 0; pass < 2; ++pass) {
+  // Batched: no output homes (results go straight to fresh storage), one
+  // table.
+  for (uint32_t pass = 0; pass < (g->batch ? 1u : 2u); ++pass) {
     bool in = pass == 0;
     uint32_t n = in ? g->num_in : g->num_out;
     for (uint32_t i = 0; i < n; ++i) {
@@ -242,6 +291,16 @@ static bool arena_make(iron_exec_graph_t *g) {
       bytes += (int64_t)s->accounted;
     }
   }
+  if (g->batch) {
+    size_t tb = sizeof(iron_copy_entry_t) * ((size_t)g->n_in_e + g->n_out_e);
+    iron_status_t st = iron_storage_allocate(g->dev, tb ? tb : 1, &g->table);
+    if (st) {
+      iron_status_free(st);
+      drop(g);
+      return false;
+    }
+    bytes += (int64_t)g->table->accounted;
+  }
   __atomic_store_n(&g->arena_bytes, bytes, __ATOMIC_RELAXED);
   return true;
 }
@@ -255,8 +314,47 @@ static void release_slots(iron_slot_t *slots, uint32_t n) {
 }
 
 // One call by replay: arguments in, the graph, results out. Consumes `args`.
+// Batched: fresh results, the table (argument sources, result
+// destinations) uploaded, the graph launched.
+static iron_status_t replay_batched(iron_exec_graph_t *g, iron_slot_t *args,
+                                    iron_slot_t *results) {
+  iron_device_t *dev = g->dev;
+  const iron_device_vtable_t *vt = dev->vtable;
+  iron_status_t st = IRON_OK;
+  uint32_t e = 0;
+  for (uint32_t i = 0; i < g->num_in; ++i)
+    if (g->in_home[i]) g->entries[e++].src = (uint64_t)(uintptr_t)args[i].t.data;
+  uint32_t made = 0;
+  for (; made < g->num_out && !st; ++made) {
+    iron_slot_t *r = &results[made];
+    r->t = g->out_types[made];
+    r->s = NULL;
+    if (!r->t.nbytes) {
+      r->t.data = iron_exec_empty_data();
+      continue;
+    }
+    st = iron_storage_allocate(dev, r->t.nbytes, &r->s);
+    if (st) break;
+    r->t.data = r->s->data;
+    g->entries[e++].dst = (uint64_t)(uintptr_t)r->s->data;
+  }
+  size_t tb = sizeof(iron_copy_entry_t) * ((size_t)g->n_in_e + g->n_out_e);
+  if (!st && tb)
+    st = vt->memcpy(dev, g->table->data, g->entries, tb,
+                    IRON_COPY_HOST_TO_DEVICE);
+  if (!st) {
+    if (g->note_op) iron_device_note_step(dev, g->note_op, g->note_func);
+    st = vt->graph_launch(dev, g->exec);
+    iron_exec_graph_launches++;
+  }
+  release_slots(args, g->num_in);
+  if (st) release_slots(results, made);
+  return st;
+}
+
 static iron_status_t replay(iron_exec_graph_t *g, iron_slot_t *args,
                             iron_slot_t *results) {
+  if (g->batch) return replay_batched(g, args, results);
   iron_device_t *dev = g->dev;
   const iron_device_vtable_t *vt = dev->vtable;
   iron_status_t st = IRON_OK;
@@ -313,12 +411,17 @@ static iron_status_t record_and_run(iron_exec_graph_t *g,
   // The homes hold the arguments before the recording (the replay that
   // follows copies them again; the recording itself runs nothing).
   iron_status_t st = IRON_OK;
+  uint32_t e = 0;
   for (uint32_t i = 0; i < g->num_in && !st; ++i) {
     rec[i].t = args[i].t;
     rec[i].s = NULL;  // 0 bytes: borrowed
     if (!g->in_home[i]) continue;
-    st = vt->memcpy(dev, g->in_home[i]->data, args[i].t.data,
-                    g->in_types[i].nbytes, IRON_COPY_DEVICE_TO_DEVICE);
+    if (g->batch)
+      g->entries[e++] = (iron_copy_entry_t){
+          (uint64_t)(uintptr_t)g->in_home[i]->data, 0, g->in_types[i].nbytes};
+    else
+      st = vt->memcpy(dev, g->in_home[i]->data, args[i].t.data,
+                      g->in_types[i].nbytes, IRON_COPY_DEVICE_TO_DEVICE);
     // The arena's reference is lent to the recording's argument.
     rec[i].t.data = g->in_home[i]->data;
     rec[i].s = g->in_home[i];
@@ -331,13 +434,37 @@ static iron_status_t record_and_run(iron_exec_graph_t *g,
   }
   void *graph = NULL;
   if (recording) {
-    iron_status_t rst = iron_exec_run_func(ctx, main, rec, rec_res);
+    // Batched: the arguments' copies into their homes are the graph's
+    // first work.
+    iron_status_t rst = IRON_OK;
+    if (g->batch && g->n_in_e)
+      rst = vt->copy_batch(dev, g->table->data, g->n_in_e, g->max_in);
+    if (rst)
+      release_slots(rec, g->num_in);  // the homes' counts drop to 0 (pinned)
+    else
+      rst = iron_exec_run_func(ctx, main, rec, rec_res);
     bool keep = !rst;
     if (rst && iron_exec_graph_debug())
       fprintf(stderr, "iron: recording of program %s failed: %s\n", name,
                       iron_status_message(rst));
     iron_status_free(rst);
-    for (uint32_t k = 0; k < g->num_out && keep; ++k) {
+    for (uint32_t k = 0, oe = g->n_in_e; g->batch && k < g->num_out && keep;
+         ++k) {
+      if (!g->out_types[k].nbytes) continue;
+      if (rec_res[k].t.nbytes != g->out_types[k].nbytes) keep = false;
+      // The result's address is fixed in the graph: the replays copy from
+      // it to wherever the table says.
+      g->entries[oe++] = (iron_copy_entry_t){
+          0, (uint64_t)(uintptr_t)rec_res[k].t.data, g->out_types[k].nbytes};
+    }
+    if (g->batch && keep && g->n_out_e) {
+      iron_status_t cst = vt->copy_batch(
+          dev, (char *)g->table->data + sizeof(iron_copy_entry_t) * g->n_in_e,
+          g->n_out_e, g->max_out);
+      keep = !cst;
+      iron_status_free(cst);
+    }
+    for (uint32_t k = 0; !g->batch && k < g->num_out && keep; ++k) {
       if (!g->out_home[k]) continue;
       if (rec_res[k].t.nbytes != g->out_types[k].nbytes) {
         keep = false;
@@ -399,16 +526,14 @@ iron_status_t iron_exec_graph_run(iron_exec_graph_t *g,
   if (!g || pthread_mutex_trylock(&g->mu) != 0)
     return iron_exec_run_func(ctx, main, args, results);
   iron_status_t st;
-  bool replayed = false;
-  if (g->exec) {
-    replayed = true;
+  if (g->exec)
     st = replay(g, args, results);
-  } else if (g->calls >= 1 && g->failures < kMaxFailures &&
-             !g->dev->sync) {
+  else if (g->calls >= 1 && g->failures < kMaxFailures && !g->dev->sync)
     st = record_and_run(g, ctx, main, args, results);
-  } else {
+  else
     st = iron_exec_run_func(ctx, main, args, results);
-  }
+  // A graph now means the call was a replay (maybe right after recording).
+  bool replayed = g->exec != NULL;
   g->calls++;
   bool oom = st && iron_status_code(st) == IRON_STATUS_RESOURCE_EXHAUSTED;
   if (st && (replayed || oom)) {

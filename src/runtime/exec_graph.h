@@ -3,9 +3,11 @@
 // enqueues device work that a graph can record is recorded once, on its
 // second call, as one device graph (a CUDA graph) and replayed by the calls
 // after that: one graph launch instead of ~10-14 us of host time per kernel
-// step. Arguments are copied into fixed "input homes" before the replay,
-// results out of fixed "output homes" after it (the homes are a
-// per-executable arena, accounted in the device's memory stats). Internal to
+// step. Arguments are copied into fixed "input homes" and results out
+// (one batched copy launch each inside the graph, whose addresses come from
+// a table uploaded per call; or, without batched copies, stream copies in
+// and out of fixed "output homes"). The homes are a per-executable arena,
+// accounted in the device's memory stats. Internal to
 // src/runtime; the decision rule and its constants are in docs/decisions.md.
 #ifndef IRON_RUNTIME_EXEC_GRAPH_H_
 #define IRON_RUNTIME_EXEC_GRAPH_H_
@@ -54,11 +56,13 @@ iron_status_t iron_exec_graph_run(iron_exec_graph_t *g,
 // The rule (docs/decisions.md, "Whole programs as CUDA graphs"): whether
 // replaying a program of `kernel_steps` kernel steps pays, given that every
 // call copies `num_in` arguments of `in_bytes` in total into their homes
-// and `num_out` results of `out_bytes` out (twice: into the output homes
-// inside the graph, then to fresh storage). `min_steps` is the device's
-// program_graph_min_steps.
+// and `num_out` results of `out_bytes` out: `batched`, with one table
+// upload and two batched copy launches inside the graph (device
+// copy_batch); otherwise one stream copy per argument and result and the
+// results twice (into output homes inside the graph, then to fresh
+// storage). `min_steps` is the device's program_graph_min_steps.
 bool iron_exec_graph_pays(int64_t kernel_steps, int64_t min_steps,
-                          uint32_t num_in, uint64_t in_bytes,
+                          bool batched, uint32_t num_in, uint64_t in_bytes,
                           uint32_t num_out, uint64_t out_bytes);
 
 // Bytes the arenas of all program graphs hold on `dev` now (tests).

@@ -21,6 +21,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "cuda_test_nvrtc.h"
 #include "device/cuda/cuda_compile.h"
 #include "device/cuda/cuda_device.h"
 #include "fake_cuda.h"
@@ -99,6 +100,18 @@ static iron_status_t fake_readback_mul_run(const iron_kernel_ctx_t *ctx,
   return launch_binary(ctx, 1, in, out);
 }
 
+// The batched copy kernel (cuda_device.c's iron_copy_batch): args table, n.
+static void k_copy_batch(const uint64_t *a) {
+  const iron_copy_entry_t *t = (const iron_copy_entry_t *)(uintptr_t)a[0];
+  for (uint64_t e = 0; e < a[1]; ++e)
+    memcpy((void *)(uintptr_t)t[e].dst, (const void *)(uintptr_t)t[e].src,
+           t[e].n);
+}
+static const fake_kernel_t kCopyBatchK = {"fake_copy_batch", k_copy_batch, 2,
+                                          false};
+static iron_cuda_function_t g_copy_batch_fn = {(CUfunction)&kCopyBatchK,
+                                               "iron_copy_batch"};
+
 static const iron_kernel_t kAdd = {.name = "fake_add",
                                    .prepare = fake_prepare,
                                    .run = fake_add_run,
@@ -126,6 +139,9 @@ static const iron_kernel_t *fake_lookup(iron_op_kind_t kind) {
 // --- a device on the fake driver -------------------------------------------
 
 static iron_device_vtable_t g_vt;
+// Which copies the devices of the next tests use: batched (the fake
+// iron_copy_batch kernel) or one stream copy per value.
+static bool g_batch;
 
 typedef struct {
   iron_runtime_t *rt;
@@ -150,6 +166,9 @@ static fake_dev_t fake_dev_open(void) {
   g_vt.fusable = NULL;
   d->vtable = &g_vt;
   d->program_graph_min_steps = 4;
+  iron_cuda_device_t *cd = iron_cuda_device_cast(d);
+  cd->copy_batch_fn = g_batch ? &g_copy_batch_fn : NULL;
+  atomic_store(&cd->copy_batch_state, g_batch ? 1 : -1);
   d->memory_limit = 0;
   f.rt->devices[1] = d;
   f.rt->num_devices = 2;
@@ -305,15 +324,21 @@ static iron_status_t run_check(iron_device_t *dev, iron_executable_t *exe,
 static void test_rule(void) {
   // CNN f32 (bench/kernels.py cnn_f32): 208 kernel steps, 63 arguments
   // (15.3 MB), 62 results (13.8 MB).
-  CHECK(iron_exec_graph_pays(208, 8, 63, 15300000, 62, 13800000));
-  CHECK(!iron_exec_graph_pays(7, 8, 1, 16, 1, 16));  // below min steps
-  CHECK(iron_exec_graph_pays(8, 8, 1, 16, 1, 16));
-  CHECK(!iron_exec_graph_pays(208, 0, 1, 16, 1, 16));  // off
-  // Few steps, many arguments: the copies cost more than they save.
-  CHECK(!iron_exec_graph_pays(10, 8, 40, 640, 40, 640));
-  // 1 GB copied per call for 100 steps: no.
-  CHECK(!iron_exec_graph_pays(100, 8, 2, 1u << 29, 1, 1u << 29));
+  for (int b = 0; b < 2; ++b) {
+    CHECK(iron_exec_graph_pays(208, 8, b, 63, 15300000, 62, 13800000));
+    CHECK(!iron_exec_graph_pays(7, 8, b, 1, 16, 1, 16));  // below min steps
+    CHECK(iron_exec_graph_pays(8, 8, b, 1, 16, 1, 16));
+    CHECK(!iron_exec_graph_pays(208, 0, b, 1, 16, 1, 16));  // off
+    // 1 GB copied per call for 100 steps: no.
+    CHECK(!iron_exec_graph_pays(100, 8, b, 2, 1u << 29, 1, 1u << 29));
+  }
+  // Few steps, many arguments: one copy each costs more than it saves;
+  // batched, the count hardly matters.
+  CHECK(!iron_exec_graph_pays(12, 8, false, 40, 640, 40, 640));
+  CHECK(iron_exec_graph_pays(12, 8, true, 40, 640, 40, 640));
 }
+
+#define kArena (g_batch ? 2 * 64 + 192 : 7 * 64)
 
 static void test_record_and_replay(void) {
   fake_dev_t f = fake_dev_open();
@@ -329,14 +354,15 @@ static void test_record_and_replay(void) {
                  call >= 1 ? call : 0);
     if (call >= 1) {
       // Arena: 2 input homes (x, y; e has no bytes) and 5 output homes of
-      // 16 bytes (64 accounted each), in the device's bytes in use.
-      CHECK_EQ_INT(iron_exec_graph_arena_bytes(f.dev), 7 * 64);
+      // 16 bytes (64 accounted each), in the device's bytes in use;
+      // batched: the input homes and a table of 7 entries of 24 bytes.
+      CHECK_EQ_INT(iron_exec_graph_arena_bytes(f.dev), kArena);
     }
   }
   CHECK_EQ_INT(bad, 0);
   CHECK_EQ_INT(atomic_load(&fake_cuda.capture_errors), 0);
   // The arena and the uploaded constant.
-  CHECK_EQ_INT(atomic_load(&f.dev->bytes_in_use) - base, 7 * 64 + 64);
+  CHECK_EQ_INT(atomic_load(&f.dev->bytes_in_use) - base, kArena + 64);
   iron_executable_release(exe);
   // Given back with the executable.
   CHECK_EQ_INT(iron_exec_graph_arena_bytes(f.dev), 0);
@@ -428,7 +454,7 @@ static void test_replay_errors(void) {
   for (int call = 0; call < 4; ++call)
     CHECK_OK(run_check(f.dev, exe, 12, IRON_OP_ADD, 60 + call, false, &bad));
   CHECK_EQ_INT(atomic_load(&fake_cuda.captures_begun), 3);
-  CHECK_EQ_INT(iron_exec_graph_arena_bytes(f.dev), 7 * 64);
+  CHECK_EQ_INT(iron_exec_graph_arena_bytes(f.dev), kArena);
   // Reclaim (memory pressure elsewhere): the idle arena goes back, and the
   // executable records again later.
   CHECK(iron_exec_graph_arena_bytes(f.dev) > 0);
@@ -544,6 +570,23 @@ static void test_threads(void) {
 }
 
 static void setup(void) { fake_cuda_api(&g_api); }
+static void batched(void) { g_batch = true; }
+
+// The batched copy kernel compiles (NVRTC, no GPU needed).
+static void test_copy_batch_kernel_compiles(void) {
+  iron_cuda_api_t api;
+  memset(&api, 0, sizeof(api));
+  if (!cuda_test_load_nvrtc(&api)) {
+    fprintf(stderr, "no NVRTC: the copy kernel is not compiled here\n");
+    return;
+  }
+  void *cubin = NULL;
+  size_t size = 0;
+  CHECK_OK(iron_cuda_nvrtc_compile(&api, iron_cuda_device_copy_batch_source(),
+                                   "sm_90a", &cubin, &size));
+  CHECK(cubin != NULL && size > 0);
+  free(cubin);
+}
 
 static const iron_test_case_t kTests[] = {
     {"setup", setup},
@@ -555,5 +598,14 @@ static const iron_test_case_t kTests[] = {
     {"recording_refused", test_recording_refused},
     {"recording_driver_error", test_recording_driver_error},
     {"threads", test_threads},
+    // The same with batched copies.
+    {"batched", batched},
+    {"record_and_replay_batched", test_record_and_replay},
+    {"donation_batched", test_donation},
+    {"replay_errors_batched", test_replay_errors},
+    {"recording_refused_batched", test_recording_refused},
+    {"recording_driver_error_batched", test_recording_driver_error},
+    {"threads_batched", test_threads},
+    {"copy_batch_kernel_compiles", test_copy_batch_kernel_compiles},
 };
 IRON_TEST_MAIN(kTests)
