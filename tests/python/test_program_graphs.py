@@ -63,7 +63,7 @@ def chain(x, y):
     for i in range(6):
         h = jnp.tanh(h @ y + i) * 0.5
         h = h - h.mean(0, keepdims=True)
-    s = h.sum()
+    s = (h * h).sum()
     return h, s, x, jnp.arange(3.0), jnp.zeros((0, 4)), s
 
 
@@ -79,7 +79,7 @@ def test_chain_many_calls(iron_device, n):
         got = f(x, y)
         want = _cpu(chain, x, y)
         for g, w in zip(got, want):
-            _close(g, w)
+            _close(g, w, 1e-4)
         if k == 0:
             first = _bits(got)
         if k % len(xs) == 0:
