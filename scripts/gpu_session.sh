@@ -28,6 +28,9 @@
 #                programs, host vs the real CUDA device)
 #   dwtests      scripts/device_while_gpu.sh tests (device while loops);
 #                dwbench: its bench (kernels.py --only while, switch on/off)
+
+#   pgtests      scripts/program_graphs_gpu.sh tests (whole programs as
+#                CUDA graphs); pgbench: its bench; pgrule: the rule's sweep
 #   jaxtests     the jax test node ids in $JAXTESTS (space-separated), -vv,
 #                on CUDA: the full assertion text of chosen failures
 # Usage: scripts/gpu_session.sh build suite\& corpus\& wait kquick
@@ -84,6 +87,9 @@ stage() {
     dwtests|dwbench) OUT=$logs/$s scripts/device_while_gpu.sh ${s#dw} >"$logs/$s.log" 2>&1; tail -40 "$logs/$s.log" ;;
     rowtests|rowbench) OUT=$logs/$s scripts/rowfuse_gpu.sh ${s#row} >"$logs/$s.log" 2>&1; tail -40 "$logs/$s.log" ;;
     redtests|redbench|redab) OUT=$logs/$s scripts/reduce_gpu.sh ${s#red} >"$logs/$s.log" 2>&1; tail -40 "$logs/$s.log" ;;
+
+    pgtests|pgbench|pgrule) IRON_SKIP_BUILD=1 OUT=$logs/$s scripts/program_graphs_gpu.sh ${s#pg} \
+      >"$logs/$s.log" 2>&1; tail -40 "$logs/$s.log" ;;
     fuzzgpu) OUT=$logs/fuzz JOBS=${FUZZ_JOBS:-6} scripts/fuzz_programs_gpu.sh ${FUZZ_MINUTES:-3} >"$logs/fuzzgpu.log" 2>&1; tail -25 "$logs/fuzzgpu.log" ;;
     jaxtests)
       (cd .jaxtests && IRON_DEVICE=cuda IRON_CUDA_TF32=0 JAX_PLATFORMS=iron,cpu \

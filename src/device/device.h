@@ -68,6 +68,12 @@ struct iron_job {
   iron_job_t *next;
 };
 
+// One entry of a batched copy (vtable copy_batch): `n` bytes from `src` to
+// `dst`, both device addresses.
+typedef struct iron_copy_entry {
+  uint64_t dst, src, n;
+} iron_copy_entry_t;
+
 typedef enum iron_copy_kind {
   IRON_COPY_HOST_TO_DEVICE,
   IRON_COPY_DEVICE_TO_HOST,
@@ -95,6 +101,15 @@ typedef struct iron_device_vtable {
   // DEVICE_TO_HOST returns once the bytes are in `dst`.
   iron_status_t (*memcpy)(iron_device_t *dev, void *dst, const void *src,
                           size_t n, iron_copy_kind_t kind);
+  // Enqueues the `n` copies that `table` (device memory holding n
+  // iron_copy_entry_t, each of at most `max_bytes`) describes as one launch,
+  // ordered like other device work and recordable in a graph: the table is
+  // read when the work runs, so a replay copies what it holds then.
+  // n == 0 prepares (compiles the kernel; never while recording): OK when
+  // batched copies are available. May be NULL; UNIMPLEMENTED when
+  // unavailable (IRON_CUDA_COPY_BATCH=0, no compiler) or n is too large.
+  iron_status_t (*copy_batch)(iron_device_t *dev, const void *table,
+                              uint32_t n, uint64_t max_bytes);
   // Called at the end of every job, on the thread that ran it: returns once
   // the device work the job enqueued has completed, or with the device's
   // (sticky) asynchronous error.
@@ -215,6 +230,13 @@ struct iron_device {
   // Data-dependent while loops run as device loops (vtable->graph_while_*;
   // CUDA: conditional nodes in the driver and IRON_CUDA_DEVICE_WHILE).
   bool graph_while;
+  // Executables of at least this many kernel steps whose whole program a
+  // graph can record run as one device graph replay per call once the
+  // measured rule says it pays (src/runtime/exec_graph.c; 0: never).
+  // IRON_CUDA_PROGRAM_GRAPHS on CUDA. With program_graph_force (an explicit
+  // N >= 2) every such program is recorded, paying or not (measuring).
+  int64_t program_graph_min_steps;
+  bool program_graph_force;
   // The kernel steps (and loops replayed as graphs) the executor enqueued
   // last on this device: a ring of IRON_DEVICE_RECENT_STEPS, the most
   // recent at (recent_count - 1) % IRON_DEVICE_RECENT_STEPS. Written by the

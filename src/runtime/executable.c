@@ -13,6 +13,7 @@
 #include "compiler/inline.h"
 #include "compiler/plan.h"
 #include "compiler/tuple_forward.h"
+#include "runtime/exec_graph.h"
 #include "runtime/executor.h"
 #include "runtime/runtime_internal.h"
 #include "stablehlo/reader.h"
@@ -35,6 +36,9 @@ struct iron_executable {
   // device is idle (iron_device_enqueue).
   bool small;
   iron_exec_ctx_t ctx;
+  // The program recorded as one device graph and replayed (exec_graph.h;
+  // NULL: every call runs the ordinary way).
+  iron_exec_graph_t *graph;
   // IRON_PROFILE=1: per-execution totals, printed to stderr when the
   // executable is destroyed (or at exit for live ones is not attempted).
   bool profile;
@@ -153,6 +157,7 @@ static void exe_destroy(iron_executable_t *exe) {
             (double)atomic_load(&exe->prof_graph_launches) / (double)runs,
             (unsigned long long)atomic_load(&exe->prof_graph_discards));
   }
+  iron_exec_graph_destroy(exe->graph);
   iron_plan_destroy(exe->plan);
   iron_ir_module_destroy(exe->module);
   free(exe->name);
@@ -322,6 +327,13 @@ static iron_status_t compile_module(iron_runtime_t *rt,
     return st;
   }
   iron_exec_ctx_init(&exe->ctx, exe->dev);
+  st = iron_exec_graph_create(exe->dev, exe->plan->main, exe->in_types,
+                              exe->num_inputs, exe->out_types,
+                              exe->num_outputs, &exe->graph);
+  if (st) {
+    exe_destroy(exe);
+    return st;
+  }
   *out_executable = exe;
   return IRON_OK;
 }
@@ -477,7 +489,7 @@ static iron_status_t run_job(exec_job_t *j) {
     return st;
   }
   IRON_RETURN_IF_ERROR_PLAIN(
-      iron_exec_run_func(&exe->ctx, exe->plan->main, args, res));
+      iron_exec_graph_run(exe->graph, &exe->ctx, exe->plan->main, args, res));
   for (uint32_t i = 0; i < j->num_results && !st; ++i) {
     iron_slot_t *r = &res[i];
     // Storage held by nothing but this result (ref 1) cannot be an

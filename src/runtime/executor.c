@@ -308,6 +308,13 @@ static bool block_capturable(const iron_plan_block_t *b, int depth,
   return true;
 }
 
+bool iron_exec_block_capturable(const iron_plan_block_t *b,
+                                const iron_plan_step_t **out_why) {
+  return block_capturable(b, 0, out_why);
+}
+
+bool iron_exec_graph_debug(void) { return graph_debug(); }
+
 // Sets up the homes in `homes` (NULL for empty carries) and pins them. An
 // error leaves nothing pinned or retained (the carries stay where they
 // were, or in an equal copy).

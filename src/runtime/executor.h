@@ -36,6 +36,16 @@ extern _Thread_local uint64_t iron_exec_kernel_steps;
 extern _Thread_local uint64_t iron_exec_graph_launches;
 extern _Thread_local uint64_t iron_exec_graph_discards;
 
+// Whether every step of `b` (and of the functions it calls) only enqueues
+// device work that a device graph can record (constants, aliases, kernels
+// marked graph_capturable, calls of such functions; no control flow, no
+// host-staged steps). *out_why names the first step that cannot (NULL when
+// all can).
+bool iron_exec_block_capturable(const iron_plan_block_t *b,
+                                const iron_plan_step_t **out_why);
+// IRON_GRAPH_DEBUG=1: graph decisions and discards are said on stderr.
+bool iron_exec_graph_debug(void);
+
 // A pointer to an aligned dummy for 0-byte tensors (never dereferenced).
 void *iron_exec_empty_data(void);
 

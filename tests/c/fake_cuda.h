@@ -101,7 +101,8 @@ typedef struct fake_cuda_state {
   CUresult pending_fault;  // a fault not seen yet: sticky at the next wait
   // Injected failures: the next call of that kind returns the code (0:
   // none); each is consumed by one call.
-  CUresult fail_launch, fail_alloc_async, fail_sync, fail_end_capture;
+  CUresult fail_launch, fail_alloc_async, fail_sync, fail_end_capture,
+      fail_graph_launch;
   int oom_allocs;  // this many cuMemAllocAsync calls fail: out of memory
   // Called inside cuMemcpyDtoHAsync / cuMemcpyHtoDAsync (not captured, no
   // lock held), e.g. to let another thread act while the copy "waits".
@@ -715,6 +716,10 @@ static CUresult fake_cuGraphLaunch(CUgraphExec e, CUstream s) {
   fake_graph_t *x = (fake_graph_t *)e;
   pthread_mutex_lock(&fake_cuda.mu);
   CUresult r = fake_cuda.sticky;
+  if (!r && fake_cuda.fail_graph_launch) {
+    r = fake_cuda.fail_graph_launch;  // nothing of the graph runs
+    fake_cuda.fail_graph_launch = 0;
+  }
   if (!r && fake_stream(s)->capturing) r = IRON_CU_ERROR_INVALID_VALUE;
   for (size_t i = 0; i < x->num_nodes && !r; ++i) {
     fake_run_node(&x->nodes[i]);
@@ -845,6 +850,7 @@ static void fake_cuda_reset(void) {
   fake_cuda.sticky = fake_cuda.pending_fault = 0;
   fake_cuda.fail_launch = fake_cuda.fail_alloc_async = 0;
   fake_cuda.fail_sync = fake_cuda.fail_end_capture = 0;
+  fake_cuda.fail_graph_launch = 0;
   fake_cuda.oom_allocs = 0;
   fake_cuda.on_dtoh = fake_cuda.on_htod = NULL;
   atomic_store(&fake_cuda.syncs, 0);

@@ -870,7 +870,8 @@ static iron_status_t cuda_graph_end(iron_device_t *dev, bool keep,
   return IRON_OK;
 }
 
-static const char kGraphReplay[] = "(a CUDA graph replay of the loop body)";
+static const char kGraphReplay[] =
+    "(a CUDA graph replay: a loop body or a whole program)";
 static const char kDeviceLoop[] =
     "(a CUDA graph device loop of the while body; IRON_CUDA_DEVICE_WHILE=0 "
     "runs it step by step)";
@@ -1079,6 +1080,89 @@ static iron_status_t cuda_graph_while_condition(iron_device_t *dev,
   return st;
 }
 
+// --- batched copies ------------------------------------------------------------
+//
+// Whole-program graphs (src/runtime/exec_graph.c) copy every argument into
+// its home and every result out per call: one launch for all of them reads
+// the addresses from a table in device memory, so a replay copies between
+// the addresses the table holds at that time (one small upload per call
+// instead of a driver call and a GPU copy per value).
+
+static const char kCopyBatchSource[] =
+    "// Batched device-to-device copies (cuda_device.c, copy_batch); grid\n"
+    "// row y copies table entry y = {dst, src, bytes}.\n"
+    "struct alignas(16) iron_v16 { unsigned long long a, b; };\n"
+    "extern \"C\" __global__ void iron_copy_batch(\n"
+    "    const unsigned long long *table, unsigned long long n) {\n"
+    "  if (blockIdx.y >= n) return;\n"
+    "  const unsigned long long *e = table + 3ull * blockIdx.y;\n"
+    "  char *dst = (char *)e[0];\n"
+    "  const char *src = (const char *)e[1];\n"
+    "  unsigned long long bytes = e[2], head = 0;\n"
+    "  unsigned long long i =\n"
+    "      (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;\n"
+    "  unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x;\n"
+    "  if ((((unsigned long long)dst | (unsigned long long)src) & 15) == 0) {\n"
+    "    head = bytes >> 4;\n"
+    "    for (unsigned long long k = i; k < head; k += stride)\n"
+    "      ((iron_v16 *)dst)[k] = ((const iron_v16 *)src)[k];\n"
+    "    head <<= 4;\n"
+    "  }\n"
+    "  for (unsigned long long k = head + i; k < bytes; k += stride)\n"
+    "    dst[k] = src[k];\n"
+    "}\n";
+
+const char *iron_cuda_device_copy_batch_source(void) {
+  return kCopyBatchSource;
+}
+
+static pthread_mutex_t g_copy_batch_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static iron_status_t copy_batch_prepare(iron_cuda_device_t *d) {
+  int state = atomic_load(&d->copy_batch_state);
+  if (state) return state > 0 ? IRON_OK : IRON_ERR(UNIMPLEMENTED,
+                                                   "no batched copies");
+  if (recording_here(d))
+    return IRON_ERR(FAILED_PRECONDITION, "copy_batch prepared while recording");
+  pthread_mutex_lock(&g_copy_batch_mu);
+  iron_status_t st = IRON_OK;
+  if (!atomic_load(&d->copy_batch_state)) {
+    const char *e = getenv("IRON_CUDA_COPY_BATCH");
+    if (e && e[0] == '0')
+      st = IRON_ERR(UNIMPLEMENTED, "IRON_CUDA_COPY_BATCH=0");
+    else
+      st = iron_cuda_function_request(d, kCopyBatchSource, "iron_copy_batch",
+                                      &d->copy_batch_fn);
+    if (!st) st = iron_cuda_compiler_flush(d);
+    atomic_store(&d->copy_batch_state, st ? -1 : 1);
+  } else if (atomic_load(&d->copy_batch_state) < 0) {
+    st = IRON_ERR(UNIMPLEMENTED, "no batched copies");
+  }
+  pthread_mutex_unlock(&g_copy_batch_mu);
+  return st;
+}
+
+static iron_status_t cuda_copy_batch(iron_device_t *dev, const void *table,
+                                     uint32_t n, uint64_t max_bytes) {
+  iron_cuda_device_t *d = iron_cuda_device_cast(dev);
+  if (n == 0) return copy_batch_prepare(d);
+  if (atomic_load(&d->copy_batch_state) <= 0 || !d->copy_batch_fn ||
+      !d->copy_batch_fn->fn || n > 65535)
+    return IRON_ERR(UNIMPLEMENTED, "no batched copy of %u entries", n);
+  // Enough blocks for the largest entry (16 bytes per thread and step), at
+  // most 4 per SM: large entries loop.
+  uint64_t per_block = 256 * 16;
+  uint64_t gx = (max_bytes + per_block - 1) / per_block;
+  uint64_t cap = (uint64_t)(d->num_sms > 0 ? d->num_sms : 1) * 4;
+  if (gx > cap) gx = cap;
+  if (gx == 0) gx = 1;
+  CUdeviceptr t = (CUdeviceptr)(uintptr_t)table;
+  unsigned long long count = n;
+  void *params[2] = {&t, &count};
+  return iron_cuda_launch(d, d->copy_batch_fn, (unsigned)gx, n, 1, 256, 0,
+                          params);
+}
+
 // --- IRON_CUDA_TEST_FAULT ---------------------------------------------------
 //
 // A test-only switch: launches of the named op's generated kernels run a
@@ -1180,6 +1264,7 @@ static const iron_device_vtable_t kCudaVtable = {
     .mem_alloc = cuda_mem_alloc,
     .mem_free = cuda_mem_free,
     .memcpy = cuda_memcpy,
+    .copy_batch = cuda_copy_batch,
     .job_sync = cuda_job_sync,
     .kernel_lookup = iron_cuda_kernel_lookup,
     .plan_finish = cuda_plan_finish,
@@ -1283,6 +1368,14 @@ iron_status_t iron_cuda_device_create_with_api(iron_runtime_t *rt, int id,
   const char *ge = getenv("IRON_CUDA_GRAPHS");
   long long gn = ge && ge[0] ? atoll(ge) : 1;
   d->base.graph_min_trips = gn <= 0 ? 0 : gn == 1 ? 4 : gn;
+  // Whole programs as CUDA graphs (src/runtime/exec_graph.c) from this many
+  // kernel steps on, when the rule says the copies pay
+  // (IRON_CUDA_PROGRAM_GRAPHS: 0 off, 1 the default rule, N >= 2 every
+  // program of N kernel steps or more, without the rule: for measuring).
+  const char *pe = getenv("IRON_CUDA_PROGRAM_GRAPHS");
+  long long pn = pe && pe[0] ? atoll(pe) : 1;
+  d->base.program_graph_min_steps = pn <= 0 ? 0 : pn == 1 ? 8 : pn;
+  d->base.program_graph_force = pn >= 2;
   st = test_fault_setup(d);
   if (!st) device_while_setup(d);
   if (st) {

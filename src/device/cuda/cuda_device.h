@@ -109,6 +109,12 @@ typedef struct iron_cuda_device {
   // (or traps) instead; NULL when the switch is unset.
   char *test_fault_match;
   struct iron_cuda_function *test_fault_fn;
+  // The batched copy kernel (vtable copy_batch), compiled on first use;
+  // NULL until then or when IRON_CUDA_COPY_BATCH=0 / NVRTC failed
+  // (copy_batch_state: 0 not tried, 1 ready, -1 unavailable). Tests set
+  // both to use a fake kernel.
+  struct iron_cuda_function *copy_batch_fn;
+  _Atomic int copy_batch_state;
 } iron_cuda_device_t;
 
 // Number of CUDA devices usable by ironjax: 0 when the driver or a GPU is
@@ -161,6 +167,10 @@ bool iron_cuda_device_while_enabled(void);
 // The CUDA C of IRON_CUDA_TEST_FAULT's kernels (iron_test_fault_oob,
 // iron_test_fault_trap), for GPU-free NVRTC checks.
 const char *iron_cuda_device_test_fault_source(void);
+// The batched copy kernel's source (tests compile it with NVRTC): kernel
+// iron_copy_batch(const iron_copy_entry_t *table, unsigned long long n),
+// grid row y copies entry y (device.h, copy_batch).
+const char *iron_cuda_device_copy_batch_source(void);
 
 // For tests: creates the device on driver table `api` (GPU-free with a fake
 // driver; iron_cuda_device_create checks the process's GPUs first).
