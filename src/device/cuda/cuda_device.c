@@ -1133,7 +1133,13 @@ static iron_status_t copy_batch_prepare(iron_cuda_device_t *d) {
     else
       st = iron_cuda_function_request(d, kCopyBatchSource, "iron_copy_batch",
                                       &d->copy_batch_fn);
-    if (!st) st = iron_cuda_compiler_flush(d);
+    if (!st) {
+      // The flush also compiles what other threads' plans requested, and
+      // reports their errors too: only our kernel's outcome counts here.
+      iron_status_free(iron_cuda_compiler_flush(d));
+      if (!d->copy_batch_fn || !d->copy_batch_fn->fn)
+        st = IRON_ERR(UNIMPLEMENTED, "the batched copy kernel is not loaded");
+    }
     atomic_store(&d->copy_batch_state, st ? -1 : 1);
   } else if (atomic_load(&d->copy_batch_state) < 0) {
     st = IRON_ERR(UNIMPLEMENTED, "no batched copies");
