@@ -30,7 +30,7 @@ if [ "$what" = tests ] || [ "$what" = all ]; then
   timeout 120 build-dev/tests/test_cuda_device_while >"$out/dw_c.txt" 2>&1 || rc=1
   tail -3 "$out/dw_c.txt"
   echo "== test_device_while.py on cuda (device loops)"
-  IRON_TEST_REQUIRE_CUDA=1 IRON_DEVICE=cuda IRON_CUDA_TF32=0 JAX_PLATFORMS=iron,cpu \
+  IRON_CUDA_DEVICE_WHILE=1 IRON_TEST_REQUIRE_CUDA=1 IRON_DEVICE=cuda IRON_CUDA_TF32=0 JAX_PLATFORMS=iron,cpu \
     timeout 400 python3 -m pytest tests/python/test_device_while.py -q \
     -p no:cacheprovider -rfs --tb=short >"$out/dw_cuda.txt" 2>&1 || rc=1
   grep -E "passed|failed|skipped|Error" "$out/dw_cuda.txt" | tail -12

@@ -179,6 +179,8 @@ static fake_dev_t fake_dev_open(bool loops) {
   fake_dev_t f = {0};
   fake_cuda_reset();
   setenv("IRON_DEVICE", "host", 1);
+  // Device loops are opt-in (cuda_device.c); this test is about them.
+  setenv("IRON_CUDA_DEVICE_WHILE", "1", 0);
   CHECK_OK(iron_runtime_create(NULL, &f.rt));
   if (!f.rt) exit(1);
   iron_device_t *d = NULL;

@@ -260,7 +260,7 @@ def _probe(extra_env):
 
 @pytest.mark.skipif(not ON_CUDA, reason="the device loop is CUDA's")
 def test_switch_off_same_bits():
-    on, _ = _probe({})
+    on, _ = _probe({"IRON_CUDA_DEVICE_WHILE": "1"})
     off, _ = _probe({"IRON_CUDA_DEVICE_WHILE": "0"})
     assert on == off
 
@@ -269,7 +269,7 @@ def test_switch_off_same_bits():
 def test_device_loop_engaged():
     # IRON_GRAPH_DEBUG=1 says, per data-dependent loop, whether it runs as a
     # device loop and why a recording was dropped.
-    _, err = _probe({"IRON_GRAPH_DEBUG": "1"})
+    _, err = _probe({"IRON_GRAPH_DEBUG": "1", "IRON_CUDA_DEVICE_WHILE": "1"})
     if "no graph conditional nodes" in err:
         pytest.skip("driver without conditional nodes")
     # Any other reason (the set-condition kernel did not compile or load)
