@@ -110,5 +110,8 @@ for s in "$@"; do
 done
 wait
 for f in "$logs"/*.summary; do [ -f "$f" ] && { echo "== $(basename "$f" .summary)"; cat "$f"; }; done
-tar czf "$OUT/logs.tgz" -C "$OUT" logs 2>/dev/null && rm -rf "$logs"
+# Several sessions side by side (each in the background) must not pack and
+# remove each other's logs: GPU_SESSION_NOPACK=1 leaves that to the caller.
+[ "${GPU_SESSION_NOPACK:-0}" = 1 ] ||
+  { tar czf "$OUT/logs.tgz" -C "$OUT" logs 2>/dev/null && rm -rf "$logs"; }
 stamp "all done"
