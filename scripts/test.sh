@@ -79,6 +79,9 @@ fi
 FULL="${IRON_TEST_FULL:-0}"
 C_LABELS='slow'
 [ "$FULL" = 1 ] && C_LABELS='^$'
+# The jax-level suites likewise leave out the tests marked slow
+# (tests/python/conftest.py) unless IRON_TEST_FULL=1.
+[ "$FULL" = 1 ] || export IRON_TEST_QUICK="${IRON_TEST_QUICK:-1}"
 stage_begin "C unit tests (build-ci, gcc, -Werror; $([ "$FULL" = 1 ] && echo all || echo "without label slow"))"
 status=0
 cmake -S . -B build-ci -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DIRON_WERROR=ON >/dev/null \

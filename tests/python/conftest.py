@@ -29,3 +29,22 @@ def iron_device():
 @pytest.fixture(scope="session")
 def cpu_device():
     return jax.devices("cpu")[0]
+
+
+# CI's time budget (2 cores, ~15 minutes for everything): scripts/test.sh
+# sets IRON_TEST_QUICK=1 unless IRON_TEST_FULL=1, and then the tests marked
+# `slow` are left out (each names what covers its class in the quick run).
+# They run on the GPU machine and in full runs.
+def pytest_configure(config):
+    config.addinivalue_line(
+        "markers", "slow: left out when IRON_TEST_QUICK=1 (CI's default run)")
+
+
+def pytest_collection_modifyitems(config, items):
+    if os.environ.get("IRON_TEST_QUICK") != "1":
+        return
+    keep = [it for it in items if it.get_closest_marker("slow") is None]
+    drop = [it for it in items if it.get_closest_marker("slow") is not None]
+    if drop:
+        config.hook.pytest_deselected(items=drop)
+        items[:] = keep

@@ -104,6 +104,9 @@ def test_every_program_has_both_implementations(kb):
     assert set(kb.QUICK) <= {p.name for p in kb.programs()}
 
 
+# The whole benchmark in smoke mode (minutes on 2 cores); its generators
+# are checked by the other tests of this file.
+@pytest.mark.slow
 def test_smoke_run_iron_vs_cpu(tmp_path):
     env = dict(os.environ)
     spec = importlib.util.find_spec("ironjax")

@@ -6,9 +6,14 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
+# A smoke run of the benchmark script (minutes on 2 cores); the convolutions
+# themselves are checked by test_conv_cnn.py and the conformance suite.
+@pytest.mark.slow
 def test_conv_bench_small_runs_and_matches(iron_device):
     env = dict(os.environ)
     env.setdefault("IRON_DEVICE", "cuda" if "NVIDIA" in iron_device.device_kind else "host")
