@@ -377,6 +377,82 @@ static void add_scatters(void) {
   }
 }
 
+// --- reduce_window of more than 8 operands ---------------------------------
+
+// Body over n operands: acc_i + dt_i(x_{i+1 mod n}) (one arithmetic op per
+// result: see scatter_body), so every operand's window feeds another's.
+static bb_t *window_body(int n, const iron_dtype_t *dts) {
+  iron_dtype_t all[2 * 16];
+  for (int i = 0; i < n; ++i) all[i] = all[n + i] = dts[i];
+  bb_t *b = bb_new(2 * n, all);
+  iron_ir_value_t *r[16];
+  for (int i = 0; i < n; ++i) {
+    iron_ir_value_t *x = bb_arg(b, n + (i + 1) % n);
+    if (dts[(i + 1) % n] != dts[i])
+      x = bb_op(b, IRON_OP_CONVERT, dts[i], 1, x, NULL, NULL);
+    r[i] = bb_op(b, IRON_OP_ADD, dts[i], 2, bb_arg(b, i), x, NULL);
+  }
+  bb_ret_n(b, n, r);
+  return b;
+}
+
+// reduce_window of n operands over [5, 11]: window (2, 3), strides (2, 2),
+// padding ((1, 0), (2, 1)), base dilation (1, 2) on the second dim.
+static void add_window_n(int n) {
+  static const iron_dtype_t kCycle[8] = {
+      IRON_DTYPE_F32, IRON_DTYPE_S32, IRON_DTYPE_F16,  IRON_DTYPE_S8,
+      IRON_DTYPE_F64, IRON_DTYPE_U32, IRON_DTYPE_BF16, IRON_DTYPE_S64};
+  iron_dtype_t dts[16];
+  for (int i = 0; i < n; ++i) dts[i] = kCycle[(i * 3) % 8];
+  int64_t dims[2] = {5, 11}, wd[2] = {2, 3}, ws[2] = {2, 2},
+          bd[2] = {1, 2}, pad[4] = {1, 0, 2, 1};
+  // out = floor((padded - window) / stride) + 1 of padded = dilated + pads
+  int64_t od[2] = {(5 + 1 - 2) / 2 + 1, ((11 - 1) * 2 + 1 + 3 - 3) / 2 + 1};
+  ht_op_t b;
+  ht_init(&b, IRON_OP_REDUCE_WINDOW);
+  for (int i = 0; i < n; ++i) ht_operand(&b, dts[i], 2, dims);
+  for (int i = 0; i < n; ++i) ht_operand(&b, dts[i], 0, NULL);
+  for (int i = 0; i < n; ++i) ht_result(&b, dts[i], 2, od);
+  ht_attr_i64(&b, "window_dimensions", 2, wd);
+  ht_attr_i64(&b, "window_strides", 2, ws);
+  ht_attr_i64(&b, "base_dilations", 2, bd);
+  ht_attr_i64(&b, "padding", 4, pad);
+  bb_t *body = window_body(n, dts);
+  b.op.num_regions = 1;
+  b.op.regions = &body->region;
+  struct iron_region hr;
+  iron_region_t *regions[1] = {host_region(&hr, body)};
+  iron_tensor_t *hin[32], *args[48];
+  int out_at[16];
+  for (int i = 0; i < n; ++i) {
+    hin[i] = ht_tensor(dts[i], 2, dims);
+    hin[n + i] = ht_tensor(dts[i], 0, NULL);
+    fill(hin[i]);
+    fill(hin[n + i]);
+  }
+  // Kernel (in..., init..., out...).
+  for (int i = 0; i < 2 * n; ++i) args[i] = tcopy(hin[i]);
+  for (int i = 0; i < n; ++i) {
+    args[2 * n + i] = ht_tensor(dts[i], 2, od);
+    out_at[i] = 2 * n + i;
+  }
+  char what[128];
+  snprintf(what, sizeof(what), "reduce_window of %d operands", n);
+  add_case(&b, regions, hin, n, "iron_reduce_window", args, 3 * n, out_at,
+           kGrid2, 256, what);
+  for (int i = 0; i < 2 * n; ++i) ht_tensor_free(hin[i]);
+  free(body);
+}
+
+static void test_window_operands(void) {
+  setup_device();
+  for (int n = 2; n <= 16; n += (n < 8 ? 6 : 1)) add_window_n(n);
+  CHECK_EQ_INT(g_ncases, 10);
+  CHECK_EQ_INT(run_emulation(), 0);
+  compile_all();
+  teardown_cases();
+}
+
 // --- integer dot_general past one launch's grid ---------------------------
 
 // [batch, m, k] x [batch, k, n] -> [batch, m, n] of integer dtypes, on a
@@ -592,6 +668,7 @@ static void test_variadic_scatter(void) {
 static const iron_test_case_t kTests[] = {
     {"variadic_scatter", test_variadic_scatter},
     {"int_dot_grid", test_int_dot_grid},
+    {"window_operands", test_window_operands},
 };
 
 IRON_TEST_MAIN(kTests)
