@@ -22,6 +22,7 @@
 
 #include "base/half.h"
 #include "bb_region.h"
+#include "conv_test_op.h"
 #include "cuda_emu.h"
 #include "cuda_test_nvrtc.h"
 #include "device/cuda/cuda_compile.h"
@@ -453,6 +454,77 @@ static void test_window_operands(void) {
   teardown_cases();
 }
 
+// --- convolution window attributes past 2^40 --------------------------------
+
+// 1-D convolution lhs [1, 2, 5] (b, f, 0), rhs [2, 3, 3] (i, o, 0), result
+// [1, 3, 2]: lhs dilation 2^42, rhs dilation 2^45, padding (2^45, 2^45),
+// stride 2^44 (dilated input 2^44 + 1, window 2^46 + 1, span 2^44: two
+// outputs, which read input elements 0 and 4).
+static void add_big_window_conv(iron_dtype_t dt, iron_dtype_t out_dt) {
+  conv_op_t c;
+  memset(&c, 0, sizeof(c));
+  ht_init(&c.b, IRON_OP_CONVOLUTION);
+  c.b.op.attrs = c.named;
+  int64_t ld[3] = {1, 2, 5}, kd[3] = {2, 3, 3}, od[3] = {1, 3, 2};
+  ht_operand(&c.b, dt, 3, ld);
+  ht_operand(&c.b, dt, 3, kd);
+  ht_result(&c.b, out_dt, 3, od);
+  const int64_t zero = 0, two = 2, stride = 1ll << 44, ldil = 1ll << 42,
+                rdil = 1ll << 45, pad[2] = {1ll << 45, 1ll << 45};
+  attr1(&c, "input_batch_dimension", 0);
+  attr1(&c, "input_feature_dimension", 1);
+  attr(&c, "input_spatial_dimensions", 1, &two);
+  attr1(&c, "kernel_input_feature_dimension", 0);
+  attr1(&c, "kernel_output_feature_dimension", 1);
+  attr(&c, "kernel_spatial_dimensions", 1, &two);
+  attr1(&c, "output_batch_dimension", 0);
+  attr1(&c, "output_feature_dimension", 1);
+  attr(&c, "output_spatial_dimensions", 1, &two);
+  attr(&c, "window_strides", 1, &stride);
+  attr(&c, "padding", 2, pad);
+  attr(&c, "lhs_dilation", 1, &ldil);
+  attr(&c, "rhs_dilation", 1, &rdil);
+  attr(&c, "window_reversal", 1, &zero);
+  attr1(&c, "feature_group_count", 1);
+  attr1(&c, "batch_group_count", 1);
+  iron_tensor_t *l = ht_tensor(dt, 3, ld), *r = ht_tensor(dt, 3, kd);
+  fill(l);
+  fill(r);
+  iron_tensor_t *hin[2] = {l, r};
+  iron_tensor_t *args[3] = {tcopy(l), tcopy(r), ht_tensor(out_dt, 3, od)};
+  int out_at[1] = {2};
+  char what[128];
+  snprintf(what, sizeof(what), "conv with 2^44 stride %s -> %s",
+           iron_dtype_name(dt), iron_dtype_name(out_dt));
+  add_case(&c.b, NULL, hin, 1, "iron_conv", args, 3, out_at, kGrid2, 256,
+           what);
+  // The host's result is not all zeros (the windows do reach the input).
+  if (g_ncases > 0) {
+    const iron_tensor_t *w = g_cases[g_ncases - 1].want[0];
+    bool any = false;
+    for (size_t i = 0; i < w->nbytes; ++i) any = any || ((uint8_t *)w->data)[i];
+    CHECK(any);
+  }
+  ht_tensor_free(l);
+  ht_tensor_free(r);
+}
+
+static void test_big_window_conv(void) {
+  // The direct kernel (cuDNN and the GEMM path are other kernels).
+  setenv("IRON_CUDA_CUDNN", "0", 1);
+  setenv("IRON_CUDA_CONV_GEMM", "0", 1);
+  setup_device();
+  add_big_window_conv(IRON_DTYPE_F32, IRON_DTYPE_F32);
+  add_big_window_conv(IRON_DTYPE_S32, IRON_DTYPE_S32);
+  add_big_window_conv(IRON_DTYPE_F16, IRON_DTYPE_F32);
+  CHECK_EQ_INT(g_ncases, 3);
+  CHECK_EQ_INT(run_emulation(), 0);
+  compile_all();
+  teardown_cases();
+  unsetenv("IRON_CUDA_CUDNN");
+  unsetenv("IRON_CUDA_CONV_GEMM");
+}
+
 // --- integer dot_general past one launch's grid ---------------------------
 
 // [batch, m, k] x [batch, k, n] -> [batch, m, n] of integer dtypes, on a
@@ -669,6 +741,7 @@ static const iron_test_case_t kTests[] = {
     {"variadic_scatter", test_variadic_scatter},
     {"int_dot_grid", test_int_dot_grid},
     {"window_operands", test_window_operands},
+    {"big_window_conv", test_big_window_conv},
 };
 
 IRON_TEST_MAIN(kTests)
