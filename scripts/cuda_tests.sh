@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The CUDA device's test run on the GPU machine: builds this tree with CMake,
-# runs the GPU C tests, the jax smoke test, then the pytest corpus, the
+# runs the GPU C tests, the jax smoke test, then the pytest corpus (with test_refusals.py), the
 # host-staged steps (callbacks and linalg: test_cuda_host_staged.py,
 # test_callbacks.py, test_linalg*.py) and the op-conformance suite with
 # IRON_DEVICE=cuda (every program on the GPU, compared with XLA:CPU). Prints
@@ -42,7 +42,8 @@ T=${PYTEST_TIMEOUT:-280}
 if [ "$what" = all ] || [ "$what" = corpus ]; then
   echo "== pytest corpus on cuda"
   IRON_DEVICE=cuda JAX_PLATFORMS=iron,cpu timeout "$T" python3 -m pytest \
-    tests/python/test_corpus.py tests/python/test_mlp.py -q -p no:cacheprovider \
+    tests/python/test_corpus.py tests/python/test_mlp.py \
+    tests/python/test_refusals.py -q -p no:cacheprovider \
     -rf --tb=line 2>&1 | tee "$out/corpus_cuda.txt" | grep -v "^\.\|^F\|^s" | tail -60
 fi
 if [ "$what" = all ] || [ "$what" = staged ]; then

@@ -14,7 +14,7 @@
 #include "device/host/host_kernel.h"
 #include "host_test_ops.h"
 
-#define BB_OPS 24
+#define BB_OPS 64
 #define BB_ARGS 40  // block arguments, and operands of the return
 typedef struct bb {
   iron_ir_region_t region;

@@ -11,7 +11,7 @@
 #include "device/host/host_kernel.h"
 #include "ir/ir.h"
 
-#define HT_MAX 12
+#define HT_MAX 48
 
 typedef struct ht_op {
   iron_ir_op_t op;

@@ -22,6 +22,7 @@
 
 #include "base/half.h"
 #include "bb_region.h"
+#include "conv_test_op.h"
 #include "cuda_emu.h"
 #include "cuda_test_nvrtc.h"
 #include "device/cuda/cuda_compile.h"
@@ -82,6 +83,10 @@ static const char *find_kernel(size_t np0, const char *kname,
   return NULL;
 }
 
+// When set, add_case takes this source (a generator's output, kernel
+// `kname` unrenamed) instead of preparing b with the CUDA kernel.
+static const char *g_given_src;
+
 // Prepares b with the CUDA kernel (must accept) and the host kernel, runs
 // the host's on `host_in` (outputs `nres`), and queues the generated
 // kernel `kname` with arguments `args` (owned; the outputs at out_at[]
@@ -92,11 +97,13 @@ static void add_case(ht_op_t *b, iron_region_t **regions,
                      const unsigned grid[3], unsigned block,
                      const char *what) {
   const iron_kernel_t *ck = g_table[b->op.kind];
-  CHECK(ck != NULL);
+  CHECK(g_given_src || ck != NULL);
   size_t np0 = iron_cuda_compiler_pending_count(g_dev);
   void *params = NULL;
   iron_status_t cst =
-      ck->prepare_on((iron_device_t *)g_dev, &b->op, regions, &params);
+      g_given_src ? IRON_OK
+                  : ck->prepare_on((iron_device_t *)g_dev, &b->op, regions,
+                                   &params);
   if (params) {
     if (ck->destroy)
       ck->destroy(params);
@@ -122,7 +129,15 @@ static void add_case(ht_op_t *b, iron_region_t **regions,
             iron_status_message(cst ? cst : hst));
   CHECK(!cst && !hst);
   const char *at = NULL;
-  const char *src = cst || hst ? NULL : find_kernel(np0, kname, &at);
+  const char *src = NULL;
+  if (g_given_src && !cst && !hst) {
+    src = g_given_src;
+    char pat[96];
+    snprintf(pat, sizeof(pat), " %s(", kname);
+    at = strstr(src, pat);
+  } else if (!cst && !hst) {
+    src = find_kernel(np0, kname, &at);
+  }
   CHECK(cst || hst || src != NULL);
   if (!src || g_ncases >= MAX_CASES) {
     iron_status_free(cst);
@@ -132,7 +147,7 @@ static void add_case(ht_op_t *b, iron_region_t **regions,
     return;
   }
   rcase_t *c = &g_cases[g_ncases++];
-  size_t kl = strcspn(at + 1, "(");
+  size_t kl = at ? strcspn(at + 1, "(") : 0;
   snprintf(c->kname, sizeof(c->kname), "%.*s", (int)kl, at + 1);
   snprintf(c->what, sizeof(c->what), "%s", what);
   c->src = strdup(src);
@@ -377,6 +392,153 @@ static void add_scatters(void) {
   }
 }
 
+// --- reduce_window of more than 8 operands ---------------------------------
+
+// Body over n operands: acc_i + dt_i(x_{i+1 mod n}) (one arithmetic op per
+// result: see scatter_body), so every operand's window feeds another's.
+static bb_t *window_body(int n, const iron_dtype_t *dts) {
+  iron_dtype_t all[2 * 16];
+  for (int i = 0; i < n; ++i) all[i] = all[n + i] = dts[i];
+  bb_t *b = bb_new(2 * n, all);
+  iron_ir_value_t *r[16];
+  for (int i = 0; i < n; ++i) {
+    iron_ir_value_t *x = bb_arg(b, n + (i + 1) % n);
+    if (dts[(i + 1) % n] != dts[i])
+      x = bb_op(b, IRON_OP_CONVERT, dts[i], 1, x, NULL, NULL);
+    r[i] = bb_op(b, IRON_OP_ADD, dts[i], 2, bb_arg(b, i), x, NULL);
+  }
+  bb_ret_n(b, n, r);
+  return b;
+}
+
+// reduce_window of n operands over [5, 11]: window (2, 3), strides (2, 2),
+// padding ((1, 0), (2, 1)), base dilation (1, 2) on the second dim.
+static void add_window_n(int n) {
+  static const iron_dtype_t kCycle[8] = {
+      IRON_DTYPE_F32, IRON_DTYPE_S32, IRON_DTYPE_F16,  IRON_DTYPE_S8,
+      IRON_DTYPE_F64, IRON_DTYPE_U32, IRON_DTYPE_BF16, IRON_DTYPE_S64};
+  iron_dtype_t dts[16];
+  for (int i = 0; i < n; ++i) dts[i] = kCycle[(i * 3) % 8];
+  int64_t dims[2] = {5, 11}, wd[2] = {2, 3}, ws[2] = {2, 2},
+          bd[2] = {1, 2}, pad[4] = {1, 0, 2, 1};
+  // out = floor((padded - window) / stride) + 1 of padded = dilated + pads
+  int64_t od[2] = {(5 + 1 - 2) / 2 + 1, ((11 - 1) * 2 + 1 + 3 - 3) / 2 + 1};
+  ht_op_t b;
+  ht_init(&b, IRON_OP_REDUCE_WINDOW);
+  for (int i = 0; i < n; ++i) ht_operand(&b, dts[i], 2, dims);
+  for (int i = 0; i < n; ++i) ht_operand(&b, dts[i], 0, NULL);
+  for (int i = 0; i < n; ++i) ht_result(&b, dts[i], 2, od);
+  ht_attr_i64(&b, "window_dimensions", 2, wd);
+  ht_attr_i64(&b, "window_strides", 2, ws);
+  ht_attr_i64(&b, "base_dilations", 2, bd);
+  ht_attr_i64(&b, "padding", 4, pad);
+  bb_t *body = window_body(n, dts);
+  b.op.num_regions = 1;
+  b.op.regions = &body->region;
+  struct iron_region hr;
+  iron_region_t *regions[1] = {host_region(&hr, body)};
+  iron_tensor_t *hin[32], *args[48];
+  int out_at[16];
+  for (int i = 0; i < n; ++i) {
+    hin[i] = ht_tensor(dts[i], 2, dims);
+    hin[n + i] = ht_tensor(dts[i], 0, NULL);
+    fill(hin[i]);
+    fill(hin[n + i]);
+  }
+  // Kernel (in..., init..., out...).
+  for (int i = 0; i < 2 * n; ++i) args[i] = tcopy(hin[i]);
+  for (int i = 0; i < n; ++i) {
+    args[2 * n + i] = ht_tensor(dts[i], 2, od);
+    out_at[i] = 2 * n + i;
+  }
+  char what[128];
+  snprintf(what, sizeof(what), "reduce_window of %d operands", n);
+  add_case(&b, regions, hin, n, "iron_reduce_window", args, 3 * n, out_at,
+           kGrid2, 256, what);
+  for (int i = 0; i < 2 * n; ++i) ht_tensor_free(hin[i]);
+  free(body);
+}
+
+static void test_window_operands(void) {
+  setup_device();
+  for (int n = 2; n <= 16; n += (n < 8 ? 6 : 1)) add_window_n(n);
+  CHECK_EQ_INT(g_ncases, 10);
+  CHECK_EQ_INT(run_emulation(), 0);
+  compile_all();
+  teardown_cases();
+}
+
+// --- convolution window attributes past 2^40 --------------------------------
+
+// 1-D convolution lhs [1, 2, 5] (b, f, 0), rhs [2, 3, 3] (i, o, 0), result
+// [1, 3, 2]: lhs dilation 2^42, rhs dilation 2^45, padding (2^45, 2^45),
+// stride 2^44 (dilated input 2^44 + 1, window 2^46 + 1, span 2^44: two
+// outputs, which read input elements 0 and 4).
+static void add_big_window_conv(iron_dtype_t dt, iron_dtype_t out_dt) {
+  conv_op_t c;
+  memset(&c, 0, sizeof(c));
+  ht_init(&c.b, IRON_OP_CONVOLUTION);
+  c.b.op.attrs = c.named;
+  int64_t ld[3] = {1, 2, 5}, kd[3] = {2, 3, 3}, od[3] = {1, 3, 2};
+  ht_operand(&c.b, dt, 3, ld);
+  ht_operand(&c.b, dt, 3, kd);
+  ht_result(&c.b, out_dt, 3, od);
+  const int64_t zero = 0, two = 2, stride = 1ll << 44, ldil = 1ll << 42,
+                rdil = 1ll << 45, pad[2] = {1ll << 45, 1ll << 45};
+  attr1(&c, "input_batch_dimension", 0);
+  attr1(&c, "input_feature_dimension", 1);
+  attr(&c, "input_spatial_dimensions", 1, &two);
+  attr1(&c, "kernel_input_feature_dimension", 0);
+  attr1(&c, "kernel_output_feature_dimension", 1);
+  attr(&c, "kernel_spatial_dimensions", 1, &two);
+  attr1(&c, "output_batch_dimension", 0);
+  attr1(&c, "output_feature_dimension", 1);
+  attr(&c, "output_spatial_dimensions", 1, &two);
+  attr(&c, "window_strides", 1, &stride);
+  attr(&c, "padding", 2, pad);
+  attr(&c, "lhs_dilation", 1, &ldil);
+  attr(&c, "rhs_dilation", 1, &rdil);
+  attr(&c, "window_reversal", 1, &zero);
+  attr1(&c, "feature_group_count", 1);
+  attr1(&c, "batch_group_count", 1);
+  iron_tensor_t *l = ht_tensor(dt, 3, ld), *r = ht_tensor(dt, 3, kd);
+  fill(l);
+  fill(r);
+  iron_tensor_t *hin[2] = {l, r};
+  iron_tensor_t *args[3] = {tcopy(l), tcopy(r), ht_tensor(out_dt, 3, od)};
+  int out_at[1] = {2};
+  char what[128];
+  snprintf(what, sizeof(what), "conv with 2^44 stride %s -> %s",
+           iron_dtype_name(dt), iron_dtype_name(out_dt));
+  add_case(&c.b, NULL, hin, 1, "iron_conv", args, 3, out_at, kGrid2, 256,
+           what);
+  // The host's result is not all zeros (the windows do reach the input).
+  if (g_ncases > 0) {
+    const iron_tensor_t *w = g_cases[g_ncases - 1].want[0];
+    bool any = false;
+    for (size_t i = 0; i < w->nbytes; ++i) any = any || ((uint8_t *)w->data)[i];
+    CHECK(any);
+  }
+  ht_tensor_free(l);
+  ht_tensor_free(r);
+}
+
+static void test_big_window_conv(void) {
+  // The direct kernel (cuDNN and the GEMM path are other kernels).
+  setenv("IRON_CUDA_CUDNN", "0", 1);
+  setenv("IRON_CUDA_CONV_GEMM", "0", 1);
+  setup_device();
+  add_big_window_conv(IRON_DTYPE_F32, IRON_DTYPE_F32);
+  add_big_window_conv(IRON_DTYPE_S32, IRON_DTYPE_S32);
+  add_big_window_conv(IRON_DTYPE_F16, IRON_DTYPE_F32);
+  CHECK_EQ_INT(g_ncases, 3);
+  CHECK_EQ_INT(run_emulation(), 0);
+  compile_all();
+  teardown_cases();
+  unsetenv("IRON_CUDA_CUDNN");
+  unsetenv("IRON_CUDA_CONV_GEMM");
+}
+
 // --- integer dot_general past one launch's grid ---------------------------
 
 // [batch, m, k] x [batch, k, n] -> [batch, m, n] of integer dtypes, on a
@@ -437,6 +599,86 @@ static void test_int_dot_grid(void) {
                 IRON_DTYPE_S16, kSmall[i]);
   }
   CHECK_EQ_INT(g_ncases, 9);
+  CHECK_EQ_INT(run_emulation(), 0);
+  compile_all();
+  teardown_cases();
+}
+
+// --- dot_general dtype mixes converted on the device ------------------------
+
+// The pack kernels that convert dot operands (sub-byte integers, f8/f4 into
+// complex) against the host's convert of the same elements, every byte
+// value (upper bits set too: jax hands s2 -1 as 0x03, others may not mask).
+static void add_pack(iron_dtype_t from, iron_dtype_t to) {
+  int64_t n = 256;
+  ht_op_t b;
+  ht_init(&b, IRON_OP_CONVERT);
+  ht_operand(&b, from, 1, &n);
+  ht_result(&b, to, 1, &n);
+  iron_tensor_t *x = ht_tensor(from, 1, &n);
+  for (int64_t i = 0; i < n; ++i) ((uint8_t *)x->data)[i] = (uint8_t)i;
+  // The host reads sub-byte values from the low bits only.
+  int bits = iron_dtype_bits(from);
+  if (bits < 8)
+    for (int64_t i = 0; i < n; ++i) ((uint8_t *)x->data)[i] &= (uint8_t)((1 << bits) - 1);
+  char *src = NULL;
+  int64_t one = 1;
+  iron_status_t st = iron_cuda_gen_pack("iron_pack_t", from, to, 1, &n, &one, &src);
+  CHECK_OK(st);
+  if (st) {
+    ht_tensor_free(x);
+    return;
+  }
+  iron_tensor_t *hin[1] = {x};
+  iron_tensor_t *args[2] = {tcopy(x), ht_tensor(to, 1, &n)};
+  int out_at[1] = {1};
+  char what[128];
+  snprintf(what, sizeof(what), "dot pack %s -> %s", iron_dtype_name(from),
+           iron_dtype_name(to));
+  // Unique kernel names (one library).
+  char kname[64];
+  snprintf(kname, sizeof(kname), "iron_pack_%d_%d", (int)from, (int)to);
+  char *named = malloc(strlen(src) + 64);
+  const char *at = strstr(src, " iron_pack_t(");
+  sprintf(named, "%.*s %s%s", (int)(at - src), src, kname, at + strlen(" iron_pack_t"));
+  g_given_src = named;
+  add_case(&b, NULL, hin, 1, kname, args, 2, out_at, kGrid2, 256, what);
+  g_given_src = NULL;
+  free(named);
+  free(src);
+  ht_tensor_free(x);
+}
+
+static void test_dot_mixes(void) {
+  setup_device();
+  add_pack(IRON_DTYPE_S2, IRON_DTYPE_S8);
+  add_pack(IRON_DTYPE_U2, IRON_DTYPE_U8);
+  add_pack(IRON_DTYPE_S2, IRON_DTYPE_F32);
+  add_pack(IRON_DTYPE_U2, IRON_DTYPE_C64);
+  add_pack(IRON_DTYPE_F8E4M3FN, IRON_DTYPE_C64);
+  add_pack(IRON_DTYPE_F8E5M2, IRON_DTYPE_C128);
+  add_pack(IRON_DTYPE_F4E2M1FN, IRON_DTYPE_C64);
+  CHECK_EQ_INT(g_ncases, 7);
+  // The integer dot takes s2/u2 operands now (packed to s8/u8 first).
+  {
+    int64_t ld[2] = {3, 4}, rd[2] = {4, 5}, od[2] = {3, 5}, one = 1,
+            zero = 0;
+    ht_op_t b;
+    ht_init(&b, IRON_OP_DOT_GENERAL);
+    ht_operand(&b, IRON_DTYPE_S2, 2, ld);
+    ht_operand(&b, IRON_DTYPE_U2, 2, rd);
+    ht_result(&b, IRON_DTYPE_S32, 2, od);
+    ht_attr_i64(&b, "lhs_batching_dimensions", 0, NULL);
+    ht_attr_i64(&b, "rhs_batching_dimensions", 0, NULL);
+    ht_attr_i64(&b, "lhs_contracting_dimensions", 1, &one);
+    ht_attr_i64(&b, "rhs_contracting_dimensions", 1, &zero);
+    const iron_kernel_t *ck = g_table[IRON_OP_DOT_GENERAL];
+    void *params = NULL;
+    iron_status_t st =
+        ck->prepare_on((iron_device_t *)g_dev, &b.op, NULL, &params);
+    CHECK_OK(st);
+    if (params) ck->destroy(params);
+  }
   CHECK_EQ_INT(run_emulation(), 0);
   compile_all();
   teardown_cases();
@@ -592,6 +834,9 @@ static void test_variadic_scatter(void) {
 static const iron_test_case_t kTests[] = {
     {"variadic_scatter", test_variadic_scatter},
     {"int_dot_grid", test_int_dot_grid},
+    {"window_operands", test_window_operands},
+    {"big_window_conv", test_big_window_conv},
+    {"dot_mixes", test_dot_mixes},
 };
 
 IRON_TEST_MAIN(kTests)

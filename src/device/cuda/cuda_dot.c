@@ -330,14 +330,16 @@ static bool precision_default(const iron_ir_op_t *op) {
   return true;
 }
 
-// s4/u4 (one per byte, low bits): read as s8/u8 by the pack kernels.
+// s4/u4 and s2/u2 (one per byte, low bits): read as s8/u8 by the pack
+// kernels.
 static bool is_n4(iron_dtype_t dt) {
-  return dt == IRON_DTYPE_S4 || dt == IRON_DTYPE_U4;
+  return dt == IRON_DTYPE_S4 || dt == IRON_DTYPE_U4 || dt == IRON_DTYPE_S2 ||
+         dt == IRON_DTYPE_U2;
 }
 static iron_dtype_t n4_wide(iron_dtype_t dt) {
-  return dt == IRON_DTYPE_S4 ? IRON_DTYPE_S8
-         : dt == IRON_DTYPE_U4 ? IRON_DTYPE_U8
-                               : dt;
+  return dt == IRON_DTYPE_S4 || dt == IRON_DTYPE_S2   ? IRON_DTYPE_S8
+         : dt == IRON_DTYPE_U4 || dt == IRON_DTYPE_U2 ? IRON_DTYPE_U8
+                                                      : dt;
 }
 
 static bool is_intlike(iron_dtype_t dt) {
@@ -378,8 +380,10 @@ static iron_status_t dot_prepare_on(iron_device_t *base,
                   (is_intlike(rdt) || lt_type(rdt) >= 0 || is_narrowf(rdt)) &&
                   ldt != IRON_DTYPE_C64 && ldt != IRON_DTYPE_C128 &&
                   rdt != IRON_DTYPE_C64 && rdt != IRON_DTYPE_C128;
-  bool ops_any = (is_intlike(ldt) || lt_type(ldt) >= 0) &&
-                 (is_intlike(rdt) || lt_type(rdt) >= 0);
+  // Complex results take every operand dtype the plan does: the pack
+  // kernels convert f8/f4 (through f32) and sub-byte integers first.
+  bool ops_any = (is_intlike(ldt) || lt_type(ldt) >= 0 || is_narrowf(ldt)) &&
+                 (is_intlike(rdt) || lt_type(rdt) >= 0 || is_narrowf(rdt));
   if (!((out_int && ops_int) || (out_real && ops_real) ||
         (out_cplx && ops_any)))
     return iron_ir_op_unimplemented(op, "on cuda for %s x %s -> %s",

@@ -24,7 +24,7 @@ iron_status_t iron_cuda_window_plan(const iron_ir_op_t *op,
   memset(out_plan, 0, sizeof(*out_plan));
   memset(out_w, 0, sizeof(*out_w));
   IRON_RETURN_IF_ERROR_PLAIN(iron_window_plan_check_types(op, out_plan));
-  if (out_plan->num_inputs > IRON_CUDA_WINDOW_MAX_INPUTS)
+  if (out_plan->num_inputs > IRON_CUDA_WINDOW_MAX_OPERANDS)
     return iron_ir_op_unimplemented(op, "on cuda for %u operands",
                                     out_plan->num_inputs);
   IRON_RETURN_IF_ERROR_PLAIN(iron_window_plan_read_attrs(op, out_plan));
@@ -86,7 +86,7 @@ static iron_status_t window_prepare_on(iron_device_t *base,
   iron_cuda_window_t w;
   IRON_RETURN_IF_ERROR_PLAIN(iron_cuda_window_plan(op, &g, &w));
   uint32_t num = g.num_inputs;
-  iron_dtype_t dts[IRON_CUDA_WINDOW_MAX_INPUTS];
+  iron_dtype_t dts[IRON_CUDA_WINDOW_MAX_OPERANDS];
   for (uint32_t i = 0; i < num; ++i) dts[i] = op->operands[i]->type->dtype;
   const iron_ir_type_t *ot = op->results[0].type;
   const iron_region_t body = iron_cuda_op_region(op, regions, 0);
@@ -129,8 +129,8 @@ static iron_status_t window_run(const iron_kernel_ctx_t *ctx, const void *params
   const window_params_t *p = params;
   if (p->empty) return IRON_OK;
   iron_cuda_device_t *dev = iron_cuda_device_cast(ctx->dev);
-  void *ptrs[3 * IRON_CUDA_WINDOW_MAX_INPUTS];
-  void *args[3 * IRON_CUDA_WINDOW_MAX_INPUTS];
+  void *ptrs[3 * IRON_CUDA_WINDOW_MAX_OPERANDS];
+  void *args[3 * IRON_CUDA_WINDOW_MAX_OPERANDS];
   for (uint32_t i = 0; i < 2 * p->num; ++i) ptrs[i] = inputs[i]->data;
   for (uint32_t i = 0; i < p->num; ++i) ptrs[2 * p->num + i] = outputs[i]->data;
   for (uint32_t i = 0; i < 3 * p->num; ++i) args[i] = &ptrs[i];

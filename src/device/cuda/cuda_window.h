@@ -17,7 +17,7 @@ extern "C" {
 
 // Reads and validates op (either kind) into *out_plan and *out_w. Refuses
 // with the plan's statuses, and UNIMPLEMENTED for more than
-// IRON_CUDA_WINDOW_MAX_INPUTS (16, the host's limit) operands of a
+// IRON_CUDA_WINDOW_MAX_OPERANDS (170; the host takes 16) operands of a
 // reduce_window (after the plan's step 1). Dtypes the generators cannot
 // handle are refused when the kernel is generated.
 iron_status_t iron_cuda_window_plan(const iron_ir_op_t *op,

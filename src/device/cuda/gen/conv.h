@@ -49,7 +49,7 @@ typedef struct iron_cuda_conv {
 // Validates a stablehlo.convolution with the host's checks
 // (device/plans/conv_plan.h: same statuses and messages) and fills *out. Also
 // refuses what the CUDA generators cannot hold (sub-byte integers, f8/f4
-// operands of a complex result, window attributes beyond 2^40).
+// operands of a complex result).
 iron_status_t iron_cuda_conv_plan(const iron_ir_op_t *op,
                                   iron_cuda_conv_t *out);
 

@@ -62,9 +62,11 @@ static pack_narrow_t pack_narrow(iron_dtype_t dt) {
     n.on = true;
     n.wide = IRON_DTYPE_F32;
     n.kind = -1;
-  } else if (dt == IRON_DTYPE_S4 || dt == IRON_DTYPE_U4) {
+  } else if (dt == IRON_DTYPE_S4 || dt == IRON_DTYPE_U4 ||
+             dt == IRON_DTYPE_S2 || dt == IRON_DTYPE_U2) {
     n.on = true;
-    n.wide = dt == IRON_DTYPE_S4 ? IRON_DTYPE_S8 : IRON_DTYPE_U8;
+    n.wide = dt == IRON_DTYPE_S4 || dt == IRON_DTYPE_S2 ? IRON_DTYPE_S8
+                                                        : IRON_DTYPE_U8;
   } else if (iron_cuda_nf_format(dt, &n.eb, &n.mb, &n.bias, &n.kind)) {
     n.on = true;
     n.wide = IRON_DTYPE_F32;
@@ -104,6 +106,10 @@ iron_status_t iron_cuda_gen_pack(const char *name, iron_dtype_t src_dt,
     iron_cuda_text_printf(&t, "int8_t v_ = (int8_t)(((int)(src[o_] & 0xf) ^ 8) - 8);\n");
   else if (src_dt == IRON_DTYPE_U4)
     iron_cuda_text_printf(&t, "uint8_t v_ = (uint8_t)(src[o_] & 0xf);\n");
+  else if (src_dt == IRON_DTYPE_S2)
+    iron_cuda_text_printf(&t, "int8_t v_ = (int8_t)(((int)(src[o_] & 0x3) ^ 2) - 2);\n");
+  else if (src_dt == IRON_DTYPE_U2)
+    iron_cuda_text_printf(&t, "uint8_t v_ = (uint8_t)(src[o_] & 0x3);\n");
   else if (ns.kind < 0)  // f8E8M0FNU: 2^-127 (0x00) is an f32 denormal
     iron_cuda_text_printf(&t, "float v_ = %siron_e8m0_ld(src[o_]);\n",
                           flush ? "src[o_] == 0 ? 0.0f : " : "");

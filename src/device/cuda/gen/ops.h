@@ -280,9 +280,9 @@ typedef struct iron_cuda_window {
   int64_t pad_lo[IRON_MAX_RANK];
 } iron_cuda_window_t;
 
-// Most operands of a CUDA reduce_window: the host's limit (window.c
-// WIN_MAX_INPUTS); accumulators are named scalars, so any count fits.
-#define IRON_CUDA_WINDOW_MAX_INPUTS 16
+// Most operands of one reduce_window kernel: 3 pointers each within
+// IRON_CUDA_MAX_KERNEL_PARAMS (cuda_launch.h: 512), far past the host's 16.
+#define IRON_CUDA_WINDOW_MAX_OPERANDS 170
 
 // reduce_window with the host's semantics (window.c): padding and base
 // dilation holes are skipped; each result folds init then the real window

@@ -11,9 +11,9 @@ iron_status_t iron_cuda_gen_reduce_window(const char *name,
                                           const iron_dtype_t *dtypes,
                                           const iron_region_t *body,
                                           char **out_src, unsigned *out_grid) {
-  if (num == 0 || num > IRON_CUDA_WINDOW_MAX_INPUTS)
+  if (num == 0 || num > IRON_CUDA_WINDOW_MAX_OPERANDS)
     return IRON_ERR(UNIMPLEMENTED, "cuda reduce_window of %u operands", num);
-  iron_cuda_type_t ty[IRON_CUDA_WINDOW_MAX_INPUTS];
+  iron_cuda_type_t ty[IRON_CUDA_WINDOW_MAX_OPERANDS];
   for (uint32_t i = 0; i < num; ++i) {
     ty[i] = iron_cuda_type(dtypes[i]);
     if (!ty[i].store)
