@@ -99,54 +99,83 @@ stage_end "$status"
 # coverage instrumentation); without clang the sanitized unit tests are
 # built with gcc and fuzzing is skipped.
 # (Each ctest has a timeout so a hang fails the stage instead of stalling CI.)
-if [ "$FULL" = 1 ] || [ "${IRON_TEST_SANITIZE:-0}" = 1 ]; then
-if command -v clang >/dev/null 2>&1; then
-  SAN_DIR=build-fuzz
-  SAN_CONF=(-DIRON_FUZZ=ON -DIRON_FUZZ_READER_SECONDS=45 -DIRON_FUZZ_COMPILE_SECONDS=60)
-  SAN_CC=clang
-else
-  SAN_DIR=build-san
-  SAN_CONF=()
-  SAN_CC="${CC:-gcc}"
+# CI's default run has a quick form of this stage (IRON_TEST_SANITIZE=quick,
+# the default unless IRON_TEST_FULL=1): the reader, compiler, plan and
+# runtime tests and the host kernels' tests (SAN_QUICK_TESTS) under the
+# sanitizers, the fuzz replays, and 20 + 25 s of fuzzing; IRON_TEST_SANITIZE=1
+# or IRON_TEST_FULL=1 run every non-emulation C test and 45 + 60 s.
+SAN_MODE="${IRON_TEST_SANITIZE:-quick}"
+[ "$FULL" = 1 ] && SAN_MODE=1
+SAN_QUICK_TESTS='^(test_base|test_reader|test_inline|test_fuse|test_counted_loop|test_device_plans|test_plan_fuzz|test_runtime|test_runtime_exec|test_runtime_corpus|test_device_memory|test_compile_memory|test_host_elementwise|test_host_reduce|test_host_shape|test_host_gather|test_host_scatter|test_host_window|test_host_sort|fuzz_.*)$'
+SAN_SELECT=()
+FUZZ_SECS=(45 60)
+if [ "$SAN_MODE" = quick ]; then
+  SAN_SELECT=(-R "$SAN_QUICK_TESTS")
+  FUZZ_SECS=(20 25)
 fi
-# A refused huge allocation (tests of 10^12-element results) must come back
-# as NULL, as from the system allocator, not abort the test.
-export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}allocator_may_return_null=1"
-stage_begin "C unit tests, ASan+UBSan (${SAN_DIR}, ${SAN_CC}, -DIRON_SANITIZE=ON)"
-status=0
-# Only the targets this stage runs (the emulation and NVRTC tests stay in
-# the plain build above): the library, the tests outside those labels, the
-# fuzz replays and targets.
-SAN_LABELS='fuzz|emu|slow'
-san_targets() {
-  (cd "$SAN_DIR" && ctest -N -LE "$SAN_LABELS") \
-    | sed -n 's/^ *Test *#[0-9]*: *//p' | sed 's/_regressions$/_replay/'
-  [ "$SAN_DIR" = build-fuzz ] && printf '%s\n' fuzz_reader fuzz_compile
-}
-CC="$SAN_CC" cmake -S . -B "$SAN_DIR" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-    -DIRON_SANITIZE=ON "${SAN_CONF[@]}" -DIRON_WERROR=ON >/dev/null \
-  && cmake --build "$SAN_DIR" -j "$JOBS" --target $(san_targets) \
-  && (cd "$SAN_DIR" && ctest -LE "$SAN_LABELS" --output-on-failure --timeout 900 -j "$JOBS" 2>&1 | tail -60; exit "${PIPESTATUS[0]}") \
-  || status=$?
-stage_end "$status"
-
-if [ "$SAN_DIR" = build-fuzz ]; then
-  stage_begin "fuzz (build-fuzz, clang, ctest -L fuzz)"
+# The sanitizer stages run in the background beside the jax-level suites
+# (which keep about one of CI's two cores busy), their build on one core;
+# their output is printed when they end, after the conformance stage.
+sanitizer_stages() {
+  JOBS=1
+  if command -v clang >/dev/null 2>&1; then
+    SAN_DIR=build-fuzz
+    SAN_CONF=(-DIRON_FUZZ=ON -DIRON_FUZZ_READER_SECONDS=${FUZZ_SECS[0]} -DIRON_FUZZ_COMPILE_SECONDS=${FUZZ_SECS[1]})
+    SAN_CC=clang
+  else
+    SAN_DIR=build-san
+    SAN_CONF=()
+    SAN_CC="${CC:-gcc}"
+  fi
+  # A refused huge allocation (tests of 10^12-element results) must come back
+  # as NULL, as from the system allocator, not abort the test.
+  export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}allocator_may_return_null=1"
+  stage_begin "C unit tests, ASan+UBSan (${SAN_DIR}, ${SAN_CC}, -DIRON_SANITIZE=ON, ${SAN_MODE/1/all})"
   status=0
-  (cd build-fuzz && ctest -L fuzz --output-on-failure --timeout 900 -j "$JOBS" 2>&1 | tail -60; exit "${PIPESTATUS[0]}") \
+  # Only the targets this stage runs (the emulation and NVRTC tests stay in
+  # the plain build above): the library, the tests outside those labels, the
+  # fuzz replays and targets.
+  SAN_LABELS='fuzz|emu|slow'
+  san_targets() {
+    (cd "$SAN_DIR" && ctest -N -LE "$SAN_LABELS" "${SAN_SELECT[@]}") \
+      | sed -n 's/^ *Test *#[0-9]*: *//p' | sed 's/_regressions$/_replay/'
+    [ "$SAN_DIR" = build-fuzz ] && printf '%s\n' fuzz_reader fuzz_compile
+  }
+  CC="$SAN_CC" cmake -S . -B "$SAN_DIR" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+      -DIRON_SANITIZE=ON "${SAN_CONF[@]}" -DIRON_WERROR=ON >/dev/null \
+    && cmake --build "$SAN_DIR" -j "$JOBS" --target $(san_targets) \
+    && (cd "$SAN_DIR" && ctest -LE "$SAN_LABELS" "${SAN_SELECT[@]}" --output-on-failure --timeout 900 -j "$JOBS" 2>&1 | tail -60; exit "${PIPESTATUS[0]}") \
     || status=$?
-  # Final libFuzzer statistics (executions, exec/s, coverage, corpus growth).
-  grep -H -E 'DONE|stat::' build-fuzz/tests/fuzz/fuzz_*_run.log 2>/dev/null \
-    | sed 's|^build-fuzz/tests/fuzz/||' 
   stage_end "$status"
-else
-  echo; echo "=== fuzz: clang not found, skipped"
-  RESULTS+=("skip   fuzz (no clang)")
-fi
 
+  if [ "$SAN_DIR" = build-fuzz ]; then
+    stage_begin "fuzz (build-fuzz, clang, ctest -L fuzz)"
+    status=0
+    (cd build-fuzz && ctest -L fuzz --output-on-failure --timeout 900 -j "$JOBS" 2>&1 | tail -60; exit "${PIPESTATUS[0]}") \
+      || status=$?
+    # Final libFuzzer statistics (executions, exec/s, coverage, corpus growth).
+    grep -H -E 'DONE|stat::' build-fuzz/tests/fuzz/fuzz_*_run.log 2>/dev/null \
+      | sed 's|^build-fuzz/tests/fuzz/||' 
+    stage_end "$status"
+  else
+    echo; echo "=== fuzz: clang not found, skipped"
+    RESULTS+=("skip   fuzz (no clang)")
+  fi
+  printf '%s\n' "${RESULTS[@]}" > "$SAN_RESULTS"
+  exit "$FAILED"
+}
+SAN_PID=""
+mkdir -p "$ROOT/build-logs"
+SAN_LOG="$ROOT/build-logs/sanitizer-stages.log"
+SAN_RESULTS="$ROOT/build-logs/sanitizer-stages.results"
+rm -f "$SAN_RESULTS"
+if [ "$SAN_MODE" != 0 ]; then
+  echo; echo "=== sanitizer stages: started in the background (log: $SAN_LOG)"
+  ( RESULTS=(); FAILED=0; sanitizer_stages ) > "$SAN_LOG" 2>&1 &
+  SAN_PID=$!
 else
-  echo; echo "=== sanitizer build and fuzz runs: IRON_TEST_FULL=1 or IRON_TEST_SANITIZE=1"
-  RESULTS+=("skip   ASan+UBSan and fuzz (IRON_TEST_FULL=1)")
+  echo; echo "=== sanitizer build and fuzz runs: off (IRON_TEST_SANITIZE=0)"
+  RESULTS+=("skip   ASan+UBSan and fuzz (IRON_TEST_SANITIZE=0)")
 fi
 
 # 5. The jax-level suites: every program on iron and on cpu, compared.
@@ -165,6 +194,18 @@ stage_begin "op conformance tests/conformance (JAX_PLATFORMS=iron,cpu)"
 JAX_PLATFORMS=iron,cpu timeout 1800 "$PY" -m pytest tests/conformance -q \
   -p no:cacheprovider ${PYTEST_ARGS:-}
 stage_end $?
+
+if [ -n "$SAN_PID" ]; then
+  wait "$SAN_PID" || FAILED=1
+  echo; echo "=== sanitizer stages (ran beside the suites above): $SAN_LOG"
+  tail -120 "$SAN_LOG"
+  if [ -s "$SAN_RESULTS" ]; then
+    while IFS= read -r line; do RESULTS+=("$line"); done < "$SAN_RESULTS"
+  else
+    RESULTS+=("FAILED sanitizer stages (no results; see $SAN_LOG)")
+    FAILED=1
+  fi
+fi
 
 echo
 echo "=== summary ($(( $(date +%s) - T0 ))s total)"
