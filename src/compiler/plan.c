@@ -900,7 +900,12 @@ static iron_status_t plan_block(scope_t *sc, const iron_ir_block_t *blk,
             if (ip[p] >= 0 && s->inputs[ip[p]] == s->inputs[k]) taken = true;
           if (!dies || taken) continue;
           iron_tensor_t in;
-          if (type_to_tensor(NULL, s->op->operands[k]->type, &in)) continue;
+          // An operand type with no tensor form cannot take the result.
+          iron_status_t tst = type_to_tensor(NULL, s->op->operands[k]->type, &in);
+          if (tst) {
+            iron_status_free(tst);
+            continue;
+          }
           if (in.nbytes == s->out_types[o].nbytes) ip[o] = (int32_t)k;
         }
       }
