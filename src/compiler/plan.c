@@ -143,6 +143,63 @@ static iron_status_t use(scope_t *sc, const iron_ir_op_t *op,
   return IRON_OK;
 }
 
+// The carried values of a while keep their types: the operands, the
+// results, both regions' block arguments and the body's returned values
+// agree, and the condition returns one tensor<i1>. (A corrupted program
+// whose body returned another type made the next iteration read a smaller
+// buffer as the declared one: a fuzz_compile finding.)
+static iron_status_t check_while_types(const iron_ir_op_t *op) {
+  uint32_t n = op->num_operands;
+  if (op->num_results != n)
+    return IRON_ERR(INVALID_ARGUMENT, "%s: %u operands but %u results",
+                    op->name, n, op->num_results);
+  for (uint32_t i = 0; i < n; ++i)
+    if (!iron_ir_type_equal(op->operands[i]->type, op->results[i].type))
+      return IRON_ERR(INVALID_ARGUMENT,
+                      "%s: operand %u and result %u differ in type",
+                      op->name, i, i);
+  for (uint32_t r = 0; r < 2; ++r) {
+    const iron_ir_region_t *reg = &op->regions[r];
+    if (reg->num_blocks != 1)
+      return IRON_ERR(INVALID_ARGUMENT, "%s: region %u has %u blocks",
+                      op->name, r, reg->num_blocks);
+    const iron_ir_block_t *b = &reg->blocks[0];
+    if (b->num_args != n || b->num_ops == 0)
+      return IRON_ERR(INVALID_ARGUMENT,
+                      "%s: region %u takes %u arguments for %u carried values",
+                      op->name, r, b->num_args, n);
+    for (uint32_t i = 0; i < n; ++i)
+      if (!iron_ir_type_equal(b->args[i].type, op->operands[i]->type))
+        return IRON_ERR(INVALID_ARGUMENT,
+                        "%s: region %u argument %u differs in type from "
+                        "the carried value",
+                        op->name, r, i);
+    const iron_ir_op_t *ret = b->ops[b->num_ops - 1];
+    if (r == 1) {
+      if (ret->num_operands != n)
+        return IRON_ERR(INVALID_ARGUMENT,
+                        "%s: the body returns %u values for %u carried",
+                        op->name, ret->num_operands, n);
+      for (uint32_t i = 0; i < n; ++i)
+        if (!iron_ir_type_equal(ret->operands[i]->type,
+                                op->operands[i]->type))
+          return IRON_ERR(INVALID_ARGUMENT,
+                          "%s: the body's returned value %u differs in type "
+                          "from the carried value",
+                          op->name, i);
+    } else {
+      const iron_ir_type_t *t =
+          ret->num_operands == 1 ? ret->operands[0]->type : NULL;
+      if (!t || t->kind != IRON_TYPE_TENSOR || t->dtype != IRON_DTYPE_PRED ||
+          t->rank != 0)
+        return IRON_ERR(INVALID_ARGUMENT,
+                        "%s: the condition must return one tensor<i1>",
+                        op->name);
+    }
+  }
+  return IRON_OK;
+}
+
 static iron_status_t type_to_tensor(const iron_ir_op_t *op,
                                     const iron_ir_type_t *t,
                                     iron_tensor_t *out) {
@@ -548,6 +605,7 @@ static iron_status_t plan_op(scope_t *sc, const iron_ir_op_t *op,
       if (op->num_regions != 2)
         return iron_ir_op_unimplemented(op, "with %u regions",
                                         op->num_regions);
+      IRON_RETURN_IF_ERROR_PLAIN(check_while_types(op));
       const char *cap = getenv("IRON_MAX_WHILE_ITERATIONS");
       s->max_iterations = cap ? atoll(cap) : 0;
       // A device may run the whole loop as one kernel (no host round trip
