@@ -7,6 +7,7 @@
 # Stages:
 #   suite        jax's 20 core test files on CUDA (scripts/jax_suite_gpu.sh;
 #                $OUT/suite.json); needs .jaxtests carried
+#   suiterest    every other jax test file on CUDA ($OUT/suite_rest.json)
 #   corpus       pytest corpus + MLP on CUDA (scripts/cuda_tests.sh corpus)
 #   conformance  op conformance on CUDA
 #   staged       host-staged steps on CUDA
@@ -55,6 +56,8 @@ stage() {
         -DIRON_WERROR=OFF >"$logs/build.log" 2>&1 &&
         ninja -C build-dev >>"$logs/build.log" 2>&1 ||
         { tail -30 "$logs/build.log"; return 1; } ;;
+    suiterest) JOBS=${SUITE_JOBS:-15} SUITE_NAME=suite_rest scripts/jax_suite_gpu.sh rest ${SUITE_REST_TIMEOUT:-400} \
+             >"$logs/suiterest.log" 2>&1; grep -E "passed, [0-9]+ failed|pass rate|new failures" "$logs/suiterest.log" | tail -12 ;;
     suite) JOBS=${SUITE_JOBS:-12} scripts/jax_suite_gpu.sh core20 300 \
              >"$logs/suite.log" 2>&1; grep -E "passed, [0-9]+ failed|pass rate|new failures" "$logs/suite.log" | tail -25 ;;
     corpus|conformance|staged|faults)

@@ -167,6 +167,12 @@ def parse_args():
                         "(repeatable), e.g. lax_numpy_test.py:4")
     p.add_argument("--timeout", type=float, default=600,
                    help="per-file timeout in seconds (default 600)")
+    p.add_argument("--deadline", type=float, default=0,
+                   help="whole-run limit in seconds (0: none): a file still "
+                   "running then is cut off like a timeout, a file not started "
+                   "by then is reported as not run, and the results are "
+                   "written before an outer limit (the GPU machine's 10 "
+                   "minutes) can kill the run")
     p.add_argument("--cases", type=int, default=3,
                    help="JAX_NUM_GENERATED_CASES (default 3)")
     p.add_argument("-k", dest="keyword", default="",
@@ -267,9 +273,11 @@ def parse_verbose(text):
     return out, last_started
 
 
-def run_pytest(args, jax_src, targets, platforms, tag, shard=None):
+def run_pytest(args, jax_src, targets, platforms, tag, shard=None,
+               timeout=None):
     """Runs one pytest process; returns (results, seconds, status_str).
-    `shard` "i/k": only every k-th test of the targets (JAX_SUITE_SHARD)."""
+    `shard` "i/k": only every k-th test of the targets (JAX_SUITE_SHARD).
+    `timeout` overrides args.timeout (the run's deadline is nearer)."""
     os.makedirs(args.workdir, exist_ok=True)
     xml = os.path.join(args.workdir, tag + ".xml")
     log = os.path.join(args.workdir, tag + ".log")
@@ -299,7 +307,7 @@ def run_pytest(args, jax_src, targets, platforms, tag, shard=None):
                                 stdout=logf, stderr=subprocess.STDOUT,
                                 start_new_session=True)
         try:
-            rc = proc.wait(timeout=args.timeout)
+            rc = proc.wait(timeout=timeout or args.timeout)
             if rc not in (0, 1, 5):  # 5: nothing collected
                 status = f"exit {rc}"
             if rc < 0:
@@ -392,10 +400,19 @@ def main():
             units.append((f, f[:-3] if k == 1 else f"{f[:-3]}.{i}of{k}",
                           None if k == 1 else f"{i}/{k}"))
 
+    not_run = []
+
     def run_unit(unit):
         f, tag, shard = unit
+        timeout = None
+        if args.deadline:
+            left = args.deadline - (time.time() - t_total)
+            if left < 20:
+                not_run.append(tag)
+                return unit, ({}, 0.0, "not run (deadline)")
+            timeout = min(args.timeout, left)
         return unit, run_pytest(args, jax_src, ["tests/" + f], args.platforms,
-                                tag, shard)
+                                tag, shard, timeout)
 
     per_file = collections.OrderedDict((f, []) for f in files)
     with concurrent.futures.ThreadPoolExecutor(max(1, args.jobs)) as pool:
@@ -454,6 +471,9 @@ def main():
               f"results): {', '.join(timed_out)}")
         for t in cut_off:
             print(f"  running at the timeout: {t}")
+    if not_run:
+        print(f"not run (the {args.deadline:.0f}s deadline came first): "
+              f"{', '.join(sorted(not_run))}")
     executed = passed + len(failures)
     if executed:
         print(f"pass rate of executed tests: {100.0 * passed / executed:.2f}%")
