@@ -5,8 +5,20 @@
 # named by crash_stack.py), IRON_GRAPH_DEBUG=1; the first crashing test
 # again under compute-sanitizer when the machine has it, and under ASan.
 # Logs under $OUT/dw. Not part of the plugin.
+#   DW_ONLY=asan: only the ASan run (whole file);
+#   DW_REVERT_RELAXED=1: in a copy of the tree under /tmp, without the
+#   relaxed capture mode around a loop body's allocations (the crash of the
+#   ninth session), to see what the discard path did.
 cd "$(dirname "$0")/../.."
 out=${OUT:-/tmp/iron-out}/dw; mkdir -p "$out"
+if [ "${DW_REVERT_RELAXED:-0}" = 1 ]; then
+  rm -rf /tmp/dw_revert && mkdir -p /tmp/dw_revert &&
+    tar -c --exclude='./build*' --exclude=./.jaxtests . | tar -x -C /tmp/dw_revert || exit 1
+  cd /tmp/dw_revert
+  sed -i 's/bool relaxed = d->api/bool relaxed = false \&\& d->api/' src/device/cuda/cuda_device.c
+  grep -c "relaxed = false" src/device/cuda/cuda_device.c
+fi
+if [ "${DW_ONLY:-}" != asan ]; then
 cmake -S . -B build-dbg -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DIRON_WERROR=OFF \
   -DIRON_BUILD_TESTS=OFF >"$out/build.log" 2>&1 && ninja -C build-dbg iron_pjrt >>"$out/build.log" 2>&1 ||
   { tail -20 "$out/build.log"; exit 1; }
@@ -36,15 +48,19 @@ if [ -n "$cs" ]; then
     "$next" -x -q > "$out/sanitizer.txt" 2>&1
   echo "rc $?"; grep -E "=========|passed|failed" "$out/sanitizer.txt" | head -30
 fi
+fi
 asan=$(gcc -print-file-name=libasan.so)
 if [ -f "$asan" ]; then
-  echo "=== ASan plugin: $next"
+  echo "=== ASan plugin"
   cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DIRON_WERROR=OFF -DIRON_BUILD_TESTS=OFF \
     -DCMAKE_C_FLAGS="-fsanitize=address -fno-omit-frame-pointer" >"$out/asan_build.log" 2>&1 &&
     ninja -C build-asan iron_pjrt >>"$out/asan_build.log" 2>&1 &&
+    IRON_GRAPH_DEBUG=1 IRON_PLUGIN_PATH=$PWD/build-asan/libiron_pjrt.so PYTHONPATH=$PWD/python \
+    IRON_DEVICE=cuda IRON_CUDA_TF32=0 JAX_PLATFORMS=iron,cpu IRON_CUDA_DEVICE_WHILE=1 \
     IRON_PLUGIN_PATH=$PWD/build-asan/libiron_pjrt.so LD_PRELOAD=$asan \
     ASAN_OPTIONS=protect_shadow_gap=0:detect_leaks=0:replace_intrin=0:allow_user_segv_handler=1 \
     timeout 150 python3 -m pytest -p no:faulthandler -p no:cacheprovider \
-    tests/python/test_device_while.py -x -q > "$out/asan.txt" 2>&1
-  echo "rc $?"; grep -E -A25 "ERROR: AddressSanitizer" "$out/asan.txt" | head -40; tail -3 "$out/asan.txt"
+    tests/python/test_device_while.py -x -v > "$out/asan.txt" 2>&1
+  echo "rc $?"; grep -E -A40 "ERROR: AddressSanitizer" "$out/asan.txt" | head -60
+  grep -E "PASSED|FAILED" "$out/asan.txt" | tail -2; grep "^iron:" "$out/asan.txt" | tail -6; tail -3 "$out/asan.txt"
 fi

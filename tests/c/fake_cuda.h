@@ -104,6 +104,12 @@ typedef struct fake_cuda_state {
   CUresult fail_launch, fail_alloc_async, fail_sync, fail_end_capture,
       fail_graph_launch;
   int oom_allocs;  // this many cuMemAllocAsync calls fail: out of memory
+  // cuMemAllocAsync on a stream that is not capturing, from a thread whose
+  // strict (global or thread-local) capture is open, is an unsafe call
+  // (the driver's pool grows): STREAM_CAPTURE_UNSUPPORTED, the capture
+  // invalidated, as the H200 did (a relaxed capture allows it).
+  bool alloc_grows_pool;
+  int alloc_grows_pool_skip;  // that many such allocations succeed first
   // Called inside cuMemcpyDtoHAsync / cuMemcpyHtoDAsync (not captured, no
   // lock held), e.g. to let another thread act while the copy "waits".
   void (*on_dtoh)(void);
@@ -122,6 +128,8 @@ typedef struct fake_cuda_state {
 
 static fake_cuda_state_t fake_cuda = {.mu = PTHREAD_MUTEX_INITIALIZER};
 static _Thread_local CUcontext fake_tls_ctx;
+// cuThreadExchangeStreamCaptureMode's mode of this thread (0: global).
+static _Thread_local int fake_tls_capture_mode;
 
 // --- helpers -------------------------------------------------------------
 
@@ -345,6 +353,7 @@ static fake_stream_t *fake_my_capture_locked(void) {
 static CUresult fake_unsafe(void) {
   pthread_mutex_lock(&fake_cuda.mu);
   fake_stream_t *s = fake_my_capture_locked();
+  if (fake_tls_capture_mode == IRON_CU_STREAM_CAPTURE_MODE_RELAXED) s = NULL;
   CUresult r = s ? fake_capture_violation_locked(s) : fake_cuda.sticky;
   pthread_mutex_unlock(&fake_cuda.mu);
   return r;
@@ -389,6 +398,13 @@ static CUresult fake_cuMemAllocAsync(CUdeviceptr *p, size_t n, CUstream s) {
   fake_stream_t *st = fake_stream(s);
   if (!r && st->capturing && st->invalidated)
     r = IRON_CU_ERROR_STREAM_CAPTURE_INVALIDATED;
+  if (!r && !st->capturing && fake_cuda.alloc_grows_pool) {
+    fake_stream_t *mine = fake_my_capture_locked();
+    if (mine && mine->mode != IRON_CU_STREAM_CAPTURE_MODE_RELAXED &&
+        fake_tls_capture_mode != IRON_CU_STREAM_CAPTURE_MODE_RELAXED &&
+        fake_cuda.alloc_grows_pool_skip-- <= 0)
+      r = fake_capture_violation_locked(mine);
+  }
   if (!r) {
     void *m = fake_dev_malloc(n);
     if (!m) {
@@ -799,6 +815,12 @@ static CUresult fake_cuStreamBeginCaptureToGraph(CUstream s, CUgraph g,
   pthread_mutex_unlock(&fake_cuda.mu);
   return r;
 }
+static CUresult fake_cuThreadExchangeStreamCaptureMode(int *mode) {
+  int old = fake_tls_capture_mode;
+  fake_tls_capture_mode = *mode;
+  *mode = old;
+  return 0;
+}
 // What a set-condition kernel calls: args[0] the pred (1 byte), args[1]
 // the handle.
 static inline void fake_cuda_set_conditional(const uint64_t *args) {
@@ -811,6 +833,8 @@ static inline void fake_cuda_api_conditional(iron_cuda_api_t *api) {
   api->cuGraphConditionalHandleCreate = fake_cuGraphConditionalHandleCreate;
   api->cuGraphAddNode = fake_cuGraphAddNode;
   api->cuStreamBeginCaptureToGraph = fake_cuStreamBeginCaptureToGraph;
+  api->cuThreadExchangeStreamCaptureMode =
+      fake_cuThreadExchangeStreamCaptureMode;
   api->has_conditional = true;
 }
 
@@ -852,6 +876,8 @@ static void fake_cuda_reset(void) {
   fake_cuda.fail_sync = fake_cuda.fail_end_capture = 0;
   fake_cuda.fail_graph_launch = 0;
   fake_cuda.oom_allocs = 0;
+  fake_cuda.alloc_grows_pool = false;
+  fake_cuda.alloc_grows_pool_skip = 0;
   fake_cuda.on_dtoh = fake_cuda.on_htod = NULL;
   atomic_store(&fake_cuda.syncs, 0);
   atomic_store(&fake_cuda.capture_errors, 0);

@@ -463,7 +463,7 @@ typedef void (*im2col_fn_t)(const void *, void *, long long, long long);
 
 static pass_fn_t pass_sym(void *h, const char *base, const char *suffix) {
   char name[48];
-  snprintf(name, sizeof(name), "%s_%s", base, suffix);
+  snprintf(name, sizeof(name), "%.31s_%.15s", base, suffix);
   void *sym = dlsym(h, name);
   CHECK(sym != NULL);
   pass_fn_t fn = NULL;

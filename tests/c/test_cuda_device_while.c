@@ -429,6 +429,29 @@ static void test_recording_dropped(void) {
   fake_dev_close(&f);
 }
 
+// The body's first allocation misses the cache and the driver refuses to
+// grow its pool while the thread captures (as the H200 did in a strict
+// capture): the loop still gives the right result, nothing crashes or
+// leaks, the device stays usable, and the next call runs the device loop.
+static void test_allocation_while_recording(void) {
+  fake_dev_t f = fake_dev_open(true);
+  iron_executable_t *exe = compile(&f);
+  bool cache = f.cd->cache_on;
+  f.cd->cache_on = false;  // every allocation asks the driver
+  for (int k = 0; k < 8 && exe; ++k) {
+    fake_cuda_reset();
+    fake_cuda.alloc_grows_pool = true;
+    fake_cuda.alloc_grows_pool_skip = k % 4;  // t, x, i or j refused
+    CHECK_OK(run_check(&f, exe, 6));
+    CHECK(!fake_cuda_capturing(f.cd->stream));
+    CHECK(!sticky(&f));
+    CHECK_EQ_INT(atomic_load(&fake_cuda.while_runs), 1);
+  }
+  f.cd->cache_on = cache;
+  iron_executable_release(exe);
+  fake_dev_close(&f);
+}
+
 // A fault inside the device loop retires the device naming the loop (the
 // while op and its source line) and the device loop as the kernel.
 static void test_fault_names_loop(void) {
@@ -485,6 +508,7 @@ static const iron_test_case_t kTests[] = {
     {"repeated_calls", test_repeated_calls},
     {"host_driven", test_host_driven},
     {"recording_dropped", test_recording_dropped},
+    {"allocation_while_recording", test_allocation_while_recording},
     {"fault_names_loop", test_fault_names_loop},
 };
 IRON_TEST_MAIN(kTests)

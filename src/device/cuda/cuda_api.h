@@ -104,6 +104,7 @@ enum {
   IRON_CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8,
   // CUstreamCaptureMode
   IRON_CU_STREAM_CAPTURE_MODE_THREAD_LOCAL = 1,
+  IRON_CU_STREAM_CAPTURE_MODE_RELAXED = 2,
   // CUstreamCaptureStatus
   IRON_CU_STREAM_CAPTURE_STATUS_NONE = 0,
   IRON_CU_STREAM_CAPTURE_STATUS_ACTIVE = 1,
@@ -357,7 +358,9 @@ enum {
      const void *edge_data, size_t num_deps, CUgraphNodeParams *params))     \
   X(cuStreamBeginCaptureToGraph, "cuStreamBeginCaptureToGraph", CUresult,    \
     (CUstream s, CUgraph g, const CUgraphNode *deps, const void *edge_data,  \
-     size_t num_deps, int mode))
+     size_t num_deps, int mode))                                             \
+  X(cuThreadExchangeStreamCaptureMode, "cuThreadExchangeStreamCaptureMode",  \
+    CUresult, (int *mode))
 
 typedef struct iron_cuda_api {
 #define IRON_CUDA_API_FIELD(field, sym, ret, params) ret(*field) params;

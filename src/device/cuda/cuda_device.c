@@ -332,8 +332,8 @@ static iron_status_t graph_mem_alloc(iron_cuda_device_t *d, size_t nbytes,
 // freed earlier (the body runs in stream order, so a later step reusing it
 // follows every earlier user, in every iteration), else a block of the
 // cache (freed in stream order before the graph can run), else a block
-// allocated on the side stream and waited for (the captured stream takes
-// no ordinary work). A kept graph owns its blocks until graph_destroy.
+// allocated on the side stream and waited for, in the thread's relaxed
+// capture mode (the captured stream takes no ordinary work). A kept graph owns its blocks until graph_destroy.
 
 struct iron_cuda_while_block {
   CUdeviceptr p;
@@ -376,9 +376,18 @@ static iron_status_t while_mem_alloc(iron_cuda_device_t *d, size_t nbytes,
     pthread_mutex_unlock(&d->cache_mu);
   }
   if (!p) {
+    // The pool may have to grow, which the driver counts as unsafe during
+    // a strict capture: the H200 refused it (STREAM_CAPTURE_UNSUPPORTED)
+    // and invalidated the recording. Relaxed for this one allocation on
+    // the side stream (the driver's push-pop idiom): nothing of it is
+    // stream work of the recording.
+    int mode = IRON_CU_STREAM_CAPTURE_MODE_RELAXED;
+    bool relaxed = d->api->cuThreadExchangeStreamCaptureMode(&mode) ==
+                   IRON_CU_SUCCESS;
     CUresult r = d->api->cuMemAllocAsync(&p, rounded, d->alloc_stream);
     if (r == IRON_CU_SUCCESS)
       r = d->api->cuStreamSynchronize(d->alloc_stream);
+    if (relaxed) d->api->cuThreadExchangeStreamCaptureMode(&mode);
     iron_status_t st = iron_cuda_device_check(
         d, r, "cuMemAllocAsync (recording a loop body)");
     if (st) {
