@@ -19,12 +19,12 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "cuda_test_nvrtc.h"
 #include "device/cuda/cuda_compile.h"
 #include "device/cuda/cuda_device.h"
 #include "fake_cuda.h"
+#include "fake_cuda_device.h"
 #include "iron/iron.h"
 #include "ir/builder.h"
 #include "runtime/executable.h"
@@ -165,61 +165,22 @@ static const iron_kernel_t *fake_lookup(iron_op_kind_t kind) {
 
 // --- a device on the fake driver -------------------------------------------
 
-static iron_device_vtable_t g_vt;
-
-typedef struct {
-  iron_runtime_t *rt;
-  iron_device_t *dev;
-  iron_cuda_device_t *cd;
-} fake_dev_t;
-
 // `loops`: give the device its set-condition kernel and turn device loops
 // on (the fake driver has no NVRTC modules, so creation left them off).
 static fake_dev_t fake_dev_open(bool loops) {
-  fake_dev_t f = {0};
-  fake_cuda_reset();
-  setenv("IRON_DEVICE", "host", 1);
   // Device loops are opt-in (cuda_device.c); this test is about them.
   setenv("IRON_CUDA_DEVICE_WHILE", "1", 0);
-  CHECK_OK(iron_runtime_create(NULL, &f.rt));
-  if (!f.rt) exit(1);
-  iron_device_t *d = NULL;
-  CHECK_OK(iron_cuda_device_create_with_api(f.rt, 1, 0, &g_api, &d));
-  if (!d) exit(1);
-  g_vt = *d->vtable;
-  g_vt.kernel_lookup = fake_lookup;
-  g_vt.plan_finish = NULL;
-  g_vt.fusable = NULL;
-  g_vt.while_kernel = NULL;
-  d->vtable = &g_vt;
-  d->graph_min_trips = 2;
-  d->memory_limit = 0;
-  f.rt->devices[1] = d;
-  f.rt->num_devices = 2;
-  f.dev = d;
-  f.cd = iron_cuda_device_cast(d);
+  fake_dev_t f = fake_dev_open_with(&g_api, fake_lookup);
+  fake_dev_vt.while_kernel = NULL;
+  f.dev->graph_min_trips = 2;
   CHECK(!f.cd->device_while);  // no module could be loaded
   if (loops && g_api.has_conditional) {
     CHECK(f.cd->alloc_stream != NULL);
     f.cd->while_set_fn = &kSetCondFn;
     f.cd->device_while = true;
-    d->graph_while = true;
+    f.dev->graph_while = true;
   }
   return f;
-}
-
-static void sleep_ms(int ms) {
-  struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-  nanosleep(&ts, NULL);
-}
-
-static void fake_dev_close(fake_dev_t *f) {
-  CHECK(!fake_cuda_capturing(f->cd->stream));
-  iron_runtime_release(f->rt);
-  for (int k = 0; k < 5000 && atomic_load(&fake_cuda.live_streams); ++k)
-    sleep_ms(1);
-  CHECK_EQ_INT(atomic_load(&fake_cuda.live_streams), 0);
-  CHECK_EQ_INT(atomic_load(&fake_cuda.live_device_blocks), 0);
 }
 
 static bool sticky(fake_dev_t *f) {
@@ -293,15 +254,6 @@ static iron_executable_t *compile(fake_dev_t *f) {
   return compile_op(f, IRON_OP_ADD);
 }
 
-static iron_status_t read_buf(iron_buffer_t *b, void *dst, size_t n) {
-  iron_event_t *done = NULL;
-  iron_status_t st = iron_buffer_to_host(b, dst, n, &done);
-  if (st) return st;
-  st = iron_event_wait(done);
-  iron_event_release(done);
-  return st;
-}
-
 static const float kX[4] = {1, 2, 0.5f, -1};
 
 // Runs the loop for n iterations; checks (i, x) == (n, x * 3^n).
@@ -323,8 +275,8 @@ static iron_status_t run_check(fake_dev_t *f, iron_executable_t *exe,
   }
   int32_t i = -1;
   float x[4] = {0};
-  if (!st) st = read_buf(res[0], &i, 4);
-  if (!st) st = read_buf(res[1], x, 16);
+  if (!st) st = fake_dev_read(res[0], &i, 4);
+  if (!st) st = fake_dev_read(res[1], x, 16);
   if (!st) {
     float p = 1;
     for (int k = 0; k < n; ++k) p *= 3;
@@ -473,8 +425,7 @@ static void test_fault_names_loop(void) {
   CHECK(sticky(&f));
   iron_executable_release(exe);
   iron_runtime_release(f.rt);
-  for (int k = 0; k < 5000 && atomic_load(&fake_cuda.live_streams); ++k)
-    sleep_ms(1);
+  fake_dev_wait_gone();
   // (A retired device's memory is not freed back to a broken context.)
   atomic_store(&fake_cuda.live_device_blocks, 0);
 }

@@ -30,6 +30,7 @@
 #include "device/cuda/cuda_compile.h"
 #include "device/cuda/cuda_device.h"
 #include "fake_cuda.h"
+#include "fake_cuda_device.h"
 #include "iron/iron.h"
 #include "ir/builder.h"
 #include "runtime/executable.h"
@@ -160,62 +161,10 @@ static const iron_kernel_t *fake_lookup(iron_op_kind_t kind) {
 
 // --- a device on the fake driver -------------------------------------------
 
-static iron_device_vtable_t g_vt;  // the CUDA vtable with the fake kernels
-
-typedef struct {
-  iron_runtime_t *rt;
-  iron_device_t *dev;
-  iron_cuda_device_t *cd;
-} fake_dev_t;
-
 static fake_dev_t fake_dev_open(void) {
-  fake_dev_t f = {0};
-  fake_cuda_reset();
-  setenv("IRON_DEVICE", "host", 1);
-  CHECK_OK(iron_runtime_create(NULL, &f.rt));
-  if (!f.rt) exit(1);
-  iron_device_t *d = NULL;
-  CHECK_OK(iron_cuda_device_create_with_api(f.rt, 1, 0, &g_api, &d));
-  if (!d) exit(1);
-  g_vt = *d->vtable;
-  g_vt.kernel_lookup = fake_lookup;
-  g_vt.plan_finish = NULL;
-  g_vt.fusable = NULL;
-  d->vtable = &g_vt;
-  d->graph_min_trips = 2;
-  d->memory_limit = 0;
-  f.rt->devices[1] = d;
-  f.rt->num_devices = 2;
-  f.dev = d;
-  f.cd = iron_cuda_device_cast(d);
+  fake_dev_t f = fake_dev_open_with(&g_api, fake_lookup);
+  f.dev->graph_min_trips = 2;
   return f;
-}
-
-static void sleep_ms(int ms);
-
-// Releases the runtime; every device block must come back. (A job drops
-// its executable, and with it maybe the runtime, just after completing:
-// the device may go away on its worker a moment later.)
-static void wait_device_gone(void) {
-  for (int k = 0; k < 5000 && atomic_load(&fake_cuda.live_streams); ++k)
-    sleep_ms(1);
-  CHECK_EQ_INT(atomic_load(&fake_cuda.live_streams), 0);
-}
-
-static void fake_dev_close(fake_dev_t *f) {
-  CHECK(!fake_cuda_capturing(f->cd->stream));
-  iron_runtime_release(f->rt);
-  wait_device_gone();
-  CHECK_EQ_INT(atomic_load(&fake_cuda.live_device_blocks), 0);
-}
-
-static iron_status_t read_buf(iron_buffer_t *b, void *dst, size_t n) {
-  iron_event_t *done = NULL;
-  iron_status_t st = iron_buffer_to_host(b, dst, n, &done);
-  if (st) return st;
-  st = iron_event_wait(done);
-  iron_event_release(done);
-  return st;
 }
 
 // main(x: 4xf32) -> (i, x) after `for i in range(trips): x = op(x, x)`;
@@ -296,8 +245,8 @@ static iron_status_t run_loop(fake_dev_t *f, iron_executable_t *exe,
     st = iron_event_wait(done);
     iron_event_release(done);
   }
-  if (!st) st = read_buf(res[0], out_i, 4);
-  if (!st) st = read_buf(res[1], out_x, 16);
+  if (!st) st = fake_dev_read(res[0], out_i, 4);
+  if (!st) st = fake_dev_read(res[1], out_x, 16);
   iron_buffer_release(arg);
   for (int i = 0; i < 2; ++i)
     if (res[i]) iron_buffer_release(res[i]);
@@ -309,11 +258,6 @@ static bool sticky(fake_dev_t *f) {
   bool s = st != NULL;
   iron_status_free(st);
   return s;
-}
-
-static void sleep_ms(int ms) {
-  struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-  nanosleep(&ts, NULL);
 }
 
 // --- classification -----------------------------------------------------------
@@ -348,7 +292,7 @@ static void hook_wait_in_copy(void) {
   // The real driver blocks here until the stream reaches the copy; the
   // recording thread acts meanwhile.
   atomic_store(&g_in_copy, 1);
-  sleep_ms(100);
+  fake_sleep_ms(100);
 }
 
 static uint32_t g_src_words[4] = {11, 22, 33, 44};
@@ -384,7 +328,7 @@ static void race_copy_with_recording(bool to_host) {
   int syncs = atomic_load(&fake_cuda.syncs);
   pthread_t t;
   pthread_create(&t, NULL, copier_main, &c);
-  while (!atomic_load(&g_in_copy)) sleep_ms(1);
+  while (!atomic_load(&g_in_copy)) fake_sleep_ms(1);
   // The copy is under way: the recording must wait for it (for its wait,
   // when it copies to the host), so that the copy neither joins the graph
   // nor waits for a stream that is being recorded.
@@ -395,7 +339,7 @@ static void race_copy_with_recording(bool to_host) {
   } else {
     CHECK(memcmp(p, g_src_words, 16) == 0);  // fake device memory
   }
-  sleep_ms(150);  // a copy that came late would now meet the recording
+  fake_sleep_ms(150);  // a copy that came late would now meet the recording
   void *graph = NULL;
   CHECK_OK(dev->vtable->graph_end(dev, true, &graph));
   if (graph) dev->vtable->graph_destroy(dev, graph);
@@ -596,11 +540,11 @@ static void test_sticky_fault_retires(void) {
   CHECK_OK(iron_buffer_create_from_host(host, IRON_DTYPE_F32, 1, d4, kX, NULL,
                                         &hb));
   float back[4] = {0};
-  if (hb) CHECK_OK(read_buf(hb, back, 16));
+  if (hb) CHECK_OK(fake_dev_read(hb, back, 16));
   CHECK(memcmp(back, kX, 16) == 0);
   iron_buffer_release(hb);
   iron_runtime_release(f.rt);
-  wait_device_gone();
+  fake_dev_wait_gone();
   // (A retired device's memory is not freed back to a broken context.)
   atomic_store(&fake_cuda.live_device_blocks, 0);
 }
@@ -719,8 +663,8 @@ static atomic_int g_compile_go, g_compile_started;
 static void compile_hook(bool recording) {
   if (!recording || atomic_load(&g_compile_go)) return;
   atomic_store(&g_compile_go, 1);
-  while (!atomic_load(&g_compile_started)) sleep_ms(1);
-  sleep_ms(50);  // the compile reaches its upload meanwhile
+  while (!atomic_load(&g_compile_started)) fake_sleep_ms(1);
+  fake_sleep_ms(50);  // the compile reaches its upload meanwhile
 }
 // The compiling thread's outcome, checked by the main thread after join
 // (the CHECK counters are not thread-safe).
@@ -730,7 +674,7 @@ static float g_compile_x[4];
 
 static void *compiler_main(void *arg) {
   (void)arg;
-  while (!atomic_load(&g_compile_go)) sleep_ms(1);
+  while (!atomic_load(&g_compile_go)) fake_sleep_ms(1);
   atomic_store(&g_compile_started, 1);
   const float c[4] = {1, 1, 1, 1};
   iron_compile_options_t opts = {.device = g_cf->dev};

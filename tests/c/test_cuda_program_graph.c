@@ -25,6 +25,7 @@
 #include "device/cuda/cuda_compile.h"
 #include "device/cuda/cuda_device.h"
 #include "fake_cuda.h"
+#include "fake_cuda_device.h"
 #include "iron/iron.h"
 #include "ir/builder.h"
 #include "runtime/exec_graph.h"
@@ -138,57 +139,18 @@ static const iron_kernel_t *fake_lookup(iron_op_kind_t kind) {
 
 // --- a device on the fake driver -------------------------------------------
 
-static iron_device_vtable_t g_vt;
 // Which copies the devices of the next tests use: batched (the fake
 // iron_copy_batch kernel) or one stream copy per value.
 static bool g_batch;
 
-typedef struct {
-  iron_runtime_t *rt;
-  iron_device_t *dev;
-  iron_cuda_device_t *cd;
-} fake_dev_t;
-
 static fake_dev_t fake_dev_open(void) {
-  fake_dev_t f = {0};
-  fake_cuda_reset();
-  setenv("IRON_DEVICE", "host", 1);
-  CHECK_OK(iron_runtime_create(NULL, &f.rt));
-  if (!f.rt) exit(1);
-  iron_device_t *d = NULL;
-  CHECK_OK(iron_cuda_device_create_with_api(f.rt, 1, 0, &g_api, &d));
-  if (!d) exit(1);
+  fake_dev_t f = fake_dev_open_with(&g_api, fake_lookup);
   // The default of IRON_CUDA_PROGRAM_GRAPHS.
-  CHECK_EQ_INT(d->program_graph_min_steps, 8);
-  g_vt = *d->vtable;
-  g_vt.kernel_lookup = fake_lookup;
-  g_vt.plan_finish = NULL;
-  g_vt.fusable = NULL;
-  d->vtable = &g_vt;
-  d->program_graph_min_steps = 4;
-  iron_cuda_device_t *cd = iron_cuda_device_cast(d);
-  cd->copy_batch_fn = g_batch ? &g_copy_batch_fn : NULL;
-  atomic_store(&cd->copy_batch_state, g_batch ? 1 : -1);
-  d->memory_limit = 0;
-  f.rt->devices[1] = d;
-  f.rt->num_devices = 2;
-  f.dev = d;
-  f.cd = iron_cuda_device_cast(d);
+  CHECK_EQ_INT(f.dev->program_graph_min_steps, 8);
+  f.dev->program_graph_min_steps = 4;
+  f.cd->copy_batch_fn = g_batch ? &g_copy_batch_fn : NULL;
+  atomic_store(&f.cd->copy_batch_state, g_batch ? 1 : -1);
   return f;
-}
-
-static void sleep_ms(int ms) {
-  struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-  nanosleep(&ts, NULL);
-}
-
-static void fake_dev_close(fake_dev_t *f) {
-  CHECK(!fake_cuda_capturing(f->cd->stream));
-  iron_runtime_release(f->rt);
-  for (int k = 0; k < 5000 && atomic_load(&fake_cuda.live_streams); ++k)
-    sleep_ms(1);
-  CHECK_EQ_INT(atomic_load(&fake_cuda.live_streams), 0);
-  CHECK_EQ_INT(atomic_load(&fake_cuda.live_device_blocks), 0);
 }
 
 // --- the program ----------------------------------------------------------------
@@ -249,15 +211,6 @@ static iron_executable_t *compile_on(fake_dev_t *f, iron_device_t *dev,
   return exe;
 }
 
-static iron_status_t read_buf(iron_buffer_t *b, void *dst, size_t n) {
-  iron_event_t *done = NULL;
-  iron_status_t st = iron_buffer_to_host(b, dst, n, &done);
-  if (st) return st;
-  st = iron_event_wait(done);
-  iron_event_release(done);
-  return st;
-}
-
 // Runs the program once on inputs made from `seed` (x donated with
 // `donate_x`) and checks every result. Returns the call's status.
 static iron_status_t run_check(iron_device_t *dev, iron_executable_t *exe,
@@ -288,7 +241,7 @@ static iron_status_t run_check(iron_device_t *dev, iron_executable_t *exe,
   }
   float got[6][4];
   for (int k = 0; k < 6 && !st; ++k)
-    if (k != 3) st = read_buf(res[k], got[k], 16);
+    if (k != 3) st = fake_dev_read(res[k], got[k], 16);
   if (!st) {
     float z[4], z1[4];
     expected(steps, last_op, x, y, z, z1);
@@ -367,7 +320,7 @@ static void test_record_and_replay(void) {
   // Given back with the executable.
   CHECK_EQ_INT(iron_exec_graph_arena_bytes(f.dev), 0);
   for (int k = 0; k < 1000 && atomic_load(&f.dev->bytes_in_use) != base; ++k)
-    sleep_ms(1);
+    fake_sleep_ms(1);
   CHECK_EQ_INT(atomic_load(&f.dev->bytes_in_use), base);
   fake_dev_close(&f);
 }
