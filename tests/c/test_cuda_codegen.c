@@ -65,33 +65,6 @@ static uint64_t *g_body_hash;
 
 static size_t g_num_generated;
 
-// The text with every run of hex digits/decimal digits that follows a
-// non-identifier character (numbers) or an underscore (name hashes)
-// replaced by "0".
-static char *normalize(const char *t) {
-  size_t n = strlen(t);
-  char *o = malloc(n + 1);
-  size_t j = 0;
-  for (size_t i = 0; i < n;) {
-    bool start = (t[i] >= '0' && t[i] <= '9') &&
-                 (i == 0 || t[i - 1] == '_' ||
-                  !((t[i - 1] >= 'a' && t[i - 1] <= 'z') ||
-                    (t[i - 1] >= 'A' && t[i - 1] <= 'Z') ||
-                    (t[i - 1] >= '0' && t[i - 1] <= '9')));
-    if (!start) {
-      o[j++] = t[i++];
-      continue;
-    }
-    o[j++] = '0';
-    while (i < n && ((t[i] >= '0' && t[i] <= '9') ||
-                     (t[i] >= 'a' && t[i] <= 'f') || t[i] == 'x')) {
-      i++;
-    }
-  }
-  o[j] = 0;
-  return o;
-}
-
 static void collect_pending(iron_cuda_device_t *d) {
   const char *prelude = iron_cuda_prelude();
   size_t pl = strlen(prelude);
@@ -104,7 +77,7 @@ static void collect_pending(iron_cuda_device_t *d) {
     // Kernels that differ only in numbers (sizes, strides, constants, the
     // kernel name's hash) compile alike: one of each shape of text is
     // compiled, which keeps the test fast.
-    char *norm = normalize(body);
+    char *norm = cuda_test_normalize(body);
     uint64_t h[2];
     iron_cuda_hash128(norm, strlen(norm), 7, h);
     free(norm);

@@ -352,108 +352,14 @@ static iron_ir_module_t *build(const dcase_t *c) {
   return m;
 }
 
-// ---------------------------------------------------------------------------
-// NVRTC: every kernel text once (numbers aside), many per program.
-
-static bool is_hex(char c) {
-  return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
-}
-
-// The text with numbers and kernel-name hashes ("_" and 16 hex digits)
-// replaced by "0".
-static char *normalize(const char *t) {
-  size_t n = strlen(t);
-  char *o = malloc(n + 1);
-  size_t j = 0;
-  for (size_t i = 0; i < n;) {
-    if (t[i] == '_' && i + 16 < n && is_hex(t[i + 1])) {
-      size_t k = 1;
-      while (k <= 16 && i + k < n && is_hex(t[i + k])) ++k;
-      if (k == 17) {
-        o[j++] = '_';
-        o[j++] = '0';
-        i += 17;
-        continue;
-      }
-    }
-    bool start = t[i] >= '0' && t[i] <= '9' &&
-                 (i == 0 || t[i - 1] == '_' ||
-                  !((t[i - 1] >= 'a' && t[i - 1] <= 'z') ||
-                    (t[i - 1] >= 'A' && t[i - 1] <= 'Z') ||
-                    (t[i - 1] >= '0' && t[i - 1] <= '9')));
-    if (!start) {
-      o[j++] = t[i++];
-      continue;
-    }
-    o[j++] = '0';
-    while (i < n && ((t[i] >= '0' && t[i] <= '9') ||
-                     (t[i] >= 'a' && t[i] <= 'f') || t[i] == 'x'))
-      i++;
-  }
-  o[j] = 0;
-  return o;
-}
-
+// Every generated kernel text once (numbers aside) through NVRTC.
 static void nvrtc_compile_all(void) {
-  static iron_cuda_api_t api;
-  if (!cuda_test_load_nvrtc(&api)) {
-    fprintf(stderr, "NVRTC not found: generated kernels not compiled\n");
-    return;
-  }
-  setenv("IRON_CUDA_CACHE", "0", 1);
-  const char *prelude = iron_cuda_prelude();
-  size_t pl = strlen(prelude);
-  size_t n = g_cuda_emu.num_k, nu = 0;
-  char **norms = calloc(n + 1, sizeof(char *));
-  const char **bodies = calloc(n + 1, sizeof(char *));
-  for (size_t i = 0; i < n; ++i) {
-    const char *body = g_cuda_emu.k[i].source + pl;
-    char *nm = normalize(body);
-    bool seen = false;
-    for (size_t j = 0; j < nu && !seen; ++j) seen = strcmp(norms[j], nm) == 0;
-    if (seen) {
-      free(nm);
-      continue;
-    }
-    norms[nu] = nm;
-    bodies[nu++] = body;
-  }
-  const size_t per = 120;
-  size_t nprog = (nu + per - 1) / per;
-  char **srcs = calloc(nprog + 1, sizeof(char *));
-  for (size_t q = 0; q < nprog; ++q) {
-    iron_cuda_text_t s;
-    iron_cuda_text_init(&s);
-    iron_cuda_text_printf(&s, "%s", prelude);
-    for (size_t k = q * per; k < nu && k < (q + 1) * per; ++k)
-      iron_cuda_text_printf(&s, "namespace tk%zu {\n%s}\n", k, bodies[k]);
-    CHECK_OK(iron_cuda_text_finish(&s, &srcs[q]));
-  }
-  void **cubins = calloc(nprog + 1, sizeof(void *));
-  size_t *sizes = calloc(nprog + 1, sizeof(size_t));
-  iron_status_t *sts = calloc(nprog + 1, sizeof(iron_status_t));
-  CHECK_OK(iron_cuda_compile_sources(&api, "sm_90a", nprog,
-                                     (const char *const *)srcs, cubins, sizes,
-                                     sts));
-  for (size_t q = 0; q < nprog; ++q) {
-    if (sts[q]) fprintf(stderr, "NVRTC: %s\n", iron_status_message(sts[q]));
-    CHECK(sts[q] == IRON_OK && sizes[q] > 0);
-    iron_status_free(sts[q]);
-    free(cubins[q]);
-    free(srcs[q]);
-  }
-  fprintf(stderr, "NVRTC compiled %zu kernel texts (of %zu kernels) in %zu "
-                  "programs\n", nu, n, nprog);
-  for (size_t j = 0; j < nu; ++j) free(norms[j]);
-  free(norms);
-  free(bodies);
+  size_t n = g_cuda_emu.num_k;
+  const char **srcs = calloc(n + 1, sizeof(char *));
+  for (size_t i = 0; i < n; ++i) srcs[i] = g_cuda_emu.k[i].source;
+  cuda_test_nvrtc_compile_all(n, srcs);
   free(srcs);
-  free(cubins);
-  free(sizes);
-  free(sts);
 }
-
-// ---------------------------------------------------------------------------
 
 typedef struct prog {
   dcase_t c;
