@@ -105,12 +105,15 @@ iron_status_t iron_pjrt_compile_artifact(PJRT_Client *client, const void *code,
               : iron_executable_output_memory_kind(executable, i - num_in);
     if (kind == NULL || iron_pjrt_device_find_memory(device, kind) != NULL)
       continue;
+    // The message first: `kind` belongs to the executable.
+    iron_status_t st = IRON_ERR(
+        UNIMPLEMENTED,
+        "%s %u of the program is placed in memory kind \"%s\", which %s "
+        "does not have",
+        is_in ? "argument" : "result", is_in ? i : i - num_in, kind,
+        device->description.text);
     iron_executable_release(executable);
-    return IRON_ERR(UNIMPLEMENTED,
-                    "%s %u of the program is placed in memory kind \"%s\", "
-                    "which %s does not have",
-                    is_in ? "argument" : "result", is_in ? i : i - num_in,
-                    kind, device->description.text);
+    return st;
   }
 
   PJRT_LoadedExecutable *loaded = calloc(1, sizeof(*loaded));

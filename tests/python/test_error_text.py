@@ -41,3 +41,46 @@ def test_raw_bytes_in_messages_are_escaped(iron_device, target, shown):
     # The device still works.
     x = jax.device_put(np.float32(2), iron_device)
     assert float(jax.jit(lambda v: v * 3)(x)) == 6.0
+
+
+
+_MEMORY_KIND_PROBE = r'''
+import sys, jax
+sys.path.insert(0, sys.argv[2])
+from test_error_text import _compile_text
+kind = "pinned_device_memory_of_another_backend"
+attr = '{mhlo.memory_kind = "%s"}' % kind
+arg, res = (attr, "") if sys.argv[1] == "argument" else ("", attr)
+text = """
+func.func public @main(%%x: tensor<2xf32> %s) -> (tensor<2xf32> %s) {
+  return %%x : tensor<2xf32>
+}""" % (arg, res)
+try:
+    _compile_text(jax.devices()[0], text)
+    print("compiled")
+except jax.errors.JaxRuntimeError as e:
+    print(str(e))
+print(float(jax.jit(lambda v: v * 3)(2.0)))
+'''
+
+
+@pytest.mark.parametrize("where", ["argument", "result"])
+def test_unknown_memory_kind_is_named(iron_device, where):
+    # The refusal quotes the kind from the program. It belongs to the
+    # compiled executable, released once the message is made: the CUDA
+    # device printed freed memory there ("(\x0eX>"). A process of its own
+    # with glibc's MALLOC_PERTURB_ (freed memory overwritten) shows a read
+    # after the free.
+    import os
+    import subprocess
+    import sys
+    env = dict(os.environ, MALLOC_PERTURB_="165",
+               JAX_PLATFORMS=iron_device.platform)
+    here = os.path.dirname(os.path.abspath(__file__))
+    out = subprocess.run([sys.executable, "-c", _MEMORY_KIND_PROBE, where,
+                          here], env=env, capture_output=True, text=True,
+                         timeout=300)
+    kind = "pinned_device_memory_of_another_backend"
+    assert f'{where} 0 of the program is placed in memory kind "{kind}"' \
+        in out.stdout, out.stdout + out.stderr
+    assert out.stdout.strip().endswith("6.0"), out.stdout + out.stderr
