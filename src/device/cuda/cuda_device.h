@@ -161,8 +161,8 @@ struct iron_cuda_function *iron_cuda_device_test_fault(
 // node's condition to pred[0] != 0 through cudaGraphSetConditional), for
 // GPU-free NVRTC checks.
 const char *iron_cuda_device_while_source(void);
-// Whether IRON_CUDA_DEVICE_WHILE allows device while loops (unset or not
-// "0"); read once.
+// Whether IRON_CUDA_DEVICE_WHILE allows device while loops ("1"); read
+// once.
 bool iron_cuda_device_while_enabled(void);
 // The CUDA C of IRON_CUDA_TEST_FAULT's kernels (iron_test_fault_oob,
 // iron_test_fault_trap), for GPU-free NVRTC checks.
