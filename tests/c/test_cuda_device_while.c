@@ -77,7 +77,18 @@ static iron_cuda_function_t kSetCondFn = {(CUfunction)&kSetCondK,
                                           "iron_while_set_condition"};
 
 static int g_fail_next_recorded_launch;  // driver error for the next one
+// Recorded launches (add or compare) to let pass before that error.
+static int g_recorded_launches_to_skip;
 static bool g_readback;  // the add kernel reads device memory back first
+
+// Arms the injected driver error on the launch about to be recorded, once
+// the launches to skip have passed.
+static void fail_recorded_launch(iron_cuda_device_t *d) {
+  if (!g_fail_next_recorded_launch || !fake_cuda_capturing(d->stream)) return;
+  if (g_recorded_launches_to_skip-- > 0) return;
+  fake_cuda.fail_launch = g_fail_next_recorded_launch;
+  g_fail_next_recorded_launch = 0;
+}
 
 static iron_status_t fake_prepare(const iron_ir_op_t *op,
                                   iron_region_t *const *regions,
@@ -96,10 +107,7 @@ static iron_status_t fake_add_run(const iron_kernel_ctx_t *ctx,
                                   iron_tensor_t *const *out) {
   (void)params;
   iron_cuda_device_t *d = iron_cuda_device_cast(ctx->dev);
-  if (g_fail_next_recorded_launch && fake_cuda_capturing(d->stream)) {
-    fake_cuda.fail_launch = g_fail_next_recorded_launch;
-    g_fail_next_recorded_launch = 0;
-  }
+  fail_recorded_launch(d);
   if (g_readback) {
     uint32_t first = 0;
     IRON_RETURN_IF_ERROR_PLAIN(ctx->dev->vtable->memcpy(
@@ -122,6 +130,7 @@ static iron_status_t fake_less_run(const iron_kernel_ctx_t *ctx,
                                    const iron_tensor_t *const *in,
                                    iron_tensor_t *const *out) {
   (void)params;
+  fail_recorded_launch(iron_cuda_device_cast(ctx->dev));
   uint64_t a[3] = {(uint64_t)(uintptr_t)in[0]->data,
                    (uint64_t)(uintptr_t)in[1]->data,
                    (uint64_t)(uintptr_t)out[0]->data};
@@ -381,6 +390,37 @@ static void test_recording_dropped(void) {
   fake_dev_close(&f);
 }
 
+// A driver error at each launch the recording makes (the body's four
+// adds, the condition's compare), with the error kinds that invalidate the
+// capture or not: the recording is dropped there, the loop goes on
+// host-driven from the same state with the right result, nothing leaks or
+// stays captured, and the next call runs the device loop.
+static void test_recording_dropped_anywhere(void) {
+  static const CUresult errs[] = {IRON_CU_ERROR_STREAM_CAPTURE_INVALIDATED,
+                                  IRON_CU_ERROR_STREAM_CAPTURE_UNSUPPORTED,
+                                  IRON_CU_ERROR_INVALID_VALUE};
+  fake_dev_t f = fake_dev_open(true);
+  iron_executable_t *exe = compile(&f);
+  for (int at = 0; at < 5 && exe; ++at) {
+    for (size_t e = 0; e < sizeof(errs) / sizeof(errs[0]); ++e) {
+      fake_cuda_reset();
+      g_fail_next_recorded_launch = errs[e];
+      g_recorded_launches_to_skip = at;
+      CHECK_OK(run_check(&f, exe, 5));
+      g_fail_next_recorded_launch = 0;
+      g_recorded_launches_to_skip = 0;
+      CHECK_EQ_INT(atomic_load(&fake_cuda.while_runs), 0);
+      CHECK(!fake_cuda_capturing(f.cd->stream));
+      CHECK(!sticky(&f));
+      fake_cuda_reset();
+      CHECK_OK(run_check(&f, exe, 4));
+      CHECK_EQ_INT(atomic_load(&fake_cuda.while_runs), 1);
+    }
+  }
+  iron_executable_release(exe);
+  fake_dev_close(&f);
+}
+
 // The body's first allocation misses the cache and the driver refuses to
 // grow its pool while the thread captures (as the H200 did in a strict
 // capture): the loop still gives the right result, nothing crashes or
@@ -459,6 +499,7 @@ static const iron_test_case_t kTests[] = {
     {"repeated_calls", test_repeated_calls},
     {"host_driven", test_host_driven},
     {"recording_dropped", test_recording_dropped},
+    {"recording_dropped_anywhere", test_recording_dropped_anywhere},
     {"allocation_while_recording", test_allocation_while_recording},
     {"fault_names_loop", test_fault_names_loop},
 };
