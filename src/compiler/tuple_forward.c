@@ -1,5 +1,6 @@
 #include "compiler/tuple_forward.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -94,6 +95,114 @@ static bool is_named(const iron_ir_op_t *op, const char *name) {
   return op->kind == IRON_OP_UNKNOWN && op->name && strcmp(op->name, name) == 0;
 }
 
+// jax 0.11.2 hands its asynchronous collectives to the plugin as custom
+// calls: @"all-gather-start"(x) {mhlo.frontend_attributes =
+// {async_collective_config = "<JSON>"}} and @"all-gather-done"(start), and
+// likewise all-reduce, reduce-scatter, all-to-all and collective-permute.
+// On one device each of them hands its operand on unchanged when the
+// configuration names this device alone: every replica group is [0]
+// (all_gather/psum/psum_scatter/all_to_all of one participant), and
+// collective-permute's pairs are all [0, 0]. Anything else (a group of
+// several devices, a permutation that leaves this device without a source:
+// XLA gives it zeros) is refused by name.
+static const char *const kAsyncCollectives[] = {
+    "all-gather", "all-reduce", "reduce-scatter", "all-to-all",
+    "collective-permute"};
+
+// Which async collective custom call `op` is (index into kAsyncCollectives),
+// *out_done for its "-done" half; -1 when it is none.
+static int async_collective(const iron_ir_op_t *op, bool *out_done) {
+  if (op->kind != IRON_OP_CUSTOM_CALL) return -1;
+  const char *t = iron_ir_op_string(op, "call_target_name");
+  if (t == NULL) return -1;
+  size_t n = strlen(t);
+  for (int k = 0; k < (int)(sizeof(kAsyncCollectives) / sizeof(char *));
+       ++k) {
+    size_t m = strlen(kAsyncCollectives[k]);
+    if (n <= m || strncmp(t, kAsyncCollectives[k], m) != 0) continue;
+    if (strcmp(t + m, "-start") == 0 || strcmp(t + m, "-done") == 0) {
+      *out_done = t[m + 1] == 'd';
+      return k;
+    }
+  }
+  return -1;
+}
+
+// The integer lists of `key`'s value in the JSON text (a list of lists of
+// integers, e.g. "replica_groups": [[0]]): true when it is there, parses,
+// and every inner list holds only the device's index 0 and has `width`
+// entries (0: any number of them, at least one), with at least one list.
+static bool json_lists_only_zero(const char *json, size_t len,
+                                 const char *key, size_t width) {
+  char quoted[48];
+  snprintf(quoted, sizeof(quoted), "\"%s\"", key);
+  size_t kl = strlen(quoted);
+  const char *p = NULL;
+  for (size_t i = 0; i + kl <= len; ++i)
+    if (memcmp(json + i, quoted, kl) == 0) {
+      p = json + i + kl;
+      break;
+    }
+  if (p == NULL) return false;
+  const char *end = json + len;
+  while (p < end && (*p == ' ' || *p == ':')) ++p;
+  if (p >= end || *p++ != '[') return false;
+  size_t lists = 0;
+  for (;;) {
+    while (p < end && (*p == ' ' || *p == ',')) ++p;
+    if (p >= end) return false;
+    if (*p == ']') break;
+    if (*p++ != '[') return false;
+    size_t items = 0;
+    for (;;) {
+      while (p < end && (*p == ' ' || *p == ',')) ++p;
+      if (p >= end) return false;
+      if (*p == ']') {
+        ++p;
+        break;
+      }
+      if (*p != '0') return false;  // another device's index
+      ++p;
+      if (p < end && *p >= '0' && *p <= '9') return false;  // "01", "05"
+      ++items;
+    }
+    if (items == 0 || (width && items != width)) return false;
+    ++lists;
+  }
+  return lists > 0;
+}
+
+// Checks an async collective's start on one device; the result then reads
+// its operand.
+static iron_status_t async_collective_check(const iron_ir_op_t *op, int k) {
+  const char *target = iron_ir_op_string(op, "call_target_name");
+  if (op->num_operands != 1 || op->num_results != 1 ||
+      !iron_ir_type_equal(op->operands[0]->type, op->results[0].type))
+    return iron_ir_op_unimplemented(
+        op, "for target \"%s\" with %u operands and %u results of other "
+            "types (one device: the operand's type is the result's)",
+        target, op->num_operands, op->num_results);
+  const iron_ir_attr_t *fa = iron_ir_op_attr(op, "mhlo.frontend_attributes");
+  const iron_ir_attr_t *cfg =
+      fa ? iron_ir_dict_get(fa, "async_collective_config") : NULL;
+  if (cfg == NULL || cfg->kind != IRON_ATTR_STRING)
+    return iron_ir_op_unimplemented(
+        op, "for target \"%s\" without its async_collective_config", target);
+  bool permute = strcmp(kAsyncCollectives[k], "collective-permute") == 0;
+  bool ok = permute ? json_lists_only_zero(cfg->str, cfg->str_len,
+                                           "permutation", 2)
+                    : json_lists_only_zero(cfg->str, cfg->str_len,
+                                           "replica_groups", 1);
+  if (!ok)
+    return iron_ir_op_unimplemented(
+        op, "for target \"%s\" with %s %.*s (one device: only groups of "
+            "device 0%s)",
+        target, permute ? "the permutation of" : "the replica groups of",
+        (int)(cfg->str_len > 160 ? 160 : cfg->str_len), cfg->str,
+        permute ? ", pairs [0, 0]" : "");
+  return IRON_OK;
+}
+
 static iron_status_t async_inline_block(tuple_ctx_t *c, iron_arena_t *arena,
                                         iron_ir_block_t *blk) {
   uint32_t extra = 0;
@@ -107,13 +216,36 @@ static iron_status_t async_inline_block(tuple_ctx_t *c, iron_arena_t *arena,
         op->regions[0].num_blocks == 1)
       extra += op->regions[0].blocks[0].num_ops;
   }
-  if (extra == 0) return IRON_OK;
+  bool collectives = false;
+  for (uint32_t k = 0; k < blk->num_ops && !collectives; ++k) {
+    bool done;
+    collectives = async_collective(blk->ops[k], &done) >= 0;
+  }
+  if (extra == 0 && !collectives) return IRON_OK;
   iron_ir_op_t **ops =
       iron_arena_alloc_array(arena, (size_t)blk->num_ops + extra, sizeof(*ops));
   if (ops == NULL) return IRON_ERR(RESOURCE_EXHAUSTED, "out of memory");
   uint32_t n = 0;
   for (uint32_t k = 0; k < blk->num_ops; ++k) {
     iron_ir_op_t *op = blk->ops[k];
+    bool done = false;
+    int coll = async_collective(op, &done);
+    if (coll >= 0) {
+      // The start hands its operand on (checked); the done its start's.
+      if (done ? op->num_operands != 1 || op->num_results != 1 ||
+                     !iron_ir_type_equal(op->operands[0]->type,
+                                         op->results[0].type)
+               : false)
+        return iron_ir_op_unimplemented(
+            op, "for target \"%s\" of another form than its start",
+            iron_ir_op_string(op, "call_target_name"));
+      if (!done) IRON_RETURN_IF_ERROR_PLAIN(async_collective_check(op, coll));
+      if (op->results[0].id < c->num_values) {
+        c->replace[op->results[0].id] = tuple_resolve(c, op->operands[0]);
+        c->changed = true;
+      }
+      continue;  // the op goes: its only result is forwarded
+    }
     if (is_named(op, "vhlo.async_start_v1") && op->num_regions == 1 &&
         op->regions[0].num_blocks == 1 && op->num_results == 1) {
       iron_ir_block_t *body = &op->regions[0].blocks[0];

@@ -321,3 +321,59 @@ def test_multi_device_collectives_and_escaping_tuples_refused(iron_device,
         _run_text(iron_device, text, text.split("->")[0].count("%arg"))
     assert "UNIMPLEMENTED" in str(info.value)
     assert detail in str(info.value)
+
+
+# jax 0.11.2 hands its asynchronous collectives (all_gather_start(...).done()
+# and the like) to the plugin as custom calls with a JSON configuration
+# (src/compiler/tuple_forward.c): on one device each hands its operand on.
+_ASYNC_CONFIGS = {
+    "all-gather": '{\\22all_gather_dimension\\22: 0, \\22replica_groups\\22: [[0]], \\22use_global_device_ids\\22: true, \\22channel_id\\22: 1}',
+    "all-reduce": '{\\22replica_groups\\22: [[0]], \\22use_global_device_ids\\22: true, \\22channel_id\\22: 1}',
+    "reduce-scatter": '{\\22scatter_dimension\\22: 0, \\22replica_groups\\22: [[0]], \\22tiled\\22: true, \\22use_global_device_ids\\22: true, \\22channel_id\\22: 1}',
+    "all-to-all": '{\\22split_dimension\\22: 0, \\22concat_dimension\\22: 0, \\22split_count\\22: 1, \\22replica_groups\\22: [[0]], \\22channel_id\\22: 1}',
+    "collective-permute": '{\\22permutation\\22: [[0, 0]], \\22channel_id\\22: 1}',
+}
+_REDUCER = """
+func.func private @add_float32_reducer(%a: tensor<f32>, %b: tensor<f32>) -> tensor<f32> {
+  %0 = stablehlo.add %a, %b : tensor<f32>
+  return %0 : tensor<f32>
+}"""
+
+
+def _async_collective(kind, config):
+    called = ("called_computations = [@add_float32_reducer], "
+              if kind in ("all-reduce", "reduce-scatter") else "")
+    return _REDUCER + f"""
+func.func public @main(%arg0: tensor<2x4xf32>) -> tensor<2x4xf32> {{
+  %n = stablehlo.negate %arg0 : tensor<2x4xf32>
+  %0 = stablehlo.custom_call @"{kind}-start"(%n) {{backend_config = "", {called}mhlo.frontend_attributes = {{async_collective_config = "{config}"}}}} : (tensor<2x4xf32>) -> tensor<2x4xf32>
+  %1 = stablehlo.custom_call @"{kind}-done"(%0) {{backend_config = ""}} : (tensor<2x4xf32>) -> tensor<2x4xf32>
+  %2 = stablehlo.add %1, %arg0 : tensor<2x4xf32>
+  return %2 : tensor<2x4xf32>
+}}"""
+
+
+@pytest.mark.parametrize("kind", list(_ASYNC_CONFIGS))
+def test_async_collective_custom_calls_on_one_device(iron_device, kind):
+    (got,) = _run_text(iron_device, _async_collective(kind,
+                                                      _ASYNC_CONFIGS[kind]), 1)
+    np.testing.assert_array_equal(got, np.zeros_like(_ARGS[0]))
+
+
+@pytest.mark.parametrize("kind,config,detail", [
+    ("all-gather", '{\\22all_gather_dimension\\22: 0, \\22replica_groups\\22: [[0, 1]]}',
+     "replica groups"),
+    ("all-reduce", '{\\22replica_groups\\22: [[1]]}', "replica groups"),
+    ("all-to-all", '{\\22split_count\\22: 1}', "replica groups"),
+    ("collective-permute", '{\\22permutation\\22: []}', "permutation"),
+    ("collective-permute", '{\\22permutation\\22: [[0, 1]]}', "permutation"),
+])
+def test_async_collective_custom_calls_refused_beyond_one_device(
+        iron_device, kind, config, detail):
+    with pytest.raises(jax.errors.JaxRuntimeError) as e:
+        _run_text(iron_device, _async_collective(kind, config), 1)
+    msg = str(e.value)
+    assert "UNIMPLEMENTED" in msg and f'"{kind}-start"' in msg, msg
+    assert detail in msg, msg
+    x = jax.device_put(np.float32(2), iron_device)
+    assert float(jax.jit(lambda v: v * 3)(x)) == 6.0
