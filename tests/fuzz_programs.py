@@ -89,6 +89,7 @@ INEXACT_OPS = {
     "exp", "exp2", "expm1", "log", "log1p", "logistic", "sin", "cos", "tan",
     "tanh", "atan2", "pow", "cbrt", "rsqrt", "erf", "log_softmax",
     "reduce_add_float", "reduce_mul_float", "cumsum_float",
+    "scatter_add_float",
     "cabs", "cdiv", "csqrt", "cexp", "clog", "clog1p", "cexpm1", "csin",
     "ccos", "ctan", "ctanh", "crsqrt", "clogistic", "cpow",
 }
@@ -568,8 +569,12 @@ class Gen:
         self.log(f"bitcast {x.dtype} -> {dt}")
         if dclass(x.dtype) == "float":
             # NaN signs and payloads are not compared (XLA:CPU's are not
-            # consistent either): one NaN before its bits become integers.
-            x = lax.select(lax.ne(x, x), lax.full_like(x, np.nan), x)
+            # consistent either): no NaN before its bits become integers.
+            # (A NaN constant there was no canonical form: the CUDA
+            # device's bf16/f16 select goes through f32 and stores the
+            # NaN it gets back as 0x7fff, the host keeps the constant's
+            # 0x7fc0: fz_710863, fz_711447.)
+            x = lax.select(lax.ne(x, x), lax.full_like(x, 0), x)
         y = lax.bitcast_convert_type(x, dt)
         if dclass(dt) == "float" and rng.random() < 0.7:
             # Arbitrary bits make NaNs with payloads and denormals; keep
@@ -805,6 +810,111 @@ class Gen:
         self.log(f"reverse {x.dtype}{list(x.shape)} {dims}")
         return lax.rev(x, dims)
 
+    def index_vector(self, limit, n):
+        """n gather/scatter indices into a dim of `limit`: iota-like,
+        random in range, or some out of range (clamped, filled or dropped
+        by the op's mode)."""
+        rng = self.rng
+        r = random.Random(rng.random())
+        kind = rng.choice(["range", "random", "oob"])
+        if kind == "range" or limit == 0:
+            v = [i % max(limit, 1) for i in range(n)]
+        elif kind == "random":
+            v = [r.randrange(limit) for _ in range(n)]
+        else:
+            v = [r.choice([-1, limit, limit + 5, -limit - 3, 0, limit - 1])
+                 for _ in range(n)]
+        return np.array(v, dtype=rng.choice(["int32", "int64", "int32"]))
+
+    def g_gather(self):
+        """jnp.take along an axis: a gather of slices at constant or
+        computed indices; mode clip or fill (out-of-range reads)."""
+        import jax.numpy as jnp
+        rng = self.rng
+        x = self.pick(lambda v: v.ndim > 0 and dclass(v.dtype) != "narrow")
+        if x is None:
+            return None
+        ax = rng.randrange(x.ndim)
+        n = rng.choice([1, 2, 3, 5, 8, 17])
+        idx = self.index_vector(x.shape[ax], n)
+        if rng.random() < 0.3:
+            ints = [v for v in self.vals if v.ndim == 0 and
+                    dclass(v.dtype) in ("sint", "uint")]
+            if ints:
+                idx = jnp.asarray(idx) + rng.choice(ints).astype(idx.dtype)
+        if x.shape[ax] == 0:
+            return None  # jax refuses a non-empty take from an empty axis
+        mode = rng.choice(["clip", "fill"])
+        self.tag("gather")
+        self.log(f"take {x.dtype}{list(x.shape)} axis {ax} n {n} {mode}")
+        return jnp.take(x, idx, axis=ax, mode=mode)
+
+    def g_scatter(self):
+        """x.at[idx].set/add/max/min along axis 0 with constant indices
+        (repeats, out of range: dropped)."""
+        rng = self.rng
+        x = self.pick(lambda v: v.ndim > 0 and v.shape[0] > 0 and
+                      dclass(v.dtype) in ("sint", "uint", "float", "bool"))
+        if x is None:
+            return None
+        n = rng.choice([1, 2, 3, 6])
+        idx = self.index_vector(x.shape[0], n)
+        upd = self.operand((n,) + tuple(x.shape[1:]), x.dtype, avoid=x)
+        c = dclass(x.dtype)
+        kinds = ["set", "max", "min"] if c == "bool" else \
+            ["set", "add", "max", "min", "set"]
+        k = rng.choice(kinds)
+        if k == "add" and c == "float":
+            self.tag("scatter_add_float")  # repeated indices: any order
+        self.tag("scatter")
+        self.log(f"scatter {k} {x.dtype}{list(x.shape)} n {n}")
+        ref = x.at[idx]
+        return getattr(ref, k)(upd, mode="drop")
+
+    def g_sort(self):
+        """jnp.sort or argsort along an axis (stable; NaNs last)."""
+        import jax.numpy as jnp
+        rng = self.rng
+        x = self.pick(lambda v: v.ndim > 0 and
+                      dclass(v.dtype) in ("sint", "uint", "float", "bool"))
+        if x is None:
+            return None
+        ax = rng.randrange(x.ndim)
+        self.tag("sort")
+        if rng.random() < 0.4:
+            self.log(f"argsort {x.dtype}{list(x.shape)} axis {ax}")
+            return jnp.argsort(x, axis=ax, stable=True)
+        self.log(f"sort {x.dtype}{list(x.shape)} axis {ax}")
+        return jnp.sort(x, axis=ax)
+
+    def g_while_data(self):
+        """A data-dependent while_loop: halve an array while its largest
+        magnitude exceeds a bound (at most 30 times): the predicate reduces
+        over the array (a device loop on CUDA when opted in)."""
+        import jax.numpy as jnp
+        from jax import lax
+        rng = self.rng
+        x = self.pick(lambda v: v.ndim > 0 and 0 not in v.shape and
+                      dclass(v.dtype) == "float" and
+                      str(v.dtype) in ("float32", "float64"))
+        if x is None:
+            return None
+        bound = np.array(rng.choice([0.5, 1.0, 3.0, 100.0]), x.dtype)
+        half = np.array(0.5, x.dtype)
+
+        def cond(c):
+            i, v = c
+            return (i < 30) & (jnp.max(jnp.abs(v)) > bound)
+
+        def body(c):
+            i, v = c
+            return i + 1, v * half + lax.convert_element_type(i, v.dtype) * \
+                np.array(0.0, v.dtype)
+        self.tag("while_data")
+        self.log(f"while max|x| > {bound} {x.dtype}{list(x.shape)}")
+        i, v = lax.while_loop(cond, body, (np.int32(0), x))
+        return v if rng.random() < 0.7 else i
+
     def g_iota(self):
         x = self.pick()
         shp = x.shape if self.rng.random() < 0.7 else self.shape()
@@ -1025,7 +1135,8 @@ class Gen:
            ("g_slice", 5), ("g_dynamic_slice", 5), ("g_dus", 5),
            ("g_transpose", 4), ("g_concat", 4), ("g_concat_many", 0.3), ("g_pad", 3), ("g_rev", 2),
            ("g_iota", 2), ("g_reduce", 5), ("g_cumsum", 1),
-           ("g_log_softmax", 1), ("g_scan", 1)]
+           ("g_log_softmax", 1), ("g_scan", 1), ("g_gather", 3),
+           ("g_scatter", 2), ("g_sort", 2), ("g_while_data", 1)]
 
     # -- the program ---------------------------------------------------------
     def make_inputs(self):
