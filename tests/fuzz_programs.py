@@ -570,10 +570,10 @@ class Gen:
         if dclass(x.dtype) == "float":
             # NaN signs and payloads are not compared (XLA:CPU's are not
             # consistent either): no NaN before its bits become integers.
-            # (A NaN constant there was no canonical form: the CUDA
-            # device's bf16/f16 select goes through f32 and stores the
-            # NaN it gets back as 0x7fff, the host keeps the constant's
-            # 0x7fc0: fz_710863, fz_711447.)
+            # (A NaN an f16/bf16 op computes is the GPU's canonical NaN,
+            # the host's keeps the operand's payload. A selected NaN
+            # constant differed too until selects stopped rounding:
+            # fz_710863, fz_711447, corpus fz_bf16_select_nan.)
             x = lax.select(lax.ne(x, x), lax.full_like(x, 0), x)
         y = lax.bitcast_convert_type(x, dt)
         if dclass(dt) == "float" and rng.random() < 0.7:

@@ -282,6 +282,25 @@ def _(u32, u64, u16):
             c.astype(jnp.complex64) * 2)
 
 
+# fz_710863, fz_711447: a select of f16/bf16 values rounded its result
+# again on the CUDA device (the hardware rounding): a NaN operand came out
+# as the canonical NaN 0x7fff/0x7e00 where the host and XLA:CPU keep its
+# bits (0x7fc0 from the NaN constant jnp.where puts there), visible once
+# bitcast to integers.
+@extra("fz_bf16_select_nan", lambda rng: (
+    np.array([1, np.nan, -2, np.inf, np.nan, 0, -0.0, 3], jnp.bfloat16),
+    np.array([1, np.nan, -2, np.inf, np.nan, 0, -0.0, 3], np.float16)))
+def _(b, h):
+    # NaN constants in every other lane whatever the inputs (the emulated
+    # corpus run uses its own inputs), and where the inputs are NaN.
+    even = lax.broadcasted_iota(jnp.int32, b.shape, 0) % 2 == 0
+    nb = jnp.where(even | (b != b), jnp.full_like(b, np.nan), b)
+    nh = jnp.where(even | (h != h), jnp.full_like(h, -np.nan), h)
+    return (lax.bitcast_convert_type(nb, jnp.int16),
+            lax.bitcast_convert_type(nh, jnp.uint16),
+            lax.bitcast_convert_type(nb.reshape(2, 4), jnp.int16))
+
+
 # fz_101685: an s4 constant -1 was stored as the byte 0xff (the IR's
 # sign-extended form) where buffers hold low bits (0x0f: ml_dtypes, XLA:CPU,
 # every kernel); a CUDA select re-encoding it made host and CUDA differ.

@@ -869,7 +869,14 @@ static void emit_plain(const iron_cuda_scalar_t *s, iron_op_kind_t k,
   bool flush_out = s->flush && is_real_float(out) && !op_keeps_denormals(k) &&
                    k != IRON_OP_CONSTANT && k != IRON_OP_CONVERT &&
                    k != IRON_OP_IOTA && !hw_flushes(s, k, out);
-  if (out == IRON_DTYPE_F16) {
+  // A select or reshape moves f16/bf16 values that are rounded already:
+  // rounding again would change nothing but a NaN's payload (the hardware
+  // rounding returns the canonical NaN), which the host and XLA:CPU keep
+  // (fz_bf16_select_nan).
+  bool moves = k == IRON_OP_SELECT || k == IRON_OP_RESHAPE;
+  if ((out == IRON_DTYPE_F16 || out == IRON_DTYPE_BF16) && moves) {
+    iron_cuda_text_printf(s->t, "%sconst float %s = %s;\n", in, var, expr);
+  } else if (out == IRON_DTYPE_F16) {
     iron_cuda_text_printf(s->t, "%sconst float %s = iron_rnd_f16(%s);\n", in,
                           var, expr);
   } else if (out == IRON_DTYPE_BF16) {
