@@ -100,8 +100,9 @@ static bool is_named(const iron_ir_op_t *op, const char *name) {
 // {async_collective_config = "<JSON>"}} and @"all-gather-done"(start), and
 // likewise all-reduce, reduce-scatter, all-to-all and collective-permute.
 // On one device each of them hands its operand on unchanged when the
-// configuration names this device alone: every replica group is [0]
-// (all_gather/psum/psum_scatter/all_to_all of one participant), and
+// configuration names this device alone: every replica group is [0], or
+// there are none (one group of all devices: all_gather/psum/psum_scatter/
+// all_to_all of one participant), and
 // collective-permute's pairs are all [0, 0]. Anything else (a group of
 // several devices, a permutation that leaves this device without a source:
 // XLA gives it zeros) is refused by name.
@@ -131,9 +132,12 @@ static int async_collective(const iron_ir_op_t *op, bool *out_done) {
 // The integer lists of `key`'s value in the JSON text (a list of lists of
 // integers, e.g. "replica_groups": [[0]]): true when it is there, parses,
 // and every inner list holds only the device's index 0 and has `width`
-// entries (0: any number of them, at least one), with at least one list.
+// entries (0: any number of them, at least one); no list at all is
+// accepted when `empty_ok` (replica_groups: [] is one group of every
+// device, here the one).
 static bool json_lists_only_zero(const char *json, size_t len,
-                                 const char *key, size_t width) {
+                                 const char *key, size_t width,
+                                 bool empty_ok) {
   char quoted[48];
   snprintf(quoted, sizeof(quoted), "\"%s\"", key);
   size_t kl = strlen(quoted);
@@ -169,7 +173,7 @@ static bool json_lists_only_zero(const char *json, size_t len,
     if (items == 0 || (width && items != width)) return false;
     ++lists;
   }
-  return lists > 0;
+  return lists > 0 || empty_ok;
 }
 
 // Checks an async collective's start on one device; the result then reads
@@ -190,9 +194,9 @@ static iron_status_t async_collective_check(const iron_ir_op_t *op, int k) {
         op, "for target \"%s\" without its async_collective_config", target);
   bool permute = strcmp(kAsyncCollectives[k], "collective-permute") == 0;
   bool ok = permute ? json_lists_only_zero(cfg->str, cfg->str_len,
-                                           "permutation", 2)
+                                           "permutation", 2, false)
                     : json_lists_only_zero(cfg->str, cfg->str_len,
-                                           "replica_groups", 1);
+                                           "replica_groups", 1, true);
   if (!ok)
     return iron_ir_op_unimplemented(
         op, "for target \"%s\" with %s %.*s (one device: only groups of "

@@ -360,6 +360,13 @@ def test_async_collective_custom_calls_on_one_device(iron_device, kind):
     np.testing.assert_array_equal(got, np.zeros_like(_ARGS[0]))
 
 
+def test_async_collective_all_devices_group(iron_device):
+    # No replica groups: one group of every device, here the only one.
+    config = '{\\22replica_groups\\22: [], \\22channel_id\\22: 1}'
+    (got,) = _run_text(iron_device, _async_collective("all-reduce", config), 1)
+    np.testing.assert_array_equal(got, np.zeros_like(_ARGS[0]))
+
+
 @pytest.mark.parametrize("kind,config,detail", [
     ("all-gather", '{\\22all_gather_dimension\\22: 0, \\22replica_groups\\22: [[0, 1]]}',
      "replica groups"),
