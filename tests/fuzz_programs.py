@@ -915,6 +915,44 @@ class Gen:
         i, v = lax.while_loop(cond, body, (np.int32(0), x))
         return v if rng.random() < 0.7 else i
 
+    def g_reduce_window(self):
+        """lax.reduce_window (max, min, add) with random windows, strides,
+        dilations and padding per dim: pooling and cumulative forms."""
+        from jax import lax
+        rng = self.rng
+        x = self.pick(lambda v: v.ndim > 0 and 0 not in v.shape and
+                      dclass(v.dtype) in ("sint", "uint", "float"))
+        if x is None:
+            return None
+        win, strides, pads, wdil = [], [], [], []
+        for a in x.shape:
+            w = rng.choice([1, 1, 2, 3, min(a, 5)])
+            d = rng.choice([1, 1, 2]) if w > 1 else 1
+            span = (w - 1) * d + 1
+            lo = rng.choice([0, 0, 1, span - 1])
+            hi = rng.choice([0, 0, 1])
+            if a + lo + hi < span:
+                hi = span - a - lo
+            win.append(w)
+            wdil.append(d)
+            strides.append(rng.choice([1, 1, 2, 3]))
+            pads.append((lo, hi))
+        k = rng.choice(["max", "min", "add"])
+        c = dclass(x.dtype)
+        if k == "add" and c == "float":
+            self.tag("reduce_add_float")
+        dt = x.dtype
+        init = {"add": 0,
+                "max": -np.inf if c == "float" else np.iinfo(dt).min,
+                "min": np.inf if c == "float" else np.iinfo(dt).max}[k]
+        op = {"add": lax.add, "max": lax.max, "min": lax.min}[k]
+        self.tag("reduce_window")
+        self.log(f"reduce_window {k} {x.dtype}{list(x.shape)} win {win} "
+                 f"strides {strides} pads {pads} dil {wdil}")
+        return lax.reduce_window(x, np.array(init).astype(dt), op,
+                                 tuple(win), tuple(strides), tuple(pads),
+                                 window_dilation=tuple(wdil))
+
     def g_iota(self):
         x = self.pick()
         shp = x.shape if self.rng.random() < 0.7 else self.shape()
@@ -1136,7 +1174,8 @@ class Gen:
            ("g_transpose", 4), ("g_concat", 4), ("g_concat_many", 0.3), ("g_pad", 3), ("g_rev", 2),
            ("g_iota", 2), ("g_reduce", 5), ("g_cumsum", 1),
            ("g_log_softmax", 1), ("g_scan", 1), ("g_gather", 3),
-           ("g_scatter", 2), ("g_sort", 2), ("g_while_data", 1)]
+           ("g_scatter", 2), ("g_sort", 2), ("g_while_data", 1),
+           ("g_reduce_window", 2)]
 
     # -- the program ---------------------------------------------------------
     def make_inputs(self):
