@@ -16,6 +16,7 @@
 #include "device/cuda/cuda_device.h"
 #include "fake_cuda.h"
 #include "iron/iron.h"
+#include "read_buffer.h"
 #include "runtime/runtime_internal.h"
 #include "test.h"
 
@@ -71,16 +72,6 @@ static void fake_dev_close(fake_dev_t *f) {
   iron_runtime_release(f->rt);
   fake_dev_wait_gone();
   CHECK_EQ_INT(atomic_load(&fake_cuda.live_device_blocks), 0);
-}
-
-// Copies a result to the host and waits for it.
-static iron_status_t fake_dev_read(iron_buffer_t *b, void *dst, size_t n) {
-  iron_event_t *done = NULL;
-  iron_status_t st = iron_buffer_to_host(b, dst, n, &done);
-  if (st) return st;
-  st = iron_event_wait(done);
-  iron_event_release(done);
-  return st;
 }
 
 #endif  // IRON_TESTS_FAKE_CUDA_DEVICE_H_

@@ -14,6 +14,7 @@
 #include "ir/builder.h"
 #include "runtime/executable.h"
 #include "runtime/runtime_internal.h"
+#include "read_buffer.h"
 #include "test.h"
 
 static iron_runtime_t *g_rt;
@@ -24,15 +25,6 @@ static double now_s(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static iron_status_t read_buf(iron_buffer_t *b, void *dst, size_t n) {
-  iron_event_t *done = NULL;
-  iron_status_t st = iron_buffer_to_host(b, dst, n, &done);
-  if (st) return st;
-  st = iron_event_wait(done);
-  iron_event_release(done);
-  return st;
 }
 
 static void test_setup(void) {
@@ -73,7 +65,7 @@ static void test_round_trips(void) {
     double t1 = now_s();
     if (b) {
       CHECK(iron_buffer_host_pointer(b) == NULL);
-      CHECK_OK(read_buf(b, y, n));
+      CHECK_OK(test_read_buffer(b, y, n));
       double t2 = now_s();
       bool ok = true;
       for (size_t i = 0; i < n && ok; ++i) ok = y[i] == (uint8_t)(i * 131 + k);
@@ -107,7 +99,7 @@ static void test_many_small_copies(void) {
   for (int i = 0; i < N; ++i) {
     if (!bufs[i]) continue;
     int32_t y[1024];
-    CHECK_OK(read_buf(bufs[i], y, sizeof(y)));
+    CHECK_OK(test_read_buffer(bufs[i], y, sizeof(y)));
     for (int j = 0; j < 1024 && ok; ++j) ok = y[j] == i * 1024 + j;
     iron_buffer_release(bufs[i]);
   }
@@ -125,7 +117,7 @@ static void test_strided_and_zero(void) {
   CHECK_OK(iron_buffer_create_from_host(g_dev, IRON_DTYPE_F32, 2, dims, src,
                                         strides, &b));
   if (b) {
-    CHECK_OK(read_buf(b, y, sizeof(y)));
+    CHECK_OK(test_read_buffer(b, y, sizeof(y)));
     CHECK(memcmp(want, y, sizeof(y)) == 0);
     iron_buffer_release(b);
   }
@@ -133,7 +125,7 @@ static void test_strided_and_zero(void) {
   CHECK_OK(iron_buffer_create_from_host(g_dev, IRON_DTYPE_F32, 1, zero, NULL,
                                         NULL, &b));
   if (b) {
-    CHECK_OK(read_buf(b, NULL, 0));
+    CHECK_OK(test_read_buffer(b, NULL, 0));
     iron_buffer_release(b);
   }
 }
@@ -152,7 +144,7 @@ static void test_copy_between_gpus(void) {
   if (!a) return;
   CHECK_OK(iron_buffer_copy_to_device(a, iron_runtime_device(g_rt, 1), &b));
   if (b) {
-    CHECK_OK(read_buf(b, y, sizeof(y)));
+    CHECK_OK(test_read_buffer(b, y, sizeof(y)));
     CHECK(memcmp(x, y, sizeof(x)) == 0);
     iron_buffer_release(b);
   }
@@ -265,9 +257,9 @@ static void test_execute_aliases(void) {
     if (rep == 0 || rep == reps - 1) {
       float y[6] = {0}, z[6] = {0};
       int32_t k[3] = {0};
-      CHECK_OK(read_buf(out[0], y, sizeof(y)));
-      CHECK_OK(read_buf(out[1], z, sizeof(z)));
-      CHECK_OK(read_buf(out[2], k, sizeof(k)));
+      CHECK_OK(test_read_buffer(out[0], y, sizeof(y)));
+      CHECK_OK(test_read_buffer(out[1], z, sizeof(z)));
+      CHECK_OK(test_read_buffer(out[2], k, sizeof(k)));
       CHECK(memcmp(x, y, sizeof(x)) == 0);
       CHECK(memcmp(x, z, sizeof(x)) == 0);
       CHECK(k[0] == 7 && k[1] == 8 && k[2] == 9);

@@ -284,8 +284,8 @@ static iron_status_t run_check(fake_dev_t *f, iron_executable_t *exe,
   }
   int32_t i = -1;
   float x[4] = {0};
-  if (!st) st = fake_dev_read(res[0], &i, 4);
-  if (!st) st = fake_dev_read(res[1], x, 16);
+  if (!st) st = test_read_buffer(res[0], &i, 4);
+  if (!st) st = test_read_buffer(res[1], x, 16);
   if (!st) {
     float p = 1;
     for (int k = 0; k < n; ++k) p *= 3;

@@ -245,8 +245,8 @@ static iron_status_t run_loop(fake_dev_t *f, iron_executable_t *exe,
     st = iron_event_wait(done);
     iron_event_release(done);
   }
-  if (!st) st = fake_dev_read(res[0], out_i, 4);
-  if (!st) st = fake_dev_read(res[1], out_x, 16);
+  if (!st) st = test_read_buffer(res[0], out_i, 4);
+  if (!st) st = test_read_buffer(res[1], out_x, 16);
   iron_buffer_release(arg);
   for (int i = 0; i < 2; ++i)
     if (res[i]) iron_buffer_release(res[i]);
@@ -540,7 +540,7 @@ static void test_sticky_fault_retires(void) {
   CHECK_OK(iron_buffer_create_from_host(host, IRON_DTYPE_F32, 1, d4, kX, NULL,
                                         &hb));
   float back[4] = {0};
-  if (hb) CHECK_OK(fake_dev_read(hb, back, 16));
+  if (hb) CHECK_OK(test_read_buffer(hb, back, 16));
   CHECK(memcmp(back, kX, 16) == 0);
   iron_buffer_release(hb);
   iron_runtime_release(f.rt);

@@ -20,6 +20,7 @@
 #include "iron/iron.h"
 #include "runtime/executable.h"
 #include "runtime/runtime_internal.h"
+#include "read_buffer.h"
 #include "test.h"
 
 #define FAKE_BIT ((uintptr_t)1 << 62)
@@ -215,15 +216,6 @@ static iron_buffer_t *buf(iron_dtype_t dt, int32_t rank, const int64_t *dims,
   return b;
 }
 
-static iron_status_t read_buf(iron_buffer_t *b, void *dst, size_t n) {
-  iron_event_t *done = NULL;
-  iron_status_t st = iron_buffer_to_host(b, dst, n, &done);
-  if (st) return st;
-  st = iron_event_wait(done);
-  iron_event_release(done);
-  return st;
-}
-
 static iron_status_t compile_on_fake(iron_ir_module_t *m,
                                      iron_executable_t **out) {
   iron_compile_options_t opts = {.device = g_dev};
@@ -308,7 +300,7 @@ static iron_status_t run_callback(iron_executable_t *exe, int32_t n,
     memcpy(out_log, g_log, 63);
     out_log[63] = 0;
   }
-  if (!st) st = read_buf(res[1], out_y, 16);
+  if (!st) st = test_read_buffer(res[1], out_y, 16);
   for (int i = 0; i < 3; ++i) iron_buffer_release(args[i]);
   for (int i = 0; i < 2; ++i)
     if (res[i]) iron_buffer_release(res[i]);
@@ -505,7 +497,7 @@ static void test_tridiag_staged(void) {
   log_reset();
   CHECK_OK(iron_executable_execute(exe, args, 4, NULL, &res, NULL));
   double x[8] = {0};
-  if (res) CHECK_OK(read_buf(res, x, sizeof(x)));
+  if (res) CHECK_OK(test_read_buffer(res, x, sizeof(x)));
   for (int i = 0; i < 8; ++i)
     CHECK(fabs(x[i] - want[i]) <= 1e-13 * fabs(want[i]));
   if (on_fake()) CHECK(strncmp(g_log, "SDDDDH", 6) == 0);
@@ -543,7 +535,7 @@ static void test_cholesky_staged(void) {
   iron_buffer_t *arg = buf(IRON_DTYPE_F64, 2, dims, in), *res = NULL;
   CHECK_OK(iron_executable_execute(exe, &arg, 1, NULL, &res, NULL));
   double l[9] = {0};
-  if (res) CHECK_OK(read_buf(res, l, sizeof(l)));
+  if (res) CHECK_OK(test_read_buffer(res, l, sizeof(l)));
   for (int i = 0; i < 9; ++i) CHECK(fabs(l[i] - want[i]) <= 1e-15);
   iron_buffer_release(arg);
   if (res) iron_buffer_release(res);
@@ -621,8 +613,8 @@ static void run_loop(bool with_callback, int32_t *out_i, float *out_x) {
   float x0[4] = {1, 2, 3, 4};
   iron_buffer_t *arg = buf(IRON_DTYPE_F32, 1, d4, x0), *res[2] = {NULL, NULL};
   CHECK_OK(iron_executable_execute(exe, &arg, 1, NULL, res, NULL));
-  if (res[0]) CHECK_OK(read_buf(res[0], out_i, 4));
-  if (res[1]) CHECK_OK(read_buf(res[1], out_x, 16));
+  if (res[0]) CHECK_OK(test_read_buffer(res[0], out_i, 4));
+  if (res[1]) CHECK_OK(test_read_buffer(res[1], out_x, 16));
   iron_buffer_release(arg);
   for (int i = 0; i < 2; ++i)
     if (res[i]) iron_buffer_release(res[i]);

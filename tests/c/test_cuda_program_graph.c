@@ -241,7 +241,7 @@ static iron_status_t run_check(iron_device_t *dev, iron_executable_t *exe,
   }
   float got[6][4];
   for (int k = 0; k < 6 && !st; ++k)
-    if (k != 3) st = fake_dev_read(res[k], got[k], 16);
+    if (k != 3) st = test_read_buffer(res[k], got[k], 16);
   if (!st) {
     float z[4], z1[4];
     expected(steps, last_op, x, y, z, z1);

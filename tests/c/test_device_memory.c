@@ -14,6 +14,7 @@
 #include "ir/builder.h"
 #include "runtime/executable.h"
 #include "runtime/runtime_internal.h"
+#include "read_buffer.h"
 #include "test.h"
 
 #define FAKE_BIT ((uintptr_t)1 << 62)
@@ -109,15 +110,6 @@ static void setup(void) {
   g_fake2 = g_rt->devices[2];
 }
 
-static iron_status_t read_buf(iron_buffer_t *b, void *dst, size_t n) {
-  iron_event_t *done = NULL;
-  iron_status_t st = iron_buffer_to_host(b, dst, n, &done);
-  if (st) return st;
-  st = iron_event_wait(done);
-  iron_event_release(done);
-  return st;
-}
-
 static void test_description(void) {
   CHECK(strcmp(iron_device_kind(g_fake), "fake") == 0);
   CHECK(strcmp(iron_device_description(g_fake), "Fake Accelerator 9000") == 0);
@@ -141,7 +133,7 @@ static void test_round_trip(void) {
   void *dp = iron_buffer_device_pointer(b);
   CHECK(dp != NULL && ((uintptr_t)dp & FAKE_BIT) != 0);
   CHECK(dp && memcmp(fake_to_host(dp), x, sizeof(x)) == 0);
-  CHECK_OK(read_buf(b, y, sizeof(y)));
+  CHECK_OK(test_read_buffer(b, y, sizeof(y)));
   CHECK_EQ_INT(g_d2h, d2h + 1);
   CHECK(memcmp(x, y, sizeof(x)) == 0);
   iron_buffer_release(b);
@@ -158,7 +150,7 @@ static void test_strided_from_host(void) {
   CHECK_OK(iron_buffer_create_from_host(g_fake, IRON_DTYPE_F32, 2, dims, src,
                                         strides, &b));
   if (!b) return;
-  CHECK_OK(read_buf(b, y, sizeof(y)));
+  CHECK_OK(test_read_buffer(b, y, sizeof(y)));
   CHECK(memcmp(want, y, sizeof(y)) == 0);
   iron_buffer_release(b);
 }
@@ -171,7 +163,7 @@ static void test_zero_bytes(void) {
                                         NULL, &b));
   if (!b) return;
   CHECK_EQ_INT(g_live, live);  // no device allocation for 0 bytes
-  CHECK_OK(read_buf(b, NULL, 0));
+  CHECK_OK(test_read_buffer(b, NULL, 0));
   iron_buffer_release(b);
   CHECK_EQ_INT(g_live, live);
 }
@@ -201,14 +193,14 @@ static void test_copies_between_devices(void) {
   CHECK(back != NULL);
   if (back) {
     memset(y, 0, sizeof(y));
-    CHECK_OK(read_buf(back, y, sizeof(y)));
+    CHECK_OK(test_read_buffer(back, y, sizeof(y)));
     CHECK(memcmp(x, y, sizeof(x)) == 0);
     CHECK(iron_buffer_host_pointer(back) != NULL);
     CHECK(iron_buffer_device_pointer(back) == iron_buffer_host_pointer(back));
   }
   if (f2) {
     memset(y, 0, sizeof(y));
-    CHECK_OK(read_buf(f2, y, sizeof(y)));
+    CHECK_OK(test_read_buffer(f2, y, sizeof(y)));
     CHECK(memcmp(x, y, sizeof(x)) == 0);
   }
   iron_buffer_release(h);
@@ -309,9 +301,9 @@ static void test_execute_aliases(void) {
     iron_event_release(done);
     float y[6] = {0}, z[6] = {0};
     int32_t k[3] = {0};
-    CHECK_OK(read_buf(out[0], y, sizeof(y)));
-    CHECK_OK(read_buf(out[1], z, sizeof(z)));
-    CHECK_OK(read_buf(out[2], k, sizeof(k)));
+    CHECK_OK(test_read_buffer(out[0], y, sizeof(y)));
+    CHECK_OK(test_read_buffer(out[1], z, sizeof(z)));
+    CHECK_OK(test_read_buffer(out[2], k, sizeof(k)));
     CHECK(memcmp(x, y, sizeof(x)) == 0);
     CHECK(memcmp(x, z, sizeof(x)) == 0);
     CHECK(k[0] == 7 && k[1] == 8 && k[2] == 9);

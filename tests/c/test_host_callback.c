@@ -8,6 +8,7 @@
 #include "iron/iron.h"
 #include "ir/builder.h"
 #include "runtime/executable.h"
+#include "read_buffer.h"
 #include "test.h"
 
 static iron_runtime_t *g_rt;
@@ -19,15 +20,6 @@ static iron_buffer_t *buf(iron_dtype_t dt, int32_t rank, const int64_t *dims,
   CHECK_OK(iron_buffer_create_from_host(g_dev, dt, rank, dims, data, NULL,
                                         &b));
   return b;
-}
-
-static iron_status_t read_buf(iron_buffer_t *b, void *dst, size_t n) {
-  iron_event_t *done = NULL;
-  iron_status_t st = iron_buffer_to_host(b, dst, n, &done);
-  if (st) return st;
-  st = iron_event_wait(done);
-  iron_event_release(done);
-  return st;
 }
 
 // main(tok, x: 4xf32, n: i32) -> (tok, 4xf32):
@@ -85,7 +77,7 @@ static int32_t handler(uint64_t id, int32_t num_inputs, void *const *inputs,
     iron_buffer_t *in = buf(IRON_DTYPE_F32, 1, d4, x), *out = NULL;
     iron_status_t st = iron_executable_execute(g_inner, &in, 1, NULL, &out,
                                                NULL);
-    if (!st) st = read_buf(out, y, 16);
+    if (!st) st = test_read_buffer(out, y, 16);
     iron_buffer_release(in);
     if (out) iron_buffer_release(out);
     if (st) {
@@ -108,7 +100,7 @@ static iron_status_t run(iron_executable_t *exe, int32_t n, float *out_y) {
                             buf(IRON_DTYPE_S32, 0, NULL, &n)};
   iron_buffer_t *res[2] = {NULL, NULL};
   iron_status_t st = iron_executable_execute(exe, args, 3, NULL, res, NULL);
-  if (!st) st = read_buf(res[1], out_y, 16);
+  if (!st) st = test_read_buffer(res[1], out_y, 16);
   for (int i = 0; i < 3; ++i) iron_buffer_release(args[i]);
   for (int i = 0; i < 2; ++i)
     if (res[i]) iron_buffer_release(res[i]);

@@ -10,6 +10,7 @@
 #include "runtime/executable.h"
 #include "runtime/runtime_internal.h"
 #include "device_fence.h"
+#include "read_buffer.h"
 #include "test.h"
 
 // --- test kernels ------------------------------------------------------
@@ -196,15 +197,6 @@ static iron_buffer_t *buf_s32(int32_t v) {
   return b;
 }
 
-static iron_status_t read_buf(iron_buffer_t *b, void *dst, size_t n) {
-  iron_event_t *done = NULL;
-  iron_status_t st = iron_buffer_to_host(b, dst, n, &done);
-  if (st) return st;
-  st = iron_event_wait(done);
-  iron_event_release(done);
-  return st;
-}
-
 static iron_executable_t *compile(iron_ir_module_t *m) {
   iron_executable_t *exe = NULL;
   CHECK_OK(iron_executable_compile_module(g_rt, m, NULL, 0, NULL, &exe));
@@ -264,7 +256,7 @@ static void test_axpb(void) {
   CHECK_OK(iron_event_wait(done));
   iron_event_release(done);
   float y[4];
-  CHECK_OK(read_buf(out, y, sizeof(y)));
+  CHECK_OK(test_read_buffer(out, y, sizeof(y)));
   CHECK(y[0] == 3 && y[1] == 5 && y[2] == 7 && y[3] == -7);
   iron_buffer_release(out);
 
@@ -377,7 +369,7 @@ static void test_unsupported_op(void) {
     float v[4] = {1, 2, 3, 4}, w[4];
     iron_buffer_t *in = buf_f32(1, d4, v), *out;
     CHECK_OK(iron_executable_execute(exe, &in, 1, NULL, &out, NULL));
-    CHECK_OK(read_buf(out, w, sizeof(w)));
+    CHECK_OK(test_read_buffer(out, w, sizeof(w)));
     CHECK(memcmp(v, w, 16) == 0);
     iron_buffer_release(in);
     iron_buffer_release(out);
@@ -435,8 +427,8 @@ static void test_while_async(void) {
   CHECK_OK(iron_executable_execute(exe, args, 2, NULL, out, NULL));
   int32_t i;
   float xf;
-  CHECK_OK(read_buf(out[0], &i, 4));
-  CHECK_OK(read_buf(out[1], &xf, 4));
+  CHECK_OK(test_read_buffer(out[0], &i, 4));
+  CHECK_OK(test_read_buffer(out[1], &xf, 4));
   CHECK_EQ_INT(i, 10);
   CHECK(xf == 15.5f);
   iron_buffer_release(out[0]);
@@ -446,8 +438,8 @@ static void test_while_async(void) {
   n = buf_s32(-3);
   args[0] = n;
   CHECK_OK(iron_executable_execute(exe, args, 2, NULL, out, NULL));
-  CHECK_OK(read_buf(out[0], &i, 4));
-  CHECK_OK(read_buf(out[1], &xf, 4));
+  CHECK_OK(test_read_buffer(out[0], &i, 4));
+  CHECK_OK(test_read_buffer(out[1], &xf, 4));
   CHECK(i == 0 && xf == 0.5f);
   iron_buffer_release(out[0]);
   iron_buffer_release(out[1]);
@@ -464,7 +456,7 @@ static void test_while_async(void) {
   // A second run queued behind the first (FIFO), using its result.
   iron_buffer_t *args2[2] = {n, out[1]}, *out2[2];
   CHECK_OK(iron_executable_execute(exe, args2, 2, NULL, out2, NULL));
-  CHECK_OK(read_buf(out2[0], &i, 4));
+  CHECK_OK(test_read_buffer(out2[0], &i, 4));
   CHECK(iron_event_is_ready(done));
   CHECK_EQ_INT(i, 300000);
   CHECK_OK(iron_event_wait(done));
@@ -549,8 +541,8 @@ static void test_case_if_call(void) {
     iron_buffer_t *args[2] = {kb, xb}, *out[2];
     CHECK_OK(iron_executable_execute(exe, args, 2, NULL, out, NULL));
     float y0[4], y1[4];
-    CHECK_OK(read_buf(out[0], y0, 16));
-    CHECK_OK(read_buf(out[1], y1, 16));
+    CHECK_OK(test_read_buffer(out[0], y0, 16));
+    CHECK_OK(test_read_buffer(out[1], y1, 16));
     if (y0[2] != cases[c].expect0 || y1[2] != cases[c].expect1)
       fprintf(stderr, "case k=%d: got %g %g\n", cases[c].k, y0[2], y1[2]);
     CHECK(y0[2] == cases[c].expect0);
@@ -590,7 +582,7 @@ static void test_donation(void) {
   bool donate = true;
   CHECK_OK(iron_executable_execute(exe, &in, 1, &donate, &out, NULL));
   float *y2 = malloc(4096);
-  CHECK_OK(read_buf(out, y2, 4096));
+  CHECK_OK(test_read_buffer(out, y2, 4096));
   CHECK(y2[0] == 1 && y2[1023] == 1024);
   // The output reused the donated storage (unless in-place is off).
   if (!getenv("IRON_NO_INPLACE")) {
@@ -598,7 +590,7 @@ static void test_donation(void) {
     CHECK_EQ_INT(settled_bytes(), base + 4096);
   }
   // The donated buffer can no longer be read.
-  iron_status_t st = read_buf(in, y2, 4096);
+  iron_status_t st = test_read_buffer(in, y2, 4096);
   CHECK_EQ_INT(iron_status_code(st), IRON_STATUS_FAILED_PRECONDITION);
   iron_status_free(st);
   iron_buffer_release(in);
@@ -606,9 +598,9 @@ static void test_donation(void) {
   iron_buffer_t *in2 = buf_f32(1, d, x), *copy, *out2;
   CHECK_OK(iron_buffer_copy_to_device(in2, g_dev, &copy));
   CHECK_OK(iron_executable_execute(exe, &in2, 1, &donate, &out2, NULL));
-  CHECK_OK(read_buf(copy, y2, 4096));
+  CHECK_OK(test_read_buffer(copy, y2, 4096));
   CHECK(y2[5] == 5);
-  CHECK_OK(read_buf(out2, y2, 4096));
+  CHECK_OK(test_read_buffer(out2, y2, 4096));
   CHECK(y2[5] == 6);
   iron_buffer_release(in2);
   iron_buffer_release(copy);
@@ -650,7 +642,7 @@ static void test_run_error(void) {
   iron_event_release(done);
   float y[4];
   for (int k = 0; k < 2; ++k) {
-    st = read_buf(out[k], y, 16);
+    st = test_read_buffer(out[k], y, 16);
     CHECK_EQ_INT(iron_status_code(st), IRON_STATUS_INTERNAL);
     iron_status_free(st);
     iron_buffer_release(out[k]);
@@ -672,7 +664,7 @@ static void test_run_error(void) {
   g_dev->memory_limit = limit_save;
   iron_buffer_release(out[0]);
   iron_buffer_release(out[1]);
-  CHECK_OK(read_buf(keep, y, 16));
+  CHECK_OK(test_read_buffer(keep, y, 16));
   CHECK(y[3] == 8);
   iron_buffer_release(keep);
   iron_buffer_release(in);
@@ -745,12 +737,12 @@ static void test_region_and_misc(void) {
   CHECK_OK(iron_executable_execute(exe, &in, 1, NULL, out, NULL));
   float s = 0, mx = 0, c = 0, back[7];
   uint32_t id = 99;
-  CHECK_OK(read_buf(out[0], &s, 4));
-  CHECK_OK(read_buf(out[1], &mx, 4));
-  CHECK_OK(read_buf(out[2], &c, 4));
-  CHECK_OK(read_buf(out[3], back, 28));
-  CHECK_OK(read_buf(out[4], &id, 4));
-  CHECK_OK(read_buf(out[5], NULL, 0));
+  CHECK_OK(test_read_buffer(out[0], &s, 4));
+  CHECK_OK(test_read_buffer(out[1], &mx, 4));
+  CHECK_OK(test_read_buffer(out[2], &c, 4));
+  CHECK_OK(test_read_buffer(out[3], back, 28));
+  CHECK_OK(test_read_buffer(out[4], &id, 4));
+  CHECK_OK(test_read_buffer(out[5], NULL, 0));
   CHECK(s == 31);
   CHECK(mx == 10);
   CHECK(c == 3);
@@ -758,7 +750,7 @@ static void test_region_and_misc(void) {
   CHECK_EQ_INT(id, 0);
   CHECK_EQ_INT(iron_buffer_dtype(out[5]), IRON_DTYPE_TOKEN);
   float s4 = 0;
-  CHECK_OK(read_buf(out[6], &s4, 4));
+  CHECK_OK(test_read_buffer(out[6], &s4, 4));
   CHECK(s4 == 20);
   for (int k = 0; k < 7; ++k) iron_buffer_release(out[k]);
   iron_buffer_release(in);
@@ -791,7 +783,7 @@ static void test_liveness_peak(void) {
   int64_t base = settled_bytes();
   atomic_store(&g_dev->peak_bytes_in_use, base);
   CHECK_OK(iron_executable_execute(exe, &in, 1, NULL, &out, NULL));
-  CHECK_OK(read_buf(out, x, 262144 * 4));
+  CHECK_OK(test_read_buffer(out, x, 262144 * 4));
   CHECK(x[7] == 5 && x[0] == 0);
   int64_t peak = atomic_load(&g_dev->peak_bytes_in_use) - base;
   // Without liveness this would be 16 MiB; two live tensors is the most.
