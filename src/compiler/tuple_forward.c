@@ -210,8 +210,11 @@ static iron_status_t async_collective_check(const iron_ir_op_t *op, int k) {
 static iron_status_t async_inline_block(tuple_ctx_t *c, iron_arena_t *arena,
                                         iron_ir_block_t *blk) {
   uint32_t extra = 0;
+  bool collectives = false;
   for (uint32_t k = 0; k < blk->num_ops; ++k) {
     iron_ir_op_t *op = blk->ops[k];
+    bool done;
+    collectives = collectives || async_collective(op, &done) >= 0;
     for (uint32_t r = 0; r < op->num_regions; ++r)
       for (uint32_t b = 0; b < op->regions[r].num_blocks; ++b)
         IRON_RETURN_IF_ERROR_PLAIN(
@@ -219,11 +222,6 @@ static iron_status_t async_inline_block(tuple_ctx_t *c, iron_arena_t *arena,
     if (is_named(op, "vhlo.async_start_v1") && op->num_regions == 1 &&
         op->regions[0].num_blocks == 1)
       extra += op->regions[0].blocks[0].num_ops;
-  }
-  bool collectives = false;
-  for (uint32_t k = 0; k < blk->num_ops && !collectives; ++k) {
-    bool done;
-    collectives = async_collective(blk->ops[k], &done) >= 0;
   }
   if (extra == 0 && !collectives) return IRON_OK;
   iron_ir_op_t **ops =
@@ -236,14 +234,15 @@ static iron_status_t async_inline_block(tuple_ctx_t *c, iron_arena_t *arena,
     int coll = async_collective(op, &done);
     if (coll >= 0) {
       // The start hands its operand on (checked); the done its start's.
-      if (done ? op->num_operands != 1 || op->num_results != 1 ||
-                     !iron_ir_type_equal(op->operands[0]->type,
-                                         op->results[0].type)
-               : false)
+      if (!done) {
+        IRON_RETURN_IF_ERROR_PLAIN(async_collective_check(op, coll));
+      } else if (op->num_operands != 1 || op->num_results != 1 ||
+                 !iron_ir_type_equal(op->operands[0]->type,
+                                     op->results[0].type)) {
         return iron_ir_op_unimplemented(
             op, "for target \"%s\" of another form than its start",
             iron_ir_op_string(op, "call_target_name"));
-      if (!done) IRON_RETURN_IF_ERROR_PLAIN(async_collective_check(op, coll));
+      }
       if (op->results[0].id < c->num_values) {
         c->replace[op->results[0].id] = tuple_resolve(c, op->operands[0]);
         c->changed = true;

@@ -358,6 +358,20 @@ static void test_host_driven(void) {
   }
 }
 
+// After a call whose recording was dropped: no device loop ran, no
+// capture is left open, the device is healthy; the next call (`n`
+// iterations) runs the device loop.
+static void check_dropped_then_device_loop(fake_dev_t *f,
+                                           iron_executable_t *exe,
+                                           int32_t n) {
+  CHECK_EQ_INT(atomic_load(&fake_cuda.while_runs), 0);
+  CHECK(!fake_cuda_capturing(f->cd->stream));
+  CHECK(!sticky(f));
+  fake_cuda_reset();
+  CHECK_OK(run_check(f, exe, n));
+  CHECK_EQ_INT(atomic_load(&fake_cuda.while_runs), 1);
+}
+
 // A driver error while recording the body (it invalidates the capture) or
 // a body kernel that reads back: the recording is dropped, the loop goes
 // on host-driven from the same state, and the next call records again.
@@ -376,14 +390,9 @@ static void test_recording_dropped(void) {
     CHECK_OK(run_check(&f, exe, 6));
     g_fail_next_recorded_launch = 0;
     g_readback = false;
-    CHECK_EQ_INT(atomic_load(&fake_cuda.while_runs), 0);
     CHECK_EQ_INT(atomic_load(&fake_cuda.captures_begun), 1);
     CHECK_EQ_INT(atomic_load(&fake_cuda.captures_ended), 1);
-    CHECK(!fake_cuda_capturing(f.cd->stream));
-    CHECK(!sticky(&f));
-    fake_cuda_reset();
-    CHECK_OK(run_check(&f, exe, 6));
-    CHECK_EQ_INT(atomic_load(&fake_cuda.while_runs), 1);
+    check_dropped_then_device_loop(&f, exe, 6);
     CHECK_EQ_INT(atomic_load(&fake_cuda.while_iterations), 6);
   }
   iron_executable_release(exe);
@@ -409,12 +418,7 @@ static void test_recording_dropped_anywhere(void) {
       CHECK_OK(run_check(&f, exe, 5));
       g_fail_next_recorded_launch = 0;
       g_recorded_launches_to_skip = 0;
-      CHECK_EQ_INT(atomic_load(&fake_cuda.while_runs), 0);
-      CHECK(!fake_cuda_capturing(f.cd->stream));
-      CHECK(!sticky(&f));
-      fake_cuda_reset();
-      CHECK_OK(run_check(&f, exe, 4));
-      CHECK_EQ_INT(atomic_load(&fake_cuda.while_runs), 1);
+      check_dropped_then_device_loop(&f, exe, 4);
     }
   }
   iron_executable_release(exe);

@@ -333,7 +333,8 @@ static iron_status_t graph_mem_alloc(iron_cuda_device_t *d, size_t nbytes,
 // follows every earlier user, in every iteration), else a block of the
 // cache (freed in stream order before the graph can run), else a block
 // allocated on the side stream and waited for, in the thread's relaxed
-// capture mode (the captured stream takes no ordinary work). A kept graph owns its blocks until graph_destroy.
+// capture mode (the captured stream takes no ordinary work). A kept graph
+// owns its blocks until graph_destroy.
 
 struct iron_cuda_while_block {
   CUdeviceptr p;
