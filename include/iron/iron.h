@@ -92,6 +92,18 @@ void iron_event_complete(iron_event_t *ev, iron_status_t status);
 // ---------------------------------------------------------------------------
 // Buffers: an immutable shaped array on a device.
 
+// Where a buffer's bytes live. A device with its own memory (CUDA) also
+// keeps buffers in page-locked host memory: PJRT's "pinned_host" and
+// "unpinned_host" memory kinds, host offloading. Programs read and write
+// only IRON_MEMORY_DEVICE buffers (execute refuses the others; the PJRT
+// layer copies). On the host device both spaces are the same memory.
+typedef enum iron_memory_space {
+  IRON_MEMORY_DEVICE = 0,
+  IRON_MEMORY_HOST = 1,
+} iron_memory_space_t;
+// Whether IRON_MEMORY_HOST is memory apart from the device's own.
+bool iron_device_has_host_memory(const iron_device_t *dev);
+
 // Copies `data` (with optional byte strides, which may be negative or zero;
 // NULL means dense row-major) into a new buffer. The copy is complete when
 // this returns.
@@ -101,6 +113,11 @@ iron_status_t iron_buffer_create_from_host(iron_device_t *dev,
                                            const void *data,
                                            const int64_t *byte_strides,
                                            iron_buffer_t **out_buffer);
+// The same in a memory space of `dev`.
+iron_status_t iron_buffer_create_from_host_in(
+    iron_device_t *dev, iron_memory_space_t space, iron_dtype_t dtype,
+    int32_t rank, const int64_t *dims, const void *data,
+    const int64_t *byte_strides, iron_buffer_t **out_buffer);
 void iron_buffer_retain(iron_buffer_t *buf);
 void iron_buffer_release(iron_buffer_t *buf);
 
@@ -109,6 +126,7 @@ iron_dtype_t iron_buffer_dtype(const iron_buffer_t *buf);
 int32_t iron_buffer_rank(const iron_buffer_t *buf);
 const int64_t *iron_buffer_dims(const iron_buffer_t *buf);
 size_t iron_buffer_size_in_bytes(const iron_buffer_t *buf);
+iron_memory_space_t iron_buffer_memory_space(const iron_buffer_t *buf);
 // Ready when the buffer's contents have been computed (or failed). Returns a
 // new reference.
 iron_event_t *iron_buffer_ready_event(iron_buffer_t *buf);
@@ -119,6 +137,12 @@ iron_status_t iron_buffer_to_host(iron_buffer_t *buf, void *dst,
 // Copies to another device (or the same one). Asynchronous like execute.
 iron_status_t iron_buffer_copy_to_device(iron_buffer_t *buf,
                                          iron_device_t *dst_dev,
+                                         iron_buffer_t **out_buffer);
+// The same into a memory space of `dst_dev` (from any space). A copy to the
+// same device and space shares the bytes (buffers are immutable).
+iron_status_t iron_buffer_copy_to_memory(iron_buffer_t *buf,
+                                         iron_device_t *dst_dev,
+                                         iron_memory_space_t space,
                                          iron_buffer_t **out_buffer);
 // Host address of the contents (host device only; NULL for devices with their
 // own memory, and while not ready).

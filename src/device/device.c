@@ -65,6 +65,7 @@ iron_status_t iron_storage_allocate(iron_device_t *dev, size_t nbytes,
     s->accounted = padded;
     s->data = ptr;
     s->pinned = false;
+    s->host_memory = false;
     note_peak(dev, now);
     *out_storage = s;
     return IRON_OK;
@@ -81,7 +82,36 @@ iron_status_t iron_storage_allocate(iron_device_t *dev, size_t nbytes,
   s->accounted = dev ? padded : 0;
   s->data = (char *)s + IRON_STORAGE_HEADER;
   s->pinned = false;
+  s->host_memory = false;
   if (dev) note_peak(dev, now);
+  *out_storage = s;
+  return IRON_OK;
+}
+
+iron_status_t iron_storage_allocate_in(iron_device_t *dev,
+                                       iron_memory_space_t space,
+                                       size_t nbytes,
+                                       iron_storage_t **out_storage) {
+  if (space != IRON_MEMORY_HOST || !dev || !dev->vtable->host_mem_alloc ||
+      nbytes == 0)
+    return iron_storage_allocate(dev, nbytes, out_storage);
+  // Host memory of a device: the device's bytes_in_use (its own memory)
+  // does not count it.
+  iron_storage_t *s = malloc(sizeof(*s));
+  if (!s) return IRON_ERR(RESOURCE_EXHAUSTED, "out of memory for a storage header");
+  void *ptr = NULL;
+  iron_status_t st = dev->vtable->host_mem_alloc(dev, nbytes, &ptr);
+  if (st) {
+    free(s);
+    return st;
+  }
+  atomic_init(&s->ref, 1);
+  s->dev = dev;
+  s->nbytes = nbytes;
+  s->accounted = 0;
+  s->data = ptr;
+  s->pinned = false;
+  s->host_memory = true;
   *out_storage = s;
   return IRON_OK;
 }
@@ -107,7 +137,9 @@ bool iron_storage_unpin(iron_storage_t *s, bool revive) {
 }
 
 static void storage_free(iron_storage_t *s) {
-  if (s->dev) {
+  if (s->host_memory) {
+    s->dev->vtable->host_mem_free(s->dev, s->data);
+  } else if (s->dev) {
     // Device memory is the one case where data is not in the header's block.
     if (s->dev->vtable->mem_free && s->data != (char *)s + IRON_STORAGE_HEADER)
       s->dev->vtable->mem_free(s->dev, s->data, s->accounted);

@@ -37,10 +37,15 @@ typedef struct iron_storage {
   // (the executor's graph mode, for a loop carry's home buffer) still owns
   // it and revives or frees it (iron_storage_unpin).
   bool pinned;
+  // In the page-locked host memory of a device with its own memory
+  // (IRON_MEMORY_HOST on a device with vtable->host_mem_alloc): `data` is a
+  // CPU address, the bytes are not counted in bytes_in_use.
+  bool host_memory;
 } iron_storage_t;
 // On a device with vtable->mem_alloc, `data` of a storage of nbytes > 0 is
 // device memory (from mem_alloc, returned by mem_free), not addressable by
-// the CPU: read and write it with vtable->memcpy.
+// the CPU: read and write it with vtable->memcpy. Host-memory storage
+// (`host_memory`) is the exception: the CPU reads and writes it directly.
 
 // New storage of `nbytes` (contents undefined) with one reference.
 // RESOURCE_EXHAUSTED naming the byte count when memory runs out; nothing else
@@ -48,6 +53,19 @@ typedef struct iron_storage {
 // constants).
 iron_status_t iron_storage_allocate(iron_device_t *dev, size_t nbytes,
                                     iron_storage_t **out_storage);
+// The same in a memory space of `dev`: IRON_MEMORY_HOST on a device with
+// vtable->host_mem_alloc gives host-memory storage; everywhere else both
+// spaces are the device's own memory.
+iron_status_t iron_storage_allocate_in(iron_device_t *dev,
+                                       iron_memory_space_t space,
+                                       size_t nbytes,
+                                       iron_storage_t **out_storage);
+// The device whose memory holds `s`'s bytes for iron_storage_copy: NULL
+// (the CPU's) for host-memory storage, else `dev`.
+static inline iron_device_t *iron_storage_copy_device(const iron_storage_t *s,
+                                                      iron_device_t *dev) {
+  return s->host_memory ? NULL : dev;
+}
 static inline void iron_storage_retain(iron_storage_t *s) {
   if (s) atomic_fetch_add_explicit(&s->ref, 1, memory_order_relaxed);
 }
@@ -101,6 +119,15 @@ typedef struct iron_device_vtable {
   // DEVICE_TO_HOST returns once the bytes are in `dst`.
   iron_status_t (*memcpy)(iron_device_t *dev, void *dst, const void *src,
                           size_t n, iron_copy_kind_t kind);
+  // Page-locked host memory (nbytes > 0) for buffers in IRON_MEMORY_HOST
+  // (PJRT's pinned_host/unpinned_host memory kinds: host offloading). The
+  // CPU addresses it; memcpy copies to and from it as host memory.
+  // host_mem_free waits for the device work enqueued so far (a copy may
+  // still read it). Both NULL: the device's host memory space is its own
+  // memory (the host device).
+  iron_status_t (*host_mem_alloc)(iron_device_t *dev, size_t nbytes,
+                                  void **out_ptr);
+  void (*host_mem_free)(iron_device_t *dev, void *ptr);
   // Enqueues the `n` copies that `table` (device memory holding n
   // iron_copy_entry_t, each of at most `max_bytes`) describes as one launch,
   // ordered like other device work and recordable in a graph: the table is

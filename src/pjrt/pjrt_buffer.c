@@ -134,10 +134,12 @@ static iron_status_t iron_pjrt_buffer_from_host(
   // semantics is satisfied and the host buffer is free right away.
   iron_buffer_t *buffer = NULL;
   IRON_RETURN_IF_ERROR(
-      iron_buffer_create_from_host(device->device, dtype,
-                                   (int32_t)args->num_dims, args->dims,
-                                   args->data, args->byte_strides, &buffer),
-      "while copying a host array to %s", device->description.text);
+      iron_buffer_create_from_host_in(
+          device->device, iron_pjrt_memory_space(memory), dtype,
+          (int32_t)args->num_dims, args->dims, args->data, args->byte_strides,
+          &buffer),
+      "while copying a host array to %s",
+      memory ? memory->text : device->description.text);
 
   iron_event_t *done = NULL;
   iron_status_t status = iron_event_create(&done);
@@ -271,11 +273,13 @@ static iron_status_t iron_pjrt_buffer_copy(PJRT_Buffer *src, PJRT_Device *dst,
   iron_buffer_t *live = NULL;
   IRON_RETURN_IF_ERROR_PLAIN(iron_pjrt_buffer_acquire(src, &live));
   iron_buffer_t *copy = NULL;
-  iron_status_t status = iron_buffer_copy_to_device(live, dst->device, &copy);
+  iron_status_t status = iron_buffer_copy_to_memory(
+      live, dst->device, iron_pjrt_memory_space(dst_memory), &copy);
   iron_buffer_release(live);
   if (status != IRON_OK)
-    return iron_status_annotate(status, "while copying a buffer to %s",
-                                dst->description.text);
+    return iron_status_annotate(
+        status, "while copying a buffer to %s",
+        dst_memory ? dst_memory->text : dst->description.text);
   IRON_RETURN_IF_ERROR_PLAIN(
       iron_pjrt_buffer_wrap(src->client, dst, copy, out_buffer));
   if (dst_memory != NULL) (*out_buffer)->memory = dst_memory;

@@ -115,10 +115,10 @@ static iron_status_t iron_pjrt_client_make(const PJRT_Client_Create_Args *args,
     snprintf(device->description.text, sizeof(device->description.text),
              "IronDevice(id=%d, kind=%s)", device->description.id,
              device->description.kind);
-    // Devices with their own memory (CUDA) have only "device" for now:
-    // their host memory kinds would need buffers that live on the host.
-    bool is_host = strcmp(iron_device_kind(dev), "host") == 0;
-    device->num_memories = is_host ? IRON_PJRT_MAX_DEVICE_MEMORIES : 1;
+    // Every device has XLA:CPU's three memories. On a device with its own
+    // memory (CUDA) both host kinds are its page-locked host memory
+    // (IRON_MEMORY_HOST); on the host device all three are the same.
+    device->num_memories = IRON_PJRT_MAX_DEVICE_MEMORIES;
     for (size_t k = 0; k < device->num_memories; ++k) {
       PJRT_Memory *memory = &client->memory_storage[num_memories];
       memory->vtable = NULL;
@@ -403,6 +403,11 @@ PJRT_Error *iron_pjrt_Memory_AddressableByDevices(
   args->devices = &memory->client->devices[memory->device->local_hardware_id];
   args->num_devices = 1;
   return NULL;
+}
+
+iron_memory_space_t iron_pjrt_memory_space(const PJRT_Memory *memory) {
+  return memory == NULL || memory->kind_id == 0 ? IRON_MEMORY_DEVICE
+                                                : IRON_MEMORY_HOST;
 }
 
 PJRT_Memory *iron_pjrt_device_find_memory(PJRT_Device *device,

@@ -572,6 +572,24 @@ static iron_status_t iron_pjrt_execute(PJRT_LoadedExecutable_Execute_Args *args)
       }
     }
   }
+  // Arguments in the host memory of a device with its own (pinned_host,
+  // unpinned_host on CUDA) run from a copy in its device memory, as XLA
+  // moves them; the arrays themselves stay where they are.
+  for (size_t i = 0; i < run.num_args; ++i) {
+    iron_buffer_t *arg = run.args[i];
+    if (iron_buffer_memory_space(arg) != IRON_MEMORY_HOST ||
+        !iron_device_has_host_memory(iron_buffer_device(arg)))
+      continue;
+    iron_buffer_t *moved = NULL;
+    iron_status_t status = iron_buffer_copy_to_memory(
+        arg, iron_buffer_device(arg), IRON_MEMORY_DEVICE, &moved);
+    if (status != IRON_OK) {
+      iron_pjrt_run_free(&run);
+      return iron_status_annotate(status, "argument %zu of %s", i, name);
+    }
+    iron_buffer_release(arg);
+    run.args[i] = moved;
+  }
 
   // Programs with host callbacks run synchronously, as on XLA:CPU: their
   // output (debug.print) appears before the call returns, and an exception
@@ -616,15 +634,25 @@ static iron_status_t iron_pjrt_execute(PJRT_LoadedExecutable_Execute_Args *args)
     if (device == NULL) device = loaded->device;
     iron_buffer_t *result = run.results[j];
     run.results[j] = NULL;
-    status = iron_pjrt_buffer_wrap(loaded->client, device, result, &outputs[j]);
-    if (status == IRON_OK) {
-      // Results annotated with a memory kind (checked at compile time) are
-      // in that memory of their device.
-      const char *kind = iron_executable_output_memory_kind(exe, (uint32_t)j);
-      PJRT_Memory *memory =
-          kind ? iron_pjrt_device_find_memory(device, kind) : NULL;
-      if (memory != NULL) outputs[j]->memory = memory;
+    // Results annotated with a memory kind (checked at compile time) are
+    // in that memory of their device: moved there when it is the host
+    // memory of a device with its own.
+    const char *kind = iron_executable_output_memory_kind(exe, (uint32_t)j);
+    PJRT_Memory *memory =
+        kind ? iron_pjrt_device_find_memory(device, kind) : NULL;
+    status = IRON_OK;
+    if (iron_pjrt_memory_space(memory) == IRON_MEMORY_HOST &&
+        iron_device_has_host_memory(device->device)) {
+      iron_buffer_t *moved = NULL;
+      status = iron_buffer_copy_to_memory(result, device->device,
+                                          IRON_MEMORY_HOST, &moved);
+      iron_buffer_release(result);
+      result = moved;
     }
+    if (status == IRON_OK)
+      status =
+          iron_pjrt_buffer_wrap(loaded->client, device, result, &outputs[j]);
+    if (status == IRON_OK && memory != NULL) outputs[j]->memory = memory;
     if (status != IRON_OK) {
       for (size_t k = 0; k < j; ++k) {
         PJRT_Buffer_Destroy_Args destroy = {.struct_size = sizeof(destroy),

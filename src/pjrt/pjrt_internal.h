@@ -216,6 +216,8 @@ iron_status_t iron_pjrt_buffer_acquire(PJRT_Buffer *buffer,
 void iron_pjrt_buffer_invalidate(PJRT_Buffer *buffer);
 
 // `device`'s memory of kind `kind` (NUL-terminated), or NULL if it has none.
+// The iron memory space behind a PJRT memory (NULL: the default, device).
+iron_memory_space_t iron_pjrt_memory_space(const PJRT_Memory *memory);
 PJRT_Memory *iron_pjrt_device_find_memory(PJRT_Device *device,
                                           const char *kind);
 

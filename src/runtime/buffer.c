@@ -51,6 +51,7 @@ iron_status_t iron_buffer_create_pending(iron_device_t *dev,
   pthread_mutex_init(&b->mu, NULL);
   b->storage = NULL;
   b->donated = false;
+  b->space = IRON_MEMORY_DEVICE;
   iron_runtime_retain_internal(dev->runtime);
   *out_buffer = b;
   return IRON_OK;
@@ -148,7 +149,17 @@ iron_status_t iron_buffer_create_from_host(iron_device_t *dev,
                                            const void *data,
                                            const int64_t *byte_strides,
                                            iron_buffer_t **out_buffer) {
+  return iron_buffer_create_from_host_in(dev, IRON_MEMORY_DEVICE, dtype, rank,
+                                         dims, data, byte_strides, out_buffer);
+}
+
+iron_status_t iron_buffer_create_from_host_in(
+    iron_device_t *dev, iron_memory_space_t space, iron_dtype_t dtype,
+    int32_t rank, const int64_t *dims, const void *data,
+    const int64_t *byte_strides, iron_buffer_t **out_buffer) {
   if (!dev) return IRON_ERR(INVALID_ARGUMENT, "no device");
+  if (space != IRON_MEMORY_DEVICE && space != IRON_MEMORY_HOST)
+    return IRON_ERR(INVALID_ARGUMENT, "invalid memory space %d", (int)space);
   int64_t count;
   size_t nbytes;
   IRON_RETURN_IF_ERROR_PLAIN(check_shape(dtype, rank, dims, &count, &nbytes));
@@ -156,10 +167,10 @@ iron_status_t iron_buffer_create_from_host(iron_device_t *dev,
     return IRON_ERR(INVALID_ARGUMENT, "NULL data for a %zu-byte buffer",
                     nbytes);
   iron_storage_t *s;
-  IRON_RETURN_IF_ERROR_PLAIN(iron_storage_allocate(dev, nbytes, &s));
+  IRON_RETURN_IF_ERROR_PLAIN(iron_storage_allocate_in(dev, space, nbytes, &s));
   size_t esize = iron_dtype_size(dtype);
   bool dense = !byte_strides || esize == 0;
-  if (dev->vtable->memcpy && nbytes) {
+  if (dev->vtable->memcpy && !s->host_memory && nbytes) {
     // Device memory: strided data is made dense on the host first.
     void *tmp = NULL;
     if (!dense) {
@@ -196,6 +207,7 @@ iron_status_t iron_buffer_create_from_host(iron_device_t *dev,
     return st;
   }
   b->storage = s;
+  b->space = space;
   iron_event_complete(ev, IRON_OK);
   iron_event_release(ev);
   *out_buffer = b;
@@ -224,6 +236,9 @@ int32_t iron_buffer_rank(const iron_buffer_t *buf) { return buf->rank; }
 const int64_t *iron_buffer_dims(const iron_buffer_t *buf) { return buf->dims; }
 size_t iron_buffer_size_in_bytes(const iron_buffer_t *buf) {
   return buf->nbytes;
+}
+iron_memory_space_t iron_buffer_memory_space(const iron_buffer_t *buf) {
+  return buf->space;
 }
 
 iron_event_t *iron_buffer_ready_event(iron_buffer_t *buf) {
@@ -296,7 +311,8 @@ static void to_host_copy(iron_status_t status, void *arg) {
     iron_storage_t *s;
     status = iron_buffer_acquire_storage(t->buf, false, &s, NULL);
     if (!status) {
-      status = iron_storage_copy(t->dst, NULL, s->data, t->buf->dev,
+      status = iron_storage_copy(t->dst, NULL, s->data,
+                                 iron_storage_copy_device(s, t->buf->dev),
                                  t->buf->nbytes);
       iron_storage_release(s);
     }
@@ -348,19 +364,23 @@ static void copy_finish(iron_status_t status, void *arg) {
   iron_storage_t *s = NULL;
   if (!status)
     status = iron_buffer_acquire_storage(c->src, false, &s, NULL);
-  if (!status && c->dst->dev != c->src->dev) {
-    // Another device: its own bytes (and accounting).
+  bool host_memory = c->dst->space == IRON_MEMORY_HOST &&
+                     iron_device_has_host_memory(c->dst->dev);
+  if (!status && (c->dst->dev != c->src->dev || s->host_memory != host_memory)) {
+    // Another device or memory: its own bytes (and accounting).
     iron_storage_t *d;
-    status = iron_storage_allocate(c->dst->dev, c->src->nbytes, &d);
+    status = iron_storage_allocate_in(c->dst->dev, c->dst->space,
+                                      c->src->nbytes, &d);
     if (!status) {
-      status = iron_storage_copy(d->data, c->dst->dev, s->data, c->src->dev,
-                                 c->src->nbytes);
+      status = iron_storage_copy(
+          d->data, iron_storage_copy_device(d, c->dst->dev), s->data,
+          iron_storage_copy_device(s, c->src->dev), c->src->nbytes);
       if (status) iron_storage_release(d);
     }
     iron_storage_release(s);
     s = status ? NULL : d;
   }
-  // Same device: buffers are immutable, so the copy shares the storage.
+  // The same memory: buffers are immutable, so the copy shares the storage.
   if (!status) iron_buffer_set_storage(c->dst, s);
   iron_event_complete(c->ready, status);
   iron_event_release(c->ready);
@@ -372,7 +392,17 @@ static void copy_finish(iron_status_t status, void *arg) {
 iron_status_t iron_buffer_copy_to_device(iron_buffer_t *buf,
                                          iron_device_t *dst_dev,
                                          iron_buffer_t **out_buffer) {
+  return iron_buffer_copy_to_memory(buf, dst_dev, IRON_MEMORY_DEVICE,
+                                    out_buffer);
+}
+
+iron_status_t iron_buffer_copy_to_memory(iron_buffer_t *buf,
+                                         iron_device_t *dst_dev,
+                                         iron_memory_space_t space,
+                                         iron_buffer_t **out_buffer) {
   if (!dst_dev) return IRON_ERR(INVALID_ARGUMENT, "no destination device");
+  if (space != IRON_MEMORY_DEVICE && space != IRON_MEMORY_HOST)
+    return IRON_ERR(INVALID_ARGUMENT, "invalid memory space %d", (int)space);
   iron_event_t *ev = iron_event_new();
   copy_t *c = malloc(sizeof(*c));
   if (!ev || !c) {
@@ -388,6 +418,7 @@ iron_status_t iron_buffer_copy_to_device(iron_buffer_t *buf,
     iron_event_release(ev);
     return st;
   }
+  dst->space = space;
   iron_buffer_retain(buf);
   iron_buffer_retain(dst);
   c->src = buf;

@@ -599,6 +599,12 @@ iron_status_t iron_executable_execute(iron_executable_t *exe,
                       "argument %u of %s is on device %d, the executable "
                       "runs on device %d",
                       i, exe->name, b->dev->id, exe->dev->id);
+    if (b->space == IRON_MEMORY_HOST && iron_device_has_host_memory(b->dev))
+      return IRON_ERR(INVALID_ARGUMENT,
+                      "argument %u of %s is in the host memory of device "
+                      "%d; programs read only its device memory (copy it "
+                      "there first)",
+                      i, exe->name, b->dev->id);
   }
   // One allocation for the job and its arrays.
   size_t na = num_args, nr = exe->num_outputs;

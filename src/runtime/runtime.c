@@ -96,6 +96,9 @@ int iron_device_id(const iron_device_t *dev) { return dev->id; }
 const char *iron_device_kind(const iron_device_t *dev) {
   return dev->vtable->kind;
 }
+bool iron_device_has_host_memory(const iron_device_t *dev) {
+  return dev->vtable->host_mem_alloc != NULL;
+}
 const char *iron_device_description(const iron_device_t *dev) {
   return dev->vtable->description ? dev->vtable->description(dev)
                                   : dev->vtable->kind;

@@ -45,6 +45,9 @@ struct iron_buffer {
   pthread_mutex_t mu;   // guards storage/donated
   iron_storage_t *storage;  // set before `ready` completes OK
   bool donated;
+  // Where its storage is (or will be) allocated; on devices without host
+  // memory of their own only a label.
+  iron_memory_space_t space;
 };
 
 // A buffer of the given type whose contents come later (iron_buffer_fulfill).

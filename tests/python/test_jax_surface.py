@@ -83,6 +83,61 @@ def test_jit_result_placed_in_memory_kind(iron_device, cpu_device, kind):
     np.testing.assert_array_equal(results["iron"], results["cpu"])
 
 
+def _offload_programs(dev):
+    """Host-offloading programs a user writes; each returns arrays and the
+    memory kinds of its results."""
+    from jax.ad_checkpoint import checkpoint_name
+    host, on_dev = _sharding(dev, "pinned_host"), _sharding(dev, "device")
+    x = np.arange(6, dtype=np.float32)
+    out = {}
+    # An argument in host memory, moved to the device inside the program.
+    f = jax.jit(lambda a: jax.device_put(a, on_dev) * 2, in_shardings=host,
+                out_shardings=on_dev)
+    r = f(jax.device_put(x, host))
+    out["in_host"] = (np.asarray(r), r.sharding.memory_kind)
+    # A donated argument in host memory, its result there too.
+    g = jax.jit(lambda a: a + 1, in_shardings=host, out_shardings=host,
+                donate_argnums=0)
+    arg = jax.device_put(x, host)
+    r = g(arg)
+    out["donated"] = (np.asarray(r), r.sharding.memory_kind, arg.is_deleted())
+    # Activations offloaded by a remat policy (gradient through them).
+    pol = jax.checkpoint_policies.save_and_offload_only_these_names(
+        names_which_can_be_saved=[], names_which_can_be_offloaded=["y"],
+        offload_src="device", offload_dst="pinned_host")
+
+    def loss(w, a):
+        y = checkpoint_name(jnp.tanh(a @ w), "y")
+        return jnp.sum(jnp.sin(y) ** 2)
+    w = jax.device_put(np.eye(4, dtype=np.float32) * 0.5 +
+                       np.float32(0.01) * np.arange(16, dtype=np.float32)
+                       .reshape(4, 4), dev)
+    a = jax.device_put(np.linspace(-1, 1, 12, dtype=np.float32)
+                       .reshape(3, 4), dev)
+    out["remat"] = (np.asarray(jax.jit(jax.grad(
+        jax.checkpoint(loss, policy=pol)))(w, a)),)
+    # A scan that puts each step's value in host memory.
+    def body(c, _):
+        c = jnp.sin(c) + 1
+        return c, jax.device_put(c, host)
+    c, ys = jax.jit(lambda c: jax.lax.scan(body, c, None, length=4))(
+        jax.device_put(x, dev))
+    out["scan"] = (np.asarray(c), np.asarray(ys), ys.sharding.memory_kind)
+    return out
+
+
+def test_host_offloading_programs(iron_device, cpu_device):
+    got, want = _offload_programs(iron_device), _offload_programs(cpu_device)
+    assert got.keys() == want.keys()
+    for name in got:
+        for g, w in zip(got[name], want[name]):
+            if isinstance(g, np.ndarray):
+                np.testing.assert_allclose(g, w, rtol=2e-6, atol=1e-6,
+                                           err_msg=name)
+            else:
+                assert g == w, name
+
+
 def test_compute_on2_out_memory_space(iron_device):
     from jax.experimental.compute_on import compute_on2
 

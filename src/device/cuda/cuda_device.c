@@ -522,6 +522,66 @@ static void cuda_mem_free(iron_device_t *dev, void *ptr, size_t nbytes) {
   iron_status_free(st);
 }
 
+// --- host memory (IRON_MEMORY_HOST) ----------------------------------------
+//
+// Buffers in PJRT's pinned_host/unpinned_host memory kinds (host offloading)
+// live in page-locked memory from cuMemAllocHost. Nothing on the device
+// reads it asynchronously: copies to and from it wait for the stream, and
+// programs only take device memory. So it is freed at once, except by the
+// thread that records a graph (a driver call it may not make then): that
+// free waits for the recording's end. Both calls hold the stream lock, as
+// the driver may count them as unsafe while another thread records.
+
+// The caller holds the stream lock (or nothing else can use the device).
+static void host_deferred_free(iron_cuda_device_t *d) {
+  pthread_mutex_lock(&d->mu);
+  size_t n = d->num_host_deferred;
+  d->num_host_deferred = 0;
+  for (size_t i = 0; i < n; ++i)
+    d->api->cuMemFreeHost((void *)(uintptr_t)d->host_deferred[i].p);
+  pthread_mutex_unlock(&d->mu);
+}
+
+static iron_status_t cuda_host_mem_alloc(iron_device_t *dev, size_t nbytes,
+                                         void **out_ptr) {
+  iron_cuda_device_t *d = iron_cuda_device_cast(dev);
+  IRON_RETURN_IF_ERROR_PLAIN(sticky_error(d));
+  if (recording_here(d))
+    return refuse_while_recording(d, "an allocation of host memory");
+  IRON_RETURN_IF_ERROR_PLAIN(iron_cuda_device_enter(d));
+  bool held = stream_acquire(d);
+  void *p = NULL;
+  CUresult r = d->api->cuMemAllocHost(&p, nbytes);
+  stream_release(d, held);
+  if (r == IRON_CU_ERROR_OUT_OF_MEMORY)
+    return IRON_ERR(RESOURCE_EXHAUSTED,
+                    "out of page-locked host memory allocating %zu bytes for "
+                    "CUDA device %d",
+                    nbytes, d->ordinal);
+  IRON_RETURN_IF_ERROR(iron_cuda_device_check(d, r, "cuMemAllocHost"),
+                       "allocating %zu bytes of host memory for CUDA device %d",
+                       nbytes, d->ordinal);
+  *out_ptr = p;
+  return IRON_OK;
+}
+
+static void cuda_host_mem_free(iron_device_t *dev, void *ptr) {
+  iron_cuda_device_t *d = iron_cuda_device_cast(dev);
+  if (recording_here(d)) {
+    pthread_mutex_lock(&d->mu);
+    // Cannot remember it (out of memory for the list): leaked.
+    ptr_list_push(&d->host_deferred, &d->num_host_deferred,
+                  &d->cap_host_deferred, (CUdeviceptr)(uintptr_t)ptr, 0);
+    pthread_mutex_unlock(&d->mu);
+    return;
+  }
+  if (iron_cuda_device_enter(d) != IRON_OK) return;  // leaked with the device
+  bool held = stream_acquire(d);
+  d->api->cuMemFreeHost(ptr);
+  if (d->num_host_deferred) host_deferred_free(d);
+  stream_release(d, held);
+}
+
 // --- staged host-to-device copies -------------------------------------------
 //
 // Copying from pageable memory, the driver may read `src` after
@@ -866,6 +926,11 @@ static iron_status_t cuda_graph_end(iron_device_t *dev, bool keep,
   pthread_rwlock_unlock(&d->stream_lock);
   // After the unlock: frees of a discarded loop's blocks take the stream.
   if (loop) while_recording_finish(d, graph);
+  if (d->num_host_deferred) {
+    bool held = stream_acquire(d);
+    host_deferred_free(d);
+    stream_release(d, held);
+  }
   // The recording never ran: memory it freed is free now.
   size_t nd = d->num_deferred;
   d->num_deferred = 0;
@@ -1250,6 +1315,7 @@ static void release_fields(iron_cuda_device_t *d) {
     iron_cuda_compiler_destroy(d->compiler);
     d->compiler = NULL;
     staging_free_all(d);
+    host_deferred_free(d);
     cache_release_all(d);
     if (d->stream) api->cuStreamSynchronize(d->stream);
     if (d->lt_workspace) api->cuMemFree(d->lt_workspace);
@@ -1270,6 +1336,7 @@ static void release_fields(iron_cuda_device_t *d) {
   free(d->test_fault_match);
   free(d->graph_ptrs);
   free(d->deferred);
+  free(d->host_deferred);
   free(d->cache);
   free(d);
 }
@@ -1287,6 +1354,8 @@ static const iron_device_vtable_t kCudaVtable = {
     .mem_alloc = cuda_mem_alloc,
     .mem_free = cuda_mem_free,
     .memcpy = cuda_memcpy,
+    .host_mem_alloc = cuda_host_mem_alloc,
+    .host_mem_free = cuda_host_mem_free,
     .copy_batch = cuda_copy_batch,
     .job_sync = cuda_job_sync,
     .kernel_lookup = iron_cuda_kernel_lookup,

@@ -84,6 +84,10 @@ typedef struct iron_cuda_device {
   struct iron_cuda_graph_ptr *deferred;
   size_t num_deferred, cap_deferred;
   bool deferred_lost;  // a deferred free could not be remembered
+  // Host memory (vtable host_mem_free) freed by the recording thread: freed
+  // once the recording ends (guarded by mu).
+  struct iron_cuda_graph_ptr *host_deferred;
+  size_t num_host_deferred, cap_host_deferred;
   // Device while loops (IRON_CUDA_DEVICE_WHILE; cuda_device.c): on when the
   // driver has graph conditional nodes (api->has_conditional) and the
   // set-condition kernel loaded, decided once when the device is created.
