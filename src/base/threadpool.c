@@ -1,5 +1,7 @@
 #include "base/threadpool.h"
 
+#include "base/fpenv.h"
+
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -17,6 +19,7 @@ struct iron_threadpool {
   uint64_t generation;
   iron_parallel_fn_t fn;
   void *arg;
+  uint64_t fpenv;  // the starting thread's FP environment (base/fpenv.h)
   int64_t n, chunk;
   int64_t next;      // next chunk start (guarded by mu)
   int active;        // workers still inside the job
@@ -43,6 +46,9 @@ static void *worker_main(void *arg) {
     seen = p->generation;
     p->active++;
     int64_t b, e;
+    // Chunks compute as the starting thread would (denormals flushed or
+    // not): a parallel region is a split loop.
+    if (iron_fpenv_get() != p->fpenv) iron_fpenv_set(p->fpenv);
     while (take_chunk(p, &b, &e)) {
       pthread_mutex_unlock(&p->mu);
       tls_in_pool_chunk = true;
@@ -132,6 +138,7 @@ void iron_threadpool_parallel_for(iron_threadpool_t *p, int64_t n,
   pthread_mutex_lock(&p->mu);
   p->fn = fn;
   p->arg = arg;
+  p->fpenv = iron_fpenv_get();
   p->n = n;
   p->chunk = chunk;
   p->next = 0;

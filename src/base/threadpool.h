@@ -2,7 +2,8 @@
 // iron_threadpool_parallel_for takes part in the work and returns when every
 // chunk is done. Calls from several threads at once are serialized (one
 // parallel region at a time per pool); a nested call from inside a chunk runs
-// inline on the calling thread.
+// inline on the calling thread. Chunks run in the calling thread's
+// floating-point environment (base/fpenv.h).
 #ifndef IRON_BASE_THREADPOOL_H_
 #define IRON_BASE_THREADPOOL_H_
 

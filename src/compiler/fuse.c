@@ -321,7 +321,8 @@ static void drop_member(const iron_ir_op_t *op, int32_t *op_group,
 static int32_t join_reduce(fuse_ctx_t *c, use_ctx_t *u,
                            const iron_ir_op_t *op) {
   if (op->num_operands == 0 || op->num_operands % 2 ||
-      op->num_results != op->num_operands / 2 || !c->can_fuse(op))
+      op->num_results != op->num_operands / 2 || !c->can_fuse(op) ||
+      iron_ir_reduce_is_reshape(op))  // planned as a reshape
     return -1;
   uint32_t num = op->num_results;
   const iron_ir_type_t *shape = op->operands[0]->type;

@@ -694,6 +694,15 @@ static iron_status_t plan_op(scope_t *sc, const iron_ir_op_t *op,
         break;
       }
       // fall through
+    case IRON_OP_REDUCE:
+      // A reduce that reduces only size-1 dims is its operands reshaped,
+      // init values ignored, as in XLA (ir.h).
+      if (iron_ir_reduce_is_reshape(op)) {
+        s->kind = IRON_STEP_ALIAS;
+        break;
+      }
+      s->kind = IRON_STEP_KERNEL;
+      break;
     case IRON_OP_RESHAPE:
     case IRON_OP_BITCAST_CONVERT:
       // Same bytes, new type: share the storage (IRON_NO_ALIAS=1 runs the
@@ -717,10 +726,13 @@ static iron_status_t plan_op(scope_t *sc, const iron_ir_op_t *op,
   }
 
   if (s->kind == IRON_STEP_ALIAS) {
-    if (op->num_operands != op->num_results)
+    // Result i is operand i (a reduce's init values come after).
+    if (op->num_operands != op->num_results &&
+        !(op->kind == IRON_OP_REDUCE &&
+          op->num_operands == 2 * op->num_results))
       return iron_ir_op_unimplemented(op, "with %u operands and %u results",
                                       op->num_operands, op->num_results);
-    for (uint32_t i = 0; i < op->num_operands; ++i) {
+    for (uint32_t i = 0; i < op->num_results; ++i) {
       iron_tensor_t in;
       IRON_RETURN_IF_ERROR_PLAIN(
           type_to_tensor(op, op->operands[i]->type, &in));

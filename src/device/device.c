@@ -1,5 +1,7 @@
 #include "device/device.h"
 
+#include "base/fpenv.h"
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -154,6 +156,18 @@ static _Thread_local int tls_host_callback_depth = 0;
 void iron_device_host_callback_enter(void) { ++tls_host_callback_depth; }
 void iron_device_host_callback_leave(void) { --tls_host_callback_depth; }
 
+// Runs `job` on this thread (the worker, or inline on the caller).
+static void run_job(iron_device_t *dev, iron_job_t *job) {
+  if (dev->vtable->thread_enter) dev->vtable->thread_enter(dev);
+  if (!dev->flush_denormals) {
+    job->run(job);
+    return;
+  }
+  uint64_t fpenv = iron_fpenv_flush_enter();
+  job->run(job);
+  iron_fpenv_restore(fpenv);
+}
+
 static void *worker_main(void *arg) {
   iron_device_t *dev = arg;
   tls_worker_dev = dev;
@@ -168,8 +182,7 @@ static void *worker_main(void *arg) {
     if (!dev->head) dev->tail = NULL;
     dev->worker_busy = true;
     pthread_mutex_unlock(&dev->mu);
-    if (dev->vtable->thread_enter) dev->vtable->thread_enter(dev);
-    job->run(job);
+    run_job(dev, job);
     pthread_mutex_lock(&dev->mu);
     dev->worker_busy = false;
   }
@@ -200,6 +213,7 @@ iron_status_t iron_device_init_base(iron_device_t *dev,
   dev->destroy_on_exit = false;
   dev->worker_busy = false;
   dev->inline_busy = false;
+  dev->flush_denormals = false;
   const char *inl = getenv("IRON_INLINE_SMALL");
   dev->inline_small = !(inl && strcmp(inl, "0") == 0);
   if (!dev->sync) {
@@ -240,8 +254,7 @@ bool iron_device_deinit_base(iron_device_t *dev) {
 static void run_inline(iron_device_t *dev, iron_job_t *job) {
   const iron_device_t *prev = tls_worker_dev;
   tls_worker_dev = dev;
-  if (dev->vtable->thread_enter) dev->vtable->thread_enter(dev);
-  job->run(job);
+  run_job(dev, job);
   tls_worker_dev = prev;
 }
 

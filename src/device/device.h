@@ -238,6 +238,9 @@ struct iron_device {
   _Atomic int64_t peak_bytes_in_use;
   iron_threadpool_t *pool;  // kernels' thread pool (host)
   bool sync;                // IRON_SYNC=1: run jobs inline
+  // Jobs run with denormals flushed to zero (base/fpenv.h), as XLA:CPU runs
+  // its programs: the host device, unless IRON_HOST_DENORMALS=keep.
+  bool flush_denormals;
   // FIFO job queue served by `worker`.
   pthread_mutex_t mu;
   pthread_cond_t cv;

@@ -289,6 +289,21 @@ iron_status_t iron_ir_op_i64_list(const iron_ir_op_t *op, const char *name,
                                cap, out_count);
 }
 
+bool iron_ir_reduce_is_reshape(const iron_ir_op_t *op) {
+  if (op->kind != IRON_OP_REDUCE || op->num_results == 0 ||
+      op->num_operands != 2 * op->num_results)
+    return false;
+  for (uint32_t i = 0; i < op->num_results; ++i) {
+    const iron_ir_type_t *in = op->operands[i]->type, *out = op->results[i].type;
+    if (!in || !out || in->kind != IRON_TYPE_TENSOR ||
+        out->kind != IRON_TYPE_TENSOR || !iron_ir_type_is_static(in) ||
+        !iron_ir_type_is_static(out) || in->dtype != out->dtype ||
+        iron_ir_type_num_elements(in) != iron_ir_type_num_elements(out))
+      return false;
+  }
+  return true;
+}
+
 bool iron_ir_broadcast_is_reshape(const iron_ir_op_t *op) {
   if (op->kind != IRON_OP_BROADCAST_IN_DIM || op->num_operands != 1 ||
       op->num_results != 1)

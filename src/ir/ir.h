@@ -324,6 +324,12 @@ iron_status_t iron_ir_op_i64_list(const iron_ir_op_t *op, const char *name,
 // result dims (every other result dim is 1), so the row-major bytes are
 // identical (a reshape that only adds size-1 dims).
 bool iron_ir_broadcast_is_reshape(const iron_ir_op_t *op);
+// True when `op` is a stablehlo.reduce whose every result has as many
+// elements as its operand (the reduced dims have size 1): each result is
+// its operand reshaped. XLA replaces such a reduce with a reshape and
+// ignores the init values (measured on XLA:CPU: an add with init 5 returns
+// the operand; -0 and denormals pass unchanged), and so does iron.
+bool iron_ir_reduce_is_reshape(const iron_ir_op_t *op);
 // Whether stablehlo.pad's attributes for one dimension are consistent: an
 // operand dim of n elements with lo before, hi after and ip between each
 // pair gives od result elements (computed without overflow). Refuses

@@ -538,13 +538,11 @@ static iron_status_t build_fn(rf_t *r, const char *name, avail_fn_t avail,
       c->attrs = NULL;
     }
     if (r->kind[i] == K_TRED) {
-      // body(init, x) per row.
-      c->kind = r->body[i];
-      c->name = iron_op_kind_name(r->body[i]);
-      c->num_operands = 2;
-      iron_ir_value_t *x = operands[0];
-      operands[0] = operands[1];
-      operands[1] = x;
+      // x per row, the init value ignored, as XLA does (ir.h:
+      // iron_ir_reduce_is_reshape): an identity convert.
+      c->kind = IRON_OP_CONVERT;
+      c->name = iron_op_kind_name(IRON_OP_CONVERT);
+      c->num_operands = 1;
       c->num_regions = 0;
       c->regions = NULL;
       c->num_attrs = 0;

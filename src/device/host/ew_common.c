@@ -6,15 +6,15 @@
 
 #include "base/dtype.h"
 
-#if defined(__x86_64__) || defined(__i386__)
-#include <xmmintrin.h>
-#endif
+#include "base/fpenv.h"
 
 // XLA:CPU runs its kernels with denormals flushed to zero (inputs read as
 // zero, results flushed): sign(3e-39f) == 0, log(denormal) == -inf, f64
 // 3e-39 -> f32 gives 0. We match it by setting the FTZ/DAZ bits for the
-// duration of each run (on every thread that computes a chunk).
-// IRON_HOST_DENORMALS=keep turns this off (IEEE gradual underflow).
+// duration of each run (on every thread that computes a chunk); the host
+// device also sets them for whole jobs (device.h: flush_denormals), so
+// reductions, dots and windows flush as well. IRON_HOST_DENORMALS=keep
+// turns this off (IEEE gradual underflow).
 static atomic_int g_flush = -1;
 
 bool iron_ew_flush_enabled(void) {
@@ -29,28 +29,11 @@ bool iron_ew_flush_enabled(void) {
 
 uint64_t iron_ew_fpenv_enter(void) {
   if (!iron_ew_flush_enabled()) return 0;
-#if defined(__x86_64__) || defined(__i386__)
-  unsigned old = _mm_getcsr();
-  _mm_setcsr(old | 0x8040u);  // FTZ (bit 15) | DAZ (bit 6)
-  return old | (1ull << 32);
-#elif defined(__aarch64__)
-  uint64_t old;
-  __asm__ volatile("mrs %0, fpcr" : "=r"(old));
-  __asm__ volatile("msr fpcr, %0" : : "r"(old | (1ull << 24)));  // FZ
-  return old | (1ull << 32);
-#else
-  return 0;
-#endif
+  return iron_fpenv_flush_enter() | (1ull << 32);
 }
 
 void iron_ew_fpenv_leave(uint64_t saved) {
-  if (!(saved >> 32)) return;
-#if defined(__x86_64__) || defined(__i386__)
-  _mm_setcsr((unsigned)saved);
-#elif defined(__aarch64__)
-  uint64_t v = saved & 0xffffffffull;
-  __asm__ volatile("msr fpcr, %0" : : "r"(v));
-#endif
+  if (saved >> 32) iron_fpenv_restore(saved & 0xffffffffull);
 }
 
 // Below this many elements a loop runs inline; above it chunks of at least

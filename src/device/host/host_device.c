@@ -3,6 +3,7 @@
 #include <stdlib.h>
 
 #include "device/device.h"
+#include "device/host/ew_common.h"
 #include "device/host/host_kernel.h"
 
 typedef struct iron_host_device {
@@ -47,6 +48,7 @@ iron_status_t iron_host_device_create(iron_runtime_t *rt, int id,
     free(d);
     return st;
   }
+  d->base.flush_denormals = iron_ew_flush_enabled();
   *out_device = &d->base;
   return IRON_OK;
 }

@@ -1,8 +1,11 @@
 #include "device/host/reduce_fast.h"
 
+#include <float.h>
+#include <math.h>
 #include <string.h>
 
 #include "base/half.h"
+#include "device/host/ew_common.h"
 
 typedef struct { float re, im; } rc64_t;
 typedef struct { double re, im; } rc128_t;
@@ -14,6 +17,12 @@ typedef struct { double re, im; } rc128_t;
 #define ST_F16(x) iron_f32_to_f16(x)
 #define LD_BF16(x) iron_bf16_to_f32(x)
 #define ST_BF16(x) iron_f32_to_bf16(x)
+// Max/min read f32/f64 denormals as zero while the host flushes them, as
+// XLA:CPU's maxss/minss do: the compares alone would see a zero but return
+// the denormal's bits. (f16 values are normal in f32.)
+#define LD_DAZ_F32(x) (fabsf(x) < FLT_MIN ? (x) * 0.0f : (x))
+#define LD_DAZ_F64(x) (fabs(x) < DBL_MIN ? (x) * 0.0 : (x))
+#define LD_DAZ_BF16(x) LD_DAZ_F32(iron_bf16_to_f32(x))
 
 // Combiners. Float max/min: NaN wins; for equal values +0 beats -0 in max
 // and -0 beats +0 in min (what XLA:CPU returns for jnp.max/min).
@@ -134,15 +143,19 @@ static inline rc128_t c128_mul(rc128_t a, rc128_t b) {
       NAME##_row, NAME##_cols, NAME##_combine, NAME##_finish, sizeof(TA)};
 
 // Floats.
-#define F_OPS(P, TI, TA, LD, ST)                                  \
+// `LDZ`: the load of max/min while denormals are flushed (P##_max, _min);
+// P##_max_keep and _min_keep load with LD (IRON_HOST_DENORMALS=keep).
+#define F_OPS(P, TI, TA, LD, LDZ, ST)                             \
   IRON_REDUCE_DEFINE_(P##_add, TI, TA, LD, ST, OP_ADD)            \
   IRON_REDUCE_DEFINE_(P##_mul, TI, TA, LD, ST, OP_MUL)            \
-  IRON_REDUCE_DEFINE_(P##_max, TI, TA, LD, ST, OP_FMAX)           \
-  IRON_REDUCE_DEFINE_(P##_min, TI, TA, LD, ST, OP_FMIN)
-F_OPS(r_f32, float, float, LD_ID, ST_ID)
-F_OPS(r_f64, double, double, LD_ID, ST_ID)
-F_OPS(r_f16, uint16_t, float, LD_F16, ST_F16)
-F_OPS(r_bf16, uint16_t, float, LD_BF16, ST_BF16)
+  IRON_REDUCE_DEFINE_(P##_max, TI, TA, LDZ, ST, OP_FMAX)          \
+  IRON_REDUCE_DEFINE_(P##_min, TI, TA, LDZ, ST, OP_FMIN)          \
+  IRON_REDUCE_DEFINE_(P##_max_keep, TI, TA, LD, ST, OP_FMAX)      \
+  IRON_REDUCE_DEFINE_(P##_min_keep, TI, TA, LD, ST, OP_FMIN)
+F_OPS(r_f32, float, float, LD_ID, LD_DAZ_F32, ST_ID)
+F_OPS(r_f64, double, double, LD_ID, LD_DAZ_F64, ST_ID)
+F_OPS(r_f16, uint16_t, float, LD_F16, LD_F16, ST_F16)
+F_OPS(r_bf16, uint16_t, float, LD_BF16, LD_DAZ_BF16, ST_BF16)
 
 IRON_REDUCE_DEFINE_(r_c64_add, rc64_t, rc64_t, LD_ID, ST_ID, c64_add)
 IRON_REDUCE_DEFINE_(r_c64_mul, rc64_t, rc64_t, LD_ID, ST_ID, c64_mul)
@@ -173,13 +186,13 @@ S_OPS(r_s16, int16_t)
 S_OPS(r_s32, int32_t)
 S_OPS(r_s64, int64_t)
 
-#define PICK_F(P)                               \
-  switch (kind) {                               \
-    case IRON_OP_ADD: return &P##_add;          \
-    case IRON_OP_MULTIPLY: return &P##_mul;     \
-    case IRON_OP_MAXIMUM: return &P##_max;      \
-    case IRON_OP_MINIMUM: return &P##_min;      \
-    default: return NULL;                       \
+#define PICK_F(P)                                            \
+  switch (kind) {                                            \
+    case IRON_OP_ADD: return &P##_add;                       \
+    case IRON_OP_MULTIPLY: return &P##_mul;                  \
+    case IRON_OP_MAXIMUM: return daz ? &P##_max : &P##_max_keep; \
+    case IRON_OP_MINIMUM: return daz ? &P##_min : &P##_min_keep; \
+    default: return NULL;                                    \
   }
 #define PICK_U(P)                               \
   switch (kind) {                               \
@@ -201,6 +214,7 @@ S_OPS(r_s64, int64_t)
 
 const iron_host_reduce_impl_t *iron_host_reduce_impl_lookup(
     iron_op_kind_t kind, iron_dtype_t dtype) {
+  bool daz = iron_ew_flush_enabled();
   switch (dtype) {
     case IRON_DTYPE_F32: PICK_F(r_f32)
     case IRON_DTYPE_F64: PICK_F(r_f64)

@@ -19,12 +19,14 @@
 // through ctx->call_region (vectorized over all outputs when element-wise).
 // IRON_HOST_WINDOW_FAST=0 disables the typed loops (read at prepare).
 #include <complex.h>
+#include <float.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "base/cplx.h"
 #include "base/half.h"
+#include "device/host/ew_common.h"
 #include "device/host/host_kernel.h"
 #include "device/host/shape_copy.h"
 #include "device/plans/window_plan.h"
@@ -228,6 +230,15 @@ static iron_op_kind_t single_op_body(const iron_ir_region_t *r,
        ? (a)                                                     \
        : (b))
 #define ID_(x) (x)
+// Stores of max/min results while the host flushes denormals: XLA:CPU's
+// maxss/minss return a denormal operand as zero. The compares already run
+// with denormals read as zero (the job's FP environment), so flushing the
+// winner equals flushing every operand, ties included.
+#define DAZ_F32_(x) \
+  (iron_ew_flush_enabled() && fabsf(x) < FLT_MIN ? (x) * 0.0f : (x))
+#define DAZ_F64_(x) \
+  (iron_ew_flush_enabled() && fabs(x) < DBL_MIN ? (x) * 0.0 : (x))
+#define DAZ_BF16_(x) iron_f32_to_bf16(DAZ_F32_(x))
 
 // The accumulator round-trips through the storage type between runs:
 // exact, since every op's result is rounded to that type anyway (halves) or
@@ -264,14 +275,14 @@ DEF_INT(u16, uint16_t, uint16_t)
 DEF_INT(u32, uint32_t, uint32_t)
 DEF_INT(u64, uint64_t, uint64_t)
 
-#define DEF_FLT(SUF, T, ACC, LOAD, STORE)                    \
+#define DEF_FLT(SUF, T, ACC, LOAD, STORE, STOREZ)            \
   DEF_FAST(f_add_##SUF, T, ACC, LOAD, STORE, ADD_)           \
   DEF_FAST(f_mul_##SUF, T, ACC, LOAD, STORE, MUL_)           \
-  DEF_FAST(f_max_##SUF, T, ACC, LOAD, STORE, FMAX_)          \
-  DEF_FAST(f_min_##SUF, T, ACC, LOAD, STORE, FMIN_)
+  DEF_FAST(f_max_##SUF, T, ACC, LOAD, STOREZ, FMAX_)         \
+  DEF_FAST(f_min_##SUF, T, ACC, LOAD, STOREZ, FMIN_)
 
-DEF_FLT(f32, float, float, ID_, ID_)
-DEF_FLT(f64, double, double, ID_, ID_)
+DEF_FLT(f32, float, float, ID_, ID_, DAZ_F32_)
+DEF_FLT(f64, double, double, ID_, ID_, DAZ_F64_)
 // Half types: XLA:CPU computes each body op in f32 and rounds its result to
 // the half type (the reduce_window stays in the half type), so do we.
 #define F16R_(x) iron_f16_to_f32(iron_f32_to_f16(x))
@@ -281,14 +292,17 @@ DEF_FLT(f64, double, double, ID_, ID_)
 #define ADD_BF16_(a, b) BF16R_((a) + (b))
 #define MUL_BF16_(a, b) BF16R_((a) * (b))
 
-#define DEF_HALF(SUF, LOAD, STORE, ADD, MUL)                           \
+#define DEF_HALF(SUF, LOAD, STORE, STOREZ, ADD, MUL)                   \
   DEF_FAST(f_add_##SUF, uint16_t, float, LOAD, STORE, ADD)            \
   DEF_FAST(f_mul_##SUF, uint16_t, float, LOAD, STORE, MUL)            \
-  DEF_FAST(f_max_##SUF, uint16_t, float, LOAD, STORE, FMAX_)          \
-  DEF_FAST(f_min_##SUF, uint16_t, float, LOAD, STORE, FMIN_)
+  DEF_FAST(f_max_##SUF, uint16_t, float, LOAD, STOREZ, FMAX_)         \
+  DEF_FAST(f_min_##SUF, uint16_t, float, LOAD, STOREZ, FMIN_)
 
-DEF_HALF(f16, iron_f16_to_f32, iron_f32_to_f16, ADD_F16_, MUL_F16_)
-DEF_HALF(bf16, iron_bf16_to_f32, iron_f32_to_bf16, ADD_BF16_, MUL_BF16_)
+// (f16 values are normal in f32: nothing to flush.)
+DEF_HALF(f16, iron_f16_to_f32, iron_f32_to_f16, iron_f32_to_f16, ADD_F16_,
+         MUL_F16_)
+DEF_HALF(bf16, iron_bf16_to_f32, iron_f32_to_bf16, DAZ_BF16_, ADD_BF16_,
+         MUL_BF16_)
 
 #define DEF_CPLX(SUF, F)                                                   \
   static void f_add_##SUF(const void *xv, const int64_t *offs, int64_t n,  \
@@ -460,14 +474,14 @@ DEF_SCAN_INT(u16, uint16_t, uint16_t)
 DEF_SCAN_INT(u32, uint32_t, uint32_t)
 DEF_SCAN_INT(u64, uint64_t, uint64_t)
 
-#define DEF_SCAN_FLT(SUF, T, ACC, LOAD, STORE)            \
+#define DEF_SCAN_FLT(SUF, T, ACC, LOAD, STORE, STOREZ)    \
   DEF_SCAN(s_add_##SUF, T, ACC, LOAD, STORE, ADD_)        \
   DEF_SCAN(s_mul_##SUF, T, ACC, LOAD, STORE, MUL_)        \
-  DEF_SCAN(s_max_##SUF, T, ACC, LOAD, STORE, FMAX_)       \
-  DEF_SCAN(s_min_##SUF, T, ACC, LOAD, STORE, FMIN_)
+  DEF_SCAN(s_max_##SUF, T, ACC, LOAD, STOREZ, FMAX_)      \
+  DEF_SCAN(s_min_##SUF, T, ACC, LOAD, STOREZ, FMIN_)
 
-DEF_SCAN_FLT(f32, float, float, ID_, ID_)
-DEF_SCAN_FLT(f64, double, double, ID_, ID_)
+DEF_SCAN_FLT(f32, float, float, ID_, ID_, DAZ_F32_)
+DEF_SCAN_FLT(f64, double, double, ID_, ID_, DAZ_F64_)
 DEF_SCAN(s_add_f16, uint16_t, float, iron_f16_to_f32, iron_f32_to_f16,
          ADD_F16_)
 DEF_SCAN(s_mul_f16, uint16_t, float, iron_f16_to_f32, iron_f32_to_f16,
@@ -478,10 +492,8 @@ DEF_SCAN(s_add_bf16, uint16_t, float, iron_bf16_to_f32, iron_f32_to_bf16,
          ADD_BF16_)
 DEF_SCAN(s_mul_bf16, uint16_t, float, iron_bf16_to_f32, iron_f32_to_bf16,
          MUL_BF16_)
-DEF_SCAN(s_max_bf16, uint16_t, float, iron_bf16_to_f32, iron_f32_to_bf16,
-         FMAX_)
-DEF_SCAN(s_min_bf16, uint16_t, float, iron_bf16_to_f32, iron_f32_to_bf16,
-         FMIN_)
+DEF_SCAN(s_max_bf16, uint16_t, float, iron_bf16_to_f32, DAZ_BF16_, FMAX_)
+DEF_SCAN(s_min_bf16, uint16_t, float, iron_bf16_to_f32, DAZ_BF16_, FMIN_)
 
 // Complex add/multiply (plain formula, like the typed reduce loops above).
 #define CMULF_(a, b)                                        \
