@@ -301,6 +301,24 @@ def _(b, h):
             lax.bitcast_convert_type(nb.reshape(2, 4), jnp.int16))
 
 
+# fz_4200754: a product reduce of f64 values that lands on a denormal:
+# XLA:CPU flushes it (its programs run with FTZ/DAZ), the host device did
+# not (its reduce kernels ran outside the flushing FP environment). The
+# class: sums, products, max/min, windows over denormals and signed zeros,
+# and reduces over size-1 dims (a reshape in XLA, -0.0 kept).
+@extra("fz_denormal_reductions", lambda rng: (
+    np.array([[1e-160, 1e-160, 3.0, 1.0], [1e-300, 1e-10, 1.0, -0.0],
+              [-1e-310, 5e-311, 0.0, 2.0]], np.float64),
+    np.array([[1e-40, -1e-40, 2e-20, 2e-20], [-0.0, -0.0, 5e-41, 1.0],
+              [1e-40, 1e-40, 1e-40, -1e-40]], np.float32)), x64=True)
+def _(d, f):
+    return (jnp.prod(d, axis=1), jnp.sum(d * 1e-150, axis=1),
+            jnp.max(d, axis=1), jnp.min(f, axis=1), jnp.prod(f, axis=1),
+            jnp.sum(f), jnp.cumsum(f, axis=1), lax.cummax(d, axis=1),
+            jnp.sum(f[:, :, None], axis=2), jnp.max(d[:, None, :], axis=1),
+            jnp.cumsum(f[:, :1], axis=1), f @ f.T)
+
+
 # fz_101685: an s4 constant -1 was stored as the byte 0xff (the IR's
 # sign-extended form) where buffers hold low bits (0x0f: ml_dtypes, XLA:CPU,
 # every kernel); a CUDA select re-encoding it made host and CUDA differ.

@@ -695,9 +695,12 @@ static iron_status_t plan_op(scope_t *sc, const iron_ir_op_t *op,
       }
       // fall through
     case IRON_OP_REDUCE:
+    case IRON_OP_REDUCE_WINDOW:
       // A reduce that reduces only size-1 dims is its operands reshaped,
-      // init values ignored, as in XLA (ir.h).
-      if (iron_ir_reduce_is_reshape(op)) {
+      // init values ignored; a reduce_window of one-element windows with an
+      // identity init is its operand: as in XLA (ir.h).
+      if (iron_ir_reduce_is_reshape(op) ||
+          iron_ir_reduce_window_is_identity(op)) {
         s->kind = IRON_STEP_ALIAS;
         break;
       }
@@ -728,7 +731,8 @@ static iron_status_t plan_op(scope_t *sc, const iron_ir_op_t *op,
   if (s->kind == IRON_STEP_ALIAS) {
     // Result i is operand i (a reduce's init values come after).
     if (op->num_operands != op->num_results &&
-        !(op->kind == IRON_OP_REDUCE &&
+        !((op->kind == IRON_OP_REDUCE ||
+           op->kind == IRON_OP_REDUCE_WINDOW) &&
           op->num_operands == 2 * op->num_results))
       return iron_ir_op_unimplemented(op, "with %u operands and %u results",
                                       op->num_operands, op->num_results);

@@ -304,6 +304,105 @@ bool iron_ir_reduce_is_reshape(const iron_ir_op_t *op) {
   return true;
 }
 
+// The constant behind `v` (through rank-0 broadcasts), or NULL.
+static const iron_ir_attr_t *scalar_constant(const iron_ir_value_t *v) {
+  for (int hops = 0; v && v->def_op && hops < 4; ++hops) {
+    const iron_ir_op_t *d = v->def_op;
+    if (d->kind == IRON_OP_CONSTANT) {
+      const iron_ir_attr_t *a = iron_ir_op_attr(d, "value");
+      return a && a->kind == IRON_ATTR_DENSE && a->dense.data ? a : NULL;
+    }
+    if (d->kind != IRON_OP_BROADCAST_IN_DIM || d->num_operands != 1 ||
+        iron_ir_type_num_elements(d->operands[0]->type) != 1)
+      return NULL;
+    v = d->operands[0];
+  }
+  return NULL;
+}
+
+// Whether the dense scalar `a` of dtype `dt` is an identity of `k` that
+// XLA's simplifier drops: 0 (either sign) for add, -inf or the lowest
+// integer for max, +inf or the highest for min. (It keeps a multiply by 1:
+// measured, 1 * denormal flushes on XLA:CPU.)
+static bool is_identity(iron_op_kind_t k, iron_dtype_t dt,
+                        const iron_ir_attr_t *a) {
+  size_t es = iron_dtype_size(dt);
+  if (es == 0 || es > 8 || a->dense.size < es) return false;
+  if (dt == IRON_DTYPE_F32 || dt == IRON_DTYPE_F64) {
+    double f;
+    if (dt == IRON_DTYPE_F32) {
+      float x;
+      memcpy(&x, a->dense.data, 4);
+      f = x;
+    } else {
+      memcpy(&f, a->dense.data, 8);
+    }
+    return k == IRON_OP_ADD       ? f == 0
+           : k == IRON_OP_MAXIMUM ? f == -__builtin_inf()
+           : k == IRON_OP_MINIMUM ? f == __builtin_inf()
+                                  : false;
+  }
+  bool sgn = dt == IRON_DTYPE_S8 || dt == IRON_DTYPE_S16 ||
+             dt == IRON_DTYPE_S32 || dt == IRON_DTYPE_S64;
+  bool uns = dt == IRON_DTYPE_U8 || dt == IRON_DTYPE_U16 ||
+             dt == IRON_DTYPE_U32 || dt == IRON_DTYPE_U64;
+  if (!sgn && !uns) return false;  // halves, complex, bool: not needed
+  uint64_t u = 0;
+  memcpy(&u, a->dense.data, es);
+  uint64_t mask = es == 8 ? ~0ull : (1ull << (8 * es)) - 1;
+  uint64_t sign_bit = 1ull << (8 * es - 1);
+  return k == IRON_OP_ADD       ? u == 0
+         : k == IRON_OP_MAXIMUM ? u == (sgn ? sign_bit : 0)
+         : k == IRON_OP_MINIMUM ? u == (sgn ? (mask >> 1) : mask)
+                                : false;
+}
+
+bool iron_ir_reduce_window_is_identity(const iron_ir_op_t *op) {
+  if (op->kind != IRON_OP_REDUCE_WINDOW || op->num_operands != 2 ||
+      op->num_results != 1 || op->num_regions != 1 ||
+      op->regions[0].num_blocks != 1)
+    return false;
+  const iron_ir_type_t *in = op->operands[0]->type, *out = op->results[0].type;
+  if (!in || !out || in->kind != IRON_TYPE_TENSOR ||
+      out->kind != IRON_TYPE_TENSOR || !iron_ir_type_is_static(in) ||
+      !iron_ir_type_is_static(out) || in->dtype != out->dtype ||
+      iron_ir_type_num_elements(in) != iron_ir_type_num_elements(out))
+    return false;
+  int64_t v[2 * IRON_MAX_RANK];
+  uint32_t n = 0;
+  static const char *const kOnes[] = {"window_dimensions", "base_dilations"};
+  for (int i = 0; i < 2; ++i) {
+    iron_status_t st = iron_ir_op_i64_list(op, kOnes[i], v, IRON_MAX_RANK, &n);
+    if (st) {
+      iron_status_free(st);
+      return false;
+    }
+    if (i == 0 && n != (uint32_t)in->rank) return false;
+    for (uint32_t d = 0; d < n; ++d)
+      if (v[d] != 1) return false;
+  }
+  iron_status_t st = iron_ir_op_i64_list(op, "padding", v, 2 * IRON_MAX_RANK, &n);
+  if (st) {
+    iron_status_free(st);
+    return false;
+  }
+  for (uint32_t d = 0; d < n; ++d)
+    if (v[d] != 0) return false;
+  // body(a, b) = op(a, b) or op(b, a), returned.
+  const iron_ir_block_t *body = &op->regions[0].blocks[0];
+  if (body->num_args != 2 || body->num_ops != 2) return false;
+  const iron_ir_op_t *f = body->ops[0], *ret = body->ops[1];
+  if (f->num_operands != 2 || f->num_results != 1 || ret->num_operands != 1 ||
+      ret->operands[0] != &f->results[0])
+    return false;
+  const iron_ir_value_t *a0 = f->operands[0], *a1 = f->operands[1];
+  bool args = (a0 == &body->args[0] && a1 == &body->args[1]) ||
+              (a0 == &body->args[1] && a1 == &body->args[0]);
+  if (!args) return false;
+  const iron_ir_attr_t *init = scalar_constant(op->operands[1]);
+  return init && is_identity(f->kind, in->dtype, init);
+}
+
 bool iron_ir_broadcast_is_reshape(const iron_ir_op_t *op) {
   if (op->kind != IRON_OP_BROADCAST_IN_DIM || op->num_operands != 1 ||
       op->num_results != 1)

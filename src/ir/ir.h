@@ -330,6 +330,15 @@ bool iron_ir_broadcast_is_reshape(const iron_ir_op_t *op);
 // ignores the init values (measured on XLA:CPU: an add with init 5 returns
 // the operand; -0 and denormals pass unchanged), and so does iron.
 bool iron_ir_reduce_is_reshape(const iron_ir_op_t *op);
+// True when `op` is a one-operand stablehlo.reduce_window whose windows
+// each hold one element of its operand (window dims 1, no padding, no base
+// dilation, as many elements out as in) and whose init is a constant
+// identity of its one-op body that XLA drops (add of 0 of either sign, max
+// of -inf or the lowest integer, min of +inf or the highest): XLA replaces
+// it with its operand (measured on XLA:CPU: a cumsum over a length-1 axis
+// keeps -0.0 and denormals, a cumprod flushes them), and so does iron.
+// With another init or body XLA computes it, and so does iron.
+bool iron_ir_reduce_window_is_identity(const iron_ir_op_t *op);
 // Whether stablehlo.pad's attributes for one dimension are consistent: an
 // operand dim of n elements with lo before, hi after and ip between each
 // pair gives od result elements (computed without overflow). Refuses

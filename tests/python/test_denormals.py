@@ -1,0 +1,76 @@
+"""Denormals and signed zeros through reductions, scans, windows and dots,
+compared bit for bit with XLA:CPU (jax's CPU backend) on the same inputs.
+
+XLA:CPU runs whole programs with denormals flushed (FTZ and DAZ), so a sum
+or product that lands on a denormal gives 0, and a max/min of denormals
+returns zero; the host device does the same for every job (base/fpenv.h,
+device.h: flush_denormals). A reduce over size-1 dims is a reshape in XLA
+(init ignored, -0.0 and denormals pass unchanged), and so in iron
+(ir.h: iron_ir_reduce_is_reshape). The programs are a sweep: each op over
+f32, f64 and bf16 rows of denormals, +-0 and normal values, at lengths
+around the host's vector and thread-split boundaries."""
+import ml_dtypes
+import numpy as np
+import pytest
+import jax
+import jax.numpy as jnp
+from jax import lax
+
+jax.config.update("jax_enable_x64", True)
+
+_TINY = {np.float32: np.float32(1e-40), np.float64: np.float64(1e-310),
+         ml_dtypes.bfloat16: ml_dtypes.bfloat16(1e-39)}
+
+
+def _rows(dt, n):
+    """3 x n: denormals of both signs, zeros of both signs, and products
+    that underflow (a tiny normal value in rows that multiply). Every sum
+    is exact in any order: the test is about flushing, not summation
+    order."""
+    t = float(_TINY[dt])
+    rng = np.random.default_rng(n)
+    pick = np.array([t, -t, 0.5 * t, 0.0, -0.0, 3 * t])
+    a = rng.choice(pick, size=(3, n))
+    # Powers of two: sums exact in any order, products underflow.
+    a[1, ::7] = 2.0 ** (-70 if dt is not np.float64 else -540)
+    a[2, n // 2] = 2.0
+    return a.astype(dt)
+
+
+def _programs(dt):
+    one = np.array(1, dt)
+    progs = {
+        "sum": lambda a: jnp.sum(a, axis=1),
+        "prod": lambda a: jnp.prod(a, axis=1),
+        "max": lambda a: jnp.max(a, axis=1),
+        "min": lambda a: jnp.min(a, axis=1),
+        "sum_all": lambda a: jnp.sum(a),
+        "cumsum": lambda a: jnp.cumsum(a, axis=1),
+        "cumprod": lambda a: jnp.cumprod(a, axis=1),
+        "cummax": lambda a: lax.cummax(a, axis=1),
+        "window_sum": lambda a: lax.reduce_window(
+            a, np.array(0, dt), lax.add, (1, 2), (1, 1), "VALID"),
+        "window_max": lambda a: lax.reduce_window(
+            a, np.array(-np.inf, dt), lax.max, (1, 2), (1, 1), "VALID"),
+        # Size-1 reduced dims: a reshape in XLA, whatever the init.
+        "sum_unit_axis": lambda a: jnp.sum(a[:, :, None], axis=2),
+        "max_unit_axis": lambda a: jnp.max(a[:, None, :], axis=1),
+        "reduce_init5": lambda a: lax.reduce(
+            a[:, :, None], np.array(5, dt), lax.add, (2,)),
+    }
+    if dt is not ml_dtypes.bfloat16:
+        progs["dot"] = lambda a: a @ (a.T * one)
+    return progs
+
+
+@pytest.mark.parametrize("n", [1, 2, 7, 16, 33, 257])
+@pytest.mark.parametrize("dt", list(_TINY), ids=lambda d: np.dtype(d).name)
+def test_denormals_match_xla_cpu(iron_device, cpu_device, dt, n):
+    x = _rows(dt, n)
+    bad = []
+    for name, f in _programs(dt).items():
+        got = np.asarray(jax.jit(f)(jax.device_put(x, iron_device)))
+        want = np.asarray(jax.jit(f)(jax.device_put(x, cpu_device)))
+        if got.dtype != want.dtype or got.tobytes() != want.tobytes():
+            bad.append(f"{name}: iron {got.ravel()[:6]} xla {want.ravel()[:6]}")
+    assert not bad, "\n".join(bad)
