@@ -112,7 +112,9 @@ static bool op_keeps_denormals(iron_op_kind_t k) {
 }
 
 // A region body's fold arithmetic on real floats (IRON_CUDA_SCALAR_BODY):
-// computed as it is, without flushes or f16/bf16 rounding.
+// computed without f16/bf16 rounding (the accumulator stays f32, as on the
+// host), denormals flushed as in every other op (the host's reduce, scan
+// and window loops run with FTZ/DAZ, as XLA:CPU's).
 static bool body_raw_op(const iron_cuda_scalar_t *s, iron_op_kind_t k,
                         iron_dtype_t wide) {
   if (s->mode != IRON_CUDA_SCALAR_BODY || !is_real_float(wide)) return false;
@@ -812,8 +814,8 @@ static bool result_flushed(const iron_cuda_scalar_t *s, const iron_ir_op_t *d) {
   iron_dtype_t out = d->results[0].type->dtype;
   if (!held(out) || is_narrow(out)) return false;
   iron_op_kind_t k = d->kind;
-  return is_real_float(out) && !body_raw_op(s, k, out) &&
-         !op_keeps_denormals(k) && k != IRON_OP_CONSTANT &&
+  return is_real_float(out) && !op_keeps_denormals(k) &&
+         k != IRON_OP_CONSTANT &&
          k != IRON_OP_CONVERT && k != IRON_OP_IOTA;
 }
 
@@ -845,8 +847,7 @@ static void arg_text(const iron_cuda_scalar_t *s, const iron_ir_op_t *op,
     // Converts from/to narrow dtypes flush as they need (narrow_convert).
     if (is_narrow(v->type->dtype) || is_narrow(to)) flush = false;
   }
-  if (body_raw_op(s, op->kind, dt) || hw_flushes(s, op->kind, dt))
-    flush = false;
+  if (hw_flushes(s, op->kind, dt)) flush = false;
   // An operand computed in the same block by an op whose result the
   // emitter flushed (every generator emits such ops through it).
   if (flush && v->def_op && v->def_op->parent == op->parent &&
@@ -862,13 +863,15 @@ static void emit_plain(const iron_cuda_scalar_t *s, iron_op_kind_t k,
                        iron_dtype_t out, const char *var, const char *expr) {
   const char *ct = iron_cuda_type(out).comp;
   const char *in = s->indent;
-  if (body_raw_op(s, k, out)) {
-    iron_cuda_text_printf(s->t, "%sconst %s %s = %s;\n", in, ct, var, expr);
-    return;
-  }
   bool flush_out = s->flush && is_real_float(out) && !op_keeps_denormals(k) &&
                    k != IRON_OP_CONSTANT && k != IRON_OP_CONVERT &&
                    k != IRON_OP_IOTA && !hw_flushes(s, k, out);
+  if (body_raw_op(s, k, out)) {  // no rounding to f16/bf16
+    iron_cuda_text_printf(s->t, "%sconst %s %s = %s%s%s;\n", in, ct, var,
+                          flush_out ? "iron_daz(" : "", expr,
+                          flush_out ? ")" : "");
+    return;
+  }
   // A select or reshape moves f16/bf16 values that are rounded already:
   // rounding again would change nothing but a NaN's payload (the hardware
   // rounding returns the canonical NaN), which the host and XLA:CPU keep
