@@ -91,7 +91,7 @@ static const char kCudaEmuShim[] =
 // be noexec) and opens it. NULL on failure (reported on stderr).
 typedef struct cuda_emu_lib {
   void *handle;
-  char dir[64], cpp[700], so[700];
+  char dir[600], cpp[700], so[700];
 } cuda_emu_lib_t;
 
 static inline bool cuda_emu_have_cxx(void) {
@@ -417,12 +417,16 @@ static inline bool cuda_emu_build_with(const char *shim, bool tramps,
                                        const char *common,
                                        cuda_emu_lib_t *out) {
   memset(out, 0, sizeof(*out));
-  snprintf(out->dir, sizeof(out->dir), "iron_cuda_emuXXXXXX");
+  // Under $TMPDIR (or /tmp): a run killed midway leaves nothing in the
+  // tree it ran from.
+  const char *tmp = getenv("TMPDIR");
+  if (!tmp || !tmp[0]) tmp = "/tmp";
+  if ((size_t)snprintf(out->dir, sizeof(out->dir), "%s/iron_cuda_emuXXXXXX",
+                       tmp) >= sizeof(out->dir))
+    return false;
   if (!mkdtemp(out->dir)) return false;
-  char cwd[512];
-  if (!getcwd(cwd, sizeof(cwd))) return false;
-  snprintf(out->cpp, sizeof(out->cpp), "%s/%s/k.cpp", cwd, out->dir);
-  snprintf(out->so, sizeof(out->so), "%s/%s/k.so", cwd, out->dir);
+  snprintf(out->cpp, sizeof(out->cpp), "%s/k.cpp", out->dir);
+  snprintf(out->so, sizeof(out->so), "%s/k.so", out->dir);
   FILE *f = fopen(out->cpp, "w");
   if (!f) return false;
   fputs(shim, f);
