@@ -289,16 +289,20 @@ iron_status_t iron_ir_op_i64_list(const iron_ir_op_t *op, const char *name,
                                cap, out_count);
 }
 
+// Static tensors of one dtype and element count (a reshape's types).
+static bool same_elements(const iron_ir_type_t *in, const iron_ir_type_t *out) {
+  return in && out && in->kind == IRON_TYPE_TENSOR &&
+         out->kind == IRON_TYPE_TENSOR && iron_ir_type_is_static(in) &&
+         iron_ir_type_is_static(out) && in->dtype == out->dtype &&
+         iron_ir_type_num_elements(in) == iron_ir_type_num_elements(out);
+}
+
 bool iron_ir_reduce_is_reshape(const iron_ir_op_t *op) {
   if (op->kind != IRON_OP_REDUCE || op->num_results == 0 ||
       op->num_operands != 2 * op->num_results)
     return false;
   for (uint32_t i = 0; i < op->num_results; ++i) {
-    const iron_ir_type_t *in = op->operands[i]->type, *out = op->results[i].type;
-    if (!in || !out || in->kind != IRON_TYPE_TENSOR ||
-        out->kind != IRON_TYPE_TENSOR || !iron_ir_type_is_static(in) ||
-        !iron_ir_type_is_static(out) || in->dtype != out->dtype ||
-        iron_ir_type_num_elements(in) != iron_ir_type_num_elements(out))
+    if (!same_elements(op->operands[i]->type, op->results[i].type))
       return false;
   }
   return true;
@@ -363,11 +367,7 @@ bool iron_ir_reduce_window_is_identity(const iron_ir_op_t *op) {
       op->regions[0].num_blocks != 1)
     return false;
   const iron_ir_type_t *in = op->operands[0]->type, *out = op->results[0].type;
-  if (!in || !out || in->kind != IRON_TYPE_TENSOR ||
-      out->kind != IRON_TYPE_TENSOR || !iron_ir_type_is_static(in) ||
-      !iron_ir_type_is_static(out) || in->dtype != out->dtype ||
-      iron_ir_type_num_elements(in) != iron_ir_type_num_elements(out))
-    return false;
+  if (!same_elements(in, out)) return false;
   int64_t v[2 * IRON_MAX_RANK];
   uint32_t n = 0;
   static const char *const kOnes[] = {"window_dimensions", "base_dilations"};
@@ -408,11 +408,7 @@ bool iron_ir_broadcast_is_reshape(const iron_ir_op_t *op) {
       op->num_results != 1)
     return false;
   const iron_ir_type_t *in = op->operands[0]->type, *out = op->results[0].type;
-  if (!in || !out || in->kind != IRON_TYPE_TENSOR ||
-      out->kind != IRON_TYPE_TENSOR || !iron_ir_type_is_static(in) ||
-      !iron_ir_type_is_static(out) || in->dtype != out->dtype ||
-      iron_ir_type_num_elements(in) != iron_ir_type_num_elements(out))
-    return false;
+  if (!same_elements(in, out)) return false;
   int64_t bd[IRON_MAX_RANK];
   uint32_t nb = 0;
   iron_status_t st =

@@ -61,6 +61,19 @@ static void check_contents(iron_buffer_t *b) {
   CHECK(memcmp(y, kX, sizeof(y)) == 0);
 }
 
+// Runs the identity program on `arg` and checks that its result is kX.
+static void run_identity(iron_executable_t *exe, iron_buffer_t *arg) {
+  iron_buffer_t *out = NULL;
+  iron_event_t *done = NULL;
+  CHECK_OK(iron_executable_execute(exe, &arg, 1, NULL, &out, &done));
+  if (done) {
+    CHECK_OK(iron_event_wait(done));
+    iron_event_release(done);
+  }
+  if (out) check_contents(out);
+  iron_buffer_release(out);
+}
+
 static void test_spaces_on_cuda(void) {
   fake_dev_t f = fake_dev_open_with(&g_api, no_kernels);
   CHECK(iron_device_has_host_memory(f.dev));
@@ -112,14 +125,7 @@ static void test_spaces_on_cuda(void) {
     CHECK(st && strstr(iron_status_message(st), "host memory") != NULL);
     iron_status_free(st);
     CHECK(out == NULL);
-    iron_event_t *done = NULL;
-    CHECK_OK(iron_executable_execute(exe, &dev, 1, NULL, &out, &done));
-    if (done) {
-      CHECK_OK(iron_event_wait(done));
-      iron_event_release(done);
-    }
-    if (out) check_contents(out);
-    iron_buffer_release(out);
+    run_identity(exe, dev);
     iron_executable_release(exe);
   }
 
@@ -184,15 +190,7 @@ static void test_spaces_on_host(void) {
   CHECK_OK(iron_executable_compile_module(rt, build_identity(), NULL, 0, NULL,
                                           &exe));
   if (exe) {
-    iron_buffer_t *out = NULL;
-    iron_event_t *done = NULL;
-    CHECK_OK(iron_executable_execute(exe, &b, 1, NULL, &out, &done));
-    if (done) {
-      CHECK_OK(iron_event_wait(done));
-      iron_event_release(done);
-    }
-    if (out) check_contents(out);
-    iron_buffer_release(out);
+    run_identity(exe, b);
     iron_executable_release(exe);
   }
   iron_buffer_release(d);

@@ -1,7 +1,5 @@
 #include "device/host/reduce_fast.h"
 
-#include <float.h>
-#include <math.h>
 #include <string.h>
 
 #include "base/half.h"
@@ -20,9 +18,9 @@ typedef struct { double re, im; } rc128_t;
 // Max/min read f32/f64 denormals as zero while the host flushes them, as
 // XLA:CPU's maxss/minss do: the compares alone would see a zero but return
 // the denormal's bits. (f16 values are normal in f32.)
-#define LD_DAZ_F32(x) (fabsf(x) < FLT_MIN ? (x) * 0.0f : (x))
-#define LD_DAZ_F64(x) (fabs(x) < DBL_MIN ? (x) * 0.0 : (x))
-#define LD_DAZ_BF16(x) LD_DAZ_F32(iron_bf16_to_f32(x))
+#define LD_DAZ_F32(x) ew_dazf(x)
+#define LD_DAZ_F64(x) ew_daz(x)
+#define LD_DAZ_BF16(x) ew_dazf(iron_bf16_to_f32(x))
 
 // Combiners. Float max/min: NaN wins; for equal values +0 beats -0 in max
 // and -0 beats +0 in min (what XLA:CPU returns for jnp.max/min).

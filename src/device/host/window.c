@@ -19,7 +19,6 @@
 // through ctx->call_region (vectorized over all outputs when element-wise).
 // IRON_HOST_WINDOW_FAST=0 disables the typed loops (read at prepare).
 #include <complex.h>
-#include <float.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -234,10 +233,8 @@ static iron_op_kind_t single_op_body(const iron_ir_region_t *r,
 // maxss/minss return a denormal operand as zero. The compares already run
 // with denormals read as zero (the job's FP environment), so flushing the
 // winner equals flushing every operand, ties included.
-#define DAZ_F32_(x) \
-  (iron_ew_flush_enabled() && fabsf(x) < FLT_MIN ? (x) * 0.0f : (x))
-#define DAZ_F64_(x) \
-  (iron_ew_flush_enabled() && fabs(x) < DBL_MIN ? (x) * 0.0 : (x))
+#define DAZ_F32_(x) (iron_ew_flush_enabled() ? ew_dazf(x) : (x))
+#define DAZ_F64_(x) (iron_ew_flush_enabled() ? ew_daz(x) : (x))
 #define DAZ_BF16_(x) iron_f32_to_bf16(DAZ_F32_(x))
 
 // The accumulator round-trips through the storage type between runs:
