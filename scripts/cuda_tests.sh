@@ -44,7 +44,8 @@ if [ "$what" = all ] || [ "$what" = corpus ]; then
   IRON_DEVICE=cuda JAX_PLATFORMS=iron,cpu timeout "$T" python3 -m pytest \
     tests/python/test_corpus.py tests/python/test_mlp.py \
     tests/python/test_refusals.py tests/python/test_jax_surface.py \
-    tests/python/test_plugin.py tests/python/test_denormals.py -q -p no:cacheprovider \
+    tests/python/test_plugin.py tests/python/test_denormals.py \
+    tests/python/test_models.py -q -p no:cacheprovider \
     -rf --tb=line 2>&1 | tee "$out/corpus_cuda.txt" | grep -v "^\.\|^F\|^s" | tail -60
 fi
 if [ "$what" = all ] || [ "$what" = staged ]; then

@@ -140,6 +140,26 @@ def programs():
         z = jax.lax.fori_loop(0, 3, lambda i, c: c * 0.5 + y, y)
         return z + jnp.max(x, -1, keepdims=True)
     yield "loop_reads_row_f32", loop_reads_row, (s((6, 40), f32),)
+    # Rows with 1- and 2-byte operands beside f32 ones (a mask, quantized
+    # activations): each row buffer in shared memory has the padded length
+    # of the f32 rows, which for 1-byte elements is not a whole number of
+    # 16-byte vectors (a misaligned vector store: a fault on the GPU).
+    for n in (16, 32, 48, 256, 272, 512, 1000, 1024):
+        b = (5,) if n < 512 else (3,)
+        x = s(b + (n,), f32)
+        m = s(b + (n,), jnp.bool_)
+        yield (f"masked_softmax_f32_n{n}",
+               lambda x, m: jax.nn.softmax(jnp.where(m, x, -jnp.inf), -1),
+               (x, m))
+        yield (f"masked_softmax_bf16_n{n}",
+               lambda x, m: jax.nn.softmax(jnp.where(m, x, -jnp.inf), -1),
+               (s(b + (n,), jnp.bfloat16), m))
+        for qn, qt in (("i8", jnp.int8), ("u8", jnp.uint8)):
+            yield (f"dequant_layer_norm_{qn}_n{n}",
+                   lambda q, sc, g, bb: layer_norm(
+                       q.astype(f32) * sc, g, bb) + (q > 3).astype(f32),
+                   (s(b + (n,), qt), s(b + (1,), f32), s((n,), f32),
+                    s((n,), f32)))
     # Attention-like: softmax of a matmul, then a matmul.
     yield ("attention_f32",
            lambda q, k, v: jax.nn.softmax(q @ k.T / 8.0, -1) @ v,

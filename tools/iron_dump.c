@@ -47,6 +47,13 @@ static void prepare_blocks(iron_cuda_device_t *d, const iron_ir_region_t *r,
       void *params = NULL;
       iron_status_t st =
           kn->prepare_on((iron_device_t *)d, op, regions, &params);
+      if (st && iron_status_code(st) == IRON_STATUS_UNAVAILABLE) {
+        // Library calls (cuBLASLt, cuDNN, cuFFT) are prepared on the GPU.
+        fprintf(stderr, "iron-dump: %s: not listed: %s\n", op->name,
+                iron_status_message(st));
+        iron_status_free(st);
+        continue;
+      }
       if (st) {
         fprintf(stderr, "iron-dump: %s: %s\n", op->name,
                 iron_status_message(st));

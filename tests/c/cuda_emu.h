@@ -453,11 +453,14 @@ static inline bool cuda_emu_build_with(const char *shim, bool tramps,
   // device (-fmad=false). -frounding-math: libm calls on arguments the
   // compiler knows are not folded into its own correctly rounded results
   // (glibc's expm1f(64) is 1 ulp off them; the host device calls glibc).
-  char cmd[1600];
+  // IRON_TEST_EMU_CFLAGS adds compiler flags (debugging a kernel:
+  // "-g -O0", or "-g -fsanitize=address" with the test run under ASan).
+  const char *extra = getenv("IRON_TEST_EMU_CFLAGS");
+  char cmd[1800];
   snprintf(cmd, sizeof(cmd),
            "c++ -std=c++17 -O1 -ffp-contract=off -frounding-math -fPIC "
-           "-shared -w -o %s %s",
-           out->so, out->cpp);
+           "-shared -w %s -o %s %s",
+           extra ? extra : "", out->so, out->cpp);
   if (system(cmd) != 0) {
     fprintf(stderr, "cuda_emu: C++ compile failed: %s\n", out->cpp);
     return false;

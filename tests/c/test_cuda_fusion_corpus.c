@@ -90,6 +90,8 @@ static void test_corpus_emulated(void) {
                                                &p->ref);
     if (st) {  // the host refuses it: nothing to compare with
       host_refused++;
+      if (verbose)
+        printf("  refused by the host: %s\n", iron_status_message(st));
       iron_status_free(st);
       free(bytes);
       continue;

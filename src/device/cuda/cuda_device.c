@@ -55,6 +55,9 @@ int iron_cuda_device_count(const char **out_reason) {
 // have made their own context current since we last looked. cuCtxGetCurrent
 // reads the driver's thread-local state and costs a few nanoseconds.
 iron_status_t iron_cuda_device_enter(iron_cuda_device_t *d) {
+  // A device without a driver: iron-dump's kernel listing plans on one.
+  if (!d->api)
+    return IRON_ERR(UNAVAILABLE, "no CUDA driver (this step needs the GPU)");
   CUcontext cur = NULL;
   if (d->api->cuCtxGetCurrent(&cur) == IRON_CU_SUCCESS && cur == d->ctx)
     return IRON_OK;

@@ -202,6 +202,19 @@ static void pad_text(const char *e, char *buf, size_t cap) {
   snprintf(buf, cap, "((%s) + (((%s) >> 8) << 3))", e, e);
 }
 
+// Whether 16-byte vectors of elements of es bytes can move a row between
+// global memory and its shared buffer: every vector's shared index must
+// be a whole number of vectors. A row buffer starts at rl * padn (a block
+// cache at 0) and pads 8 elements per 256, so for 1-byte elements only
+// rows of at most 256 whose padded length is a multiple of 16 qualify (a
+// misaligned vector store is a fault on the GPU).
+static bool shared_vectors(const gen_t *g, size_t es, bool per_row) {
+  int64_t vec = es ? 16 / (int64_t)es : 0;
+  if (vec < 2 || g->p->rs.n % vec != 0) return false;
+  if (per_row && g->padn % vec != 0) return false;
+  return g->p->rs.n <= 256 || 8 % vec == 0;
+}
+
 // The index of the loop's element (e, slot base sb_) in a row buffer.
 static void row_index(const gen_t *g, char *buf, size_t cap) {
   if (g->aligned) {
@@ -464,7 +477,7 @@ static bool stage_buffer(gen_t *g, uint32_t k, char taken[][32],
       !g->row_sync)
     return false;
   size_t es = iron_dtype_size(p->final_fn.out_dtypes[k]);
-  if (es == 0 || es > 8 || p->rs.n % (int64_t)(16 / es) != 0) return false;
+  if (es == 0 || es > 8 || !shared_vectors(g, es, true)) return false;
   for (uint32_t c = 0; c < p->num_views + p->num_keeps; ++c) {
     char nm[32];
     if (c < p->num_views) {
@@ -564,7 +577,7 @@ static void emit_cache_fill(gen_t *g, uint32_t v) {
                     (w->kind == IRON_CUDA_ROW_VIEW_STRIDED &&
                      row_contiguous(&p->rs, w));
   const char *S = st_of(w->dtype);
-  if (contiguous && vec > 1 && N % vec == 0) {
+  if (contiguous && shared_vectors(g, es, row)) {
     pad_text("j", pj, sizeof(pj));
     if (row)
       snprintf(dst, sizeof(dst), "shr%u[rl * %lld + %s]", v,
