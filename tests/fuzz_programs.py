@@ -131,6 +131,11 @@ DIMS = [(0, 2), (1, 14), (2, 8), (3, 8), (4, 4), (5, 6), (7, 5), (8, 3),
 RANKS = [(0, 1), (1, 4), (2, 5), (3, 3), (4, 2)]
 
 
+def jax_nn():
+    import jax
+    return jax.nn
+
+
 def wchoice(rng, pairs):
     total = sum(w for _, w in pairs)
     r = rng.random() * total
@@ -1058,6 +1063,46 @@ class Gen:
         f = self.rng.choice([jax.nn.log_softmax, jax.nn.softmax])
         return f(x, axis=ax)
 
+    def g_row_norm(self):
+        """A row program as models write them: a float value normalized
+        over its last axis (masked softmax, layer norm, RMS norm) with a
+        second operand of its shape and often another element size (a
+        mask, quantized values) read in every pass. The CUDA row fusion
+        caches both rows in shared memory, each with its own element size
+        (1-byte rows once faulted there: a4ee8a0)."""
+        import jax.numpy as jnp
+        from jax import lax
+        rng = self.rng
+        x = self.pick(lambda v: v.ndim > 0 and dclass(v.dtype) == "float"
+                      and v.shape[-1] > 0)
+        if x is None:
+            return None
+        same = [v for v in self.vals if v is not x and v.shape == x.shape
+                and v.dtype.itemsize <= 2 and dclass(v.dtype) != "narrow"]
+        if same and rng.random() < 0.8:
+            m = rng.choice(same)
+        else:
+            mdt = jnp_dtype(rng.choice(["bool", "bool", "int8", "uint8",
+                                        "bfloat16", "float16", "float32"]))
+            m = self.operand(x.shape, mdt, avoid=x)
+        kind = rng.choice(["masked_softmax", "layer_norm", "rms_norm"])
+        self.log(f"{kind} {x.dtype}{list(x.shape)} with {m.dtype}")
+        self.tag("log_softmax" if kind == "masked_softmax" else "rsqrt")
+        self.tag("reduce_add_float")
+        if x.shape[-1] > LONG_FLOAT_SUM:
+            self.tag("long_float_sum")
+        mf = m.astype(x.dtype)
+        if kind == "masked_softmax":
+            keep = m if m.dtype == jnp.bool_ else m != 0
+            y = jnp.where(keep, x, -jnp.inf)
+            return jax_nn().softmax(y, axis=-1) * mf
+        y = x + mf if rng.random() < 0.5 else x * mf
+        if kind == "layer_norm":
+            mu = jnp.mean(y, -1, keepdims=True)
+            y = y - mu
+        ms = jnp.mean(y * y, -1, keepdims=True)
+        return y * lax.rsqrt(ms + np.array(1e-5, x.dtype)) + mf
+
     def g_scan(self):
         """A scan over the leading axis: jax lowers it to a while loop
         whose body dynamic-slices xs and dynamic-update-slices the stacked
@@ -1190,7 +1235,8 @@ class Gen:
            ("g_slice", 5), ("g_dynamic_slice", 5), ("g_dus", 5),
            ("g_transpose", 4), ("g_concat", 4), ("g_concat_many", 0.3), ("g_pad", 3), ("g_rev", 2),
            ("g_iota", 2), ("g_reduce", 5), ("g_cumsum", 1),
-           ("g_log_softmax", 1), ("g_scan", 1), ("g_gather", 3),
+           ("g_log_softmax", 1), ("g_row_norm", 1.5), ("g_scan", 1),
+           ("g_gather", 3),
            ("g_scatter", 2), ("g_sort", 2), ("g_while_data", 1),
            ("g_reduce_window", 2)]
 
@@ -1200,6 +1246,17 @@ class Gen:
         specs = []
         for _ in range(rng.randint(1, 3)):
             specs.append((self.shape(), self.dtype()))
+        if self.max_elems >= 6000 and rng.random() < 0.15:
+            # Rows as models hand them in: a float row and a mask or
+            # quantized row of its shape, as arguments (g_row_norm reads
+            # them; a computed mask would be recomputed inside the fusion
+            # instead of read as a row).
+            n = rng.choice([16, 32, 48, 64, 128, 256, 272, 512])
+            shp = rng.choice([(3,), (5,), (2, 3), (7,)]) + (n,)
+            specs.append((shp, jnp_dtype(rng.choice(
+                ["float32", "float32", "bfloat16", "float16"]))))
+            specs.append((shp, jnp_dtype(rng.choice(
+                ["bool", "int8", "uint8"]))))
         for _ in range(wchoice(rng, [(0, 3), (1, 4), (2, 2)])):
             specs.append(((), jnp_dtype(rng.choice(
                 ["int32", "int32", "int64", "uint32", "int8", "uint8"]))))

@@ -559,12 +559,13 @@ static void test_fuzz_programs(void) {
   printf("fuzz programs: %d compared (%d inexact), %d failing; %d refused "
          "by the host, %d by CUDA, %d not emulable; %d runs, %d differ, %d "
          "failed; %s: %zu kernels, %lld launches (%lld fused, %lld on a "
-         "grid), %lld planted\n",
+         "grid, %lld row fusions), %lld planted\n",
          nprogs, inexact_progs, failing, host_refused, cuda_refused,
          not_emulable, ran, differ, failed, gpu ? "GPU" : "emulated",
          g_cuda_emu.num_k, (long long)g_cuda_emu.launches,
          (long long)g_cuda_emu.fused_launches,
-         (long long)g_cuda_emu.mt_launches, (long long)g_cuda_emu.planted);
+         (long long)g_cuda_emu.mt_launches,
+         (long long)g_cuda_emu.row_launches, (long long)g_cuda_emu.planted);
   if (loose)
     printf("fuzz programs: %lld elements of inexact programs differed "
            "within the allowance\n", (long long)loose);
