@@ -39,7 +39,8 @@ stage_begin "python requirements"
 if "$PY" - <<'PYEOF'
 import importlib.metadata as md, shutil, sys
 want = {"jax": "0.10.2", "jaxlib": "0.10.2"}
-for pkg in ["jax", "jaxlib", "optax", "flax", "equinox", "numpy", "pytest",
+for pkg in ["jax", "jaxlib", "optax", "flax", "equinox", "diffrax",
+            "optimistix", "lineax", "numpyro", "numpy", "pytest",
             "scikit-build-core", "flatbuffers"]:
     try:
         v = md.version(pkg)

@@ -1,5 +1,7 @@
 """Real models written with the libraries JAX users train with (flax linen,
-flax nnx, equinox, optax), unmodified, on `iron` against jax's CPU backend.
+flax nnx, equinox, optax) and scientific libraries on top of them (diffrax,
+optimistix, lineax, numpyro), unmodified, on `iron` against jax's CPU
+backend.
 
 Nobody here wrote these layers: flax's Conv/BatchNorm/Dropout/attention
 with its KV cache, nn.scan over layers, nn.RNN, equinox's filtered
@@ -358,3 +360,75 @@ def equinox_training(steps=3):
 
 def test_equinox_conv_gru_attention(request):
     both(request, equinox_training, rtol=1e-3, atol=1e-5)
+
+
+# --------------------------------------------------------------------------
+# Scientific libraries built on equinox and jax's control flow: an adaptive
+# ODE solve (diffrax: a while loop whose step size is data), a Newton root
+# find (optimistix), linear solves (lineax: LU, conjugate gradients), NUTS
+# sampling (numpyro: nested while loops, a tree of trajectories).
+
+def diffrax_pendulum():
+    diffrax = pytest.importorskip("diffrax")
+
+    def f(t, y, args):
+        return jnp.stack([y[1], -args * jnp.sin(y[0])])
+    sol = diffrax.diffeqsolve(
+        diffrax.ODETerm(f), diffrax.Tsit5(), 0.0, 5.0, 0.05,
+        jnp.array([1.0, 0.0]), args=2.0,
+        stepsize_controller=diffrax.PIDController(rtol=1e-6, atol=1e-8),
+        saveat=diffrax.SaveAt(ts=jnp.linspace(0, 5, 11)))
+    return sol.ys, sol.stats["num_steps"]
+
+
+def test_diffrax_adaptive_ode(request):
+    iron, cpu = devices(request)
+    (ys, steps), (ys_w, steps_w) = on(iron, diffrax_pendulum), \
+        on(cpu, diffrax_pendulum)
+    np.testing.assert_allclose(ys, ys_w, rtol=1e-4, atol=1e-5)
+    # An accepted/rejected step at the controller's threshold may differ
+    # with the last bit of an error estimate.
+    assert abs(int(steps) - int(steps_w)) <= 1, (steps, steps_w)
+
+
+def optimistix_lineax_solves():
+    optx = pytest.importorskip("optimistix")
+    lx = pytest.importorskip("lineax")
+    root = optx.root_find(lambda y, a: jnp.tanh(y) + y - a,
+                          optx.Newton(rtol=1e-6, atol=1e-6), jnp.zeros(4),
+                          args=jnp.arange(4.0)).value
+    a = jnp.asarray(np.random.default_rng(0).standard_normal((6, 6)),
+                    jnp.float32) + 6 * jnp.eye(6)
+    b = jnp.arange(6.0)
+    lu = lx.linear_solve(lx.MatrixLinearOperator(a), b, solver=lx.LU()).value
+    cg = lx.linear_solve(
+        lx.MatrixLinearOperator(a @ a.T, lx.positive_semidefinite_tag), b,
+        solver=lx.CG(rtol=1e-5, atol=1e-5)).value
+    return root, lu, cg
+
+
+def test_optimistix_lineax(request):
+    both(request, optimistix_lineax_solves, rtol=1e-5, atol=1e-6)
+
+
+def numpyro_nuts():
+    numpyro = pytest.importorskip("numpyro")
+    import numpyro.distributions as dist
+    from numpyro.infer import MCMC, NUTS
+    x = np.random.default_rng(1).standard_normal(50).astype(np.float32) + 1
+
+    def model(x):
+        mu = numpyro.sample("mu", dist.Normal(0, 5))
+        sigma = numpyro.sample("sigma", dist.HalfNormal(2))
+        numpyro.sample("obs", dist.Normal(mu, sigma), obs=x)
+    m = MCMC(NUTS(model), num_warmup=50, num_samples=50, progress_bar=False)
+    m.run(jax.random.key(0), x)
+    s = m.get_samples()
+    return s["mu"], s["sigma"]
+
+
+def test_numpyro_nuts(request):
+    # Trajectories amplify rounding differences (transcendentals 1 ulp
+    # apart), so the chains agree closely, not bit for bit.
+    mu, sigma = both(request, numpyro_nuts, rtol=0, atol=2e-2)
+    assert abs(float(mu.mean()) - 1.0) < 0.5
