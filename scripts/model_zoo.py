@@ -1,0 +1,416 @@
+#!/usr/bin/env python3
+"""Larger real models than tests/python/test_models.py, for the GPU machine
+and for dumping programs (IRON_DUMP_DIR) that the emulated CUDA fusion then
+runs (IRON_TEST_CORPUS_DIR=DIR build/tests/test_cuda_fusion_corpus).
+
+Each model is written as its library's users write it (flax linen, flax
+nnx, equinox, optax), runs a few training or decode steps on `iron` and on
+jax's CPU backend from the same seed, and prints the largest difference of
+every output with the tolerance it is held to. Exit status 1 if any model
+fails on iron or differs beyond its tolerance.
+
+    JAX_PLATFORMS=iron,cpu python3 scripts/model_zoo.py [--only NAME] [--list]
+
+On the GPU machine: IRON_DEVICE=cuda (the iron device is then the GPU).
+"""
+import argparse
+import os
+import sys
+import time
+import traceback
+
+os.environ.setdefault("JAX_PLATFORMS", "iron,cpu")
+
+import numpy as np  # noqa: E402
+import jax  # noqa: E402
+import jax.numpy as jnp  # noqa: E402
+import optax  # noqa: E402
+from flax import linen as nn  # noqa: E402
+from flax import nnx  # noqa: E402
+import equinox as eqx  # noqa: E402
+
+MODELS = {}
+
+
+def model(rtol, atol):
+    def reg(fn):
+        MODELS[fn.__name__] = (fn, rtol, atol)
+        return fn
+    return reg
+
+
+def train(loss_fn, params, tx, batches, has_state=False, state=None):
+    """A jitted optax loop: returns (losses, params[, state])."""
+    opt = tx.init(params)
+
+    @jax.jit
+    def step(params, state, opt, batch):
+        if has_state:
+            (loss, state), g = jax.value_and_grad(
+                loss_fn, has_aux=True)(params, state, batch)
+        else:
+            loss, g = jax.value_and_grad(loss_fn)(params, batch)
+        upd, opt = tx.update(g, opt, params)
+        return optax.apply_updates(params, upd), state, opt, loss
+
+    losses = []
+    for b in batches:
+        params, state, opt, loss = step(params, state, opt, b)
+        losses.append(loss)
+    return jnp.stack(losses), params, state
+
+
+# --- a ResNet with batch norm, strided and 1x1 convolutions (NHWC) --------
+class ResBlock(nn.Module):
+    ch: int
+    stride: int = 1
+
+    @nn.compact
+    def __call__(self, x, train):
+        norm = lambda: nn.BatchNorm(use_running_average=not train,  # noqa
+                                    momentum=0.9)
+        y = nn.Conv(self.ch, (3, 3), (self.stride,) * 2, use_bias=False)(x)
+        y = nn.relu(norm()(y))
+        y = nn.Conv(self.ch, (3, 3), use_bias=False)(y)
+        y = norm()(y)
+        if x.shape[-1] != self.ch or self.stride != 1:
+            x = nn.Conv(self.ch, (1, 1), (self.stride,) * 2,
+                        use_bias=False)(x)
+            x = norm()(x)
+        return nn.relu(x + y)
+
+
+class ResNet(nn.Module):
+    @nn.compact
+    def __call__(self, x, train):
+        x = nn.Conv(16, (3, 3), use_bias=False)(x)
+        x = nn.relu(nn.BatchNorm(use_running_average=not train)(x))
+        for ch, s in ((16, 1), (32, 2), (64, 2)):
+            x = ResBlock(ch, s)(x, train)
+        return nn.Dense(10)(jnp.mean(x, (1, 2)))
+
+
+@model(rtol=2e-3, atol=2e-4)
+def resnet_batchnorm():
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((16, 16, 16, 3)).astype(np.float32)
+    y = rng.integers(0, 10, 16).astype(np.int32)
+    m = ResNet()
+    v = m.init(jax.random.key(0), x, train=False)
+
+    def loss_fn(p, stats, batch):
+        logits, upd = m.apply({"params": p, "batch_stats": stats}, batch[0],
+                              train=True, mutable=["batch_stats"])
+        return optax.softmax_cross_entropy_with_integer_labels(
+            logits, batch[1]).mean(), upd["batch_stats"]
+    losses, p, stats = train(loss_fn, v["params"], optax.sgd(0.05, 0.9),
+                             [(x, y)] * 3, has_state=True,
+                             state=v["batch_stats"])
+    return losses, p, stats
+
+
+# --- a GPT: token + position embeddings, causal attention with dropout,
+# GELU MLP, weight-tied output, adamw with a schedule and clipping --------
+class GPTBlock(nn.Module):
+    d: int
+    heads: int
+
+    @nn.compact
+    def __call__(self, x, train):
+        h = nn.LayerNorm()(x)
+        # No q/k/v biases: the key bias's gradient is 0 analytically
+        # (softmax is shift-invariant), rounding noise that adam scales up
+        # to the learning rate on either backend.
+        h = nn.MultiHeadDotProductAttention(
+            self.heads, dropout_rate=0.1, deterministic=not train,
+            use_bias=False)(
+                h, mask=nn.make_causal_mask(jnp.ones(x.shape[:2])))
+        x = x + h
+        h = nn.Dense(4 * self.d)(nn.LayerNorm()(x))
+        h = nn.Dense(self.d)(nn.gelu(h))
+        return x + nn.Dropout(0.1, deterministic=not train)(h)
+
+
+class GPT(nn.Module):
+    vocab: int = 97
+    d: int = 64
+    layers: int = 2
+    heads: int = 4
+    ctx: int = 32
+
+    @nn.compact
+    def __call__(self, tok, train):
+        emb = nn.Embed(self.vocab, self.d)
+        pos = self.param("pos", nn.initializers.normal(0.02),
+                         (self.ctx, self.d))
+        x = emb(tok) + pos[: tok.shape[1]]
+        for _ in range(self.layers):
+            x = GPTBlock(self.d, self.heads)(x, train)
+        return emb.attend(nn.LayerNorm()(x))
+
+
+@model(rtol=2e-3, atol=2e-4)
+def gpt_train():
+    rng = np.random.default_rng(1)
+    tok = rng.integers(0, 97, (8, 33)).astype(np.int32)
+    m = GPT()
+    p = m.init(jax.random.key(1), tok[:, :-1], train=False)["params"]
+    sched = optax.warmup_cosine_decay_schedule(0, 3e-3, 2, 10)
+    tx = optax.chain(optax.clip_by_global_norm(1.0), optax.adamw(sched))
+
+    def loss_fn(p, batch):
+        t, key = batch
+        logits = m.apply({"params": p}, t[:, :-1], train=True,
+                         rngs={"dropout": key})
+        return optax.softmax_cross_entropy_with_integer_labels(
+            logits, t[:, 1:]).mean()
+    keys = jax.random.split(jax.random.key(2), 3)
+    losses, p, _ = train(loss_fn, p, tx, [(tok, k) for k in keys])
+    return losses, p
+
+
+# --- sampling from the GPT: top-k, temperature, categorical draws ---------
+@model(rtol=1e-4, atol=1e-5)
+def gpt_sample_topk():
+    m = GPT()
+    tok = jnp.zeros((4, 32), jnp.int32)
+    p = m.init(jax.random.key(3), tok, train=False)["params"]
+
+    @jax.jit
+    def sample(p, key):
+        def body(i, c):
+            tok, key = c
+            key, sub = jax.random.split(key)
+            logits = m.apply({"params": p}, tok, train=False)
+            lg = jax.lax.dynamic_index_in_dim(logits, i, 1, False) / 0.8
+            v, ix = jax.lax.top_k(lg, 8)
+            pick = jax.random.categorical(sub, v)
+            nxt = jnp.take_along_axis(ix, pick[:, None], 1)[:, 0]
+            return tok.at[:, i + 1].set(nxt), key
+        return jax.lax.fori_loop(0, 31, body, (tok, key))[0]
+    return sample(p, jax.random.key(4))
+
+
+# --- a U-Net: transposed convolutions, group norm, skip concatenations ----
+class UNet(nn.Module):
+    @nn.compact
+    def __call__(self, x):
+        def block(x, ch):
+            x = nn.Conv(ch, (3, 3))(x)
+            return nn.swish(nn.GroupNorm(num_groups=4)(x))
+        e1 = block(x, 16)
+        e2 = block(nn.max_pool(e1, (2, 2), (2, 2)), 32)
+        mid = block(nn.avg_pool(e2, (2, 2), (2, 2)), 32)
+        u2 = nn.ConvTranspose(32, (2, 2), (2, 2))(mid)
+        d2 = block(jnp.concatenate([u2, e2], -1), 32)
+        u1 = nn.ConvTranspose(16, (2, 2), (2, 2))(d2)
+        d1 = block(jnp.concatenate([u1, e1], -1), 16)
+        return nn.Conv(x.shape[-1], (1, 1))(d1)
+
+
+@model(rtol=2e-3, atol=2e-4)
+def unet_denoise():
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((4, 16, 16, 3)).astype(np.float32)
+    m = UNet()
+    p = m.init(jax.random.key(5), x)
+
+    def loss_fn(p, batch):
+        clean, key = batch
+        noisy = clean + 0.3 * jax.random.normal(key, clean.shape)
+        return jnp.mean((m.apply(p, noisy) - clean) ** 2)
+    keys = jax.random.split(jax.random.key(6), 3)
+    losses, p, _ = train(loss_fn, p, optax.adam(1e-3),
+                         [(x, k) for k in keys])
+    return losses, p
+
+
+# --- MobileNet-style depthwise separable convolutions (nnx) ---------------
+class DepthwiseNet(nnx.Module):
+    def __init__(self, rngs):
+        self.stem = nnx.Conv(3, 16, (3, 3), strides=2, rngs=rngs)
+        self.dw = nnx.Conv(16, 16, (3, 3), feature_group_count=16,
+                           rngs=rngs)
+        self.pw = nnx.Conv(16, 32, (1, 1), rngs=rngs)
+        self.norm = nnx.LayerNorm(32, rngs=rngs)
+        self.head = nnx.Linear(32, 5, rngs=rngs)
+
+    def __call__(self, x):
+        x = nnx.relu6(self.stem(x))
+        x = nnx.relu6(self.pw(nnx.relu6(self.dw(x))))
+        return self.head(self.norm(x).mean((1, 2)))
+
+
+@model(rtol=2e-3, atol=2e-4)
+def nnx_depthwise():
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal((8, 16, 16, 3)).astype(np.float32)
+    y = rng.integers(0, 5, 8).astype(np.int32)
+    net = DepthwiseNet(nnx.Rngs(7))
+    opt = nnx.Optimizer(net, optax.lion(1e-3), wrt=nnx.Param)
+
+    @nnx.jit
+    def step(net, opt):
+        loss, g = nnx.value_and_grad(
+            lambda n: optax.softmax_cross_entropy_with_integer_labels(
+                n(x), y).mean())(net)
+        opt.update(net, g)
+        return loss
+    losses = jnp.stack([step(net, opt) for _ in range(3)])
+    return losses, nnx.state(net, nnx.Param)
+
+
+# --- an LSTM language model (equinox, scan over time, vmap over batch) ----
+class LSTMLM(eqx.Module):
+    emb: eqx.nn.Embedding
+    cell: eqx.nn.LSTMCell
+    out: eqx.nn.Linear
+
+    def __init__(self, key, vocab=50, d=32):
+        k = jax.random.split(key, 3)
+        self.emb = eqx.nn.Embedding(vocab, d, key=k[0])
+        self.cell = eqx.nn.LSTMCell(d, d, key=k[1])
+        self.out = eqx.nn.Linear(d, vocab, key=k[2])
+
+    def __call__(self, tok):
+        xs = jax.vmap(self.emb)(tok)
+
+        def f(c, x):
+            c = self.cell(x, c)
+            return c, c[0]
+        init = (jnp.zeros(self.cell.hidden_size),) * 2
+        _, hs = jax.lax.scan(f, init, xs)
+        return jax.vmap(self.out)(hs)
+
+
+@model(rtol=2e-3, atol=2e-4)
+def equinox_lstm_lm():
+    tok = np.random.default_rng(8).integers(0, 50, (6, 21)).astype(np.int32)
+    net = LSTMLM(jax.random.key(8))
+    tx = optax.rmsprop(3e-3)
+    opt = tx.init(eqx.filter(net, eqx.is_array))
+
+    @eqx.filter_jit
+    def step(net, opt):
+        def loss_fn(n):
+            logits = jax.vmap(n)(tok[:, :-1])
+            return optax.softmax_cross_entropy_with_integer_labels(
+                logits, tok[:, 1:]).mean()
+        loss, g = eqx.filter_value_and_grad(loss_fn)(net)
+        upd, opt = tx.update(g, opt, eqx.filter(net, eqx.is_array))
+        return eqx.apply_updates(net, upd), opt, loss
+    losses = []
+    for _ in range(3):
+        net, opt, loss = step(net, opt)
+        losses.append(loss)
+    return jnp.stack(losses), eqx.filter(net, eqx.is_array)
+
+
+# --- a vision transformer in bf16 with f32 master weights -----------------
+@model(rtol=3e-2, atol=3e-2)
+def vit_bf16_mixed():
+    rng = np.random.default_rng(9)
+    x = rng.standard_normal((8, 16, 16, 3)).astype(np.float32)
+    y = rng.integers(0, 10, 8).astype(np.int32)
+
+    class ViT(nn.Module):
+        @nn.compact
+        def __call__(self, img):
+            h = nn.Conv(48, (4, 4), (4, 4), dtype=jnp.bfloat16)(img)
+            h = h.reshape(h.shape[0], -1, 48)
+            cls = self.param("cls", nn.initializers.zeros, (1, 1, 48))
+            h = jnp.concatenate(
+                [jnp.broadcast_to(cls, (h.shape[0], 1, 48)).astype(h.dtype),
+                 h], 1)
+            for _ in range(2):
+                a = nn.MultiHeadDotProductAttention(
+                    4, dtype=jnp.bfloat16)(nn.LayerNorm(dtype=jnp.bfloat16)(h))
+                h = h + a
+                m = nn.Dense(96, dtype=jnp.bfloat16)(
+                    nn.LayerNorm(dtype=jnp.bfloat16)(h))
+                h = h + nn.Dense(48, dtype=jnp.bfloat16)(nn.gelu(m))
+            return nn.Dense(10)(h[:, 0].astype(jnp.float32))
+    m = ViT()
+    p = m.init(jax.random.key(9), x)
+
+    def loss_fn(p, batch):
+        return optax.softmax_cross_entropy_with_integer_labels(
+            m.apply(p, batch[0]), batch[1]).mean()
+    losses, p, _ = train(loss_fn, p, optax.adam(1e-3), [(x, y)] * 3)
+    return losses
+
+
+def run(name, dev):
+    fn = MODELS[name][0]
+    with jax.default_device(dev):
+        out = fn()
+        return jax.tree_util.tree_map(np.asarray, jax.device_get(out))
+
+
+def compare(got, want, rtol, atol):
+    """[(path, max abs diff, ok)] over the leaves."""
+    rows = []
+    gl = jax.tree_util.tree_flatten_with_path(got)[0]
+    wl = jax.tree_util.tree_flatten_with_path(want)[0]
+    if len(gl) != len(wl):
+        return [("structure", float("inf"), False)]
+    for (path, g), (_, w) in zip(gl, wl):
+        if g.shape != w.shape or g.dtype != w.dtype:
+            rows.append((jax.tree_util.keystr(path), float("inf"), False))
+            continue
+        if np.issubdtype(g.dtype, np.integer) or g.dtype == np.bool_:
+            ok = bool(np.array_equal(g, w))
+            d = float(np.max(np.abs(g.astype(np.int64) - w))) if g.size else 0.
+        else:
+            g64, w64 = g.astype(np.float64), w.astype(np.float64)
+            ok = bool(np.allclose(g64, w64, rtol=rtol, atol=atol,
+                                  equal_nan=True))
+            d = float(np.nanmax(np.abs(g64 - w64))) if g.size else 0.
+        rows.append((jax.tree_util.keystr(path), d, ok))
+    return rows
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--only")
+    ap.add_argument("--list", action="store_true")
+    args = ap.parse_args()
+    if args.list:
+        print("\n".join(MODELS))
+        return 0
+    iron, cpu = jax.devices("iron")[0], jax.devices("cpu")[0]
+    print(f"iron device: {iron.device_kind}", flush=True)
+    bad = 0
+    for name, (_, rtol, atol) in MODELS.items():
+        if args.only and args.only not in name:
+            continue
+        t0 = time.time()
+        try:
+            got = run(name, iron)
+        except Exception as e:  # noqa: BLE001
+            bad += 1
+            print(f"FAIL {name}: iron raised {type(e).__name__}: "
+                  f"{str(e)[:2000]}")
+            traceback.print_exc(limit=3)
+            continue
+        t1 = time.time()
+        want = run(name, cpu)
+        rows = compare(got, want, rtol, atol)
+        worst = max(rows, key=lambda r: r[1]) if rows else ("-", 0., True)
+        ok = all(r[2] for r in rows)
+        bad += not ok
+        print(f"{'ok  ' if ok else 'FAIL'} {name}: {len(rows)} outputs, "
+              f"max diff {worst[1]:.3g} at {worst[0]} (rtol {rtol}, atol "
+              f"{atol}); iron {t1 - t0:.1f}s, cpu {time.time() - t1:.1f}s",
+              flush=True)
+        if not ok:
+            for r in rows:
+                if not r[2]:
+                    print(f"    {r[0]}: {r[1]:.3g}")
+    print(f"model zoo: {len(MODELS) if not args.only else '-'} models, "
+          f"{bad} failing")
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
