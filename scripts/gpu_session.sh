@@ -20,6 +20,8 @@
 #   ctest        the GPU C tests (test_cuda_*)
 #   reliab       scripts/reliab_gpu_check.sh (window plan, NaN/tie sweeps)
 #   fusioncheck  scripts/cuda_fusion_check.sh (issue 12's programs, decode)
+#   pyall        every tests/python file on CUDA (pytest-xdist, 8 workers;
+#                $OUT/pyall.txt): the files no other stage runs there too
 #   zoo          scripts/model_zoo.py on CUDA (flax/equinox/optax models
 #                against XLA:CPU)
 #   rowtests     scripts/rowfuse_gpu.sh tests; rowbench: its bench
@@ -84,6 +86,11 @@ stage() {
     misc) OUT=$logs scripts/cuda_misc_check.sh 200 >"$logs/misc.log" 2>&1; tail -25 "$logs/misc.log" ;;
     ctest) (cd build-dev && IRON_TEST_REQUIRE_CUDA=1 ctest -R test_cuda -j8 --timeout 300) >"$logs/ctest.log" 2>&1; tail -15 "$logs/ctest.log" ;;
     reliab) OUT=$logs/reliab scripts/reliab_gpu_check.sh >"$logs/reliab.log" 2>&1; tail -20 "$logs/reliab.log" ;;
+    pyall) IRON_PLUGIN_PATH=$root/build-dev/libiron_pjrt.so PYTHONPATH=$root/python \
+           IRON_DEVICE=cuda IRON_CUDA_TF32=0 JAX_PLATFORMS=iron,cpu IRON_TEST_REQUIRE_CUDA=1 \
+           timeout ${PYALL_TIMEOUT:-450} python3 -m pytest tests/python -q -p no:cacheprovider \
+           -n ${PYALL_JOBS:-8} -rf --tb=line >"$OUT/pyall.txt" 2>&1
+           grep -E "^FAILED|^ERROR|passed|failed" "$OUT/pyall.txt" | tail -40 ;;
     zoo) IRON_PLUGIN_PATH=$root/build-dev/libiron_pjrt.so PYTHONPATH=$root/python \
            IRON_DEVICE=cuda IRON_CUDA_TF32=0 JAX_PLATFORMS=iron,cpu timeout ${ZOO_TIMEOUT:-400} \
            python3 scripts/model_zoo.py >"$logs/zoo.log" 2>&1; grep -v -i warn "$logs/zoo.log" | tail -25 ;;
