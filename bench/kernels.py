@@ -15,8 +15,12 @@ transposes (`m.T + 1`, `(m * m + v).T * 2 + 1`, 3-D permutations,
 f32/bf16), an 8-op element-wise
 chain (f32/bf16), data-dependent while loops (a Newton iteration whose
 predicate is a max-reduction; a scalar loop of 10,000 iterations) and the
-training step of a 6-conv CNN (f32 and bf16). Groups for --only: copy,
-reduce, rowwise, transpose, elementwise, while, cnn; names and fnmatch
+training step of a 6-conv CNN (f32 and bf16), and a KV-cache decode step
+(batch 1, 12 layers as a scan, d 1024, cache 2048: the token's keys and
+values written at its position with dynamic_update_slice into the donated
+cache, attention over the positions so far; f32 and bf16; torch runs the
+same step eagerly, writing its cache in place). Groups for --only: copy,
+reduce, rowwise, transpose, elementwise, while, cnn, decode; names and fnmatch
 patterns work too (`--only 'sum_*,cnn'`).
 
 How it measures:
@@ -74,7 +78,8 @@ from dataclasses import dataclass, field
 
 FRAMEWORKS = ["iron", "xla", "torch"]
 SMOKE_FRAMEWORKS = ["iron", "cpu"]
-GROUPS = ["copy", "reduce", "rowwise", "transpose", "elementwise", "while", "cnn"]
+GROUPS = ["copy", "reduce", "rowwise", "transpose", "elementwise", "while", "cnn",
+          "decode"]
 QUICK = ["sum_f32_256m", "softmax_f32", "transpose_f32", "chain8_f32",
          "newton_while", "cnn_f32"]
 L2_BYTES = 60 << 20
@@ -230,6 +235,7 @@ class Prog:
     bandwidth: bool = True     # report bytes and GB/s
     iters: object = None       # int, or "out1": the count in output leaf 1
     cnn: dict = None           # the training-step programs
+    decode: dict = None        # the KV-cache decode-step programs
     note: str = ""
 
 
@@ -473,6 +479,14 @@ def programs(smoke=False):
               Inp((), rotate=False)], _scalar_while_jax, _scalar_while_torch,
              tol=1e-5, bandwidth=False, iters=WHILE_N))
 
+    dec = (dict(L=2, T=32, D=64, H=4) if smoke else
+           dict(L=12, T=2048, D=1024, H=16))
+    for dt, tol in (("f32", 2e-3), ("bf16", 5e-2)):
+        add(Prog(f"decode_{dt}", "decode",
+                 f"KV-cache decode step {dt}, batch 1, {dec['L']} layers "
+                 f"(scan), d {dec['D']}, cache {dec['T']}",
+                 tol=tol, bandwidth=False, decode=dict(dec, dtype=dt)))
+
     ch = "->".join(map(str, cnn["chans"]))
     for dt, tol in (("f32", 1e-2), ("bf16", 5e-2)):
         add(Prog(f"cnn_{dt}", "cnn",
@@ -515,6 +529,77 @@ def _cnn_init_inputs(c):
 
 
 ADAM = dict(lr=1e-3, b1=0.9, b2=0.999, eps=1e-8)
+
+
+def _decode_inputs(c):
+    """(name, Inp) of a decode step's weights (layers stacked on axis 0),
+    the KV cache and the token's hidden state. Weights U(-1, 1) / 32: with
+    an RMS norm before every matmul the activations stay O(1)."""
+    L, T, D = c["L"], c["T"], c["D"]
+    w = lambda *s: Inp(s, c["dtype"], dist="sym", scale=2.0 ** -5)  # noqa
+    return [("wqkv", w(L, D, 3 * D)), ("wo", w(L, D, D)),
+            ("w1", w(L, D, 4 * D)), ("w2", w(L, 4 * D, D)),
+            ("k", Inp((L, T, D), c["dtype"], dist="sym")),
+            ("v", Inp((L, T, D), c["dtype"], dist="sym")),
+            ("x", Inp((D,), c["dtype"], dist="sym"))]
+
+
+def _decode_step_jax(c, w, cache, x, pos):
+    """One token through L pre-norm transformer layers (a scan over the
+    stacked weights): this token's keys and values written into the cache
+    at `pos` with dynamic_update_slice, attention over positions <= pos."""
+    T, D, H = c["T"], c["D"], c["H"]
+    dh = D // H
+
+    def rms(h):
+        hf = h.astype(jnp.float32)
+        return (hf * lax.rsqrt(jnp.mean(hf * hf) + 1e-6)).astype(h.dtype)
+
+    def layer(h, p):
+        wqkv, wo, w1, w2, k, v = p
+        q, kn, vn = jnp.split(rms(h) @ wqkv, 3)
+        k = lax.dynamic_update_slice(k, kn[None], (pos, 0))
+        v = lax.dynamic_update_slice(v, vn[None], (pos, 0))
+        s = jnp.einsum("hd,thd->ht", q.reshape(H, dh), k.reshape(T, H, dh),
+                       preferred_element_type=jnp.float32) / math.sqrt(dh)
+        s = jnp.where(jnp.arange(T) <= pos, s, -jnp.inf)
+        a = jnp.einsum("ht,thd->hd", jax.nn.softmax(s, -1).astype(h.dtype),
+                       v.reshape(T, H, dh)).reshape(D)
+        h = h + a @ wo
+        h = h + jax.nn.gelu(rms(h) @ w1) @ w2
+        return h, (k, v)
+    h, (k, v) = lax.scan(layer, x, (*w, *cache))
+    return h, (k, v)
+
+
+def jax_decode(p, gen, sample, a):
+    c = p.decode
+    vals = {n: gen(inp, stream_offset(0, j))
+            for j, (n, inp) in enumerate(_decode_inputs(c))}
+    w = tuple(vals[n] for n in ("wqkv", "wo", "w1", "w2"))
+    # The cache is donated and comes back updated: in place, as a decode
+    # loop runs it.
+    f = jax.jit(lambda w, cache, x, pos: _decode_step_jax(c, w, cache, x, pos),
+                donate_argnums=(1,))
+    cache, x = (vals["k"], vals["v"]), vals["x"]
+    pos0 = c["T"] // 2
+    t0 = time.perf_counter()
+    h1, cache = jax.block_until_ready(f(w, cache, x, jnp.int32(pos0)))
+    r = {"compile_s": time.perf_counter() - t0, "copies": 1}
+    h2, cache = f(w, cache, h1, jnp.int32(pos0 + 1))
+    r["check"] = [sample(h1), sample(h2)]
+    box = [cache, h2, pos0 + 2]
+
+    def call(_):
+        pos = box[2] % c["T"]
+        h, box[0] = f(w, box[0], box[1], jnp.int32(pos))
+        # The next token's input: bounded, whatever the steps did.
+        box[1], box[2] = jnp.tanh(h), box[2] + 1
+        return h
+    r["times"] = time_runs(call, jax.block_until_ready, a.steps, a.warmup, a.budget_s)
+    if a.trace:
+        r["trace"] = trace_runs(lambda: call(0), a.trace)
+    return r
 
 
 # --------------------------------------------------------------------------
@@ -609,7 +694,8 @@ def jax_worker(fw, names, a):
         t_start = time.perf_counter()
         p = progs[name]
         try:
-            r = (jax_cnn if p.cnn else jax_fn)(p, gen, sample, a)
+            r = (jax_cnn if p.cnn else jax_decode if p.decode else
+                 jax_fn)(p, gen, sample, a)
         except Exception as e:  # reported by the driver, with the message
             r = {"error": f"{type(e).__name__}: {str(e)[:600]}"}
         r["name"] = name
@@ -759,7 +845,8 @@ def torch_worker(names, a):
         t_start = time.perf_counter()
         p = progs[nm]
         try:
-            r = (torch_cnn if p.cnn else torch_fn)(p, gen, sample, sync, dev, a)
+            r = (torch_cnn if p.cnn else torch_decode if p.decode else
+                 torch_fn)(p, gen, sample, sync, dev, a)
         except Exception as e:
             r = {"error": f"{type(e).__name__}: {str(e)[:600]}"}
         r["name"] = nm
@@ -826,6 +913,53 @@ def torch_cnn(p, gen, sample, sync, dev, a):
     r["check"] = [sample(l1), sample(l2)]
     r["times"] = time_runs(step, sync, a.steps, a.warmup, a.budget_s)
     r["flops"] = cnn_flops(c)
+    return r
+
+
+def torch_decode(p, gen, sample, sync, dev, a):
+    c = p.decode
+    T, D, H = c["T"], c["D"], c["H"]
+    dh = D // H
+    vals = {n: gen(inp, stream_offset(0, j))
+            for j, (n, inp) in enumerate(_decode_inputs(c))}
+    wqkv, wo, w1, w2 = (vals[n] for n in ("wqkv", "wo", "w1", "w2"))
+    kc, vc = vals["k"].clone(), vals["v"].clone()
+    ar = torch.arange(T, device=kc.device)
+
+    def rms(h):
+        hf = h.float()
+        return (hf * torch.rsqrt((hf * hf).mean() + 1e-6)).to(h.dtype)
+
+    @torch.no_grad()
+    def step(x, pos):
+        h = x
+        for i in range(c["L"]):
+            q, kn, vn = (rms(h) @ wqkv[i]).split(D)
+            kc[i, pos] = kn   # in place, as a decode loop writes its cache
+            vc[i, pos] = vn
+            s = torch.einsum("hd,thd->ht", q.view(H, dh).float(),
+                             kc[i].view(T, H, dh).float()) / math.sqrt(dh)
+            s = s.masked_fill(ar > pos, float("-inf"))
+            att = torch.einsum("ht,thd->hd", torch.softmax(s, -1).to(h.dtype),
+                               vc[i].view(T, H, dh)).reshape(D)
+            h = h + att @ wo[i]
+            h = h + F.gelu(rms(h) @ w1[i], approximate="tanh") @ w2[i]
+        return h
+
+    pos0 = T // 2
+    t0 = time.perf_counter()
+    h1 = step(vals["x"], pos0)
+    sync(h1)
+    r = {"compile_s": time.perf_counter() - t0, "copies": 1}
+    h2 = step(h1, pos0 + 1)
+    r["check"] = [sample(h1), sample(h2)]
+    box = [h2, pos0 + 2]
+
+    def call(_):
+        h = step(box[0], box[1] % T)
+        box[0], box[1] = torch.tanh(h), box[1] + 1
+        return h
+    r["times"] = time_runs(call, sync, a.steps, a.warmup, a.budget_s)
     return r
 
 

@@ -100,7 +100,7 @@ def test_every_program_has_both_implementations(kb):
         assert len({p.name for p in progs}) == len(progs)
         assert {p.group for p in progs} == set(kb.GROUPS)
         for p in progs:
-            assert p.cnn or (p.jax_fn and p.torch_fn), p.name
+            assert p.cnn or p.decode or (p.jax_fn and p.torch_fn), p.name
     assert set(kb.QUICK) <= {p.name for p in kb.programs()}
 
 
