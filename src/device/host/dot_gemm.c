@@ -105,6 +105,39 @@ static inline void gemm_row_offsets(const gemm_job_t *j, int64_t r,
   }
 IRON_NAIVE_VEC_ROWS_(naive_f32, float, v8f_t, 8)
 IRON_NAIVE_VEC_ROWS_(naive_f64, double, v4d_t, 4)
+
+// The same loops over column blocks, for a few long rows (a vector times a
+// matrix: a decode step's layers): task t is row t / blocks, columns
+// [(t % blocks) * IRON_COL_BLOCK, ...). Every element still sums its k
+// products in order, so the split changes no bit.
+#define IRON_COL_BLOCK 512
+typedef struct col_job {
+  const gemm_job_t *j;
+  int64_t blocks;  // column blocks per row
+} col_job_t;
+#define IRON_NAIVE_VEC_COLS_(NAME, T, VT, VL)                                \
+  static void NAME(void *arg, int64_t begin, int64_t end) {                  \
+    const col_job_t *cj = arg;                                               \
+    const gemm_job_t *j = cj->j;                                             \
+    const T *A = j->a.data, *B = j->b.data;                                  \
+    for (int64_t t = begin; t < end; ++t) {                                  \
+      int64_t r = t / cj->blocks, q0 = (t % cj->blocks) * IRON_COL_BLOCK;    \
+      int64_t nq = j->n - q0 < IRON_COL_BLOCK ? j->n - q0 : IRON_COL_BLOCK;  \
+      int64_t ao, bo;                                                        \
+      gemm_row_offsets(j, r, &ao, &bo);                                      \
+      T *c = (T *)j->c + r * j->n + q0;                                      \
+      memset(c, 0, sizeof(T) * (size_t)nq);                                  \
+      const T *arow = A + ao;                                                \
+      const T *bb = B + bo + q0;                                             \
+      for (int64_t p = 0; p < j->k; ++p) {                                   \
+        T av = arow[p * j->a.cs];                                            \
+        const T *brow = bb + p * j->b.rs;                                    \
+        IRON_MULADD_VEC_(T, VT, VL, c, av, brow, nq);                        \
+      }                                                                      \
+    }                                                                        \
+  }
+IRON_NAIVE_VEC_COLS_(naive_cols_f32, float, v8f_t, 8)
+IRON_NAIVE_VEC_COLS_(naive_cols_f64, double, v4d_t, 4)
 IRON_NAIVE_ROWS_(naive_s64, int64_t, 0, IRON_MULADD_UINT_)
 IRON_NAIVE_ROWS_(naive_c64, c64_t, ((c64_t){0, 0}), IRON_MULADD_CPLX_)
 IRON_NAIVE_ROWS_(naive_c128, c128_t, ((c128_t){0, 0}), IRON_MULADD_CPLX_)
@@ -511,6 +544,15 @@ iron_status_t iron_host_gemm(iron_threadpool_t *pool,
       }
       return blocked_gemm(pool, es, batch, m, n, k, a, b, c);
     }
+  }
+  // Fewer rows than threads, long contiguous rows of B: split the columns.
+  if (real && pool && b->cs == 1 && n >= 2 * IRON_COL_BLOCK &&
+      rows < iron_threadpool_size(pool)) {
+    col_job_t cj = {&j, (n + IRON_COL_BLOCK - 1) / IRON_COL_BLOCK};
+    iron_threadpool_parallel_for(
+        pool, rows * cj.blocks, 1,
+        type == IRON_HOST_GEMM_F32 ? naive_cols_f32 : naive_cols_f64, &cj);
+    return IRON_OK;
   }
   iron_parallel_fn_t fn = NULL;
   switch (type) {
