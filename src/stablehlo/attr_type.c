@@ -1271,18 +1271,19 @@ iron_status_t iron_bc_loc(iron_bc_reader_t *r, iron_bc_cursor_t *c,
   if (e->loc_state == 1)
     return iron_bc_error_at(c, e->data, "cyclic location reference (%llu)",
                             (unsigned long long)index);
-  if (r->attr_depth >= 4 * IRON_BC_MAX_ATTR_DEPTH)
-    return iron_bc_error_at(c, e->data, "location nesting too deep (%llu)",
-                            (unsigned long long)index);
+  if (r->loc_depth >= IRON_BC_MAX_LOC_DEPTH) {
+    *out = &kUnknownLoc;  // not cached: a shallower use decodes it
+    return IRON_OK;
+  }
   char ctx[48];
   snprintf(ctx, sizeof(ctx), "location %llu", (unsigned long long)index);
   iron_bc_cursor_t ec = {r->base, e->data, e->data + e->size, ctx};
   iron_ir_loc_t *loc = iron_arena_alloc(r->arena, sizeof(*loc));
   if (!loc) return oom();
   e->loc_state = 1;
-  r->attr_depth++;
+  r->loc_depth++;
   iron_status_t st = decode_loc(r, &ec, loc);
-  r->attr_depth--;
+  r->loc_depth--;
   e->loc_state = 0;
   if (st) return st;
   if (ec.p != ec.end)

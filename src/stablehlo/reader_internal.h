@@ -94,6 +94,7 @@ typedef struct iron_bc_reader {
   size_t *prop_sizes;
 
   int attr_depth;  // recursion guard for nested attribute decoding
+  int loc_depth;   // the same for locations (call-site chains nest deeply)
 } iron_bc_reader_t;
 
 // String table access: *out points into the module arena.
@@ -122,5 +123,10 @@ iron_status_t iron_bc_read_type_ref(iron_bc_reader_t *r, iron_bc_cursor_t *c,
                                     const iron_ir_type_t **out);
 
 #define IRON_BC_MAX_ATTR_DEPTH 64
+// A call-site chain has a level per Python frame: jax keeps 10 by default,
+// every one with JAX_TRACEBACK_IN_LOCATIONS_LIMIT=-1 (up to Python's
+// recursion limit). Deeper than this, the rest of the chain reads as an
+// unknown location: locations only name source lines in messages.
+#define IRON_BC_MAX_LOC_DEPTH 1024
 
 #endif  // IRON_STABLEHLO_READER_INTERNAL_H_

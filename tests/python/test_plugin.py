@@ -22,10 +22,16 @@ import ironjax
 
 def test_iron_device_identity(iron_device):
     assert iron_device.platform == "iron"
-    assert iron_device.device_kind == "host"
+    # The host device's kind is "host"; a CUDA device's, the GPU's name.
+    if os.environ.get("IRON_DEVICE") == "cuda":
+        kind = iron_device.device_kind
+        assert kind.startswith("NVIDIA"), kind
+    else:
+        kind = "host"
+        assert iron_device.device_kind == "host"
     assert iron_device.id == 0
-    assert repr(iron_device) == "IronDevice(id=0, kind=host)"
-    assert str(jax.devices("iron")) == "[IronDevice(id=0, kind=host)]"
+    assert repr(iron_device) == f"IronDevice(id=0, kind={kind})"
+    assert str(jax.devices("iron")) == f"[IronDevice(id=0, kind={kind})]"
     assert iron_device.client.platform_version.endswith("ironjax 0.1.0")
 
 
