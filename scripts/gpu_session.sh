@@ -22,6 +22,8 @@
 #   fusioncheck  scripts/cuda_fusion_check.sh (issue 12's programs, decode)
 #   pyall        every tests/python file on CUDA (pytest-xdist, 8 workers;
 #                $OUT/pyall.txt): the files no other stage runs there too
+#                (-p no:benchmark: pytest-benchmark's warning under xdist
+#                is an error with jax's warning filters)
 #   zoo          scripts/model_zoo.py on CUDA (flax/equinox/optax models
 #                against XLA:CPU)
 #   rowtests     scripts/rowfuse_gpu.sh tests; rowbench: its bench
@@ -88,7 +90,7 @@ stage() {
     reliab) OUT=$logs/reliab scripts/reliab_gpu_check.sh >"$logs/reliab.log" 2>&1; tail -20 "$logs/reliab.log" ;;
     pyall) IRON_PLUGIN_PATH=$root/build-dev/libiron_pjrt.so PYTHONPATH=$root/python \
            IRON_DEVICE=cuda IRON_CUDA_TF32=0 JAX_PLATFORMS=iron,cpu IRON_TEST_REQUIRE_CUDA=1 \
-           timeout ${PYALL_TIMEOUT:-450} python3 -m pytest tests/python -q -p no:cacheprovider \
+           timeout ${PYALL_TIMEOUT:-450} python3 -m pytest tests/python -q -p no:cacheprovider -p no:benchmark \
            -n ${PYALL_JOBS:-8} -rf --tb=line >"$OUT/pyall.txt" 2>&1
            grep -E "^FAILED|^ERROR|passed|failed" "$OUT/pyall.txt" | tail -40 ;;
     zoo) IRON_PLUGIN_PATH=$root/build-dev/libiron_pjrt.so PYTHONPATH=$root/python \
