@@ -68,9 +68,10 @@ typedef struct {
 static iron_status_t chol_prepare(const iron_ir_op_t *op,
                                   iron_region_t *const *regions,
                                   void **out_params) {
+  if (op->num_operands != 1 || op->num_results != 1)
+    return iron_ir_op_unimplemented(op, "with %u operands", op->num_operands);
   const iron_ir_type_t *t = op->operands[0]->type;
-  if (op->num_operands != 1 || op->num_results != 1 ||
-      t->kind != IRON_TYPE_TENSOR || t->rank < 2 ||
+  if (t->kind != IRON_TYPE_TENSOR || t->rank < 2 ||
       t->dims[t->rank - 1] != t->dims[t->rank - 2])
     return iron_ir_op_unimplemented(op, "on a non-square or unranked operand");
   if (!linalg_dtype_ok(t->dtype))
