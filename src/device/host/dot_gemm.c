@@ -81,63 +81,45 @@ static inline void gemm_row_offsets(const gemm_job_t *j, int64_t r,
     }                                                                        \
     for (; q < (n); ++q) (c)[q] += (av) * (b)[q];                            \
   } while (0)
+// f32/f64 rows in column blocks: task t is row t / blocks, columns
+// [(t % blocks) * width, ...). A whole row is one block (width n); a few
+// long rows (a vector times a matrix: a decode step's layers) split theirs
+// over the threads. Every element sums its k products in order either way,
+// so the split changes no bit.
+#define IRON_COL_BLOCK 512
+typedef struct col_job {
+  const gemm_job_t *j;
+  int64_t width;   // columns per task
+  int64_t blocks;  // tasks per row
+} col_job_t;
 #define IRON_NAIVE_VEC_ROWS_(NAME, T, VT, VL)                                \
   static void NAME(void *arg, int64_t begin, int64_t end) {                  \
-    const gemm_job_t *j = arg;                                               \
+    const col_job_t *cj = arg;                                               \
+    const gemm_job_t *j = cj->j;                                             \
     const T *A = j->a.data, *B = j->b.data;                                  \
-    for (int64_t r = begin; r < end; ++r) {                                  \
+    const int64_t cs = j->b.cs;                                              \
+    for (int64_t t = begin; t < end; ++t) {                                  \
+      int64_t r = t / cj->blocks, q0 = (t % cj->blocks) * cj->width;         \
+      int64_t nq = j->n - q0 < cj->width ? j->n - q0 : cj->width;            \
       int64_t ao, bo;                                                        \
       gemm_row_offsets(j, r, &ao, &bo);                                      \
-      T *c = (T *)j->c + r * j->n;                                           \
-      memset(c, 0, sizeof(T) * (size_t)j->n);                                \
+      T *c = (T *)j->c + r * j->n + q0;                                      \
+      memset(c, 0, sizeof(T) * (size_t)nq);                                  \
       const T *arow = A + ao;                                                \
-      const T *bb = B + bo;                                                  \
+      const T *bb = B + bo + q0 * cs;                                        \
       for (int64_t p = 0; p < j->k; ++p) {                                   \
         T av = arow[p * j->a.cs];                                            \
         const T *brow = bb + p * j->b.rs;                                    \
-        if (j->b.cs == 1) {                                                  \
-          IRON_MULADD_VEC_(T, VT, VL, c, av, brow, j->n);                    \
+        if (cs == 1) {                                                       \
+          IRON_MULADD_VEC_(T, VT, VL, c, av, brow, nq);                      \
         } else {                                                             \
-          for (int64_t q = 0; q < j->n; ++q) c[q] += av * brow[q * j->b.cs]; \
+          for (int64_t q = 0; q < nq; ++q) c[q] += av * brow[q * cs];        \
         }                                                                    \
       }                                                                      \
     }                                                                        \
   }
 IRON_NAIVE_VEC_ROWS_(naive_f32, float, v8f_t, 8)
 IRON_NAIVE_VEC_ROWS_(naive_f64, double, v4d_t, 4)
-
-// The same loops over column blocks, for a few long rows (a vector times a
-// matrix: a decode step's layers): task t is row t / blocks, columns
-// [(t % blocks) * IRON_COL_BLOCK, ...). Every element still sums its k
-// products in order, so the split changes no bit.
-#define IRON_COL_BLOCK 512
-typedef struct col_job {
-  const gemm_job_t *j;
-  int64_t blocks;  // column blocks per row
-} col_job_t;
-#define IRON_NAIVE_VEC_COLS_(NAME, T, VT, VL)                                \
-  static void NAME(void *arg, int64_t begin, int64_t end) {                  \
-    const col_job_t *cj = arg;                                               \
-    const gemm_job_t *j = cj->j;                                             \
-    const T *A = j->a.data, *B = j->b.data;                                  \
-    for (int64_t t = begin; t < end; ++t) {                                  \
-      int64_t r = t / cj->blocks, q0 = (t % cj->blocks) * IRON_COL_BLOCK;    \
-      int64_t nq = j->n - q0 < IRON_COL_BLOCK ? j->n - q0 : IRON_COL_BLOCK;  \
-      int64_t ao, bo;                                                        \
-      gemm_row_offsets(j, r, &ao, &bo);                                      \
-      T *c = (T *)j->c + r * j->n + q0;                                      \
-      memset(c, 0, sizeof(T) * (size_t)nq);                                  \
-      const T *arow = A + ao;                                                \
-      const T *bb = B + bo + q0;                                             \
-      for (int64_t p = 0; p < j->k; ++p) {                                   \
-        T av = arow[p * j->a.cs];                                            \
-        const T *brow = bb + p * j->b.rs;                                    \
-        IRON_MULADD_VEC_(T, VT, VL, c, av, brow, nq);                        \
-      }                                                                      \
-    }                                                                        \
-  }
-IRON_NAIVE_VEC_COLS_(naive_cols_f32, float, v8f_t, 8)
-IRON_NAIVE_VEC_COLS_(naive_cols_f64, double, v4d_t, 4)
 IRON_NAIVE_ROWS_(naive_s64, int64_t, 0, IRON_MULADD_UINT_)
 IRON_NAIVE_ROWS_(naive_c64, c64_t, ((c64_t){0, 0}), IRON_MULADD_CPLX_)
 IRON_NAIVE_ROWS_(naive_c128, c128_t, ((c128_t){0, 0}), IRON_MULADD_CPLX_)
@@ -545,19 +527,25 @@ iron_status_t iron_host_gemm(iron_threadpool_t *pool,
       return blocked_gemm(pool, es, batch, m, n, k, a, b, c);
     }
   }
-  // Fewer rows than threads, long contiguous rows of B: split the columns.
-  if (real && pool && b->cs == 1 && n >= 2 * IRON_COL_BLOCK &&
-      rows < iron_threadpool_size(pool)) {
-    col_job_t cj = {&j, (n + IRON_COL_BLOCK - 1) / IRON_COL_BLOCK};
+  if (real) {
+    // Fewer rows than threads, long contiguous rows of B: split the
+    // columns; otherwise a task is a whole row.
+    col_job_t cj = {&j, n, 1};
+    if (pool && b->cs == 1 && n >= 2 * IRON_COL_BLOCK &&
+        rows < iron_threadpool_size(pool)) {
+      cj.width = IRON_COL_BLOCK;
+      cj.blocks = (n + IRON_COL_BLOCK - 1) / IRON_COL_BLOCK;
+      grain = 1;
+    }
     iron_threadpool_parallel_for(
-        pool, rows * cj.blocks, 1,
-        type == IRON_HOST_GEMM_F32 ? naive_cols_f32 : naive_cols_f64, &cj);
+        pool, rows * cj.blocks, grain,
+        type == IRON_HOST_GEMM_F32 ? naive_f32 : naive_f64, &cj);
     return IRON_OK;
   }
   iron_parallel_fn_t fn = NULL;
   switch (type) {
-    case IRON_HOST_GEMM_F32: fn = naive_f32; break;
-    case IRON_HOST_GEMM_F64: fn = naive_f64; break;
+    case IRON_HOST_GEMM_F32:
+    case IRON_HOST_GEMM_F64: break;  // above
     case IRON_HOST_GEMM_C64: fn = naive_c64; break;
     case IRON_HOST_GEMM_C128: fn = naive_c128; break;
     case IRON_HOST_GEMM_S64: fn = naive_s64; break;
