@@ -131,11 +131,6 @@ DIMS = [(0, 2), (1, 14), (2, 8), (3, 8), (4, 4), (5, 6), (7, 5), (8, 3),
 RANKS = [(0, 1), (1, 4), (2, 5), (3, 3), (4, 2)]
 
 
-def jax_nn():
-    import jax
-    return jax.nn
-
-
 def wchoice(rng, pairs):
     total = sum(w for _, w in pairs)
     r = rng.random() * total
@@ -1070,6 +1065,7 @@ class Gen:
         mask, quantized values) read in every pass. The CUDA row fusion
         caches both rows in shared memory, each with its own element size
         (1-byte rows once faulted there: a4ee8a0)."""
+        import jax
         import jax.numpy as jnp
         from jax import lax
         rng = self.rng
@@ -1095,7 +1091,7 @@ class Gen:
         if kind == "masked_softmax":
             keep = m if m.dtype == jnp.bool_ else m != 0
             y = jnp.where(keep, x, -jnp.inf)
-            return jax_nn().softmax(y, axis=-1) * mf
+            return jax.nn.softmax(y, axis=-1) * mf
         y = x + mf if rng.random() < 0.5 else x * mf
         if kind == "layer_norm":
             mu = jnp.mean(y, -1, keepdims=True)

@@ -26,13 +26,9 @@ from flax import linen as nn  # noqa: E402
 from flax import nnx  # noqa: E402
 
 
-def devices(request):
-    def get(fixture, platform):
-        try:
-            return request.getfixturevalue(fixture)
-        except pytest.FixtureLookupError:
-            return jax.devices(platform)[0]
-    return get("iron_device", "iron"), get("cpu_device", "cpu")
+@pytest.fixture
+def devs(iron_device, cpu_device):
+    return iron_device, cpu_device
 
 
 def on(dev, fn):
@@ -54,8 +50,8 @@ def assert_trees_close(got, want, rtol, atol):
             np.testing.assert_allclose(g, w, rtol=rtol, atol=atol)
 
 
-def both(request, fn, rtol=2e-4, atol=2e-5):
-    iron, cpu = devices(request)
+def both(devs, fn, rtol=2e-4, atol=2e-5):
+    iron, cpu = devs
     got, want = on(iron, fn), on(cpu, fn)
     assert_trees_close(got, want, rtol, atol)
     return got
@@ -122,8 +118,8 @@ def linen_cnn_training(steps=4):
     return jnp.stack(losses), params, stats, pred(params, stats)
 
 
-def test_linen_cnn_batchnorm_dropout(request):
-    losses, *_ = both(request, linen_cnn_training, rtol=1e-3, atol=1e-4)
+def test_linen_cnn_batchnorm_dropout(devs):
+    losses, *_ = both(devs, linen_cnn_training, rtol=1e-3, atol=1e-4)
     assert np.all(np.isfinite(losses))
 
 
@@ -176,8 +172,8 @@ def linen_scan_rnn_training(steps=3):
     return jnp.stack(losses), params
 
 
-def test_linen_scan_remat_gru(request):
-    both(request, linen_scan_rnn_training, rtol=1e-3, atol=1e-5)
+def test_linen_scan_remat_gru(devs):
+    both(devs, linen_scan_rnn_training, rtol=1e-3, atol=1e-5)
 
 
 # --------------------------------------------------------------------------
@@ -250,8 +246,8 @@ def linen_attention_train_and_decode(steps=3):
     return jnp.stack(losses), params, jnp.stack(out, 1)
 
 
-def test_linen_attention_kv_cache_decode(request):
-    both(request, linen_attention_train_and_decode, rtol=1e-3, atol=1e-5)
+def test_linen_attention_kv_cache_decode(devs):
+    both(devs, linen_attention_train_and_decode, rtol=1e-3, atol=1e-5)
 
 
 # --------------------------------------------------------------------------
@@ -299,8 +295,8 @@ def nnx_training(steps=3):
     return jnp.stack(losses), nnx.state(model, nnx.Param), logits
 
 
-def test_nnx_optimizer_attention_batchnorm(request):
-    both(request, nnx_training, rtol=1e-3, atol=1e-5)
+def test_nnx_optimizer_attention_batchnorm(devs):
+    both(devs, nnx_training, rtol=1e-3, atol=1e-5)
 
 
 # --------------------------------------------------------------------------
@@ -358,8 +354,8 @@ def equinox_training(steps=3):
     return jnp.stack(losses), eqx.filter(model, eqx.is_array)
 
 
-def test_equinox_conv_gru_attention(request):
-    both(request, equinox_training, rtol=1e-3, atol=1e-5)
+def test_equinox_conv_gru_attention(devs):
+    both(devs, equinox_training, rtol=1e-3, atol=1e-5)
 
 
 # --------------------------------------------------------------------------
@@ -381,8 +377,8 @@ def diffrax_pendulum():
     return sol.ys, sol.stats["num_steps"]
 
 
-def test_diffrax_adaptive_ode(request):
-    iron, cpu = devices(request)
+def test_diffrax_adaptive_ode(devs):
+    iron, cpu = devs
     (ys, steps), (ys_w, steps_w) = on(iron, diffrax_pendulum), \
         on(cpu, diffrax_pendulum)
     np.testing.assert_allclose(ys, ys_w, rtol=1e-4, atol=1e-5)
@@ -407,8 +403,8 @@ def optimistix_lineax_solves():
     return root, lu, cg
 
 
-def test_optimistix_lineax(request):
-    both(request, optimistix_lineax_solves, rtol=1e-5, atol=1e-6)
+def test_optimistix_lineax(devs):
+    both(devs, optimistix_lineax_solves, rtol=1e-5, atol=1e-6)
 
 
 def numpyro_nuts():
@@ -427,8 +423,8 @@ def numpyro_nuts():
     return s["mu"], s["sigma"]
 
 
-def test_numpyro_nuts(request):
+def test_numpyro_nuts(devs):
     # Trajectories amplify rounding differences (transcendentals 1 ulp
     # apart), so the chains agree closely, not bit for bit.
-    mu, sigma = both(request, numpyro_nuts, rtol=0, atol=2e-2)
+    mu, sigma = both(devs, numpyro_nuts, rtol=0, atol=2e-2)
     assert abs(float(mu.mean()) - 1.0) < 0.5
