@@ -177,7 +177,7 @@ static const iron_kernel_t *fake_lookup(iron_op_kind_t kind) {
 // `loops`: give the device its set-condition kernel and turn device loops
 // on (the fake driver has no NVRTC modules, so creation left them off).
 static fake_dev_t fake_dev_open(bool loops) {
-  // Opt-in (cuda_device.c); this test is about them.
+  // On by default (cuda_device.c); this test is about them.
   setenv("IRON_CUDA_DEVICE_WHILE", "1", 0);
   fake_dev_t f = fake_dev_open_with(&g_api, fake_lookup);
   fake_dev_vt.while_kernel = NULL;
