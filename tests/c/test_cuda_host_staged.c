@@ -12,6 +12,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "compiler/plan.h"
 #include "device/cuda/cuda_host_staged.h"
@@ -645,6 +646,19 @@ static void test_loop(void) {
   for (int k = 0; k < 5; ++k) CHECK_EQ_INT(g_seq[k], k);
 }
 
+// Bytes in use once the device's asynchronous frees have landed, within
+// 2 s. Measured: after the loop part, 192 bytes were still in use in ~5 %
+// of runs and none 200 ms later (a teardown check failed in scripts/test.sh).
+static size_t settled_bytes_in_use(iron_device_t *d) {
+  size_t b = iron_device_bytes_in_use(d);
+  for (int i = 0; b && i < 2000; ++i) {
+    struct timespec ts = {0, 1000000};
+    nanosleep(&ts, NULL);
+    b = iron_device_bytes_in_use(d);
+  }
+  return b;
+}
+
 // The same programs on a real GPU (scripts/cuda_tests.sh runs this test
 // there with IRON_TEST_REQUIRE_CUDA=1, which makes "no GPU" a failure).
 static void test_on_gpu(void) {
@@ -677,7 +691,7 @@ static void test_on_gpu(void) {
       "tridiag_staged", "cholesky_staged", "loop"};
   for (size_t k = 0; k < sizeof(parts) / sizeof(parts[0]); ++k) {
     parts[k]();
-    size_t left = iron_device_bytes_in_use(g_dev);
+    size_t left = settled_bytes_in_use(g_dev);
     if (left)
       fprintf(stderr, "on_gpu %s: %zu bytes still in use\n", names[k], left);
     CHECK_EQ_INT(left, 0);
@@ -689,7 +703,7 @@ static void test_on_gpu(void) {
 
 static void teardown(void) {
   iron_host_callback_set_handler(NULL);
-  CHECK_EQ_INT(iron_device_bytes_in_use(g_fake), 0);
+  CHECK_EQ_INT(settled_bytes_in_use(g_fake), 0);
   iron_runtime_release(g_rt);
 }
 
