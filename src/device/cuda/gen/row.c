@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "device/cuda/gen/prelude.h"
 #include "device/cuda/gen/scalar.h"
 #include "device/cuda/gen/source.h"
 #include "device/cuda/gen/text.h"
@@ -84,8 +85,8 @@ static const char *op_fn(iron_op_kind_t k) {
   switch (k) {
     case IRON_OP_ADD: return "irow_add";
     case IRON_OP_MULTIPLY: return "irow_mul";
-    case IRON_OP_MAXIMUM: return "iron_fmax";
-    case IRON_OP_MINIMUM: return "iron_fmin";
+    case IRON_OP_MAXIMUM: return "irow_max";
+    case IRON_OP_MINIMUM: return "irow_min";
     default: return NULL;
   }
 }
@@ -748,10 +749,30 @@ iron_status_t iron_cuda_gen_row(const iron_cuda_row_plan_t *p,
   iron_cuda_text_init(&body);
   g->s = &body;
   P("%s", p->fn_text ? p->fn_text : "");
-  P("template <class A> static __device__ __forceinline__ A irow_add(A x, A y) "
-    "{ return x + y; }\n"
-    "template <class A> static __device__ __forceinline__ A irow_mul(A x, A y) "
-    "{ return x * y; }\n"
+  // The reduce combiners (float or double accumulators). Denormals read
+  // and written as zero where the device flushes them (XLA:CPU's FTZ/DAZ):
+  // -ftz does it for an f32 add or multiply, not for f64 arithmetic, and a
+  // max/min is a compare and select that returns its operand's bits.
+  if (iron_cuda_flush_denormals())
+    P("#define IROW_Z(v) iron_daz(v)\n"
+      "static __device__ __forceinline__ float irow_add(float x, float y) "
+      "{ return x + y; }\n"
+      "static __device__ __forceinline__ float irow_mul(float x, float y) "
+      "{ return x * y; }\n"
+      "static __device__ __forceinline__ double irow_add(double x, double y) "
+      "{ return iron_daz(iron_daz(x) + iron_daz(y)); }\n"
+      "static __device__ __forceinline__ double irow_mul(double x, double y) "
+      "{ return iron_daz(iron_daz(x) * iron_daz(y)); }\n");
+  else
+    P("#define IROW_Z(v) (v)\n"
+      "template <class A> static __device__ __forceinline__ A irow_add(A x, A y) "
+      "{ return x + y; }\n"
+      "template <class A> static __device__ __forceinline__ A irow_mul(A x, A y) "
+      "{ return x * y; }\n");
+  P("template <class A> static __device__ __forceinline__ A irow_max(A x, A y) "
+    "{ return iron_fmax(IROW_Z(x), IROW_Z(y)); }\n"
+    "template <class A> static __device__ __forceinline__ A irow_min(A x, A y) "
+    "{ return iron_fmin(IROW_Z(x), IROW_Z(y)); }\n"
     // Combines partials that may be empty (h: not empty).
     "#define IROW_MERGE(F, a, ha, b, hb) { if ((ha) && (hb)) (a) = F((a), "
     "(b)); else if (hb) (a) = (b); (ha) = (ha) | (hb); }\n");

@@ -187,6 +187,13 @@ iron_status_t iron_cuda_gen_scan(const char *name, const iron_cuda_scan_t *s,
                         "__device__ __forceinline__ iron_acc iron_sop(iron_acc a, "
                         "iron_acc b) {\n");
   bool half = dt == IRON_DTYPE_F16 || dt == IRON_DTYPE_BF16;
+  // Denormals read and written as zero, as in every other float op
+  // (scalar.c; XLA:CPU runs with FTZ/DAZ). -ftz flushes an f32 add or
+  // multiply itself but not f64 arithmetic, and a max/min is a compare
+  // and a select that returns its operand's bits: a denormal winner came
+  // out unflushed on the GPU (test_denormals' cummax). The CPU emulation
+  // cannot show it (its threads run with DAZ, and maxss flushes).
+  bool flush = iron_cuda_flush_denormals() && ty.is_float && !ty.is_complex;
   switch (s->kind) {
     case IRON_OP_ADD:
     case IRON_OP_MULTIPLY: {
@@ -200,6 +207,9 @@ iron_status_t iron_cuda_gen_scan(const char *name, const iron_cuda_scan_t *s,
       else if (half)
         iron_cuda_text_printf(&t, "return %s(%s(a %s b));\n", ty.ld, ty.st,
                               sym);
+      else if (flush)
+        iron_cuda_text_printf(&t, "return iron_daz(iron_daz(a) %s iron_daz(b));\n",
+                              sym);
       else
         iron_cuda_text_printf(&t, "return a %s b;\n", sym);
       break;
@@ -209,10 +219,12 @@ iron_status_t iron_cuda_gen_scan(const char *name, const iron_cuda_scan_t *s,
       const char *sym = s->kind == IRON_OP_MAXIMUM ? ">" : "<";
       // Floats: NaN wins, and of +0/-0 max takes +0 and min -0 whichever
       // comes first (measured: XLA:CPU's cummax of [0, -0] is [0, 0]).
-      if (ty.is_float)
-        iron_cuda_text_printf(&t, "return %s(a, b);\n",
-                              s->kind == IRON_OP_MAXIMUM ? "iron_fmax"
-                                                         : "iron_fmin");
+      const char *fn = s->kind == IRON_OP_MAXIMUM ? "iron_fmax" : "iron_fmin";
+      if (ty.is_float && flush)
+        iron_cuda_text_printf(&t, "return iron_daz(%s(iron_daz(a), iron_daz(b)));\n",
+                              fn);
+      else if (ty.is_float)
+        iron_cuda_text_printf(&t, "return %s(a, b);\n", fn);
       else
         iron_cuda_text_printf(&t, "return a %s b ? a : b;\n", sym);
       break;
