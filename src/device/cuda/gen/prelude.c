@@ -207,6 +207,24 @@ static const char kPreludeBody[] =
     "  return (__double_as_longlong(x) & 0x7ff0000000000000LL) !=\n"
     "         0x7ff0000000000000LL;\n"
     "}\n"
+    // --- float selects. IRON_PICK(c, a, b) is c ? a : b. The GPU
+    // compares (setp, which reads denormals as zero under -ftz) and then
+    // moves the chosen operand's bits (selp): a denormal winner comes out
+    // unflushed. The CPU emulation does the same through integer bits;
+    // `x > y ? x : y` on floats would compile to maxss, which flushes
+    // under the emulation's DAZ and so would hide a missing flush.
+    "#ifdef IRON_CUDA_EMU\n"
+    "IRON_D float iron_pick(bool c, float a, float b) {\n"
+    "  return __uint_as_float(c ? __float_as_uint(a) : __float_as_uint(b));\n"
+    "}\n"
+    "IRON_D double iron_pick(bool c, double a, double b) {\n"
+    "  return __longlong_as_double(c ? __double_as_longlong(a)\n"
+    "                                : __double_as_longlong(b));\n"
+    "}\n"
+    "#define IRON_PICK(c, a, b) iron_pick((c), (a), (b))\n"
+    "#else\n"
+    "#define IRON_PICK(c, a, b) ((c) ? (a) : (b))\n"
+    "#endif\n"
     // --- float helpers (float and double overloads).
     // max/min propagating NaN (x's first), -0 < +0. IRON_SELECT_MINMAX
     // (IRON_CUDA_SELECT_MINMAX): the same tests as selects, no branches:
@@ -215,13 +233,13 @@ static const char kPreludeBody[] =
     "#if IRON_SELECT_MINMAX\n"
     "#define IRON_FLOAT_MINMAX(R)                                         \\\n"
     "  IRON_D R iron_fmax(R x, R y) {                                     \\\n"
-    "    R m = x > y ? x : y;                                             \\\n"
+    "    R m = IRON_PICK(x > y, x, y);                                    \\\n"
     "    m = x == y ? (iron_signbit(x) ? y : x) : m;                      \\\n"
     "    m = y != y ? y : m;                                              \\\n"
     "    return x != x ? x : m;                                           \\\n"
     "  }                                                                  \\\n"
     "  IRON_D R iron_fmin(R x, R y) {                                     \\\n"
-    "    R m = x < y ? x : y;                                             \\\n"
+    "    R m = IRON_PICK(x < y, x, y);                                    \\\n"
     "    m = x == y ? (iron_signbit(x) ? x : y) : m;                      \\\n"
     "    m = y != y ? y : m;                                              \\\n"
     "    return x != x ? x : m;                                           \\\n"
@@ -231,12 +249,12 @@ static const char kPreludeBody[] =
     "  IRON_D R iron_fmax(R x, R y) {                                     \\\n"
     "    if (x != x) return x; if (y != y) return y;                      \\\n"
     "    if (x == y) return iron_signbit(x) ? y : x;                      \\\n"
-    "    return x > y ? x : y;                                            \\\n"
+    "    return IRON_PICK(x > y, x, y);                                   \\\n"
     "  }                                                                  \\\n"
     "  IRON_D R iron_fmin(R x, R y) {                                     \\\n"
     "    if (x != x) return x; if (y != y) return y;                      \\\n"
     "    if (x == y) return iron_signbit(x) ? x : y;                      \\\n"
-    "    return x < y ? x : y;                                            \\\n"
+    "    return IRON_PICK(x < y, x, y);                                   \\\n"
     "  }\n"
     "#endif\n"
     "IRON_FLOAT_MINMAX(float)\n"
