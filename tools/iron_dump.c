@@ -15,6 +15,7 @@
 #include "compiler/fuse.h"
 #include "compiler/fuse_rows.h"
 #include "compiler/inline.h"
+#include "compiler/vector_dot.h"
 #include "compiler/tuple_forward.h"
 #include "device/cuda/cuda_compile.h"
 #include "device/cuda/cuda_device.h"
@@ -151,17 +152,22 @@ int main(int argc, char **argv) {
     st = iron_compiler_tuple_forward(m);
     int n = 0;
     if (!st) st = iron_compiler_inline_for_compile(m, true);
-    int nrows = 0;
+    // The passes of executable.c, with the CUDA device's predicates.
+    int nrows = 0, ndots = 0;
+    if (!st) st = iron_compiler_vector_dots(m, iron_cuda_vector_dot, &ndots);
     if (!st)
       st = iron_compiler_fuse_rows(m, iron_cuda_fusable, iron_cuda_row_fusable,
                                    &nrows);
-    if (!st) st = iron_compiler_fuse(m, iron_cuda_fusable, &n);
+    if (!st)
+      st = iron_compiler_fuse_pivots(m, iron_cuda_fusable,
+                                     iron_cuda_pivot_fusable, &n);
     if (st) {
       fprintf(stderr, "iron-dump: %s: %s\n", path, iron_status_message(st));
       iron_status_free(st);
       iron_ir_module_destroy(m);
       return 1;
     }
+    if (ndots) fprintf(stderr, "iron-dump: %d dots as reductions\n", ndots);
     fprintf(stderr, "iron-dump: %d fusions (%d row fusions)\n", n + nrows,
             nrows);
   }

@@ -165,6 +165,12 @@ typedef struct iron_device_vtable {
   // NULL: transposes only read their operand from memory. Asked only when
   // `fusable` is set and fusion is on.
   bool (*pivot_fusable)(const iron_ir_op_t *transpose);
+  // Whether a stablehlo.dot_general with a vector side becomes
+  // multiply + reduce before fusion (src/compiler/vector_dot.h), so that
+  // the fusions read its matrix operand in place; `matrix` is that
+  // operand's index. NULL: dots stay dots. Asked only when `fusable` is
+  // set and fusion is on.
+  bool (*vector_dot)(const iron_ir_op_t *op, uint32_t matrix);
   // A kernel that runs the whole stablehlo.while `op` on the device, with
   // no host round trip per iteration (CUDA: loops over scalars, in one GPU
   // thread), or NULL when the device cannot: the loop then runs as the

@@ -12,6 +12,7 @@
 #include "compiler/fuse_rows.h"
 #include "compiler/inline.h"
 #include "compiler/plan.h"
+#include "compiler/vector_dot.h"
 #include "compiler/tuple_forward.h"
 #include "runtime/exec_graph.h"
 #include "runtime/executor.h"
@@ -224,6 +225,9 @@ static iron_status_t compile_module(iron_runtime_t *rt,
   // Private functions are inlined where they are called so that fusion
   // sees across them (inline.h: IRON_INLINE_CALLS).
   if (!st) st = iron_compiler_inline_for_compile(module, fusing);
+  // Dots with a vector side become reductions that fusion can feed.
+  if (!st && fusing && exe->dev->vtable->vector_dot)
+    st = iron_compiler_vector_dots(module, exe->dev->vtable->vector_dot, NULL);
   // Row fusions first: they take reduces with the element-wise work on
   // both sides of them, which the element-wise pass would split.
   if (!st && fusing && exe->dev->vtable->row_fusable)

@@ -1368,6 +1368,7 @@ static const iron_device_vtable_t kCudaVtable = {
     .fusable = iron_cuda_fusable,
     .row_fusable = iron_cuda_row_fusable,
     .pivot_fusable = iron_cuda_pivot_fusable,
+    .vector_dot = iron_cuda_vector_dot,
     .while_kernel = iron_cuda_while_kernel,
     .thread_enter = cuda_thread_enter,
     .graph_begin = cuda_graph_begin,

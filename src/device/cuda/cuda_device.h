@@ -190,6 +190,13 @@ bool iron_cuda_fusable(const iron_ir_op_t *op);
 // Whether transpose `op` may pivot a fusion (the vtable's `pivot_fusable`;
 // IRON_CUDA_TRANSPOSE_FUSION).
 bool iron_cuda_pivot_fusable(const iron_ir_op_t *op);
+// Whether dot `op` becomes a fused reduction (the vtable's `vector_dot`,
+// src/compiler/vector_dot.h); `matrix` is its non-vector operand.
+// IRON_CUDA_VECTOR_DOTS: `sliced` (default) when the matrix is a slice or
+// dynamic_slice (through reshapes and converts): the fused reduction reads
+// it in place where the library GEMV needs a copy; `all` every vector dot;
+// `0` none.
+bool iron_cuda_vector_dot(const iron_ir_op_t *op, uint32_t matrix);
 typedef const iron_kernel_t *iron_cuda_kernel_table_t[IRON_OP_COUNT];
 void iron_cuda_register_elementwise(iron_cuda_kernel_table_t table);
 void iron_cuda_register_shape(iron_cuda_kernel_table_t table);

@@ -178,6 +178,24 @@ bool iron_cuda_fusable(const iron_ir_op_t *op) {
   return true;
 }
 
+bool iron_cuda_vector_dot(const iron_ir_op_t *op, uint32_t matrix) {
+  const char *e = getenv("IRON_CUDA_VECTOR_DOTS");  // compile time only
+  if (e && strcmp(e, "0") == 0) return false;
+  if (e && strcmp(e, "all") == 0) return true;
+  // Sliced: follow reshapes and converts up to a slice or dynamic_slice.
+  const iron_ir_value_t *v = op->operands[matrix];
+  for (int hops = 0; hops < 8 && v->def_op; ++hops) {
+    const iron_ir_op_t *d = v->def_op;
+    if (d->kind == IRON_OP_SLICE || d->kind == IRON_OP_DYNAMIC_SLICE)
+      return true;
+    if (d->kind != IRON_OP_RESHAPE && d->kind != IRON_OP_CONVERT &&
+        !iron_ir_broadcast_is_reshape(d))
+      return false;
+    v = d->operands[0];
+  }
+  return false;
+}
+
 bool iron_cuda_pivot_fusable(const iron_ir_op_t *op) {
   return op->kind == IRON_OP_TRANSPOSE &&
          iron_cuda_transpose_fusion_enabled() && indexed_load_fusable(op);
