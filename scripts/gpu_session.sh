@@ -15,6 +15,8 @@
 #   kquick       bench/kernels.py --quick;  kernels: the whole benchmark
 #                (extra arguments in $KERNELS_ARGS, e.g. "--trace 3 --only cnn")
 #   gpubench     bench/gpu_bench.py --rounds 1 --steps 16
+#   decodeab     bench/kernels.py --only decode with IRON_CUDA_VECTOR_DOTS=0,
+#                then sliced (the default); $DECODE_ARGS e.g. "--trace 1"
 #   sort         scripts/cuda_sort_check.sh tests; sortbench: its bench
 #   misc         scripts/cuda_misc_check.sh
 #   ctest        the GPU C tests (test_cuda_*)
@@ -74,6 +76,13 @@ stage() {
       IRON_PLUGIN_PATH=$root/build-dev/libiron_pjrt.so PYTHONPATH=$root/python \
         python3 bench/kernels.py $q ${KERNELS_ARGS:-} --json "$OUT/$s.json" --md "$OUT/$s.md" \
         >"$logs/$s.log" 2>&1; tail -45 "$logs/$s.log" ;;
+    decodeab)  # the decode step with vector dots off, then as by default
+      for v in 0 sliced; do
+        IRON_CUDA_VECTOR_DOTS=$v IRON_PLUGIN_PATH=$root/build-dev/libiron_pjrt.so PYTHONPATH=$root/python \
+          timeout 250 python3 bench/kernels.py --only decode --rounds 1 ${DECODE_ARGS:-} \
+          --json "$OUT/decode_$v.json" --md "$OUT/decode_$v.md" >"$logs/decode_$v.log" 2>&1
+        echo "== IRON_CUDA_VECTOR_DOTS=$v"; tail -25 "$logs/decode_$v.log"
+      done ;;
     gpubench)
       IRON_PLUGIN_PATH=$root/build-dev/libiron_pjrt.so PYTHONPATH=$root/python \
         timeout ${GPUBENCH_TIMEOUT:-600} python3 bench/gpu_bench.py --rounds 1 --steps ${GPUBENCH_STEPS:-16} \
