@@ -11,7 +11,8 @@
 // one dot, and its results must equal the host's dot within a tolerance on
 // three inputs (the reduction sums in another order than the host's dot:
 // f32/f64 within 1e-5 relative to the sum of magnitudes, f16/bf16 within
-// 2 ulp of the result's dtype).
+// 2 ulp of the result's dtype). The kernels also compile with NVRTC where
+// it is installed.
 //
 // IRON_TEST_ONLY=SUBSTRING runs the matching programs; IRON_TEST_VERBOSE=1
 // prints each program.
@@ -25,6 +26,8 @@
 
 #include "corpus_files.h"
 #include "cuda_emu_exec.h"
+#include "cuda_test_nvrtc.h"
+#include "device/cuda/cuda_compile.h"
 #include "device/cuda/cuda_device.h"
 #include "test.h"
 
@@ -175,6 +178,30 @@ static void test_vector_dots_emulated(void) {
   CHECK_EQ_INT(failed, 0);
   CHECK_EQ_INT(unrewritten, 0);
   if (!only) CHECK(nprogs >= 60);
+  // The kernels compile with NVRTC too (host C++ accepts things NVRTC
+  // does not), where NVRTC is installed.
+  iron_cuda_api_t api;
+  memset(&api, 0, sizeof(api));
+  if (cuda_test_load_nvrtc(&api)) {
+    int compiled = 0;
+    for (size_t k = 0; k < g_cuda_emu.num_k && compiled < 32; ++k) {
+      void *cubin = NULL;
+      size_t cubin_size = 0;
+      iron_status_t st = iron_cuda_nvrtc_compile(
+          &api, g_cuda_emu.k[k].source, "sm_90a", &cubin, &cubin_size);
+      if (st) {
+        fprintf(stderr, "NVRTC: %s: %s\n", g_cuda_emu.k[k].name,
+                iron_status_message(st));
+        CHECK(!"a kernel does not compile with NVRTC");
+        iron_status_free(st);
+      }
+      free(cubin);
+      compiled++;
+    }
+    fprintf(stderr, "%d kernels compiled with NVRTC\n", compiled);
+  } else {
+    fprintf(stderr, "NVRTC not found: kernels not compiled\n");
+  }
   for (int i = 0; i < nprogs; ++i) {
     iron_executable_release(progs[i].ref);
     iron_executable_release(progs[i].emu);
