@@ -15,6 +15,8 @@
 #   kquick       bench/kernels.py --quick;  kernels: the whole benchmark
 #                (extra arguments in $KERNELS_ARGS, e.g. "--trace 3 --only cnn")
 #   gpubench     bench/gpu_bench.py --rounds 1 --steps 16
+#   cpusuite     jax's 20 core files on XLA:CPU alone ($OUT/cpusuite.txt):
+#                which failures of the carried .jaxtests are not iron's
 #   decodeab     bench/kernels.py --only decode with IRON_CUDA_VECTOR_DOTS=0,
 #                then sliced (the default); $DECODE_ARGS e.g. "--trace 1"
 #   sort         scripts/cuda_sort_check.sh tests; sortbench: its bench
@@ -76,6 +78,12 @@ stage() {
       IRON_PLUGIN_PATH=$root/build-dev/libiron_pjrt.so PYTHONPATH=$root/python \
         python3 bench/kernels.py $q ${KERNELS_ARGS:-} --json "$OUT/$s.json" --md "$OUT/$s.md" \
         >"$logs/$s.log" 2>&1; tail -45 "$logs/$s.log" ;;
+    cpusuite)  # jax's 20 core files on XLA:CPU alone: the failures that are not iron's
+      local files; files=$(sed -n 's/^core20=//p' scripts/jax_suite_gpu.sh | tr ',' ' ')
+      (cd .jaxtests && JAX_PLATFORMS=cpu JAX_NUM_GENERATED_CASES=3 timeout ${CPUSUITE_TIMEOUT:-400} \
+        python3 -m pytest -q -p no:cacheprovider -p no:benchmark -n ${CPUSUITE_JOBS:-6} -rf --tb=no \
+        $(for f in $files; do echo tests/$f; done)) >"$OUT/cpusuite.txt" 2>&1
+      grep -E "^FAILED|passed|failed" "$OUT/cpusuite.txt" | tail -60 ;;
     decodeab)  # the decode step with vector dots off, then as by default
       for v in 0 sliced; do
         IRON_CUDA_VECTOR_DOTS=$v IRON_PLUGIN_PATH=$root/build-dev/libiron_pjrt.so PYTHONPATH=$root/python \
