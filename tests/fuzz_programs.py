@@ -1555,7 +1555,8 @@ def cmd_gen(a):
 def special_inputs(structs, seed, k):
     """numpy inputs for the xla subcommand: k = 0 small values (scalar
     integers far out of range), k = 1 special values (as the C harness's
-    seeds 1 and 3)."""
+    seeds 1 and 3), k = 2 floats that are mostly denormals and zeros of
+    both signs (XLA:CPU reads and writes denormals as zero)."""
     r = np.random.default_rng(seed * 7 + k)
     out = []
     fspecial = np.array([0.0, -0.0, 1.0, -1.0, 0.5, -2.5, 3.0, 7.25, 65504,
@@ -1583,6 +1584,11 @@ def special_inputs(structs, seed, k):
         elif c in ("float", "cplx"):
             if k == 0:
                 v = (r.integers(-64, 65, shape) / 16.0)
+            elif k == 2:  # denormals of the dtype, zeros, small values
+                tiny = float(np.finfo(dt).tiny) if c == "float" else 1.2e-38
+                v = r.choice(np.array([tiny / 4, -tiny / 8, tiny * 0.75,
+                                       -tiny / 2, 0.0, -0.0, tiny, 1.0,
+                                       -2.0, 0.5]), shape)
             else:
                 v = r.choice(fspecial, shape)
             if c == "cplx":
@@ -1646,7 +1652,11 @@ def cmd_xla(a):
                 continue
             inexact = g.ops & INEXACT_OPS
             tol = 1e-3 if inexact else 0
-            for k in range(2):
+            # Denormal inputs (k = 2) only where every op is exact: XLA:CPU's
+            # own pow/atan2/tanh/cbrt... give artifacts of their
+            # approximations there (pow(-d, d) NaN, atan2(d, d) NaN,
+            # cbrt(d) -5.6e-16; docs/jax-test-suite.md), not a contract.
+            for k in range(2 if inexact else 3):
                 args = special_inputs(structs, s, k)
                 try:
                     want = jax.jit(fn)(*[jax.device_put(x, cpu)

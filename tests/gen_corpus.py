@@ -206,6 +206,34 @@ def _(x, idx):
     return x[idx], x.at[idx].add(1.0)
 
 
+# Scatters whose updates are an intermediate of the operand's byte size
+# that dies at the scatter, while the operand lives on (it is returned
+# too): the planner may give the result the operand's storage, never the
+# updates' (a CUDA scatter copies its operand into the result before it
+# reads the updates; tests/c/test_plan_inplace.c).
+@extra("x_scatter_inplace_max", lambda rng: (
+    np.array([5, -3, 7], dtype=np.int32), np.array([1, 9, -8], np.int32)))
+def _(x, u):
+    a = x * 2
+    return a.at[jnp.array([2, 0, 1])].max(u + 1), a
+
+
+@extra("x_scatter_inplace_set", lambda rng: (
+    rng.standard_normal(4).astype(np.float32),
+    rng.standard_normal(4).astype(np.float32)))
+def _(x, u):
+    a = x - 1
+    return a.at[jnp.array([3, 1, 0, 2])].set(u * 3), a
+
+
+@extra("x_scatter_inplace_add", lambda rng: (
+    rng.standard_normal((2, 3)).astype(np.float32),
+    rng.standard_normal((2, 3)).astype(np.float32)))
+def _(x, u):
+    a = jnp.tanh(x)
+    return a.at[jnp.array([1, 0])].add(jnp.exp(u)), a
+
+
 @extra("x_erf_tanh_exp", _rng_f32(8))
 def _(x):
     return lax.erf(x), jnp.tanh(x), jnp.exp(x), jax.nn.gelu(x, False)

@@ -960,13 +960,16 @@ static iron_status_t plan_block(scope_t *sc, const iron_ir_block_t *blk,
       }
       for (uint32_t o = 0; o < s->num_outputs; ++o) {
         ip[o] = -1;
-        // dynamic_update_slice writes into its operand only: the update
-        // (when full-size) or a start index may have the same byte size,
-        // and writing there would clobber data still to be read.
-        uint32_t nk = s->op->kind == IRON_OP_DYNAMIC_UPDATE_SLICE
-                          ? (s->num_inputs ? 1 : 0)
-                          : s->num_inputs;
-        for (uint32_t k = 0; k < nk && ip[o] < 0; ++k) {
+        // dynamic_update_slice and scatter write into their operands:
+        // result o may take operand o only. An update, index or other
+        // operand of the same byte size is still to be read when the
+        // operand is copied into the result (a CUDA scatter whose result
+        // took its updates' storage combined the operand with itself).
+        bool own = s->op->kind == IRON_OP_DYNAMIC_UPDATE_SLICE ||
+                   s->op->kind == IRON_OP_SCATTER;
+        uint32_t k0 = own ? o : 0;
+        uint32_t nk = own ? (o < s->num_inputs ? o + 1 : o) : s->num_inputs;
+        for (uint32_t k = k0; k < nk && ip[o] < 0; ++k) {
           bool dies = false, taken = false;
           for (uint32_t f = 0; f < s->num_frees; ++f)
             if (s->frees[f] == s->inputs[k]) dies = true;
