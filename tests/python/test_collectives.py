@@ -68,8 +68,11 @@ def test_single_device_collective_matches_cpu(programs, name):
     iron, cpu = programs
     x = np.arange(8, dtype=np.float32).reshape(2, 4) - 3
     arg = x[None] if name.startswith("pmap") else x
+    try:
+        want = jax.tree.leaves(jax.tree.map(np.asarray, cpu[name](arg)))
+    except AttributeError as e:  # an API this jax lacks (0.11: psum_start)
+        pytest.skip(f"jax {jax.__version__}: {e}")
     got = jax.tree.leaves(jax.tree.map(np.asarray, iron[name](arg)))
-    want = jax.tree.leaves(jax.tree.map(np.asarray, cpu[name](arg)))
     assert len(got) == len(want)
     for g, w in zip(got, want):
         assert g.dtype == w.dtype

@@ -263,7 +263,10 @@ def test_more_replicas_than_one_device_is_unimplemented(iron_device):
 def test_memory_stats_peak(iron_device):
     stats = iron_device.memory_stats()
     assert set(stats) >= {"bytes_in_use", "peak_bytes_in_use"}
-    assert "bytes_limit" not in stats  # no limit unless IRON_HOST_MEMORY_LIMIT
+    if iron_device.device_kind == "host":  # no limit unless IRON_HOST_MEMORY_LIMIT
+        assert "bytes_limit" not in stats
+    else:  # a GPU's memory, as XLA:GPU reports it
+        assert stats["bytes_limit"] > 0
     x = jax.device_put(np.zeros((512, 1024), np.float32), iron_device)
     x.block_until_ready()
     during = iron_device.memory_stats()
@@ -278,7 +281,8 @@ def test_memory_stats_peak(iron_device):
 def test_memory_stats_limit_when_set():
     code = ("import jax, numpy as np; d = jax.devices('iron')[0]; "
             "print('LIMIT', d.memory_stats()['bytes_limit'])")
-    env = dict(os.environ, IRON_HOST_MEMORY_LIMIT="123456789")
+    env = dict(os.environ, IRON_HOST_MEMORY_LIMIT="123456789",
+               IRON_DEVICE="host")  # the host device's limit
     env.setdefault("JAX_PLATFORMS", "iron,cpu")
     env["PYTHONPATH"] = os.pathsep.join(
         [os.path.join(_ROOT, "python"), env.get("PYTHONPATH", "")])
