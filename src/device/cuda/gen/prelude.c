@@ -393,6 +393,7 @@ static const char kPreludeBody[] =
     // --- complex (XLA:CPU's formulas, as src/device/host/ew_complex.h).
     "#define IRON_CPLX(C, R, F)                                           \\\n"
     "  IRON_D C iron_mk(R re, R im, C *) { C z; z.re = re; z.im = im; return z; } \\\n"
+    "  IRON_D C iron_daz(C z) { z.re = iron_daz(z.re); z.im = iron_daz(z.im); return z; } \\\n"
     "  IRON_D C operator+(C a, C b) { C z; z.re = a.re + b.re; z.im = a.im + b.im; return z; } \\\n"
     "  IRON_D C operator-(C a, C b) { C z; z.re = a.re - b.re; z.im = a.im - b.im; return z; } \\\n"
     "  IRON_D C operator-(C a) { C z; z.re = -a.re; z.im = -a.im; return z; } \\\n"

@@ -111,6 +111,16 @@ static bool op_keeps_denormals(iron_op_kind_t k) {
          k == IRON_OP_IS_FINITE || k == IRON_OP_RESHAPE || k == IRON_OP_COMPLEX;
 }
 
+// Complex ops whose parts are float arithmetic that XLA:CPU runs with
+// FTZ/DAZ, so that a denormal part is read and written as zero; the GPU
+// has no -ftz for c128's f64 parts (fuzz_programs on the H100). Other
+// complex ops keep denormal parts where XLA:CPU does (max/min select an
+// operand, exp/log/pow go through their own formulas: measured by
+// test_cuda_scalar_ops_emu against the host, which matches XLA:CPU).
+static bool cplx_arith(iron_op_kind_t k) {
+  return k == IRON_OP_ADD || k == IRON_OP_SUBTRACT || k == IRON_OP_MULTIPLY;
+}
+
 // A region body's fold arithmetic on real floats (IRON_CUDA_SCALAR_BODY):
 // computed without f16/bf16 rounding (the accumulator stays f32, as on the
 // host), denormals flushed as in every other op (the host's reduce, scan
@@ -814,9 +824,9 @@ static bool result_flushed(const iron_cuda_scalar_t *s, const iron_ir_op_t *d) {
   iron_dtype_t out = d->results[0].type->dtype;
   if (!held(out) || is_narrow(out)) return false;
   iron_op_kind_t k = d->kind;
-  return is_real_float(out) && !op_keeps_denormals(k) &&
-         k != IRON_OP_CONSTANT &&
-         k != IRON_OP_CONVERT && k != IRON_OP_IOTA;
+  return ((is_real_float(out) && !op_keeps_denormals(k)) ||
+          (is_cplx(out) && cplx_arith(k))) &&
+         k != IRON_OP_CONSTANT && k != IRON_OP_CONVERT && k != IRON_OP_IOTA;
 }
 
 // The argument text of operand i of op: its value, wrapped in iron_daz
@@ -847,6 +857,11 @@ static void arg_text(const iron_cuda_scalar_t *s, const iron_ir_op_t *op,
     // Converts from/to narrow dtypes flush as they need (narrow_convert).
     if (is_narrow(v->type->dtype) || is_narrow(to)) flush = false;
   }
+  // Complex arithmetic flushes both parts of its operands (and results,
+  // emit_plain) as XLA:CPU's FTZ/DAZ does; the GPU has no -ftz for the
+  // f64 parts of c128 (fuzz_programs on the H100: denormal parts kept).
+  // Converts to and from complex keep their rules above.
+  if (s->flush && is_cplx(dt) && cplx_arith(op->kind)) flush = true;
   if (hw_flushes(s, op->kind, dt)) flush = false;
   // An operand computed in the same block by an op whose result the
   // emitter flushed (every generator emits such ops through it).
@@ -863,7 +878,9 @@ static void emit_plain(const iron_cuda_scalar_t *s, iron_op_kind_t k,
                        iron_dtype_t out, const char *var, const char *expr) {
   const char *ct = iron_cuda_type(out).comp;
   const char *in = s->indent;
-  bool flush_out = s->flush && is_real_float(out) && !op_keeps_denormals(k) &&
+  bool flush_out = s->flush &&
+                   ((is_real_float(out) && !op_keeps_denormals(k)) ||
+                    (is_cplx(out) && cplx_arith(k))) &&
                    k != IRON_OP_CONSTANT && k != IRON_OP_CONVERT &&
                    k != IRON_OP_IOTA && !hw_flushes(s, k, out);
   if (body_raw_op(s, k, out)) {  // no rounding to f16/bf16
