@@ -62,6 +62,9 @@ def _programs(dt):
         # Size-1 reduced dims: a reshape in XLA, whatever the init.
         "sum_unit_axis": lambda a: jnp.sum(a[:, :, None], axis=2),
         "max_unit_axis": lambda a: jnp.max(a[:, None, :], axis=1),
+        # Scatter combiners (the host's typed fast paths, CUDA's CAS loop).
+        "scatter_max": lambda a: a.at[0].max(a[1]),
+        "scatter_min": lambda a: a.at[2].min(a[1]),
         "reduce_init5": lambda a: lax.reduce(
             a[:, :, None], np.array(5, dt), lax.add, (2,)),
     }
