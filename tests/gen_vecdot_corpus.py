@@ -77,6 +77,11 @@ def programs():
            (S((50,), jnp.float32), S((50,), jnp.float32)))
     yield ("batch_last", lambda x, w: jnp.einsum("kb,knb->bn", x, w),
            (S((12, 3), jnp.float32), S((12, 7, 3), jnp.float32)))
+    # Zero-size contracting and free dims.
+    yield ("empty_k", lambda x, w: x @ w,
+           (S((0,), jnp.float32), S((0, 5), jnp.float32)))
+    yield ("empty_n", lambda x, w: x @ w,
+           (S((6,), jnp.float32), S((6, 0), jnp.float32)))
 
     # A decode step: a scan over stacked layers, each x @ W[layer].
     def decode(ws, x):

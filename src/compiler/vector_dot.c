@@ -309,7 +309,11 @@ static iron_status_t walk_block(walk_t *w, iron_ir_block_t *blk) {
   for (uint32_t i = 0; i < blk->num_ops; ++i) {
     iron_ir_op_t *op = blk->ops[i];
     if (op->kind != IRON_OP_DOT_GENERAL) {
-      for (uint32_t r = 0; r < op->num_regions; ++r)
+      // Control flow's regions are computation blocks; kernel ops'
+      // regions (reduce bodies, comparators) are not rewritten.
+      bool flow = op->kind == IRON_OP_WHILE || op->kind == IRON_OP_IF ||
+                  op->kind == IRON_OP_CASE;
+      for (uint32_t r = 0; flow && r < op->num_regions; ++r)
         for (uint32_t q = 0; q < op->regions[r].num_blocks; ++q)
           IRON_RETURN_IF_ERROR_PLAIN(
               walk_block(w, &op->regions[r].blocks[q]));
