@@ -3,9 +3,13 @@
 # H200, a 10-minute limit per call). Builds this tree, then runs the chosen
 # test files with scripts/jax_suite.py: 16 pytest processes at once, the
 # large files split into shards, IRON_DEVICE=cuda, IRON_CUDA_TF32=0.
-# jax's tests (tests/, conftest.py, pyproject.toml of the tag matching the
-# machine's jax, jax-v0.11.0) travel in the ignored folder .jaxtests (name it
-# in the device call's `carry`).
+# jax's tests (tests/, conftest.py, pyproject.toml) travel in the ignored
+# folder .jaxtests (name it in the device call's `carry`). The machine has
+# jax 0.11.2, which has no tag in the mirror: since the thirteenth session
+# the mirror's newest commit (cec06d1, 0.11.1.dev) is used, whose tests skew
+# less against 0.11.2 than jax-v0.11.0's:
+#   git --git-dir=<mirror> archive cec06d1 tests conftest.py pyproject.toml \
+#     | tar -x -C .jaxtests
 # Usage: scripts/jax_suite_gpu.sh [SET] [TIMEOUT_S]
 #   SET: core20 (default, the 20 files of docs/jax-test-suite.md), rest
 #   (every other tests/*_test.py) or a comma-separated file list.
