@@ -15,7 +15,7 @@
 // it is installed.
 //
 // IRON_TEST_ONLY=SUBSTRING runs the matching programs; IRON_TEST_VERBOSE=1
-// prints each program.
+// prints each program; IRON_TEST_CORPUS_DIR=DIR runs the artifacts of DIR.
 #include <dirent.h>
 #include <math.h>
 #include <stdbool.h>
@@ -64,7 +64,7 @@ static int64_t compare_close(const iron_executable_t *exe, uint32_t j,
   int64_t bad = 0;
   for (int64_t i = 0; i < count; ++i) {
     double w = load(dt, want, i), g = load(dt, got, i);
-    if (isnan(w) && isnan(g)) continue;
+    if ((isnan(w) && isnan(g)) || w == g) continue;  // NaNs, infinities
     double tol = half ? 2 * ulp * fmax(fabs(w), 1.0 / 64) : 1e-5 * fmax(fabs(w), 1.0);
     if (!(fabs(w - g) <= tol)) {
       if (bad < 3)
@@ -96,7 +96,11 @@ static void test_vector_dots_emulated(void) {
   g_cuda_emu.multi_thread = true;  // the reduce fusions' real grids
   iron_device_t *dev_ref = iron_runtime_device(rt_ref, 0);
   iron_device_t *dev_emu = iron_runtime_device(rt_emu, 0);
-  const char *dir = IRON_TEST_DATA_DIR "/vecdot";
+  // IRON_TEST_CORPUS_DIR: another directory of artifacts (e.g. an
+  // IRON_DUMP_DIR of real models); there a program may have no vector dot.
+  const char *dir = getenv("IRON_TEST_CORPUS_DIR");
+  bool own_corpus = dir == NULL;
+  if (!dir) dir = IRON_TEST_DATA_DIR "/vecdot";
   struct dirent **ents = NULL;
   int nents = scandir(dir, &ents, NULL, alphasort);
   CHECK(nents > 0);
@@ -129,7 +133,7 @@ static void test_vector_dots_emulated(void) {
       if (p->ref) iron_executable_release(p->ref);
       continue;
     }
-    if (g_rewrites == before) {
+    if (g_rewrites == before && own_corpus) {
       fprintf(stderr, "%s: no dot became a reduction\n", p->name);
       unrewritten++;
     }
@@ -177,7 +181,7 @@ static void test_vector_dots_emulated(void) {
   CHECK_EQ_INT(differ, 0);
   CHECK_EQ_INT(failed, 0);
   CHECK_EQ_INT(unrewritten, 0);
-  if (!only) CHECK(nprogs >= 60);
+  if (!only && own_corpus) CHECK(nprogs >= 60);
   // The kernels compile with NVRTC too (host C++ accepts things NVRTC
   // does not), where NVRTC is installed.
   iron_cuda_api_t api;
