@@ -165,6 +165,27 @@ def programs():
            lambda q, k, v: jax.nn.softmax(q @ k.T / 8.0, -1) @ v,
            (s((16, 32), f32), s((24, 32), f32), s((24, 8), f32)))
 
+    # A decode layer: its weights and KV cache are slices of stacked
+    # arrays, this token's keys/values are written into the cache, and
+    # the scores are masked up to the position. With many small groups
+    # upstream, the row pass's dependency sets once overflowed (8 entries)
+    # and the softmax's max stayed a kernel of its own; the whole softmax
+    # must be one row kernel (test_cuda_row_fusion_emu checks the plan).
+    def decode_layer(w, wo, kc, vc, h, pos):
+        T, D, H = kc.shape[1], h.shape[0], 4
+        q, kn, vn = jnp.split(h @ w[0], 3)
+        k = jax.lax.dynamic_update_slice(kc[0], kn[None], (pos, 0))
+        v = jax.lax.dynamic_update_slice(vc[0], vn[None], (pos, 0))
+        sc = jnp.einsum("hd,thd->ht", q.reshape(H, D // H),
+                        k.reshape(T, H, D // H)) / 4.0
+        sc = jnp.where(jnp.arange(T) <= pos, sc, -jnp.inf)
+        a = jnp.einsum("ht,thd->hd", jax.nn.softmax(sc, -1),
+                       v.reshape(T, H, D // H)).reshape(D)
+        return h + a @ wo[0], k, v
+    yield ("whole_softmax_decode_layer_f32", decode_layer,
+           (s((2, 64, 192), f32), s((2, 64, 64), f32), s((2, 128, 64), f32),
+            s((2, 128, 64), f32), s((64,), f32), s((), jnp.int32)))
+
 
 def main():
     ap = argparse.ArgumentParser()

@@ -178,7 +178,11 @@ bool iron_row_bcast_row_to_full(const iron_row_shape_t *rs,
 // ---------------------------------------------------------------------------
 // The pass.
 
-enum { kMaxDeps = 8 };
+// 8 was too few: a decode layer (weights and cache slices, the cache
+// writes, a dot, a mask) gave the scores more than 8 upstream groups, the
+// set became `all`, and the softmax's max could not join its row group
+// (tests/data/rowfuse/whole_softmax_decode_layer_f32).
+enum { kMaxDeps = 32 };
 
 // Groups something depends on through ops outside them (representatives
 // when written; find() them when read). `all`: too many to track, treat as
