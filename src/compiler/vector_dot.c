@@ -28,8 +28,9 @@ typedef struct dims {
 static bool read_list(const iron_ir_op_t *op, const char *name, int64_t *out,
                       uint32_t *n) {
   iron_status_t st = iron_ir_op_i64_list(op, name, out, IRON_MAX_RANK, n);
-  if (st) iron_status_free(st);
-  return st == IRON_OK;
+  bool ok = st == IRON_OK;
+  iron_status_free(st);
+  return ok;
 }
 
 static bool read_dims(const iron_ir_op_t *op, dims_t *d) {
