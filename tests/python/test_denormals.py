@@ -69,6 +69,11 @@ def _programs(dt):
     }
     if dt is not ml_dtypes.bfloat16:
         progs["dot"] = lambda a: a @ (a.T * one)
+        # Complex arithmetic on denormal parts (c128's f64 parts have no
+        # -ftz on the GPU; gen/scalar.c flushes them).
+        cz = lambda a: lax.complex(a, a[::-1])  # noqa: E731
+        progs["complex_mul"] = lambda a: cz(a) * cz(a[:, ::-1])
+        progs["complex_add"] = lambda a: cz(a) + cz(-a[:, ::-1])
     return progs
 
 
