@@ -1,8 +1,10 @@
 // Helpers shared by the C tests that run the program corpus
-// (tests/data/corpus): whole-file reads and synthetic inputs.
+// (tests/data/corpus) and other directories of artifacts: whole-file
+// reads, the artifacts of a directory, synthetic inputs.
 #ifndef IRON_TESTS_CORPUS_FILES_H_
 #define IRON_TESTS_CORPUS_FILES_H_
 
+#include <dirent.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,6 +27,46 @@ static inline char *test_read_file(const char *path, size_t *out_size) {
   fclose(f);
   *out_size = (size_t)n;
   return buf;
+}
+
+// The *.mlirbc artifacts of `dir` whose file name contains `only` (NULL:
+// all), sorted, as names without the extension (malloc'ed; free with
+// test_artifacts_free). *out_n: how many; -1 when `dir` cannot be read.
+static inline char **test_artifacts(const char *dir, const char *only,
+                                    int *out_n) {
+  struct dirent **ents = NULL;
+  int nents = scandir(dir, &ents, NULL, alphasort);
+  *out_n = nents < 0 ? -1 : 0;
+  char **names = calloc((size_t)(nents > 0 ? nents : 1), sizeof(char *));
+  for (int e = 0; e < nents; ++e) {
+    const char *fn = ents[e]->d_name;
+    size_t len = strlen(fn);
+    if (names && len >= 8 && strcmp(fn + len - 7, ".mlirbc") == 0 &&
+        (!only || strstr(fn, only))) {
+      names[*out_n] = malloc(len - 6);
+      if (names[*out_n]) {
+        memcpy(names[*out_n], fn, len - 7);
+        names[*out_n][len - 7] = '\0';
+        (*out_n)++;
+      }
+    }
+    free(ents[e]);
+  }
+  free(ents);
+  return names;
+}
+
+static inline void test_artifacts_free(char **names, int n) {
+  for (int i = 0; i < n; ++i) free(names[i]);
+  free(names);
+}
+
+// The bytes of dir/name.mlirbc (test_read_file).
+static inline char *test_artifact_read(const char *dir, const char *name,
+                                       size_t *out_size) {
+  char path[1024];
+  snprintf(path, sizeof(path), "%s/%s.mlirbc", dir, name);
+  return test_read_file(path, out_size);
 }
 
 // Deterministic inputs of any dtype: small values for the common types,

@@ -18,7 +18,6 @@
 //
 // IRON_TEST_ONLY=SUBSTRING runs the matching programs; IRON_TEST_CORPUS_DIR
 // another directory of artifacts; IRON_TEST_VERBOSE=1 prints each program.
-#include <dirent.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -72,24 +71,18 @@ static void test_rowfuse_emulated(void) {
   iron_device_t *dev_emu = iron_runtime_device(rt_emu, 0);
   const char *dir = getenv("IRON_TEST_CORPUS_DIR");
   if (!dir) dir = IRON_TEST_DATA_DIR "/rowfuse";
-  struct dirent **ents = NULL;
-  int nents = scandir(dir, &ents, NULL, alphasort);
-  CHECK(nents > 0);
-  prog_t *progs = calloc((size_t)(nents > 0 ? nents : 1), sizeof(*progs));
+  int nnames = 0;
+  char **names = test_artifacts(dir, only, &nnames);
+  CHECK(nnames > 0);
+  prog_t *progs = calloc((size_t)(nnames > 0 ? nnames : 1), sizeof(*progs));
   int nprogs = 0, wrong_plan = 0;
-  for (int e = 0; e < nents; ++e) {
-    const char *fn = ents[e]->d_name;
-    size_t len = strlen(fn);
-    if (len < 8 || strcmp(fn + len - 7, ".mlirbc") != 0) continue;
-    if (only && !strstr(fn, only)) continue;
-    char path[1024];
-    snprintf(path, sizeof(path), "%s/%s", dir, fn);
+  for (int e = 0; e < nnames; ++e) {
     size_t size;
-    char *bytes = test_read_file(path, &size);
+    char *bytes = test_artifact_read(dir, names[e], &size);
     CHECK(bytes != NULL);
     if (!bytes) continue;
     prog_t *p = &progs[nprogs];
-    snprintf(p->name, sizeof(p->name), "%.*s", (int)(len - 7), fn);
+    snprintf(p->name, sizeof(p->name), "%s", names[e]);
     iron_status_t st =
         iron_executable_compile(rt_ref, bytes, size, NULL, &p->ref);
     CHECK_OK(st);
@@ -108,8 +101,7 @@ static void test_rowfuse_emulated(void) {
     // adds none; count the launches instead when running.
     nprogs++;
   }
-  for (int e = 0; e < nents; ++e) free(ents[e]);
-  free(ents);
+  test_artifacts_free(names, nnames);
   bool built = cuda_emu_exec_build();
   CHECK(built);
   int ran = 0, differ = 0, failed = 0;
