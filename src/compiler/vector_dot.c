@@ -279,17 +279,22 @@ typedef struct walk {
   iron_ir_func_t *f;
   iron_vector_dot_predicate_t want;
   int count;
+  // By value id (ids before the rewrite): the value that replaces a
+  // rewritten dot's result. Applied once per function, after the walk.
+  iron_ir_value_t **remap;
+  uint32_t nremap;
 } walk_t;
 
-static void replace_uses(iron_ir_block_t *blk, const iron_ir_value_t *from,
-                         iron_ir_value_t *to) {
+static void apply_remap(const walk_t *w, iron_ir_block_t *blk) {
   for (uint32_t i = 0; i < blk->num_ops; ++i) {
     iron_ir_op_t *op = blk->ops[i];
-    for (uint32_t k = 0; k < op->num_operands; ++k)
-      if (op->operands[k] == from) op->operands[k] = to;
+    for (uint32_t k = 0; k < op->num_operands; ++k) {
+      uint32_t id = op->operands[k]->id;
+      if (id < w->nremap && w->remap[id]) op->operands[k] = w->remap[id];
+    }
     for (uint32_t r = 0; r < op->num_regions; ++r)
       for (uint32_t q = 0; q < op->regions[r].num_blocks; ++q)
-        replace_uses(&op->regions[r].blocks[q], from, to);
+        apply_remap(w, &op->regions[r].blocks[q]);
   }
 }
 
@@ -342,8 +347,7 @@ static iron_status_t walk_block(walk_t *w, iron_ir_block_t *blk) {
            (blk->num_ops - i - 1) * sizeof(*ops));
     blk->ops = ops;
     blk->num_ops = total;
-    for (uint32_t q = 0; q < w->f->body.num_blocks; ++q)
-      replace_uses(&w->f->body.blocks[q], &op->results[0], nv);
+    if (op->results[0].id < w->nremap) w->remap[op->results[0].id] = nv;
     w->count++;
     i += n - 1;
   }
@@ -356,8 +360,16 @@ iron_status_t iron_compiler_vector_dots(iron_ir_module_t *m,
   walk_t w = {.m = m, .want = want};
   for (uint32_t i = 0; i < m->num_funcs; ++i) {
     w.f = &m->funcs[i];
-    for (uint32_t q = 0; q < w.f->body.num_blocks; ++q)
-      IRON_RETURN_IF_ERROR_PLAIN(walk_block(&w, &w.f->body.blocks[q]));
+    w.nremap = w.f->num_values;
+    w.remap = calloc(w.nremap + 1, sizeof(*w.remap));
+    if (!w.remap) return oom();
+    iron_status_t st = IRON_OK;
+    for (uint32_t q = 0; q < w.f->body.num_blocks && !st; ++q)
+      st = walk_block(&w, &w.f->body.blocks[q]);
+    for (uint32_t q = 0; q < w.f->body.num_blocks && !st; ++q)
+      apply_remap(&w, &w.f->body.blocks[q]);
+    free(w.remap);
+    IRON_RETURN_IF_ERROR_PLAIN(st);
   }
   if (out_count) *out_count = w.count;
   return IRON_OK;
