@@ -265,17 +265,16 @@ static iron_status_t emit_atomic(iron_cuda_text_t *t, iron_dtype_t dt,
       break;
     }
     case IRON_CUDA_SCATTER_MAX:
-    case IRON_CUDA_SCATTER_MIN:
+    case IRON_CUDA_SCATTER_MIN: {
+      bool max = op == IRON_CUDA_SCATTER_MAX;
       // Float denormals read as zero where the device flushes them
       // (XLA:CPU's DAZ): the compare and select would keep their bits.
-      if (ty.is_float && iron_cuda_flush_denormals())
-        snprintf(comb, sizeof(comb), "%s(iron_daz(x), iron_daz(y))",
-                 op == IRON_CUDA_SCATTER_MAX ? "iron_fmax" : "iron_fmin");
-      else
-        snprintf(comb, sizeof(comb), "%s(x, y)",
-                 ty.is_float ? (op == IRON_CUDA_SCATTER_MAX ? "iron_fmax" : "iron_fmin")
-                             : (op == IRON_CUDA_SCATTER_MAX ? "iron_imax" : "iron_imin"));
+      bool daz = ty.is_float && iron_cuda_flush_denormals();
+      snprintf(comb, sizeof(comb), daz ? "%s(iron_daz(x), iron_daz(y))" : "%s(x, y)",
+               ty.is_float ? (max ? "iron_fmax" : "iron_fmin")
+                           : (max ? "iron_imax" : "iron_imin"));
       break;
+    }
     case IRON_CUDA_SCATTER_OR:
     case IRON_CUDA_SCATTER_AND:
       if (ty.is_float)
