@@ -607,6 +607,34 @@ static inline void cuda_emu_fill(void *data, iron_dtype_t dt, int32_t rank,
   }
 }
 
+// The value of a real float element (f32, f64, f16, bf16) at p as a
+// double; false for other dtypes.
+static inline bool cuda_emu_elem_float(iron_dtype_t dt, const uint8_t *p,
+                                       double *out) {
+  switch (dt) {
+    case IRON_DTYPE_F32: {
+      float v;
+      memcpy(&v, p, 4);
+      *out = v;
+      return true;
+    }
+    case IRON_DTYPE_F64: memcpy(out, p, 8); return true;
+    case IRON_DTYPE_F16: {
+      uint16_t h;
+      memcpy(&h, p, 2);
+      *out = iron_f16_to_f32(h);
+      return true;
+    }
+    case IRON_DTYPE_BF16: {
+      uint16_t h;
+      memcpy(&h, p, 2);
+      *out = iron_bf16_to_f32(h);
+      return true;
+    }
+    default: return false;
+  }
+}
+
 // Whether two elements of dtype dt are the same: equal bits, or both NaN
 // (payloads and signs of NaN are not compared).
 static inline bool cuda_emu_same(iron_dtype_t dt, const uint8_t *a, const uint8_t *b) {

@@ -299,31 +299,6 @@ static bool fuse_reduce_all(const char *name) {
   return (h >> 7) & 1u;
 }
 
-static bool elem_float(iron_dtype_t dt, const uint8_t *p, double *out) {
-  switch (dt) {
-    case IRON_DTYPE_F32: {
-      float v;
-      memcpy(&v, p, 4);
-      *out = v;
-      return true;
-    }
-    case IRON_DTYPE_F64: memcpy(out, p, 8); return true;
-    case IRON_DTYPE_F16: {
-      uint16_t h;
-      memcpy(&h, p, 2);
-      *out = iron_f16_to_f32(h);
-      return true;
-    }
-    case IRON_DTYPE_BF16: {
-      uint16_t h;
-      memcpy(&h, p, 2);
-      *out = iron_bf16_to_f32(h);
-      return true;
-    }
-    default: return false;
-  }
-}
-
 static bool close_enough(iron_dtype_t dt, double a, double b) {
   if (a != a || b != b) return a != a && b != b;
   if (a == b) return true;
@@ -361,10 +336,10 @@ static int64_t compare_tolerant(const iron_executable_t *exe,
       if (cuda_emu_same(dt, a, b)) continue;
       double x, y, x2 = 0, y2 = 0;
       bool ok = false;
-      if (elem_float(part, a, &x) && elem_float(part, b, &y)) {
+      if (cuda_emu_elem_float(part, a, &x) && cuda_emu_elem_float(part, b, &y)) {
         ok = close_enough(part, x, y);
-        if (ok && cplx && elem_float(part, a + es / 2, &x2) &&
-            elem_float(part, b + es / 2, &y2))
+        if (ok && cplx && cuda_emu_elem_float(part, a + es / 2, &x2) &&
+            cuda_emu_elem_float(part, b + es / 2, &y2))
           ok = close_enough(part, x2, y2);
       }
       if (ok) continue;

@@ -38,16 +38,6 @@ static bool counting_vector_dot(const iron_ir_op_t *op, uint32_t matrix) {
   return r;
 }
 
-static double load(iron_dtype_t dt, const uint8_t *p, int64_t i) {
-  switch (dt) {
-    case IRON_DTYPE_F32: { float v; memcpy(&v, p + 4 * i, 4); return v; }
-    case IRON_DTYPE_F64: { double v; memcpy(&v, p + 8 * i, 8); return v; }
-    case IRON_DTYPE_F16: { uint16_t v; memcpy(&v, p + 2 * i, 2); return iron_f16_to_f32(v); }
-    case IRON_DTYPE_BF16: { uint16_t v; memcpy(&v, p + 2 * i, 2); return iron_bf16_to_f32(v); }
-    default: return NAN;
-  }
-}
-
 // Elements of output j outside the tolerance (printed, the first few).
 static int64_t compare_close(const iron_executable_t *exe, uint32_t j,
                              const uint8_t *want, const uint8_t *got,
@@ -62,7 +52,10 @@ static int64_t compare_close(const iron_executable_t *exe, uint32_t j,
   double ulp = dt == IRON_DTYPE_F16 ? 1.0 / 1024 : 1.0 / 128;
   int64_t bad = 0;
   for (int64_t i = 0; i < count; ++i) {
-    double w = load(dt, want, i), g = load(dt, got, i);
+    size_t es = iron_dtype_size(dt);
+    double w = NAN, g = NAN;
+    cuda_emu_elem_float(dt, want + (size_t)i * es, &w);
+    cuda_emu_elem_float(dt, got + (size_t)i * es, &g);
     if ((isnan(w) && isnan(g)) || w == g) continue;  // NaNs, infinities
     double tol = half ? 2 * ulp * fmax(fabs(w), 1.0 / 64) : 1e-5 * fmax(fabs(w), 1.0);
     if (!(fabs(w - g) <= tol)) {
