@@ -266,12 +266,10 @@ static iron_status_t emit_atomic(iron_cuda_text_t *t, iron_dtype_t dt,
     }
     case IRON_CUDA_SCATTER_MAX:
     case IRON_CUDA_SCATTER_MIN: {
+      // Floats: denormals read as zero in the flush mode (iron_zmax).
       bool max = op == IRON_CUDA_SCATTER_MAX;
-      // Float denormals read as zero where the device flushes them
-      // (XLA:CPU's DAZ): the compare and select would keep their bits.
-      bool daz = ty.is_float && iron_cuda_flush_denormals();
-      snprintf(comb, sizeof(comb), daz ? "%s(iron_daz(x), iron_daz(y))" : "%s(x, y)",
-               ty.is_float ? (max ? "iron_fmax" : "iron_fmin")
+      snprintf(comb, sizeof(comb), "%s(x, y)",
+               ty.is_float ? (max ? "iron_zmax" : "iron_zmin")
                            : (max ? "iron_imax" : "iron_imin"));
       break;
     }

@@ -259,6 +259,21 @@ static const char kPreludeBody[] =
     "#endif\n"
     "IRON_FLOAT_MINMAX(float)\n"
     "IRON_FLOAT_MINMAX(double)\n"
+    // Max/min as the combiner of a kernel that folds values itself
+    // (cumulative scans, row reduces, scatter): in the flush mode a
+    // denormal operand reads as zero, as XLA:CPU's DAZ has it (the
+    // compare and select above would return a denormal winner's bits).
+    "#if IRON_FLUSH\n"
+    "#define IRON_FLOAT_ZMINMAX(R) \\\n"
+    "  IRON_D R iron_zmax(R x, R y) { return iron_fmax(iron_daz(x), iron_daz(y)); } \\\n"
+    "  IRON_D R iron_zmin(R x, R y) { return iron_fmin(iron_daz(x), iron_daz(y)); }\n"
+    "#else\n"
+    "#define IRON_FLOAT_ZMINMAX(R) \\\n"
+    "  IRON_D R iron_zmax(R x, R y) { return iron_fmax(x, y); } \\\n"
+    "  IRON_D R iron_zmin(R x, R y) { return iron_fmin(x, y); }\n"
+    "#endif\n"
+    "IRON_FLOAT_ZMINMAX(float)\n"
+    "IRON_FLOAT_ZMINMAX(double)\n"
     "#define IRON_FLOAT_HELPERS(R, F)                                     \\\n"
     "  IRON_D R iron_fsign(R x) {                                         \\\n"
     "    return x > (R)0 ? (R)1 : x < (R)0 ? (R)-1 : x * (R)0;            \\\n"
@@ -678,9 +693,10 @@ static void prelude_init(void) {
     iron_cuda_text_init(&t);
     iron_cuda_text_printf(&t,
                           "// ironjax generated CUDA C (prelude v2, ftz=%d)\n"
+                          "#define IRON_FLUSH %d\n"
                           "#define IRON_HW_ROUND %d\n#define IRON_FTZ_OPS %d\n"
                           "#define IRON_SELECT_MINMAX %d\n%s",
-                          ftz, iron_cuda_hw_round_enabled() ? 1 : 0,
+                          ftz, ftz, iron_cuda_hw_round_enabled() ? 1 : 0,
                           iron_cuda_ftz_ops_enabled() ? 1 : 0,
                           env_on("IRON_CUDA_SELECT_MINMAX") ? 1 : 0,
                           kPreludeBody);

@@ -85,8 +85,8 @@ static const char *op_fn(iron_op_kind_t k) {
   switch (k) {
     case IRON_OP_ADD: return "irow_add";
     case IRON_OP_MULTIPLY: return "irow_mul";
-    case IRON_OP_MAXIMUM: return "irow_max";
-    case IRON_OP_MINIMUM: return "irow_min";
+    case IRON_OP_MAXIMUM: return "iron_zmax";  // prelude: flushes operands
+    case IRON_OP_MINIMUM: return "iron_zmin";
     default: return NULL;
   }
 }
@@ -751,11 +751,10 @@ iron_status_t iron_cuda_gen_row(const iron_cuda_row_plan_t *p,
   P("%s", p->fn_text ? p->fn_text : "");
   // The reduce combiners (float or double accumulators). Denormals read
   // and written as zero where the device flushes them (XLA:CPU's FTZ/DAZ):
-  // -ftz does it for an f32 add or multiply, not for f64 arithmetic, and a
-  // max/min is a compare and select that returns its operand's bits.
+  // -ftz does it for an f32 add or multiply, not for f64 arithmetic (and
+  // the prelude's iron_zmax/iron_zmin for max/min).
   if (iron_cuda_flush_denormals())
-    P("#define IROW_Z(v) iron_daz(v)\n"
-      "static __device__ __forceinline__ float irow_add(float x, float y) "
+    P("static __device__ __forceinline__ float irow_add(float x, float y) "
       "{ return x + y; }\n"
       "static __device__ __forceinline__ float irow_mul(float x, float y) "
       "{ return x * y; }\n"
@@ -764,17 +763,12 @@ iron_status_t iron_cuda_gen_row(const iron_cuda_row_plan_t *p,
       "static __device__ __forceinline__ double irow_mul(double x, double y) "
       "{ return iron_daz(iron_daz(x) * iron_daz(y)); }\n");
   else
-    P("#define IROW_Z(v) (v)\n"
-      "template <class A> static __device__ __forceinline__ A irow_add(A x, A y) "
+    P("template <class A> static __device__ __forceinline__ A irow_add(A x, A y) "
       "{ return x + y; }\n"
       "template <class A> static __device__ __forceinline__ A irow_mul(A x, A y) "
       "{ return x * y; }\n");
-  P("template <class A> static __device__ __forceinline__ A irow_max(A x, A y) "
-    "{ return iron_fmax(IROW_Z(x), IROW_Z(y)); }\n"
-    "template <class A> static __device__ __forceinline__ A irow_min(A x, A y) "
-    "{ return iron_fmin(IROW_Z(x), IROW_Z(y)); }\n"
-    // Combines partials that may be empty (h: not empty).
-    "#define IROW_MERGE(F, a, ha, b, hb) { if ((ha) && (hb)) (a) = F((a), "
+  // Combines partials that may be empty (h: not empty).
+  P("#define IROW_MERGE(F, a, ha, b, hb) { if ((ha) && (hb)) (a) = F((a), "
     "(b)); else if (hb) (a) = (b); (ha) = (ha) | (hb); }\n");
   const long long N = (long long)rs->n, ROWS = (long long)rs->rows;
   const long long nrb = (ROWS + L->rows_per_block - 1) / L->rows_per_block;

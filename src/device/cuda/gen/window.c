@@ -188,11 +188,8 @@ iron_status_t iron_cuda_gen_scan(const char *name, const iron_cuda_scan_t *s,
                         "iron_acc b) {\n");
   bool half = dt == IRON_DTYPE_F16 || dt == IRON_DTYPE_BF16;
   // Denormals read and written as zero, as in every other float op
-  // (scalar.c; XLA:CPU runs with FTZ/DAZ). -ftz flushes an f32 add or
-  // multiply itself but not f64 arithmetic, and a max/min is a compare
-  // and a select that returns its operand's bits: a denormal winner came
-  // out unflushed on the GPU (test_denormals' cummax). The CPU emulation
-  // cannot show it (its threads run with DAZ, and maxss flushes).
+  // (scalar.c; XLA:CPU runs with FTZ/DAZ): -ftz flushes an f32 add or
+  // multiply itself but not f64 arithmetic (max/min: iron_zmax below).
   bool flush = iron_cuda_flush_denormals() && ty.is_float && !ty.is_complex;
   switch (s->kind) {
     case IRON_OP_ADD:
@@ -219,12 +216,11 @@ iron_status_t iron_cuda_gen_scan(const char *name, const iron_cuda_scan_t *s,
       const char *sym = s->kind == IRON_OP_MAXIMUM ? ">" : "<";
       // Floats: NaN wins, and of +0/-0 max takes +0 and min -0 whichever
       // comes first (measured: XLA:CPU's cummax of [0, -0] is [0, 0]).
-      const char *fn = s->kind == IRON_OP_MAXIMUM ? "iron_fmax" : "iron_fmin";
-      if (ty.is_float && flush)
-        iron_cuda_text_printf(&t, "return iron_daz(%s(iron_daz(a), iron_daz(b)));\n",
-                              fn);
-      else if (ty.is_float)
-        iron_cuda_text_printf(&t, "return %s(a, b);\n", fn);
+      // Denormals read as zero in the flush mode (prelude: iron_zmax).
+      if (ty.is_float)
+        iron_cuda_text_printf(&t, "return %s(a, b);\n",
+                              s->kind == IRON_OP_MAXIMUM ? "iron_zmax"
+                                                         : "iron_zmin");
       else
         iron_cuda_text_printf(&t, "return a %s b ? a : b;\n", sym);
       break;
