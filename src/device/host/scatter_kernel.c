@@ -14,12 +14,12 @@
 // propagate NaN like XLA. Any other body (and every variadic scatter) calls
 // the compiled region per element on rank-0 tensors.
 // IRON_HOST_SCATTER_FAST=0 turns the fast path off.
-#include <float.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "base/half.h"
+#include "device/host/ew_common.h"
 #include "device/host/gather_copy.h"
 #include "device/host/host_kernel.h"
 
@@ -70,62 +70,27 @@ INT_OPS(u64, uint64_t)
 DEF_COMBINE(or_pred, uint8_t, (uint8_t)((a | b) != 0))
 DEF_COMBINE(and_pred, uint8_t, (uint8_t)((a != 0) & (b != 0)))
 
-// XLA's maximum/minimum (as the elementwise kernels): NaN in either argument
-// gives NaN, and -0 orders below +0 (checked on jax's CPU backend); a
-// denormal operand reads as zero (XLA:CPU's DAZ: x.at[i].min(3) of 1e-40
-// is 0, not 1e-40; the compare and select below would keep its bits).
-static inline double daz(double x) {
-  return fabs(x) < DBL_MIN ? x * 0.0 : x;
-}
-static inline float dazf(float x) {
-  return fabsf(x) < FLT_MIN ? x * 0.0f : x;
-}
-static inline double fmax_xla(double a, double b) {
-  a = daz(a);
-  b = daz(b);
-  if (a != a) return a;
-  if (b != b) return b;
-  if (a == b) return signbit(a) ? b : a;
-  return a > b ? a : b;
-}
-static inline double fmin_xla(double a, double b) {
-  a = daz(a);
-  b = daz(b);
-  if (a != a) return a;
-  if (b != b) return b;
-  if (a == b) return signbit(a) ? a : b;
-  return a < b ? a : b;
-}
-static inline float fmaxf_xla(float a, float b) {
-  a = dazf(a);
-  b = dazf(b);
-  if (a != a) return a;
-  if (b != b) return b;
-  if (a == b) return signbit(a) ? b : a;
-  return a > b ? a : b;
-}
-static inline float fminf_xla(float a, float b) {
-  a = dazf(a);
-  b = dazf(b);
-  if (a != a) return a;
-  if (b != b) return b;
-  if (a == b) return signbit(a) ? a : b;
-  return a < b ? a : b;
-}
+// XLA's maximum/minimum, as the element-wise kernels compute them
+// (ew_common.h): NaN wins, -0 orders below +0, and a denormal operand
+// reads as zero (XLA:CPU's DAZ: x.at[i].min(3) of 1e-40 is 0).
+#define FMAX_XLA(a, b) ew_fmax(ew_daz(a), ew_daz(b))
+#define FMIN_XLA(a, b) ew_fmin(ew_daz(a), ew_daz(b))
+#define FMAXF_XLA(a, b) ew_fmaxf(ew_dazf(a), ew_dazf(b))
+#define FMINF_XLA(a, b) ew_fminf(ew_dazf(a), ew_dazf(b))
 #define FLT_OPS(sfx, T, MAXF, MINF)         \
   DEF_COMBINE(add_##sfx, T, a + b)          \
   DEF_COMBINE(mul_##sfx, T, a * b)          \
   DEF_COMBINE(max_##sfx, T, MAXF(a, b))     \
   DEF_COMBINE(min_##sfx, T, MINF(a, b))
-FLT_OPS(f32, float, fmaxf_xla, fminf_xla)
-FLT_OPS(f64, double, fmax_xla, fmin_xla)
+FLT_OPS(f32, float, FMAXF_XLA, FMINF_XLA)
+FLT_OPS(f64, double, FMAX_XLA, FMIN_XLA)
 
 // f16 / bf16 compute in f32 and round back after every update.
 #define HALF_OPS(sfx, TO, FROM)                                              \
   DEF_COMBINE(add_##sfx, uint16_t, FROM(TO(a) + TO(b)))                      \
   DEF_COMBINE(mul_##sfx, uint16_t, FROM(TO(a) * TO(b)))                      \
-  DEF_COMBINE(max_##sfx, uint16_t, FROM(fmaxf_xla(TO(a), TO(b))))                 \
-  DEF_COMBINE(min_##sfx, uint16_t, FROM(fminf_xla(TO(a), TO(b))))
+  DEF_COMBINE(max_##sfx, uint16_t, FROM(FMAXF_XLA(TO(a), TO(b))))                 \
+  DEF_COMBINE(min_##sfx, uint16_t, FROM(FMINF_XLA(TO(a), TO(b))))
 HALF_OPS(f16, iron_f16_to_f32, iron_f32_to_f16)
 HALF_OPS(bf16, iron_bf16_to_f32, iron_f32_to_bf16)
 
