@@ -273,6 +273,13 @@ struct iron_device {
   // N >= 2) every such program is recorded, paying or not (measuring).
   int64_t program_graph_min_steps;
   bool program_graph_force;
+  // A program graph reads an argument of at least this many bytes where
+  // the caller's buffer is, instead of copying it into a home, when the
+  // buffer was at the same address in the call before the recording and is
+  // not donated; a replay then needs it at that address again (else the
+  // call runs the ordinary way and the next recording copies it). 0:
+  // never. IRON_CUDA_PROGRAM_GRAPH_BORROW on CUDA.
+  int64_t program_graph_borrow_min;
   // The kernel steps (and loops replayed as graphs) the executor enqueued
   // last on this device: a ring of IRON_DEVICE_RECENT_STEPS, the most
   // recent at (recent_count - 1) % IRON_DEVICE_RECENT_STEPS. Written by the

@@ -12,6 +12,19 @@
 // executor.c): the program's liveness frees must not give them back, and a
 // kernel may write over an argument that dies (in place), which is fine:
 // every replay copies the arguments in again first.
+//
+// Borrowed arguments: a large argument that the caller passed at the same
+// address in the call before the recording (the weights of a decode step or
+// an inference loop) and did not donate gets no home: the recording reads
+// it where it is, and a replay needs it at that address again. The
+// recording holds an extra reference to it, so no kernel writes over it in
+// place (the caller keeps it); a replay that finds it elsewhere runs the
+// ordinary way, drops the graph, and the next recording copies that
+// argument into a home (it is marked unstable for good).
+//
+// Counted loops with a trip count known at compile time are recorded
+// iteration by iteration (executor.c, program_recording): the graph holds
+// every iteration's kernels, up to kMaxGraphSteps in all.
 #include "runtime/exec_graph.h"
 
 #include <pthread.h>
@@ -23,6 +36,9 @@
 // stops recording (a program that keeps failing would pay for a recording
 // every other call).
 enum { kMaxFailures = 3 };
+// At most this many kernel steps in one program graph (loops unrolled): a
+// longer loop keeps its own body graph (executor.c).
+enum { kMaxGraphSteps = 4096 };
 
 struct iron_exec_graph {
   iron_device_t *dev;
@@ -32,7 +48,8 @@ struct iron_exec_graph {
   // n_in_e input entries, then n_out_e output entries whose sources are
   // the recorded results' fixed addresses). No output homes then.
   bool batch;
-  uint32_t n_in_e, n_out_e;
+  uint32_t n_in_e, n_out_e;  // n_in_e: the homed arguments of this recording
+  uint32_t n_in_max;         // arguments with bytes (the table's room)
   uint64_t max_in, max_out;
   iron_copy_entry_t *entries;
   iron_storage_t *table;
@@ -40,6 +57,13 @@ struct iron_exec_graph {
   uint32_t num_in, num_out;
   const iron_tensor_t *in_types, *out_types;  // the executable's
   iron_storage_t **in_home, **out_home;       // NULL: 0 bytes / not made
+  // Borrowed arguments (see the top): per argument, borrowed in the
+  // current recording, at which address, and never again (it moved).
+  int64_t borrow_min;
+  bool *borrowed, *unstable;
+  void **borrow_addr;
+  void **prev_addr;  // each argument's address in the last call
+  void **cur_addr;   // ... in this call (prev_addr once it ends)
   void *exec;        // the recorded program (NULL: none now)
   uint64_t calls;    // calls since the graph was last dropped
   int failures;
@@ -97,24 +121,6 @@ bool iron_exec_graph_pays(int64_t kernel_steps, int64_t min_steps,
   return cost <= 0.5 * saving;
 }
 
-// Kernel steps of `b` and of what it calls (straight-line code: the count
-// per run). -1 past a depth no real program reaches.
-static int64_t kernel_steps(const iron_plan_block_t *b, int depth) {
-  if (depth > 16) return -1;
-  int64_t n = 0;
-  for (uint32_t i = 0; i < b->num_steps; ++i) {
-    const iron_plan_step_t *s = &b->steps[i];
-    if (s->kind == IRON_STEP_KERNEL) {
-      n++;
-    } else if (s->kind == IRON_STEP_CALL && s->callee) {
-      int64_t c = kernel_steps(&s->callee->body, depth + 1);
-      if (c < 0) return -1;
-      n += c;
-    }
-  }
-  return n;
-}
-
 static const iron_plan_step_t *first_kernel_step(const iron_plan_block_t *b,
                                                  int depth) {
   for (uint32_t i = 0; i < b->num_steps && depth <= 16; ++i) {
@@ -140,8 +146,9 @@ iron_status_t iron_exec_graph_create(iron_device_t *dev,
       !dev->vtable->graph_begin || !dev->vtable->memcpy)
     return IRON_OK;
   const iron_plan_step_t *why = NULL;
-  bool capturable = iron_exec_block_capturable(&main->body, &why);
-  int64_t steps = kernel_steps(&main->body, 0);
+  int64_t steps =
+      iron_exec_block_graph_steps(&main->body, kMaxGraphSteps, &why);
+  bool capturable = steps >= 0;
   uint64_t in_bytes = 0, out_bytes = 0, max_in = 0, max_out = 0;
   uint32_t nin = 0, nout = 0;
   for (uint32_t i = 0; i < num_in; ++i) {
@@ -185,13 +192,22 @@ iron_status_t iron_exec_graph_create(iron_device_t *dev,
   g->in_home = calloc(num_in + 1, sizeof(*g->in_home));
   g->out_home = calloc(num_out + 1, sizeof(*g->out_home));
   g->entries = calloc((size_t)nin + nout + 1, sizeof(*g->entries));
-  if (!g->in_home || !g->out_home || !g->entries) {
+  g->borrowed = calloc(2 * (size_t)num_in + 1, sizeof(bool));
+  g->borrow_addr = calloc(3 * (size_t)num_in + 1, sizeof(void *));
+  if (!g->in_home || !g->out_home || !g->entries || !g->borrowed ||
+      !g->borrow_addr) {
     free(g->in_home);
     free(g->out_home);
     free(g->entries);
+    free(g->borrowed);
+    free(g->borrow_addr);
     free(g);
     return IRON_ERR(RESOURCE_EXHAUSTED, "out of memory");
   }
+  g->unstable = g->borrowed + num_in;
+  g->prev_addr = g->borrow_addr + num_in;
+  g->cur_addr = g->borrow_addr + 2 * (size_t)num_in;
+  g->borrow_min = dev->program_graph_borrow_min;
   pthread_mutex_init(&g->mu, NULL);
   g->dev = dev;
   g->num_in = num_in;
@@ -199,7 +215,7 @@ iron_status_t iron_exec_graph_create(iron_device_t *dev,
   g->in_types = in_types;
   g->out_types = out_types;
   g->batch = batch;
-  g->n_in_e = nin;
+  g->n_in_e = g->n_in_max = nin;
   g->n_out_e = nout;
   g->max_in = max_in;
   g->max_out = max_out;
@@ -247,6 +263,8 @@ void iron_exec_graph_destroy(iron_exec_graph_t *g) {
   free(g->in_home);
   free(g->out_home);
   free(g->entries);
+  free(g->borrowed);
+  free(g->borrow_addr);
   free(g);
 }
 
@@ -279,7 +297,7 @@ static bool arena_make(iron_exec_graph_t *g) {
     uint32_t n = in ? g->num_in : g->num_out;
     for (uint32_t i = 0; i < n; ++i) {
       const iron_tensor_t *t = in ? &g->in_types[i] : &g->out_types[i];
-      if (!t->nbytes) continue;
+      if (!t->nbytes || (in && g->borrowed[i])) continue;
       iron_storage_t *s = NULL;
       iron_status_t st = iron_storage_allocate(g->dev, t->nbytes, &s);
       if (st) {
@@ -292,7 +310,7 @@ static bool arena_make(iron_exec_graph_t *g) {
     }
   }
   if (g->batch) {
-    size_t tb = sizeof(iron_copy_entry_t) * ((size_t)g->n_in_e + g->n_out_e);
+    size_t tb = sizeof(iron_copy_entry_t) * ((size_t)g->n_in_max + g->n_out_e);
     iron_status_t st = iron_storage_allocate(g->dev, tb ? tb : 1, &g->table);
     if (st) {
       iron_status_free(st);
@@ -401,6 +419,17 @@ static iron_status_t record_and_run(iron_exec_graph_t *g,
   iron_device_t *dev = g->dev;
   const iron_device_vtable_t *vt = dev->vtable;
   const char *name = main->ir && main->ir->name ? main->ir->name : "main";
+  // Which arguments the recording reads where they are (see the top).
+  g->n_in_e = 0;
+  for (uint32_t i = 0; i < g->num_in; ++i) {
+    const iron_slot_t *a = &args[i];
+    g->borrowed[i] = g->borrow_min > 0 && a->s && a->s->dev == dev &&
+                     g->in_types[i].nbytes >= (uint64_t)g->borrow_min &&
+                     !g->unstable[i] && a->t.data == g->prev_addr[i] &&
+                     iron_storage_refcount(a->s) > 1;
+    g->borrow_addr[i] = g->borrowed[i] ? a->t.data : NULL;
+    if (g->in_types[i].nbytes && !g->borrowed[i]) g->n_in_e++;
+  }
   iron_slot_t *rec = calloc((size_t)g->num_in + g->num_out + 1, sizeof(*rec));
   if (!rec || !arena_make(g)) {
     free(rec);
@@ -415,6 +444,13 @@ static iron_status_t record_and_run(iron_exec_graph_t *g,
   for (uint32_t i = 0; i < g->num_in && !st; ++i) {
     rec[i].t = args[i].t;
     rec[i].s = NULL;  // 0 bytes: borrowed
+    if (g->borrowed[i]) {
+      // The caller's buffer itself; our reference (besides the caller's
+      // args slot) keeps kernels from writing over it in place.
+      rec[i].s = args[i].s;
+      iron_storage_retain(rec[i].s);
+      continue;
+    }
     if (!g->in_home[i]) continue;
     if (g->batch)
       g->entries[e++] = (iron_copy_entry_t){
@@ -484,7 +520,13 @@ static iron_status_t record_and_run(iron_exec_graph_t *g,
       fprintf(stderr, "iron: recording of program %s discarded: %s\n", name,
                       iron_status_message(st));
   } else {
-    // Nothing ran: the lent references are still the recording's arguments.
+    // Nothing ran: the lent references are still the recording's arguments
+    // (the borrowed ones' go back here).
+    for (uint32_t i = 0; i < g->num_in; ++i)
+      if (g->borrowed[i]) {
+        iron_storage_release(rec[i].s);
+        rec[i].s = NULL;
+      }
     if (st && iron_exec_graph_debug())
       fprintf(stderr, "iron: recording of program %s not started: %s\n",
               name, iron_status_message(st));
@@ -526,6 +568,22 @@ iron_status_t iron_exec_graph_run(iron_exec_graph_t *g,
   if (!g || pthread_mutex_trylock(&g->mu) != 0)
     return iron_exec_run_func(ctx, main, args, results);
   iron_status_t st;
+  // A borrowed argument elsewhere than recorded: this call runs the
+  // ordinary way and the next recording copies that argument.
+  bool moved = false;
+  for (uint32_t i = 0; g->exec && i < g->num_in; ++i)
+    if (g->borrowed[i] && args[i].t.data != g->borrow_addr[i]) {
+      g->unstable[i] = true;
+      moved = true;
+      if (iron_exec_graph_debug())
+        fprintf(stderr,
+                "iron: program %s: borrowed argument %u moved; recording "
+                "again with it copied\n",
+                main->ir && main->ir->name ? main->ir->name : "main", i);
+    }
+  if (moved) drop(g);
+  // The arguments' addresses, for the next recording's choice.
+  for (uint32_t i = 0; i < g->num_in; ++i) g->cur_addr[i] = args[i].t.data;
   if (g->exec)
     st = replay(g, args, results);
   else if (g->calls >= 1 && g->failures < kMaxFailures && !g->dev->sync)
@@ -535,6 +593,7 @@ iron_status_t iron_exec_graph_run(iron_exec_graph_t *g,
   // A graph now means the call was a replay (maybe right after recording).
   bool replayed = g->exec != NULL;
   g->calls++;
+  memcpy(g->prev_addr, g->cur_addr, sizeof(void *) * g->num_in);
   bool oom = st && iron_status_code(st) == IRON_STATUS_RESOURCE_EXHAUSTED;
   if (st && (replayed || oom)) {
     // The call fails; the next one runs the ordinary way (and records

@@ -313,6 +313,73 @@ bool iron_exec_block_capturable(const iron_plan_block_t *b,
   return block_capturable(b, 0, out_why);
 }
 
+// Iterations of a counted loop from `init` to `limit` by `step` (> 0).
+static int64_t counted_trips(int64_t init, int64_t limit, int64_t step) {
+  if (init >= limit) return 0;
+  // (limit - init) without overflow: both fit the counter's type.
+  uint64_t span = (uint64_t)limit - (uint64_t)init;
+  return (int64_t)((span + (uint64_t)step - 1) / (uint64_t)step);
+}
+
+// The trip count of a counted loop known at compile time, else -1.
+static int64_t static_trips(const iron_plan_step_t *s) {
+  if (!s->counted || !s->counted_init_known || s->counted_limit_index >= 0)
+    return -1;
+  return counted_trips(s->counted_init, s->counted_limit, s->counted_step);
+}
+
+static int64_t block_graph_steps(const iron_plan_block_t *b, int depth,
+                                 int64_t max_steps,
+                                 const iron_plan_step_t **out_why) {
+  int64_t n = 0;
+  for (uint32_t i = 0; i < b->num_steps; ++i) {
+    const iron_plan_step_t *s = &b->steps[i];
+    *out_why = s;
+    int64_t add = 0;
+    switch (s->kind) {
+      case IRON_STEP_CONSTANT:
+      case IRON_STEP_ALIAS:
+        break;
+      case IRON_STEP_CALL:
+        if (depth >= 16 || !s->callee) return -1;
+        add = block_graph_steps(&s->callee->body, depth + 1, max_steps,
+                                out_why);
+        if (add < 0) return -1;
+        break;
+      case IRON_STEP_KERNEL:
+        if (!s->kernel->graph_capturable) return -1;
+        add = 1;
+        break;
+      case IRON_STEP_WHILE: {
+        // The limit a loop could exceed at run time is not recorded.
+        int64_t trips = static_trips(s);
+        if (depth >= 16 || trips < 0 ||
+            (s->max_iterations > 0 && trips > s->max_iterations))
+          return -1;
+        int64_t body = block_graph_steps(&s->blocks[1], depth + 1, max_steps,
+                                         out_why);
+        if (body < 0) return -1;
+        *out_why = s;
+        if (body && trips > max_steps / body) return -1;
+        add = body * trips;
+        break;
+      }
+      default:
+        return -1;
+    }
+    if (add > max_steps - n) return -1;
+    n += add;
+  }
+  *out_why = NULL;
+  return n;
+}
+
+int64_t iron_exec_block_graph_steps(const iron_plan_block_t *b,
+                                    int64_t max_steps,
+                                    const iron_plan_step_t **out_why) {
+  return block_graph_steps(b, 0, max_steps, out_why);
+}
+
 bool iron_exec_graph_debug(void) { return graph_debug(); }
 
 // Sets up the homes in `homes` (NULL for empty carries) and pins them. An
@@ -708,13 +775,7 @@ static iron_status_t run_step(const iron_exec_ctx_t *ctx, frame_t *fr,
                           &limit);
           if (st) return step_error(st, s);
         }
-        trips = 0;
-        if (init < limit) {
-          // (limit - init) without overflow: both fit the counter's type.
-          uint64_t span = (uint64_t)limit - (uint64_t)init;
-          trips = (int64_t)((span + (uint64_t)s->counted_step - 1) /
-                            (uint64_t)s->counted_step);
-        }
+        trips = counted_trips(init, limit, s->counted_step);
       }
       if (trips >= 0 && s->max_iterations > 0 && trips > s->max_iterations)
         return step_error(IRON_ERR(ABORTED,
@@ -724,10 +785,12 @@ static iron_status_t run_step(const iron_exec_ctx_t *ctx, frame_t *fr,
                           s);
       // Graph mode: iteration 0 runs the ordinary way (first-use set-up in
       // kernels happens outside the recording), the rest as replays.
+      // (A program being recorded as one graph records the loop's
+      // iterations as they run.)
       bool graph_mode = false;
-      if (trips >= 2 && ctx->dev && (graph_debug() ||
-                                     (ctx->dev->graph_min_trips > 0 &&
-                                      trips >= ctx->dev->graph_min_trips))) {
+      if (trips >= 2 && ctx->dev && !ctx->program_recording &&
+          (graph_debug() || (ctx->dev->graph_min_trips > 0 &&
+                             trips >= ctx->dev->graph_min_trips))) {
         const iron_plan_step_t *why = NULL;
         bool capturable = block_capturable(body, 0, &why);
         // Not in sync mode (IRON_SYNC=1): jobs of several threads then run
@@ -751,7 +814,8 @@ static iron_status_t run_step(const iron_exec_ctx_t *ctx, frame_t *fr,
       // remaining iteration in one device graph (run_device_loop); later
       // executions record from iteration 0 on (one predicate read back).
       bool device_loop = false;
-      if (trips < 0 && ctx->dev && ctx->dev->graph_while &&
+      if (trips < 0 && ctx->dev && !ctx->program_recording &&
+          ctx->dev->graph_while &&
           ctx->dev->vtable->graph_while_begin &&
           fr->device_mem && !fr->scratch && fr->ew_count <= 1 &&
           !ctx->dev->sync && s->max_iterations <= 0) {
@@ -957,4 +1021,5 @@ void iron_exec_ctx_init(iron_exec_ctx_t *ctx, iron_device_t *dev) {
   ctx->host.runtime = NULL;  // set per kernel call (exec_call_t)
   ctx->host.dev = dev;
   ctx->dev = dev;
+  ctx->program_recording = false;
 }

@@ -18,6 +18,10 @@ typedef struct iron_slot {
 typedef struct iron_exec_ctx {
   iron_kernel_ctx_t host;  // template; runtime is set per kernel call
   iron_device_t *dev;
+  // A whole program is being recorded as one device graph (exec_graph.c):
+  // loops run iteration by iteration into that recording, none records or
+  // runs a graph of its own.
+  bool program_recording;
 } iron_exec_ctx_t;
 
 void iron_exec_ctx_init(iron_exec_ctx_t *ctx, iron_device_t *dev);
@@ -43,6 +47,16 @@ extern _Thread_local uint64_t iron_exec_graph_discards;
 // all can).
 bool iron_exec_block_capturable(const iron_plan_block_t *b,
                                 const iron_plan_step_t **out_why);
+// The kernel steps a recording of `b` as one device graph would hold
+// (calls followed; counted loops whose trip count is a compile-time
+// constant unrolled: their body's steps times the trips, for a recording
+// that runs them iteration by iteration), or -1 when `b` holds a step a
+// graph cannot record or more than `max_steps` kernel steps. *out_why
+// names the first step that cannot be recorded (NULL when all can).
+int64_t iron_exec_block_graph_steps(const iron_plan_block_t *b,
+                                    int64_t max_steps,
+                                    const iron_plan_step_t **out_why);
+
 // IRON_GRAPH_DEBUG=1: graph decisions and discards are said on stderr.
 bool iron_exec_graph_debug(void);
 

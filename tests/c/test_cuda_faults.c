@@ -164,6 +164,10 @@ static const iron_kernel_t *fake_lookup(iron_op_kind_t kind) {
 static fake_dev_t fake_dev_open(void) {
   fake_dev_t f = fake_dev_open_with(&g_api, fake_lookup);
   f.dev->graph_min_trips = 2;
+  // The loops' own graphs: whole programs as graphs (which would record
+  // these loops' iterations from the second call on) are
+  // test_cuda_program_graph's.
+  f.dev->program_graph_min_steps = 0;
   return f;
 }
 

@@ -37,9 +37,14 @@ static iron_cuda_api_t g_api;
 
 // --- fake kernels (as test_cuda_faults.c) -----------------------------------
 
-// args: lhs, rhs, out, count, op (0 add, 1 multiply).
+// args: lhs, rhs, out, count, op (0 add, 1 multiply, 2 s32 add).
 static void k_binary(const uint64_t *a) {
   for (int64_t i = 0; i < (int64_t)a[3]; ++i) {
+    if (a[4] == 2) {
+      ((int32_t *)(uintptr_t)a[2])[i] = ((const int32_t *)(uintptr_t)a[0])[i] +
+                                        ((const int32_t *)(uintptr_t)a[1])[i];
+      continue;
+    }
     float x = ((const float *)(uintptr_t)a[0])[i];
     float y = ((const float *)(uintptr_t)a[1])[i];
     ((float *)(uintptr_t)a[2])[i] = a[4] == 0 ? x + y : x * y;
@@ -53,7 +58,8 @@ static iron_status_t fake_prepare(const iron_ir_op_t *op,
                                   iron_region_t *const *regions,
                                   void **out_params) {
   (void)regions;
-  if (op->operands[0]->type->dtype != IRON_DTYPE_F32)
+  iron_dtype_t dt = op->operands[0]->type->dtype;
+  if (dt != IRON_DTYPE_F32 && !(dt == IRON_DTYPE_S32 && op->kind == IRON_OP_ADD))
     return iron_ir_op_unimplemented(op, "on the fake device");
   *out_params = NULL;
   return IRON_OK;
@@ -85,7 +91,7 @@ static iron_status_t fake_add_run(const iron_kernel_ctx_t *ctx,
   if (fake_cuda_capturing(iron_cuda_device_cast(ctx->dev)->stream) &&
       atomic_exchange(&g_fail_alloc_when_recording, 0))
     fake_cuda.fail_alloc_async = IRON_CU_ERROR_INVALID_VALUE;
-  return launch_binary(ctx, 0, in, out);
+  return launch_binary(ctx, in[0]->dtype == IRON_DTYPE_S32 ? 2 : 0, in, out);
 }
 
 // Marked graph_capturable, yet it reads device memory back: the device
@@ -128,8 +134,31 @@ static const iron_kernel_t kHostStagedAdd = {.name = "fake_staged_add",
                                              .run = fake_add_run,
                                              .graph_capturable = false};
 
+// A counted loop's condition: compiled, never run (the trip count is
+// known), so running it is an error.
+static iron_status_t fake_prepare_any(const iron_ir_op_t *op,
+                                      iron_region_t *const *regions,
+                                      void **out_params) {
+  (void)op;
+  (void)regions;
+  *out_params = NULL;
+  return IRON_OK;
+}
+static iron_status_t fake_compare_run(const iron_kernel_ctx_t *ctx,
+                                      const void *params,
+                                      const iron_tensor_t *const *in,
+                                      iron_tensor_t *const *out) {
+  (void)ctx, (void)params, (void)in, (void)out;
+  return IRON_ERR(INTERNAL, "a counted loop's condition ran");
+}
+static const iron_kernel_t kCompare = {.name = "fake_compare",
+                                       .prepare = fake_prepare_any,
+                                       .run = fake_compare_run,
+                                       .graph_capturable = true};
+
 static const iron_kernel_t *fake_lookup(iron_op_kind_t kind) {
   switch (kind) {
+    case IRON_OP_COMPARE: return &kCompare;
     case IRON_OP_ADD: return &kAdd;
     case IRON_OP_MULTIPLY: return &kReadbackMul;
     case IRON_OP_SUBTRACT: return &kHostStagedAdd;
@@ -522,6 +551,198 @@ static void test_threads(void) {
   fake_dev_close(&f);
 }
 
+
+// --- counted loops and borrowed arguments ----------------------------------------
+
+// main(x: 4xf32, w: 4xf32) -> (i, x'): for i in range(trips): x = x + w + w.
+// Three kernel steps per iteration (two f32 adds, the counter's s32 add).
+static iron_ir_module_t *build_loop_program(int32_t trips) {
+  iron_ir_module_t *m = iron_ir_builder_module_create("jit_loop", 2);
+  int64_t d4[1] = {4};
+  const iron_ir_type_t *ti = iron_ir_builder_scalar_type(m, IRON_DTYPE_S32);
+  const iron_ir_type_t *tx =
+      iron_ir_builder_tensor_type(m, IRON_DTYPE_F32, 1, d4);
+  const iron_ir_type_t *tp = iron_ir_builder_scalar_type(m, IRON_DTYPE_PRED);
+  const iron_ir_type_t *ins[2] = {tx, tx}, *carry[3] = {ti, tx, tx};
+  iron_ir_func_t *f = iron_ir_builder_func(m, "main", true, 2, ins, 2, carry);
+  iron_ir_block_t *b = iron_ir_builder_func_block(f);
+  int32_t zero = 0, one = 1;
+  iron_ir_value_t *i0 = iron_ir_builder_constant(m, f, b, ti, &zero, 4, false);
+  iron_ir_value_t *init[3] = {i0, &b->args[0], &b->args[1]};
+  iron_ir_op_t *w =
+      iron_ir_builder_op(m, f, b, IRON_OP_WHILE, 3, init, 3, carry, 2);
+  iron_ir_builder_set_loc(m, w, "loop.py", 3);
+  iron_ir_block_t *cb = iron_ir_builder_region_block(w, 0);
+  for (int k = 0; k < 3; ++k) iron_ir_builder_block_arg(m, f, cb, carry[k]);
+  iron_ir_value_t *lim =
+      iron_ir_builder_constant(m, f, cb, ti, &trips, 4, false);
+  iron_ir_value_t *cops[2] = {&cb->args[0], lim};
+  iron_ir_value_t *lt =
+      iron_ir_builder_op1(m, f, cb, IRON_OP_COMPARE, 2, cops, tp);
+  iron_ir_builder_attr(m, lt->def_op, "comparison_direction",
+                       iron_ir_builder_attr_enum(
+                           m, IRON_ENUM_COMPARISON_DIRECTION, IRON_CMP_LT));
+  iron_ir_builder_return(m, f, cb, IRON_OP_RETURN, 1, &lt);
+  iron_ir_block_t *bb = iron_ir_builder_region_block(w, 1);
+  for (int k = 0; k < 3; ++k) iron_ir_builder_block_arg(m, f, bb, carry[k]);
+  iron_ir_value_t *bi = &bb->args[0], *bx = &bb->args[1], *bw = &bb->args[2];
+  iron_ir_value_t *a[2] = {bx, bw};
+  iron_ir_value_t *x1 = iron_ir_builder_op1(m, f, bb, IRON_OP_ADD, 2, a, tx);
+  iron_ir_value_t *a2[2] = {x1, bw};
+  iron_ir_value_t *x2 = iron_ir_builder_op1(m, f, bb, IRON_OP_ADD, 2, a2, tx);
+  iron_ir_value_t *c1 = iron_ir_builder_constant(m, f, bb, ti, &one, 4, false);
+  iron_ir_value_t *a3[2] = {bi, c1};
+  iron_ir_value_t *ni = iron_ir_builder_op1(m, f, bb, IRON_OP_ADD, 2, a3, ti);
+  iron_ir_value_t *r[3] = {ni, x2, bw};
+  iron_ir_builder_return(m, f, bb, IRON_OP_RETURN, 3, r);
+  iron_ir_value_t *res[2] = {&w->results[0], &w->results[1]};
+  iron_ir_builder_return(m, f, b, IRON_OP_FUNC_RETURN, 2, res);
+  return m;
+}
+
+// Runs the loop program on x made from `seed` and `w` (made from `seed`
+// when NULL; else the caller's buffer, donated when `donate_w`) and checks
+// both results.
+static iron_status_t run_loop_check(iron_device_t *dev, iron_executable_t *exe,
+                                    int32_t trips, int seed, iron_buffer_t *w,
+                                    bool donate_w, int *bad) {
+  float x[4], wv[4];
+  for (int i = 0; i < 4; ++i) {
+    x[i] = (float)(seed * 4 + i) * 0.5f - 3.0f;
+    wv[i] = (float)((seed * 7 + i) % 11) + 0.25f;
+  }
+  int64_t d4[1] = {4};
+  iron_buffer_t *args[2] = {NULL, w};
+  iron_status_t st =
+      iron_buffer_create_from_host(dev, IRON_DTYPE_F32, 1, d4, x, NULL, &args[0]);
+  if (!st && w) st = test_read_buffer(w, wv, 16);
+  if (!st && !w)
+    st = iron_buffer_create_from_host(dev, IRON_DTYPE_F32, 1, d4, wv, NULL,
+                                      &args[1]);
+  iron_buffer_t *res[2] = {0};
+  iron_event_t *done = NULL;
+  bool donate[2] = {seed & 1, donate_w};
+  if (!st) st = iron_executable_execute(exe, args, 2, donate, res, &done);
+  if (!st) {
+    st = iron_event_wait(done);
+    iron_event_release(done);
+  }
+  int32_t gi = -1;
+  float gx[4];
+  if (!st) st = test_read_buffer(res[0], &gi, 4);
+  if (!st) st = test_read_buffer(res[1], gx, 16);
+  if (!st) {
+    bool ok = gi == trips;
+    for (int i = 0; i < 4; ++i) {
+      float want = x[i];
+      for (int32_t k = 0; k < trips; ++k) want = want + wv[i] + wv[i];
+      ok = ok && gx[i] == want;
+    }
+    if (!ok) {
+      ++*bad;
+      fprintf(stderr, "loop: wrong results (seed %d): i %d, x %g\n", seed, gi,
+              gx[0]);
+    }
+  }
+  for (int k = 0; k < 2; ++k) iron_buffer_release(res[k]);
+  iron_buffer_release(args[0]);
+  if (!w) iron_buffer_release(args[1]);
+  return st;
+}
+
+// A counted loop of a known trip count is recorded into the program graph
+// iteration by iteration: one launch per call, no loop recording of its
+// own; past the step cap the loop keeps its body graph, recorded per call.
+static void test_counted_loop(void) {
+  fake_dev_t f = fake_dev_open();
+  f.dev->program_graph_borrow_min = 0;
+  iron_executable_t *exe = compile_on(&f, f.dev, build_loop_program(6));
+  int bad = 0;
+  for (int call = 0; call < 8 && exe; ++call) {
+    int caps = atomic_load(&fake_cuda.captures_begun);
+    int launches = atomic_load(&fake_cuda.graph_launches);
+    CHECK_OK(run_loop_check(f.dev, exe, 6, call, NULL, false, &bad));
+    int dc = atomic_load(&fake_cuda.captures_begun) - caps;
+    int dl = atomic_load(&fake_cuda.graph_launches) - launches;
+    // Call 0: the loop's body graph (6 trips >= 4); call 1: the program's
+    // recording; then one program launch per call.
+    CHECK_EQ_INT(dc, call <= 1 ? 1 : 0);
+    if (call >= 1) CHECK_EQ_INT(dl, 1);
+  }
+  iron_executable_release(exe);
+  // 2000 trips x 3 steps > 4096: no program graph.
+  exe = compile_on(&f, f.dev, build_loop_program(2000));
+  for (int call = 0; call < 4 && exe; ++call) {
+    int caps = atomic_load(&fake_cuda.captures_begun);
+    CHECK_OK(run_loop_check(f.dev, exe, 2000, call, NULL, false, &bad));
+    CHECK_EQ_INT(atomic_load(&fake_cuda.captures_begun) - caps, 1);
+  }
+  CHECK_EQ_INT(iron_exec_graph_arena_bytes(f.dev), 0);
+  CHECK_EQ_INT(bad, 0);
+  CHECK_EQ_INT(atomic_load(&fake_cuda.capture_errors), 0);
+  iron_executable_release(exe);
+  fake_dev_close(&f);
+}
+
+// w passed as one buffer call after call is read where it is (no home);
+// when another buffer comes, that call runs the ordinary way and the next
+// recording copies w; a donated w is never borrowed.
+static void test_borrowed_argument(void) {
+  fake_dev_t f = fake_dev_open();
+  int64_t d4[1] = {4};
+  const float w0[4] = {1, 2, 3, 4}, w1[4] = {0.5f, -1, 8, 2};
+  // Arena without borrowing: homes for x and w.
+  f.dev->program_graph_borrow_min = 0;
+  iron_executable_t *exe = compile_on(&f, f.dev, build_loop_program(6));
+  iron_buffer_t *w = NULL;
+  CHECK_OK(iron_buffer_create_from_host(f.dev, IRON_DTYPE_F32, 1, d4, w0, NULL,
+                                        &w));
+  int bad = 0;
+  for (int call = 0; call < 3 && exe; ++call)
+    CHECK_OK(run_loop_check(f.dev, exe, 6, call, w, false, &bad));
+  int64_t full = iron_exec_graph_arena_bytes(f.dev);
+  CHECK(full > 0);
+  iron_executable_release(exe);
+  f.dev->program_graph_borrow_min = 16;
+  exe = compile_on(&f, f.dev, build_loop_program(6));
+  int caps0 = atomic_load(&fake_cuda.captures_begun);
+  for (int call = 0; call < 6 && exe; ++call)
+    CHECK_OK(run_loop_check(f.dev, exe, 6, 10 + call, w, false, &bad));
+  // Recorded once (call 1), w without a home: one 16-byte home less.
+  CHECK_EQ_INT(atomic_load(&fake_cuda.captures_begun) - caps0, 2);
+  CHECK_EQ_INT(iron_exec_graph_arena_bytes(f.dev), full - 64);
+  // Another w (the first still alive: another address): right results,
+  // the graph dropped, recorded again with w copied.
+  iron_buffer_t *w2 = NULL;
+  CHECK_OK(iron_buffer_create_from_host(f.dev, IRON_DTYPE_F32, 1, d4, w1, NULL,
+                                        &w2));
+  int launches = atomic_load(&fake_cuda.graph_launches);
+  CHECK_OK(run_loop_check(f.dev, exe, 6, 20, w2, false, &bad));
+  CHECK_EQ_INT(iron_exec_graph_arena_bytes(f.dev), 0);
+  for (int call = 0; call < 5 && exe; ++call)
+    CHECK_OK(run_loop_check(f.dev, exe, 6, 21 + call, call & 1 ? w : w2,
+                            false, &bad));
+  CHECK_EQ_INT(iron_exec_graph_arena_bytes(f.dev), full);
+  CHECK(atomic_load(&fake_cuda.graph_launches) - launches >= 3);
+  iron_executable_release(exe);
+  // Donated: never borrowed (the program may write over it).
+  exe = compile_on(&f, f.dev, build_loop_program(6));
+  for (int call = 0; call < 4 && exe; ++call) {
+    iron_buffer_t *wd = NULL;
+    CHECK_OK(iron_buffer_create_from_host(f.dev, IRON_DTYPE_F32, 1, d4, w0,
+                                          NULL, &wd));
+    CHECK_OK(run_loop_check(f.dev, exe, 6, 30 + call, wd, true, &bad));
+    iron_buffer_release(wd);
+    if (call >= 1) CHECK_EQ_INT(iron_exec_graph_arena_bytes(f.dev), full);
+  }
+  CHECK_EQ_INT(bad, 0);
+  CHECK_EQ_INT(atomic_load(&fake_cuda.capture_errors), 0);
+  iron_executable_release(exe);
+  iron_buffer_release(w);
+  iron_buffer_release(w2);
+  fake_dev_close(&f);
+}
+
 static void setup(void) { fake_cuda_api(&g_api); }
 static void batched(void) { g_batch = true; }
 
@@ -551,6 +772,8 @@ static const iron_test_case_t kTests[] = {
     {"recording_refused", test_recording_refused},
     {"recording_driver_error", test_recording_driver_error},
     {"threads", test_threads},
+    {"counted_loop", test_counted_loop},
+    {"borrowed_argument", test_borrowed_argument},
     // The same with batched copies.
     {"batched", batched},
     {"record_and_replay_batched", test_record_and_replay},
@@ -559,6 +782,8 @@ static const iron_test_case_t kTests[] = {
     {"recording_refused_batched", test_recording_refused},
     {"recording_driver_error_batched", test_recording_driver_error},
     {"threads_batched", test_threads},
+    {"counted_loop_batched", test_counted_loop},
+    {"borrowed_argument_batched", test_borrowed_argument},
     {"copy_batch_kernel_compiles", test_copy_batch_kernel_compiles},
 };
 IRON_TEST_MAIN(kTests)

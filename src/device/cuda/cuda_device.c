@@ -1473,6 +1473,11 @@ iron_status_t iron_cuda_device_create_with_api(iron_runtime_t *rt, int id,
   long long pn = pe && pe[0] ? atoll(pe) : 1;
   d->base.program_graph_min_steps = pn <= 0 ? 0 : pn == 1 ? 8 : pn;
   d->base.program_graph_force = pn >= 2;
+  // Arguments of at least this many bytes read in place by program graphs
+  // (IRON_CUDA_PROGRAM_GRAPH_BORROW: bytes, 0 never).
+  const char *be = getenv("IRON_CUDA_PROGRAM_GRAPH_BORROW");
+  long long bn = be && be[0] ? atoll(be) : 65536;
+  d->base.program_graph_borrow_min = bn < 0 ? 0 : bn;
   st = test_fault_setup(d);
   if (!st) device_while_setup(d);
   if (st) {
