@@ -206,6 +206,9 @@ typedef struct iron_device_vtable {
   iron_status_t (*graph_launch)(iron_device_t *dev, void *graph);
   // Frees a graph (after the replays enqueued so far).
   void (*graph_destroy)(iron_device_t *dev, void *graph);
+  // Gives the memory that destroyed graphs reserved back to the device
+  // (CUDA keeps graph memory for later graphs until trimmed). May be NULL.
+  void (*graph_trim)(iron_device_t *dev);
   // Device loops (CUDA: a WHILE conditional node): both NULL, or failing
   // with UNIMPLEMENTED, where the device or its driver has none.
   // graph_while_begin starts a recording as graph_begin does; graph_end then

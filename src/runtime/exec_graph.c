@@ -146,8 +146,9 @@ iron_status_t iron_exec_graph_create(iron_device_t *dev,
       !dev->vtable->graph_begin || !dev->vtable->memcpy)
     return IRON_OK;
   const iron_plan_step_t *why = NULL;
-  int64_t steps =
-      iron_exec_block_graph_steps(&main->body, kMaxGraphSteps, &why);
+  int64_t saved = 0;
+  int64_t steps = iron_exec_block_graph_steps(
+      &main->body, kMaxGraphSteps, dev->graph_min_trips, &saved, &why);
   bool capturable = steps >= 0;
   uint64_t in_bytes = 0, out_bytes = 0, max_in = 0, max_out = 0;
   uint32_t nin = 0, nout = 0;
@@ -173,15 +174,16 @@ iron_status_t iron_exec_graph_create(iron_device_t *dev,
   bool pays = capturable && steps > 0 &&
               (dev->program_graph_force
                    ? steps >= dev->program_graph_min_steps
-                   : iron_exec_graph_pays(steps, dev->program_graph_min_steps,
+                   : iron_exec_graph_pays(saved, dev->program_graph_min_steps,
                                           batch, nin, in_bytes, nout,
                                           out_bytes));
   if (iron_exec_graph_debug())
     fprintf(stderr,
-            "iron: program %s: %lld kernel steps, %u arguments (%llu bytes), "
-            "%u results (%llu bytes), %s copies: graph %s%s%s\n",
+            "iron: program %s: %lld kernel steps (%lld saved per call), %u "
+            "arguments (%llu bytes), %u results (%llu bytes), %s copies: "
+            "graph %s%s%s\n",
             main->ir && main->ir->name ? main->ir->name : "main",
-            (long long)steps, nin, (unsigned long long)in_bytes, nout,
+            (long long)steps, (long long)saved, nin, (unsigned long long)in_bytes, nout,
             (unsigned long long)out_bytes, batch ? "batched" : "single",
             pays ? "yes" : "no",
             !capturable && why ? "; cannot record " : "",
@@ -285,6 +287,8 @@ void iron_exec_graph_reclaim(iron_device_t *dev) {
     pthread_mutex_unlock(&g->mu);
   }
   pthread_mutex_unlock(&g_registry_mu);
+  // The graphs' own memory (their intermediates) back to the device too.
+  if (dev->vtable->graph_trim) dev->vtable->graph_trim(dev);
 }
 
 // Allocates the homes; false (nothing left allocated) when memory is short.
@@ -331,7 +335,10 @@ static void release_slots(iron_slot_t *slots, uint32_t n) {
   }
 }
 
-// One call by replay: arguments in, the graph, results out. Consumes `args`.
+// One call by replay: arguments in, the graph, results out. Consumes `args`
+// on success; on failure they are left as they were (nothing writes over
+// an argument: the graph reads them or their copies), so that the call can
+// still run the ordinary way.
 // Batched: fresh results, the table (argument sources, result
 // destinations) uploaded, the graph launched.
 static iron_status_t replay_batched(iron_exec_graph_t *g, iron_slot_t *args,
@@ -365,8 +372,10 @@ static iron_status_t replay_batched(iron_exec_graph_t *g, iron_slot_t *args,
     st = vt->graph_launch(dev, g->exec);
     iron_exec_graph_launches++;
   }
-  release_slots(args, g->num_in);
-  if (st) release_slots(results, made);
+  if (st)
+    release_slots(results, made);
+  else
+    release_slots(args, g->num_in);
   return st;
 }
 
@@ -405,9 +414,35 @@ static iron_status_t replay(iron_exec_graph_t *g, iron_slot_t *args,
     }
   }
   // The copies in are ordered before the frees of the arguments.
-  release_slots(args, g->num_in);
-  if (st) release_slots(results, made);
+  if (st)
+    release_slots(results, made);
+  else
+    release_slots(args, g->num_in);
   return st;
+}
+
+// A replay of this call (replay's contract), or, when it is out of memory
+// (a result, or the graph's own memory, which the driver reserves at the
+// launch), the ordinary way after the graph, this arena and the idle ones
+// went back: that may well fit. (g->exec is then NULL.)
+static iron_status_t replay_or_run(iron_exec_graph_t *g,
+                                   const iron_exec_ctx_t *ctx,
+                                   const iron_plan_func_t *main,
+                                   iron_slot_t *args, iron_slot_t *results) {
+  iron_status_t st = replay(g, args, results);
+  if (!st) return IRON_OK;
+  if (iron_status_code(st) != IRON_STATUS_RESOURCE_EXHAUSTED) {
+    release_slots(args, g->num_in);
+    return st;
+  }
+  if (iron_exec_graph_debug())
+    fprintf(stderr, "iron: program replay out of memory (%s); running it "
+                    "the ordinary way\n", iron_status_message(st));
+  iron_status_free(st);
+  drop(g);
+  // (Other executables' arenas; ours is trylocked by us and skipped.)
+  iron_exec_graph_reclaim(g->dev);
+  return iron_exec_run_func(ctx, main, args, results);
 }
 
 // Records the program and runs this call by replay; when the recording is
@@ -475,10 +510,13 @@ static iron_status_t record_and_run(iron_exec_graph_t *g,
     iron_status_t rst = IRON_OK;
     if (g->batch && g->n_in_e)
       rst = vt->copy_batch(dev, g->table->data, g->n_in_e, g->max_in);
+    // Loops run their iterations into this recording (executor.c).
+    iron_exec_ctx_t rctx = *ctx;
+    rctx.program_recording = true;
     if (rst)
       release_slots(rec, g->num_in);  // the homes' counts drop to 0 (pinned)
     else
-      rst = iron_exec_run_func(ctx, main, rec, rec_res);
+      rst = iron_exec_run_func(&rctx, main, rec, rec_res);
     bool keep = !rst;
     if (rst && iron_exec_graph_debug())
       fprintf(stderr, "iron: recording of program %s failed: %s\n", name,
@@ -552,7 +590,7 @@ static iron_status_t record_and_run(iron_exec_graph_t *g,
   free(rec);
   if (graph && homes_ok) {
     g->exec = graph;
-    return replay(g, args, results);
+    return replay_or_run(g, ctx, main, args, results);
   }
   if (graph) vt->graph_destroy(dev, graph);
   drop(g);
@@ -585,7 +623,7 @@ iron_status_t iron_exec_graph_run(iron_exec_graph_t *g,
   // The arguments' addresses, for the next recording's choice.
   for (uint32_t i = 0; i < g->num_in; ++i) g->cur_addr[i] = args[i].t.data;
   if (g->exec)
-    st = replay(g, args, results);
+    st = replay_or_run(g, ctx, main, args, results);
   else if (g->calls >= 1 && g->failures < kMaxFailures && !g->dev->sync)
     st = record_and_run(g, ctx, main, args, results);
   else

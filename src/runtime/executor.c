@@ -329,7 +329,8 @@ static int64_t static_trips(const iron_plan_step_t *s) {
 }
 
 static int64_t block_graph_steps(const iron_plan_block_t *b, int depth,
-                                 int64_t max_steps,
+                                 int64_t max_steps, int64_t loop_graph_trips,
+                                 int64_t *io_saved,
                                  const iron_plan_step_t **out_why) {
   int64_t n = 0;
   for (uint32_t i = 0; i < b->num_steps; ++i) {
@@ -343,12 +344,13 @@ static int64_t block_graph_steps(const iron_plan_block_t *b, int depth,
       case IRON_STEP_CALL:
         if (depth >= 16 || !s->callee) return -1;
         add = block_graph_steps(&s->callee->body, depth + 1, max_steps,
-                                out_why);
+                                loop_graph_trips, io_saved, out_why);
         if (add < 0) return -1;
         break;
       case IRON_STEP_KERNEL:
         if (!s->kernel->graph_capturable) return -1;
         add = 1;
+        ++*io_saved;
         break;
       case IRON_STEP_WHILE: {
         // The limit a loop could exceed at run time is not recorded.
@@ -356,12 +358,20 @@ static int64_t block_graph_steps(const iron_plan_block_t *b, int depth,
         if (depth >= 16 || trips < 0 ||
             (s->max_iterations > 0 && trips > s->max_iterations))
           return -1;
+        int64_t body_saved = 0;
         int64_t body = block_graph_steps(&s->blocks[1], depth + 1, max_steps,
+                                         loop_graph_trips, &body_saved,
                                          out_why);
         if (body < 0) return -1;
         *out_why = s;
         if (body && trips > max_steps / body) return -1;
         add = body * trips;
+        // A loop that records its own body graph otherwise costs its
+        // first iteration and the recording per call (about twice the
+        // body's steps), not every iteration.
+        *io_saved += loop_graph_trips > 0 && trips >= loop_graph_trips
+                         ? 2 * body_saved
+                         : body_saved * trips;
         break;
       }
       default:
@@ -376,8 +386,12 @@ static int64_t block_graph_steps(const iron_plan_block_t *b, int depth,
 
 int64_t iron_exec_block_graph_steps(const iron_plan_block_t *b,
                                     int64_t max_steps,
+                                    int64_t loop_graph_trips,
+                                    int64_t *out_saved,
                                     const iron_plan_step_t **out_why) {
-  return block_graph_steps(b, 0, max_steps, out_why);
+  *out_saved = 0;
+  return block_graph_steps(b, 0, max_steps, loop_graph_trips, out_saved,
+                           out_why);
 }
 
 bool iron_exec_graph_debug(void) { return graph_debug(); }

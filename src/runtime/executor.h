@@ -51,10 +51,16 @@ bool iron_exec_block_capturable(const iron_plan_block_t *b,
 // (calls followed; counted loops whose trip count is a compile-time
 // constant unrolled: their body's steps times the trips, for a recording
 // that runs them iteration by iteration), or -1 when `b` holds a step a
-// graph cannot record or more than `max_steps` kernel steps. *out_why
+// graph cannot record or more than `max_steps` kernel steps. *out_saved:
+// the kernel steps whose host time the graph saves per run: a loop of at
+// least `loop_graph_trips` iterations (the device's graph_min_trips; 0:
+// none) records its own body graph anyway, so it counts twice its body
+// (the first iteration and the recording), not every iteration. *out_why
 // names the first step that cannot be recorded (NULL when all can).
 int64_t iron_exec_block_graph_steps(const iron_plan_block_t *b,
                                     int64_t max_steps,
+                                    int64_t loop_graph_trips,
+                                    int64_t *out_saved,
                                     const iron_plan_step_t **out_why);
 
 // IRON_GRAPH_DEBUG=1: graph decisions and discards are said on stderr.

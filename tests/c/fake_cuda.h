@@ -121,7 +121,7 @@ typedef struct fake_cuda_state {
   // Counters.
   atomic_int syncs, capture_errors, captures_begun, captures_ended,
       graph_launches, launches, captured_host_copies, live_device_blocks,
-      live_streams;
+      live_streams, graph_mem_trims;
   // Device loops: WHILE nodes run, body iterations run.
   atomic_int while_runs, while_iterations;
 } fake_cuda_state_t;
@@ -743,6 +743,11 @@ static CUresult fake_cuGraphLaunch(CUgraphExec e, CUstream s) {
   pthread_mutex_unlock(&fake_cuda.mu);
   return r;
 }
+static CUresult fake_cuDeviceGraphMemTrim(CUdevice d) {
+  (void)d;
+  atomic_fetch_add(&fake_cuda.graph_mem_trims, 1);
+  return 0;
+}
 static CUresult fake_cuGraphExecDestroy(CUgraphExec e) {
   fake_graph_free((fake_graph_t *)e);
   return 0;
@@ -863,6 +868,7 @@ static void fake_cuda_api(iron_cuda_api_t *api) {
   FAKE_SET(cuStreamBeginCapture) FAKE_SET(cuStreamEndCapture)
   FAKE_SET(cuStreamIsCapturing) FAKE_SET(cuGraphInstantiateWithFlags)
   FAKE_SET(cuGraphLaunch) FAKE_SET(cuGraphExecDestroy) FAKE_SET(cuGraphDestroy)
+  FAKE_SET(cuDeviceGraphMemTrim)
 #undef FAKE_SET
   api->has_driver = true;
   snprintf(api->driver_path, sizeof(api->driver_path), "fake_cuda.h");

@@ -255,7 +255,8 @@ enum {
     (CUgraphExec * e, CUgraph g, unsigned long long flags))                  \
   X(cuGraphLaunch, "cuGraphLaunch", CUresult, (CUgraphExec e, CUstream s))   \
   X(cuGraphExecDestroy, "cuGraphExecDestroy", CUresult, (CUgraphExec e))     \
-  X(cuGraphDestroy, "cuGraphDestroy", CUresult, (CUgraph g))
+  X(cuGraphDestroy, "cuGraphDestroy", CUresult, (CUgraph g))                 \
+  X(cuDeviceGraphMemTrim, "cuDeviceGraphMemTrim", CUresult, (CUdevice d))
 
 #define IRON_NVRTC_SYMBOLS(X)                                                \
   X(nvrtcVersion, "nvrtcVersion", nvrtcResult, (int *major, int *minor))     \

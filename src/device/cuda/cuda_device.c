@@ -986,6 +986,14 @@ static iron_status_t cuda_graph_launch(iron_device_t *dev, void *graph) {
   return st;
 }
 
+static void cuda_graph_trim(iron_device_t *dev) {
+  iron_cuda_device_t *d = iron_cuda_device_cast(dev);
+  iron_status_free(iron_cuda_device_enter(d));
+  // Memory of graphs still running stays theirs (the driver frees what is
+  // unused now); a failure leaves it cached, which is no error.
+  d->api->cuDeviceGraphMemTrim(d->cu_dev);
+}
+
 static void cuda_graph_destroy(iron_device_t *dev, void *graph) {
   iron_cuda_device_t *d = iron_cuda_device_cast(dev);
   if (!graph) return;
@@ -1375,6 +1383,7 @@ static const iron_device_vtable_t kCudaVtable = {
     .graph_end = cuda_graph_end,
     .graph_launch = cuda_graph_launch,
     .graph_destroy = cuda_graph_destroy,
+    .graph_trim = cuda_graph_trim,
     .graph_while_begin = cuda_graph_while_begin,
     .graph_while_condition = cuda_graph_while_condition,
 };
