@@ -44,6 +44,8 @@
 #include "device/cuda/cuda_compile.h"
 #include "device/cuda/cuda_device.h"
 #include "device/cuda/cuda_fusion.h"
+#include "device/cuda/cuda_ops_internal.h"
+#include "device/plans/reduce_plan.h"
 #include "device/cuda/cuda_row_fusion.h"
 #include "device/device.h"
 #include "iron/iron.h"
@@ -103,6 +105,14 @@ typedef struct cuda_emu_params {
   bool fused;
   bool mt;   // the parts run on the multi-thread shim
   bool row;  // a row fusion (always mt)
+  // A reduce, gather or scatter: the CUDA kernel's one launch
+  // (iron_cuda_op_launch_t, the first member of cuda_params) on the
+  // multi-thread shim; n_in/n_out the op's operands/results; scatter
+  // copies its n_out operands (op_bytes each) into its results first.
+  bool op_launch;
+  bool scatter;
+  uint32_t n_in, n_out;
+  size_t *op_bytes;
 } cuda_emu_params_t;
 
 static inline size_t cuda_emu_kernel_index(const char *name, const char *source,
@@ -157,6 +167,7 @@ static inline void cuda_emu_params_destroy(void *params) {
       free(p->host_params);
   }
   free(p->kernel);
+  free(p->op_bytes);
   free(p);
 }
 
@@ -168,6 +179,85 @@ static inline bool cuda_emu_is_fused_reduce(const iron_ir_op_t *op) {
   return b->num_ops >= 2 && b->ops[b->num_ops - 2]->kind == IRON_OP_REDUCE;
 }
 
+// A float sum or product (one operand) whose order the CUDA reduce kernel
+// chooses (a tree over its split grid, docs/ARCHITECTURE.md): the host's
+// sequential order gives other bits, so the comparisons stay exact only
+// with the host's kernel there (test_cuda_reduce_shapes_emu checks those
+// kernels within a tolerance). Exact bodies (integers, max/min, and/or,
+// argmax-style variadic bodies) run the CUDA kernel.
+static inline bool cuda_emu_reduce_order_matters(const iron_ir_op_t *op) {
+  if (op->kind != IRON_OP_REDUCE || op->num_operands != 2 ||
+      op->num_regions < 1)
+    return false;
+  iron_dtype_t dt = op->operands[0]->type->dtype;
+  if (!iron_dtype_is_float(dt) && !iron_dtype_is_complex(dt)) return false;
+  iron_op_kind_t k = iron_reduce_plan_body_op(&op->regions[0], dt);
+  return k != IRON_OP_MAXIMUM && k != IRON_OP_MINIMUM;
+}
+
+// A reduce, gather or scatter: the CUDA device's prepare (its refusals
+// too), then its kernel on the multi-thread shim, or the host kernel when
+// the caller runs one thread per kernel or the order of a float reduce
+// decides its bits.
+static inline iron_status_t cuda_emu_prepare_op_launch(
+    const iron_ir_op_t *op, iron_region_t *const *regions, void **out_params) {
+  cuda_emu_exec_t *e = &g_cuda_emu;
+  const iron_kernel_t *ck = e->cuda[op->kind];
+  cuda_emu_params_t *p = calloc(1, sizeof(*p));
+  if (!p) return IRON_ERR(RESOURCE_EXHAUSTED, "out of memory");
+  iron_status_t st =
+      ck->prepare_on((iron_device_t *)e->fake, op, regions, &p->cuda_params);
+  if (st) {
+    free(p);
+    return st;
+  }
+  p->cuda_k = ck;
+  if (!e->multi_thread || cuda_emu_reduce_order_matters(op)) {
+    e->host_fallbacks++;
+    p->host_k = iron_reference_kernel_lookup(op->kind);
+    st = p->host_k->prepare ? p->host_k->prepare(op, regions, &p->host_params)
+                            : IRON_OK;
+    if (st) {
+      cuda_emu_params_destroy(p);
+      return st;
+    }
+    *out_params = p;
+    return IRON_OK;
+  }
+  const iron_cuda_op_launch_t *l = p->cuda_params;
+  p->op_launch = true;
+  p->mt = true;
+  p->scatter = op->kind == IRON_OP_SCATTER;
+  p->n_in = op->num_operands;
+  p->n_out = op->num_results;
+  p->kernel = calloc(1, sizeof(size_t));
+  p->op_bytes = calloc(p->n_out + 1, sizeof(size_t));
+  if (!p->kernel || !p->op_bytes) {
+    cuda_emu_params_destroy(p);
+    return IRON_ERR(RESOURCE_EXHAUSTED, "out of memory");
+  }
+  for (uint32_t i = 0; p->scatter && i < p->n_out; ++i)
+    iron_ir_type_byte_size(op->operands[i]->type, &p->op_bytes[i]);
+  if (!l->skip) {
+    const char *name = l->fn->name;
+    p->kernel[0] =
+        cuda_emu_kernel_index(name, cuda_emu_find_source(name), false);
+    cuda_emu_kernel_t *k = &e->k[p->kernel[0]];
+    if (!k->mt && p->kernel[0] < e->built_k) {
+      cuda_emu_params_destroy(p);
+      return IRON_ERR(INTERNAL, "cuda_emu: kernel %s was built for one thread",
+                      name);
+    }
+    k->mt = true;
+    if (!k->source) {
+      cuda_emu_params_destroy(p);
+      return IRON_ERR(INTERNAL, "cuda_emu: no source for kernel %s", name);
+    }
+  }
+  *out_params = p;
+  return IRON_OK;
+}
+
 static inline iron_status_t cuda_emu_prepare(iron_device_t *dev,
                                       const iron_ir_op_t *op,
                                       iron_region_t *const *regions,
@@ -175,6 +265,9 @@ static inline iron_status_t cuda_emu_prepare(iron_device_t *dev,
   (void)dev;
   cuda_emu_exec_t *e = &g_cuda_emu;
   const iron_kernel_t *ck = e->cuda[op->kind];
+  if (op->kind == IRON_OP_REDUCE || op->kind == IRON_OP_GATHER ||
+      op->kind == IRON_OP_SCATTER)
+    return cuda_emu_prepare_op_launch(op, regions, out_params);
   if (op->kind == IRON_OP_FUSION && iron_cuda_fusion_is_row(op)) {
     // Its own launch shape, threads that cooperate: the multi-thread
     // shim runs it, whatever e->multi_thread says.
@@ -305,6 +398,51 @@ static inline iron_status_t cuda_emu_prepare(iron_device_t *dev,
   return IRON_OK;
 }
 
+// The launch of a reduce, gather or scatter (cuda_reduce.c, cuda_gather.c
+// do the same on the GPU).
+static inline iron_status_t cuda_emu_run_op_launch(
+    const cuda_emu_params_t *p, const iron_tensor_t *const *inputs,
+    iron_tensor_t *const *outputs) {
+  cuda_emu_exec_t *e = &g_cuda_emu;
+  const iron_cuda_op_launch_t *l = p->cuda_params;
+  for (uint32_t i = 0; p->scatter && i < p->n_out; ++i)
+    if (p->op_bytes[i] && outputs[i]->data != inputs[i]->data)
+      memmove(outputs[i]->data, inputs[i]->data, p->op_bytes[i]);
+  if (l->skip) return IRON_OK;
+  const cuda_emu_kernel_t *kk = &e->k[p->kernel[0]];
+  if (kk->lib >= e->num_libs)
+    return IRON_ERR(INTERNAL, "cuda_emu: kernel %s was not built", kk->name);
+  uint32_t n = p->n_in + p->n_out;
+  void **ptrs = calloc(2 * (size_t)n + 1, sizeof(void *));
+  if (!ptrs) return IRON_ERR(RESOURCE_EXHAUSTED, "out of memory");
+  void **args = ptrs + n;
+  uint32_t a = 0;
+  if (p->scatter) {  // results, then the indices and updates
+    for (uint32_t i = 0; i < p->n_out; ++i) ptrs[a++] = outputs[i]->data;
+    for (uint32_t i = p->n_out; i < p->n_in; ++i) ptrs[a++] = inputs[i]->data;
+  } else {
+    for (uint32_t i = 0; i < p->n_in; ++i) ptrs[a++] = inputs[i]->data;
+    for (uint32_t i = 0; i < p->n_out; ++i) ptrs[a++] = outputs[i]->data;
+  }
+  for (uint32_t i = 0; i < a; ++i) args[i] = &ptrs[i];
+#if defined(__x86_64__)
+  unsigned csr = _mm_getcsr();
+  if (e->flush) _mm_setcsr(csr | 0x8040u);
+#endif
+  int r = cuda_emu_launch(&e->libs[kk->lib], kk->name, l->grid, l->block,
+                          args);
+#if defined(__x86_64__)
+  _mm_setcsr(csr);
+#endif
+  free(ptrs);
+  if (r)
+    return IRON_ERR(INTERNAL, "cuda_emu: launch of %s (%u x %u) failed",
+                    kk->name, l->grid, l->block);
+  __atomic_add_fetch(&e->launches, 1, __ATOMIC_RELAXED);
+  __atomic_add_fetch(&e->mt_launches, 1, __ATOMIC_RELAXED);
+  return IRON_OK;
+}
+
 static inline iron_status_t cuda_emu_run(const iron_kernel_ctx_t *ctx,
                                   const void *params,
                                   const iron_tensor_t *const *inputs,
@@ -312,6 +450,7 @@ static inline iron_status_t cuda_emu_run(const iron_kernel_ctx_t *ctx,
   const cuda_emu_params_t *p = params;
   if (p->host_k) return p->host_k->run(ctx, p->host_params, inputs, outputs);
   cuda_emu_exec_t *e = &g_cuda_emu;
+  if (p->op_launch) return cuda_emu_run_op_launch(p, inputs, outputs);
   const iron_cuda_ew_params_t *ew = &p->parts[0];
   // What iron_cuda_ew_run and the dynamic_update_slice kernel do before
   // their launch: a root's output starts as its operand.
@@ -408,7 +547,9 @@ static inline const iron_kernel_t *cuda_emu_lookup(iron_op_kind_t kind) {
 }
 
 // Sets up the fake device and the kernel table. Kernels emulated: those of
-// cuda_elementwise.c, cuda_shape.c (but reshape, a copy) and fusions.
+// cuda_elementwise.c, cuda_shape.c (but reshape, a copy), fusions, and the
+// reduce, gather and scatter kernels (on the multi-thread shim when the
+// caller sets multi_thread, else the host's kernels run those).
 static inline void cuda_emu_exec_init(void) {
   cuda_emu_exec_t *e = &g_cuda_emu;
   if (e->fake) return;
@@ -417,13 +558,16 @@ static inline void cuda_emu_exec_init(void) {
   e->fake->num_sms = 132;
   iron_cuda_register_elementwise(e->cuda);
   iron_cuda_register_shape(e->cuda);
+  iron_cuda_register_reduce(e->cuda);
+  iron_cuda_register_gather(e->cuda);
   e->cuda[IRON_OP_FUSION] = &iron_cuda_fusion_kernel;
   for (int k = 0; k < IRON_OP_COUNT; ++k) {
     const iron_kernel_t *ck = e->cuda[k];
     if (!ck || !ck->prepare_on) continue;
     bool ok = ck->run == iron_cuda_ew_run ||
               ck->run == iron_cuda_ew_multi_run || k == IRON_OP_FUSION ||
-              k == IRON_OP_DYNAMIC_UPDATE_SLICE;
+              k == IRON_OP_DYNAMIC_UPDATE_SLICE || k == IRON_OP_REDUCE ||
+              k == IRON_OP_GATHER || k == IRON_OP_SCATTER;
     if (!ok) continue;
     e->emulated[k] = true;
     e->kernels[k] = (iron_kernel_t){

@@ -160,6 +160,15 @@ static void *fake_dev_malloc(size_t n) {
   pthread_once(&once, fake_register_free_all);
   fake_block_t *b = malloc(n + 128);
   if (!b) return NULL;
+  // IRON_TEST_FAKE_POISON=1: new device memory holds garbage, as a GPU's
+  // recycled memory does (malloc's fresh pages are zero and hide reads of
+  // memory nothing wrote).
+  static int poison = -1;
+  if (poison < 0) {
+    const char *e = getenv("IRON_TEST_FAKE_POISON");
+    poison = e && e[0] && e[0] != '0';
+  }
+  if (poison) memset((char *)b + 128, 0xA5, n);
   pthread_mutex_lock(&fake_blocks_mu);
   b->next = &fake_blocks;
   b->prev = fake_blocks.prev;

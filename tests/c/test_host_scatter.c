@@ -453,6 +453,50 @@ static void test_float_edges(void) {
   }
 }
 
+// Bool bytes other than 0/1 (a numpy view of uint8 as bool) combine
+// bitwise, as XLA:CPU and the CUDA kernels do: max/add are "or" on the
+// bytes, min/multiply "and" (fuzz seeds 9200499, 25797768).
+static void test_bool_bytes(void) {
+  gcase_t c;
+  memset(&c, 0, sizeof(c));
+  c.orank = 1;
+  c.odims[0] = 4;
+  c.irank = 2;
+  c.idims[0] = 4;
+  c.idims[1] = 1;
+  c.rrank = 1;
+  c.rdims[0] = 4;
+  c.n_col = 1;
+  c.n_sm = 1;
+  c.ivd = 1;
+  const uint8_t xs[4] = {0x61, 0x60, 0x03, 0xff}, us[4] = {0x01, 0x01, 0x02, 0x60};
+  const uint8_t want_or[4] = {0x61, 0x61, 0x03, 0xff}, want_and[4] = {0x01, 0x00, 0x02, 0x60};
+  const iron_op_kind_t kinds[4] = {IRON_OP_MAXIMUM, IRON_OP_ADD, IRON_OP_MINIMUM, IRON_OP_MULTIPLY};
+  for (int k = 0; k < 4; ++k) {
+    body_t bd;
+    body_build(&bd, kinds[k], IRON_DTYPE_PRED, 2);
+    ht_op_t b;
+    build_scatter(&b, &c, IRON_DTYPE_PRED, 1, &bd);
+    iron_tensor_t *x = ht_tensor(IRON_DTYPE_PRED, 1, c.odims);
+    iron_tensor_t *it = ht_tensor(IRON_DTYPE_S32, 2, c.idims);
+    iron_tensor_t *u = ht_tensor(IRON_DTYPE_PRED, 1, c.rdims);
+    iron_tensor_t *out = ht_tensor(IRON_DTYPE_PRED, 1, c.odims);
+    memcpy(x->data, xs, sizeof(xs));
+    memcpy(u->data, us, sizeof(us));
+    for (int i = 0; i < 4; ++i) ((int32_t *)it->data)[i] = i;
+    iron_tensor_t *ins[3] = {x, it, u}, *outs[1] = {out};
+    g_calls = 0;
+    CHECK_OK(run_op(&b, NULL, ins, outs));
+    CHECK_EQ_INT(g_calls, 0);
+    const uint8_t *want = k < 2 ? want_or : want_and;
+    for (int i = 0; i < 4; ++i) CHECK_EQ_INT(((uint8_t *)out->data)[i], want[i]);
+    ht_tensor_free(x);
+    ht_tensor_free(it);
+    ht_tensor_free(u);
+    ht_tensor_free(out);
+  }
+}
+
 static void setup(void) { CHECK_OK(iron_threadpool_create(2, &g_pool)); }
 static void teardown(void) { iron_threadpool_destroy(g_pool); }
 
@@ -462,6 +506,7 @@ static const iron_test_case_t kTests[] = {
     {"random_generic", test_random_generic},
     {"fast_switch", test_fast_switch},
     {"float_edges", test_float_edges},
+    {"bool_bytes", test_bool_bytes},
     {"teardown", teardown},
 };
 IRON_TEST_MAIN(kTests)

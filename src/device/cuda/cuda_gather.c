@@ -10,9 +10,7 @@
 #include "device/cuda/cuda_ops_internal.h"
 
 typedef struct gs_params {
-  iron_cuda_function_t *fn;
-  unsigned grid;
-  bool skip;        // nothing to do in the kernel
+  iron_cuda_op_launch_t launch;  // first (cuda_ops_internal.h); block 256
   int32_t num;      // scatter: operands (= updates = results)
   // Scatter: each operand's bytes, copied into its result.
   size_t op_bytes[IRON_SCATTER_PLAN_MAX_OPERANDS];
@@ -28,13 +26,14 @@ static iron_status_t gather_prepare_on(iron_device_t *base,
   IRON_RETURN_IF_ERROR_PLAIN(iron_cuda_gather_plan(op, &plan));
   gs_params_t *p = calloc(1, sizeof(*p));
   if (!p) return IRON_ERR(RESOURCE_EXHAUSTED, "out of memory for params");
-  p->skip = plan.small_count == 0;
+  p->launch.skip = plan.small_count == 0;
+  p->launch.block = 256;
   // An empty operand with a non-empty result cannot happen (slice sizes
   // bound the result), so the kernel always reads in bounds.
-  p->grid = iron_cuda_ops_grid(plan.small_count);
+  p->launch.grid = iron_cuda_ops_grid(plan.small_count);
   char *src = NULL;
   iron_status_t st = iron_cuda_gen_gather("iron_gather", &plan, &src);
-  if (!st) st = iron_cuda_ops_request(dev, src, "iron_gather", &p->fn);
+  if (!st) st = iron_cuda_ops_request(dev, src, "iron_gather", &p->launch.fn);
   free(src);
   if (st) {
     free(p);
@@ -48,11 +47,12 @@ static iron_status_t gather_run(const iron_kernel_ctx_t *ctx, const void *params
                                 const iron_tensor_t *const *inputs,
                                 iron_tensor_t *const *outputs) {
   const gs_params_t *p = params;
-  if (p->skip) return IRON_OK;
+  if (p->launch.skip) return IRON_OK;
   iron_cuda_device_t *dev = iron_cuda_device_cast(ctx->dev);
   void *ptrs[3] = {inputs[0]->data, inputs[1]->data, outputs[0]->data};
   void *args[3] = {&ptrs[0], &ptrs[1], &ptrs[2]};
-  return iron_cuda_launch(dev, p->fn, p->grid, 1, 1, 256, 0, args);
+  return iron_cuda_launch(dev, p->launch.fn, p->launch.grid, 1, 1,
+                          p->launch.block, 0, args);
 }
 
 static bool attr_true(const iron_ir_op_t *op, const char *name) {
@@ -74,16 +74,18 @@ static iron_status_t scatter_prepare_on(iron_device_t *base,
   p->num = plan.num;
   for (int32_t i = 0; i < plan.num; ++i)
     p->op_bytes[i] = (size_t)plan.op_count * iron_dtype_size(plan.dtypes[i]);
-  p->skip = plan.op_count == 0 || plan.box_count == 0 || plan.num_points == 0;
+  p->launch.skip =
+      plan.op_count == 0 || plan.box_count == 0 || plan.num_points == 0;
+  p->launch.block = 256;
   char *src = NULL;
   iron_status_t st = iron_cuda_gen_scatter(
       "iron_scatter", &plan, iron_cuda_scatter_classify(body.ir), &body,
-      attr_true(op, "unique_indices"), &src, &p->grid);
+      attr_true(op, "unique_indices"), &src, &p->launch.grid);
   if (st) {
     free(p);
     return iron_cuda_ops_refused(op, st);
   }
-  st = iron_cuda_ops_request(dev, src, "iron_scatter", &p->fn);
+  st = iron_cuda_ops_request(dev, src, "iron_scatter", &p->launch.fn);
   free(src);
   if (st) {
     free(p);
@@ -110,7 +112,7 @@ static iron_status_t scatter_run(const iron_kernel_ctx_t *ctx,
               (CUdeviceptr)(uintptr_t)inputs[i]->data, p->op_bytes[i],
               dev->stream),
           "cuMemcpyDtoDAsync (scatter operand)"));
-  if (p->skip) return IRON_OK;
+  if (p->launch.skip) return IRON_OK;
   // Kernel (results..., indices, updates...); inputs are (operands...,
   // indices, updates...).
   void *ptrs[2 * IRON_SCATTER_PLAN_MAX_OPERANDS + 1];
@@ -118,7 +120,8 @@ static iron_status_t scatter_run(const iron_kernel_ctx_t *ctx,
   for (int32_t i = 0; i < n; ++i) ptrs[i] = outputs[i]->data;
   for (int32_t i = n; i <= 2 * n; ++i) ptrs[i] = inputs[i]->data;
   for (int32_t i = 0; i <= 2 * n; ++i) args[i] = &ptrs[i];
-  return iron_cuda_launch(dev, p->fn, p->grid, 1, 1, 256, 0, args);
+  return iron_cuda_launch(dev, p->launch.fn, p->launch.grid, 1, 1,
+                          p->launch.block, 0, args);
 }
 
 static const iron_kernel_t kGather = {.name = "cuda_gather",

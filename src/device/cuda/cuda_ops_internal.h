@@ -7,6 +7,8 @@
 #include "device/cuda/cuda_device.h"
 #include "device/cuda/gen/ops.h"
 
+typedef struct iron_cuda_function iron_cuda_function_t;
+
 void iron_cuda_register_dot(iron_cuda_kernel_table_t table);
 void iron_cuda_register_reduce(iron_cuda_kernel_table_t table);
 void iron_cuda_register_gather(iron_cuda_kernel_table_t table);
@@ -17,6 +19,18 @@ void iron_cuda_register_reduce_precision(iron_cuda_kernel_table_t table);
 void iron_cuda_register_conv(iron_cuda_kernel_table_t table);
 void iron_cuda_register_fft(iron_cuda_kernel_table_t table);
 void iron_cuda_register_collective(iron_cuda_kernel_table_t table);
+
+// The one launch of an op whose kernel is generated whole (reduce, gather,
+// scatter): the first member of their params, so that the CUDA emulation
+// of the tests (tests/c/cuda_emu_exec.h) runs the same kernel on its grid.
+// Arguments: the op's inputs then its results (reduce, gather); scatter
+// passes its results, then its indices and updates, after copying each
+// operand into its result.
+typedef struct iron_cuda_op_launch {
+  iron_cuda_function_t *fn;
+  unsigned grid, block;
+  bool skip;  // nothing to launch (no elements)
+} iron_cuda_op_launch_t;
 
 // The device's while_kernel entry (cuda_while.c): the one-thread loop
 // kernel for a scalar while loop, or NULL. IRON_CUDA_DEVICE_LOOPS=0: NULL.
@@ -35,14 +49,13 @@ static inline iron_region_t iron_cuda_op_region(const iron_ir_op_t *op,
   return r;
 }
 
-// iron_cuda_function_request of a generated source whose kernel is
-// `name`, renamed `name`_<hash of the source> (unique per kernel text).
-typedef struct iron_cuda_function iron_cuda_function_t;
 // A generator's refusal (consumed) as UNIMPLEMENTED naming `op` and its
 // source line, with the generator's reason.
 iron_status_t iron_cuda_ops_refused(const iron_ir_op_t *op,
                                     iron_status_t generator_error);
 
+// iron_cuda_function_request of a generated source whose kernel is
+// `name`, renamed `name`_<hash of the source> (unique per kernel text).
 iron_status_t iron_cuda_ops_request(iron_cuda_device_t *dev, const char *src,
                                     const char *name,
                                     iron_cuda_function_t **out_fn);

@@ -9,10 +9,8 @@
 #include "device/plans/reduce_plan.h"
 
 typedef struct reduce_params {
+  iron_cuda_op_launch_t launch;  // first (cuda_ops_internal.h)
   uint32_t num;
-  iron_cuda_function_t *fn;
-  unsigned grid, block;
-  bool empty;  // no output elements
 } reduce_params_t;
 
 static iron_status_t reduce_prepare_on(iron_device_t *base,
@@ -29,17 +27,17 @@ static iron_status_t reduce_prepare_on(iron_device_t *base,
   reduce_params_t *p = calloc(1, sizeof(*p));
   if (!p) return IRON_ERR(RESOURCE_EXHAUSTED, "out of memory for params");
   p->num = num;
-  p->empty = iron_ir_type_num_elements(op->results[0].type) == 0;
+  p->launch.skip = iron_ir_type_num_elements(op->results[0].type) == 0;
   char *src = NULL;
   iron_status_t st = iron_cuda_gen_reduce("iron_reduce", in0->rank, in0->dims,
                                           reduced, num, dts, &body, &src,
-                                          &p->grid, &p->block);
+                                          &p->launch.grid, &p->launch.block);
   if (st) {
     free(p);
     // Name the op: the generator's message says which part is missing.
     return iron_cuda_ops_refused(op, st);
   }
-  st = iron_cuda_ops_request(dev, src, "iron_reduce", &p->fn);
+  st = iron_cuda_ops_request(dev, src, "iron_reduce", &p->launch.fn);
   free(src);
   if (st) {
     free(p);
@@ -53,14 +51,15 @@ static iron_status_t reduce_run(const iron_kernel_ctx_t *ctx, const void *params
                                 const iron_tensor_t *const *inputs,
                                 iron_tensor_t *const *outputs) {
   const reduce_params_t *p = params;
-  if (p->empty) return IRON_OK;
+  if (p->launch.skip) return IRON_OK;
   iron_cuda_device_t *dev = iron_cuda_device_cast(ctx->dev);
   void *ptrs[3 * IRON_REDUCE_PLAN_MAX_INPUTS];
   void *args[3 * IRON_REDUCE_PLAN_MAX_INPUTS];
   for (uint32_t i = 0; i < 2 * p->num; ++i) ptrs[i] = inputs[i]->data;
   for (uint32_t i = 0; i < p->num; ++i) ptrs[2 * p->num + i] = outputs[i]->data;
   for (uint32_t i = 0; i < 3 * p->num; ++i) args[i] = &ptrs[i];
-  return iron_cuda_launch(dev, p->fn, p->grid, 1, 1, p->block, 0, args);
+  return iron_cuda_launch(dev, p->launch.fn, p->launch.grid, 1, 1,
+                          p->launch.block, 0, args);
 }
 
 static const iron_kernel_t kReduce = {.name = "cuda_reduce",

@@ -67,8 +67,11 @@ INT_OPS(u16, uint16_t)
 INT_OPS(u32, uint32_t)
 INT_OPS(u64, uint64_t)
 
-DEF_COMBINE(or_pred, uint8_t, (uint8_t)((a | b) != 0))
-DEF_COMBINE(and_pred, uint8_t, (uint8_t)((a != 0) & (b != 0)))
+// Bitwise on the bytes, as XLA:CPU and the CUDA kernels combine them: a
+// bool byte other than 0/1 (a numpy view) keeps its bits (max(0x60, 0) is
+// 0x60, min(0x60, 1) is 0).
+DEF_COMBINE(or_pred, uint8_t, (uint8_t)(a | b))
+DEF_COMBINE(and_pred, uint8_t, (uint8_t)(a & b))
 
 // XLA's maximum/minimum, as the element-wise kernels compute them
 // (ew_common.h): NaN wins, -0 orders below +0, and a denormal operand
