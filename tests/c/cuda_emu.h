@@ -109,7 +109,10 @@ static inline bool cuda_emu_have_cxx(void) {
 // per-warp slots (double-buffered: a lane cannot reach the next exchange
 // before every lane of its warp has passed this one). A barrier that can
 // never be released (divergent __syncthreads, a warp split between a warp
-// barrier and a block barrier) fails the launch.
+// barrier and a block barrier) fails the launch. IRON_TEST_EMU_REVERSE=1
+// runs the blocks of a grid and the fibers between two barriers in the
+// reverse order: a read of another thread's (or block's) write that no
+// barrier orders then sees the other side of the race.
 static const char kCudaEmuShimMT[] =
     "#define IRON_CUDA_EMU 1\n"
     "#define IRON_CUDA_EMU_MT 1\n"
@@ -296,9 +299,13 @@ static const char kCudaEmuShimMT[] =
     "  iemu_tramp = tramp; iemu_args = args;\n"
     "  iemu_gdim = {gx, gy, gz}; iemu_bdim = {bx, by, bz};\n"
     "  unsigned nw = (nt + 31) / 32;\n"
+    "  static int rev = -1;\n"
+    "  if (rev < 0) { const char *e = getenv(\"IRON_TEST_EMU_REVERSE\");\n"
+    "    rev = e && *e == '1'; }\n"
     "  for (unsigned z = 0; z < gz; ++z)\n"
     "  for (unsigned y = 0; y < gy; ++y)\n"
-    "  for (unsigned x = 0; x < gx; ++x) {\n"
+    "  for (unsigned xi = 0; xi < gx; ++xi) {\n"
+    "    unsigned x = rev ? gx - 1 - xi : xi;\n"
     "    iemu_bidx = {x, y, z};\n"
     "    for (unsigned t = 0; t < nt; ++t) {\n"
     "      iemu_fiber_ *f = &iemu_fibers[t];\n"
@@ -307,7 +314,8 @@ static const char kCudaEmuShimMT[] =
     "      iemu_fiber_init(t);\n"
     "    }\n"
     "    for (;;) {\n"
-    "      for (unsigned t = 0; t < nt; ++t) {\n"
+    "      for (unsigned ti = 0; ti < nt; ++ti) {\n"
+    "        unsigned t = rev ? nt - 1 - ti : ti;\n"
     "        if (iemu_fibers[t].state != IEMU_RUN) continue;\n"
     "        iemu_cur = &iemu_fibers[t];\n"
     "        iemu_swap(&iemu_sched_sp, iemu_cur->sp);\n"

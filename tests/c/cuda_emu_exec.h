@@ -83,6 +83,10 @@ typedef struct cuda_emu_exec {
   // reduces run on the multi-thread shim instead of the host kernel /
   // being refused.
   bool multi_thread;
+  // IRON_TEST_EMU_ALL_GRID=1 (with multi_thread): every element-wise and
+  // fused kernel runs on the grid the device would launch, not one thread
+  // (indexing from blockIdx/threadIdx, grid-stride loops, vector tails).
+  bool all_grid;
   int64_t mt_launches;
 } cuda_emu_exec_t;
 
@@ -342,7 +346,7 @@ static inline iron_status_t cuda_emu_prepare(iron_device_t *dev,
                            strstr(body, "__syncthreads") ||
                            strstr(body, "threadIdx.y")));
   }
-  if ((fixed_grid || fused_reduce) && e->multi_thread) {
+  if ((fixed_grid || fused_reduce || e->all_grid) && e->multi_thread) {
     p->mt = true;
   } else if (fixed_grid && p->fused) {
     // A fusion with tiles (pivot transposes, gen/fusion.c) has no host
@@ -556,6 +560,8 @@ static inline void cuda_emu_exec_init(void) {
   e->fake = calloc(1, sizeof(*e->fake));
   snprintf(e->fake->arch, sizeof(e->fake->arch), "sm_90a");
   e->fake->num_sms = 132;
+  const char *ag = getenv("IRON_TEST_EMU_ALL_GRID");
+  e->all_grid = ag && ag[0] == '1';
   iron_cuda_register_elementwise(e->cuda);
   iron_cuda_register_shape(e->cuda);
   iron_cuda_register_reduce(e->cuda);
