@@ -253,13 +253,15 @@ static void test_elementwise_sweep(void) {
       CHECK_OK(prepare(d, &b.op, &stats));
     }
   }
-  // convert to/from the narrow types (not f8E8M0FNU / f6: refused).
+  // convert to/from the narrow types (gen/convert_narrow.c; f8E8M0FNU's
+  // below).
   {
     const iron_dtype_t narrow[] = {
         IRON_DTYPE_F8E5M2,     IRON_DTYPE_F8E4M3,     IRON_DTYPE_F8E3M4,
         IRON_DTYPE_F8E4M3FN,   IRON_DTYPE_F8E4M3FNUZ, IRON_DTYPE_F8E5M2FNUZ,
-        IRON_DTYPE_F8E4M3B11FNUZ, IRON_DTYPE_F4E2M1FN, IRON_DTYPE_S4,
-        IRON_DTYPE_U4,         IRON_DTYPE_S2,         IRON_DTYPE_U2};
+        IRON_DTYPE_F8E4M3B11FNUZ, IRON_DTYPE_F4E2M1FN, IRON_DTYPE_F6E2M3FN,
+        IRON_DTYPE_F6E3M2FN,   IRON_DTYPE_S4,         IRON_DTYPE_U4,
+        IRON_DTYPE_S2,         IRON_DTYPE_U2};
     for (size_t i = 0; i < sizeof(narrow) / sizeof(narrow[0]); ++i) {
       for (size_t j = 0; j < NDT; ++j) {
         for (int dir = 0; dir < 2; ++dir) {
@@ -345,6 +347,34 @@ static void test_elementwise_sweep(void) {
     }
     // Most ops of the wide dtypes are generated.
     CHECK(ok > 100);
+  }
+  // f6: select is generated; arithmetic, compare and clamp are refused by
+  // name, as on the host.
+  for (int w = 0; w < 2; ++w) {
+    iron_dtype_t f6 = w ? IRON_DTYPE_F6E3M2FN : IRON_DTYPE_F6E2M3FN;
+    ht_init(&b, IRON_OP_SELECT);
+    ht_operand(&b, IRON_DTYPE_PRED, 2, dims);
+    ht_operand(&b, f6, 2, dims);
+    ht_operand(&b, f6, 0, dims);
+    ht_result(&b, f6, 2, dims);
+    CHECK_OK(prepare(d, &b.op, &stats));
+    static const iron_op_kind_t kRefused[] = {
+        IRON_OP_ADD, IRON_OP_NEGATE, IRON_OP_COMPARE, IRON_OP_CLAMP};
+    for (size_t k = 0; k < sizeof(kRefused) / sizeof(kRefused[0]); ++k) {
+      iron_op_kind_t kind = kRefused[k];
+      int nin = kind == IRON_OP_NEGATE ? 1 : kind == IRON_OP_CLAMP ? 3 : 2;
+      ht_init(&b, kind);
+      for (int i = 0; i < nin; ++i) ht_operand(&b, f6, 2, dims);
+      ht_result(&b, kind == IRON_OP_COMPARE ? IRON_DTYPE_PRED : f6, 2, dims);
+      if (kind == IRON_OP_COMPARE)
+        attr_enum(&b, "comparison_direction", IRON_ENUM_COMPARISON_DIRECTION,
+                  IRON_CMP_LT);
+      st = prepare(d, &b.op, &stats);
+      CHECK(iron_status_code(st) == IRON_STATUS_UNIMPLEMENTED);
+      CHECK(st && strstr(iron_status_message(st), iron_op_kind_name(kind)) &&
+            strstr(iron_status_message(st), iron_dtype_name(f6)));
+      iron_status_free(st);
+    }
   }
   // select / clamp (scalar bounds too).
   for (size_t i = 0; i < NDT; ++i) {

@@ -1,6 +1,8 @@
 // GPU-free test of the CUDA element-wise kernels on the narrow dtypes
 // (s4/u4, the f8 family, f4E2M1FN, f8E8M0FNU: computed widened as XLA:CPU
-// does) and of complex tan/tanh at infinite/NaN inputs: each op is
+// does; f6E2M3FN/f6E3M2FN: select and converts from/to every dtype, every
+// other op refused by both devices, by name) and of complex tan/tanh at
+// infinite/NaN inputs: each op is
 // prepared with the CUDA kernels on a fake device and with the host
 // kernels; the generated sources are compiled by NVRTC (sm_90a) and, as
 // host C++ (cuda_emu.h), run on the CPU on every value (every pair for
@@ -68,6 +70,7 @@ static int g_ncases;
 static iron_cuda_device_t *g_dev;
 
 static int g_host_refused, g_both_refused;
+static int g_f6_refused, g_f6_run;  // cases with an f6 operand or result
 static int64_t g_ulp_elems;  // transcendental elements one narrow ulp off
 
 // Prepares b with the CUDA and the host kernels; runs the host's on `in`
@@ -84,6 +87,19 @@ static void add_case(ht_op_t *b, iron_tensor_t **in, int cmp,
                                     &params);
   iron_tensor_t *want = ht_tensor_like(&b->result_types[0]);
   iron_status_t hst = ht_run(b, NULL, NULL, in, &want);
+  bool f6 = iron_narrow_is_f6(b->result_types[0].dtype);
+  for (uint32_t i = 0; i < b->op.num_operands; ++i)
+    f6 = f6 || iron_narrow_is_f6(b->operand_types[i].dtype);
+  if (f6 && cst) {
+    // What the host refuses on f6, CUDA refuses at prepare time naming
+    // the op (and the dtype).
+    g_f6_refused++;
+    const char *m = iron_status_message(cst);
+    CHECK(iron_status_code(cst) == IRON_STATUS_UNIMPLEMENTED);
+    CHECK(m && strstr(m, b->op.name) && strstr(m, "f6E"));
+  } else if (f6) {
+    g_f6_run++;
+  }
   if (cst || hst) {
     bool both = cst && hst;
     if (both) {
@@ -182,7 +198,8 @@ static void add_narrow_cases(iron_dtype_t dt) {
       IRON_OP_ATAN2, IRON_OP_SHIFT_LEFT, IRON_OP_SHIFT_RIGHT_ARITHMETIC,
       IRON_OP_SHIFT_RIGHT_LOGICAL, IRON_OP_AND, IRON_OP_OR, IRON_OP_XOR};
   for (size_t k = 0; k < sizeof(kBin) / sizeof(kBin[0]); ++k) {
-    bool int_only = kBin[k] >= IRON_OP_SHIFT_LEFT && kBin[k] <= IRON_OP_XOR;
+    // (By name: subtract sits between shift_left and xor in ops.def.)
+    bool int_only = false;
     if (kBin[k] == IRON_OP_SHIFT_LEFT || kBin[k] == IRON_OP_AND ||
         kBin[k] == IRON_OP_OR || kBin[k] == IRON_OP_XOR ||
         kBin[k] == IRON_OP_SHIFT_RIGHT_ARITHMETIC ||
@@ -314,6 +331,135 @@ static void add_narrow_cases(iron_dtype_t dt) {
       snprintf(what, sizeof(what), "convert %s -> %s",
                iron_dtype_name(kTo[t]), iron_dtype_name(dt));
       add_case(&b, in2, CMP_EXACT, what);
+    }
+  }
+}
+
+// The f6 types: convert from every byte (the 64 encodings, and the bits
+// above them, which both devices ignore) to every dtype, and to f6 from
+// values of every dtype that probe the rounding (every f16/bf16 and narrow
+// encoding; for f32/f64/complex a 1/64 grid past both f6 ranges, which
+// holds every halfway point, with each point's neighbours one ulp away,
+// specials and random bits; small and random integers). Converts with
+// f8E8M0FNU on a side come from the fusion generator, the others from
+// gen/convert_narrow.c. (test_host_elementwise's f6_convert checks the
+// host against ml_dtypes.)
+static const iron_dtype_t kEvery[] = {
+    IRON_DTYPE_PRED,       IRON_DTYPE_S8,          IRON_DTYPE_S16,
+    IRON_DTYPE_S32,        IRON_DTYPE_S64,         IRON_DTYPE_U8,
+    IRON_DTYPE_U16,        IRON_DTYPE_U32,         IRON_DTYPE_U64,
+    IRON_DTYPE_F16,        IRON_DTYPE_BF16,        IRON_DTYPE_F32,
+    IRON_DTYPE_F64,        IRON_DTYPE_C64,         IRON_DTYPE_C128,
+    IRON_DTYPE_S4,         IRON_DTYPE_U4,          IRON_DTYPE_S2,
+    IRON_DTYPE_U2,         IRON_DTYPE_F8E5M2,      IRON_DTYPE_F8E4M3,
+    IRON_DTYPE_F8E3M4,     IRON_DTYPE_F8E4M3FN,    IRON_DTYPE_F8E4M3FNUZ,
+    IRON_DTYPE_F8E5M2FNUZ, IRON_DTYPE_F8E4M3B11FNUZ, IRON_DTYPE_F4E2M1FN,
+    IRON_DTYPE_F8E8M0FNU,  IRON_DTYPE_F6E2M3FN,    IRON_DTYPE_F6E3M2FN};
+
+// Element i of a probe of real value v (complex: imaginary part from the
+// random bits already there).
+static void put_real(iron_tensor_t *t, int64_t i, double v) {
+  switch (t->dtype) {
+    case IRON_DTYPE_F32: ((float *)t->data)[i] = (float)v; break;
+    case IRON_DTYPE_F64: ((double *)t->data)[i] = v; break;
+    case IRON_DTYPE_C64: ((float *)t->data)[2 * i] = (float)v; break;
+    default: ((double *)t->data)[2 * i] = v; break;  // c128
+  }
+}
+
+static iron_tensor_t *f6_probe(iron_dtype_t dt) {
+  int bits = iron_dtype_bits(dt);
+  bool wide = dt == IRON_DTYPE_F64 || dt == IRON_DTYPE_C128;
+  int64_t n;
+  if (dt == IRON_DTYPE_F16 || dt == IRON_DTYPE_BF16) {
+    n = 65536;
+  } else if (iron_ew_narrow_is(dt)) {
+    n = 256;
+  } else if (iron_dtype_is_float(dt) || dt == IRON_DTYPE_C64 ||
+             dt == IRON_DTYPE_C128) {
+    n = 3 * 4609 + 64 + 1024;
+  } else {
+    n = 2048;
+  }
+  iron_tensor_t *t = ht_tensor(dt, 1, &n);
+  ht_fill_bytes(t);
+  if (dt == IRON_DTYPE_F16 || dt == IRON_DTYPE_BF16) {
+    for (int64_t i = 0; i < n; ++i) ((uint16_t *)t->data)[i] = (uint16_t)i;
+  } else if (iron_ew_narrow_is(dt)) {
+    // Every encoding (the sub-byte ones in the low bits).
+    for (int64_t i = 0; i < n; ++i)
+      ((uint8_t *)t->data)[i] = (uint8_t)(bits < 8 ? i & ((1 << bits) - 1) : i);
+  } else if (iron_dtype_is_float(dt) || dt == IRON_DTYPE_C64 ||
+             dt == IRON_DTYPE_C128) {
+    int64_t i = 0;
+    for (int k = -2304; k <= 2304; ++k) {  // +-36 in steps of 1/64
+      double v = k / 64.0;
+      put_real(t, i++, v);
+      put_real(t, i++, wide ? nextafter(v, INFINITY)
+                            : (double)nextafterf((float)v, INFINITY));
+      put_real(t, i++, wide ? nextafter(v, -INFINITY)
+                            : (double)nextafterf((float)v, -INFINITY));
+    }
+    static const double kSpec[] = {
+        0.0,       -0.0,     INFINITY, -INFINITY, NAN,      -NAN,
+        1e-40,     -1e-40,   1e-310,   -1e-310,   1e30,     -1e30,
+        1e300,     65504,    1e-3,     -1e-3,     0.0625,   0.03125,
+        0.09375,   0.046875, 7.5,      7.75,      -7.75,    8.0,
+        28.0,      30.0,     32.0,     -31.99,    0.124999, 0.0625001,
+        3.5e38,    -3.5e38,  0.15,     0.1,       2.0,      2.25};
+    for (size_t k = 0; k < sizeof(kSpec) / sizeof(kSpec[0]); ++k)
+      put_real(t, i++, kSpec[k]);
+    // The rest keep their random bits.
+  } else {  // integers (and pred): small values, then random bits
+    size_t es = iron_dtype_size(dt);
+    for (int64_t i = 0; i < 600; ++i) {
+      int64_t v = dt == IRON_DTYPE_PRED ? (i & 1) : i - 300;
+      memcpy((char *)t->data + (size_t)i * es, &v, es);
+    }
+  }
+  return t;
+}
+
+static void add_f6_cases(void) {
+  const size_t ne = sizeof(kEvery) / sizeof(kEvery[0]);
+  for (int w = 0; w < 2; ++w) {
+    iron_dtype_t f6 = w ? IRON_DTYPE_F6E3M2FN : IRON_DTYPE_F6E2M3FN;
+    for (size_t j = 0; j < ne; ++j) {
+      iron_dtype_t dt = kEvery[j];
+      char what[96];
+      ht_op_t b;
+      // f6 -> dt: every byte.
+      int64_t dims[1] = {256};
+      ht_init(&b, IRON_OP_CONVERT);
+      ht_operand(&b, f6, 1, dims);
+      ht_result(&b, dt, 1, dims);
+      iron_tensor_t *x = ht_tensor(f6, 1, dims);
+      for (int i = 0; i < 256; ++i) ((uint8_t *)x->data)[i] = (uint8_t)i;
+      iron_tensor_t *in[1] = {x};
+      snprintf(what, sizeof(what), "convert %s -> %s", iron_dtype_name(f6),
+               iron_dtype_name(dt));
+      add_case(&b, in, CMP_EXACT, what);
+      // dt -> f6: the probe.
+      iron_tensor_t *y = f6_probe(dt);
+      ht_init(&b, IRON_OP_CONVERT);
+      ht_operand(&b, dt, 1, y->dims);
+      ht_result(&b, f6, 1, y->dims);
+      iron_tensor_t *in2[1] = {y};
+      snprintf(what, sizeof(what), "convert %s -> %s", iron_dtype_name(dt),
+               iron_dtype_name(f6));
+      add_case(&b, in2, CMP_EXACT, what);
+    }
+    // A one-element operand broadcast to the result.
+    {
+      int64_t one[1] = {1}, dims[1] = {7};
+      ht_op_t b;
+      ht_init(&b, IRON_OP_CONVERT);
+      ht_operand(&b, IRON_DTYPE_F32, 1, one);
+      ht_result(&b, f6, 1, dims);
+      iron_tensor_t *x = ht_tensor(IRON_DTYPE_F32, 1, one);
+      ((float *)x->data)[0] = -2.7f;
+      iron_tensor_t *in[1] = {x};
+      add_case(&b, in, CMP_EXACT, "convert f32 scalar -> f6");
     }
   }
 }
@@ -486,6 +632,9 @@ static bool elem_same(const emu_case_t *c, const uint8_t *g, const uint8_t *w,
   }
   if (dt == IRON_DTYPE_S4 || dt == IRON_DTYPE_U4) {
     return ((gp[0] ^ wp[0]) & 0xf) == 0;
+  }
+  if (dt == IRON_DTYPE_S2 || dt == IRON_DTYPE_U2) {
+    return ((gp[0] ^ wp[0]) & 0x3) == 0;
   }
   if (iron_ew_narrow_is(dt)) {
     if (narrow_nan(dt, gp[0]) || narrow_nan(dt, wp[0]))
@@ -665,9 +814,18 @@ static void test_lowp(void) {
       IRON_DTYPE_S4,          IRON_DTYPE_U4,          IRON_DTYPE_F8E4M3FN,
       IRON_DTYPE_F8E5M2,      IRON_DTYPE_F8E4M3B11FNUZ, IRON_DTYPE_F8E4M3FNUZ,
       IRON_DTYPE_F8E5M2FNUZ,  IRON_DTYPE_F8E4M3,      IRON_DTYPE_F8E3M4,
-      IRON_DTYPE_F4E2M1FN,    IRON_DTYPE_F8E8M0FNU};
+      IRON_DTYPE_F4E2M1FN,    IRON_DTYPE_F8E8M0FNU,   IRON_DTYPE_F6E2M3FN,
+      IRON_DTYPE_F6E3M2FN};
   for (size_t i = 0; i < sizeof(kNarrow) / sizeof(kNarrow[0]); ++i)
     add_narrow_cases(kNarrow[i]);
+  add_f6_cases();
+  // f6: select and every convert run, every other op of add_narrow_cases
+  // (9 binary and 20 unary float ops, 7 compares, clamp, iota per type) is
+  // refused.
+  fprintf(stderr, "f6: %d cases run, %d refused by name\n", g_f6_run,
+          g_f6_refused);
+  CHECK_EQ_INT(g_f6_run, 2 * (1 + 2 * 30 + 1));
+  CHECK_EQ_INT(g_f6_refused, 2 * (9 + 7 + 20 + 1 + 1));
   add_cplx_cases();
   add_bitcast_cases();
   add_pack_cases();

@@ -1,6 +1,8 @@
 // GPU-free test of the CUDA region-bodied kernels (reduce, sort, scatter,
 // reduce_window, select_and_scatter) on the narrow dtypes (s4/u4, the f8
-// family, f4E2M1FN, f8E8M0FNU): each op is prepared with the CUDA kernel on
+// family, f4E2M1FN, f8E8M0FNU; f6E2M3FN/f6E3M2FN, whose only bodies both
+// devices run are the converting ones: the others are refused by both):
+// each op is prepared with the CUDA kernel on
 // a fake device (it must be accepted) and run with the host kernel, whose
 // body runs through the host's element-wise kernels (an interpreter of the
 // region below, as the runtime's call_region does); the generated source is
@@ -37,7 +39,7 @@ static iron_cuda_device_t *g_dev;
 
 // --- cases -----------------------------------------------------------------
 
-#define MAX_CASES 200
+#define MAX_CASES 240
 #define MAX_PTRS 6
 typedef struct rcase {
   char what[96];
@@ -613,7 +615,8 @@ static void test_lowp_regions(void) {
       IRON_DTYPE_S4,          IRON_DTYPE_U4,          IRON_DTYPE_F8E4M3FN,
       IRON_DTYPE_F8E5M2,      IRON_DTYPE_F8E4M3B11FNUZ, IRON_DTYPE_F8E4M3FNUZ,
       IRON_DTYPE_F8E5M2FNUZ,  IRON_DTYPE_F8E4M3,      IRON_DTYPE_F8E3M4,
-      IRON_DTYPE_F4E2M1FN,    IRON_DTYPE_F8E8M0FNU};
+      IRON_DTYPE_F4E2M1FN,    IRON_DTYPE_F8E8M0FNU,   IRON_DTYPE_F6E2M3FN,
+      IRON_DTYPE_F6E3M2FN};
   test_known_value();
   for (size_t i = 0; i < sizeof(kNarrow) / sizeof(kNarrow[0]); ++i) {
     iron_dtype_t dt = kNarrow[i];
@@ -636,6 +639,10 @@ static void test_lowp_regions(void) {
   }
   fprintf(stderr, "%d region cases generated\n", g_ncases);
   CHECK(g_ncases > 150);
+  CHECK(g_ncases < MAX_CASES);  // none dropped
+  // f6: the converting bodies run (reduce and scatter per type), the 16
+  // others per type are refused by both devices.
+  CHECK_EQ_INT(g_refused_both, 2 * 16);
   run_emulation();
   compile_all();
   for (int i = 0; i < g_ncases; ++i) {

@@ -53,7 +53,7 @@ static const iron_dtype_t kDtypes[] = {
     IRON_DTYPE_F64,       IRON_DTYPE_C64,        IRON_DTYPE_C128,
     IRON_DTYPE_S4,        IRON_DTYPE_U4,         IRON_DTYPE_F8E5M2,
     IRON_DTYPE_F8E4M3FN,  IRON_DTYPE_F8E4M3FNUZ, IRON_DTYPE_F4E2M1FN,
-    IRON_DTYPE_F8E8M0FNU,
+    IRON_DTYPE_F8E8M0FNU, IRON_DTYPE_F6E2M3FN,   IRON_DTYPE_F6E3M2FN,
 };
 #define NUM_DTYPES (int)(sizeof(kDtypes) / sizeof(kDtypes[0]))
 
@@ -86,6 +86,7 @@ static bool is_floatish(iron_dtype_t dt) { return iron_cuda_type(dt).is_float; }
 static int num_values(iron_dtype_t dt) {
   if (dt == IRON_DTYPE_PRED) return 2;
   if (dt == IRON_DTYPE_S4 || dt == IRON_DTYPE_U4) return 16;
+  if (iron_narrow_is_f6(dt)) return 64;  // every encoding
   if (is_floatish(dt) || is_complex(dt)) return NUM_FLOATS;
   return NUM_INTS;
 }
@@ -99,6 +100,10 @@ static void value_bytes(iron_dtype_t dt, int k, void *out) {
   }
   if (dt == IRON_DTYPE_S4 || dt == IRON_DTYPE_U4) {
     *(uint8_t *)out = (uint8_t)(k & 15);
+    return;
+  }
+  if (iron_narrow_is_f6(dt)) {
+    *(uint8_t *)out = (uint8_t)(k & 63);
     return;
   }
   if (!is_floatish(dt) && !is_complex(dt)) {
@@ -265,6 +270,7 @@ typedef struct scase {
 static scase_t *g_cases;
 static int g_ncases;
 static int g_host_refused, g_cuda_refused, g_region_refused_only;
+static int g_f6_refused;  // host refusals on f6 the CUDA code matched
 
 static void add_enum(ht_op_t *b, const char *name, iron_enum_kind_t kind,
                      int32_t v) {
@@ -327,15 +333,84 @@ static bool region_raw_op(iron_op_kind_t k, iron_dtype_t dt) {
          k == IRON_OP_DIVIDE || k == IRON_OP_MAXIMUM || k == IRON_OP_MINIMUM;
 }
 
+static iron_status_t region_source(scase_t *c, const iron_dtype_t *dts,
+                                   iron_dtype_t out);
+
+// An op the host refuses on an f6 operand or result (all but select and
+// convert) is refused by the fusion and the region too, by name: CUDA
+// runs no more on f6 than the host does.
+static void refused_like_host(scase_t *c, const iron_dtype_t *dts,
+                              iron_dtype_t out) {
+  bool f6 = iron_narrow_is_f6(out);
+  for (int i = 0; i < c->nin; ++i) f6 = f6 || iron_narrow_is_f6(dts[i]);
+  if (!f6) return;
+  const iron_ir_op_t *ops[1] = {&c->op.op};
+  const iron_ir_value_t *outs[1] = {&c->op.op.results[0]};
+  iron_cuda_fusion_t f = {
+      .num_ops = 1,
+      .ops = ops,
+      .num_inputs = c->op.op.num_operands,
+      .inputs = (const iron_ir_value_t *const *)c->op.op.operands,
+      .num_outputs = 1,
+      .outputs = outs,
+  };
+  char *src = NULL, *name = NULL;
+  iron_status_t st[2] = {iron_cuda_codegen_fusion(&f, &src, &name),
+                         region_source(c, dts, out)};
+  for (int m = 0; m < 2; ++m) {
+    const char *msg = st[m] ? iron_status_message(st[m]) : NULL;
+    if (!st[m])
+      fprintf(stderr, "%s: the host refuses, the CUDA %s generates it\n",
+              c->what, m ? "region" : "fusion");
+    CHECK(iron_status_code(st[m]) == IRON_STATUS_UNIMPLEMENTED);
+    CHECK(msg && strstr(msg, c->op.op.name) && strstr(msg, "f6E"));
+    iron_status_free(st[m]);
+  }
+  free(src);
+  free(name);
+  free(c->rsrc);
+  c->rsrc = NULL;
+  g_f6_refused++;
+}
+
+// The region of the case's op on scalars as c->rsrc (body + harness).
+static iron_status_t region_source(scase_t *c, const iron_dtype_t *dts,
+                                   iron_dtype_t out) {
+  rb_t *rb = rb_new();
+  iron_ir_value_t *args[3] = {NULL, NULL, NULL};
+  for (int i = 0; i < c->nin; ++i) args[i] = rb_arg(rb, dts[i]);
+  iron_ir_op_t *rop = rb_op_n(rb, c->op.op.kind, out, c->nin, args);
+  rop->num_attrs = c->op.op.num_attrs;
+  rop->attrs = c->op.op.attrs;
+  rb_return(rb, 1, &rop->results);
+  snprintf(c->rname, sizeof(c->rname), "rg_%d", g_ncases);
+  iron_cuda_text_t t;
+  iron_cuda_text_init(&t);
+  iron_cuda_text_printf(&t, "%s", iron_cuda_prelude());
+  char fn[48];
+  snprintf(fn, sizeof(fn), "%s_body", c->rname);
+  iron_status_t rs =
+      iron_cuda_gen_region_fn(&t, fn, &(iron_region_t){.ir = &rb->region});
+  if (!rs) region_harness(&t, c->rname, c->nin, dts, out, c->n);
+  if (!rs) {
+    CHECK_OK(iron_cuda_text_finish(&t, &c->rsrc));
+  } else {
+    iron_cuda_text_free(&t);
+  }
+  free(rb);
+  return rs;
+}
+
 // Adds the case (the op already built in c->op with n-element operands):
 // host reference, fusion source, region source.
 static void add_case(scase_t *c, const iron_dtype_t *dts, iron_dtype_t out) {
   bool verbose = getenv("IRON_TEST_VERBOSE") != NULL;
   c->want = ht_tensor(out, 1, &c->n);
   iron_status_t hs = ht_run(&c->op, NULL, NULL, c->in, &c->want);
-  if (hs) {  // nothing to compare with (CUDA may refuse or not)
+  if (hs) {  // nothing to compare with
     g_host_refused++;
     iron_status_free(hs);
+    refused_like_host(c, dts, out);
     for (int i = 0; i < c->nin; ++i) ht_tensor_free(c->in[i]);
     ht_tensor_free(c->want);
     return;
@@ -353,29 +428,7 @@ static void add_case(scase_t *c, const iron_dtype_t *dts, iron_dtype_t out) {
   };
   iron_status_t fs = iron_cuda_codegen_fusion(&f, &c->fsrc, &c->fname);
   // The region: the same op on scalars.
-  rb_t *rb = rb_new();
-  iron_ir_value_t *args[3] = {NULL, NULL, NULL};
-  for (int i = 0; i < c->nin; ++i) args[i] = rb_arg(rb, dts[i]);
-  iron_ir_op_t *rop = rb_op_n(rb, c->op.op.kind, out, c->nin, args);
-  rop->num_attrs = c->op.op.num_attrs;
-  rop->attrs = c->op.op.attrs;
-  rb_return(rb, 1, &rop->results);
-  snprintf(c->rname, sizeof(c->rname), "rg_%d", g_ncases);
-  iron_cuda_text_t t;
-  iron_cuda_text_init(&t);
-  iron_cuda_text_printf(&t, "%s", iron_cuda_prelude());
-  char fn[48];
-  snprintf(fn, sizeof(fn), "%s_body", c->rname);
-  iron_status_t rs =
-      iron_cuda_gen_region_fn(&t, fn, &(iron_region_t){.ir = &rb->region});
-  if (!rs) region_harness(&t, c->rname, c->nin, dts, out, c->n);
-  iron_cuda_text_t *tp = &t;
-  if (!rs) {
-    CHECK_OK(iron_cuda_text_finish(tp, &c->rsrc));
-  } else {
-    iron_cuda_text_free(tp);
-  }
-  free(rb);
+  iron_status_t rs = region_source(c, dts, out);
   // One emitter: what a fusion generates, a region generates.
   if (!fs && rs) {
     fprintf(stderr, "%s: the fusion generates it, the region refuses: %s\n",
@@ -556,9 +609,13 @@ static void test_scalar_ops(void) {
     if (g_cases[i].rsrc) srcs[ns++] = g_cases[i].rsrc, nregion++;
   }
   printf(
-      "scalar ops: %d cases with a host result (%d refused by the host), "
-      "%d fusions, %d regions, %d refused by CUDA\n",
-      g_ncases, g_host_refused, nfusion, nregion, g_cuda_refused);
+      "scalar ops: %d cases with a host result (%d refused by the host, "
+      "%d of them on f6 and refused by CUDA too), %d fusions, %d regions, "
+      "%d refused by CUDA\n",
+      g_ncases, g_host_refused, g_f6_refused, nfusion, nregion, g_cuda_refused);
+  // f6: every unary and binary op, compare and clamp are refused (per
+  // type: 2 x 6 compares, clamp, and the element-wise ops).
+  CHECK(g_f6_refused > 2 * 30);
   cuda_emu_lib_t lib;
   bool built = cuda_emu_build(srcs, ns, iron_cuda_prelude(), &lib);
   CHECK(built);

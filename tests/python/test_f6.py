@@ -3,11 +3,12 @@
 XLA:CPU (jax 0.11.2) has these as storage only: arrays transfer, but it
 cannot compile converts from f6 nor arithmetic on them, and its converts to
 f6 give +-0 past the largest finite value. iron keeps them as buffers on
-every device (transfers, data movement), converts both ways on the host
-device as ml_dtypes does (round to nearest even, saturate, NaN -> -0), and
-refuses f6 arithmetic at compile time by name; the CUDA device refuses the
-converts by name too. Run with IRON_DEVICE=cuda on a GPU machine for the
-CUDA device."""
+every device (transfers, data movement, select), converts both ways as
+ml_dtypes does (round to nearest even, saturate, NaN -> the sign bit alone),
+on the host and the CUDA device alike (bit for bit: the emulated kernels of
+tests/c/test_cuda_lowp.c), and refuses f6 arithmetic and compares at
+compile time by name on both. Run with IRON_DEVICE=cuda on a GPU machine
+for the CUDA device."""
 import jax
 import jax.numpy as jnp
 import ml_dtypes
@@ -69,28 +70,17 @@ def test_f6_data_movement(iron_device, dt):
         "gather": lambda v: v[jnp.array([3, 0, 2]), 5],
         "select": lambda v: jnp.where(jnp.arange(16) % 2 == 0, v, v[::-1]),
     }
-    if iron_device.device_kind != "host":
-        # f6 element-wise ops (select too) are refused by name on CUDA
-        # (README: what the CUDA device still refuses).
-        with pytest.raises(jax.errors.JaxRuntimeError,
-                           match=r"UNIMPLEMENTED.*stablehlo.select"):
-            jax.jit(fns.pop("select"))(x)
     for name, f in fns.items():
         _same_bits(jax.jit(f)(x), f(h))
 
 
 @pytest.mark.parametrize("dt", F6, ids=_ids)
-def test_f6_converts_or_refusal(iron_device, dt):
+def test_f6_converts(iron_device, dt):
     xs = np.array([0.1, 1.3, -7.9, 100, np.nan, np.inf, -np.inf, 1e-3, -0.0,
                    0.0625, 0.09375, 7.5, 8.0, 28, 30, -30, 0.15, 0.125,
                    3.25, -2.75], np.float32)
     to_f6 = jax.jit(lambda v: v.astype(dt))
     from_f6 = jax.jit(lambda v: v.astype(jnp.float32))
-    if iron_device.device_kind != "host":
-        with pytest.raises(jax.errors.JaxRuntimeError,
-                           match=r"UNIMPLEMENTED.*stablehlo.convert"):
-            to_f6(jax.device_put(xs, iron_device))
-        return
     _same_bits(to_f6(jax.device_put(xs, iron_device)), xs.astype(dt))
     allv = _all_values(dt)
     np.testing.assert_array_equal(
@@ -100,6 +90,15 @@ def test_f6_converts_or_refusal(iron_device, dt):
     _same_bits(jax.jit(lambda v: v.astype(dt))(jax.device_put(ints,
                                                               iron_device)),
                ints.astype(np.float32).astype(dt))
+    # f6 -> int truncates (7.5 -> 7: no f4E2M1FN-style saturation of the
+    # largest value), and f6 -> the other f6 rounds to nearest even.
+    other = F6[1] if dt == F6[0] else F6[0]
+    np.testing.assert_array_equal(
+        np.asarray(jax.jit(lambda v: v.astype(jnp.int32))(
+            jax.device_put(allv, iron_device))),
+        allv.astype(np.float32).astype(np.int32))
+    _same_bits(jax.jit(lambda v: v.astype(other))(
+        jax.device_put(allv, iron_device)), allv.astype(other))
 
 
 @pytest.mark.parametrize("dt", F6, ids=_ids)
@@ -108,3 +107,6 @@ def test_f6_arithmetic_refused_by_name(iron_device, dt):
     with pytest.raises(jax.errors.JaxRuntimeError,
                        match=r"UNIMPLEMENTED.*stablehlo.add"):
         jax.jit(lambda v: jax.lax.add(v, v))(x)
+    with pytest.raises(jax.errors.JaxRuntimeError,
+                       match=r"UNIMPLEMENTED.*stablehlo.compare"):
+        jax.jit(lambda v: jax.lax.lt(v, v))(x)

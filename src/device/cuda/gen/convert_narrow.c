@@ -1,7 +1,8 @@
-// convert from/to the narrow dtypes (f8 family, f4E2M1FN, s4/u4/s2/u2; one
-// element per byte) as one generated kernel (gen/ops.h), with the host's
-// semantics (src/device/host/ew_narrow.c): values pass through f64 (floats)
-// or s64 (ints) and the regular conversions on the other side.
+// convert from/to the narrow dtypes (f8 family, f4E2M1FN, f6E2M3FN,
+// f6E3M2FN, s4/u4/s2/u2; one element per byte) as one generated kernel
+// (gen/ops.h), with the host's semantics (src/device/host/ew_narrow.c):
+// values pass through f64 (floats) or s64 (ints) and the regular
+// conversions on the other side.
 #include <stdio.h>
 
 #include "device/cuda/gen/ops.h"
@@ -81,7 +82,10 @@ iron_status_t iron_cuda_gen_convert_narrow(const iron_ir_op_t *op,
   bool via_int = src_is_int && !df;
   bool nan_all_ones = df && to == IRON_DTYPE_F8E5M2 &&
                       (from == IRON_DTYPE_F16 || from == IRON_DTYPE_BF16);
-  bool sat_max_is_inf = sf && sf->nf_kind == 3 && (di || is_int(to));
+  // f4E2M1FN's largest magnitude converts to integers as infinity
+  // (XLA:CPU); the host keeps that rule to f4E2M1FN: the f6 types (the
+  // same SAT kind) convert 7.5 / 28 as the values they are.
+  bool sat_max_is_inf = sf && from == IRON_DTYPE_F4E2M1FN && (di || is_int(to));
   int64_t n = iron_ir_type_num_elements(op->results[0].type);
   int64_t nin = iron_ir_type_num_elements(op->operands[0]->type);
   if (n < 0 || (nin != n && nin != 1)) {

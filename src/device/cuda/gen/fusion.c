@@ -290,7 +290,8 @@ static iron_status_t gen_iota(fusion_gen_t *g, const iron_ir_op_t *op,
   if (n != 1 || dim < 0 || dim >= rt->rank || !member_coords(g, rt, var, cn))
     return iron_ir_op_unimplemented(op, "in a CUDA fusion of another shape");
   iron_cuda_type_t ot = iron_cuda_type(out);
-  if (!ot.store)
+  // (f6: the host has no iota of them either, iron_shape_plan_iota_dtype_ok)
+  if (!ot.store || ot.no_arith)
     return iron_ir_op_unimplemented(op, "on the CUDA device for dtype %s",
                                     iron_dtype_name(out));
   const char *c = cn[dim];

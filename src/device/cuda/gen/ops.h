@@ -52,15 +52,16 @@ iron_status_t iron_cuda_gen_while(const char *name, const iron_ir_op_t *op,
 // --- convert ------------------------------------------------------------------
 
 // A stablehlo.convert whose operand or result is a narrow dtype (f8 family,
-// f4E2M1FN, s4/u4/s2/u2, one element per byte) as kernel `<name>(const S
-// *in0, D *out0)` over the result's elements (a one-element operand is
-// broadcast), with the host's semantics (ew_narrow.c); source = prelude +
-// body, both malloc'ed. UNIMPLEMENTED for f8E8M0FNU and f6.
+// f4E2M1FN, f6E2M3FN/f6E3M2FN, s4/u4/s2/u2, one element per byte) as
+// kernel `<name>(const S *in0, D *out0)` over the result's elements (a
+// one-element operand is broadcast), with the host's semantics
+// (ew_narrow.c); source = prelude + body, both malloc'ed. UNIMPLEMENTED
+// for f8E8M0FNU (the fusion generator converts it).
 iron_status_t iron_cuda_gen_convert_narrow(const iron_ir_op_t *op,
                                            char **out_source,
                                            char **out_name);
-// The dtypes that take that kernel: the narrow floats but f8E8M0FNU, and
-// s4/u4/s2/u2.
+// The dtypes that take that kernel: the narrow floats but f8E8M0FNU (f6
+// included), and s4/u4/s2/u2.
 bool iron_cuda_dtype_is_narrow(iron_dtype_t dt);
 
 // --- dot_general ------------------------------------------------------------

@@ -17,7 +17,7 @@
 #include "device/cuda/gen/text.h"
 #include "device/cuda/gen/types.h"
 
-// Narrow floats (f8 family but f8E8M0FNU, f4E2M1FN), one per byte:
+// Narrow floats (f8 family but f8E8M0FNU, f4E2M1FN, f6), one per byte:
 // decode to double (NaNs keep their sign) and encode with
 // round-to-nearest-even from double, as the host's ew_narrow.c (measured
 // against XLA:CPU). kind: 0 IEEE-like, 1 FN (no inf, NaN all ones), 2 FNUZ
@@ -627,6 +627,10 @@ static const char kPreludeBody[] =
     "  ((float)iron_nf_decode((unsigned)(b), e, m, bi, k))\n"
     "#define IRON_ST_NF_(x, e, m, bi, k) \\\n"
     "  ((uint8_t)iron_nf_encode((double)iron_ld_f16(iron_st_f16(x)), e, m, bi, k))\n"
+    // The f6 types have no f16 step (no arithmetic: their values are exact
+    // already or come from a convert, which rounds from the source).
+    "#define IRON_ST_NFD_(x, e, m, bi, k) \\\n"
+    "  ((uint8_t)iron_nf_encode((double)(x), e, m, bi, k))\n"
     // (the per-dtype IRON_LD_<dtype>/IRON_ST_<dtype> follow the body)
     // Byte copy between objects (bit casts of unequal sizes).
     "IRON_D void iron_bitcopy(void *d, const void *s, int n) {\n"

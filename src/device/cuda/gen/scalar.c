@@ -640,9 +640,10 @@ static bool narrow_convert_expr(iron_dtype_t from, iron_dtype_t to,
     }
     snprintf(m, sizeof(m), "iron_e8m0_f64(%s)", x);
   } else if (sf) {
-    if (ft.nf_kind == 3 && (di || is_int(to))) {
+    if (from == IRON_DTYPE_F4E2M1FN && (di || is_int(to))) {
       // XLA:CPU converts the largest f4E2M1FN magnitude to an integer as
-      // if it were infinite (ew_narrow.c: sat_max_is_inf).
+      // if it were infinite (ew_narrow.c: sat_max_is_inf; not the f6
+      // types, although of the same kind).
       double mx = ldexp(2.0 - ldexp(1.0, -ft.nf_mbits),
                         (1 << ft.nf_ebits) - 1 - ft.nf_bias);
       snprintf(m, sizeof(m),
@@ -968,6 +969,16 @@ iron_status_t iron_cuda_scalar_emit(const iron_cuda_scalar_t *s,
   }
   iron_dtype_t out = op->results[0].type->dtype;
   if (!held(out)) return refuse_dtype(op, out);
+  // The f6 types only move and convert (types.h: no_arith), as on the
+  // host, which refuses every other op on them.
+  if (k != IRON_OP_SELECT && k != IRON_OP_CONVERT && k != IRON_OP_RESHAPE &&
+      k != IRON_OP_CONSTANT) {
+    if (iron_cuda_type(out).no_arith) return refuse_dtype(op, out);
+    for (uint32_t i = 0; i < op->num_operands; ++i) {
+      iron_dtype_t dt = op->operands[i]->type->dtype;
+      if (iron_cuda_type(dt).no_arith) return refuse_dtype(op, dt);
+    }
+  }
   iron_op_class_t cls = iron_op_kind_class(k);
   uint32_t arity = cls == IRON_OP_CLASS_UNARY                       ? 1
                    : cls == IRON_OP_CLASS_BINARY                    ? 2

@@ -3,24 +3,35 @@
 
 #include <string.h>
 
-// Narrow floats with an iron_nf_decode/encode format.
+// Narrow floats with an iron_nf_decode/encode format (the host's formats,
+// src/base/narrow_float.c). `arith`: element-wise ops compute them as f16
+// (XLA:CPU); the f6 types have no arithmetic (the host's
+// iron_ew_narrow_wide gives none): they are loaded, stored, selected and
+// converted only, and their store encodes the value directly.
 typedef struct nf_row {
   iron_dtype_t dt;
   const char *ld, *st;
   int ebits, mbits, bias, kind;
+  bool arith;
 } nf_row_t;
 static const nf_row_t kNarrowFloats[] = {
-    {IRON_DTYPE_F8E5M2, "IRON_LD_F8E5M2", "IRON_ST_F8E5M2", 5, 2, 15, 0},
-    {IRON_DTYPE_F8E4M3, "IRON_LD_F8E4M3", "IRON_ST_F8E4M3", 4, 3, 7, 0},
-    {IRON_DTYPE_F8E3M4, "IRON_LD_F8E3M4", "IRON_ST_F8E3M4", 3, 4, 3, 0},
-    {IRON_DTYPE_F8E4M3FN, "IRON_LD_F8E4M3FN", "IRON_ST_F8E4M3FN", 4, 3, 7, 1},
+    {IRON_DTYPE_F8E5M2, "IRON_LD_F8E5M2", "IRON_ST_F8E5M2", 5, 2, 15, 0, true},
+    {IRON_DTYPE_F8E4M3, "IRON_LD_F8E4M3", "IRON_ST_F8E4M3", 4, 3, 7, 0, true},
+    {IRON_DTYPE_F8E3M4, "IRON_LD_F8E3M4", "IRON_ST_F8E3M4", 3, 4, 3, 0, true},
+    {IRON_DTYPE_F8E4M3FN, "IRON_LD_F8E4M3FN", "IRON_ST_F8E4M3FN", 4, 3, 7, 1,
+     true},
     {IRON_DTYPE_F8E4M3FNUZ, "IRON_LD_F8E4M3FNUZ", "IRON_ST_F8E4M3FNUZ", 4, 3, 8,
-     2},
+     2, true},
     {IRON_DTYPE_F8E5M2FNUZ, "IRON_LD_F8E5M2FNUZ", "IRON_ST_F8E5M2FNUZ", 5, 2,
-     16, 2},
+     16, 2, true},
     {IRON_DTYPE_F8E4M3B11FNUZ, "IRON_LD_F8E4M3B11FNUZ", "IRON_ST_F8E4M3B11FNUZ",
-     4, 3, 11, 2},
-    {IRON_DTYPE_F4E2M1FN, "IRON_LD_F4E2M1FN", "IRON_ST_F4E2M1FN", 2, 1, 1, 3},
+     4, 3, 11, 2, true},
+    {IRON_DTYPE_F4E2M1FN, "IRON_LD_F4E2M1FN", "IRON_ST_F4E2M1FN", 2, 1, 1, 3,
+     true},
+    {IRON_DTYPE_F6E2M3FN, "IRON_LD_F6E2M3FN", "IRON_ST_F6E2M3FN", 2, 3, 1, 3,
+     false},
+    {IRON_DTYPE_F6E3M2FN, "IRON_LD_F6E3M2FN", "IRON_ST_F6E3M2FN", 3, 2, 3, 3,
+     false},
 };
 #define NUM_NF (sizeof(kNarrowFloats) / sizeof(kNarrowFloats[0]))
 
@@ -127,8 +138,9 @@ iron_cuda_type_t iron_cuda_type(iron_dtype_t dt) {
       t.comp = "float";
       t.ld = f->ld;
       t.st = f->st;
-      t.wide = IRON_DTYPE_F16;
+      t.wide = f->arith ? IRON_DTYPE_F16 : IRON_DTYPE_INVALID;
       t.is_float = t.is_narrow = true;
+      t.no_arith = !f->arith;
       t.nf_ebits = f->ebits;
       t.nf_mbits = f->mbits;
       t.nf_bias = f->bias;
@@ -179,8 +191,9 @@ void iron_cuda_prelude_narrow_macros(iron_cuda_text_t *t) {
     const nf_row_t *f = &kNarrowFloats[i];
     iron_cuda_text_printf(t,
                           "#define %s(b) IRON_LD_NF_(b, %d, %d, %d, %d)\n"
-                          "#define %s(x) IRON_ST_NF_(x, %d, %d, %d, %d)\n",
+                          "#define %s(x) %s(x, %d, %d, %d, %d)\n",
                           f->ld, f->ebits, f->mbits, f->bias, f->kind, f->st,
-                          f->ebits, f->mbits, f->bias, f->kind);
+                          f->arith ? "IRON_ST_NF_" : "IRON_ST_NFD_", f->ebits,
+                          f->mbits, f->bias, f->kind);
   }
 }

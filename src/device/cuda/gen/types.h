@@ -20,7 +20,9 @@ extern "C" {
 //   narrow dtypes    one element per byte in memory; computed in the type of
 //                    the dtype XLA:CPU computes them in (`wide`: s4 -> s8,
 //                    u4 -> u8, f8 family and f4E2M1FN -> f16, f8E8M0FNU ->
-//                    f32), holding a value exact in the narrow dtype
+//                    f32), holding a value exact in the narrow dtype; the
+//                    f6 types are held as a float too but have no `wide`
+//                    (`no_arith`)
 //   others           their storage type
 typedef struct iron_cuda_type {
   iron_dtype_t dtype;
@@ -35,12 +37,19 @@ typedef struct iron_cuda_type {
   // conversion; `ld` is bit-exact with the host's, NaN payloads included),
   // else `ld`.
   const char *ld_fast;
-  iron_dtype_t wide;  // the dtype values are computed as (see above)
-  bool is_float;      // f16, bf16, f32, f64 and the narrow floats
-  bool is_complex;    // c64, c128
-  bool is_signed;     // signed integers (s4 too)
-  bool is_int;        // integers of any width (not pred)
-  bool is_narrow;     // stored one per byte, computed as `wide`
+  // The dtype values are computed as (see above); IRON_DTYPE_INVALID for
+  // the f6 types.
+  iron_dtype_t wide;
+  bool is_float;    // f16, bf16, f32, f64 and the narrow floats
+  bool is_complex;  // c64, c128
+  bool is_signed;   // signed integers (s4 too)
+  bool is_int;      // integers of any width (not pred)
+  bool is_narrow;   // stored one per byte, computed as `wide`
+  // f6E2M3FN, f6E3M2FN: values are loaded, stored, moved (select, reshape,
+  // constants) and converted, nothing else: the host has no arithmetic,
+  // compare, clamp or iota for them (XLA:CPU cannot compile any), so
+  // generators refuse those by name (scalar.c, fusion.c).
+  bool no_arith;
   // Narrow floats but f8E8M0FNU (iron_nf_decode/iron_nf_encode): exponent
   // and mantissa bits, bias, kind (0 IEEE-like, 1 FN, 2 FNUZ, 3 SAT); -1
   // kind for every other dtype.
@@ -48,7 +57,7 @@ typedef struct iron_cuda_type {
 } iron_cuda_type_t;
 
 // The row of `dt` (store NULL for dtypes generated code cannot hold: s2/u2,
-// f6, tokens...). Pure; thread-safe.
+// tokens...). Pure; thread-safe.
 iron_cuda_type_t iron_cuda_type(iron_dtype_t dt);
 
 // iron_cuda_type for generators that do not compute narrow dtypes (they
@@ -67,7 +76,7 @@ const char *iron_cuda_ctype(iron_dtype_t dt);
 const char *iron_cuda_bits_ctype(size_t elem_size);
 
 // The format of a narrow float dtype for iron_nf_decode/encode (f8 family
-// but f8E8M0FNU, f4E2M1FN); false for other dtypes.
+// but f8E8M0FNU, f4E2M1FN, the f6 types); false for other dtypes.
 bool iron_cuda_nf_format(iron_dtype_t dt, int *out_ebits, int *out_mbits,
                          int *out_bias, int *out_kind);
 
