@@ -372,6 +372,27 @@ def _(x, y):
             lax.transpose(x, (4, 1, 0, 2, 3)))
 
 
+# fz_9502289: a row fusion (a masked softmax of an int32 row converted to
+# f32) kept its exp values in the shared buffer of the cached int32 input
+# row, which the row no longer needed; the store converted each float to
+# int32 (0.3 -> 0) instead of keeping its bits, so every result was 0 on
+# the CUDA device (IRON_CUDA_ROW_CACHE=0 hid it). The class: a kept value
+# in the cache of an input of another type of the same size.
+@extra("fz_row_keep_other_type", lambda rng: (
+    rng.integers(-20, 20, (16, 96)).astype(np.int32),
+    rng.integers(0, 2, (16, 96)).astype(bool),
+    rng.integers(0, 1000, (16, 96)).astype(np.uint32),
+    rng.standard_normal((16, 96)).astype(np.float32)))
+def _(x, m, u, f):
+    xf = x.astype(jnp.float32)
+    s = jax.nn.softmax(jnp.where(m, xf, -jnp.inf), axis=-1)
+    t = jax.nn.softmax(u.astype(jnp.float32) * 0.01, axis=-1)
+    n = jax.nn.log_softmax(xf * 0.5 + f, axis=-1)
+    k = lax.bitcast_convert_type(f, jnp.int32)
+    r = jax.nn.softmax((k >> 20).astype(jnp.float32), axis=-1)
+    return s, t, n, r
+
+
 # Targets older than 0.15.0 get older MLIR bytecode versions (0.9.0 -> 0,
 # 0.10.0 -> 1, 0.12.0 -> 3, 0.14.0 -> 4: no properties, inherent attributes
 # in the attribute dictionary).

@@ -216,7 +216,9 @@ static inline iron_status_t cuda_emu_prepare_op_launch(
     return st;
   }
   p->cuda_k = ck;
-  if (!e->multi_thread || cuda_emu_reduce_order_matters(op)) {
+  const char *host_ops = getenv("IRON_TEST_EMU_HOST_OPS");
+  if (!e->multi_thread || cuda_emu_reduce_order_matters(op) ||
+      (host_ops && host_ops[0] == '1')) {
     e->host_fallbacks++;
     p->host_k = iron_reference_kernel_lookup(op->kind);
     st = p->host_k->prepare ? p->host_k->prepare(op, regions, &p->host_params)

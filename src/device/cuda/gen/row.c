@@ -227,12 +227,25 @@ static void row_index(const gen_t *g, char *buf, size_t cap) {
   snprintf(buf, cap, "rl * %lld + %s", (long long)g->padn, pe);
 }
 
-// The shared buffer holding kept value f.
+// The shared buffer holding kept value f (its name).
 static void keep_buf(const gen_t *g, uint32_t f, char *buf, size_t cap) {
   if (g->keep_alias[f] >= 0)
     snprintf(buf, cap, "shr%d", g->keep_alias[f]);
   else
     snprintf(buf, cap, "shk%u", f);
+}
+
+// The kept value's elements in that buffer. A cached row it reuses may
+// hold another type of the same size (an int32 row, a float kept value):
+// the buffer is then read and written through the kept value's type, bits
+// as they are (an assignment would convert the value).
+static void keep_elems(const gen_t *g, uint32_t f, char *buf, size_t cap) {
+  int a = g->keep_alias[f];
+  const char *ks = st_of(g->p->keeps[f].dtype);
+  if (a >= 0 && strcmp(ks, st_of(g->p->views[a].dtype)) != 0)
+    snprintf(buf, cap, "((%s *)shr%d)", ks, a);
+  else
+    keep_buf(g, f, buf, cap);
 }
 
 static bool loads(const gen_t *g, uint32_t v) {
@@ -291,8 +304,8 @@ static void emit_keep_loads(gen_t *g, const iron_cuda_row_fn_t *fn) {
   if (!fn->uses_keep) return;
   for (uint32_t f = 0; f < g->p->num_keeps; ++f) {
     if (!fn->uses_keep[f]) continue;
-    char b[32], ri[96];
-    keep_buf(g, f, b, sizeof(b));
+    char b[64], ri[96];
+    keep_elems(g, f, b, sizeof(b));
     row_index(g, ri, sizeof(ri));
     P("xk%u = %s[%s];\n", f, b, ri);
   }
@@ -304,10 +317,10 @@ static void emit_keep_stores(gen_t *g, uint32_t k) {
   for (uint32_t f = 0; f < p->num_keeps; ++f) {
     const iron_cuda_row_keep_t *kp = &p->keeps[f];
     if (kp->pass != k) continue;
-    char o[16], st[64], b[32], ri[96];
+    char o[16], st[64], b[64], ri[96];
     snprintf(o, sizeof(o), "o%u", kp->fn_output);
     store_rounded_text(kp->dtype, o, st, sizeof(st));
-    keep_buf(g, f, b, sizeof(b));
+    keep_elems(g, f, b, sizeof(b));
     row_index(g, ri, sizeof(ri));
     P("xk%u = %s; %s[%s] = xk%u;\n", f, st, b, ri, f);
   }
