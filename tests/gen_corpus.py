@@ -393,6 +393,27 @@ def _(x, m, u, f):
     return s, t, n, r
 
 
+# fz_9801757: a fusion whose transpose of a computed value (a pivot) has a
+# sibling output computed before it at the operand's shape (o1 below, from
+# the same broadcast): the CUDA generator computed every output but the
+# pivots' ancestors at the result's coordinates, where that one has no
+# place ("broadcast_in_dim is not supported yet in a CUDA fusion of
+# another shape"). Such outputs are now computed in the tiles' first phase.
+@extra("fz_pivot_sibling_output", lambda rng: (
+    rng.integers(0, 9, (2, 3, 16)).astype(np.uint8), np.int32(3)))
+def _(a, s):
+    o = jnp.argsort(a, axis=2).astype(jnp.int32)
+    x = jnp.concatenate([(~o)[:, :, 1:16:14], ~o], axis=2)
+    b = lax.broadcast_in_dim(x, (2, 3, 7, 18, 4), (0, 1, 3))
+    o1 = jnp.where(b != lax.broadcasted_iota(jnp.int32, b.shape, 3), b, s)
+    t = lax.transpose(b - 5, (2, 4, 0, 1, 3))
+    r = jnp.concatenate([o[:, 0:3:2, 3:6]] * 2, axis=0)
+    c = lax.broadcast_in_dim(r, (7, 4, 2, 3, 18), (1, 2, 3))
+    o3 = jnp.where(c != lax.broadcasted_iota(jnp.int32, c.shape, 3), ~t, 0)
+    f = lax.transpose(b.astype(jnp.float32) * 0.5, (2, 4, 0, 1, 3))
+    return o3, o1, f + 1, b * 3
+
+
 # Targets older than 0.15.0 get older MLIR bytecode versions (0.9.0 -> 0,
 # 0.10.0 -> 1, 0.12.0 -> 3, 0.14.0 -> 4: no properties, inherent attributes
 # in the attribute dictionary).

@@ -139,6 +139,8 @@ static bool is_space_member(const iron_cuda_fusion_t *f,
 static void mark_ancestors(const iron_cuda_fusion_t *f, uint8_t *phase,
                            const iron_ir_value_t *v);
 static int32_t op_index(const iron_cuda_fusion_t *f, const iron_ir_op_t *op);
+static bool is_transpose(const iron_ir_op_t *op);
+static bool mark_before_pivots(const iron_cuda_fusion_t *f, uint8_t *pre);
 
 // The iteration space: the shape of the members that are not one-element
 // feeds (fuse.c's scalar groups join fusions of any shape, an empty one
@@ -183,18 +185,54 @@ static const iron_ir_type_t *space_of(const iron_cuda_fusion_t *f,
 // Members that only compute a pivot transpose's operand (phase 1) have
 // its shape, not the space's: they do not count.
 const iron_ir_type_t *iron_cuda_fusion_space(const iron_cuda_fusion_t *f) {
-  uint8_t *pre = NULL;
-  for (uint32_t o = 0; o < f->num_ops; ++o) {
-    const iron_ir_op_t *op = f->ops[o];
-    if (op->kind != IRON_OP_TRANSPOSE || op->num_operands != 1 ||
-        op_index(f, op->operands[0]->def_op) < 0)
-      continue;
-    if (!pre) pre = calloc(f->num_ops, 1);
-    if (pre) mark_ancestors(f, pre, op->operands[0]);
+  uint8_t *pre = calloc(f->num_ops ? f->num_ops : 1, 1);
+  if (pre && !mark_before_pivots(f, pre)) {
+    free(pre);
+    pre = NULL;
   }
   const iron_ir_type_t *t = space_of(f, pre);
   free(pre);
   return t;
+}
+
+// Marks (bit 1 of pre[o]) the members computed before the fusion's
+// transposes of member values (its pivots), at the pivots' operand
+// coordinates: the ancestors of the pivots' operands, and the outputs of
+// the operand's shape that no pivot feeds, with their ancestors (fuse.c
+// lets members of a group computed before its transpose escape beside the
+// transpose's operand; at the result's coordinates they have no place:
+// fz_9801757). A member no pivot feeds is the same function of its
+// coordinates wherever it is computed. False: out of memory.
+static bool mark_before_pivots(const iron_cuda_fusion_t *f, uint8_t *pre) {
+  const iron_ir_type_t *in0 = NULL;
+  for (uint32_t o = 0; o < f->num_ops; ++o) {
+    const iron_ir_op_t *op = f->ops[o];
+    if (!is_transpose(op) || op_index(f, op->operands[0]->def_op) < 0)
+      continue;
+    if (!in0) in0 = op->operands[0]->type;
+    mark_ancestors(f, pre, op->operands[0]);
+  }
+  if (!in0) return true;
+  uint8_t *after = calloc(f->num_ops, 1);  // a pivot feeds it
+  if (!after) return false;
+  for (uint32_t o = 0; o < f->num_ops; ++o) {
+    const iron_ir_op_t *op = f->ops[o];
+    after[o] = is_transpose(op) && op_index(f, op->operands[0]->def_op) >= 0;
+    for (uint32_t k = 0; k < op->num_operands && !after[o]; ++k) {
+      int32_t d = op_index(f, op->operands[k]->def_op);
+      after[o] = d >= 0 && after[d];
+    }
+  }
+  for (uint32_t j = 0; j < f->num_outputs; ++j) {
+    const iron_ir_type_t *t = f->outputs[j]->type;
+    int32_t o = op_index(f, f->outputs[j]->def_op);
+    bool same = o >= 0 && !after[o] && t->rank == in0->rank;
+    for (int32_t d = 0; same && d < t->rank; ++d)
+      same = t->dims[d] == in0->dims[d];
+    if (same) mark_ancestors(f, pre, f->outputs[j]);
+  }
+  free(after);
+  return true;
 }
 // ---------------------------------------------------------------------------
 // Pivot transposes (fuse.h: iron_compiler_fuse_pivots)
@@ -296,12 +334,11 @@ iron_status_t iron_cuda_fusion_pivots_plan(const iron_cuda_fusion_t *f,
   uint32_t n = f->num_ops ? f->num_ops : 1;
   out->phase = calloc(n, 1);
   out->out_phase = calloc(f->num_outputs ? f->num_outputs : 1, 1);
-  if (!out->phase || !out->out_phase) {
+  if (!out->phase || !out->out_phase ||
+      !mark_before_pivots(f, out->phase)) {
     iron_cuda_fusion_pivots_free(out);
     return IRON_ERR(RESOURCE_EXHAUSTED, "out of memory (fusion plan)");
   }
-  for (uint32_t j = 0; j < out->num; ++j)
-    mark_ancestors(f, out->phase, f->ops[out->op[j]]->operands[0]);
   // Transposes of inputs that read across the contiguous dim pivot too
   // (a tile makes both sides coalesced) when they transpose alike and
   // are not needed at the operand's coordinates; not in fusions with
