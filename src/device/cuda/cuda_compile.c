@@ -235,6 +235,11 @@ static iron_status_t nvrtc_error(const iron_cuda_api_t *api, nvrtcResult r,
   return IRON_ERR(INTERNAL, "%s failed: %s (%d)", what, s ? s : "", (int)r);
 }
 
+static bool nvrtc_opt_off(void) {
+  const char *e = getenv("IRON_CUDA_NVRTC_OPT");  // compile time only
+  return e && strcmp(e, "0") == 0;
+}
+
 iron_status_t iron_cuda_nvrtc_compile(const iron_cuda_api_t *api,
                                       const char *source, const char *arch,
                                       void **out_cubin, size_t *out_size) {
@@ -253,17 +258,19 @@ iron_status_t iron_cuda_nvrtc_compile(const iron_cuda_api_t *api,
   snprintf(arch_opt, sizeof(arch_opt), "--gpu-architecture=%s", arch);
   // -fmad=false: XLA:CPU rounds a*b and then +c; contracting them would
   // change results in the last bit (helpers call fma where XLA does).
+  // IRON_CUDA_NVRTC_OPT=0 (debugging: a result that differs only on the
+  // GPU): device code compiled without optimization (-G).
   const char *opts[] = {arch_opt,         "-default-device",
                         "-std=c++17",     keep ? "-ftz=false" : "-ftz=true",
                         "-prec-div=true", "-prec-sqrt=true",
-                        "-fmad=false"};
+                        "-fmad=false",    "-G"};
+  int nopts = (int)(sizeof(opts) / sizeof(opts[0])) - (nvrtc_opt_off() ? 0 : 1);
   nvrtcProgram prog = NULL;
   nvrtcResult r =
       api->nvrtcCreateProgram(&prog, source, "ironjax.cu", 0, NULL, NULL);
   if (r != 0) return nvrtc_error(api, r, "nvrtcCreateProgram");
   iron_status_t st = IRON_OK;
-  r = api->nvrtcCompileProgram(prog, (int)(sizeof(opts) / sizeof(opts[0])),
-                               opts);
+  r = api->nvrtcCompileProgram(prog, nopts, opts);
   if (r != 0) {
     size_t n = 0;
     char *log = NULL;
@@ -311,8 +318,8 @@ iron_status_t iron_cuda_nvrtc_compile(const iron_cuda_api_t *api,
 void iron_cuda_cache_key(const char *source, const char *arch,
                          int nvrtc_major, int nvrtc_minor, char out_key[33]) {
   char tag[96];
-  int n = snprintf(tag, sizeof(tag), "ironjax-cubin-1|%s|%d.%d|", arch,
-                   nvrtc_major, nvrtc_minor);
+  int n = snprintf(tag, sizeof(tag), "ironjax-cubin-1|%s|%d.%d|%s", arch,
+                   nvrtc_major, nvrtc_minor, nvrtc_opt_off() ? "G|" : "");
   uint64_t seed[2];
   iron_cuda_hash128(tag, (size_t)n, 0, seed);
   uint64_t h[2];
