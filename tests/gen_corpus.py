@@ -257,6 +257,27 @@ def _(x):
     return jnp.sum(y * 2 + 1), jnp.sort(x)
 
 
+# A value passed through 100 calls of a jitted function (jax emits one
+# func.call each): inlining maps each call's result to the previous one's,
+# a chain of 100; it was followed for at most 64 hops, and the program's
+# result named a value of a removed call ("uses a value before it is
+# defined" on the CUDA device, which inlines to fuse; jax's
+# lax_control_flow_test testIssue711 with an unrolled scan of 75).
+@jax.jit
+def _chain_step(a, s, b):
+    return s + jnp.sum(a * (0.1 * -b)), b
+
+
+@extra("x_inline_chain", lambda rng: (
+    rng.standard_normal(3).astype(np.float32),
+    rng.standard_normal(3).astype(np.float32)))
+def _(a, b):
+    s = jnp.float32(0)
+    for _ in range(100):
+        s, b = _chain_step(a, s, b)
+    return s, b
+
+
 # ---------------------------------------------------------------------------
 # Regression programs of the random-program fuzzer (tests/fuzz_programs.py):
 # each finding, minimized by hand, named fz_<what> (the fuzz harness

@@ -211,11 +211,25 @@ static void inline_block(inl_ctx_t *c, iron_ir_block_t *b,
   b->num_ops = no;
 }
 
+// The value v stands for after inlining: remaps chain (a call result
+// stands for its callee's returned value, which may be an earlier call's
+// result: a value passed through 65 inlined calls is 65 hops, a
+// lax_control_flow_test scan of 75), so they are followed to their end
+// and the chain is shortened to one hop on the way back. A chain is
+// acyclic (a result maps to a value defined before it); the bound only
+// guards a corrupted one.
 static iron_ir_value_t *resolve(iron_ir_value_t *v, iron_ir_value_t **remap,
                                 uint32_t nremap) {
-  for (int hops = 0; v && v->id < nremap && remap[v->id] && hops < 64; ++hops)
-    v = remap[v->id];
-  return v;
+  iron_ir_value_t *end = v;
+  for (uint32_t hops = 0;
+       end && end->id < nremap && remap[end->id] && hops <= nremap; ++hops)
+    end = remap[end->id];
+  while (v && v != end && v->id < nremap && remap[v->id]) {
+    iron_ir_value_t *next = remap[v->id];
+    remap[v->id] = end;
+    v = next;
+  }
+  return end;
 }
 
 static void apply_remap(iron_ir_block_t *b, iron_ir_value_t **remap,
