@@ -183,20 +183,37 @@ static inline bool cuda_emu_is_fused_reduce(const iron_ir_op_t *op) {
   return b->num_ops >= 2 && b->ops[b->num_ops - 2]->kind == IRON_OP_REDUCE;
 }
 
-// A float sum or product (one operand) whose order the CUDA reduce kernel
-// chooses (a tree over its split grid, docs/ARCHITECTURE.md): the host's
-// sequential order gives other bits, so the comparisons stay exact only
+// A float sum or product (one operand, or a variadic body that computes
+// floats) whose order the CUDA reduce kernel chooses (a tree over its
+// split grid, docs/ARCHITECTURE.md): the host's sequential order gives
+// other bits, so the comparisons stay exact only
 // with the host's kernel there (test_cuda_reduce_shapes_emu checks those
 // kernels within a tolerance). Exact bodies (integers, max/min, and/or,
 // argmax-style variadic bodies) run the CUDA kernel.
 static inline bool cuda_emu_reduce_order_matters(const iron_ir_op_t *op) {
-  if (op->kind != IRON_OP_REDUCE || op->num_operands != 2 ||
-      op->num_regions < 1)
+  if (op->kind != IRON_OP_REDUCE || op->num_regions < 1 ||
+      op->regions[0].num_blocks < 1)
     return false;
-  iron_dtype_t dt = op->operands[0]->type->dtype;
-  if (!iron_dtype_is_float(dt) && !iron_dtype_is_complex(dt)) return false;
-  iron_op_kind_t k = iron_reduce_plan_body_op(&op->regions[0], dt);
-  return k != IRON_OP_MAXIMUM && k != IRON_OP_MINIMUM;
+  if (op->num_operands == 2) {
+    iron_dtype_t dt = op->operands[0]->type->dtype;
+    if (!iron_dtype_is_float(dt) && !iron_dtype_is_complex(dt)) return false;
+    iron_op_kind_t k = iron_reduce_plan_body_op(&op->regions[0], dt);
+    return k != IRON_OP_MAXIMUM && k != IRON_OP_MINIMUM;
+  }
+  // Variadic: a body that computes a float otherwise than by choosing
+  // (compare, select, max/min: argmax-style) rounds in the kernel's order
+  // (a sum and a product of pairs, jax's batching tests).
+  const iron_ir_block_t *b = &op->regions[0].blocks[0];
+  for (uint32_t i = 0; i < b->num_ops; ++i) {
+    const iron_ir_op_t *o = b->ops[i];
+    if (o->num_results != 1 || o->kind == IRON_OP_SELECT ||
+        o->kind == IRON_OP_MAXIMUM || o->kind == IRON_OP_MINIMUM ||
+        o->kind == IRON_OP_CONSTANT || o->kind == IRON_OP_CONVERT)
+      continue;
+    iron_dtype_t dt = o->results[0].type->dtype;
+    if (iron_dtype_is_float(dt) || iron_dtype_is_complex(dt)) return true;
+  }
+  return false;
 }
 
 // A reduce, gather or scatter: the CUDA device's prepare (its refusals
