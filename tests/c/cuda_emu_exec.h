@@ -183,6 +183,41 @@ static inline bool cuda_emu_is_fused_reduce(const iron_ir_op_t *op) {
   return b->num_ops >= 2 && b->ops[b->num_ops - 2]->kind == IRON_OP_REDUCE;
 }
 
+// Kernel `name` (its source registered) for the multi-thread shim: its
+// index in *out_index. A kernel already built for one thread cannot be.
+static inline iron_status_t cuda_emu_claim_mt(const char *name, bool fused,
+                                              size_t *out_index) {
+  cuda_emu_exec_t *e = &g_cuda_emu;
+  size_t i = cuda_emu_kernel_index(name, cuda_emu_find_source(name), fused);
+  cuda_emu_kernel_t *k = &e->k[i];
+  if (!k->mt && i < e->built_k)
+    return IRON_ERR(INTERNAL, "cuda_emu: kernel %s was built for one thread",
+                    name);
+  k->mt = true;
+  if (!k->source)
+    return IRON_ERR(INTERNAL, "cuda_emu: no source for kernel %s", name);
+  *out_index = i;
+  return IRON_OK;
+}
+
+// p (its CUDA prepare done) runs the host's kernel instead.
+static inline iron_status_t cuda_emu_use_host(cuda_emu_params_t *p,
+                                              const iron_ir_op_t *op,
+                                              iron_region_t *const *regions,
+                                              void **out_params) {
+  g_cuda_emu.host_fallbacks++;
+  p->host_k = iron_reference_kernel_lookup(op->kind);
+  iron_status_t st =
+      p->host_k->prepare ? p->host_k->prepare(op, regions, &p->host_params)
+                         : IRON_OK;
+  if (st) {
+    cuda_emu_params_destroy(p);
+    return st;
+  }
+  *out_params = p;
+  return IRON_OK;
+}
+
 // A float sum or product (one operand, or a variadic body that computes
 // floats) whose order the CUDA reduce kernel chooses (a tree over its
 // split grid, docs/ARCHITECTURE.md): the host's sequential order gives
@@ -235,18 +270,8 @@ static inline iron_status_t cuda_emu_prepare_op_launch(
   p->cuda_k = ck;
   const char *host_ops = getenv("IRON_TEST_EMU_HOST_OPS");
   if (!e->multi_thread || cuda_emu_reduce_order_matters(op) ||
-      (host_ops && host_ops[0] == '1')) {
-    e->host_fallbacks++;
-    p->host_k = iron_reference_kernel_lookup(op->kind);
-    st = p->host_k->prepare ? p->host_k->prepare(op, regions, &p->host_params)
-                            : IRON_OK;
-    if (st) {
-      cuda_emu_params_destroy(p);
-      return st;
-    }
-    *out_params = p;
-    return IRON_OK;
-  }
+      (host_ops && host_ops[0] == '1'))
+    return cuda_emu_use_host(p, op, regions, out_params);
   const iron_cuda_op_launch_t *l = p->cuda_params;
   p->op_launch = true;
   p->mt = true;
@@ -262,19 +287,10 @@ static inline iron_status_t cuda_emu_prepare_op_launch(
   for (uint32_t i = 0; p->scatter && i < p->n_out; ++i)
     iron_ir_type_byte_size(op->operands[i]->type, &p->op_bytes[i]);
   if (!l->skip) {
-    const char *name = l->fn->name;
-    p->kernel[0] =
-        cuda_emu_kernel_index(name, cuda_emu_find_source(name), false);
-    cuda_emu_kernel_t *k = &e->k[p->kernel[0]];
-    if (!k->mt && p->kernel[0] < e->built_k) {
+    st = cuda_emu_claim_mt(l->fn->name, false, &p->kernel[0]);
+    if (st) {
       cuda_emu_params_destroy(p);
-      return IRON_ERR(INTERNAL, "cuda_emu: kernel %s was built for one thread",
-                      name);
-    }
-    k->mt = true;
-    if (!k->source) {
-      cuda_emu_params_destroy(p);
-      return IRON_ERR(INTERNAL, "cuda_emu: no source for kernel %s", name);
+      return st;
     }
   }
   *out_params = p;
@@ -311,17 +327,12 @@ static inline iron_status_t cuda_emu_prepare(iron_device_t *dev,
     p->parts = p->cuda_params;
     p->first = &kFirst0;
     p->kernel = calloc(2, sizeof(size_t));
-    const char *name = p->parts[0].fn->name;
-    p->kernel[0] = cuda_emu_kernel_index(name, cuda_emu_find_source(name), true);
-    if (!e->k[p->kernel[0]].mt && p->kernel[0] < e->built_k) {
+    st = p->kernel ? cuda_emu_claim_mt(p->parts[0].fn->name, true,
+                                       &p->kernel[0])
+                   : IRON_ERR(RESOURCE_EXHAUSTED, "out of memory");
+    if (st) {
       cuda_emu_params_destroy(p);
-      return IRON_ERR(INTERNAL, "cuda_emu: kernel %s was built for one thread",
-                      name);
-    }
-    e->k[p->kernel[0]].mt = true;
-    if (!e->k[p->kernel[0]].source) {
-      cuda_emu_params_destroy(p);
-      return IRON_ERR(INTERNAL, "cuda_emu: no source for kernel %s", name);
+      return st;
     }
     *out_params = p;
     return IRON_OK;
@@ -380,16 +391,7 @@ static inline iron_status_t cuda_emu_prepare(iron_device_t *dev,
       return IRON_ERR(FAILED_PRECONDITION, "cuda_emu: fusion with a fixed "
                                            "grid");
     }
-    e->host_fallbacks++;
-    p->host_k = iron_reference_kernel_lookup(op->kind);
-    st = p->host_k->prepare ? p->host_k->prepare(op, regions, &p->host_params)
-                            : IRON_OK;
-    if (st) {
-      cuda_emu_params_destroy(p);
-      return st;
-    }
-    *out_params = p;
-    return IRON_OK;
+    return cuda_emu_use_host(p, op, regions, out_params);
   }
   for (uint32_t k = 0; k < p->num_parts; ++k) {
     const char *name = p->parts[k].fn->name;

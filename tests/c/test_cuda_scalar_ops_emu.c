@@ -336,14 +336,8 @@ static bool region_raw_op(iron_op_kind_t k, iron_dtype_t dt) {
 static iron_status_t region_source(scase_t *c, const iron_dtype_t *dts,
                                    iron_dtype_t out);
 
-// An op the host refuses on an f6 operand or result (all but select and
-// convert) is refused by the fusion and the region too, by name: CUDA
-// runs no more on f6 than the host does.
-static void refused_like_host(scase_t *c, const iron_dtype_t *dts,
-                              iron_dtype_t out) {
-  bool f6 = iron_narrow_is_f6(out);
-  for (int i = 0; i < c->nin; ++i) f6 = f6 || iron_narrow_is_f6(dts[i]);
-  if (!f6) return;
+// The fusion of the case's op alone, its operands the fusion's inputs.
+static iron_status_t op_fusion_source(scase_t *c, char **src, char **name) {
   const iron_ir_op_t *ops[1] = {&c->op.op};
   const iron_ir_value_t *outs[1] = {&c->op.op.results[0]};
   iron_cuda_fusion_t f = {
@@ -354,8 +348,19 @@ static void refused_like_host(scase_t *c, const iron_dtype_t *dts,
       .num_outputs = 1,
       .outputs = outs,
   };
+  return iron_cuda_codegen_fusion(&f, src, name);
+}
+
+// An op the host refuses on an f6 operand or result (all but select and
+// convert) is refused by the fusion and the region too, by name: CUDA
+// runs no more on f6 than the host does.
+static void refused_like_host(scase_t *c, const iron_dtype_t *dts,
+                              iron_dtype_t out) {
+  bool f6 = iron_narrow_is_f6(out);
+  for (int i = 0; i < c->nin; ++i) f6 = f6 || iron_narrow_is_f6(dts[i]);
+  if (!f6) return;
   char *src = NULL, *name = NULL;
-  iron_status_t st[2] = {iron_cuda_codegen_fusion(&f, &src, &name),
+  iron_status_t st[2] = {op_fusion_source(c, &src, &name),
                          region_source(c, dts, out)};
   for (int m = 0; m < 2; ++m) {
     const char *msg = st[m] ? iron_status_message(st[m]) : NULL;
@@ -416,17 +421,7 @@ static void add_case(scase_t *c, const iron_dtype_t *dts, iron_dtype_t out) {
     return;
   }
   // The fusion: the op alone, its operands the fusion's inputs.
-  const iron_ir_op_t *ops[1] = {&c->op.op};
-  const iron_ir_value_t *outs[1] = {&c->op.op.results[0]};
-  iron_cuda_fusion_t f = {
-      .num_ops = 1,
-      .ops = ops,
-      .num_inputs = c->op.op.num_operands,
-      .inputs = (const iron_ir_value_t *const *)c->op.op.operands,
-      .num_outputs = 1,
-      .outputs = outs,
-  };
-  iron_status_t fs = iron_cuda_codegen_fusion(&f, &c->fsrc, &c->fname);
+  iron_status_t fs = op_fusion_source(c, &c->fsrc, &c->fname);
   // The region: the same op on scalars.
   iron_status_t rs = region_source(c, dts, out);
   // One emitter: what a fusion generates, a region generates.

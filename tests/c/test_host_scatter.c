@@ -410,20 +410,26 @@ static void test_fast_switch(void) {
   ht_tensor_free(out);
 }
 
+// Four scalar updates into a 4-element vector, one per element (indices
+// [[0], [1], [2], [3]] set by the caller).
+static void four_points(gcase_t *c) {
+  memset(c, 0, sizeof(*c));
+  c->orank = 1;
+  c->odims[0] = 4;
+  c->irank = 2;
+  c->idims[0] = 4;
+  c->idims[1] = 1;
+  c->rrank = 1;
+  c->rdims[0] = 4;
+  c->n_col = 1;
+  c->n_sm = 1;
+  c->ivd = 1;
+}
+
 // Floats: max/min propagate NaN and order -0 below +0; c64 add.
 static void test_float_edges(void) {
   gcase_t c;
-  memset(&c, 0, sizeof(c));
-  c.orank = 1;
-  c.odims[0] = 4;
-  c.irank = 2;
-  c.idims[0] = 4;
-  c.idims[1] = 1;
-  c.rrank = 1;
-  c.rdims[0] = 4;
-  c.n_col = 1;
-  c.n_sm = 1;
-  c.ivd = 1;
+  four_points(&c);
   const float nan = NAN;
   float xs[4] = {1.0f, nan, -0.0f, 0.0f}, us[4] = {nan, 2.0f, 0.0f, -0.0f};
   for (int mx = 0; mx < 2; ++mx) {
@@ -458,17 +464,7 @@ static void test_float_edges(void) {
 // bytes, min/multiply "and" (fuzz seeds 9200499, 25797768).
 static void test_bool_bytes(void) {
   gcase_t c;
-  memset(&c, 0, sizeof(c));
-  c.orank = 1;
-  c.odims[0] = 4;
-  c.irank = 2;
-  c.idims[0] = 4;
-  c.idims[1] = 1;
-  c.rrank = 1;
-  c.rdims[0] = 4;
-  c.n_col = 1;
-  c.n_sm = 1;
-  c.ivd = 1;
+  four_points(&c);
   const uint8_t xs[4] = {0x61, 0x60, 0x03, 0xff}, us[4] = {0x01, 0x01, 0x02, 0x60};
   const uint8_t want_or[4] = {0x61, 0x61, 0x03, 0xff}, want_and[4] = {0x01, 0x00, 0x02, 0x60};
   const iron_op_kind_t kinds[4] = {IRON_OP_MAXIMUM, IRON_OP_ADD, IRON_OP_MINIMUM, IRON_OP_MULTIPLY};
