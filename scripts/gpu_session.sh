@@ -23,6 +23,8 @@
 #   misc         scripts/cuda_misc_check.sh
 #   ctest        the GPU C tests (test_cuda_*)
 #   reliab       scripts/reliab_gpu_check.sh (window plan, NaN/tie sweeps)
+#   finds        scripts/debug/gpu_finds.sh (GPU-only fuzz finds under
+#                switches, test_int_wrap on CUDA, the kernels' SASS)
 #   fusioncheck  scripts/cuda_fusion_check.sh (issue 12's programs, decode)
 #   pyall        every tests/python file on CUDA (pytest-xdist, 8 workers;
 #                $OUT/pyall.txt): the files no other stage runs there too
@@ -113,6 +115,7 @@ stage() {
     zoo) IRON_PLUGIN_PATH=$root/build-dev/libiron_pjrt.so PYTHONPATH=$root/python \
            IRON_DEVICE=cuda IRON_CUDA_TF32=0 JAX_PLATFORMS=iron,cpu timeout ${ZOO_TIMEOUT:-400} \
            python3 scripts/model_zoo.py >"$logs/zoo.log" 2>&1; grep -v -i warn "$logs/zoo.log" | tail -25 ;;
+    finds) OUT=$logs scripts/debug/gpu_finds.sh >"$logs/finds.log" 2>&1; cat "$logs/finds.log" | head -120 ;;
     fusioncheck) OUT=$logs/fusioncheck scripts/cuda_fusion_check.sh >"$logs/fusioncheck.log" 2>&1; tail -25 "$logs/fusioncheck.log" ;;
     rowquick)
       IRON_PLUGIN_PATH=$root/build-dev/libiron_pjrt.so PYTHONPATH=$root/python \

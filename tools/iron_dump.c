@@ -1,5 +1,6 @@
 // iron-dump: prints the iron IR of a StableHLO portable artifact.
-//   iron-dump [--locations] [--fuse-cuda] [--cuda-kernels] FILE
+//   iron-dump [--locations] [--fuse-cuda] [--cuda-kernels]
+//             [--cuda-sources DIR] FILE
 // --fuse-cuda prints the module as the CUDA device plans it: after tuple
 // forwarding and the fusion pass with the CUDA device's predicate (each
 // iron.fusion becomes one kernel), so kernel counts per loop body can be
@@ -7,6 +8,10 @@
 // of the module, the CUDA source of every kernel the device would generate
 // for it (prelude omitted; prepared on a fake sm_90a device with 132 SMs,
 // nothing compiled), to read or to compile with nvcc/ptxas.
+// --cuda-sources DIR (implies --cuda-kernels) also writes each kernel's
+// whole source, prelude included, to DIR/kernel<N>.cu: what NVRTC would
+// compile, for `nvcc -ptx` or `-cubin` by hand (a result that differs
+// only on the GPU).
 // Exit status 1 with the reader's error on stderr for unreadable input.
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,7 +32,7 @@
 static int usage(void) {
   fprintf(stderr,
           "usage: iron-dump [--locations] [--fuse-cuda] [--cuda-kernels] "
-          "FILE\n");
+          "[--cuda-sources DIR] FILE\n");
   return 2;
 }
 
@@ -70,7 +75,19 @@ static void prepare_blocks(iron_cuda_device_t *d, const iron_ir_region_t *r,
   }
 }
 
-static int print_kernels(iron_ir_module_t *m) {
+static int write_source(const char *dir, size_t i, const char *s) {
+  char path[4096];
+  snprintf(path, sizeof(path), "%s/kernel%zu.cu", dir, i);
+  FILE *f = fopen(path, "w");
+  if (!f || fputs(s, f) < 0) {
+    fprintf(stderr, "iron-dump: cannot write %s\n", path);
+    if (f) fclose(f);
+    return 1;
+  }
+  return fclose(f) == 0 ? 0 : 1;
+}
+
+static int print_kernels(iron_ir_module_t *m, const char *source_dir) {
   iron_cuda_device_t *d = calloc(1, sizeof(*d));
   if (!d) return 1;
   snprintf(d->arch, sizeof(d->arch), "sm_90a");
@@ -81,9 +98,14 @@ static int print_kernels(iron_ir_module_t *m) {
   const char *prelude = iron_cuda_prelude();
   size_t pl = strlen(prelude);
   size_t n = iron_cuda_compiler_pending_count(d);
+  int rc = 0;
   for (size_t i = 0; i < n; ++i) {
     const char *s = iron_cuda_compiler_pending_source(d, i);
     if (!s) continue;
+    if (source_dir && write_source(source_dir, i, s)) {
+      rc = 1;
+      break;
+    }
     if (strncmp(s, prelude, pl) == 0) s += pl;
     printf("// ---- kernel %zu\n%s\n", i, s);
   }
@@ -91,12 +113,12 @@ static int print_kernels(iron_ir_module_t *m) {
           refused);
   iron_cuda_compiler_destroy(d->compiler);
   free(d);
-  return 0;
+  return rc;
 }
 
 int main(int argc, char **argv) {
   iron_ir_print_options_t opts = {false};
-  const char *path = NULL;
+  const char *path = NULL, *source_dir = NULL;
   bool fuse_cuda = false, kernels = false;
   for (int i = 1; i < argc; ++i) {
     if (strcmp(argv[i], "--locations") == 0)
@@ -105,6 +127,8 @@ int main(int argc, char **argv) {
       fuse_cuda = true;
     else if (strcmp(argv[i], "--cuda-kernels") == 0)
       fuse_cuda = kernels = true;
+    else if (strcmp(argv[i], "--cuda-sources") == 0 && i + 1 < argc)
+      fuse_cuda = kernels = true, source_dir = argv[++i];
     else if (argv[i][0] == '-' && argv[i][1] != '\0')
       return usage();
     else if (!path)
@@ -172,7 +196,7 @@ int main(int argc, char **argv) {
             nrows);
   }
   if (kernels) {
-    int rc = print_kernels(m);
+    int rc = print_kernels(m, source_dir);
     iron_ir_module_destroy(m);
     return rc;
   }

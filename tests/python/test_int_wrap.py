@@ -1,0 +1,157 @@
+"""Integer results that wrap (negate, abs, add, sub, mul at the type's
+limits) feeding every kind of consumer (divide, remainder, min/max,
+compare, shifts, converts, select, reductions), on the iron device (host
+or CUDA, as IRON_DEVICE says), bit for bit against a model of two's
+complement arithmetic (Python integers, wrapped to the type after every
+op).
+
+The class this guards: a narrow integer computed in a wider register must
+be truncated to its own width before the next op reads it. The GPU fuzzer
+found int16 (-x) / min(-x, x) giving -1 instead of 1 at x = -32768 on the
+GPU only (fz_26297024).
+
+The reference is the model, not XLA:CPU: XLA's algebraic simplifier
+assumes no overflow in places (jax 0.10.2 on the dev machine: int8
+`select(x * x < 0, x, x * x)` returns the wrapped negative product, as if
+x * x < 0 were false; `abs(min(-x))` over a row holding -128 gives 127, as
+if min(-x) were -max(x)), so it is not consistent with its own wrapping.
+"""
+import itertools
+
+import numpy as np
+import pytest
+import jax
+import jax.numpy as jnp
+from jax import lax
+
+_DTYPES = [np.int8, np.int16, np.int32, np.uint8, np.uint16, np.uint32]
+
+
+def _wrap(v, dtype):
+    info = np.iinfo(dtype)
+    span = 1 << info.bits
+    return (v - info.min) % span + info.min
+
+
+# Producers whose result wraps at the type's limits: (jax, model on ints).
+_PRODUCERS = {
+    "neg": (lax.neg, lambda w: -w),
+    "abs": (lax.abs, abs),
+    "add": (lambda x: lax.add(x, x), lambda w: w + w),
+    "sub": (lambda x: lax.sub(lax.neg(x), x), lambda w: -w - w),
+    "mul": (lambda x: lax.mul(x, x), lambda w: w * w),
+}
+
+
+def _nonzero(v):
+    # Keep divisors away from 0 (the point is the wrapped dividend); -1
+    # stays, to reach INT_MIN / -1.
+    return lax.select(lax.eq(v, lax.full_like(v, 0)), lax.full_like(v, 3), v)
+
+
+def _tdiv(a, b):  # C's truncating division, on Python ints
+    q = abs(a) // abs(b)
+    return q if (a < 0) == (b < 0) else -q
+
+
+# Consumers of the wrapped p (and of x): (jax, model on ints -> value in
+# the result type, before wrapping), result type (None: p's own).
+_CONSUMERS = {
+    "div": (lambda p, x: lax.div(p, _nonzero(lax.min(p, x))),
+            lambda p, w: _tdiv(p, min(p, w) or 3), None),
+    "rem": (lambda p, x: lax.rem(p, _nonzero(lax.max(p, x))),
+            lambda p, w: p - (max(p, w) or 3) * _tdiv(p, max(p, w) or 3),
+            None),
+    "min": (lax.min, min, None),
+    "max": (lax.max, max, None),
+    "lt": (lambda p, x: lax.lt(p, x).astype(p.dtype),
+           lambda p, w: int(p < w), None),
+    "eq_self": (lambda p, x: lax.eq(p, lax.neg(lax.neg(p))).astype(p.dtype),
+                lambda p, w: 1, None),
+    "shr1": (lambda p, x: lax.shift_right_arithmetic(p, lax.full_like(p, 1)),
+             None, None),
+    "to_i32": (lambda p, x: lax.convert_element_type(p, jnp.int32),
+               lambda p, w: p, np.int32),
+    "to_f32": (lambda p, x: lax.convert_element_type(p, jnp.float32),
+               lambda p, w: p, np.float32),
+    "select": (lambda p, x: lax.select(lax.lt(p, lax.full_like(p, 0)), x, p),
+               lambda p, w: w if p < 0 else p, None),
+}
+
+
+def _inputs(dtype, n):
+    info = np.iinfo(dtype)
+    special = [info.min, info.min + 1, info.max, info.max - 1, 0, 1, 2,
+               info.max // 2, info.max // 2 + 1]
+    if info.min < 0:
+        special += [-1, -2, info.min // 2, info.min // 2 - 1]
+    rng = np.random.default_rng(np.dtype(dtype).num)
+    body = rng.integers(info.min, info.max, n, dtype=dtype, endpoint=True)
+    body[: len(special) * 4] = np.tile(np.array(special, dtype=dtype), 4)
+    rng.shuffle(body)
+    return body
+
+
+def _model(dtype, x, prod, cons, out_type):
+    ws = [int(v) for v in x]
+    ps = [_wrap(prod(w), dtype) for w in ws]
+    if cons is None:
+        # Arithmetic shift right by one, on the bit pattern: unsigned
+        # types shift their top bit in too (as XLA does).
+        signed = np.dtype(f"int{np.iinfo(dtype).bits}")
+        vals = [_wrap(_wrap(p, signed) >> 1, dtype) for p in ps]
+        return (np.array(vals, dtype=dtype), np.array(ps, dtype=dtype))
+    rt = out_type or dtype
+    vals = [cons(p, w) for p, w in zip(ps, ws)]
+    if np.issubdtype(rt, np.integer):
+        vals = [_wrap(v, rt) for v in vals]
+    return np.array(vals, dtype=rt), np.array(ps, dtype=dtype)
+
+
+@pytest.mark.parametrize("dtype", _DTYPES, ids=lambda d: np.dtype(d).name)
+def test_wrapped_values_feed_every_consumer(dtype, iron_device):
+    # 1031 elements: a vector body (multiples of 8/4/2) and a scalar tail.
+    x = _inputs(dtype, 1031)
+    failures = []
+    for (pn, (prod, mprod)), (cn, (cons, mcons, rt)) in itertools.product(
+            _PRODUCERS.items(), _CONSUMERS.items()):
+        if pn == "abs" and np.iinfo(dtype).min == 0:
+            continue  # lax.abs takes signed types only
+        def f(x, prod=prod, cons=cons):
+            p = prod(x)
+            return cons(p, x), p
+
+        want = _model(dtype, x, mprod, mcons, rt)
+        got = [np.asarray(v) for v in
+               jax.jit(f)(jax.device_put(x, iron_device))]
+        for w, g in zip(want, got):
+            if w.dtype != g.dtype or not np.array_equal(
+                    w.view(np.uint8), g.view(np.uint8)):
+                bad = np.flatnonzero(w != g)[:4]
+                failures.append(f"{pn}->{cn}: x={x[bad]} want {w[bad]} "
+                                f"got {g[bad]}")
+                break
+    assert not failures, "\n".join(failures)
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.int16, np.int32],
+                         ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize("reducer", ["min", "max", "sum"])
+def test_wrapped_values_reduced(dtype, reducer, iron_device):
+    # fz_26298356's shape: a full reduction of a negated window, a row
+    # reduction, and abs of a reduction of a strided slice.
+    x = _inputs(dtype, 209_280).reshape(320, 327, 2)
+    red = {"min": jnp.min, "max": jnp.max,
+           "sum": lambda v, axis=None: jnp.sum(v, axis=axis, dtype=v.dtype)
+           }[reducer]
+    fn = jax.jit(lambda x: (red(lax.neg(x)), red(lax.neg(x), axis=1),
+                            lax.abs(red(lax.neg(x[3:, :, :1])))))
+    got = [np.asarray(v) for v in fn(jax.device_put(x, iron_device))]
+    neg = _wrap(-x.astype(np.int64), dtype)
+    mred = {"min": np.min, "max": np.max, "sum": np.sum}[reducer]
+    want = [mred(neg), mred(neg, axis=1),
+            abs(int(_wrap(mred(neg[3:, :, :1]), dtype)))]
+    want = [np.asarray(_wrap(np.asarray(w, dtype=np.int64), dtype)
+                       ).astype(dtype) for w in want]
+    for w, g in zip(want, got):
+        np.testing.assert_array_equal(g, w)
