@@ -16,12 +16,20 @@ run() {
     --device cuda --harness $h --seed "$seed" --count 1 --big >"$out/run.log" 2>&1
   echo "rc=$?"; grep -vE "^\s*$" "$out/run.log" | grep -iE "fail|fuzz:|differ|host|cuda|error" | head -14
 }
+# Which kernel's optimized code differs: each kernel alone without
+# optimization (IRON_CUDA_NVRTC_OPT=0:NAME).
 for s in 26297024 26298356; do
   run $s
-  run $s IRON_CUDA_NVRTC_OPT=0
-  run $s IRON_NO_INPLACE=1 IRON_NO_ALIAS=1
-  run $s IRON_CUDA_CACHE=0 IRON_CUDA_PROGRAM_GRAPHS=0 IRON_CUDA_GRAPHS=0
+  d=$out/k$s; mkdir -p $d
+  python3 tests/fuzz_programs.py gen --seed $s --count 1 --big --out $d >/dev/null 2>&1
+  for k in $(build-dev/iron-dump --cuda-kernels $d/fz_$s.mlirbc 2>/dev/null |
+             grep -oE '__global__ void (__launch_bounds__\([0-9]+\) )?iron_[a-z_]+_[0-9a-f]+' |
+             grep -oE 'iron_[a-z_]+_[0-9a-f]+$'); do
+    run $s IRON_CUDA_NVRTC_OPT=0:$k | head -2
+  done
 done
+echo "== ptxas_neg16 probe"
+timeout 120 python3 scripts/debug/ptxas_neg16.py 2>&1 | tail -20
 echo "== test_int_wrap on CUDA"
 IRON_PLUGIN_PATH=$PWD/build-dev/libiron_pjrt.so PYTHONPATH=$PWD/python IRON_DEVICE=cuda \
   JAX_PLATFORMS=iron,cpu IRON_TEST_REQUIRE_CUDA=1 timeout 200 python3 -m pytest -q \
@@ -34,7 +42,7 @@ IRON_CUDA_NVRTC_OPT=0 IRON_PLUGIN_PATH=$PWD/build-dev/libiron_pjrt.so PYTHONPATH
 # disassembled (nvdisasm / cuobjdump, wherever the machine has them).
 dis=$(command -v nvdisasm || find / -name nvdisasm -type f 2>/dev/null | head -1)
 cob=$(command -v cuobjdump || find / -name cuobjdump -type f 2>/dev/null | head -1)
-nvrtc=$(find / -name "libnvrtc.so*" -type f 2>/dev/null | grep -v builtins | head -1)
+nvrtc=$(find / -name "libnvrtc.so*" -type f 2>/dev/null | grep -vE "builtins|stubs" | head -1)
 echo "== tools: nvdisasm=$dis cuobjdump=$cob nvrtc=$nvrtc"
 python3 - "$out" "$nvrtc" "$dis" "$cob" <<'PY'
 import ctypes, glob, os, subprocess, sys
@@ -45,8 +53,6 @@ lib = ctypes.CDLL(nvrtc)
 for fz in ("26297024", "26298356"):
     d = os.path.join(out, "k" + fz)
     os.makedirs(d, exist_ok=True)
-    subprocess.run(["python3", "tests/fuzz_programs.py", "gen", "--seed", fz, "--count", "1",
-                    "--big", "--out", d], check=True, capture_output=True)
     subprocess.run(["build-dev/iron-dump", "--cuda-sources", d, f"{d}/fz_{fz}.mlirbc"],
                    check=True, capture_output=True)
     for cu in sorted(glob.glob(f"{d}/kernel*.cu")):

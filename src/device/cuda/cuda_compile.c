@@ -235,9 +235,28 @@ static iron_status_t nvrtc_error(const iron_cuda_api_t *api, nvrtcResult r,
   return IRON_ERR(INTERNAL, "%s failed: %s (%d)", what, s ? s : "", (int)r);
 }
 
-static bool nvrtc_opt_off(void) {
+// IRON_CUDA_NVRTC_OPT=0: every generated kernel without optimization;
+// =0:NAME[,NAME...]: only the sources that contain one of the names (a
+// kernel's name, e.g. iron_ew_9f4798e88c08b749), to find which kernel's
+// optimized code differs.
+static bool nvrtc_opt_off(const char *source) {
   const char *e = getenv("IRON_CUDA_NVRTC_OPT");  // compile time only
-  return e && strcmp(e, "0") == 0;
+  if (!e || e[0] != '0') return false;
+  if (e[1] == '\0') return true;
+  if (e[1] != ':') return false;
+  for (const char *p = e + 2; *p;) {
+    const char *c = strchr(p, ',');
+    size_t n = c ? (size_t)(c - p) : strlen(p);
+    char name[128];
+    if (n > 0 && n < sizeof(name)) {
+      memcpy(name, p, n);
+      name[n] = '\0';
+      if (strstr(source, name)) return true;
+    }
+    if (!c) break;
+    p = c + 1;
+  }
+  return false;
 }
 
 iron_status_t iron_cuda_nvrtc_compile(const iron_cuda_api_t *api,
@@ -264,7 +283,7 @@ iron_status_t iron_cuda_nvrtc_compile(const iron_cuda_api_t *api,
                         "-std=c++17",     keep ? "-ftz=false" : "-ftz=true",
                         "-prec-div=true", "-prec-sqrt=true",
                         "-fmad=false",    "-G"};
-  int nopts = (int)(sizeof(opts) / sizeof(opts[0])) - (nvrtc_opt_off() ? 0 : 1);
+  int nopts = (int)(sizeof(opts) / sizeof(opts[0])) - (nvrtc_opt_off(source) ? 0 : 1);
   nvrtcProgram prog = NULL;
   nvrtcResult r =
       api->nvrtcCreateProgram(&prog, source, "ironjax.cu", 0, NULL, NULL);
@@ -319,7 +338,7 @@ void iron_cuda_cache_key(const char *source, const char *arch,
                          int nvrtc_major, int nvrtc_minor, char out_key[33]) {
   char tag[96];
   int n = snprintf(tag, sizeof(tag), "ironjax-cubin-1|%s|%d.%d|%s", arch,
-                   nvrtc_major, nvrtc_minor, nvrtc_opt_off() ? "G|" : "");
+                   nvrtc_major, nvrtc_minor, nvrtc_opt_off(source) ? "G|" : "");
   uint64_t seed[2];
   iron_cuda_hash128(tag, (size_t)n, 0, seed);
   uint64_t h[2];

@@ -1,0 +1,143 @@
+"""Probe of a GPU-only miscompile (sixteenth session): a 16-bit integer
+negation (neg.s16 in the PTX, which is right) whose result later goes
+through a sign extension (cvt.s32.s16: division, arithmetic shift, widening
+convert, compare) comes out as +32768 at x = -32768 on the GPU when
+NVRTC optimizes; without optimization (-G) it is right. This compiles a few
+ways of writing the negation with the machine's NVRTC, runs each on the
+GPU through the driver API (ctypes; no iron involved), and prints which
+ones give two's complement results.
+Usage (GPU machine): python3 scripts/debug/ptxas_neg16.py
+"""
+import ctypes
+import glob
+import os
+import sys
+
+import numpy as np
+
+VARIANTS = {
+    # What the prelude's iron_ineg compiles to today.
+    "plain": "return (T)(U)(0u - (unsigned)(U)x);",
+    # The negation as inline PTX, 16-bit.
+    "asm_neg16": 'T r; asm("neg.s16 %0, %1;" : "=h"(r) : "h"(x)); return r;',
+    # The negation as inline PTX in 32 bits, truncated in the asm.
+    "asm_neg32": ('T r; asm("{ .reg .s32 t; cvt.s32.s16 t, %1; neg.s32 t, t; '
+                  'cvt.u16.u32 %0, t; }" : "=h"(r) : "h"(x)); return r;'),
+    # 32-bit arithmetic behind an empty asm (optimization barrier).
+    "barrier32": ("unsigned r = 0u - (unsigned)(U)x; asm volatile(\"\" : \"+r\"(r)); "
+                  "return (T)(U)r;"),
+    # Subtraction from zero as inline PTX sub.s16.
+    "asm_sub16": 'T r; asm("sub.s16 %0, 0, %1;" : "=h"(r) : "h"(x)); return r;',
+    # ~x + 1 with the not behind a barrier.
+    "not_plus1": ("unsigned short n = (unsigned short)~(U)x; asm volatile(\"\" : \"+h\"(n)); "
+                  "return (T)(U)(n + 1u);"),
+}
+
+SRC = r"""
+typedef short T; typedef unsigned short U;
+__device__ __forceinline__ T neg_(T x) { BODY }
+struct __align__(16) v8 { T v[8]; };
+extern "C" __global__ void probe(const T *in, int *out, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i * 8 >= n) return;
+  v8 a = ((const v8 *)in)[i];
+  #pragma unroll
+  for (int k = 0; k < 8; ++k) {
+    T x = a.v[k];
+    T v = neg_(x);
+    T m = x < v ? x : v;
+    T d = m == 0 ? (T)-1 : (m == (T)-1 ? neg_(v) : (T)(v / m));
+    int j = i * 8 + k;
+    out[5 * j + 0] = (int)v;
+    out[5 * j + 1] = (int)(T)(v >> 1);
+    out[5 * j + 2] = (int)d;
+    out[5 * j + 3] = (int)(v < x);
+    out[5 * j + 4] = (int)(float)v;
+  }
+}
+"""
+
+
+def find_lib(pattern_list):
+    for pat in pattern_list:
+        for p in sorted(glob.glob(pat), reverse=True):
+            if "stubs" not in p:
+                return p
+    return None
+
+
+def main():
+    nvrtc_path = find_lib(["/usr/local/cuda*/targets/*/lib/libnvrtc.so.*",
+                           "/usr/local/cuda*/lib64/libnvrtc.so.*",
+                           "/usr/lib/x86_64-linux-gnu/libnvrtc.so.*"] +
+                          [os.path.join(p, "nvidia/*/lib/libnvrtc.so.*")
+                           for p in sys.path if p])
+    nvrtc = ctypes.CDLL(nvrtc_path)
+    major, minor = ctypes.c_int(), ctypes.c_int()
+    nvrtc.nvrtcVersion(ctypes.byref(major), ctypes.byref(minor))
+    print(f"NVRTC {major.value}.{minor.value} ({nvrtc_path})")
+    cu = ctypes.CDLL("libcuda.so.1")
+    assert cu.cuInit(0) == 0
+    dev = ctypes.c_int()
+    cu.cuDeviceGet(ctypes.byref(dev), 0)
+    ctx = ctypes.c_void_p()
+    assert cu.cuDevicePrimaryCtxRetain(ctypes.byref(ctx), dev) == 0
+    cu.cuCtxSetCurrent(ctx)
+    xs = np.array([-32768, -32767, -1, 0, 1, 32767, 16384, -16384] * 32,
+                  dtype=np.int16)
+    n = xs.size
+    w = xs.astype(np.int64)
+    v = ((-w + 32768) % 65536 - 32768)
+    m = np.minimum(w, v)
+    with np.errstate(all="ignore"):
+        d = np.where(m == 0, -1, np.where(m == -1, ((-v + 32768) % 65536 - 32768),
+                                          np.trunc(v / np.where(m == 0, 1, m))))
+    want = np.stack([v, v >> 1, d, (v < w).astype(int), v], 1).astype(np.int32)
+    din = ctypes.c_uint64()
+    dout = ctypes.c_uint64()
+    cu.cuMemAlloc_v2(ctypes.byref(din), ctypes.c_size_t(xs.nbytes))
+    cu.cuMemAlloc_v2(ctypes.byref(dout), ctypes.c_size_t(n * 5 * 4))
+    cu.cuMemcpyHtoD_v2(din, xs.ctypes.data_as(ctypes.c_void_p), ctypes.c_size_t(xs.nbytes))
+    for opt in ("", "-G"):
+        for name, body in VARIANTS.items():
+            src = SRC.replace("BODY", body).encode()
+            prog = ctypes.c_void_p()
+            nvrtc.nvrtcCreateProgram(ctypes.byref(prog), src, b"probe.cu", 0, None, None)
+            opts = [b"--gpu-architecture=sm_90a", b"-default-device", b"-std=c++17",
+                    b"-ftz=true", b"-fmad=false"] + ([opt.encode()] if opt else [])
+            arr = (ctypes.c_char_p * len(opts))(*opts)
+            if nvrtc.nvrtcCompileProgram(prog, len(opts), arr):
+                size = ctypes.c_size_t()
+                nvrtc.nvrtcGetProgramLogSize(prog, ctypes.byref(size))
+                log = ctypes.create_string_buffer(size.value)
+                nvrtc.nvrtcGetProgramLog(prog, log)
+                print(f"{name:10s} {opt or '-O3':4s} compile failed: {log.value.decode()[:300]}")
+                continue
+            size = ctypes.c_size_t()
+            nvrtc.nvrtcGetCUBINSize(prog, ctypes.byref(size))
+            cubin = ctypes.create_string_buffer(size.value)
+            nvrtc.nvrtcGetCUBIN(prog, cubin)
+            mod, fn = ctypes.c_void_p(), ctypes.c_void_p()
+            assert cu.cuModuleLoadData(ctypes.byref(mod), cubin) == 0
+            assert cu.cuModuleGetFunction(ctypes.byref(fn), mod, b"probe") == 0
+            a_in, a_out, a_n = ctypes.c_uint64(din.value), ctypes.c_uint64(dout.value), ctypes.c_int(n)
+            args = (ctypes.c_void_p * 3)(ctypes.cast(ctypes.byref(a_in), ctypes.c_void_p),
+                                         ctypes.cast(ctypes.byref(a_out), ctypes.c_void_p),
+                                         ctypes.cast(ctypes.byref(a_n), ctypes.c_void_p))
+            assert cu.cuLaunchKernel(fn, 1, 1, 1, 64, 1, 1, 0, None, args, None) == 0
+            assert cu.cuCtxSynchronize() == 0
+            got = np.zeros((n, 5), np.int32)
+            cu.cuMemcpyDtoH_v2(got.ctypes.data_as(ctypes.c_void_p), dout, ctypes.c_size_t(got.nbytes))
+            bad = np.flatnonzero((got != want).any(1))
+            cols = sorted(set(np.nonzero(got != want)[1].tolist()))
+            what = ["v", "v>>1", "div", "lt", "float"]
+            print(f"{name:10s} {opt or '-O3':4s} {'ok' if bad.size == 0 else 'WRONG'}"
+                  + (f": {bad.size} elements, x={sorted(set(xs[bad].tolist()))}, "
+                     f"in {[what[c] for c in cols]}; e.g. got {got[bad[0]].tolist()} "
+                     f"want {want[bad[0]].tolist()}" if bad.size else ""))
+            cu.cuModuleUnload(mod)
+            nvrtc.nvrtcDestroyProgram(ctypes.byref(prog))
+
+
+if __name__ == "__main__":
+    main()
