@@ -29,7 +29,7 @@ for s in 26297024 26298356; do
   done
 done
 echo "== ptxas_neg16 probe"
-timeout 120 python3 scripts/debug/ptxas_neg16.py 2>&1 | tail -20
+JAX_PLATFORMS=cuda,cpu timeout 120 python3 scripts/debug/ptxas_neg16.py 2>&1 | tail -20
 echo "== test_int_wrap on CUDA"
 IRON_PLUGIN_PATH=$PWD/build-dev/libiron_pjrt.so PYTHONPATH=$PWD/python IRON_DEVICE=cuda \
   JAX_PLATFORMS=iron,cpu IRON_TEST_REQUIRE_CUDA=1 timeout 200 python3 -m pytest -q \

@@ -139,5 +139,25 @@ def main():
             nvrtc.nvrtcDestroyProgram(ctypes.byref(prog))
 
 
+def xla_gpu():
+    # The same expression through XLA:GPU (its own PTX, the same ptxas).
+    try:
+        import jax
+        from jax import lax
+        dev = jax.devices("cuda")[0]
+    except Exception as e:  # noqa: BLE001
+        print("XLA:GPU not available:", e)
+        return
+    x = np.array([-32768, -32767, -1, 1, 32767] * 8, np.int16)
+    f = jax.jit(lambda x: (lax.div(-x, lax.min(-x, x)),
+                           lax.convert_element_type(-x, np.int32),
+                           lax.shift_right_arithmetic(-x, lax.full_like(x, 1))))
+    got = [np.asarray(v)[:5].tolist() for v in f(jax.device_put(x, dev))]
+    print("XLA:GPU div, to_i32, shr at x =", x[:5].tolist(), ":", got,
+          "(two's complement: [1, 1, 1, 1, 1], [-32768, 32767, 1, -1, -32767],"
+          " [-16384, 16383, 0, -1, -16384])")
+
+
 if __name__ == "__main__":
     main()
+    xla_gpu()

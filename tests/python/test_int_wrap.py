@@ -40,6 +40,12 @@ _PRODUCERS = {
     "add": (lambda x: lax.add(x, x), lambda w: w + w),
     "sub": (lambda x: lax.sub(lax.neg(x), x), lambda w: -w - w),
     "mul": (lambda x: lax.mul(x, x), lambda w: w * w),
+    "zero_minus": (lambda x: lax.sub(lax.full_like(x, 0), x), lambda w: -w),
+    "one_minus": (lambda x: lax.sub(lax.full_like(x, 1), x), lambda w: 1 - w),
+    "minus_one": (lambda x: lax.sub(x, lax.full_like(x, 1)), lambda w: w - 1),
+    "times_m1": (lambda x: lax.mul(x, lax.full_like(x, -1)), lambda w: -w),
+    "neg_plus1": (lambda x: lax.neg(lax.add(x, lax.full_like(x, 1))),
+                  lambda w: -(w + 1)),
 }
 
 
@@ -74,6 +80,13 @@ _CONSUMERS = {
                lambda p, w: p, np.int32),
     "to_f32": (lambda p, x: lax.convert_element_type(p, jnp.float32),
                lambda p, w: p, np.float32),
+    "to_u32": (lambda p, x: lax.convert_element_type(p, jnp.uint32),
+               lambda p, w: p, np.uint32),
+    "to_i8": (lambda p, x: lax.convert_element_type(p, jnp.int8),
+              lambda p, w: p, np.int8),
+    "gt": (lambda p, x: lax.gt(p, lax.full_like(p, 0)).astype(p.dtype),
+           lambda p, w: int(p > 0), None),
+    "clz": (lambda p, x: lax.clz(p), "clz", None),
     "select": (lambda p, x: lax.select(lax.lt(p, lax.full_like(p, 0)), x, p),
                lambda p, w: w if p < 0 else p, None),
 }
@@ -102,6 +115,10 @@ def _model(dtype, x, prod, cons, out_type):
         vals = [_wrap(_wrap(p, signed) >> 1, dtype) for p in ps]
         return (np.array(vals, dtype=dtype), np.array(ps, dtype=dtype))
     rt = out_type or dtype
+    if cons == "clz":
+        bits = np.iinfo(dtype).bits
+        vals = [bits - (p % (1 << bits)).bit_length() for p in ps]
+        return np.array(vals, dtype=dtype), np.array(ps, dtype=dtype)
     vals = [cons(p, w) for p, w in zip(ps, ws)]
     if np.issubdtype(rt, np.integer):
         vals = [_wrap(v, rt) for v in vals]
