@@ -19,6 +19,8 @@
 #                which failures of the carried .jaxtests are not iron's
 #   decodeab     bench/kernels.py --only decode with IRON_CUDA_VECTOR_DOTS=0,
 #                then sliced (the default); $DECODE_ARGS e.g. "--trace 1"
+#   convbench    bench/conv_bench.py (--frameworks $CONV_FRAMEWORKS, default
+#                iron,iron-find,xla: cuDNN heuristics vs measured; $CONV_ARGS)
 #   sort         scripts/cuda_sort_check.sh tests; sortbench: its bench
 #   misc         scripts/cuda_misc_check.sh
 #   ctest        the GPU C tests (test_cuda_*)
