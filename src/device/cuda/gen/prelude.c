@@ -344,8 +344,27 @@ static const char kPreludeBody[] =
     "template <class T> IRON_D T iron_imul(T x, T y) {\n"
     "  IRON_ITY(T); return (T)(U)((W)(U)x * (W)(U)y);\n"
     "}\n"
+    // ptxas (CUDA 13.0, sm_90a; measured with scripts/debug/ptxas_neg16.py)
+    // miscompiles a 16-bit negation (neg.s16, or sub.s16 from 0) whose
+    // result is later sign-extended (division, arithmetic shift, widening
+    // convert, compare): at -32768 the widened value is +32768. The PTX is
+    // right and -G compiles it right; XLA:GPU has the same fault. The
+    // negation done in 32 bits inside one asm and truncated there is
+    // compiled right (IRON_NEG16_PTX; IRON_CUDA_NEG16_PTX=0 turns it off).
+    "IRON_D uint16_t iron_neg16(uint16_t x) {\n"
+    "#if IRON_NEG16_PTX && !defined(IRON_CUDA_EMU)\n"
+    "  uint16_t r;\n"
+    "  asm(\"{ .reg .s32 t; cvt.s32.s16 t, %1; neg.s32 t, t; \"\n"
+    "      \"cvt.u16.u32 %0, t; }\" : \"=h\"(r) : \"h\"(x));\n"
+    "  return r;\n"
+    "#else\n"
+    "  return (uint16_t)(0u - (uint32_t)x);\n"
+    "#endif\n"
+    "}\n"
     "template <class T> IRON_D T iron_ineg(T x) {\n"
-    "  IRON_ITY(T); return (T)(U)((W)0 - (W)(U)x);\n"
+    "  IRON_ITY(T);\n"
+    "  if (sizeof(T) == 2) return (T)(U)iron_neg16((uint16_t)(U)x);\n"
+    "  return (T)(U)((W)0 - (W)(U)x);\n"
     "}\n"
     "template <class T> IRON_D T iron_inot(T x) { return (T)~x; }\n"
     "template <class T> IRON_D T iron_idiv(T x, T y) {\n"
@@ -699,11 +718,12 @@ static void prelude_init(void) {
                           "// ironjax generated CUDA C (prelude v2, ftz=%d)\n"
                           "#define IRON_FLUSH %d\n"
                           "#define IRON_HW_ROUND %d\n#define IRON_FTZ_OPS %d\n"
-                          "#define IRON_SELECT_MINMAX %d\n%s",
+                          "#define IRON_SELECT_MINMAX %d\n"
+                          "#define IRON_NEG16_PTX %d\n%s",
                           ftz, ftz, iron_cuda_hw_round_enabled() ? 1 : 0,
                           iron_cuda_ftz_ops_enabled() ? 1 : 0,
                           env_on("IRON_CUDA_SELECT_MINMAX") ? 1 : 0,
-                          kPreludeBody);
+                          env_on("IRON_CUDA_NEG16_PTX") ? 1 : 0, kPreludeBody);
     iron_cuda_prelude_narrow_macros(&t);
     char *p = NULL;
     if (iron_cuda_text_finish(&t, &p) == IRON_OK) g_prelude[ftz] = p;
