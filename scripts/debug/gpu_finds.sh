@@ -29,6 +29,21 @@ for f in $FINDS; do
     echo "   -G $k: $(IRON_CACHE_DIR=$out/cache_g run $seed "$big" IRON_CUDA_NVRTC_OPT=0:$k)"
   done
 done
+# SASS of named kernels, optimized and -G: SASS_FOR="seed[:big]:KERNEL ..."
+# (IRON_CUDA_SOURCE_DIR writes every compiled module's source and cubin).
+dis=$(command -v nvdisasm || ls /usr/local/cuda/bin/nvdisasm 2>/dev/null)
+for f in ${SASS_FOR:-}; do
+  k=${f##*:}; rest=${f%:*}; seed=${rest%%:*}; big=""; [ "$rest" != "$seed" ] && big=--big
+  for mode in O3 G; do
+    d=$out/src_${seed}_$mode; rm -rf "$d"; mkdir -p "$d"
+    g=""; [ $mode = G ] && g=IRON_CUDA_NVRTC_OPT=0:$k
+    run $seed "$big" IRON_CUDA_CACHE=0 IRON_CUDA_SOURCE_DIR=$d $g >/dev/null
+    cu=$(grep -l "$k" "$d"/*.cu | head -1)
+    [ -n "$cu" ] && cp "$cu" "$out/${k}_$mode.cu" &&
+      [ -n "$dis" ] && "$dis" -c "${cu%.cu}.cubin" >"$out/${k}_$mode.sass" 2>&1
+    echo "== SASS $k $mode: $(wc -l <"$out/${k}_$mode.sass" 2>/dev/null) lines"
+  done
+done
 wrap() {
   IRON_PLUGIN_PATH=$PWD/build-dev/libiron_pjrt.so PYTHONPATH=$PWD/python IRON_DEVICE=cuda \
     JAX_PLATFORMS=iron,cpu IRON_TEST_REQUIRE_CUDA=1 "$@" timeout 200 python3 -m pytest -q \

@@ -259,6 +259,30 @@ static bool nvrtc_opt_off(const char *source) {
   return false;
 }
 
+// IRON_CUDA_SOURCE_DIR=DIR (debugging a result that differs only on the
+// GPU): every module NVRTC compiles is also written to DIR as <key>.cu
+// (the whole source) and <key>.cubin, to disassemble (nvdisasm -c) or
+// compile again by hand. Best effort: a write that fails is skipped.
+static void write_file(const char *dir, const char *key, const char *ext,
+                       const void *data, size_t size) {
+  char path[4096];
+  snprintf(path, sizeof(path), "%s/%s%s", dir, key, ext);
+  FILE *f = fopen(path, "wb");
+  if (!f) return;
+  fwrite(data, 1, size, f);
+  fclose(f);
+}
+
+static void source_dump(const char *source, const char *arch,
+                        const void *cubin, size_t size) {
+  const char *dir = getenv("IRON_CUDA_SOURCE_DIR");
+  if (!dir || !dir[0]) return;
+  char key[33];
+  iron_cuda_cache_key(source, arch, 0, 0, key);
+  write_file(dir, key, ".cu", source, strlen(source));
+  write_file(dir, key, ".cubin", cubin, size);
+}
+
 iron_status_t iron_cuda_nvrtc_compile(const iron_cuda_api_t *api,
                                       const char *source, const char *arch,
                                       void **out_cubin, size_t *out_size) {
@@ -331,6 +355,7 @@ iron_status_t iron_cuda_nvrtc_compile(const iron_cuda_api_t *api,
   }
   *out_cubin = cubin;
   *out_size = size;
+  source_dump(source, arch, cubin, size);
   return IRON_OK;
 }
 
