@@ -110,3 +110,39 @@ def test_denormals_match_xla_cpu(iron_device, cpu_device, dt, n):
                 bad.append(f"{name}: iron {got.ravel()[:6]} "
                            f"xla {want.ravel()[:6]}")
     assert not bad, "\n".join(bad)
+
+
+def _remainder_pairs(dt):
+    """Dividend/divisor pairs around the remainder's denormal rules:
+    exact remainders that are denormals (a tiny normal divisor), denormal
+    dividends (kept when smaller than the divisor), denormal and zero
+    divisors (read as zero: NaN), equal denormals, and ordinary pairs."""
+    fi = ml_dtypes.finfo(dt)
+    tiny, t = float(fi.tiny), float(_TINY[dt])
+    xs = [0.25, 0.3, 1.0, -0.75, 3.0 * tiny, t, -t, 0.0, t, 1.0, 5.5, -7.0]
+    ys = [tiny * 1.0625, tiny * 1.5, tiny * 3.25, tiny * 1.125, tiny * 2,
+          1.0, 0.5, t, t, t, 2.0, -3.0]
+    rng = np.random.default_rng(7)
+    k = rng.integers(0, len(xs), 64)
+    sign = rng.choice([-1.0, 1.0], 64)
+    return (np.array(xs)[k] * sign).astype(dt), np.array(ys)[k].astype(dt)
+
+
+@pytest.mark.parametrize("dt", list(_TINY), ids=lambda d: np.dtype(d).name)
+def test_remainder_denormals_match_xla_cpu(iron_device, cpu_device, dt):
+    # fz_59815549 (the GPU fuzzer): rem(0.25, 2.4e-38) is an exact
+    # denormal that XLA:CPU and the host keep and that the GPU's fmodf
+    # under -ftz flushed to 0.
+    x, y = _remainder_pairs(dt)
+    with jax.enable_x64(True):
+        f = jax.jit(lax.rem)
+        got = np.asarray(f(jax.device_put(x, iron_device),
+                           jax.device_put(y, iron_device)))
+        want = np.asarray(f(jax.device_put(x, cpu_device),
+                            jax.device_put(y, cpu_device)))
+    nan = np.isnan(want.astype(np.float64))
+    np.testing.assert_array_equal(np.isnan(got.astype(np.float64)), nan)
+    g, w = got.astype(np.float64), want.astype(np.float64)
+    bad = np.flatnonzero(((g != w) | (np.signbit(g) != np.signbit(w))) & ~nan)
+    assert bad.size == 0, (f"x {x[bad][:4]} y {y[bad][:4]}: iron "
+                           f"{got[bad][:4]} xla {want[bad][:4]}")

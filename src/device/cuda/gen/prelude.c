@@ -281,10 +281,25 @@ static const char kPreludeBody[] =
     "  IRON_D R iron_logistic(R x) { return (R)1 / ((R)1 + exp##F(-x)); } \\\n"
     "  IRON_D R iron_rsqrt(R x) { return (R)1 / sqrt##F(x); }\n"
     "IRON_FLOAT_HELPERS(float, f)\n"
-    // XLA:CPU's remainder keeps denormals (rem(d, 1) = d); under -ftz
-    // fmodf would read d as 0. |x| < |y| (false for NaNs) returns x as is.
+    // XLA:CPU's remainder (libm's fmodf on a flushing thread) reads a
+    // denormal divisor as zero (NaN), keeps a denormal dividend smaller
+    // than the divisor (rem(d, 1) = d) and keeps an exact remainder that
+    // is a denormal (rem(0.25, 2.4e-38)). Under -ftz fmodf would flush
+    // the last two, so with IRON_FLUSH the remainder is taken in f64
+    // (exact, never flushed) and a denormal result's float bits are built
+    // by hand (a conversion to float would flush it). |x| < |y| (false
+    // for NaNs) returns x as is.
     "IRON_D float iron_frem(float x, float y) {\n"
+    "#if IRON_FLUSH\n"
+    "  y = iron_daz(y);\n"
+    "  if (fabsf(x) < fabsf(y)) return x;\n"
+    "  double r = fmod((double)x, (double)y), a = fabs(r);\n"
+    "  if (!(a < 0x1p-126)) return (float)r;\n"
+    "  return __uint_as_float((unsigned)(a * 0x1p149) |\n"
+    "                         (__double_as_longlong(r) < 0 ? 0x80000000u : 0u));\n"
+    "#else\n"
     "  return fabsf(x) < fabsf(y) ? x : fmodf(x, y);\n"
+    "#endif\n"
     "}\n"
     "IRON_FLOAT_HELPERS(double, )\n"
     // float -> int: NaN -> 0, saturate at the bounds (XLA:CPU).
