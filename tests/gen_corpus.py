@@ -450,6 +450,18 @@ def _(x, u):
             jnp.abs(y) < 0, (-v) >> 1, (-v).astype(jnp.uint32))
 
 
+# fz_26298356: |min(-x)| over a window gave |min(x)| on the GPU: ptxas of
+# CUDA 13.0 folded the negation into a three-input min (VIMNMX3) of the
+# unrolled reduce loop and lost it. The -15 makes min(-x) and -min(x)
+# differ whatever the inputs (but at the type's limits).
+@extra("fz_min_neg_window", lambda rng: (
+    rng.integers(0, 5, (333, 333)).astype(np.int32),))
+def _(x):
+    w = lax.dynamic_slice(x.at[300, 7].set(-15), (16, 0), (320, 327))
+    b = lax.broadcast_in_dim(w, (1, 320, 327, 2), (1, 2))
+    return jnp.abs(jnp.min(-b)), jnp.max(-b), jnp.min(-w, axis=0)
+
+
 # Targets older than 0.15.0 get older MLIR bytecode versions (0.9.0 -> 0,
 # 0.10.0 -> 1, 0.12.0 -> 3, 0.14.0 -> 4: no properties, inherent attributes
 # in the attribute dictionary).

@@ -6,7 +6,7 @@
 # kernels the GPU compiled into a fresh cache): which kernel's optimized
 # code differs. Then the integer wrap-around sweep (test_int_wrap.py) on
 # CUDA with and without the 16-bit negation workaround, and the ptxas probe
-# (scripts/debug/ptxas_neg16.py). Needs build-dev (scripts/gpu_session.sh
+# (scripts/debug/ptxas_probe.py). Needs build-dev (scripts/gpu_session.sh
 # build). Logs under $OUT/finds.
 cd "$(dirname "$0")/../.."
 out=${OUT:-/tmp/iron-out}/finds
@@ -51,8 +51,8 @@ wrap() {
     grep -E "^E  |passed|failed" | cut -c1-160 | head -${WRAP_LINES:-12}
 }
 echo "== test_int_wrap on CUDA"; wrap env
-echo "== test_int_wrap on CUDA, IRON_CUDA_NEG16_PTX=0"; WRAP_LINES=4 wrap env IRON_CUDA_NEG16_PTX=0
+echo "== test_int_wrap on CUDA, IRON_CUDA_NEG_PTX=0"; WRAP_LINES=4 wrap env IRON_CUDA_NEG_PTX=0
 if [ "${PROBE:-1}" = 1 ]; then
-  echo "== ptxas_neg16 probe"
-  JAX_PLATFORMS=cuda,cpu timeout 120 python3 scripts/debug/ptxas_neg16.py 2>&1 | tail -16
+  echo "== ptxas probes"
+  JAX_PLATFORMS=cuda,cpu timeout 120 python3 scripts/debug/ptxas_probe.py 2>&1 | tail -32
 fi

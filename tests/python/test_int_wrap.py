@@ -172,3 +172,45 @@ def test_wrapped_values_reduced(dtype, reducer, iron_device):
                        ).astype(dtype) for w in want]
     for w, g in zip(want, got):
         np.testing.assert_array_equal(g, w)
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.int16, np.int32, np.uint32,
+                                   np.float32],
+                         ids=lambda d: np.dtype(d).name)
+def test_negated_reductions_of_ordinary_values(dtype, iron_device):
+    # fz_26298356: a min-reduction of a negated int32 window gave
+    # |min(x)| on the GPU (ptxas folded the negation into a three-input
+    # min and lost it). Ordinary values with one outlier, so that min(-x)
+    # and -min(x) differ (special values at the limits hide it: there
+    # min(-x) = -min(x) = INT_MIN).
+    rng = np.random.default_rng(5)
+    lo = 0 if np.dtype(dtype).kind == "u" else -20
+    x = rng.integers(lo, 21, (320, 327, 2)).astype(dtype)
+    x[17, 200, 1] = 0 if lo == 0 else -15 if dtype == np.int8 else -1500
+    # (jax, numpy) per program; numpy's unsigned negation wraps as the
+    # device's does, and the float values are small integers (exact).
+    b = np.broadcast_to(x[None, :, :, 0], (2, 320, 327))
+    progs = {
+        "min_neg": (lambda v: jnp.min(-v), lambda v: np.min(-v)),
+        "max_neg": (lambda v: jnp.max(-v), lambda v: np.max(-v)),
+        "min_neg_rows": (lambda v: jnp.min(-v, axis=1),
+                         lambda v: np.min(-v, axis=1)),
+        "max_sub": (lambda v: jnp.max(jnp.asarray(7, v.dtype) - v, axis=(0, 2)),
+                    lambda v: np.max(v.dtype.type(7) - v, axis=(0, 2))),
+        "min_neg_bcast": (lambda v: jnp.min(-lax.broadcast_in_dim(
+            v[:, :, 0], (2, 320, 327), (1, 2))), lambda v: np.min(-b)),
+    }
+    if np.dtype(dtype).kind != "u":
+        progs["min_abs"] = (lambda v: jnp.min(jnp.abs(v) - 3),
+                            lambda v: np.min(np.abs(v) - v.dtype.type(3)))
+        progs["max_abs_neg"] = (lambda v: jnp.max(-jnp.abs(v), axis=0),
+                                lambda v: np.max(-np.abs(v), axis=0))
+    xd = jax.device_put(x, iron_device)
+    bad = []
+    for name, (f, ref) in progs.items():
+        got = np.asarray(jax.jit(f)(xd))
+        with np.errstate(over="ignore"):
+            want = np.asarray(ref(x))
+        if got.dtype != want.dtype or not np.array_equal(got, want):
+            bad.append(f"{name}: got {got.ravel()[:4]} want {want.ravel()[:4]}")
+    assert not bad, "\n".join(bad)

@@ -359,27 +359,38 @@ static const char kPreludeBody[] =
     "template <class T> IRON_D T iron_imul(T x, T y) {\n"
     "  IRON_ITY(T); return (T)(U)((W)(U)x * (W)(U)y);\n"
     "}\n"
-    // ptxas (CUDA 13.0, sm_90a; measured with scripts/debug/ptxas_neg16.py)
-    // miscompiles a 16-bit negation (neg.s16, or sub.s16 from 0) whose
-    // result is later sign-extended (division, arithmetic shift, widening
-    // convert, compare): at -32768 the widened value is +32768. The PTX is
-    // right and -G compiles it right; XLA:GPU has the same fault. The
-    // negation done in 32 bits inside one asm and truncated there is
-    // compiled right (IRON_NEG16_PTX; IRON_CUDA_NEG16_PTX=0 turns it off).
-    "IRON_D uint16_t iron_neg16(uint16_t x) {\n"
-    "#if IRON_NEG16_PTX && !defined(IRON_CUDA_EMU)\n"
-    "  uint16_t r;\n"
-    "  asm(\"{ .reg .s32 t; cvt.s32.s16 t, %1; neg.s32 t, t; \"\n"
-    "      \"cvt.u16.u32 %0, t; }\" : \"=h\"(r) : \"h\"(x));\n"
+    // Integer negation as `~x + 1` in inline PTX (IRON_NEG_PTX;
+    // IRON_CUDA_NEG_PTX=0 leaves it to NVRTC as plain C). ptxas of CUDA
+    // 13.0 (sm_90a) miscompiles a plain negation in two ways, both measured
+    // on the GPU (scripts/debug/ptxas_probe.py; -G compiles them right):
+    // a 16-bit negation whose result is later widened comes out +32768 at
+    // -32768 (neg.s16 / sub.s16 from 0: the sign extension is lost), and a
+    // negation feeding a min/max chain is folded into the middle operand
+    // of a three-input VIMNMX3 and lost there (min(-x) over a row computed
+    // from x). XLA:GPU has the first fault too. `not` then `add` is not a
+    // negation to ptxas's folding; the narrow types go through 32 bits.
+    "IRON_D uint32_t iron_neg32(uint32_t x) {\n"
+    "#if IRON_NEG_PTX && !defined(IRON_CUDA_EMU)\n"
+    "  uint32_t r;\n"
+    "  asm(\"{ not.b32 %0, %1; add.u32 %0, %0, 1; }\" : \"=r\"(r) : \"r\"(x));\n"
     "  return r;\n"
     "#else\n"
-    "  return (uint16_t)(0u - (uint32_t)x);\n"
+    "  return 0u - x;\n"
+    "#endif\n"
+    "}\n"
+    "IRON_D uint64_t iron_neg64(uint64_t x) {\n"
+    "#if IRON_NEG_PTX && !defined(IRON_CUDA_EMU)\n"
+    "  uint64_t r;\n"
+    "  asm(\"{ not.b64 %0, %1; add.u64 %0, %0, 1; }\" : \"=l\"(r) : \"l\"(x));\n"
+    "  return r;\n"
+    "#else\n"
+    "  return 0ull - x;\n"
     "#endif\n"
     "}\n"
     "template <class T> IRON_D T iron_ineg(T x) {\n"
     "  IRON_ITY(T);\n"
-    "  if (sizeof(T) == 2) return (T)(U)iron_neg16((uint16_t)(U)x);\n"
-    "  return (T)(U)((W)0 - (W)(U)x);\n"
+    "  if (sizeof(T) == 8) return (T)(U)iron_neg64((uint64_t)(U)x);\n"
+    "  return (T)(U)iron_neg32((uint32_t)(U)x);\n"
     "}\n"
     "template <class T> IRON_D T iron_inot(T x) { return (T)~x; }\n"
     "template <class T> IRON_D T iron_idiv(T x, T y) {\n"
@@ -734,11 +745,11 @@ static void prelude_init(void) {
                           "#define IRON_FLUSH %d\n"
                           "#define IRON_HW_ROUND %d\n#define IRON_FTZ_OPS %d\n"
                           "#define IRON_SELECT_MINMAX %d\n"
-                          "#define IRON_NEG16_PTX %d\n%s",
+                          "#define IRON_NEG_PTX %d\n%s",
                           ftz, ftz, iron_cuda_hw_round_enabled() ? 1 : 0,
                           iron_cuda_ftz_ops_enabled() ? 1 : 0,
                           env_on("IRON_CUDA_SELECT_MINMAX") ? 1 : 0,
-                          env_on("IRON_CUDA_NEG16_PTX") ? 1 : 0, kPreludeBody);
+                          env_on("IRON_CUDA_NEG_PTX") ? 1 : 0, kPreludeBody);
     iron_cuda_prelude_narrow_macros(&t);
     char *p = NULL;
     if (iron_cuda_text_finish(&t, &p) == IRON_OK) g_prelude[ftz] = p;

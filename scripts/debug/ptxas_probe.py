@@ -1,12 +1,18 @@
-"""Probe of a GPU-only miscompile (sixteenth session): a 16-bit integer
-negation (neg.s16 in the PTX, which is right) whose result later goes
-through a sign extension (cvt.s32.s16: division, arithmetic shift, widening
-convert, compare) comes out as +32768 at x = -32768 on the GPU when
-NVRTC optimizes; without optimization (-G) it is right. This compiles a few
-ways of writing the negation with the machine's NVRTC, runs each on the
-GPU through the driver API (ctypes; no iron involved), and prints which
-ones give two's complement results.
-Usage (GPU machine): python3 scripts/debug/ptxas_neg16.py
+"""Probes of GPU-only miscompiles (sixteenth session), each a few ways of
+writing one expression, compiled with the machine's NVRTC (optimized and
+-G) and run on the GPU through the driver API (ctypes; no iron involved):
+
+- neg16: a 16-bit integer negation (neg.s16 in the PTX, which is right)
+  whose result later goes through a sign extension (cvt.s32.s16: division,
+  arithmetic shift, widening convert, compare) came out +32768 at
+  x = -32768 when optimized (fz_26297024).
+- minneg: a min (max) reduction of negated int32 loads, unrolled by 8 as
+  iron's reduce kernels are; ptxas forms three-input VIMNMX3 and, by the
+  SASS, feeds one load of each un-negated (fz_26298356: |min(-x)| gave
+  |min(x)|). Ordinary values in [-20, 20], so min(-x) != -min(x).
+- then the neg16 expression through XLA:GPU, where jax has a cuda backend.
+
+Usage (GPU machine): python3 scripts/debug/ptxas_probe.py
 """
 import ctypes
 import glob
@@ -76,6 +82,7 @@ def main():
     major, minor = ctypes.c_int(), ctypes.c_int()
     nvrtc.nvrtcVersion(ctypes.byref(major), ctypes.byref(minor))
     print(f"NVRTC {major.value}.{minor.value} ({nvrtc_path})")
+    print("== neg16")
     cu = ctypes.CDLL("libcuda.so.1")
     assert cu.cuInit(0) == 0
     dev = ctypes.c_int()
@@ -137,6 +144,86 @@ def main():
                      f"want {want[bad[0]].tolist()}" if bad.size else ""))
             cu.cuModuleUnload(mod)
             nvrtc.nvrtcDestroyProgram(ctypes.byref(prog))
+    return nvrtc, cu
+
+
+MINNEG_VARIANTS = {
+    "plain_min": ("int n = -v;", "acc = acc < n ? acc : n;", "0x7fffffff"),
+    "plain_max": ("int n = -v;", "acc = acc > n ? acc : n;", "-2147483647 - 1"),
+    "plain_abs_min": ("int n = v < 0 ? -v : v;", "acc = acc < n ? acc : n;",
+                      "0x7fffffff"),
+    "not_add_min": ('int n; asm("{ not.b32 %0, %1; add.u32 %0, %0, 1; }" '
+                    ': "=r"(n) : "r"(v));', "acc = acc < n ? acc : n;",
+                    "0x7fffffff"),
+    "not_add_max": ('int n; asm("{ not.b32 %0, %1; add.u32 %0, %0, 1; }" '
+                    ': "=r"(n) : "r"(v));', "acc = acc > n ? acc : n;",
+                    "-2147483647 - 1"),
+}
+
+MINNEG_SRC = r"""
+extern "C" __global__ void probe(const int *in, int *out, int m) {
+  int acc = INIT;
+  #pragma unroll 8
+  for (int i = threadIdx.x; i < m; i += 256) { int v = in[i]; NEG COMBINE }
+  out[threadIdx.x] = acc;
+}
+"""
+
+
+def minneg(nvrtc, cu):
+    rng = np.random.default_rng(0)
+    xs = rng.integers(-20, 21, 256 * 40).astype(np.int32)
+    xs[123] = -15_000  # min(-x) = -20, -min(x) = 15000
+    n = xs.size
+    din, dout = ctypes.c_uint64(), ctypes.c_uint64()
+    cu.cuMemAlloc_v2(ctypes.byref(din), ctypes.c_size_t(xs.nbytes))
+    cu.cuMemAlloc_v2(ctypes.byref(dout), ctypes.c_size_t(256 * 4))
+    cu.cuMemcpyHtoD_v2(din, xs.ctypes.data_as(ctypes.c_void_p), ctypes.c_size_t(xs.nbytes))
+    w = xs.astype(np.int64)
+    for opt in ("", "-G"):
+        for name, (neg, comb, init) in MINNEG_VARIANTS.items():
+            src = MINNEG_SRC.replace("INIT", init).replace("NEG", neg).replace(
+                "COMBINE", comb)
+            fn, mod, prog = build(nvrtc, cu, src, opt)
+            if fn is None:
+                print(f"{name:14s} {opt or '-O3':4s} compile failed")
+                continue
+            a_in, a_out, a_n = ctypes.c_uint64(din.value), ctypes.c_uint64(dout.value), ctypes.c_int(n)
+            launch(cu, fn, (a_in, a_out, a_n), 1, 256)
+            got = np.zeros(256, np.int32)
+            cu.cuMemcpyDtoH_v2(got.ctypes.data_as(ctypes.c_void_p), dout, ctypes.c_size_t(got.nbytes))
+            vals = np.abs(w) if "abs" in name else -w
+            want = vals.min() if "min" in name else vals.max()
+            res = got.min() if "min" in name else got.max()
+            print(f"{name:14s} {opt or '-O3':4s} {'ok' if res == want else 'WRONG'}: "
+                  f"{res} (want {want})")
+            cu.cuModuleUnload(mod)
+            nvrtc.nvrtcDestroyProgram(ctypes.byref(prog))
+
+
+def build(nvrtc, cu, src, opt):
+    prog = ctypes.c_void_p()
+    nvrtc.nvrtcCreateProgram(ctypes.byref(prog), src.encode(), b"probe.cu", 0, None, None)
+    opts = [b"--gpu-architecture=sm_90a", b"-default-device", b"-std=c++17",
+            b"-ftz=true", b"-fmad=false"] + ([opt.encode()] if opt else [])
+    arr = (ctypes.c_char_p * len(opts))(*opts)
+    if nvrtc.nvrtcCompileProgram(prog, len(opts), arr):
+        return None, None, prog
+    size = ctypes.c_size_t()
+    nvrtc.nvrtcGetCUBINSize(prog, ctypes.byref(size))
+    cubin = ctypes.create_string_buffer(size.value)
+    nvrtc.nvrtcGetCUBIN(prog, cubin)
+    mod, fn = ctypes.c_void_p(), ctypes.c_void_p()
+    assert cu.cuModuleLoadData(ctypes.byref(mod), cubin) == 0
+    assert cu.cuModuleGetFunction(ctypes.byref(fn), mod, b"probe") == 0
+    return fn, mod, prog
+
+
+def launch(cu, fn, vals, grid, block):
+    args = (ctypes.c_void_p * len(vals))(*[ctypes.cast(ctypes.byref(v), ctypes.c_void_p)
+                                           for v in vals])
+    assert cu.cuLaunchKernel(fn, grid, 1, 1, block, 1, 1, 0, None, args, None) == 0
+    assert cu.cuCtxSynchronize() == 0
 
 
 def xla_gpu():
@@ -159,5 +246,7 @@ def xla_gpu():
 
 
 if __name__ == "__main__":
-    main()
+    nvrtc_lib, cu_lib = main()
+    print("== minneg")
+    minneg(nvrtc_lib, cu_lib)
     xla_gpu()
