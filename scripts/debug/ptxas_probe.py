@@ -230,6 +230,7 @@ def xla_gpu():
     # The same expression through XLA:GPU (its own PTX, the same ptxas).
     try:
         import jax
+        import jax.numpy as jnp
         from jax import lax
         dev = jax.devices("cuda")[0]
     except Exception as e:  # noqa: BLE001
@@ -240,6 +241,12 @@ def xla_gpu():
                            lax.convert_element_type(-x, np.int32),
                            lax.shift_right_arithmetic(-x, lax.full_like(x, 1))))
     got = [np.asarray(v)[:5].tolist() for v in f(jax.device_put(x, dev))]
+    r = np.random.default_rng(0).integers(-20, 21, 1 << 20).astype(np.int32)
+    r[12345] = -15_000
+    g = jax.jit(lambda v: (jnp.min(-v), jnp.max(-v)))
+    print("XLA:GPU int32 min(-x), max(-x):",
+          [int(t) for t in g(jax.device_put(r, dev))],
+          "(want", int((-r).min()), int((-r).max()), ")")
     print("XLA:GPU div, to_i32, shr at x =", x[:5].tolist(), ":", got,
           "(two's complement: [1, 1, 1, 1, 1], [-32768, 32767, 1, -1, -32767],"
           " [-16384, 16383, 0, -1, -16384])")
