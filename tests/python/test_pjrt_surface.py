@@ -183,6 +183,11 @@ def _compile_error(device, compiler_options):
         lowered.compile(compiler_options=compiler_options)
     except jax.errors.JaxRuntimeError as e:
         return str(e)
+    except ValueError as e:
+        # jax itself refuses some values before any backend sees them
+        # (0.11.2: optimization_level 1 is no CompilerEffortLevel): the
+        # same refusal on both devices.
+        return f"ValueError: {e}"
     return None
 
 
