@@ -13,7 +13,9 @@
 # add --device cuda). Logs under $OUT (default /tmp/iron-out): fuzz.log,
 # fuzz_big.log, and the failing batches' programs in fuzz_keep*/.
 # Usage (through the device tool): scripts/fuzz_programs_gpu.sh [MINUTES]
-# (default 8; JOBS harness processes in parallel, default 8).
+# (default 8; JOBS harness processes in parallel, default 8). Afterwards
+# the first BISECT (default 6) failing programs are re-run under -G and
+# kernel by kernel (a compiler fault or not; scripts/debug/gpu_finds.sh).
 set -uo pipefail
 minutes=${1:-8}
 jobs=${JOBS:-8}
@@ -64,5 +66,17 @@ for log, keep in (("fuzz.log", "fuzz_keep"), ("fuzz_big.log", "fuzz_keep_big")):
             shutil.rmtree(d, ignore_errors=True)
     print(f"{log}: {len(failing)} failing programs kept under {keep}/")
 EOF
+# Which failures are the compiler's: the first failing programs again,
+# optimized, with -G, and with each kernel alone under -G
+# (scripts/debug/gpu_finds.sh; BISECT=0 skips, BISECT=N bisects N).
+n=${BISECT:-6}
+if [ "$n" != 0 ] && [ $rc != 0 ]; then
+  finds=$( { grep -oE "^FAIL fz_[0-9]+" "$out/fuzz.log" 2>/dev/null | sed 's/FAIL fz_//' | head -"$n"
+             grep -oE "^FAIL fz_[0-9]+" "$out/fuzz_big.log" 2>/dev/null | sed 's/FAIL fz_//;s/$/:big/' | head -"$n"; } |
+           head -"$n" | paste -sd' ')
+  echo "== bisect: $finds"
+  FINDS="$finds" WRAP=0 PROBE=0 OUT=$out scripts/debug/gpu_finds.sh 2>&1 |
+    grep -E "^== fz_|NVRTC_OPT=0: |rc=0" | head -80
+fi
 echo "total $(( $(date +%s) - t0 ))s"
 exit $rc

@@ -7,7 +7,8 @@
 # code differs. Then the integer wrap-around sweep (test_int_wrap.py) on
 # CUDA with and without the 16-bit negation workaround, and the ptxas probe
 # (scripts/debug/ptxas_probe.py). Needs build-dev (scripts/gpu_session.sh
-# build). Logs under $OUT/finds.
+# build). Logs under $OUT/finds. WRAP=0 / PROBE=0 skip the sweep / probe
+# (scripts/fuzz_programs_gpu.sh calls it that way on its failing programs).
 cd "$(dirname "$0")/../.."
 out=${OUT:-/tmp/iron-out}/finds
 mkdir -p "$out"
@@ -50,8 +51,10 @@ wrap() {
     -p no:cacheprovider -p no:benchmark tests/python/test_int_wrap.py 2>&1 |
     grep -E "^E  |passed|failed" | cut -c1-160 | head -${WRAP_LINES:-12}
 }
-echo "== test_int_wrap on CUDA"; wrap env
-echo "== test_int_wrap on CUDA, IRON_CUDA_NEG_PTX=0"; WRAP_LINES=4 wrap env IRON_CUDA_NEG_PTX=0
+if [ "${WRAP:-1}" = 1 ]; then
+  echo "== test_int_wrap on CUDA"; wrap env
+  echo "== test_int_wrap on CUDA, IRON_CUDA_NEG_PTX=0"; WRAP_LINES=4 wrap env IRON_CUDA_NEG_PTX=0
+fi
 if [ "${PROBE:-1}" = 1 ]; then
   echo "== ptxas probes"
   JAX_PLATFORMS=cuda,cpu timeout 120 python3 scripts/debug/ptxas_probe.py 2>&1 | tail -32
