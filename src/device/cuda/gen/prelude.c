@@ -361,13 +361,14 @@ static const char kPreludeBody[] =
     "}\n"
     // Integer negation as `~x + 1` in inline PTX (IRON_NEG_PTX;
     // IRON_CUDA_NEG_PTX=0 leaves it to NVRTC as plain C). ptxas of CUDA
-    // 13.0 (sm_90a) miscompiles a plain negation in two ways, both measured
-    // on the GPU (scripts/debug/ptxas_probe.py; -G compiles them right):
-    // a 16-bit negation whose result is later widened comes out +32768 at
-    // -32768 (neg.s16 / sub.s16 from 0: the sign extension is lost), and a
-    // negation feeding a min/max chain is folded into the middle operand
-    // of a three-input VIMNMX3 and lost there (min(-x) over a row computed
-    // from x). XLA:GPU has the first fault too. `not` then `add` is not a
+    // 13.0 (sm_90a) miscompiles a plain negation in two ways, both wrong
+    // on the GPU only when optimized (-G compiles them right;
+    // scripts/debug/ptxas_probe.py): a 16-bit negation whose result is
+    // later widened comes out +32768 at -32768 (neg.s16 / sub.s16 from 0:
+    // the sign extension is lost), and a negation feeding an unrolled
+    // min/max chain is lost (min(-x) over a row gave min(x); by the SASS,
+    // it is folded into the middle operand of a three-input VIMNMX3).
+    // XLA:GPU has the first fault too. `not` then `add` is not a
     // negation to ptxas's folding; the narrow types go through 32 bits.
     "IRON_D uint32_t iron_neg32(uint32_t x) {\n"
     "#if IRON_NEG_PTX && !defined(IRON_CUDA_EMU)\n"
