@@ -107,32 +107,12 @@ def main():
     cu.cuMemcpyHtoD_v2(din, xs.ctypes.data_as(ctypes.c_void_p), ctypes.c_size_t(xs.nbytes))
     for opt in ("", "-G"):
         for name, body in VARIANTS.items():
-            src = SRC.replace("BODY", body).encode()
-            prog = ctypes.c_void_p()
-            nvrtc.nvrtcCreateProgram(ctypes.byref(prog), src, b"probe.cu", 0, None, None)
-            opts = [b"--gpu-architecture=sm_90a", b"-default-device", b"-std=c++17",
-                    b"-ftz=true", b"-fmad=false"] + ([opt.encode()] if opt else [])
-            arr = (ctypes.c_char_p * len(opts))(*opts)
-            if nvrtc.nvrtcCompileProgram(prog, len(opts), arr):
-                size = ctypes.c_size_t()
-                nvrtc.nvrtcGetProgramLogSize(prog, ctypes.byref(size))
-                log = ctypes.create_string_buffer(size.value)
-                nvrtc.nvrtcGetProgramLog(prog, log)
-                print(f"{name:10s} {opt or '-O3':4s} compile failed: {log.value.decode()[:300]}")
+            fn, mod, prog = build(nvrtc, cu, SRC.replace("BODY", body), opt)
+            if fn is None:
+                print(f"{name:10s} {opt or '-O3':4s} compile failed: {compile_log(nvrtc, prog)}")
                 continue
-            size = ctypes.c_size_t()
-            nvrtc.nvrtcGetCUBINSize(prog, ctypes.byref(size))
-            cubin = ctypes.create_string_buffer(size.value)
-            nvrtc.nvrtcGetCUBIN(prog, cubin)
-            mod, fn = ctypes.c_void_p(), ctypes.c_void_p()
-            assert cu.cuModuleLoadData(ctypes.byref(mod), cubin) == 0
-            assert cu.cuModuleGetFunction(ctypes.byref(fn), mod, b"probe") == 0
             a_in, a_out, a_n = ctypes.c_uint64(din.value), ctypes.c_uint64(dout.value), ctypes.c_int(n)
-            args = (ctypes.c_void_p * 3)(ctypes.cast(ctypes.byref(a_in), ctypes.c_void_p),
-                                         ctypes.cast(ctypes.byref(a_out), ctypes.c_void_p),
-                                         ctypes.cast(ctypes.byref(a_n), ctypes.c_void_p))
-            assert cu.cuLaunchKernel(fn, 1, 1, 1, 64, 1, 1, 0, None, args, None) == 0
-            assert cu.cuCtxSynchronize() == 0
+            launch(cu, fn, (a_in, a_out, a_n), 1, 64)
             got = np.zeros((n, 5), np.int32)
             cu.cuMemcpyDtoH_v2(got.ctypes.data_as(ctypes.c_void_p), dout, ctypes.c_size_t(got.nbytes))
             bad = np.flatnonzero((got != want).any(1))
@@ -186,7 +166,7 @@ def minneg(nvrtc, cu):
                 "COMBINE", comb)
             fn, mod, prog = build(nvrtc, cu, src, opt)
             if fn is None:
-                print(f"{name:14s} {opt or '-O3':4s} compile failed")
+                print(f"{name:14s} {opt or '-O3':4s} compile failed: {compile_log(nvrtc, prog)}")
                 continue
             a_in, a_out, a_n = ctypes.c_uint64(din.value), ctypes.c_uint64(dout.value), ctypes.c_int(n)
             launch(cu, fn, (a_in, a_out, a_n), 1, 256)
@@ -201,7 +181,18 @@ def minneg(nvrtc, cu):
             nvrtc.nvrtcDestroyProgram(ctypes.byref(prog))
 
 
+def compile_log(nvrtc, prog):
+    size = ctypes.c_size_t()
+    nvrtc.nvrtcGetProgramLogSize(prog, ctypes.byref(size))
+    log = ctypes.create_string_buffer(size.value)
+    nvrtc.nvrtcGetProgramLog(prog, log)
+    return log.value.decode()[:300]
+
+
 def build(nvrtc, cu, src, opt):
+    """(function, module, program) of `probe` in src, compiled as iron does
+    (sm_90a, -ftz, no FMA contraction) plus opt; function None when NVRTC
+    refuses it."""
     prog = ctypes.c_void_p()
     nvrtc.nvrtcCreateProgram(ctypes.byref(prog), src.encode(), b"probe.cu", 0, None, None)
     opts = [b"--gpu-architecture=sm_90a", b"-default-device", b"-std=c++17",
