@@ -60,35 +60,47 @@ def _tdiv(a, b):  # C's truncating division, on Python ints
     return q if (a < 0) == (b < 0) else -q
 
 
-# Consumers of the wrapped p (and of x): (jax, model on ints -> value in
-# the result type, before wrapping), result type (None: p's own).
+def _shr1(p, dtype):
+    # Arithmetic shift right by one on the bit pattern: unsigned types
+    # shift their top bit in too (as XLA does).
+    return _wrap(p, np.dtype(f"int{np.iinfo(dtype).bits}")) >> 1
+
+
+def _clz(p, dtype):
+    bits = np.iinfo(dtype).bits
+    return bits - (p % (1 << bits)).bit_length()
+
+
+# Consumers of the wrapped p (and of x): (jax, model on ints (p, w, dtype)
+# -> value in the result type, before wrapping), result type (None: p's
+# own).
 _CONSUMERS = {
     "div": (lambda p, x: lax.div(p, _nonzero(lax.min(p, x))),
-            lambda p, w: _tdiv(p, min(p, w) or 3), None),
+            lambda p, w, dt: _tdiv(p, min(p, w) or 3), None),
     "rem": (lambda p, x: lax.rem(p, _nonzero(lax.max(p, x))),
-            lambda p, w: p - (max(p, w) or 3) * _tdiv(p, max(p, w) or 3),
+            lambda p, w, dt: p - (max(p, w) or 3) * _tdiv(p, max(p, w) or 3),
             None),
-    "min": (lax.min, min, None),
-    "max": (lax.max, max, None),
+    "min": (lax.min, lambda p, w, dt: min(p, w), None),
+    "max": (lax.max, lambda p, w, dt: max(p, w), None),
     "lt": (lambda p, x: lax.lt(p, x).astype(p.dtype),
-           lambda p, w: int(p < w), None),
+           lambda p, w, dt: int(p < w), None),
     "eq_self": (lambda p, x: lax.eq(p, lax.neg(lax.neg(p))).astype(p.dtype),
-                lambda p, w: 1, None),
+                lambda p, w, dt: 1, None),
     "shr1": (lambda p, x: lax.shift_right_arithmetic(p, lax.full_like(p, 1)),
-             None, None),
+             lambda p, w, dt: _shr1(p, dt), None),
     "to_i32": (lambda p, x: lax.convert_element_type(p, jnp.int32),
-               lambda p, w: p, np.int32),
+               lambda p, w, dt: p, np.int32),
     "to_f32": (lambda p, x: lax.convert_element_type(p, jnp.float32),
-               lambda p, w: p, np.float32),
+               lambda p, w, dt: p, np.float32),
     "to_u32": (lambda p, x: lax.convert_element_type(p, jnp.uint32),
-               lambda p, w: p, np.uint32),
+               lambda p, w, dt: p, np.uint32),
     "to_i8": (lambda p, x: lax.convert_element_type(p, jnp.int8),
-              lambda p, w: p, np.int8),
+              lambda p, w, dt: p, np.int8),
     "gt": (lambda p, x: lax.gt(p, lax.full_like(p, 0)).astype(p.dtype),
-           lambda p, w: int(p > 0), None),
-    "clz": (lambda p, x: lax.clz(p), "clz", None),
+           lambda p, w, dt: int(p > 0), None),
+    "clz": (lambda p, x: lax.clz(p), lambda p, w, dt: _clz(p, dt), None),
     "select": (lambda p, x: lax.select(lax.lt(p, lax.full_like(p, 0)), x, p),
-               lambda p, w: w if p < 0 else p, None),
+               lambda p, w, dt: w if p < 0 else p, None),
 }
 
 
@@ -108,18 +120,8 @@ def _inputs(dtype, n):
 def _model(dtype, x, prod, cons, out_type):
     ws = [int(v) for v in x]
     ps = [_wrap(prod(w), dtype) for w in ws]
-    if cons is None:
-        # Arithmetic shift right by one, on the bit pattern: unsigned
-        # types shift their top bit in too (as XLA does).
-        signed = np.dtype(f"int{np.iinfo(dtype).bits}")
-        vals = [_wrap(_wrap(p, signed) >> 1, dtype) for p in ps]
-        return (np.array(vals, dtype=dtype), np.array(ps, dtype=dtype))
     rt = out_type or dtype
-    if cons == "clz":
-        bits = np.iinfo(dtype).bits
-        vals = [bits - (p % (1 << bits)).bit_length() for p in ps]
-        return np.array(vals, dtype=dtype), np.array(ps, dtype=dtype)
-    vals = [cons(p, w) for p, w in zip(ps, ws)]
+    vals = [cons(p, w, dtype) for p, w in zip(ps, ws)]
     if np.issubdtype(rt, np.integer):
         vals = [_wrap(v, rt) for v in vals]
     return np.array(vals, dtype=rt), np.array(ps, dtype=dtype)
