@@ -104,6 +104,10 @@ stage() {
       local w=tests; [ "$s" = tfusebench ] && w=bench
       OUT=$logs scripts/transpose_fusion_gpu.sh $w >"$logs/$s.log" 2>&1
       tail -40 "$logs/$s.log" ;;
+    convbench) IRON_PLUGIN_PATH=$root/build-dev/libiron_pjrt.so PYTHONPATH=$root/python \
+        timeout ${CONV_TIMEOUT:-450} python3 bench/conv_bench.py --rounds ${CONV_ROUNDS:-1} \
+        --frameworks ${CONV_FRAMEWORKS:-iron,iron-find,xla} ${CONV_ARGS:-} --json "$OUT/conv.json" \
+        >"$logs/convbench.log" 2>&1; tail -60 "$logs/convbench.log" ;;
     sort) OUT=$logs scripts/cuda_sort_check.sh tests >"$logs/sort.log" 2>&1; tail -15 "$logs/sort.log" ;;
     sortbench) OUT=$logs scripts/cuda_sort_check.sh bench >"$logs/sortbench.log" 2>&1; tail -15 "$logs/sortbench.log" ;;
     misc) OUT=$logs scripts/cuda_misc_check.sh 200 >"$logs/misc.log" 2>&1; tail -25 "$logs/misc.log" ;;
