@@ -20,6 +20,7 @@
 #include "compiler/fuse.h"
 #include "compiler/fuse_rows.h"
 #include "compiler/inline.h"
+#include "compiler/scan_in_place.h"
 #include "compiler/vector_dot.h"
 #include "compiler/tuple_forward.h"
 #include "device/cuda/cuda_compile.h"
@@ -177,7 +178,8 @@ int main(int argc, char **argv) {
     int n = 0;
     if (!st) st = iron_compiler_inline_for_compile(m, true);
     // The passes of executable.c, with the CUDA device's predicates.
-    int nrows = 0, ndots = 0;
+    int nrows = 0, ndots = 0, nscans = 0;
+    if (!st) st = iron_compiler_scan_in_place(m, &nscans);
     if (!st) st = iron_compiler_vector_dots(m, iron_cuda_vector_dot, &ndots);
     if (!st)
       st = iron_compiler_fuse_rows(m, iron_cuda_fusable, iron_cuda_row_fusable,
@@ -191,6 +193,8 @@ int main(int argc, char **argv) {
       iron_ir_module_destroy(m);
       return 1;
     }
+    if (nscans)
+      fprintf(stderr, "iron-dump: %d scanned slabs updated in place\n", nscans);
     if (ndots) fprintf(stderr, "iron-dump: %d dots as reductions\n", ndots);
     fprintf(stderr, "iron-dump: %d fusions (%d row fusions)\n", n + nrows,
             nrows);

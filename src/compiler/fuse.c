@@ -457,7 +457,8 @@ static const iron_ir_op_t *single_user(const iron_ir_block_t *blk,
 // to [1, heads, dim]; a mask broadcasts an iota to [1, n]): the group
 // takes the reshape's shape, so that the reshape and its consumers join
 // the load (the device computes the load's coordinates from the element's
-// linear index: a reshape keeps the order). Returns the group, or -1.
+// linear index: a reshape keeps the order). A chain of such reshapes joins
+// one by one. Returns the group, or -1.
 static int32_t reshape_of_load_group(const iron_ir_block_t *blk, use_ctx_t *u,
                                      const iron_ir_op_t *op) {
   if ((op->kind != IRON_OP_RESHAPE && !iron_ir_broadcast_is_reshape(op)) ||
@@ -466,8 +467,20 @@ static int32_t reshape_of_load_group(const iron_ir_block_t *blk, use_ctx_t *u,
     return -1;
   const iron_ir_value_t *v = op->operands[0];
   int32_t h = group_of(u, v);
-  if (h < 0 || u->groups[h].closed || u->groups[h].size != 1 ||
-      !v->def_op || v->def_op != blk->ops[u->groups[h].last])
+  if (h < 0 || u->groups[h].closed || !v->def_op ||
+      v->def_op != blk->ops[u->groups[h].last])
+    return -1;
+  // The group may be the load and reshapes of it that joined this way
+  // (a slab's [1, t, d] -> [t, d] -> [t, heads, dh]).
+  uint32_t chain = 1;
+  while (chain < 8 && v->def_op &&
+         (v->def_op->kind == IRON_OP_RESHAPE ||
+          iron_ir_broadcast_is_reshape(v->def_op))) {
+    if (!single_user(blk, v)) return -1;
+    v = v->def_op->operands[0];
+    chain++;
+  }
+  if (u->groups[h].size != chain || group_of(u, v) != h || !v->def_op)
     return -1;
   iron_op_kind_t k = v->def_op->kind;
   if (k != IRON_OP_SLICE && k != IRON_OP_TRANSPOSE &&

@@ -12,6 +12,7 @@
 #include "compiler/fuse_rows.h"
 #include "compiler/inline.h"
 #include "compiler/plan.h"
+#include "compiler/scan_in_place.h"
 #include "compiler/vector_dot.h"
 #include "compiler/tuple_forward.h"
 #include "runtime/exec_graph.h"
@@ -225,6 +226,9 @@ static iron_status_t compile_module(iron_runtime_t *rt,
   // Private functions are inlined where they are called so that fusion
   // sees across them (inline.h: IRON_INLINE_CALLS).
   if (!st) st = iron_compiler_inline_for_compile(module, fusing);
+  // Scans over stacked state write its rows in place instead of copying
+  // each slab out and back (scan_in_place.h).
+  if (!st) st = iron_compiler_scan_in_place(module, NULL);
   // Dots with a vector side become reductions that fusion can feed.
   if (!st && fusing && exe->dev->vtable->vector_dot)
     st = iron_compiler_vector_dots(module, exe->dev->vtable->vector_dot, NULL);
