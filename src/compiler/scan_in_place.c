@@ -258,6 +258,88 @@ static iron_status_t rewrite_pair(pass_t *ps, iron_ir_op_t *w,
   return IRON_OK;
 }
 
+static void remove_op(iron_ir_op_t *op) {
+  iron_ir_block_t *blk = op->parent;
+  uint32_t m = 0;
+  for (uint32_t k = 0; k < blk->num_ops; ++k)
+    if (blk->ops[k] != op) blk->ops[m++] = blk->ops[k];
+  blk->num_ops = m;
+}
+
+// Drops the carried values of while `w` that nothing reads (the body
+// passes them through, the condition ignores them, nobody reads the
+// loop's result): the ys of rewritten pairs. Their initial values' ops go
+// too when nothing else reads them (the zeros jax stacks ys into: a
+// memset of the whole stacked array per call).
+static iron_status_t drop_dead_carries(pass_t *ps, iron_ir_op_t *w) {
+  iron_ir_block_t *cond = &w->regions[0].blocks[0];
+  iron_ir_block_t *b = &w->regions[1].blocks[0];
+  iron_ir_op_t *ret = b->ops[b->num_ops - 1];
+  uint32_t n = w->num_results, keep = 0;
+  if (cond->num_args != n || ret->num_operands != n) return IRON_OK;
+  bool *dead = calloc(n + 1, sizeof(bool));
+  if (!dead) return oom();
+  for (uint32_t j = 0; j < n; ++j) {
+    dead[j] = b->args[j].type->kind == IRON_TYPE_TENSOR &&
+              ret->operands[j] == &b->args[j] &&
+              count_uses(b, &b->args[j]) == 1 &&
+              count_uses(cond, &cond->args[j]) == 0 &&
+              func_uses(ps->f, &w->results[j]) == 0;
+    keep += !dead[j];
+  }
+  if (keep == n) {
+    free(dead);
+    return IRON_OK;
+  }
+  iron_arena_t *a = &ps->m->arena;
+  iron_ir_value_t **ops = iron_arena_alloc_array(a, keep + 1, sizeof(*ops));
+  iron_ir_value_t **rops = iron_arena_alloc_array(a, keep + 1, sizeof(*rops));
+  iron_ir_value_t *res = iron_arena_alloc_array(a, keep + 1, sizeof(*res));
+  iron_ir_value_t *cargs = iron_arena_alloc_array(a, keep + 1, sizeof(*cargs));
+  iron_ir_value_t *bargs = iron_arena_alloc_array(a, keep + 1, sizeof(*bargs));
+  if (!ops || !rops || !res || !cargs || !bargs) {
+    free(dead);
+    return oom();
+  }
+  uint32_t m = 0;
+  for (uint32_t j = 0; j < n; ++j) {
+    if (dead[j]) continue;
+    ops[m] = w->operands[j];
+    res[m] = w->results[j];
+    cargs[m] = cond->args[j];
+    bargs[m] = b->args[j];
+    res[m].index = cargs[m].index = bargs[m].index = m;
+    for (uint32_t q = 0; q < ps->f->body.num_blocks; ++q)
+      replace_uses(&ps->f->body.blocks[q], &w->results[j], &res[m]);
+    replace_uses(cond, &cond->args[j], &cargs[m]);
+    replace_uses(b, &b->args[j], &bargs[m]);
+    m++;
+  }
+  m = 0;
+  for (uint32_t j = 0; j < n; ++j)
+    if (!dead[j]) rops[m++] = ret->operands[j];
+  iron_ir_value_t **old_inits = w->operands;
+  w->operands = ops;
+  w->num_operands = keep;
+  w->results = res;
+  w->num_results = keep;
+  cond->args = cargs;
+  cond->num_args = keep;
+  b->args = bargs;
+  b->num_args = keep;
+  ret->operands = rops;
+  ret->num_operands = keep;
+  for (uint32_t j = 0; j < n; ++j) {
+    iron_ir_op_t *d = dead[j] ? old_inits[j]->def_op : NULL;
+    if (d && d->num_regions == 0 && d->num_results == 1 &&
+        (d->kind == IRON_OP_BROADCAST_IN_DIM || d->kind == IRON_OP_CONSTANT) &&
+        func_uses(ps->f, &d->results[0]) == 0)
+      remove_op(d);
+  }
+  free(dead);
+  return IRON_OK;
+}
+
 static iron_status_t walk_block(pass_t *ps, iron_ir_block_t *blk) {
   for (uint32_t k = 0; k < blk->num_ops; ++k) {
     iron_ir_op_t *op = blk->ops[k];
@@ -274,11 +356,18 @@ static iron_status_t walk_block(pass_t *ps, iron_ir_block_t *blk) {
     iron_ir_block_t *b = &op->regions[1].blocks[0];
     if (b->num_args != op->num_results || b->num_args != op->num_operands)
       continue;
+    int before = ps->count;
     for (uint32_t y = 0; y < b->num_args; ++y) {
       pair_t p;
       if (y != c.counter &&
           match_pair(ps->f, op, b, y, &b->args[c.counter], c.limit, &p))
         IRON_RETURN_IF_ERROR_PLAIN(rewrite_pair(ps, op, b, &p));
+    }
+    if (ps->count > before) {
+      IRON_RETURN_IF_ERROR_PLAIN(drop_dead_carries(ps, op));
+      // The loop's operands' ops may have been removed before index k.
+      for (k = 0; k < blk->num_ops && blk->ops[k] != op; ++k) {
+      }
     }
   }
   return IRON_OK;

@@ -22,8 +22,8 @@
 // readers take its xs result instead. The row write then happens in the
 // stacked array itself (in place when the loop holds the only reference,
 // e.g. a donated cache: executor.c), and k2's readers (attention's dots)
-// read the slab of xs' where it is (vector_dot.h, fusion). ys stays a
-// carry that the body passes through.
+// read the slab of xs' where it is (vector_dot.h, fusion). ys, now a
+// carry that nobody reads, leaves the loop with its initial zeros.
 #ifndef IRON_COMPILER_SCAN_IN_PLACE_H_
 #define IRON_COMPILER_SCAN_IN_PLACE_H_
 
