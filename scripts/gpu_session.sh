@@ -17,8 +17,9 @@
 #   gpubench     bench/gpu_bench.py --rounds 1 --steps 16
 #   cpusuite     jax's 20 core files on XLA:CPU alone ($OUT/cpusuite.txt):
 #                which failures of the carried .jaxtests are not iron's
-#   decodeab     bench/kernels.py --only decode with IRON_CUDA_VECTOR_DOTS=0,
-#                then sliced (the default); $DECODE_ARGS e.g. "--trace 1"
+#   decodeab     bench/kernels.py --only decode under each VAR=value of
+#                $DECODE_AB (default: IRON_CUDA_VECTOR_DOTS=0, then sliced);
+#                $DECODE_ARGS e.g. "--trace 1"
 #   convbench    bench/conv_bench.py (--frameworks $CONV_FRAMEWORKS, default
 #                iron,iron-find,xla: cuDNN heuristics vs measured; $CONV_ARGS)
 #   sort         scripts/cuda_sort_check.sh tests; sortbench: its bench
@@ -88,12 +89,13 @@ stage() {
         python3 -m pytest -q -p no:cacheprovider -p no:benchmark -n ${CPUSUITE_JOBS:-6} -rf --tb=no \
         $(for f in $files; do echo tests/$f; done)) >"$OUT/cpusuite.txt" 2>&1
       grep -E "^FAILED|passed|failed" "$OUT/cpusuite.txt" | tail -60 ;;
-    decodeab)  # the decode step with vector dots off, then as by default
-      for v in 0 sliced; do
-        IRON_CUDA_VECTOR_DOTS=$v IRON_PLUGIN_PATH=$root/build-dev/libiron_pjrt.so PYTHONPATH=$root/python \
-          timeout 250 python3 bench/kernels.py --only decode --rounds 1 ${DECODE_ARGS:-} \
-          --json "$OUT/decode_$v.json" --md "$OUT/decode_$v.md" >"$logs/decode_$v.log" 2>&1
-        echo "== IRON_CUDA_VECTOR_DOTS=$v"; tail -25 "$logs/decode_$v.log"
+    decodeab)  # the decode step under each setting of $DECODE_AB
+      for v in ${DECODE_AB:-IRON_CUDA_VECTOR_DOTS=0 IRON_CUDA_VECTOR_DOTS=sliced}; do
+        local tag=${v//=/_}
+        env "$v" IRON_PLUGIN_PATH=$root/build-dev/libiron_pjrt.so PYTHONPATH=$root/python \
+          timeout ${DECODE_TIMEOUT:-250} python3 bench/kernels.py --only decode --rounds 1 ${DECODE_ARGS:-} \
+          --json "$OUT/decode_$tag.json" --md "$OUT/decode_$tag.md" >"$logs/decode_$tag.log" 2>&1
+        echo "== $v"; tail -25 "$logs/decode_$tag.log"
       done ;;
     gpubench)
       IRON_PLUGIN_PATH=$root/build-dev/libiron_pjrt.so PYTHONPATH=$root/python \
