@@ -800,19 +800,20 @@ static iron_status_t run_step(const iron_exec_ctx_t *ctx, frame_t *fr,
         else
           slot_copy(&fr->slots[s->outputs[i]], &fr->slots[s->inputs[i]]);
       }
-      // Counted loops: the trip count up front, the condition never run.
+      // Counted loops: the trip count up front, the condition never run
+      // (read from the carries: an input may have been moved).
       int64_t trips = -1;
       if (s->counted) {
         int64_t init = s->counted_init;
         if (!s->counted_init_known) {
-          st = read_index(ctx, fr, &fr->slots[s->inputs[s->counted_index]],
+          st = read_index(ctx, fr, &fr->slots[s->outputs[s->counted_index]],
                           &init);
           if (st) return step_error(st, s);
         }
         int64_t limit = s->counted_limit;
         if (s->counted_limit_index >= 0) {
           st = read_index(ctx, fr,
-                          &fr->slots[s->inputs[s->counted_limit_index]],
+                          &fr->slots[s->outputs[s->counted_limit_index]],
                           &limit);
           if (st) return step_error(st, s);
         }
