@@ -233,3 +233,26 @@ def test_pass_fires_on_the_decode_step(iron_device, monkeypatch):
     main = r.stdout.split("func.func private")[0]
     loop = main[main.index("stablehlo.while"):]
     assert not re.search(rf"\}}\) : \([^\n]*\) -> tensor<{T}x{D}xf32>", loop), loop
+
+
+@pytest.mark.parametrize("num", [0, 1, 2, 5])
+def test_loop_carries_moved_in(num, iron_device):
+    """A while takes its carries by move when its inputs die there
+    (executor.c): a fori_loop with traced bounds reads its counter and
+    limit from the carries, and a carry array updated in place from
+    iteration 0 leaves the caller's array alone."""
+    def count(lo, num, x):
+        def body(i, c):
+            tot, x = c
+            return tot + i, x.at[i % x.shape[0]].add(1.0)
+        return lax.fori_loop(lo, num, body, (0, x * 1.0))
+    x = np.arange(4, dtype=np.float32)
+    put = lambda v: jax.device_put(v, iron_device)  # noqa
+    tot, y = jax.jit(count)(put(np.int32(0)), put(np.int32(num)), put(x))
+    want = x.copy()
+    for i in range(num):
+        want[i % 4] += 1
+    assert int(tot) == sum(range(num))
+    np.testing.assert_array_equal(np.asarray(y), want)
+    tot, _ = jax.jit(count)(put(np.int32(1)), put(np.int32(num)), put(x))
+    assert int(tot) == sum(range(1, num))
