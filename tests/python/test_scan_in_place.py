@@ -82,8 +82,20 @@ def _values(rng, shape, dtype):
     return rng.standard_normal(shape).astype(dtype)
 
 
+@pytest.fixture(params=["default", "all"])
+def inlining(request, monkeypatch):
+    """The pass sees a scan's body only once its calls are inlined, which
+    devices that fuse do (CUDA); IRON_INLINE_CALLS=all makes the host
+    device inline too, so that the rewritten loop runs on the host."""
+    if request.param == "all":
+        monkeypatch.setenv("IRON_INLINE_CALLS", "all")
+    jax.clear_caches()
+    yield request.param
+    jax.clear_caches()
+
+
 @pytest.mark.parametrize("dtype", _DTYPES, ids=lambda d: np.dtype(d).name)
-def test_scan_slab_update_sweep(dtype, iron_device, cpu_device):
+def test_scan_slab_update_sweep(dtype, inlining, iron_device, cpu_device):
     rng = np.random.default_rng(7 + np.dtype(dtype).num)
     variants = ["stack", "read", "read_old", "two", "reverse"]
     for case in range(20):
@@ -111,7 +123,7 @@ def test_scan_slab_update_sweep(dtype, iron_device, cpu_device):
             np.testing.assert_array_equal(np.asarray(args[0]), cache, err_msg=msg)
 
 
-def test_input_cache_read_after_the_scan(iron_device):
+def test_input_cache_read_after_the_scan(inlining, iron_device):
     """The loop's initial cache is still read after the loop: the in-place
     writes must go to a copy."""
     L, T, D = 3, 5, 4
@@ -161,7 +173,7 @@ def _decode_args(L, T, D, seed=0):
     return w, cache, x
 
 
-def test_decode_step_matches_cpu(iron_device, cpu_device):
+def test_decode_step_matches_cpu(inlining, iron_device, cpu_device):
     L, T, D, H = 3, 16, 32, 4
     w, cache, x = _decode_args(L, T, D)
     step = jax.jit(_decode_step(T, D, H), donate_argnums=(1,))
@@ -182,7 +194,7 @@ def test_decode_step_matches_cpu(iron_device, cpu_device):
                                rtol=1e-4, atol=1e-4)
 
 
-def test_switch_off_gives_same_bits(iron_device, monkeypatch):
+def test_switch_off_gives_same_bits(inlining, iron_device, monkeypatch):
     L, T, D, H = 2, 8, 16, 2
     w, cache, x = _decode_args(L, T, D, seed=3)
     put = lambda t: jax.tree.map(lambda a: jax.device_put(a, iron_device), t)  # noqa
@@ -236,7 +248,7 @@ def test_pass_fires_on_the_decode_step(iron_device, monkeypatch):
 
 
 @pytest.mark.parametrize("num", [0, 1, 2, 5])
-def test_loop_carries_moved_in(num, iron_device):
+def test_loop_carries_moved_in(num, inlining, iron_device):
     """A while takes its carries by move when its inputs die there
     (executor.c): a fori_loop with traced bounds reads its counter and
     limit from the carries, and a carry array updated in place from
