@@ -237,11 +237,21 @@ static iron_status_t build(builder_t *b, const iron_ir_op_t *op,
   for (int32_t i = 0; i < V->rank; ++i)
     if (!d->role[vi][i]) perm[np++] = i;
   iron_ir_value_t *v = convert(b, op->operands[vi], acc);
-  v = transpose(b, v, perm);
-  v = reshape(b, v, (int32_t)nk, kd);
   const iron_ir_type_t *mt = tensor(b, acc, M->rank, M->dims);
-  v = v ? op1(b, IRON_OP_BROADCAST_IN_DIM, 1, &v, mt) : NULL;
-  v = with_i64s(b, v, "broadcast_dimensions", nk, mdim);
+  if ((int32_t)nk == V->rank) {
+    // Every vector dim kept (no unit free dims): one broadcast maps them
+    // onto the matrix's dims in any order, where a transpose would be a
+    // kernel of its own (p . V of attention: p[h, t] onto [t, h, d]).
+    int64_t bd[IRON_MAX_RANK];
+    for (uint32_t i = 0; i < nk; ++i) bd[vdim[i]] = mdim[i];
+    v = v ? op1(b, IRON_OP_BROADCAST_IN_DIM, 1, &v, mt) : NULL;
+    v = with_i64s(b, v, "broadcast_dimensions", nk, bd);
+  } else {
+    v = transpose(b, v, perm);
+    v = reshape(b, v, (int32_t)nk, kd);
+    v = v ? op1(b, IRON_OP_BROADCAST_IN_DIM, 1, &v, mt) : NULL;
+    v = with_i64s(b, v, "broadcast_dimensions", nk, mdim);
+  }
   iron_ir_value_t *m = convert(b, op->operands[mi], acc);
   iron_ir_value_t *pair[2] = {mi == 0 ? m : v, mi == 0 ? v : m};
   iron_ir_value_t *p = v && m ? op1(b, IRON_OP_MULTIPLY, 2, pair, mt) : NULL;
