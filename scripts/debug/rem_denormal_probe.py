@@ -40,3 +40,6 @@ for i in range(len(x)):
         diff += 1
         print(f"rem({x[i]!r}, {y[i]!r}):", "  ".join(f"{n}={v!r}" for n, v in zip(names, vals)))
 print(f"{diff} of {len(x)} pairs differ among {names}")
+for n in names[2:]:
+    bad = int(np.sum(out[n].view(np.uint32) != out["xla_cpu"].view(np.uint32)))
+    print(f"{n} against xla_cpu: {bad} of {len(x)} pairs differ")

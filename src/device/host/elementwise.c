@@ -109,8 +109,13 @@
 #define E_mul(t, FS, CT) (x * y)
 #define E_div(t, FS, CT) (x / y)
 #define E_neg(t, FS, CT) (-x)
-// XLA:CPU's remainder keeps denormals (rem(d, 1) = d).
-#define E_frem(t, FS, CT) fmod##FS(x, y)
+// XLA:CPU's remainder keeps a denormal dividend (rem(d, 1) = d) and reads
+// a denormal divisor as zero (NaN), on the dev machine's glibc 2.36 and on
+// the GPU machine's newer one alike (measured with
+// scripts/debug/rem_denormal_probe.py). The divisor is flushed here rather
+// than by the C library: a newer fmod computes in integers and ignores the
+// DAZ flag, which gave the exact remainder on the GPU machine's host.
+#define E_frem(t, FS, CT) fmod##FS(x, ew_daz##FS(y))
 #define E_fpow(t, FS, CT) pow##FS(ew_daz##FS(x), ew_daz##FS(y))
 #define E_atan2(t, FS, CT) atan2##FS(ew_daz##FS(x), ew_daz##FS(y))
 // XLA:CPU's max/min/clamp see denormal operands as zero (max(d, d) = 0).
