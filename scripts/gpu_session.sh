@@ -17,8 +17,8 @@
 #   gpubench     bench/gpu_bench.py --rounds 1 --steps 16
 #   cpusuite     jax's 20 core files on XLA:CPU alone ($OUT/cpusuite.txt):
 #                which failures of the carried .jaxtests are not iron's
-#   decodeab     bench/kernels.py --only decode under each VAR=value of
-#                $DECODE_AB (default: IRON_CUDA_VECTOR_DOTS=0, then sliced);
+#   decodeab     bench/kernels.py --only decode under each VAR=value[,VAR=value]
+#                of $DECODE_AB (default: IRON_CUDA_VECTOR_DOTS=0, then sliced);
 #                $DECODE_ARGS e.g. "--trace 1"
 #   convbench    bench/conv_bench.py (--frameworks $CONV_FRAMEWORKS, default
 #                iron,iron-find,xla: cuDNN heuristics vs measured; $CONV_ARGS)
@@ -91,8 +91,8 @@ stage() {
       grep -E "^FAILED|passed|failed" "$OUT/cpusuite.txt" | tail -60 ;;
     decodeab)  # the decode step under each setting of $DECODE_AB
       for v in ${DECODE_AB:-IRON_CUDA_VECTOR_DOTS=0 IRON_CUDA_VECTOR_DOTS=sliced}; do
-        local tag=${v//=/_}
-        env "$v" IRON_PLUGIN_PATH=$root/build-dev/libiron_pjrt.so PYTHONPATH=$root/python \
+        local tag=${v//=/_}; tag=${tag//,/+}
+        env ${v//,/ } IRON_PLUGIN_PATH=$root/build-dev/libiron_pjrt.so PYTHONPATH=$root/python \
           timeout ${DECODE_TIMEOUT:-250} python3 bench/kernels.py --only decode --rounds 1 ${DECODE_ARGS:-} \
           --json "$OUT/decode_$tag.json" --md "$OUT/decode_$tag.md" >"$logs/decode_$tag.log" 2>&1
         echo "== $v"; tail -25 "$logs/decode_$tag.log"
