@@ -4,11 +4,13 @@
 set -u
 export OUT GPU_SESSION_NOPACK=1
 mkdir -p $OUT/dump $OUT/logs
+timeout 120 scripts/gpu_session.sh build 2>&1 | tail -3
+mkdir -p $OUT/logs
 IRON_DUMP_DIR=$OUT/dump IRON_SCAN_IN_PLACE=1 IRON_PLUGIN_PATH=build-dev/libiron_pjrt.so PYTHONPATH=python \
   timeout 60 python3 bench/kernels.py --only decode_f32 --rounds 1 --frameworks iron > $OUT/logs/dump.log 2>&1
 ls -la $OUT/dump | head
 for f in $OUT/dump/*.mlirbc; do build-dev/iron-dump --fuse-cuda "$f" > "$f.txt" 2>&1; done
 DECODE_TIMEOUT=100 DECODE_ARGS="--frameworks iron,xla" \
   DECODE_AB="IRON_SCAN_IN_PLACE=1,IRON_CUDA_VECTOR_DOTS=0 IRON_SCAN_IN_PLACE=0,IRON_CUDA_VECTOR_DOTS=0" \
-  timeout 250 scripts/gpu_session.sh build decodeab 2>&1 | grep -E "^==|decode_|ERROR" | head -40
+  timeout 250 scripts/gpu_session.sh decodeab 2>&1 | grep -E "^==|decode_|ERROR" | head -40
 tar czf $OUT/logs.tgz -C $OUT logs; rm -rf $OUT/logs
