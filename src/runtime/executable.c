@@ -182,17 +182,37 @@ static iron_status_t compile_module(iron_runtime_t *rt,
                                     iron_ir_module_t *module,
                                     const void *bytes, size_t size,
                                     const iron_compile_options_t *options,
+                                    bool scan_in_place, int *out_scans,
                                     iron_executable_t **out_executable);
 
 // Compiles run under a compile-memory budget (base/compile_memory.h:
 // IRON_COMPILE_MEMORY_LIMIT).
+//
+// The scan-in-place rewrite is an optimization of a program the device
+// runs as written: when a module it rewrote then fails to compile (a
+// device refusing the rewritten loop's kernels), the module is read again
+// and compiled as written. IRON_SCAN_IN_PLACE=1 (set explicitly) returns
+// the rewritten module's error instead, to debug it.
 iron_status_t iron_executable_compile_module(
     iron_runtime_t *rt, iron_ir_module_t *module, const void *bytes,
     size_t size, const iron_compile_options_t *options,
     iron_executable_t **out_executable) {
   iron_compile_memory_begin();
-  iron_status_t st =
-      compile_module(rt, module, bytes, size, options, out_executable);
+  int scans = 0;
+  iron_status_t st = compile_module(rt, module, bytes, size, options, true,
+                                    &scans, out_executable);
+  const char *e = getenv("IRON_SCAN_IN_PLACE");
+  bool forced = e && strcmp(e, "1") == 0;
+  if (st && scans > 0 && bytes && !forced) {
+    iron_ir_module_t *again = NULL;
+    iron_status_t rd = iron_stablehlo_read(bytes, size, &again);
+    if (!rd) {
+      iron_status_free(st);
+      st = compile_module(rt, again, bytes, size, options, false, NULL,
+                          out_executable);
+    }
+    iron_status_free(rd);
+  }
   iron_compile_memory_end();
   return st;
 }
@@ -201,6 +221,7 @@ static iron_status_t compile_module(iron_runtime_t *rt,
                                     iron_ir_module_t *module,
                                     const void *bytes, size_t size,
                                     const iron_compile_options_t *options,
+                                    bool scan_in_place, int *out_scans,
                                     iron_executable_t **out_executable) {
   iron_executable_t *exe = calloc(1, sizeof(*exe));
   if (!exe) {
@@ -228,7 +249,7 @@ static iron_status_t compile_module(iron_runtime_t *rt,
   if (!st) st = iron_compiler_inline_for_compile(module, fusing);
   // Scans over stacked state write its rows in place instead of copying
   // each slab out and back (scan_in_place.h).
-  if (!st) st = iron_compiler_scan_in_place(module, NULL);
+  if (!st && scan_in_place) st = iron_compiler_scan_in_place(module, out_scans);
   // Dots with a vector side become reductions that fusion can feed.
   if (!st && fusing && exe->dev->vtable->vector_dot)
     st = iron_compiler_vector_dots(module, exe->dev->vtable->vector_dot, NULL);
