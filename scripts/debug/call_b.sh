@@ -13,4 +13,8 @@ for f in $OUT/logs/dump/*.mlirbc; do build-dev/iron-dump --fuse-cuda "$f" > "$f.
 DECODE_TIMEOUT=100 DECODE_ARGS="--frameworks iron,xla" \
   DECODE_AB="IRON_SCAN_IN_PLACE=1,IRON_CUDA_VECTOR_DOTS=0 IRON_SCAN_IN_PLACE=0,IRON_CUDA_VECTOR_DOTS=0" \
   timeout 250 scripts/gpu_session.sh decodeab 2>&1 | grep -E "^==|decode_|ERROR" | head -40
+IRON_PLUGIN_PATH=build-dev/libiron_pjrt.so PYTHONPATH=python IRON_DEVICE=cuda IRON_CUDA_TF32=0 \
+  JAX_PLATFORMS=iron,cpu IRON_TEST_REQUIRE_CUDA=1 timeout 100 python3 -m pytest -q -p no:cacheprovider \
+  -p no:benchmark tests/python/test_scan_in_place.py tests/python/test_denormals.py -rf --tb=short \
+  > $OUT/logs/scan_tests.log 2>&1; grep -E "^FAILED|passed|failed" $OUT/logs/scan_tests.log | tail -20
 tar czf $OUT/logs.tgz -C $OUT logs; rm -rf $OUT/logs
