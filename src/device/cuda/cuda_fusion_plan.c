@@ -128,12 +128,41 @@ static bool is_reshaped_iota(const iron_cuda_fusion_t *f,
   return false;
 }
 
+// A reshape (or a broadcast_in_dim that is one) between an indexed load
+// and another such reshape: fuse.c lets a load's chain of reshapes join a
+// group ([1, t, d] -> [t, d] -> [t, heads, dh]); only the chain's last
+// link has the group's shape.
+static bool is_inner_load_reshape(const iron_cuda_fusion_t *f,
+                                  const iron_ir_op_t *op) {
+  if ((op->kind != IRON_OP_RESHAPE && !iron_ir_broadcast_is_reshape(op)) ||
+      op->num_operands != 1 || op->num_results != 1)
+    return false;
+  const iron_ir_op_t *d = op->operands[0]->def_op;
+  bool from_load = false;
+  for (int hops = 0; hops < 8 && d && is_member(f, d); ++hops) {
+    if (iron_cuda_fusion_is_indexed_load(d->kind)) {
+      from_load = true;
+      break;
+    }
+    if (d->kind != IRON_OP_RESHAPE && !iron_ir_broadcast_is_reshape(d)) break;
+    d = d->operands[0]->def_op;
+  }
+  if (!from_load) return false;
+  for (uint32_t o = 0; o < f->num_ops; ++o) {
+    const iron_ir_op_t *u = f->ops[o];
+    if ((u->kind == IRON_OP_RESHAPE || iron_ir_broadcast_is_reshape(u)) &&
+        u->num_operands == 1 && u->operands[0] == &op->results[0])
+      return true;
+  }
+  return false;
+}
+
 static bool is_space_member(const iron_cuda_fusion_t *f,
                             const iron_ir_op_t *op) {
   return op->kind != IRON_OP_DYNAMIC_UPDATE_SLICE &&
          !iron_cuda_fusion_is_indexed_load(op->kind) &&
          !is_unit_reshape_of_member(f, op) && !is_reshaped_iota(f, op) &&
-         op->num_results == 1;
+         !is_inner_load_reshape(f, op) && op->num_results == 1;
 }
 
 static void mark_ancestors(const iron_cuda_fusion_t *f, uint8_t *phase,
