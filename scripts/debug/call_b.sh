@@ -11,7 +11,7 @@ IRON_DUMP_DIR=$OUT/logs/dump IRON_SCAN_IN_PLACE=1 IRON_PLUGIN_PATH=build-dev/lib
 ls -la $OUT/logs/dump | head
 for f in $OUT/logs/dump/*.mlirbc; do build-dev/iron-dump --fuse-cuda "$f" > "$f.txt" 2>&1; done
 DECODE_TIMEOUT=100 DECODE_ARGS="--frameworks iron,xla" \
-  DECODE_AB="IRON_SCAN_IN_PLACE=1,IRON_CUDA_VECTOR_DOTS=0 IRON_SCAN_IN_PLACE=0,IRON_CUDA_VECTOR_DOTS=0" \
+  DECODE_AB="IRON_SCAN_IN_PLACE=0 IRON_SCAN_IN_PLACE=1" \
   timeout 250 scripts/gpu_session.sh decodeab 2>&1 | grep -E "^==|decode_|ERROR" | head -40
 IRON_PLUGIN_PATH=build-dev/libiron_pjrt.so PYTHONPATH=python IRON_DEVICE=cuda IRON_CUDA_TF32=0 \
   JAX_PLATFORMS=iron,cpu IRON_TEST_REQUIRE_CUDA=1 timeout 100 python3 -m pytest -q -p no:cacheprovider \
