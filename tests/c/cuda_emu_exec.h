@@ -622,6 +622,13 @@ static inline iron_status_t cuda_emu_exec_runtime(iron_runtime_t **out_rt) {
   g_cuda_emu.vtable.fusable = iron_cuda_fusable;
   g_cuda_emu.vtable.row_fusable = iron_cuda_row_fusable;
   g_cuda_emu.vtable.pivot_fusable = iron_cuda_pivot_fusable;
+  // The CUDA device's passes, all of them: a dot with a vector side over a
+  // slice becomes a fused reduction there (the decode step's attention
+  // over a scanned cache), and its kernels must be emulated too.
+  g_cuda_emu.vtable.vector_dot = iron_cuda_vector_dot;
+  // A module the scan rewrite breaks fails here instead of compiling
+  // again as written (executable.c): the emulation is where that shows.
+  setenv("IRON_SCAN_IN_PLACE", "1", 0);
   dev->vtable = &g_cuda_emu.vtable;
   return IRON_OK;
 }
