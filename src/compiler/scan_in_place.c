@@ -331,7 +331,9 @@ static iron_status_t drop_dead_carries(pass_t *ps, iron_ir_op_t *w) {
   ret->num_operands = keep;
   for (uint32_t j = 0; j < n; ++j) {
     iron_ir_op_t *d = dead[j] ? old_inits[j]->def_op : NULL;
-    if (d && d->num_regions == 0 && d->num_results == 1 &&
+    // (Only from the loop's own block: an enclosing block is being walked.)
+    if (d && d->parent == w->parent && d->num_regions == 0 &&
+        d->num_results == 1 &&
         (d->kind == IRON_OP_BROADCAST_IN_DIM || d->kind == IRON_OP_CONSTANT) &&
         func_uses(ps->f, &d->results[0]) == 0)
       remove_op(d);
