@@ -64,21 +64,41 @@ static bool is_zero(const iron_ir_value_t *v) {
   return iron_ir_const_int(v, &c) && c == 0;
 }
 
-// v is the loop counter `ctr`, or jax's wrap of it for a negative index
-// (select(ctr < 0, ctr + n, ctr)), which is ctr for 0 <= ctr.
-static bool is_counter(const iron_ir_value_t *v, const iron_ir_value_t *ctr) {
-  if (v == ctr) return true;
+// Which slab iteration `ctr` (0 .. n-1) reads or writes through start v:
+// kForward when v is the counter, kReverse when it is n - 1 - counter
+// (jax's scan(reverse=True): (n - ctr) - 1), either also under jax's wrap
+// of a negative index (select(v < 0, v + n, v), which is v for 0 <= v).
+// Both visit every slab once.
+enum { kNotSlab = 0, kForward = 1, kReverse = 2 };
+
+static int slab_index(const iron_ir_value_t *v, const iron_ir_value_t *ctr,
+                      int64_t n) {
   const iron_ir_op_t *sel = v->def_op;
-  if (!sel || sel->kind != IRON_OP_SELECT || sel->num_operands != 3 ||
-      sel->operands[2] != ctr)
-    return false;
-  const iron_ir_op_t *cmp = sel->operands[0]->def_op;
-  const iron_ir_op_t *add = sel->operands[1]->def_op;
-  return cmp && cmp->kind == IRON_OP_COMPARE && cmp->num_operands == 2 &&
-         cmp->operands[0] == ctr && is_zero(cmp->operands[1]) &&
-         iron_ir_op_enum(cmp, "comparison_direction", -1) == IRON_CMP_LT &&
-         add && add->kind == IRON_OP_ADD && add->num_operands == 2 &&
-         add->operands[0] == ctr;
+  if (sel && sel->kind == IRON_OP_SELECT && sel->num_operands == 3) {
+    const iron_ir_value_t *x = sel->operands[2];
+    const iron_ir_op_t *cmp = sel->operands[0]->def_op;
+    const iron_ir_op_t *add = sel->operands[1]->def_op;
+    if (!cmp || cmp->kind != IRON_OP_COMPARE || cmp->num_operands != 2 ||
+        cmp->operands[0] != x || !is_zero(cmp->operands[1]) ||
+        iron_ir_op_enum(cmp, "comparison_direction", -1) != IRON_CMP_LT ||
+        !add || add->kind != IRON_OP_ADD || add->num_operands != 2 ||
+        add->operands[0] != x)
+      return kNotSlab;
+    v = x;
+  }
+  if (v == ctr) return kForward;
+  int64_t a, b;
+  const iron_ir_op_t *sub = v->def_op;
+  if (!sub || sub->kind != IRON_OP_SUBTRACT || sub->num_operands != 2)
+    return kNotSlab;
+  if (sub->operands[1] == ctr && iron_ir_const_int(sub->operands[0], &a))
+    return a == n - 1 ? kReverse : kNotSlab;  // (n - 1) - ctr
+  const iron_ir_op_t *in = sub->operands[0]->def_op;
+  if (in && in->kind == IRON_OP_SUBTRACT && in->num_operands == 2 &&
+      in->operands[1] == ctr && iron_ir_const_int(in->operands[0], &a) &&
+      iron_ir_const_int(sub->operands[1], &b))
+    return a - b == n - 1 ? kReverse : kNotSlab;  // (a - ctr) - b
+  return kNotSlab;
 }
 
 // big is [1, small's dims...] of small's dtype.
@@ -91,15 +111,15 @@ static bool unit_lead(const iron_ir_type_t *big, const iron_ir_type_t *small) {
                 (size_t)small->rank * sizeof(int64_t)) == 0;
 }
 
-// op reads stacked `from` at [ctr, 0, ...] (a dynamic_slice or a
-// dynamic_update_slice with starts from operand `first`).
-static bool starts_at_counter(const iron_ir_op_t *op, uint32_t first,
-                              const iron_ir_value_t *ctr) {
-  if (op->num_operands <= first || !is_counter(op->operands[first], ctr))
-    return false;
+// How op (a dynamic_slice or a dynamic_update_slice with starts from
+// operand `first`) indexes a stacked array: at [slab, 0, ...] (slab_index)
+// or not (kNotSlab).
+static int starts_at_slab(const iron_ir_op_t *op, uint32_t first,
+                          const iron_ir_value_t *ctr, int64_t n) {
+  if (op->num_operands <= first) return kNotSlab;
   for (uint32_t i = first + 1; i < op->num_operands; ++i)
-    if (!is_zero(op->operands[i])) return false;
-  return true;
+    if (!is_zero(op->operands[i])) return kNotSlab;
+  return slab_index(op->operands[first], ctr, n);
 }
 
 // Whether carried value y of while `w` (body `b`, counter `ctr`, `trips`
@@ -119,7 +139,8 @@ static bool match_pair(const iron_ir_func_t *f, const iron_ir_op_t *w,
   if (!p->dy || p->dy->kind != IRON_OP_DYNAMIC_UPDATE_SLICE ||
       p->dy->parent != b || p->dy->operands[0] != ay ||
       p->dy->num_operands != 2 + (uint32_t)t->rank ||
-      !starts_at_counter(p->dy, 2, ctr) || count_uses(b, ay) != 1 ||
+      starts_at_slab(p->dy, 2, ctr, trips) == kNotSlab ||
+      count_uses(b, ay) != 1 ||
       count_uses(b, &p->dy->results[0]) != 1)
     return false;
   iron_ir_value_t *upd = p->dy->operands[1], *k2 = upd;
@@ -156,7 +177,9 @@ static bool match_pair(const iron_ir_func_t *f, const iron_ir_op_t *w,
   p->s1 = slab->def_op;
   if (!p->s1 || p->s1->kind != IRON_OP_DYNAMIC_SLICE || p->s1->parent != b ||
       p->s1->num_operands != 1 + (uint32_t)t->rank ||
-      !starts_at_counter(p->s1, 1, ctr) || slab->type->dtype != t->dtype ||
+      starts_at_slab(p->s1, 1, ctr, trips) !=
+          starts_at_slab(p->dy, 2, ctr, trips) ||
+      slab->type->dtype != t->dtype ||
       slab->type->rank != t->rank || slab->type->dims[0] != 1 ||
       memcmp(slab->type->dims + 1, t->dims + 1,
              (size_t)(t->rank - 1) * sizeof(int64_t)) != 0)
@@ -207,7 +230,7 @@ static iron_status_t rewrite_pair(pass_t *ps, iron_ir_op_t *w,
   uint32_t n = 0;
   ops[n++] = ax;
   ops[n++] = u;
-  ops[n++] = p->s1->operands[1];  // the counter, defined before the slab
+  ops[n++] = p->s1->operands[1];  // the slab's index, defined before it
   for (uint32_t i = p->uy ? 2 : 3; i < p->dk->num_operands; ++i)
     ops[n++] = p->dk->operands[i];
   iron_ir_value_t *xs2 =

@@ -12,8 +12,10 @@
 //
 // so every iteration copies its whole slab twice (xs[i] out, k2 into ys)
 // to change a row. When the loop runs i = 0, 1, ..., L - 1 over the whole
-// stacked dim and nothing reads the loop's xs result, the final ys equals
-// xs with each slab's rows written, and the pass rewrites the body to
+// stacked dim (the slab index being i, or L - 1 - i for a reversed scan,
+// the same for the read and the write) and nothing reads the loop's xs
+// result, the final ys equals xs with each slab's rows written, and the
+// pass rewrites the body to
 //
 //   xs' = dynamic_update_slice(xs, [1, ...]-reshape of u, i, s...)
 //   k2  = [reshape of] dynamic_slice(xs', i, 0, ...)   (k2's other readers)

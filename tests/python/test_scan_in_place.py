@@ -275,3 +275,4 @@ def test_loop_carries_moved_in(num, inlining, iron_device):
     np.testing.assert_array_equal(np.asarray(y), want)
     tot, _ = jax.jit(count)(put(np.int32(1)), put(np.int32(num)), put(x))
     assert int(tot) == sum(range(1, num))
+
