@@ -462,6 +462,27 @@ def _(x):
     return jnp.abs(jnp.min(-b)), jnp.max(-b), jnp.min(-w, axis=0)
 
 
+@extra("x_scan_kv_update", lambda rng: (
+    rng.standard_normal((3, 6, 8)).astype(np.float32),
+    rng.standard_normal((3, 6, 8)).astype(np.float32),
+    rng.standard_normal((3, 8, 24)).astype(np.float32) / 4,
+    rng.standard_normal((8,)).astype(np.float32), np.int32(4)))
+def _(k, v, w, x, pos):
+    # A decode step's scan over layers: this token's keys and values
+    # written into each layer's slab of the caches, attention over them
+    # (src/compiler/scan_in_place.h rewrites both caches).
+    def layer(h, p):
+        w, k, v = p
+        q, kn, vn = jnp.split(h @ w, 3)
+        k = lax.dynamic_update_slice(k, kn[None], (pos, 0))
+        v = lax.dynamic_update_slice(v, vn[None], (pos, 0))
+        s = jnp.einsum("hd,thd->ht", q.reshape(2, 4), k.reshape(6, 2, 4))
+        s = jnp.where(jnp.arange(6) <= pos, s, -jnp.inf)
+        a = jnp.einsum("ht,thd->hd", jax.nn.softmax(s, -1), v.reshape(6, 2, 4))
+        return h + a.reshape(8), (k, v)
+    return lax.scan(layer, x, (w, k, v))
+
+
 # Targets older than 0.15.0 get older MLIR bytecode versions (0.9.0 -> 0,
 # 0.10.0 -> 1, 0.12.0 -> 3, 0.14.0 -> 4: no properties, inherent attributes
 # in the attribute dictionary).
