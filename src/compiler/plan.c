@@ -367,6 +367,45 @@ static iron_status_t fusion_dus_inplace(iron_plan_t *plan,
   return IRON_OK;
 }
 
+// Whether a step of `b` (nested blocks included) or its terminator reads
+// `slot` directly.
+static bool block_reads_slot(const iron_plan_block_t *b, uint32_t slot) {
+  for (uint32_t i = 0; i < b->num_results; ++i)
+    if (b->results[i] == slot) return true;
+  for (uint32_t i = 0; i < b->num_steps; ++i) {
+    const iron_plan_step_t *s = &b->steps[i];
+    for (uint32_t k = 0; k < s->num_inputs; ++k)
+      if (s->inputs[k] == slot) return true;
+    for (uint32_t k = 0; k < s->num_blocks; ++k)
+      if (block_reads_slot(&s->blocks[k], slot)) return true;
+  }
+  return false;
+}
+
+// iron_plan_step_t.carry_moves of while step `s`, once its frees are known.
+static iron_status_t while_carry_moves(iron_plan_t *plan,
+                                       iron_plan_step_t *s) {
+  bool *mv = NULL;
+  for (uint32_t i = 0; i < s->num_inputs && i < s->num_outputs; ++i) {
+    uint32_t slot = s->inputs[i];
+    bool dies = false, twice = false, read = false;
+    for (uint32_t f = 0; f < s->num_frees; ++f) dies = dies || s->frees[f] == slot;
+    for (uint32_t k = 0; k < s->num_inputs; ++k)
+      twice = twice || (k != i && s->inputs[k] == slot);
+    for (uint32_t b = 0; b < s->num_blocks && dies && !twice; ++b)
+      read = read || block_reads_slot(&s->blocks[b], slot);
+    if (!dies || twice || read) continue;
+    if (!mv) {
+      mv = iron_arena_alloc_array(&plan->arena, s->num_outputs + 1,
+                                  sizeof(bool));
+      if (!mv) return oom();
+    }
+    mv[i] = true;
+  }
+  s->carry_moves = mv;
+  return IRON_OK;
+}
+
 static iron_status_t fill_constant(const iron_ir_op_t *op,
                                    const iron_tensor_t *type, void *data);
 
@@ -928,6 +967,9 @@ static iron_status_t plan_block(scope_t *sc, const iron_ir_block_t *blk,
     } else if (s->kind == IRON_STEP_KERNEL &&
                s->op->kind == IRON_OP_FUSION && !env_flag("IRON_NO_INPLACE")) {
       st = fusion_dus_inplace(plan, s);
+      if (st) goto done;
+    } else if (s->kind == IRON_STEP_WHILE) {
+      st = while_carry_moves(plan, s);
       if (st) goto done;
     }
   }

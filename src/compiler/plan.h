@@ -74,6 +74,12 @@ typedef struct iron_plan_step {
   uint32_t counted_index;
   int32_t counted_limit_index;
   int64_t counted_init, counted_limit, counted_step;
+  // WHILE: per carried value, whether its input dies at this step, is
+  // passed once and is not read by the regions directly (StableHLO regions
+  // may read the enclosing scope): the executor then moves it into the
+  // loop instead of sharing it, so that the body may update it in place
+  // from iteration 0 on. NULL: none.
+  const bool *carry_moves;
   // WHILE, data-dependent: set by the executor once the loop has run
   // (its kernels' first-use set-up is done), after which a device loop is
   // recorded from iteration 0 on instead of from iteration 1 (runtime

@@ -702,23 +702,6 @@ static bool arg_dies_here(const iron_plan_step_t *s, uint32_t i) {
   return false;
 }
 
-// Whether a step of `b` (nested blocks included) or its terminator reads
-// `slot` directly: a loop's regions may read values of the enclosing
-// scope (StableHLO regions are not isolated from above), in the same slot
-// space.
-static bool block_reads_slot(const iron_plan_block_t *b, uint32_t slot) {
-  for (uint32_t i = 0; i < b->num_results; ++i)
-    if (b->results[i] == slot) return true;
-  for (uint32_t i = 0; i < b->num_steps; ++i) {
-    const iron_plan_step_t *s = &b->steps[i];
-    for (uint32_t k = 0; k < s->num_inputs; ++k)
-      if (s->inputs[k] == slot) return true;
-    for (uint32_t k = 0; k < s->num_blocks; ++k)
-      if (block_reads_slot(&s->blocks[k], slot)) return true;
-  }
-  return false;
-}
-
 static iron_status_t run_call(const iron_exec_ctx_t *ctx, frame_t *fr,
                               const iron_plan_step_t *s) {
   const iron_plan_func_t *f = s->callee;
@@ -788,14 +771,12 @@ static iron_status_t run_step(const iron_exec_ctx_t *ctx, frame_t *fr,
     case IRON_STEP_WHILE: {
       const iron_plan_block_t *cond = &s->blocks[0], *body = &s->blocks[1];
       // The carried values live in the output slots: moved there when the
-      // input dies at this step (and the regions do not read it directly),
-      // so that the loop holds the only reference
+      // plan says the input dies at this step (carry_moves), so that the loop holds the only reference
       // and the body may update it in place from iteration 0 on (a
       // scan's stacked state, scan_in_place.h; with a second reference the
       // first iteration copied the whole array).
       for (uint32_t i = 0; i < s->num_outputs; ++i) {
-        if (arg_dies_here(s, i) && !block_reads_slot(cond, s->inputs[i]) &&
-            !block_reads_slot(body, s->inputs[i]))
+        if (s->carry_moves && s->carry_moves[i])
           slot_move(&fr->slots[s->outputs[i]], &fr->slots[s->inputs[i]]);
         else
           slot_copy(&fr->slots[s->outputs[i]], &fr->slots[s->inputs[i]]);
