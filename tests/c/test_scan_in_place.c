@@ -17,23 +17,19 @@
 #include "compiler/tuple_forward.h"
 #include "ir/builder.h"
 #include "stablehlo/reader.h"
+#include "corpus_files.h"
 #include "test.h"
 
 static iron_ir_module_t *load(void) {
   char path[512];
   snprintf(path, sizeof(path), "%s/corpus/x_scan_kv_update.mlirbc",
            IRON_TEST_DATA_DIR);
-  FILE *f = fopen(path, "rb");
-  CHECK(f != NULL);
-  if (!f) return NULL;
-  fseek(f, 0, SEEK_END);
-  long n = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  char *buf = malloc((size_t)n);
-  CHECK(fread(buf, 1, (size_t)n, f) == (size_t)n);
-  fclose(f);
+  size_t n = 0;
+  char *buf = test_read_file(path, &n);
+  CHECK(buf != NULL);
+  if (!buf) return NULL;
   iron_ir_module_t *m = NULL;
-  CHECK_OK(iron_stablehlo_read(buf, (size_t)n, &m));
+  CHECK_OK(iron_stablehlo_read(buf, n, &m));
   free(buf);
   if (m) CHECK_OK(iron_compiler_tuple_forward(m));
   if (m) CHECK_OK(iron_compiler_inline_for_compile(m, true));

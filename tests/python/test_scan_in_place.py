@@ -26,8 +26,7 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(
-    __file__))))
+from test_reader_printer import find_tool  # iron-dump of this tree
 
 
 def _clamp(start, dim, size):
@@ -209,19 +208,10 @@ def test_switch_off_gives_same_bits(inlining, iron_device, monkeypatch):
         np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
 
 
-def _find_tool():
-    env = os.environ.get("IRON_DUMP_TOOL")
-    if env:
-        return env
-    cands = [p for p in glob.glob(os.path.join(ROOT, "build*", "iron-dump"))
-             if os.access(p, os.X_OK)]
-    return max(cands, key=os.path.getmtime) if cands else None
-
-
 def test_pass_fires_on_the_decode_step(iron_device, monkeypatch):
     """Both caches' slabs are updated in place, and the attention's reads
     of the slab come from the stacked cache (no slab copy kernel left)."""
-    tool = _find_tool()
+    tool = find_tool()
     if tool is None:
         pytest.skip("iron-dump not built")
     L, T, D, H = 2, 8, 16, 2
