@@ -771,10 +771,10 @@ static iron_status_t run_step(const iron_exec_ctx_t *ctx, frame_t *fr,
     case IRON_STEP_WHILE: {
       const iron_plan_block_t *cond = &s->blocks[0], *body = &s->blocks[1];
       // The carried values live in the output slots: moved there when the
-      // plan says the input dies at this step (carry_moves), so that the loop holds the only reference
-      // and the body may update it in place from iteration 0 on (a
-      // scan's stacked state, scan_in_place.h; with a second reference the
-      // first iteration copied the whole array).
+      // plan says the input dies at this step (carry_moves), so that the
+      // loop holds the only reference and the body may update it in place
+      // from iteration 0 on (a scan's stacked state, scan_in_place.h; with
+      // a second reference the first iteration copied the whole array).
       for (uint32_t i = 0; i < s->num_outputs; ++i) {
         if (s->carry_moves && s->carry_moves[i])
           slot_move(&fr->slots[s->outputs[i]], &fr->slots[s->inputs[i]]);
