@@ -340,6 +340,186 @@ def vit_bf16_mixed():
     return losses
 
 
+# --- programs nobody here wrote, eighteenth session: MoE routing (top_k,
+# scatter-add with mode=drop), segment sums/max, a data-dependent while
+# sampler, associative_scan, long sorts and order statistics, a top-p
+# decode with a fori_loop KV cache, beam search, dilated/transposed/grouped
+# convolutions, remat'd scanned attention, jax.random's samplers ---------
+@model(rtol=0.002, atol=0.0002)
+def moe_train():
+    E, D, H, T, K = 8, 32, 64, 128, 2
+    k = jax.random.PRNGKey(0); ks = jax.random.split(k, 5)
+    p = dict(wg=jax.random.normal(ks[0], (D, E)) * .1, w1=jax.random.normal(ks[1], (E, D, H)) * .1,
+             w2=jax.random.normal(ks[2], (E, H, D)) * .1)
+    x = jax.random.normal(ks[3], (T, D)); y = jax.random.normal(ks[4], (T, D))
+    def loss(p, x, y):
+        logits = x @ p["wg"]
+        g, idx = jax.lax.top_k(jax.nn.softmax(logits), K)
+        cap = T * K // E + 4
+        oh = jax.nn.one_hot(idx, E)  # T,K,E
+        pos = (jnp.cumsum(oh.reshape(T * K, E), 0).reshape(T, K, E) - 1) * oh
+        pos = pos.sum(-1).astype(jnp.int32)
+        keep = pos < cap
+        buf = jnp.zeros((E, cap, D)).at[idx, jnp.where(keep, pos, cap)].add(
+            jnp.broadcast_to(x[:, None], (T, K, D)), mode="drop")
+        h = jax.nn.gelu(jnp.einsum("ecd,edh->ech", buf, p["w1"]))
+        o = jnp.einsum("ech,ehd->ecd", h, p["w2"])
+        out = (o.at[idx, jnp.where(keep, pos, 0)].get(mode="clip") * (g * keep)[..., None]).sum(1)
+        return jnp.mean((out - y) ** 2) + 0.01 * jnp.mean(jax.scipy.special.logsumexp(logits, -1) ** 2)
+    tx = optax.adamw(1e-2); opt = tx.init(p)
+    @jax.jit
+    def step(p, opt):
+        l, g = jax.value_and_grad(loss)(p, x, y)
+        u, opt = tx.update(g, opt, p); return optax.apply_updates(p, u), opt, l
+    ls = []
+    for _ in range(4):
+        p, opt, l = step(p, opt); ls.append(l)
+    return jnp.stack(ls), p
+
+@model(rtol=0.001, atol=0.0001)
+def gnn_segment():
+    N, Ed, F = 200, 900, 16
+    rng = np.random.default_rng(1)
+    src = jnp.asarray(rng.integers(0, N, Ed)); dst = jnp.asarray(rng.integers(0, N, Ed))
+    x = jnp.asarray(rng.normal(size=(N, F)), jnp.float32)
+    w = jnp.asarray(rng.normal(size=(F, F)) * .2, jnp.float32)
+    def f(w, x):
+        for _ in range(3):
+            m = jnp.tanh(x[src] @ w)
+            agg = jax.ops.segment_sum(m, dst, N)
+            deg = jax.ops.segment_sum(jnp.ones(Ed), dst, N)
+            mx = jax.ops.segment_max(m, dst, N)
+            x = x + agg / jnp.maximum(deg, 1)[:, None] + jnp.where(jnp.isfinite(mx), mx, 0)
+        return jnp.sum(x ** 2) / N
+    return jax.jit(jax.value_and_grad(f))(w, x)
+
+@model(rtol=0.0001, atol=1e-05)
+def diffusion_while():
+    def sample(key):
+        x = jax.random.normal(key, (16, 32))
+        def cond(c): return (c[0] < 25) & (jnp.max(jnp.abs(c[1])) < 1e3)
+        def body(c):
+            i, x, k = c
+            k, s = jax.random.split(k)
+            t = 1.0 - i / 25
+            x = x - 0.04 * x * t + 0.02 * jax.random.normal(s, x.shape)
+            return i + 1, x, k
+        return jax.lax.while_loop(cond, body, (0, x, key))
+    return jax.jit(sample)(jax.random.PRNGKey(3))
+
+@model(rtol=0.001, atol=0.0001)
+def assoc_scan_ssm():
+    T, D = 257, 24
+    rng = np.random.default_rng(2)
+    a = jnp.asarray(rng.uniform(.5, .99, (T, D)), jnp.float32)
+    b = jnp.asarray(rng.normal(size=(T, D)), jnp.float32)
+    def f(a, b):
+        def op(l, r): return (l[0] * r[0], r[0] * l[1] + r[1])
+        _, h = jax.lax.associative_scan(op, (a, b))
+        return jnp.sum(jnp.sin(h)), h
+    return jax.jit(jax.value_and_grad(f, has_aux=True))(a, b)
+
+@model(rtol=1e-06, atol=1e-06)
+def sort_stats():
+    rng = np.random.default_rng(4)
+    x = jnp.asarray(rng.normal(size=100_003), jnp.float32)
+    xi = jnp.asarray(rng.integers(-50, 50, 70_001), jnp.int32)
+    def f(x, xi):
+        u = jnp.unique(xi, size=120, fill_value=0)
+        return (jnp.sort(x), jnp.argsort(x, stable=True), u, jnp.median(x), jnp.percentile(x, jnp.array([5., 50., 95.])),
+                jnp.searchsorted(jnp.sort(x), x[:1000]), jax.lax.top_k(x, 17), jnp.argsort(-xi, stable=True),
+                jnp.bincount(xi + 50, length=100), jnp.cumsum(xi), jnp.cumprod(x[:64]))
+    return jax.jit(f)(x, xi)
+
+@model(rtol=0.0001, atol=1e-05)
+def top_p_decode():
+    V, D, L, S = 97, 32, 3, 40
+    k = jax.random.PRNGKey(5); ks = jax.random.split(k, 4)
+    emb = jax.random.normal(ks[0], (V, D)); wqkv = jax.random.normal(ks[1], (L, D, 3 * D)) * .2
+    def gen(key):
+        cache = jnp.zeros((L, 2, S, D))
+        def step(carry, _):
+            tok, pos, cache, key = carry
+            h = emb[tok]
+            def layer(i, hc):
+                h, cache = hc
+                q, kk, v = jnp.split(h @ wqkv[i], 3)
+                cache = cache.at[i, 0, pos].set(kk).at[i, 1, pos].set(v)
+                s = cache[i, 0] @ q / np.sqrt(D)
+                s = jnp.where(jnp.arange(S) <= pos, s, -jnp.inf)
+                h = h + jax.nn.softmax(s) @ cache[i, 1]
+                return h, cache
+            h, cache = jax.lax.fori_loop(0, L, layer, (h, cache))
+            logits = emb @ h
+            sl = jnp.sort(logits)[::-1]; cp = jnp.cumsum(jax.nn.softmax(sl))
+            thr = sl[jnp.sum(cp < 0.9)]
+            logits = jnp.where(logits >= thr, logits, -jnp.inf)
+            key, s = jax.random.split(key)
+            tok = jax.random.categorical(s, logits)
+            return (tok, pos + 1, cache, key), tok
+        _, toks = jax.lax.scan(step, (jnp.int32(1), jnp.int32(0), cache, key), None, length=S)
+        return toks
+    return jax.jit(gen)(jax.random.PRNGKey(6))
+
+@model(rtol=1e-05, atol=1e-05)
+def beam_search():
+    V, B, S = 50, 4, 12
+    tbl = jax.random.normal(jax.random.PRNGKey(7), (V, V))
+    def search():
+        scores = jnp.zeros(B).at[1:].set(-1e9); seqs = jnp.zeros((B, S), jnp.int32)
+        def body(i, c):
+            scores, seqs = c
+            last = seqs[:, jnp.maximum(i - 1, 0)]
+            lp = jax.nn.log_softmax(tbl[last])
+            tot = (scores[:, None] + lp).reshape(-1)
+            top, ix = jax.lax.top_k(tot, B)
+            beam, tok = ix // V, ix % V
+            seqs = seqs[beam].at[:, i].set(tok)
+            return top, seqs
+        return jax.lax.fori_loop(0, S, body, (scores, seqs))
+    return jax.jit(search)()
+
+@model(rtol=0.001, atol=0.0001)
+def conv_transpose_dilated():
+    class Net(nn.Module):
+        @nn.compact
+        def __call__(self, x):
+            x = nn.Conv(8, (3,), kernel_dilation=2, padding="SAME")(x)
+            x = nn.relu(x)
+            x = nn.ConvTranspose(4, (4,), strides=(2,))(x)
+            x = nn.Conv(6, (3, 3), feature_group_count=2, strides=2)(x.reshape(x.shape[0], 8, -1, 4))
+            x = nn.GroupNorm(num_groups=2)(x)
+            return nn.max_pool(x, (2, 2), padding="SAME").mean()
+    x = jax.random.normal(jax.random.PRNGKey(8), (3, 32, 4))
+    net = Net(); p = net.init(jax.random.PRNGKey(9), x)
+    return jax.jit(jax.value_and_grad(lambda p: net.apply(p, x)))(p)
+
+@model(rtol=0.001, atol=0.0001)
+def remat_scan_attention():
+    B, T, H, Dh = 2, 16, 4, 8
+    ks = jax.random.split(jax.random.PRNGKey(10), 4)
+    q, k, v = (jax.random.normal(kk, (B, T, H, Dh)) for kk in ks[:3])
+    w = jax.random.normal(ks[3], (3, H * Dh, H * Dh)) * .1
+    def f(w, q, k, v):
+        @jax.checkpoint
+        def blk(x, wi):
+            x = x + jax.nn.dot_product_attention(x, k, v, is_causal=True)
+            return jnp.tanh((x.reshape(B, T, -1) @ wi).reshape(B, T, H, Dh)), None
+        x, _ = jax.lax.scan(blk, q, w)
+        return jnp.mean(x ** 2)
+    return jax.jit(jax.value_and_grad(f))(w, q, k, v)
+
+@model(rtol=1e-05, atol=1e-05)
+def rng_heavy():
+    def f(key):
+        k1, k2, k3, k4 = jax.random.split(key, 4)
+        return (jax.random.bernoulli(k1, 0.3, (1000,)), jax.random.randint(k2, (500,), -7, 1 << 20),
+                jax.random.permutation(k3, 1000), jax.random.gamma(k4, jnp.linspace(.2, 5, 64)),
+                jax.random.choice(k1, 100, (20,), replace=False), jax.random.truncated_normal(k2, -1, 2, (300,)),
+                jax.vmap(lambda k: jax.random.uniform(k, (3,)))(jax.random.split(k3, 50)))
+    return jax.jit(f)(jax.random.PRNGKey(11))
+
+
 def run(name, dev):
     fn = MODELS[name][0]
     with jax.default_device(dev):
