@@ -160,6 +160,28 @@ def programs():
                        q.astype(f32) * sc, g, bb) + (q > 3).astype(f32),
                    (s(b + (n,), qt), s(b + (1,), f32), s((n,), f32),
                     s((n,), f32)))
+    # Masks computed in the program, beside the scores: from a traced
+    # position (a decode step) and causal (iota >= iota, broadcast over
+    # batch and heads). The mask's pred broadcast joins the row fusion
+    # (test_cuda_row_fusion_emu's mask_in_row_fusion) instead of being
+    # written out at the scores' shape.
+    def pos_mask(x, pos):
+        return jax.nn.softmax(
+            jnp.where(jnp.arange(x.shape[-1]) <= pos, x, -jnp.inf), -1)
+
+    def causal(x):
+        t = x.shape[-1]
+        m = jnp.arange(t)[:, None] >= jnp.arange(t)[None, :]
+        return jax.nn.softmax(jnp.where(m, x, -1e9), -1)
+    for n in (33, 256, 2048):
+        yield (f"pos_mask_softmax_f32_n{n}", pos_mask,
+               (s((16, n), f32), s((), jnp.int32)))
+    yield ("pos_mask_softmax_bf16_n300", pos_mask,
+           (s((4, 300), jnp.bfloat16), s((), jnp.int32)))
+    for t in (8, 100):
+        yield (f"causal_mask_softmax_f32_t{t}", causal, (s((2, 3, t, t), f32),))
+    yield ("causal_mask_softmax_bf16_t64", causal,
+           (s((2, 2, 64, 64), jnp.bfloat16),))
     # Attention-like: softmax of a matmul, then a matmul.
     yield ("attention_f32",
            lambda q, k, v: jax.nn.softmax(q @ k.T / 8.0, -1) @ v,

@@ -2,7 +2,7 @@
 //
 // Per block, ops are visited in order and grouped with union-find, as in
 // fuse.c, with two kinds of groups: "plain" groups (element-wise ops of one
-// shape that no row reduce joined yet: the x * x before rms norm's sum)
+// shape, of any dtypes, that no row reduce joined yet: the x * x before rms norm's sum)
 // and "row" groups (a row shape, from their first row reduce). An op joins
 // the groups of its operands when its result and operands have the roles
 // the row shape allows (iron_row_role) and the merged group stays acyclic.
@@ -198,7 +198,8 @@ typedef struct rgroup {
   bool closed;  // an impure op depends on it: it cannot grow
   bool is_row;
   iron_row_shape_t rs;            // is_row
-  const iron_ir_type_t *plain;    // !is_row: every member's result type
+  const iron_ir_type_t *plain;    // !is_row: a member's result type (all
+                                  // have its dims, dtypes may differ)
   uint32_t iota_dims;             // bit d: a member iota along dim d
   uint32_t size, reduces, io;
   depset_t deps;
@@ -421,6 +422,13 @@ static bool plain_fits(const rgroup_t *p, const iron_row_shape_t *rs) {
   return true;
 }
 
+static bool same_dims(const iron_ir_type_t *a, const iron_ir_type_t *b) {
+  if (a->rank != b->rank) return false;
+  for (int32_t d = 0; d < a->rank; ++d)
+    if (a->dims[d] != b->dims[d]) return false;
+  return true;
+}
+
 static int32_t new_group(rblock_t *b) {
   int32_t g = b->ngroups++;
   memset(&b->groups[g], 0, sizeof(b->groups[g]));
@@ -575,14 +583,14 @@ static void visit(rblock_t *b, uint32_t i) {
         done = true;
       }
     } else if (iron_ir_type_num_elements(op->results[0].type) >= 2) {
-      // A plain group: members of one type; an operand of another type is
-      // read from memory.
+      // A plain group: members of one shape (a mask's pred beside the
+      // scores' f32); an operand of another shape is read from memory.
       const iron_ir_type_t *t = op->results[0].type;
       for (uint32_t k = 0; k < nops; ++k) {
         int32_t h = vgroup(b, op->operands[k]);
         if (h < 0 || b->groups[h].closed || b->groups[h].is_row) continue;
-        if (!iron_ir_type_equal(b->groups[h].plain, t) ||
-            !iron_ir_type_equal(op->operands[k]->type, t))
+        if (!same_dims(b->groups[h].plain, t) ||
+            !same_dims(op->operands[k]->type, t))
           continue;
         add_unique(J, &nj, h);
       }

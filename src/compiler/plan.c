@@ -683,6 +683,16 @@ static iron_status_t plan_op(scope_t *sc, const iron_ir_op_t *op,
       }
       s->kind = IRON_STEP_KERNEL;
       break;
+    case IRON_OP_CONVERT:
+      // A convert to its operand's own dtype is the operand (jax emits one
+      // for a scalar constant's weak type): the bytes are shared as below.
+      if (op->num_operands != 1 || op->num_results != 1 ||
+          op->operands[0]->type->kind != IRON_TYPE_TENSOR ||
+          op->operands[0]->type->dtype != op->results[0].type->dtype) {
+        s->kind = IRON_STEP_KERNEL;
+        break;
+      }
+      // fall through
     case IRON_OP_RESHAPE:
     case IRON_OP_BITCAST_CONVERT:
       // Same bytes, new type: share the storage (IRON_NO_ALIAS=1 runs the

@@ -277,9 +277,59 @@ static void test_whole_softmax_plan(void) {
   iron_ir_module_destroy(m);
 }
 
+// A mask computed beside the scores (iota <= position, a causal iota
+// compare) joins the softmax's row fusion: no pred broadcast to the
+// scores' shape is left outside a fusion after the row pass (it was a
+// kernel of its own writing the mask at the scores' shape when the row
+// pass's plain groups had to share a dtype).
+static int stray_pred_broadcasts(const iron_ir_block_t *b) {
+  int n = 0;
+  for (uint32_t i = 0; i < b->num_ops; ++i) {
+    const iron_ir_op_t *op = b->ops[i];
+    if (op->kind == IRON_OP_BROADCAST_IN_DIM && op->num_results == 1 &&
+        op->results[0].type->dtype == IRON_DTYPE_PRED &&
+        iron_ir_type_num_elements(op->results[0].type) >
+            iron_ir_type_num_elements(op->operands[0]->type))
+      n++;
+  }
+  return n;
+}
+
+static void test_mask_in_row_fusion(void) {
+  static const char *const kNames[] = {
+      "pos_mask_softmax_f32_n2048", "pos_mask_softmax_bf16_n300",
+      "causal_mask_softmax_f32_t100", "causal_mask_softmax_bf16_t64"};
+  for (size_t k = 0; k < sizeof(kNames) / sizeof(kNames[0]); ++k) {
+    char path[1024];
+    snprintf(path, sizeof(path), "%s/rowfuse/%s.mlirbc", IRON_TEST_DATA_DIR,
+             kNames[k]);
+    size_t size;
+    char *bytes = test_read_file(path, &size);
+    CHECK(bytes != NULL);
+    if (!bytes) continue;
+    iron_ir_module_t *m = NULL;
+    CHECK_OK(iron_stablehlo_read(bytes, size, &m));
+    free(bytes);
+    if (!m) continue;
+    int rows = 0;
+    CHECK_OK(iron_compiler_inline_for_compile(m, true));
+    CHECK_OK(iron_compiler_fuse_rows(m, iron_cuda_fusable,
+                                     iron_cuda_row_fusable, &rows));
+    CHECK_EQ_INT(rows, 1);
+    int stray = 0;
+    for (uint32_t i = 0; i < m->num_funcs; ++i)
+      if (m->funcs[i].is_public)
+        stray += stray_pred_broadcasts(&m->funcs[i].body.blocks[0]);
+    if (stray) fprintf(stderr, "%s: %d pred broadcasts outside\n", kNames[k], stray);
+    CHECK_EQ_INT(stray, 0);
+    iron_ir_module_destroy(m);
+  }
+}
+
 static const iron_test_case_t kTests[] = {
     {"rowfuse_emulated", test_rowfuse_emulated},
     {"switch_off", test_switch_off},
     {"whole_softmax_plan", test_whole_softmax_plan},
+    {"mask_in_row_fusion", test_mask_in_row_fusion},
 };
 IRON_TEST_MAIN(kTests)
