@@ -194,6 +194,12 @@ def test_decode_step_matches_cpu(inlining, iron_device, cpu_device):
 
 
 def test_switch_off_gives_same_bits(inlining, iron_device, monkeypatch):
+    """The rewrite moves no byte of the cache but the token's rows. On the
+    host the results are the same bits either way. On CUDA the attention's
+    sums read the slab in place as fused reductions with the rewrite and
+    from a copy (another dot kernel) without it: the token's rows of later
+    layers and the hidden state then differ in rounding only (H100: 1 ulp,
+    12 of 256 elements)."""
     L, T, D, H = 2, 8, 16, 2
     w, cache, x = _decode_args(L, T, D, seed=3)
     put = lambda t: jax.tree.map(lambda a: jax.device_put(a, iron_device), t)  # noqa
@@ -204,8 +210,17 @@ def test_switch_off_gives_same_bits(inlining, iron_device, monkeypatch):
         outs.append(jax.jit(_decode_step(T, D, H))(
             put(w), put(cache), put(x), jax.device_put(np.int32(5), iron_device)))
     jax.clear_caches()
+    if "NVIDIA" not in str(iron_device.device_kind):
+        for a, b in zip(jax.tree.leaves(outs[0]), jax.tree.leaves(outs[1])):
+            np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+        return
+    keep = np.arange(T) != 5
     for a, b in zip(jax.tree.leaves(outs[0])[1:], jax.tree.leaves(outs[1])[1:]):
-        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+        a, b = np.asarray(a), np.asarray(b)
+        np.testing.assert_array_equal(a[:, keep], b[:, keep])
+        np.testing.assert_allclose(a[:, 5], b[:, 5], rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(np.asarray(outs[0][0]), np.asarray(outs[1][0]),
+                               rtol=1e-5, atol=1e-6)
 
 
 def test_pass_fires_on_the_decode_step(iron_device, monkeypatch):
