@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "base/dtype.h"
+#include "stablehlo/reader.h"
 
 // The whole file (malloc'ed, NULL when unreadable); *out_size its bytes.
 static inline char *test_read_file(const char *path, size_t *out_size) {
@@ -27,6 +28,28 @@ static inline char *test_read_file(const char *path, size_t *out_size) {
   fclose(f);
   *out_size = (size_t)n;
   return buf;
+}
+
+// The artifact at IRON_TEST_DATA_DIR/`rel`, read into a module (NULL, with
+// the reason on stderr, when unreadable or malformed).
+static inline iron_ir_module_t *test_read_module(const char *rel) {
+  char path[1024];
+  snprintf(path, sizeof(path), "%s/%s", IRON_TEST_DATA_DIR, rel);
+  size_t size = 0;
+  char *bytes = test_read_file(path, &size);
+  if (!bytes) {
+    fprintf(stderr, "%s: cannot read\n", path);
+    return NULL;
+  }
+  iron_ir_module_t *m = NULL;
+  iron_status_t st = iron_stablehlo_read(bytes, size, &m);
+  free(bytes);
+  if (st) {
+    fprintf(stderr, "%s: %s\n", path, iron_status_message(st));
+    iron_status_free(st);
+    return NULL;
+  }
+  return m;
 }
 
 // The *.mlirbc artifacts of `dir` whose file name contains `only` (NULL:

@@ -247,16 +247,9 @@ static bool reduces_with(const iron_ir_op_t *op, iron_op_kind_t body) {
 }
 
 static void test_whole_softmax_plan(void) {
-  char path[1024];
-  snprintf(path, sizeof(path), "%s/rowfuse/whole_softmax_decode_layer_f32.mlirbc",
-           IRON_TEST_DATA_DIR);
-  size_t size;
-  char *bytes = test_read_file(path, &size);
-  CHECK(bytes != NULL);
-  if (!bytes) return;
-  iron_ir_module_t *m = NULL;
-  CHECK_OK(iron_stablehlo_read(bytes, size, &m));
-  free(bytes);
+  iron_ir_module_t *m =
+      test_read_module("rowfuse/whole_softmax_decode_layer_f32.mlirbc");
+  CHECK(m != NULL);
   if (!m) return;
   int rows = 0;
   CHECK_OK(iron_compiler_inline_for_compile(m, true));
@@ -300,16 +293,10 @@ static void test_mask_in_row_fusion(void) {
       "pos_mask_softmax_f32_n2048", "pos_mask_softmax_bf16_n300",
       "causal_mask_softmax_f32_t100", "causal_mask_softmax_bf16_t64"};
   for (size_t k = 0; k < sizeof(kNames) / sizeof(kNames[0]); ++k) {
-    char path[1024];
-    snprintf(path, sizeof(path), "%s/rowfuse/%s.mlirbc", IRON_TEST_DATA_DIR,
-             kNames[k]);
-    size_t size;
-    char *bytes = test_read_file(path, &size);
-    CHECK(bytes != NULL);
-    if (!bytes) continue;
-    iron_ir_module_t *m = NULL;
-    CHECK_OK(iron_stablehlo_read(bytes, size, &m));
-    free(bytes);
+    char rel[256];
+    snprintf(rel, sizeof(rel), "rowfuse/%s.mlirbc", kNames[k]);
+    iron_ir_module_t *m = test_read_module(rel);
+    CHECK(m != NULL);
     if (!m) continue;
     int rows = 0;
     CHECK_OK(iron_compiler_inline_for_compile(m, true));

@@ -3,12 +3,9 @@
 // dtype, which jax emits for a weak-typed scalar constant (the -inf of a
 // masked softmax; inside a decode step's scanned layer it was a kernel
 // launch per layer).
-#include <stdlib.h>
-
 #include "compiler/inline.h"
 #include "compiler/plan.h"
 #include "corpus_files.h"
-#include "stablehlo/reader.h"
 #include "test.h"
 
 static int count_converts(const iron_plan_block_t *b, bool alias) {
@@ -23,16 +20,9 @@ static int count_converts(const iron_plan_block_t *b, bool alias) {
 }
 
 static void test_convert_to_own_dtype_is_alias(void) {
-  char path[1024];
-  snprintf(path, sizeof(path), "%s/rowfuse/pos_mask_softmax_f32_n33.mlirbc",
-           IRON_TEST_DATA_DIR);
-  size_t size;
-  char *bytes = test_read_file(path, &size);
-  CHECK(bytes != NULL);
-  if (!bytes) return;
-  iron_ir_module_t *m = NULL;
-  CHECK_OK(iron_stablehlo_read(bytes, size, &m));
-  free(bytes);
+  iron_ir_module_t *m =
+      test_read_module("rowfuse/pos_mask_softmax_f32_n33.mlirbc");
+  CHECK(m != NULL);
   if (!m) return;
   // Inlined as for a fusing device: the convert is in jax's _where.
   CHECK_OK(iron_compiler_inline_for_compile(m, true));

@@ -21,16 +21,8 @@
 #include "test.h"
 
 static iron_ir_module_t *load(void) {
-  char path[512];
-  snprintf(path, sizeof(path), "%s/corpus/x_scan_kv_update.mlirbc",
-           IRON_TEST_DATA_DIR);
-  size_t n = 0;
-  char *buf = test_read_file(path, &n);
-  CHECK(buf != NULL);
-  if (!buf) return NULL;
-  iron_ir_module_t *m = NULL;
-  CHECK_OK(iron_stablehlo_read(buf, n, &m));
-  free(buf);
+  iron_ir_module_t *m = test_read_module("corpus/x_scan_kv_update.mlirbc");
+  CHECK(m != NULL);
   if (m) CHECK_OK(iron_compiler_tuple_forward(m));
   if (m) CHECK_OK(iron_compiler_inline_for_compile(m, true));
   return m;
