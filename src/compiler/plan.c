@@ -548,7 +548,6 @@ static iron_status_t find_callee(iron_plan_t *plan, const iron_ir_op_t *op,
                   loc_str(op, loc, sizeof(loc)), name);
 }
 
-// The integer value of a scalar s32/s64 constant op's result.
 // Recognizes a counted while loop (see iron_plan_step_t.counted).
 static void analyze_counted_loop(const iron_ir_op_t *op, iron_plan_step_t *s) {
   iron_counted_loop_t c;
