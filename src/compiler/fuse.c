@@ -62,14 +62,6 @@ static void merge_into(group_t *groups, int32_t g, int32_t h) {
   groups[g].inner += groups[h].inner;
 }
 
-static bool same_shape(const iron_ir_type_t *a, const iron_ir_type_t *b) {
-  if (a->kind != IRON_TYPE_TENSOR || b->kind != IRON_TYPE_TENSOR) return false;
-  if (a->rank != b->rank) return false;
-  for (int32_t i = 0; i < a->rank; ++i)
-    if (a->dims[i] != b->dims[i]) return false;
-  return true;
-}
-
 static bool is_control_flow(const iron_ir_op_t *op) {
   return op->kind == IRON_OP_WHILE || op->kind == IRON_OP_IF ||
          op->kind == IRON_OP_CASE;
@@ -334,7 +326,7 @@ static int32_t join_reduce(fuse_ctx_t *c, use_ctx_t *u,
     int32_t h = group_of(u, op->operands[k]);
     if (h < 0) continue;
     if (u->groups[h].closed || u->groups[h].dus || u->groups[h].pivots ||
-        !same_shape(u->groups[h].shape, shape))
+        !iron_ir_type_same_dims(u->groups[h].shape, shape))
       return -1;
     bool seen = false;
     for (uint32_t j = 0; j < nfeed && !seen; ++j) seen = feed[j] == h;
@@ -531,7 +523,7 @@ static int32_t unit_reshape_into_dus(fuse_ctx_t *c, const iron_ir_block_t *blk,
   int32_t h = group_of(u, op->operands[0]);
   if (h < 0 || u->groups[h].closed || u->groups[h].reduces ||
       u->groups[h].pivots ||
-      !same_shape(u->groups[h].shape, op->operands[0]->type) ||
+      !iron_ir_type_same_dims(u->groups[h].shape, op->operands[0]->type) ||
       !io_fits(u->groups[h].io, 1))
     return -1;
   const iron_ir_op_t *user = single_user(blk, &op->results[0]);
@@ -555,7 +547,7 @@ static int32_t join_dus(fuse_ctx_t *c, use_ctx_t *u, const iron_ir_op_t *op) {
       u->groups[h].pivots || u->groups[h].dus >= kMaxDusRoots ||
       !io_fits(u->groups[h].io, op->num_operands + op->num_results))
     return -1;
-  if (!same_shape(u->groups[h].shape, upd->type) &&
+  if (!iron_ir_type_same_dims(u->groups[h].shape, upd->type) &&
       !(upd->def_op && is_unit_reshape(upd->def_op)))
     return -1;
   for (uint32_t k = 0; k < op->num_operands; ++k)
@@ -567,7 +559,8 @@ enum { kMaxPivots = 4 };
 
 // Whether transposes a and b permute one operand shape the same way.
 static bool same_transpose(const iron_ir_op_t *a, const iron_ir_op_t *b) {
-  if (!same_shape(a->operands[0]->type, b->operands[0]->type)) return false;
+  if (!iron_ir_type_same_dims(a->operands[0]->type, b->operands[0]->type))
+    return false;
   int64_t pa[IRON_MAX_RANK], pb[IRON_MAX_RANK];
   uint32_t na = 0, nb = 0;
   iron_status_t st =
@@ -603,7 +596,8 @@ static int32_t join_pivot(fuse_ctx_t *c, use_ctx_t *u,
   if (h < 0) return -1;
   const group_t *gr = &u->groups[h];
   if (gr->closed || gr->reduces || gr->dus || gr->pivots ||
-      !same_shape(gr->shape, op->operands[0]->type) || !io_fits(gr->io, 1))
+      !iron_ir_type_same_dims(gr->shape, op->operands[0]->type) ||
+      !io_fits(gr->io, 1))
     return -1;
   return h;
 }
@@ -702,12 +696,14 @@ static iron_status_t fuse_block(fuse_ctx_t *c, iron_ir_block_t *blk) {
       // Join (and merge) every open group of this shape that feeds the op.
       for (uint32_t k = 0; k < op->num_operands; ++k) {
         int32_t h = group_of(&u, op->operands[k]);
-        if (h < 0 || groups[h].closed || !same_shape(groups[h].shape, shape))
+        if (h < 0 || groups[h].closed ||
+            !iron_ir_type_same_dims(groups[h].shape, shape))
           continue;
         // A member value of another shape (a dynamic_update_slice root's
         // result, a unit reshape feeding one) is not readable inside the
         // group: the op reads it from memory instead.
-        if (h != lh && !same_shape(op->operands[k]->type, groups[h].shape))
+        if (h != lh &&
+            !iron_ir_type_same_dims(op->operands[k]->type, groups[h].shape))
           continue;
         // A member value is computed at the element's own coordinates:
         // a broadcast that reads it at others (permuted dims) reads it

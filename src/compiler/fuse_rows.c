@@ -2,10 +2,11 @@
 //
 // Per block, ops are visited in order and grouped with union-find, as in
 // fuse.c, with two kinds of groups: "plain" groups (element-wise ops of one
-// shape, of any dtypes, that no row reduce joined yet: the x * x before rms norm's sum)
-// and "row" groups (a row shape, from their first row reduce). An op joins
-// the groups of its operands when its result and operands have the roles
-// the row shape allows (iron_row_role) and the merged group stays acyclic.
+// shape, of any dtypes, that no row reduce joined yet: the x * x before rms
+// norm's sum) and "row" groups (a row shape, from their first row reduce).
+// An op joins the groups of its operands when its result and operands have
+// the roles the row shape allows (iron_row_role) and the merged group stays
+// acyclic.
 //
 // Acyclic: unlike fuse.c, a group keeps growing after one of its values is
 // used outside it; the op that used it (and everything that depends on it)
@@ -422,13 +423,6 @@ static bool plain_fits(const rgroup_t *p, const iron_row_shape_t *rs) {
   return true;
 }
 
-static bool same_dims(const iron_ir_type_t *a, const iron_ir_type_t *b) {
-  if (a->rank != b->rank) return false;
-  for (int32_t d = 0; d < a->rank; ++d)
-    if (a->dims[d] != b->dims[d]) return false;
-  return true;
-}
-
 static int32_t new_group(rblock_t *b) {
   int32_t g = b->ngroups++;
   memset(&b->groups[g], 0, sizeof(b->groups[g]));
@@ -589,8 +583,8 @@ static void visit(rblock_t *b, uint32_t i) {
       for (uint32_t k = 0; k < nops; ++k) {
         int32_t h = vgroup(b, op->operands[k]);
         if (h < 0 || b->groups[h].closed || b->groups[h].is_row) continue;
-        if (!same_dims(b->groups[h].plain, t) ||
-            !same_dims(op->operands[k]->type, t))
+        if (!iron_ir_type_same_dims(b->groups[h].plain, t) ||
+            !iron_ir_type_same_dims(op->operands[k]->type, t))
           continue;
         add_unique(J, &nj, h);
       }

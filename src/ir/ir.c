@@ -77,6 +77,15 @@ bool iron_ir_type_is_static(const iron_ir_type_t *type) {
   return iron_ir_type_num_elements(type) >= 0;
 }
 
+bool iron_ir_type_same_dims(const iron_ir_type_t *a, const iron_ir_type_t *b) {
+  if (a->kind != IRON_TYPE_TENSOR || b->kind != IRON_TYPE_TENSOR ||
+      a->rank != b->rank)
+    return false;
+  for (int32_t i = 0; i < a->rank; ++i)
+    if (a->dims[i] != b->dims[i]) return false;
+  return true;
+}
+
 bool iron_ir_type_equal(const iron_ir_type_t *a, const iron_ir_type_t *b) {
   if (a == b) return true;
   if (a->kind != b->kind) return false;

@@ -79,6 +79,8 @@ int64_t iron_ir_type_num_elements(const iron_ir_type_t *type);
 // Bytes of a static tensor type in host storage; false on overflow/dynamic.
 bool iron_ir_type_byte_size(const iron_ir_type_t *type, size_t *out_bytes);
 bool iron_ir_type_equal(const iron_ir_type_t *a, const iron_ir_type_t *b);
+// Whether a and b are tensors of the same dims (dtypes may differ).
+bool iron_ir_type_same_dims(const iron_ir_type_t *a, const iron_ir_type_t *b);
 bool iron_ir_type_is_static(const iron_ir_type_t *type);
 // Prints "tensor<2x3xf32>", "tensor<f32>", "!stablehlo.token", "tuple<...>"
 // into buf (always NUL-terminated); returns the length that the full text
