@@ -520,6 +520,152 @@ def rng_heavy():
     return jax.jit(f)(jax.random.PRNGKey(11))
 
 
+# --- more of them: an nnx block with RoPE and lion, an equinox ensemble
+# under filter_vmap, switch/cond inside a scan, an optax chain under
+# MultiSteps, integer bit ops, gathers and scatters with clamped and
+# dropped indices, cumulative reductions, a bf16 conv + batch norm (its
+# first conv's bias gradient is bf16 noise around 0: atol 1e-2), small
+# linear algebra, nested data-dependent while loops ------------------
+@model(rtol=0.001, atol=0.0001)
+def rope_nnx_lm():
+    class Attn(nnx.Module):
+        def __init__(self, d, h, rngs):
+            self.qkv = nnx.Linear(d, 3 * d, rngs=rngs); self.o = nnx.Linear(d, d, rngs=rngs); self.h = h
+            self.norm = nnx.RMSNorm(d, rngs=rngs)
+        def __call__(self, x):
+            B, T, D = x.shape; h = self.h; dh = D // h
+            q, k, v = jnp.split(self.qkv(self.norm(x)), 3, -1)
+            q, k, v = (t.reshape(B, T, h, dh) for t in (q, k, v))
+            pos = jnp.arange(T)[:, None]; fr = 1.0 / (10000 ** (jnp.arange(0, dh, 2) / dh))
+            ang = pos * fr; c, s = jnp.cos(ang)[None, :, None], jnp.sin(ang)[None, :, None]
+            def rot(t):
+                t1, t2 = t[..., ::2], t[..., 1::2]
+                return jnp.stack([t1 * c - t2 * s, t1 * s + t2 * c], -1).reshape(t.shape)
+            q, k = rot(q), rot(k)
+            y = jax.nn.dot_product_attention(q, k, v, is_causal=True).reshape(B, T, D)
+            return x + self.o(y)
+    m = Attn(32, 4, nnx.Rngs(0)); opt = nnx.Optimizer(m, optax.lion(1e-3), wrt=nnx.Param)
+    x = jax.random.normal(jax.random.PRNGKey(1), (2, 16, 32))
+    @nnx.jit
+    def step(m, opt, x):
+        l, g = nnx.value_and_grad(lambda m: jnp.mean(m(x) ** 2))(m)
+        opt.update(m, g); return l
+    return jnp.stack([step(m, opt, x) for _ in range(3)]), nnx.state(m, nnx.Param)
+
+@model(rtol=0.001, atol=0.0001)
+def eqx_ensemble_vmap():
+    keys = jax.random.split(jax.random.PRNGKey(2), 5)
+    mk = eqx.filter_vmap(lambda k: eqx.nn.MLP(4, 2, 16, 2, key=k))
+    ens = mk(keys)
+    x = jax.random.normal(jax.random.PRNGKey(3), (7, 4))
+    @eqx.filter_jit
+    def f(ens, x):
+        def loss(ens):
+            out = eqx.filter_vmap(lambda m: jax.vmap(m)(x))(ens)
+            return jnp.mean(jax.nn.log_softmax(out, -1)[..., 0])
+        return eqx.filter_value_and_grad(loss)(ens)
+    l, g = f(ens, x)
+    return l, jax.tree_util.tree_leaves(eqx.filter(g, eqx.is_array))
+
+@model(rtol=0.0001, atol=1e-05)
+def switch_cond_scan():
+    def f(x):
+        def body(c, i):
+            c = jax.lax.switch(i % 3, [lambda c: c * 1.1, lambda c: jnp.sin(c), lambda c: c[::-1] + 1.0], c)
+            c = jax.lax.cond(jnp.sum(c) > 0, lambda c: c - 0.5, lambda c: c + 0.25, c)
+            return c, jnp.max(c)
+        return jax.lax.scan(body, x, jnp.arange(20))
+    return jax.jit(jax.value_and_grad(lambda x: f(x)[1].sum()))(jnp.linspace(-1, 1, 9))
+
+@model(rtol=0.0001, atol=1e-05)
+def optax_chain_schedules():
+    p = {"w": jnp.ones((8, 8)) * 0.1, "b": jnp.zeros(8)}
+    tx = optax.chain(optax.clip(0.5), optax.add_decayed_weights(1e-2),
+                     optax.scale_by_adam(), optax.scale_by_schedule(optax.exponential_decay(1e-2, 3, 0.5)),
+                     optax.scale(-1.0))
+    tx = optax.MultiSteps(tx, every_k_schedule=2)
+    s = tx.init(p)
+    x = jnp.linspace(-1.5, 2.5, 64).reshape(8, 8)  # no cancelling grads: adam amplifies
+    @jax.jit
+    def step(p, s):
+        g = jax.grad(lambda p: jnp.sum(jnp.tanh(x @ p["w"] + p["b"]) ** 2))(p)
+        u, s = tx.update(g, s, p); return optax.apply_updates(p, u), s
+    for _ in range(5): p, s = step(p, s)
+    return p
+
+@model(rtol=1e-06, atol=1e-06)
+def int_bit_ops():
+    def f(a, b):
+        return (jnp.left_shift(a, b % 33), jnp.right_shift(a, b % 40), jax.lax.shift_right_logical(a, b % 35),
+                jax.lax.population_count(a), jax.lax.clz(a), a // (b | 1), a % (b | 1), jnp.bitwise_xor(a, b) & 0xff,
+                (a.astype(jnp.uint8) * 7).astype(jnp.int16), jnp.cumsum(a.astype(jnp.int8)), a.view(jnp.float32) > 0)
+    r = np.random.default_rng(5)
+    a = jnp.asarray(r.integers(-2**31, 2**31 - 1, 257), jnp.int32); b = jnp.asarray(r.integers(-100, 100, 257), jnp.int32)
+    return jax.jit(f)(a, b)
+
+@model(rtol=1e-06, atol=1e-06)
+def gather_scatter_nd():
+    r = np.random.default_rng(6)
+    x = jnp.asarray(r.normal(size=(6, 7, 5)), jnp.float32)
+    i = jnp.asarray(r.integers(-2, 8, (11, 2)), jnp.int32)
+    def f(x, i):
+        g = x[i[:, 0], :, i[:, 1] % 5]
+        s = jnp.zeros((6, 5)).at[i[:, 0], i[:, 1]].add(1.0, mode="drop")
+        m = jnp.full((6, 5), -jnp.inf).at[i[:, 0] % 6, i[:, 1] % 5].max(g[:, 0])
+        t = jnp.take_along_axis(x, jnp.argsort(x, axis=1), axis=1)
+        return g, s, m, t, x.at[1:4, ::2].set(0.0), jnp.where(x > 0, x, 0).nonzero(size=20, fill_value=-1)
+    return jax.jit(f)(x, i)
+
+@model(rtol=0.0001, atol=1e-05)
+def cumulative_reductions():
+    r = np.random.default_rng(7)
+    x = jnp.asarray(r.normal(size=(5, 300)), jnp.float32)
+    f = lambda x: (jax.lax.cummax(x, 1), jax.lax.cumlogsumexp(x, 1), jnp.cumprod(1 + 0.01 * x, 0), jnp.argmax(x, 1),
+                   jnp.argmin(x, 0), jnp.var(x, 1), jnp.nanmean(jnp.where(x > 1, jnp.nan, x), 1),
+                   jax.scipy.special.logsumexp(x, axis=0, b=jnp.abs(x)), jnp.linalg.norm(x, axis=1), jnp.any(x > 2.5, 1))
+    return jax.jit(f)(x)
+
+@model(rtol=0.03, atol=0.01)
+def conv_pool_bn_bf16():
+    class Net(nn.Module):
+        @nn.compact
+        def __call__(self, x, train):
+            x = nn.Conv(16, (3, 3), dtype=jnp.bfloat16)(x)
+            x = nn.BatchNorm(use_running_average=not train, dtype=jnp.bfloat16)(x)
+            x = nn.avg_pool(nn.relu(x), (2, 2), (2, 2))
+            x = nn.Conv(8, (1, 1), dtype=jnp.bfloat16)(x)
+            return nn.Dense(3)(x.reshape(x.shape[0], -1).astype(jnp.float32))
+    x = jax.random.normal(jax.random.PRNGKey(8), (4, 8, 8, 3))
+    n = Net(); v = n.init(jax.random.PRNGKey(9), x, False)
+    def loss(p, s):
+        out, upd = n.apply({"params": p, **s}, x, True, mutable=["batch_stats"])
+        return jnp.mean(out ** 2), upd
+    (l, upd), g = jax.jit(jax.value_and_grad(loss, has_aux=True))(v["params"], {"batch_stats": v["batch_stats"]})
+    return l, g, upd
+
+@model(rtol=0.0001, atol=0.0001)
+def linalg_mix():
+    r = np.random.default_rng(10)
+    a = jnp.asarray(r.normal(size=(6, 6)), jnp.float32); spd = a @ a.T + 6 * jnp.eye(6)
+    f = lambda a, s: (jnp.linalg.solve(s, a), jnp.linalg.cholesky(s), jnp.linalg.slogdet(s),
+                      jnp.linalg.inv(s), jax.scipy.linalg.solve_triangular(jnp.tril(s), a, lower=True),
+                      jnp.einsum("ij,jk,kl->il", a, s, a), jnp.trace(s @ s), jnp.kron(a[:2, :2], s[:2, :2]))
+    return jax.jit(f)(a, spd)
+
+@model(rtol=0.0001, atol=1e-05)
+def while_nested_reduce():
+    def f(x):
+        def outer(c):
+            i, x = c
+            def inner(d):
+                j, y = d
+                return j + 1, y * 0.9 + jnp.mean(y)
+            _, x = jax.lax.while_loop(lambda d: (d[0] < 4) & (jnp.max(jnp.abs(d[1])) > 1e-3), inner, (0, x))
+            return i + 1, x - jnp.min(x)
+        return jax.lax.while_loop(lambda c: (c[0] < 6) & (jnp.sum(c[1]) < 1e4), outer, (0, x))
+    return jax.jit(f)(jnp.linspace(0, 3, 50))
+
+
 def run(name, dev):
     fn = MODELS[name][0]
     with jax.default_device(dev):
