@@ -93,6 +93,25 @@ def build_kernel_trace():
     return lib, out
 
 
+def kernel_kind(name):
+    """A kernel's family for the trace summary: library convolutions and
+    GEMMs, iron's generated kernels by their name's stem (iron_reduce_...,
+    iron_ew_...), XLA's fusions by their kind (loop_/input_ ...)."""
+    low = name.lower()
+    if any(t in low for t in ("fprop", "dgrad", "wgrad", "conv", "xmma", "cutlass",
+                              "cudnn", "engine")):
+        return "conv/cudnn" if "gemm" not in low or "implicit" in low or "conv" in low \
+            else "gemm"
+    if "gemm" in low or "cublas" in low or low.startswith("sm90_") or low.startswith("nvjet"):
+        return "gemm"
+    if name.startswith("iron_"):
+        return "_".join(name.split("_")[:2])
+    for k in ("loop_", "input_", "wrapped_", "transpose_", "copy_", "reduce"):
+        if k in low:
+            return "xla " + k.strip("_")
+    return name.split("(")[0][:30]
+
+
 def kernel_trace(fn, sync, n):
     """Runs fn(); sync() n times under the trace; returns per-step medians
     and the kernels that took the most time."""
@@ -148,9 +167,17 @@ def kernel_trace(fn, sync, n):
                       "copy_ms": sum(r[1] - r[0] for r in inside if r[2]) / 1e6,
                       "busy_ms": busy / 1e6, "wall_ms": (t1 - t0) / 1e6})
     med = {key: statistics.median(st[key] for st in steps) for key in steps[0]}
-    top = sorted(by_name.items(), key=lambda kv: -kv[1][1])[:12]
-    med["top"] = [(kt.kt_name(i).decode(errors="replace")[:90], c / n,
-                   t / n / 1e6) for i, (c, t) in top]
+    top = sorted(by_name.items(), key=lambda kv: -kv[1][1])
+    names = {i: kt.kt_name(i).decode(errors="replace") for i in by_name}
+    med["top"] = [(names[i][:90], c / n, t / n / 1e6)
+                  for i, (c, t) in top[:int(os.environ.get("KT_TOP", "12"))]]
+    kinds = {}
+    for i, (c, t) in top:
+        v = kinds.setdefault(kernel_kind(names[i]), [0, 0])
+        v[0] += c / n
+        v[1] += t / n / 1e6
+    med["kinds"] = sorted(((k, c, ms) for k, (c, ms) in kinds.items()),
+                          key=lambda x: -x[2])
     med["distinct_kernels"] = len(by_name)
     med["dropped"] = int(kt.kt_dropped())
     return med

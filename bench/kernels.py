@@ -1396,6 +1396,8 @@ def main():
                   f"per run", flush=True)
             for nm, cnt, ms in tr["top"]:
                 print(f"        {ms * 1e3:9.1f} us  x{cnt:<5.1f} {nm}", flush=True)
+            for nm, cnt, ms in tr.get("kinds", []):
+                print(f"      kind {ms * 1e3:9.1f} us  x{cnt:<6.1f} {nm}", flush=True)
         for line in r.get("host_profile") or []:
             print(f"      {line}", flush=True)
 

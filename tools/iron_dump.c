@@ -19,6 +19,7 @@
 
 #include "compiler/fuse.h"
 #include "compiler/fuse_rows.h"
+#include "compiler/recompute.h"
 #include "compiler/inline.h"
 #include "compiler/scan_in_place.h"
 #include "compiler/vector_dot.h"
@@ -184,6 +185,9 @@ int main(int argc, char **argv) {
     if (!st)
       st = iron_compiler_fuse_rows(m, iron_cuda_fusable, iron_cuda_row_fusable,
                                    &nrows);
+    int ncopies = 0;
+    if (!st && iron_compiler_recompute_on())
+      st = iron_compiler_recompute(m, iron_cuda_fusable, &ncopies);
     if (!st)
       st = iron_compiler_fuse_pivots(m, iron_cuda_fusable,
                                      iron_cuda_pivot_fusable, &n);
@@ -196,6 +200,9 @@ int main(int argc, char **argv) {
     if (nscans)
       fprintf(stderr, "iron-dump: %d scanned slabs updated in place\n", nscans);
     if (ndots) fprintf(stderr, "iron-dump: %d dots as reductions\n", ndots);
+    if (ncopies)
+      fprintf(stderr, "iron-dump: %d shared values recomputed per consumer\n",
+              ncopies);
     fprintf(stderr, "iron-dump: %d fusions (%d row fusions)\n", n + nrows,
             nrows);
   }

@@ -10,6 +10,7 @@
 #include "base/compile_memory.h"
 #include "compiler/fuse.h"
 #include "compiler/fuse_rows.h"
+#include "compiler/recompute.h"
 #include "compiler/inline.h"
 #include "compiler/plan.h"
 #include "compiler/scan_in_place.h"
@@ -258,6 +259,10 @@ static iron_status_t compile_module(iron_runtime_t *rt,
   if (!st && fusing && exe->dev->vtable->row_fusable)
     st = iron_compiler_fuse_rows(module, exe->dev->vtable->fusable,
                                  exe->dev->vtable->row_fusable, NULL);
+  // Cheap shared values computed again in each consumer's kernel instead
+  // of written once and read back (recompute.h; IRON_FUSE_RECOMPUTE=0).
+  if (!st && fusing && iron_compiler_recompute_on())
+    st = iron_compiler_recompute(module, exe->dev->vtable->fusable, NULL);
   if (!st && fusing)
     st = iron_compiler_fuse_pivots(module, exe->dev->vtable->fusable,
                                    exe->dev->vtable->pivot_fusable, NULL);

@@ -37,6 +37,7 @@
 #include <xmmintrin.h>
 #endif
 
+#include "base/half.h"
 #include "cuda_emu.h"
 #include "device/cuda/gen/prelude.h"
 #include "device/cuda/gen/source.h"
@@ -88,6 +89,12 @@ typedef struct cuda_emu_exec {
   // (indexing from blockIdx/threadIdx, grid-stride loops, vector tails).
   bool all_grid;
   int64_t mt_launches;
+  // Fused reduces prepared whose float sums the CUDA kernel splits over
+  // blocks (gen/reduce.c: partials merged by a tile's last block): a
+  // summation order of the kernel's own, so their results may differ
+  // from the host's in the last bits (the caller compares them within a
+  // tolerance; see cuda_emu_compare_close).
+  int64_t split_sums;
 } cuda_emu_exec_t;
 
 static cuda_emu_exec_t g_cuda_emu;
@@ -338,6 +345,11 @@ static inline iron_status_t cuda_emu_prepare(iron_device_t *dev,
     return IRON_OK;
   }
   bool fused_reduce = cuda_emu_is_fused_reduce(op);
+  bool sums = false;  // a float sum (or product) whose order matters
+  if (fused_reduce) {
+    const iron_ir_block_t *rb = &op->regions[0].blocks[0];
+    sums = cuda_emu_reduce_order_matters(rb->ops[rb->num_ops - 2]);
+  }
   if (fused_reduce && !e->multi_thread)
     return IRON_ERR(FAILED_PRECONDITION,
                     "cuda_emu: a fusion ending in a reduce cannot run on "
@@ -409,6 +421,9 @@ static inline iron_status_t cuda_emu_prepare(iron_device_t *dev,
       cuda_emu_params_destroy(p);
       return IRON_ERR(INTERNAL, "cuda_emu: no source for kernel %s", name);
     }
+    // The split's partials (gen/reduce.c cols_segments, row_segments).
+    if (sums && strstr(e->k[p->kernel[k]].source, "iron_part0"))
+      e->split_sums++;
   }
   if (p->fused && p->parts[0].num_inputs + p->parts[0].num_outputs >
                       e->max_fused_params)
@@ -999,6 +1014,88 @@ static inline int64_t cuda_emu_compare(const iron_executable_t *exe,
               what, j, iron_dtype_name(dt), (long long)count, (long long)nbad,
               (long long)first, (unsigned long long)w, (unsigned long long)g);
     }
+    bad += nbad;
+  }
+  return bad;
+}
+
+// As cuda_emu_compare, but float outputs (f16/bf16/f32/f64 and complex
+// parts) agree when every element is within `rtol` times the output's
+// largest magnitude on the host (a sum in another order: cancellation
+// makes single elements' relative errors meaningless); other dtypes
+// exactly. Element q of a complex value is its part q.
+static inline double cuda_emu_float_at(iron_dtype_t dt, const uint8_t *p,
+                                       int part) {
+  switch (dt) {
+    case IRON_DTYPE_F32: case IRON_DTYPE_C64: {
+      float x;
+      memcpy(&x, p + 4 * part, 4);
+      return x;
+    }
+    case IRON_DTYPE_F64: case IRON_DTYPE_C128: {
+      double x;
+      memcpy(&x, p + 8 * part, 8);
+      return x;
+    }
+    case IRON_DTYPE_F16: {
+      uint16_t h;
+      memcpy(&h, p, 2);
+      return iron_f16_to_f32(h);
+    }
+    case IRON_DTYPE_BF16: {
+      uint16_t h;
+      memcpy(&h, p, 2);
+      return iron_bf16_to_f32(h);
+    }
+    default:
+      return 0;
+  }
+}
+
+static inline int64_t cuda_emu_compare_close(const iron_executable_t *exe,
+                                             uint8_t *const *want,
+                                             uint8_t *const *got,
+                                             const char *what, double rtol) {
+  int64_t bad = 0;
+  uint32_t no = iron_executable_num_outputs(exe);
+  for (uint32_t j = 0; j < no; ++j) {
+    iron_dtype_t dt;
+    int32_t rank;
+    const int64_t *dims;
+    iron_executable_output_type(exe, j, &dt, &rank, &dims);
+    int parts = dt == IRON_DTYPE_C64 || dt == IRON_DTYPE_C128 ? 2 : 1;
+    bool fl = dt == IRON_DTYPE_F32 || dt == IRON_DTYPE_F64 ||
+              dt == IRON_DTYPE_F16 || dt == IRON_DTYPE_BF16 || parts == 2;
+    int64_t count = 1;
+    for (int32_t k = 0; k < rank; ++k) count *= dims[k];
+    size_t es = iron_dtype_size(dt);
+    double scale = 0;
+    for (int64_t i = 0; i < count; ++i)
+      for (int q = 0; q < parts; ++q) {
+        double w = cuda_emu_float_at(dt, want[j] + (size_t)i * es, q);
+        if (w == w && fabs(w) > scale && !isinf(w)) scale = fabs(w);
+      }
+    int64_t nbad = 0, first = -1;
+    for (int64_t i = 0; i < count; ++i) {
+      if (cuda_emu_same(dt, want[j] + (size_t)i * es, got[j] + (size_t)i * es))
+        continue;
+      bool ok = fl;  // other dtypes: exactly
+      for (int q = 0; q < parts && ok; ++q) {
+        double w = cuda_emu_float_at(dt, want[j] + (size_t)i * es, q);
+        double g = cuda_emu_float_at(dt, got[j] + (size_t)i * es, q);
+        ok = (w != w && g != g) || w == g || fabs(w - g) <= rtol * scale;
+      }
+      if (!ok) {
+        if (first < 0) first = i;
+        nbad++;
+      }
+    }
+    if (nbad)
+      fprintf(stderr,
+              "%s: output %u (%s, %lld elements): %lld beyond %g of the "
+              "largest magnitude; first at %lld\n",
+              what, j, iron_dtype_name(dt), (long long)count, (long long)nbad,
+              rtol, (long long)first);
     bad += nbad;
   }
   return bad;

@@ -1757,6 +1757,70 @@ def _(x):
             jnp.isfinite(jnp.transpose(x, (3, 2, 1, 0))))
 
 
+
+# ------------------------------------------- shared element-wise values
+# Values that several kernels read (batch norm's `x - mean`, a convert of
+# a bf16 activation, a ReLU's mask): the CUDA device recomputes cheap ones
+# in each consumer (src/compiler/recompute.h) and merges reduces over the
+# same data; these pin the results of both.
+
+def _bn(h, g, b):
+    mu = h.mean((0, 1, 2))
+    var = ((h - mu) ** 2).mean((0, 1, 2))
+    return (h - mu) * lax.rsqrt(var + 1e-5) * g + b
+
+
+@case("shared_bn_relu_grad", lambda rng: (
+    rng.standard_normal((4, 6, 5, 16)).astype(np.float32),
+    rng.uniform(0.5, 1.5, (16,)).astype(np.float32),
+    rng.standard_normal((16,)).astype(np.float32),
+    rng.standard_normal((4, 6, 5, 16)).astype(np.float32)), **ACC["f32"])
+def _(x, g, b, w):
+    def loss(x, g, b):
+        return jnp.sum(jax.nn.relu(_bn(x, g, b)) * w)
+    return jax.value_and_grad(loss, (0, 1, 2))(x, g, b)
+
+
+@case("shared_conv_bn_step", lambda rng: (
+    rng.standard_normal((32, 32, 32, 3)).astype(np.float32),
+    (rng.standard_normal((3, 3, 3, 16)) / 4).astype(np.float32),
+    (rng.standard_normal((3, 3, 16, 16)) / 8).astype(np.float32)), **ACC["f32"])
+def _(x, w0, w1):
+    def loss(w0, w1):
+        h = x
+        for w in (w0, w1):
+            h = lax.conv_general_dilated(h, w, (1, 1), ((1, 1), (1, 1)),
+                                         dimension_numbers=("NHWC", "HWIO", "NHWC"))
+            h = jax.nn.relu(_bn(h, 1.0, 0.0))
+        return jnp.sum(h.mean((1, 2)) * jnp.arange(16.0) / 16)
+    return jax.value_and_grad(loss, (0, 1))(w0, w1)
+
+
+@case("shared_bf16_convert", lambda rng: (
+    rng.standard_normal((2048, 516)).astype(np.float32).astype(BF16),
+    rng.standard_normal((2048, 516)).astype(np.float32)), **ACC["bf16"])
+def _(a, y):
+    af = a.astype(jnp.float32)
+    return jnp.sum(af, 0), jnp.max(af, 1), jnp.tanh(af) * y, (af * y).astype(BF16)
+
+
+@case("shared_not_copied", lambda rng: (
+    rng.standard_normal((2048, 512)).astype(np.float32),
+    rng.standard_normal((2048, 512)).astype(np.float32)), **ACC["f32"])
+def _(a, b):
+    s = a + b              # two full-size leaves: written once, read twice
+    m = a > 0              # a pred mask of an f32 leaf: written once
+    return jnp.sum(s * s, 0), jnp.exp(s), jnp.where(m, s, 0.0), jnp.sum(m, 1)
+
+
+@case("shared_int_select_chain", lambda rng: (
+    rng.integers(-50, 50, (2048, 512)).astype(np.int32),
+    rng.integers(-3, 3, (512,)).astype(np.int32)))
+def _(a, v):
+    t = jnp.clip(a - v, -20, 20) * 3
+    return (jnp.sum(t, 0), jnp.max(t, 1), t ^ a, jnp.where(t > 0, t, -t),
+            jnp.sum(t * t, 1))
+
 ALL_CASES: list[Case] = CASES + X64_CASES
 
 _names = [c.name for c in ALL_CASES]
