@@ -2,7 +2,7 @@
 # Nineteenth session's second call: build; the CNN step with the
 # recompute pass off and on (IRON_FUSE_RECOMPUTE) against XLA, with CUPTI
 # kernel traces by kind; the decode step; kernels.py --quick; gpu_bench's
-# transformers and GRU.
+# transformer d256 and GRU; corpus programs on CUDA (shared_*, norms, convs).
 set -u
 export OUT GPU_SESSION_NOPACK=1
 mkdir -p $OUT/logs
@@ -17,8 +17,10 @@ for v in 0 1; do
 done
 timeout 90 python3 bench/kernels.py --only decode_f32,decode_bf16 --rounds 1 --frameworks iron,xla \
   > $OUT/logs/decode.log 2>&1; grep -E "^[a-z_0-9]+ +[0-9-]|roofline" $OUT/logs/decode.log | tail -6
-timeout 120 python3 bench/kernels.py --quick --rounds 1 --frameworks iron,xla \
-  > $OUT/logs/kquick.log 2>&1; grep -E "^[a-z_0-9]+ +[0-9-]|roofline" $OUT/logs/kquick.log | tail -12
-timeout 150 python3 bench/gpu_bench.py --rounds 1 --steps 8 --only transformer_d256,transformer_d512,gru256 --frameworks iron,xla \
+timeout 100 python3 bench/gpu_bench.py --rounds 1 --steps 8 --only transformer_d256,gru256 --frameworks iron,xla \
   > $OUT/logs/gpubench.log 2>&1; grep -v -i warn $OUT/logs/gpubench.log | tail -14
+IRON_DEVICE=cuda IRON_CUDA_TF32=0 JAX_PLATFORMS=iron,cpu IRON_TEST_REQUIRE_CUDA=1 timeout 80 \
+  python3 -m pytest -q -p no:cacheprovider -p no:benchmark -n 8 tests/python/test_corpus.py \
+  -k "shared_ or norm or conv or softmax or reduce" > $OUT/logs/corpus_cuda.log 2>&1
+grep -E "^FAILED|passed|failed" $OUT/logs/corpus_cuda.log | tail -8
 tar czf $OUT/logs.tgz -C $OUT logs; rm -rf $OUT/logs
