@@ -19,6 +19,7 @@
 
 #include "compiler/fuse.h"
 #include "compiler/fuse_rows.h"
+#include "compiler/merge_reduces.h"
 #include "compiler/recompute.h"
 #include "compiler/inline.h"
 #include "compiler/scan_in_place.h"
@@ -191,12 +192,17 @@ int main(int argc, char **argv) {
     if (!st)
       st = iron_compiler_fuse_pivots(m, iron_cuda_fusable,
                                      iron_cuda_pivot_fusable, &n);
+    int nmerged = 0;
+    if (!st && iron_compiler_merge_reduces_on())
+      st = iron_compiler_merge_reduces(m, iron_cuda_fusable, &nmerged);
     if (st) {
       fprintf(stderr, "iron-dump: %s: %s\n", path, iron_status_message(st));
       iron_status_free(st);
       iron_ir_module_destroy(m);
       return 1;
     }
+    if (nmerged)
+      fprintf(stderr, "iron-dump: %d sibling reduce fusions merged\n", nmerged);
     if (nscans)
       fprintf(stderr, "iron-dump: %d scanned slabs updated in place\n", nscans);
     if (ndots) fprintf(stderr, "iron-dump: %d dots as reductions\n", ndots);

@@ -10,6 +10,7 @@
 #include "base/compile_memory.h"
 #include "compiler/fuse.h"
 #include "compiler/fuse_rows.h"
+#include "compiler/merge_reduces.h"
 #include "compiler/recompute.h"
 #include "compiler/inline.h"
 #include "compiler/plan.h"
@@ -266,6 +267,10 @@ static iron_status_t compile_module(iron_runtime_t *rt,
   if (!st && fusing)
     st = iron_compiler_fuse_pivots(module, exe->dev->vtable->fusable,
                                    exe->dev->vtable->pivot_fusable, NULL);
+  // Reduce fusions over the same data become one kernel
+  // (merge_reduces.h; IRON_FUSE_SIBLING_REDUCES=0).
+  if (!st && fusing && iron_compiler_merge_reduces_on())
+    st = iron_compiler_merge_reduces(module, exe->dev->vtable->fusable, NULL);
   if (!st) st = iron_plan_create_on(module, exe->dev, &exe->plan);
   if (st) {
     st = iron_status_annotate(st, "while compiling %s", mname);

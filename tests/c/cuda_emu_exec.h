@@ -1090,12 +1090,18 @@ static inline int64_t cuda_emu_compare_close(const iron_executable_t *exe,
         nbad++;
       }
     }
-    if (nbad)
+    if (nbad) {
+      uint64_t w = 0, g = 0;
+      memcpy(&w, want[j] + (size_t)first * es, es < 8 ? es : 8);
+      memcpy(&g, got[j] + (size_t)first * es, es < 8 ? es : 8);
       fprintf(stderr,
               "%s: output %u (%s, %lld elements): %lld beyond %g of the "
-              "largest magnitude; first at %lld\n",
+              "largest magnitude; first at %lld: host 0x%llx, CUDA emulation "
+              "0x%llx\n",
               what, j, iron_dtype_name(dt), (long long)count, (long long)nbad,
-              rtol, (long long)first);
+              rtol, (long long)first, (unsigned long long)w,
+              (unsigned long long)g);
+    }
     bad += nbad;
   }
   return bad;

@@ -1784,16 +1784,18 @@ def _(x, g, b, w):
 @case("shared_conv_bn_step", lambda rng: (
     rng.standard_normal((32, 32, 32, 3)).astype(np.float32),
     (rng.standard_normal((3, 3, 3, 16)) / 4).astype(np.float32),
-    (rng.standard_normal((3, 3, 16, 16)) / 8).astype(np.float32)), **ACC["f32"])
-def _(x, w0, w1):
-    def loss(w0, w1):
+    (rng.standard_normal((3, 3, 16, 16)) / 8).astype(np.float32),
+    rng.uniform(0.5, 1.5, (2, 16)).astype(np.float32),
+    rng.standard_normal((2, 16)).astype(np.float32)), **ACC["f32"])
+def _(x, w0, w1, g, b):
+    def loss(w0, w1, g, b):
         h = x
-        for w in (w0, w1):
+        for i, w in enumerate((w0, w1)):
             h = lax.conv_general_dilated(h, w, (1, 1), ((1, 1), (1, 1)),
                                          dimension_numbers=("NHWC", "HWIO", "NHWC"))
-            h = jax.nn.relu(_bn(h, 1.0, 0.0))
+            h = jax.nn.relu(_bn(h, g[i], b[i]))
         return jnp.sum(h.mean((1, 2)) * jnp.arange(16.0) / 16)
-    return jax.value_and_grad(loss, (0, 1))(w0, w1)
+    return jax.value_and_grad(loss, (0, 1, 2, 3))(w0, w1, g, b)
 
 
 @case("shared_bf16_convert", lambda rng: (
