@@ -22,8 +22,20 @@ static bool has_regions(const iron_ir_block_t *b, uint32_t from, uint32_t to) {
 }
 
 // The reduce that ends reduce fusion `op` (members, the reduce, a return
-// of exactly its results; inits are block arguments), or NULL.
-static iron_ir_op_t *reduce_root(const iron_ir_op_t *op) {
+// of exactly its results; inits are block arguments), `op` itself when it
+// is a reduce, or NULL.
+static bool reduce_body_ok(const iron_ir_op_t *red) {
+  uint32_t n = red->num_results;
+  if (red->kind != IRON_OP_REDUCE || red->num_regions != 1 ||
+      red->regions[0].num_blocks != 1 || red->num_operands != 2 * n)
+    return false;
+  const iron_ir_block_t *body = &red->regions[0].blocks[0];
+  return body->num_args == 2 * n && !has_regions(body, 0, body->num_ops);
+}
+
+static iron_ir_op_t *reduce_root(iron_ir_op_t *op) {
+  // A reduce of its own: the root of a fusion without members.
+  if (op->kind == IRON_OP_REDUCE) return reduce_body_ok(op) ? op : NULL;
   if (op->kind != IRON_OP_FUSION || op->num_regions != 1 ||
       op->regions[0].num_blocks != 1)
     return NULL;
@@ -69,6 +81,22 @@ static bool siblings(const iron_ir_op_t *a, const iron_ir_op_t *b) {
     for (uint32_t k = 0; k < na; ++k)
       if (da[k] == d) return false;  // the innermost dim is reduced
     return true;
+  }
+  return false;
+}
+
+// Whether kernels k1 and k2 read a common operand with as many elements as
+// their reduces' inputs (what merging saves: one pass over it).
+static bool share_input(const iron_ir_op_t *k1, const iron_ir_op_t *k2,
+                        const iron_ir_op_t *r1) {
+  int64_t n = iron_ir_type_num_elements(r1->operands[0]->type);
+  for (uint32_t i = 0; i < k1->num_operands; ++i) {
+    const iron_ir_value_t *v = k1->operands[i];
+    if (v->type->kind != IRON_TYPE_TENSOR ||
+        iron_ir_type_num_elements(v->type) != n)
+      continue;
+    for (uint32_t j = 0; j < k2->num_operands; ++j)
+      if (k2->operands[j] == v) return true;
   }
   return false;
 }
@@ -306,12 +334,13 @@ static iron_ir_op_t *merged_fusion(mr_ctx_t *c, iron_ir_block_t *blk,
     for (uint32_t j = 0; j < nin && !seen; ++j) seen = ins[j] == k2->operands[k];
     if (!seen) ins[nin++] = k2->operands[k];
   }
-  const iron_ir_block_t *b1 = &k1->regions[0].blocks[0];
-  const iron_ir_block_t *b2 = &k2->regions[0].blocks[0];
+  // A standalone reduce has no members: its operands map to arguments.
+  const iron_ir_block_t *b1 = k1 == r1 ? NULL : &k1->regions[0].blocks[0];
+  const iron_ir_block_t *b2 = k2 == r2 ? NULL : &k2->regions[0].blocks[0];
+  uint32_t nmem = (b1 ? b1->num_ops : 0) + (b2 ? b2->num_ops : 0) + 2;
   iron_ir_op_t *fop = new_op(c, IRON_OP_FUSION, nin, n1 + n2, 1);
   iron_ir_block_t *body =
-      fop ? one_block(c, &fop->regions[0], nin, b1->num_ops + b2->num_ops)
-          : NULL;
+      fop ? one_block(c, &fop->regions[0], nin, nmem) : NULL;
   vmap_t *vm = calloc(1, sizeof(*vm));
   iron_ir_op_t *ret = new_op(c, IRON_OP_RETURN, n1 + n2, 0, 0);
   if (!fop || !body || !vm || !ret) {
@@ -325,15 +354,17 @@ static iron_ir_op_t *merged_fusion(mr_ctx_t *c, iron_ir_block_t *blk,
     fop->operands[j] = ins[j];
     iron_ir_value_t *arg = new_arg(c, body, j, ins[j]->type);
     for (uint32_t k = 0; k < k1->num_operands; ++k)
-      if (k1->operands[k] == ins[j]) vmap_add(vm, &b1->args[k], arg);
+      if (k1->operands[k] == ins[j])
+        vmap_add(vm, b1 ? &b1->args[k] : ins[j], arg);
     for (uint32_t k = 0; k < k2->num_operands; ++k)
-      if (k2->operands[k] == ins[j]) vmap_add(vm, &b2->args[k], arg);
+      if (k2->operands[k] == ins[j])
+        vmap_add(vm, b2 ? &b2->args[k] : ins[j], arg);
   }
   free(ins);
   uint32_t nb = 0;
   for (int s = 0; s < 2; ++s) {
     const iron_ir_block_t *src = s ? b2 : b1;
-    for (uint32_t k = 0; k + 2 < src->num_ops; ++k) {
+    for (uint32_t k = 0; src && k + 2 < src->num_ops; ++k) {
       iron_ir_op_t *op = clone_op(c, src->ops[k], body, vm);
       if (!op) {
         free(vm);
@@ -384,7 +415,7 @@ static iron_status_t try_merge(mr_ctx_t *c, iron_ir_block_t *blk, uint32_t i2,
   for (uint32_t i1 = i2; i1-- > 0;) {
     iron_ir_op_t *k1 = blk->ops[i1];
     iron_ir_op_t *r1 = reduce_root(k1);
-    if (!r1 || !siblings(r1, r2) ||
+    if (!r1 || !siblings(r1, r2) || !share_input(k1, k2, r1) ||
         r1->num_results + r2->num_results > IRON_MERGE_REDUCES_MAX_RESULTS ||
         k1->num_operands + k2->num_operands + r1->num_results +
                 r2->num_results > IRON_FUSE_MAX_OPERANDS)

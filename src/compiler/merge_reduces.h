@@ -7,10 +7,14 @@
 // is variadic (its body computes both bodies side by side), so one kernel
 // reads the shared inputs once and writes both results.
 //
-// Two fusions merge when each is an iron.fusion whose region computes
-// element-wise members and ends in one stablehlo.reduce whose results it
-// returns (fuse.c's reduce fusions), both reduces have operands of the
-// same dims and the same `dimensions`, the merged reduce has at most
+// Two reduce kernels merge when each is an iron.fusion whose region
+// computes element-wise members and ends in one stablehlo.reduce whose
+// results it returns (fuse.c's reduce fusions) or a stablehlo.reduce of its
+// own, they read a common operand of the reduces' input size (what the
+// merge saves), both reduces have operands of the same dims and the same
+// `dimensions` with the innermost dim kept (column and middle-axis
+// reduces: each thread folds its own outputs, whatever the body), the
+// merged reduce has at most
 // IRON_MERGE_REDUCES_MAX_RESULTS results and `can_fuse` accepts it, and
 // they can meet: the later one does not use the earlier one's results
 // (directly or through ops between them) and no op between them uses the

@@ -17,9 +17,10 @@
 #include "device/cuda/cuda_row_fusion.h"
 #include "test.h"
 
-// Reduce fusions of the main function's block, and of those how many
-// return several results, and the bytes of full-size (>= 1024 elements)
-// operands they read in all.
+// Reduce kernels of the main function's block (reduce fusions, and
+// reduces of their own over at least 1024 elements), how many return
+// several results, and the bytes of full-size (>= 1024 elements) operands
+// they read in all.
 typedef struct {
   int fusions, multi;
   int64_t read;
@@ -29,10 +30,15 @@ static reduce_kernels_t count(const iron_ir_block_t *b) {
   reduce_kernels_t r = {0, 0, 0};
   for (uint32_t i = 0; i < b->num_ops; ++i) {
     const iron_ir_op_t *op = b->ops[i];
-    if (op->kind != IRON_OP_FUSION) continue;
-    const iron_ir_block_t *fb = &op->regions[0].blocks[0];
-    if (fb->num_ops < 2 || fb->ops[fb->num_ops - 2]->kind != IRON_OP_REDUCE)
+    if (op->kind == IRON_OP_REDUCE) {
+      if (iron_ir_type_num_elements(op->operands[0]->type) < 1024) continue;
+    } else if (op->kind == IRON_OP_FUSION) {
+      const iron_ir_block_t *fb = &op->regions[0].blocks[0];
+      if (fb->num_ops < 2 || fb->ops[fb->num_ops - 2]->kind != IRON_OP_REDUCE)
+        continue;
+    } else {
       continue;
+    }
     r.fusions++;
     r.multi += op->num_results > 1;
     for (uint32_t k = 0; k < op->num_operands; ++k) {
