@@ -17,13 +17,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "compiler/fuse.h"
-#include "compiler/fuse_rows.h"
-#include "compiler/merge_reduces.h"
-#include "compiler/recompute.h"
+#include "compiler/fusion_passes.h"
 #include "compiler/inline.h"
 #include "compiler/scan_in_place.h"
-#include "compiler/vector_dot.h"
 #include "compiler/tuple_forward.h"
 #include "device/cuda/cuda_compile.h"
 #include "device/cuda/cuda_device.h"
@@ -177,40 +173,34 @@ int main(int argc, char **argv) {
   }
   if (fuse_cuda) {
     st = iron_compiler_tuple_forward(m);
-    int n = 0;
     if (!st) st = iron_compiler_inline_for_compile(m, true);
     // The passes of executable.c, with the CUDA device's predicates.
-    int nrows = 0, ndots = 0, nscans = 0;
+    int nscans = 0;
     if (!st) st = iron_compiler_scan_in_place(m, &nscans);
-    if (!st) st = iron_compiler_vector_dots(m, iron_cuda_vector_dot, &ndots);
-    if (!st)
-      st = iron_compiler_fuse_rows(m, iron_cuda_fusable, iron_cuda_row_fusable,
-                                   &nrows);
-    int ncopies = 0;
-    if (!st && iron_compiler_recompute_on())
-      st = iron_compiler_recompute(m, iron_cuda_fusable, &ncopies);
-    if (!st)
-      st = iron_compiler_fuse_pivots(m, iron_cuda_fusable,
-                                     iron_cuda_pivot_fusable, &n);
-    int nmerged = 0;
-    if (!st && iron_compiler_merge_reduces_on())
-      st = iron_compiler_merge_reduces(m, iron_cuda_fusable, &nmerged);
+    iron_fusion_predicates_t preds = {.fusable = iron_cuda_fusable,
+                                      .row_fusable = iron_cuda_row_fusable,
+                                      .pivot_fusable = iron_cuda_pivot_fusable,
+                                      .vector_dot = iron_cuda_vector_dot};
+    iron_fusion_counts_t n;
+    memset(&n, 0, sizeof(n));
+    if (!st) st = iron_compiler_fusion_passes(m, &preds, &n);
     if (st) {
       fprintf(stderr, "iron-dump: %s: %s\n", path, iron_status_message(st));
       iron_status_free(st);
       iron_ir_module_destroy(m);
       return 1;
     }
-    if (nmerged)
-      fprintf(stderr, "iron-dump: %d sibling reduce fusions merged\n", nmerged);
     if (nscans)
       fprintf(stderr, "iron-dump: %d scanned slabs updated in place\n", nscans);
-    if (ndots) fprintf(stderr, "iron-dump: %d dots as reductions\n", ndots);
-    if (ncopies)
+    if (n.dots) fprintf(stderr, "iron-dump: %d dots as reductions\n", n.dots);
+    if (n.copies)
       fprintf(stderr, "iron-dump: %d shared values recomputed per consumer\n",
-              ncopies);
-    fprintf(stderr, "iron-dump: %d fusions (%d row fusions)\n", n + nrows,
-            nrows);
+              n.copies);
+    fprintf(stderr, "iron-dump: %d fusions (%d row fusions)\n",
+            n.fusions + n.rows, n.rows);
+    if (n.merged)
+      fprintf(stderr, "iron-dump: %d sibling reduce fusions merged\n",
+              n.merged);
   }
   if (kernels) {
     int rc = print_kernels(m, source_dir);

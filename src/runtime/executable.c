@@ -8,14 +8,10 @@
 #include <time.h>
 
 #include "base/compile_memory.h"
-#include "compiler/fuse.h"
-#include "compiler/fuse_rows.h"
-#include "compiler/merge_reduces.h"
-#include "compiler/recompute.h"
+#include "compiler/fusion_passes.h"
 #include "compiler/inline.h"
 #include "compiler/plan.h"
 #include "compiler/scan_in_place.h"
-#include "compiler/vector_dot.h"
 #include "compiler/tuple_forward.h"
 #include "runtime/exec_graph.h"
 #include "runtime/executor.h"
@@ -252,25 +248,15 @@ static iron_status_t compile_module(iron_runtime_t *rt,
   // Scans over stacked state write its rows in place instead of copying
   // each slab out and back (scan_in_place.h).
   if (!st && scan_in_place) st = iron_compiler_scan_in_place(module, out_scans);
-  // Dots with a vector side become reductions that fusion can feed.
-  if (!st && fusing && exe->dev->vtable->vector_dot)
-    st = iron_compiler_vector_dots(module, exe->dev->vtable->vector_dot, NULL);
-  // Row fusions first: they take reduces with the element-wise work on
-  // both sides of them, which the element-wise pass would split.
-  if (!st && fusing && exe->dev->vtable->row_fusable)
-    st = iron_compiler_fuse_rows(module, exe->dev->vtable->fusable,
-                                 exe->dev->vtable->row_fusable, NULL);
-  // Cheap shared values computed again in each consumer's kernel instead
-  // of written once and read back (recompute.h; IRON_FUSE_RECOMPUTE=0).
-  if (!st && fusing && iron_compiler_recompute_on())
-    st = iron_compiler_recompute(module, exe->dev->vtable->fusable, NULL);
-  if (!st && fusing)
-    st = iron_compiler_fuse_pivots(module, exe->dev->vtable->fusable,
-                                   exe->dev->vtable->pivot_fusable, NULL);
-  // Reduce fusions over the same data become one kernel
-  // (merge_reduces.h; IRON_FUSE_SIBLING_REDUCES=0).
-  if (!st && fusing && iron_compiler_merge_reduces_on())
-    st = iron_compiler_merge_reduces(module, exe->dev->vtable->fusable, NULL);
+  // The fusion passes (fusion_passes.h), with the device's predicates.
+  if (!st && fusing) {
+    const iron_device_vtable_t *vt = exe->dev->vtable;
+    iron_fusion_predicates_t preds = {.fusable = vt->fusable,
+                                      .row_fusable = vt->row_fusable,
+                                      .pivot_fusable = vt->pivot_fusable,
+                                      .vector_dot = vt->vector_dot};
+    st = iron_compiler_fusion_passes(module, &preds, NULL);
+  }
   if (!st) st = iron_plan_create_on(module, exe->dev, &exe->plan);
   if (st) {
     st = iron_status_annotate(st, "while compiling %s", mname);
