@@ -88,6 +88,23 @@ static void test_batch_norm_sums_merge(void) {
   CHECK(with.read < without.read);
 }
 
+// Reduces of their own and reduce fusions over the same two arrays (sums,
+// a max, sums over two axes' worth of rows): the ones over the same dims
+// become one kernel each.
+static void test_standalone_reduces_merge(void) {
+  int merged = 0, none = 0;
+  reduce_kernels_t with =
+      plan("corpus/shared_sibling_reduces.mlirbc", true, &merged);
+  reduce_kernels_t without =
+      plan("corpus/shared_sibling_reduces.mlirbc", false, &none);
+  if (getenv("IRON_TEST_VERBOSE"))
+    printf("%d merges: %d reduce kernels, %d without\n", merged,
+           with.fusions, without.fusions);
+  CHECK(merged >= 3);
+  CHECK_EQ_INT(with.fusions, without.fusions - merged);
+  CHECK(with.read < without.read);
+}
+
 // Row reduces (the innermost dim reduced) are not merged: their kernels
 // fold single-op bodies with vector loads that a variadic body loses.
 static void test_row_reduces_stay(void) {
@@ -98,6 +115,7 @@ static void test_row_reduces_stay(void) {
 
 static const iron_test_case_t kTests[] = {
     {"batch_norm_sums_merge", test_batch_norm_sums_merge},
+    {"standalone_reduces_merge", test_standalone_reduces_merge},
     {"row_reduces_stay", test_row_reduces_stay},
 };
 IRON_TEST_MAIN(kTests)

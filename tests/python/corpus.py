@@ -1823,6 +1823,16 @@ def _(a, v):
     return (jnp.sum(t, 0), jnp.max(t, 1), t ^ a, jnp.where(t > 0, t, -t),
             jnp.sum(t * t, 1))
 
+
+@case("shared_sibling_reduces", lambda rng: (
+    rng.standard_normal((2048, 8, 64)).astype(np.float32),
+    rng.standard_normal((2048, 8, 64)).astype(np.float32)), **ACC["f32"])
+def _(x, y):
+    # Column and middle-axis reduces over the same arrays: one kernel on
+    # CUDA (src/compiler/merge_reduces.h), fused producers or not.
+    return (jnp.sum(x * y, 0), jnp.sum(x, 0), jnp.max(y, 0), jnp.min(x, (0, 1)),
+            jnp.sum(x, (0, 1)))
+
 ALL_CASES: list[Case] = CASES + X64_CASES
 
 _names = [c.name for c in ALL_CASES]
