@@ -1786,8 +1786,11 @@ def _(x, g, b, w):
     (rng.standard_normal((3, 3, 3, 16)) / 4).astype(np.float32),
     (rng.standard_normal((3, 3, 16, 16)) / 8).astype(np.float32),
     rng.uniform(0.5, 1.5, (2, 16)).astype(np.float32),
-    rng.standard_normal((2, 16)).astype(np.float32)), **ACC["f32"])
+    rng.standard_normal((2, 16)).astype(np.float32)), rtol=2e-3, atol=1e-4)
 def _(x, w0, w1, g, b):
+    # Weight gradients through batch norm are differences of sums of
+    # 32,768 terms: summation orders differ by ~1e-3 relative in a few
+    # elements (host against XLA:CPU).
     def loss(w0, w1, g, b):
         h = x
         for i, w in enumerate((w0, w1)):
