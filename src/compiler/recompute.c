@@ -271,8 +271,12 @@ static iron_status_t rewrite_block(rc_ctx_t *c, iron_ir_block_t *blk) {
       for (uint32_t j = 0; j < k && first; ++j)
         first = op->operands[j] != v;
       if (!first) continue;
+      size_t vbytes = 0;
       if (c->users[id] < 2 || c->bad_user[id] ||
-          c->slots[id] != c->uses[id]) continue;
+          c->slots[id] != c->uses[id] ||
+          !iron_ir_type_byte_size(v->type, &vbytes) ||
+          vbytes < IRON_RECOMPUTE_MIN_BYTES)
+        continue;
       if (!c->seen[id]) {
         c->seen[id] = true;  // the first user keeps v
         continue;

@@ -20,6 +20,10 @@
 //   more than V; broadcast operands are small and not counted): `x - mean`
 //   of an f32 x qualifies, `a + b` of two full arrays or a pred mask of an
 //   f32 array do not;
+// - V takes at least IRON_RECOMPUTE_MIN_BYTES: below that, writing it and
+//   reading it back costs less than the launch a copy adds when the fusion
+//   pass cannot put it into its consumer's kernel (measured on the model
+//   zoo's plans: scalar copies of jax.random's samplers stood alone);
 // - V is used by at least two ops, all in V's block, each an element-wise
 //   op the device fuses or a reduce that reads V as a reduced operand (so
 //   every copy goes into a fused kernel and V itself need not be written).
@@ -40,6 +44,7 @@ extern "C" {
 #endif
 
 #define IRON_RECOMPUTE_MAX_OPS 32
+#define IRON_RECOMPUTE_MIN_BYTES ((size_t)1 << 20)
 
 // Copies the values described above in every block of every function of
 // `m` (function bodies and control flow's regions; not the regions of
