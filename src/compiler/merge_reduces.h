@@ -39,7 +39,8 @@ extern "C" {
 #define IRON_MERGE_REDUCES_MAX_RESULTS 8
 
 // Merges sibling reduce fusions in every block of every function of `m`
-// (function bodies and control flow's regions). *out_merged (may be NULL)
+// (function bodies and the regions of control flow that the device does
+// not generate whole, as fuse.c). *out_merged (may be NULL)
 // counts the merges.
 iron_status_t iron_compiler_merge_reduces(iron_ir_module_t *m,
                                           iron_fuse_predicate_t can_fuse,

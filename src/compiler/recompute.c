@@ -313,8 +313,11 @@ static iron_status_t walk_block(rc_ctx_t *c, iron_ir_block_t *blk) {
   // (reduce bodies, comparators, fusions) are left alone.
   for (uint32_t i = 0; i < blk->num_ops; ++i) {
     iron_ir_op_t *op = blk->ops[i];
-    bool flow = op->kind == IRON_OP_WHILE || op->kind == IRON_OP_IF ||
-                op->kind == IRON_OP_CASE;
+    // (not those of a loop or branch the device generates whole: fuse.c
+    // leaves their ops unfused)
+    bool flow = (op->kind == IRON_OP_WHILE || op->kind == IRON_OP_IF ||
+                 op->kind == IRON_OP_CASE) &&
+                !c->can_fuse(op);
     for (uint32_t r = 0; flow && r < op->num_regions; ++r)
       for (uint32_t b = 0; b < op->regions[r].num_blocks; ++b)
         IRON_RETURN_IF_ERROR_PLAIN(walk_block(c, &op->regions[r].blocks[b]));

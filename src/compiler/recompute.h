@@ -47,8 +47,9 @@ extern "C" {
 #define IRON_RECOMPUTE_MIN_BYTES ((size_t)1 << 20)
 
 // Copies the values described above in every block of every function of
-// `m` (function bodies and control flow's regions; not the regions of
-// kernel ops). `can_fuse` is the device's fusion predicate (fuse.h).
+// `m` (function bodies and the regions of control flow that the device
+// does not generate whole; not the regions of kernel ops). `can_fuse` is
+// the device's fusion predicate (fuse.h).
 // *out_copies (may be NULL) counts the expressions copied.
 iron_status_t iron_compiler_recompute(iron_ir_module_t *m,
                                       iron_fuse_predicate_t can_fuse,
