@@ -62,9 +62,11 @@ static void merge_into(group_t *groups, int32_t g, int32_t h) {
   groups[g].inner += groups[h].inner;
 }
 
-static bool is_control_flow(const iron_ir_op_t *op) {
-  return op->kind == IRON_OP_WHILE || op->kind == IRON_OP_IF ||
-         op->kind == IRON_OP_CASE;
+bool iron_fuse_enters_regions(const iron_ir_op_t *op,
+                              iron_fuse_predicate_t can_fuse) {
+  return (op->kind == IRON_OP_WHILE || op->kind == IRON_OP_IF ||
+          op->kind == IRON_OP_CASE) &&
+         !can_fuse(op);
 }
 
 // Calls `fn` on every operand of `op` and of the ops nested in its regions
@@ -607,7 +609,7 @@ static iron_status_t fuse_block(fuse_ctx_t *c, iron_ir_block_t *blk) {
   // flow op that the device generates whole (a CUDA device loop).
   for (uint32_t i = 0; i < blk->num_ops; ++i) {
     iron_ir_op_t *op = blk->ops[i];
-    if (!is_control_flow(op) || c->can_fuse(op)) continue;
+    if (!iron_fuse_enters_regions(op, c->can_fuse)) continue;
     for (uint32_t r = 0; r < op->num_regions; ++r)
       for (uint32_t b = 0; b < op->regions[r].num_blocks; ++b)
         IRON_RETURN_IF_ERROR_PLAIN(fuse_block(c, &op->regions[r].blocks[b]));

@@ -28,6 +28,14 @@ extern "C" {
 // whole as one kernel, so that its regions are left unfused.
 typedef bool (*iron_fuse_predicate_t)(const iron_ir_op_t *op);
 
+// Whether the fusion passes (this one, fuse_rows.h, recompute.h,
+// merge_reduces.h) rewrite the blocks of op's regions: those of a while,
+// if or case, unless `can_fuse` accepts the op (the device generates the
+// loop or branch whole and keeps its ops unfused). Kernel ops' regions
+// (reduce bodies, comparators, fusions) never.
+bool iron_fuse_enters_regions(const iron_ir_op_t *op,
+                              iron_fuse_predicate_t can_fuse);
+
 // Rewrites every function of `m` in place (new ops, values and regions come
 // from the module's arena): in each block (function bodies and the regions
 // of while/if/case, not the regions of kernel ops), maximal groups of ops

@@ -284,11 +284,6 @@ static void vdeps(rblock_t *b, const iron_ir_value_t *v, depset_t *out) {
   }
 }
 
-static bool is_control_flow(const iron_ir_op_t *op) {
-  return op->kind == IRON_OP_WHILE || op->kind == IRON_OP_IF ||
-         op->kind == IRON_OP_CASE;
-}
-
 // Ops that may move after a fusion: no effects, no tokens.
 static bool is_pure(const iron_ir_op_t *op) {
   iron_op_class_t c = iron_op_kind_class(op->kind);
@@ -959,7 +954,7 @@ static iron_status_t fuse_rows_block(rctx_t *c, iron_ir_block_t *blk);
 static iron_status_t fuse_rows_inner(rctx_t *c, iron_ir_block_t *blk) {
   for (uint32_t i = 0; i < blk->num_ops; ++i) {
     iron_ir_op_t *op = blk->ops[i];
-    if (!is_control_flow(op) || c->can_fuse(op)) continue;
+    if (!iron_fuse_enters_regions(op, c->can_fuse)) continue;
     for (uint32_t r = 0; r < op->num_regions; ++r)
       for (uint32_t k = 0; k < op->regions[r].num_blocks; ++k)
         IRON_RETURN_IF_ERROR_PLAIN(

@@ -449,12 +449,8 @@ static iron_status_t try_merge(mr_ctx_t *c, iron_ir_block_t *blk, uint32_t i2,
 static iron_status_t walk_block(mr_ctx_t *c, iron_ir_block_t *blk) {
   for (uint32_t i = 0; i < blk->num_ops; ++i) {
     iron_ir_op_t *op = blk->ops[i];
-    // (not those of a loop or branch the device generates whole: fuse.c
-    // leaves their ops unfused)
-    bool flow = (op->kind == IRON_OP_WHILE || op->kind == IRON_OP_IF ||
-                 op->kind == IRON_OP_CASE) &&
-                !c->can_fuse(op);
-    for (uint32_t r = 0; flow && r < op->num_regions; ++r)
+    if (!iron_fuse_enters_regions(op, c->can_fuse)) continue;
+    for (uint32_t r = 0; r < op->num_regions; ++r)
       for (uint32_t b = 0; b < op->regions[r].num_blocks; ++b)
         IRON_RETURN_IF_ERROR_PLAIN(walk_block(c, &op->regions[r].blocks[b]));
   }

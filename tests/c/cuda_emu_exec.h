@@ -93,7 +93,7 @@ typedef struct cuda_emu_exec {
   // blocks (gen/reduce.c: partials merged by a tile's last block): a
   // summation order of the kernel's own, so their results may differ
   // from the host's in the last bits (the caller compares them within a
-  // tolerance; see cuda_emu_compare_close).
+  // tolerance; see cuda_emu_compare_within).
   int64_t split_sums;
 } cuda_emu_exec_t;
 
@@ -972,12 +972,42 @@ static inline void cuda_emu_free_results(uint8_t **res, uint32_t n) {
   free(res);
 }
 
-// Compares every output of `want` (host) and `got` (emulated CUDA);
-// prints the first difference of each differing output under `what`.
-// Returns the number of differing elements.
-static inline int64_t cuda_emu_compare(const iron_executable_t *exe,
-                                uint8_t *const *want, uint8_t *const *got,
-                                const char *what) {
+static inline double cuda_emu_float_at(iron_dtype_t dt, const uint8_t *p,
+                                       int part);
+
+// Whether element `w` and `g` of an output of dtype dt agree within rtol
+// times `scale` (its largest host magnitude): float parts close, f16/bf16
+// one unit in the last place apart (an f32 sum reordered rounds either
+// way); other dtypes never (the caller compared them exactly).
+static inline bool cuda_emu_near(iron_dtype_t dt, const uint8_t *w,
+                                  const uint8_t *g, double rtol, double scale) {
+  int parts = dt == IRON_DTYPE_C64 || dt == IRON_DTYPE_C128 ? 2 : 1;
+  if (dt == IRON_DTYPE_F16 || dt == IRON_DTYPE_BF16) {
+    uint16_t a, b;
+    memcpy(&a, w, 2);
+    memcpy(&b, g, 2);
+    if ((a & 0x8000) == (b & 0x8000) && (a > b ? a - b : b - a) <= 1)
+      return true;
+  } else if (dt != IRON_DTYPE_F32 && dt != IRON_DTYPE_F64 && parts == 1) {
+    return false;
+  }
+  for (int q = 0; q < parts; ++q) {
+    double x = cuda_emu_float_at(dt, w, q), y = cuda_emu_float_at(dt, g, q);
+    if (!((x != x && y != y) || x == y || fabs(x - y) <= rtol * scale))
+      return false;
+  }
+  return true;
+}
+
+// Compares every output bit for bit (NaN payloads aside) or, with rtol >=
+// 0, float outputs within rtol of each output's largest host magnitude (a
+// sum in another order: cancellation makes single elements' relative
+// errors meaningless; cuda_emu_near); prints each differing output.
+// Returns the differing elements.
+static inline int64_t cuda_emu_compare_within(const iron_executable_t *exe,
+                                              uint8_t *const *want,
+                                              uint8_t *const *got,
+                                              const char *what, double rtol) {
   int64_t bad = 0;
   uint32_t no = iron_executable_num_outputs(exe);
   for (uint32_t j = 0; j < no; ++j) {
@@ -988,42 +1018,61 @@ static inline int64_t cuda_emu_compare(const iron_executable_t *exe,
     int64_t count = 1;
     for (int32_t k = 0; k < rank; ++k) count *= dims[k];
     size_t es = iron_dtype_size(dt);
+    int parts = dt == IRON_DTYPE_C64 || dt == IRON_DTYPE_C128 ? 2 : 1;
+    double scale = 0;
+    for (int64_t i = 0; rtol >= 0 && i < count; ++i)
+      for (int q = 0; q < parts; ++q) {
+        double w = cuda_emu_float_at(dt, want[j] + (size_t)i * es, q);
+        if (w == w && fabs(w) > scale && !isinf(w)) scale = fabs(w);
+      }
     int64_t first = -1, nbad = 0;
     // IRON_TEST_SHOW_DIFFS=N prints the first N differing elements.
     const char *show_env = getenv("IRON_TEST_SHOW_DIFFS");
     int64_t show = show_env ? atoll(show_env) : 0;
-    for (int64_t i = 0; i < count; ++i)
-      if (!cuda_emu_same(dt, want[j] + (size_t)i * es, got[j] + (size_t)i * es)) {
-        if (first < 0) first = i;
-        if (nbad < show) {
-          uint64_t w = 0, g = 0;
-          memcpy(&w, want[j] + (size_t)i * es, es < 8 ? es : 8);
-          memcpy(&g, got[j] + (size_t)i * es, es < 8 ? es : 8);
-          fprintf(stderr, "  output %u element %lld: host 0x%llx, CUDA 0x%llx\n",
-                  j, (long long)i, (unsigned long long)w, (unsigned long long)g);
-        }
-        nbad++;
+    for (int64_t i = 0; i < count; ++i) {
+      const uint8_t *w8 = want[j] + (size_t)i * es, *g8 = got[j] + (size_t)i * es;
+      if (cuda_emu_same(dt, w8, g8) ||
+          (rtol >= 0 && cuda_emu_near(dt, w8, g8, rtol, scale)))
+        continue;
+      if (first < 0) first = i;
+      if (nbad < show) {
+        uint64_t w = 0, g = 0;
+        memcpy(&w, w8, es < 8 ? es : 8);
+        memcpy(&g, g8, es < 8 ? es : 8);
+        fprintf(stderr, "  output %u element %lld: host 0x%llx, CUDA 0x%llx\n",
+                j, (long long)i, (unsigned long long)w, (unsigned long long)g);
       }
+      nbad++;
+    }
     if (nbad) {
       uint64_t w = 0, g = 0;
       memcpy(&w, want[j] + (size_t)first * es, es < 8 ? es : 8);
       memcpy(&g, got[j] + (size_t)first * es, es < 8 ? es : 8);
+      char how[64] = "differ";
+      if (rtol >= 0)
+        snprintf(how, sizeof(how), "beyond %g of the largest magnitude", rtol);
       fprintf(stderr,
-              "%s: output %u (%s, %lld elements): %lld differ; first at "
+              "%s: output %u (%s, %lld elements): %lld %s; first at "
               "%lld: host 0x%llx, CUDA emulation 0x%llx\n",
               what, j, iron_dtype_name(dt), (long long)count, (long long)nbad,
-              (long long)first, (unsigned long long)w, (unsigned long long)g);
+              how, (long long)first, (unsigned long long)w,
+              (unsigned long long)g);
     }
     bad += nbad;
   }
   return bad;
 }
 
-// As cuda_emu_compare, but float outputs (f16/bf16/f32/f64 and complex
-// parts) agree when every element is within `rtol` times the output's
-// largest magnitude on the host (a sum in another order: cancellation
-// makes single elements' relative errors meaningless), f16/bf16 ones also
-// when one unit in the last place apart; other dtypes exactly. Element q of a complex value is its part q.
+// Compares every output of `want` (host) and `got` (emulated CUDA) bit for
+// bit; prints the first difference of each differing output under `what`.
+// Returns the number of differing elements.
+static inline int64_t cuda_emu_compare(const iron_executable_t *exe,
+                                       uint8_t *const *want,
+                                       uint8_t *const *got, const char *what) {
+  return cuda_emu_compare_within(exe, want, got, what, -1);
+}
+
+// Element q of a float (or complex part q) as a double.
 static inline double cuda_emu_float_at(iron_dtype_t dt, const uint8_t *p,
                                        int part) {
   switch (dt) {
@@ -1050,70 +1099,6 @@ static inline double cuda_emu_float_at(iron_dtype_t dt, const uint8_t *p,
     default:
       return 0;
   }
-}
-
-static inline int64_t cuda_emu_compare_close(const iron_executable_t *exe,
-                                             uint8_t *const *want,
-                                             uint8_t *const *got,
-                                             const char *what, double rtol) {
-  int64_t bad = 0;
-  uint32_t no = iron_executable_num_outputs(exe);
-  for (uint32_t j = 0; j < no; ++j) {
-    iron_dtype_t dt;
-    int32_t rank;
-    const int64_t *dims;
-    iron_executable_output_type(exe, j, &dt, &rank, &dims);
-    int parts = dt == IRON_DTYPE_C64 || dt == IRON_DTYPE_C128 ? 2 : 1;
-    bool fl = dt == IRON_DTYPE_F32 || dt == IRON_DTYPE_F64 ||
-              dt == IRON_DTYPE_F16 || dt == IRON_DTYPE_BF16 || parts == 2;
-    int64_t count = 1;
-    for (int32_t k = 0; k < rank; ++k) count *= dims[k];
-    size_t es = iron_dtype_size(dt);
-    double scale = 0;
-    for (int64_t i = 0; i < count; ++i)
-      for (int q = 0; q < parts; ++q) {
-        double w = cuda_emu_float_at(dt, want[j] + (size_t)i * es, q);
-        if (w == w && fabs(w) > scale && !isinf(w)) scale = fabs(w);
-      }
-    int64_t nbad = 0, first = -1;
-    for (int64_t i = 0; i < count; ++i) {
-      if (cuda_emu_same(dt, want[j] + (size_t)i * es, got[j] + (size_t)i * es))
-        continue;
-      bool ok = fl;  // other dtypes: exactly
-      if (dt == IRON_DTYPE_F16 || dt == IRON_DTYPE_BF16) {
-        // A narrow result of a reordered f32 sum rounds either way: one
-        // unit in its last place apart (same sign) is the same answer.
-        uint16_t a, b;
-        memcpy(&a, want[j] + (size_t)i * es, 2);
-        memcpy(&b, got[j] + (size_t)i * es, 2);
-        if ((a & 0x8000) == (b & 0x8000) && (a > b ? a - b : b - a) <= 1)
-          continue;
-      }
-      for (int q = 0; q < parts && ok; ++q) {
-        double w = cuda_emu_float_at(dt, want[j] + (size_t)i * es, q);
-        double g = cuda_emu_float_at(dt, got[j] + (size_t)i * es, q);
-        ok = (w != w && g != g) || w == g || fabs(w - g) <= rtol * scale;
-      }
-      if (!ok) {
-        if (first < 0) first = i;
-        nbad++;
-      }
-    }
-    if (nbad) {
-      uint64_t w = 0, g = 0;
-      memcpy(&w, want[j] + (size_t)first * es, es < 8 ? es : 8);
-      memcpy(&g, got[j] + (size_t)first * es, es < 8 ? es : 8);
-      fprintf(stderr,
-              "%s: output %u (%s, %lld elements): %lld beyond %g of the "
-              "largest magnitude; first at %lld: host 0x%llx, CUDA emulation "
-              "0x%llx\n",
-              what, j, iron_dtype_name(dt), (long long)count, (long long)nbad,
-              rtol, (long long)first, (unsigned long long)w,
-              (unsigned long long)g);
-    }
-    bad += nbad;
-  }
-  return bad;
 }
 
 // ---------------------------------------------------------------------------

@@ -166,9 +166,8 @@ static void test_corpus_emulated(void) {
         // Float sums split over blocks add in their own order: within
         // kReorderTol of the output's largest magnitude (docs/ARCHITECTURE.md,
         // reductions), the rest exactly.
-        if (p->split_sums
-                ? cuda_emu_compare_close(p->ref, want, got, what, kReorderTol)
-                : cuda_emu_compare(p->ref, want, got, what))
+        if (cuda_emu_compare_within(p->ref, want, got, what,
+                                    p->split_sums ? kReorderTol : -1))
           differ++;
         ran++;
         reordered += p->split_sums;
