@@ -73,7 +73,7 @@ stage() {
         { tail -30 "$logs/build.log"; return 1; } ;;
     suiterest) JOBS=${SUITE_JOBS:-15} SUITE_NAME=suite_rest scripts/jax_suite_gpu.sh rest ${SUITE_REST_TIMEOUT:-400} \
              >"$logs/suiterest.log" 2>&1; grep -E "passed, [0-9]+ failed|pass rate|new failures" "$logs/suiterest.log" | tail -12 ;;
-    suite) JOBS=${SUITE_JOBS:-12} scripts/jax_suite_gpu.sh core20 300 \
+    suite) JOBS=${SUITE_JOBS:-12} scripts/jax_suite_gpu.sh core20 ${SUITE_TIMEOUT:-300} \
              >"$logs/suite.log" 2>&1; grep -E "passed, [0-9]+ failed|pass rate|new failures" "$logs/suite.log" | tail -25 ;;
     corpus|conformance|staged|faults)
       OUT=$logs scripts/cuda_tests.sh "$s" >"$logs/$s.log" 2>&1

@@ -12,6 +12,12 @@
 // whole source, prelude included, to DIR/kernel<N>.cu: what NVRTC would
 // compile, for `nvcc -ptx` or `-cubin` by hand (a result that differs
 // only on the GPU).
+// --traffic (implies --fuse-cuda) prints, instead of the module, one line
+// per kernel-level op of the planned functions (fusions, reduces,
+// convolutions, dots ...; loop and branch bodies included, once each) with
+// the bytes it reads (its operands) and writes (its results), in plan
+// order (`sort -k3 -n -r` for the largest), then totals per kind: the plan's memory traffic outside library
+// calls' internals, to compare plans without a GPU.
 // Exit status 1 with the reader's error on stderr for unreadable input.
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,8 +37,124 @@
 static int usage(void) {
   fprintf(stderr,
           "usage: iron-dump [--locations] [--fuse-cuda] [--cuda-kernels] "
-          "[--cuda-sources DIR] FILE\n");
+          "[--cuda-sources DIR] [--traffic] FILE\n");
   return 2;
+}
+
+// ---- --traffic
+
+typedef struct {
+  char kind[48];
+  int line;
+  int64_t read, written;
+} traffic_row_t;
+
+typedef struct {
+  traffic_row_t *rows;
+  size_t n, cap;
+} traffic_t;
+
+static int64_t value_bytes(const iron_ir_value_t *v) {
+  size_t b = 0;
+  return iron_ir_type_byte_size(v->type, &b) ? (int64_t)b : 0;
+}
+
+// Ops that launch nothing (aliases, constants, structure).
+static bool traffic_free(iron_op_kind_t k) {
+  return k == IRON_OP_CONSTANT || k == IRON_OP_RESHAPE ||
+         k == IRON_OP_RETURN || k == IRON_OP_FUNC_RETURN ||
+         k == IRON_OP_GET_TUPLE_ELEMENT || k == IRON_OP_TUPLE ||
+         k == IRON_OP_WHILE || k == IRON_OP_IF || k == IRON_OP_CASE ||
+         k == IRON_OP_OPTIMIZATION_BARRIER;
+}
+
+// A fusion's kind from what it holds: "fusion[reduce x2]", "fusion[ew]".
+static void fusion_kind(const iron_ir_op_t *op, char *out, size_t cap) {
+  int reduces = 0, transposes = 0, dus = 0;
+  const iron_ir_block_t *b = &op->regions[0].blocks[0];
+  for (uint32_t i = 0; i < b->num_ops; ++i) {
+    iron_op_kind_t k = b->ops[i]->kind;
+    reduces += k == IRON_OP_REDUCE;
+    transposes += k == IRON_OP_TRANSPOSE;
+    dus += k == IRON_OP_DYNAMIC_UPDATE_SLICE;
+  }
+  if (reduces)
+    snprintf(out, cap, "fusion[reduce x%d]", reduces);
+  else if (transposes)
+    snprintf(out, cap, "fusion[transpose]");
+  else if (dus)
+    snprintf(out, cap, "fusion[dus]");
+  else
+    snprintf(out, cap, "fusion[ew]");
+}
+
+static void traffic_walk(const iron_ir_region_t *r, traffic_t *t) {
+  for (uint32_t k = 0; k < r->num_blocks; ++k) {
+    const iron_ir_block_t *b = &r->blocks[k];
+    for (uint32_t o = 0; o < b->num_ops; ++o) {
+      const iron_ir_op_t *op = b->ops[o];
+      if (op->kind == IRON_OP_WHILE || op->kind == IRON_OP_IF ||
+          op->kind == IRON_OP_CASE)
+        for (uint32_t q = 0; q < op->num_regions; ++q)
+          traffic_walk(&op->regions[q], t);
+      if (traffic_free(op->kind) ||
+          (op->kind == IRON_OP_BROADCAST_IN_DIM &&
+           iron_ir_broadcast_is_reshape(op)) ||
+          (op->kind == IRON_OP_REDUCE && iron_ir_reduce_is_reshape(op)))
+        continue;
+      if (t->n == t->cap) {
+        size_t cap = t->cap ? t->cap * 2 : 256;
+        traffic_row_t *nr = realloc(t->rows, cap * sizeof(*nr));
+        if (!nr) return;
+        t->rows = nr, t->cap = cap;
+      }
+      traffic_row_t *row = &t->rows[t->n++];
+      memset(row, 0, sizeof(*row));
+      if (op->kind == IRON_OP_FUSION)
+        fusion_kind(op, row->kind, sizeof(row->kind));
+      else
+        snprintf(row->kind, sizeof(row->kind), "%s",
+                 strncmp(op->name, "stablehlo.", 10) == 0 ? op->name + 10
+                                                          : op->name);
+      row->line = op->loc.line;
+      for (uint32_t i = 0; i < op->num_operands; ++i)
+        row->read += value_bytes(op->operands[i]);
+      for (uint32_t i = 0; i < op->num_results; ++i)
+        row->written += value_bytes(&op->results[i]);
+    }
+  }
+}
+
+static int by_kind(const void *a, const void *b) {
+  return strcmp(((const traffic_row_t *)a)->kind,
+                ((const traffic_row_t *)b)->kind);
+}
+
+static void print_traffic(const iron_ir_module_t *m) {
+  traffic_t t = {0};
+  for (uint32_t fi = 0; fi < m->num_funcs; ++fi)
+    traffic_walk(&m->funcs[fi].body, &t);
+  int64_t rd = 0, wr = 0;
+  printf("%-24s %6s %12s %12s\n", "kernel", "line", "read MB", "written MB");
+  for (size_t i = 0; i < t.n; ++i) {
+    const traffic_row_t *r = &t.rows[i];
+    rd += r->read, wr += r->written;
+    printf("%-24s %6d %12.2f %12.2f\n", r->kind, r->line, r->read / 1e6,
+           r->written / 1e6);
+  }
+  qsort(t.rows, t.n, sizeof(*t.rows), by_kind);
+  printf("\n%-24s %6s %12s %12s\n", "kind", "count", "read MB", "written MB");
+  for (size_t i = 0; i < t.n;) {
+    size_t j = i;
+    int64_t r = 0, w = 0;
+    for (; j < t.n && strcmp(t.rows[j].kind, t.rows[i].kind) == 0; ++j)
+      r += t.rows[j].read, w += t.rows[j].written;
+    printf("%-24s %6zu %12.2f %12.2f\n", t.rows[i].kind, j - i, r / 1e6,
+           w / 1e6);
+    i = j;
+  }
+  printf("%-24s %6zu %12.2f %12.2f\n", "total", t.n, rd / 1e6, wr / 1e6);
+  free(t.rows);
 }
 
 // Prepares every op of every block (not inside fusions) with the CUDA
@@ -118,7 +240,7 @@ static int print_kernels(iron_ir_module_t *m, const char *source_dir) {
 int main(int argc, char **argv) {
   iron_ir_print_options_t opts = {false};
   const char *path = NULL, *source_dir = NULL;
-  bool fuse_cuda = false, kernels = false;
+  bool fuse_cuda = false, kernels = false, traffic = false;
   for (int i = 1; i < argc; ++i) {
     if (strcmp(argv[i], "--locations") == 0)
       opts.print_locations = true;
@@ -126,6 +248,8 @@ int main(int argc, char **argv) {
       fuse_cuda = true;
     else if (strcmp(argv[i], "--cuda-kernels") == 0)
       fuse_cuda = kernels = true;
+    else if (strcmp(argv[i], "--traffic") == 0)
+      fuse_cuda = traffic = true;
     else if (strcmp(argv[i], "--cuda-sources") == 0 && i + 1 < argc)
       fuse_cuda = kernels = true, source_dir = argv[++i];
     else if (argv[i][0] == '-' && argv[i][1] != '\0')
@@ -198,9 +322,17 @@ int main(int argc, char **argv) {
               n.copies);
     fprintf(stderr, "iron-dump: %d fusions (%d row fusions)\n",
             n.fusions + n.rows, n.rows);
+    if (n.producers)
+      fprintf(stderr, "iron-dump: %d producer fusions merged into consumers\n",
+              n.producers);
     if (n.merged)
       fprintf(stderr, "iron-dump: %d sibling reduce fusions merged\n",
               n.merged);
+  }
+  if (traffic) {
+    print_traffic(m);
+    iron_ir_module_destroy(m);
+    return 0;
   }
   if (kernels) {
     int rc = print_kernels(m, source_dir);

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "compiler/fuse_rows.h"
+#include "compiler/merge_producers.h"
 #include "compiler/merge_reduces.h"
 #include "compiler/recompute.h"
 
@@ -23,6 +24,8 @@ iron_status_t iron_compiler_fusion_passes(iron_ir_module_t *m,
                                    &n.fusions);
   if (!st && iron_compiler_merge_reduces_on())
     st = iron_compiler_merge_reduces(m, p->fusable, &n.merged);
+  if (!st && iron_compiler_merge_producers_on())
+    st = iron_compiler_merge_producers(m, p->fusable, &n.producers);
   if (out_counts) *out_counts = n;
   return st;
 }

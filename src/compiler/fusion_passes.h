@@ -7,7 +7,9 @@
 //   3. cheap shared values copied per consumer (recompute.h;
 //      IRON_FUSE_RECOMPUTE=0 skips it)
 //   4. element-wise fusion with pivot transposes (fuse.h)
-//   5. sibling reduce fusions merged (merge_reduces.h;
+//   5. element-wise producer kernels merged into the kernels reading them
+//      (merge_producers.h; IRON_FUSE_MERGE_PRODUCERS=0 skips it)
+//   6. sibling reduce fusions merged (merge_reduces.h;
 //      IRON_FUSE_SIBLING_REDUCES=0 skips it)
 #ifndef IRON_COMPILER_FUSION_PASSES_H_
 #define IRON_COMPILER_FUSION_PASSES_H_
@@ -36,6 +38,7 @@ typedef struct iron_fusion_counts {
   int rows;      // row fusions
   int copies;    // shared values' expressions copied
   int fusions;   // element-wise (and reduce) fusions
+  int producers; // producer kernels merged into their consumers
   int merged;    // sibling reduce merges
 } iron_fusion_counts_t;
 

@@ -4,9 +4,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "compiler/fusion_edit.h"
+
 typedef struct {
-  iron_ir_module_t *m;
-  iron_ir_func_t *f;
+  iron_fusion_edit_t e;  // the module and the function being edited
   iron_fuse_predicate_t can_fuse;
   int merged;
 } mr_ctx_t;
@@ -147,159 +148,60 @@ static int64_t meeting_place(const iron_ir_block_t *blk, uint32_t i1,
   return i1;
 }
 
-typedef struct {
-  const iron_ir_value_t *from[4 * IRON_FUSE_MAX_OPERANDS];
-  iron_ir_value_t *to[4 * IRON_FUSE_MAX_OPERANDS];
-  uint32_t n;
-} vmap_t;
-
-static iron_ir_value_t *mapped(const vmap_t *vm, iron_ir_value_t *v) {
-  for (uint32_t i = vm->n; i-- > 0;)
-    if (vm->from[i] == v) return vm->to[i];
-  return v;
-}
-
-static bool vmap_add(vmap_t *vm, const iron_ir_value_t *from,
-                     iron_ir_value_t *to) {
-  if (vm->n == sizeof(vm->from) / sizeof(vm->from[0])) return false;
-  vm->from[vm->n] = from;
-  vm->to[vm->n++] = to;
-  return true;
-}
-
-// A copy of region-free op `src` into block `into`, operands mapped
-// through vm, its results added to vm.
-static iron_ir_op_t *clone_op(mr_ctx_t *c, const iron_ir_op_t *src,
-                              iron_ir_block_t *into, vmap_t *vm) {
-  iron_arena_t *a = &c->m->arena;
-  iron_ir_op_t *op = iron_arena_alloc(a, sizeof(*op));
-  iron_ir_value_t **operands = iron_arena_alloc_array(
-      a, src->num_operands + 1, sizeof(iron_ir_value_t *));
-  iron_ir_value_t *results =
-      iron_arena_alloc_array(a, src->num_results + 1, sizeof(iron_ir_value_t));
-  if (!op || !operands || !results) return NULL;
-  *op = *src;
-  op->parent = into;
-  op->operands = operands;
-  op->results = results;
-  for (uint32_t k = 0; k < src->num_operands; ++k)
-    operands[k] = mapped(vm, src->operands[k]);
-  for (uint32_t r = 0; r < src->num_results; ++r) {
-    results[r] = src->results[r];
-    results[r].def_op = op;
-    results[r].def_block = NULL;
-    results[r].id = c->f->num_values++;
-    if (!vmap_add(vm, &src->results[r], &results[r])) return NULL;
-  }
-  return op;
-}
-
-static iron_ir_value_t *new_arg(mr_ctx_t *c, iron_ir_block_t *b, uint32_t i,
-                                const iron_ir_type_t *type) {
-  iron_ir_value_t *v = &b->args[i];
-  memset(v, 0, sizeof(*v));
-  v->type = type;
-  v->def_block = b;
-  v->index = i;
-  v->id = c->f->num_values++;
-  return v;
-}
-
-static iron_ir_op_t *new_op(mr_ctx_t *c, iron_op_kind_t kind, uint32_t nops,
-                            uint32_t nres, uint32_t nregions) {
-  iron_arena_t *a = &c->m->arena;
-  iron_ir_op_t *op = iron_arena_alloc(a, sizeof(*op));
-  if (!op) return NULL;
-  memset(op, 0, sizeof(*op));
-  op->kind = kind;
-  op->name = iron_op_kind_name(kind);
-  op->num_operands = nops;
-  op->operands =
-      iron_arena_alloc_array(a, nops + 1, sizeof(iron_ir_value_t *));
-  op->num_results = nres;
-  op->results = iron_arena_alloc_array(a, nres + 1, sizeof(iron_ir_value_t));
-  op->num_regions = nregions;
-  op->regions =
-      iron_arena_alloc_array(a, nregions + 1, sizeof(iron_ir_region_t));
-  if (!op->operands || !op->results || !op->regions) return NULL;
-  for (uint32_t r = 0; r < nregions; ++r) {
-    memset(&op->regions[r], 0, sizeof(op->regions[r]));
-    op->regions[r].parent = op;
-  }
-  return op;
-}
-
-// A region of one block with `nargs` arguments and room for `nops` ops.
-static iron_ir_block_t *one_block(mr_ctx_t *c, iron_ir_region_t *r,
-                                  uint32_t nargs, uint32_t nops) {
-  iron_arena_t *a = &c->m->arena;
-  iron_ir_block_t *b = iron_arena_alloc(a, sizeof(*b));
-  if (!b) return NULL;
-  memset(b, 0, sizeof(*b));
-  b->parent = r;
-  b->args = iron_arena_alloc_array(a, nargs + 1, sizeof(iron_ir_value_t));
-  b->ops = iron_arena_alloc_array(a, nops + 1, sizeof(iron_ir_op_t *));
-  if (!b->args || !b->ops) return NULL;
-  b->num_args = nargs;
-  r->num_blocks = 1;
-  r->blocks = b;
-  return b;
-}
-
 // The reduce of both: operands (in1..., in2..., init1..., init2...) and a
 // body computing body1 on (acc1, x1) and body2 on (acc2, x2).
 static iron_ir_op_t *merged_reduce(mr_ctx_t *c, const iron_ir_op_t *r1,
                                    const iron_ir_op_t *r2, iron_ir_block_t *into,
-                                   const vmap_t *outer) {
+                                   const iron_value_map_t *outer) {
   uint32_t n1 = r1->num_results, n2 = r2->num_results, n = n1 + n2;
-  iron_ir_op_t *red = new_op(c, IRON_OP_REDUCE, 2 * n, n, 1);
+  iron_ir_op_t *red = iron_fusion_edit_op(&c->e, IRON_OP_REDUCE, 2 * n, n, 1);
   if (!red) return NULL;
   red->num_attrs = r1->num_attrs;
   red->attrs = r1->attrs;
   red->loc = r2->loc;
   red->parent = into;
   for (uint32_t i = 0; i < n1; ++i) {
-    red->operands[i] = mapped(outer, r1->operands[i]);
-    red->operands[n + i] = mapped(outer, r1->operands[n1 + i]);
+    red->operands[i] = iron_value_map_get(outer, r1->operands[i]);
+    red->operands[n + i] = iron_value_map_get(outer, r1->operands[n1 + i]);
   }
   for (uint32_t i = 0; i < n2; ++i) {
-    red->operands[n1 + i] = mapped(outer, r2->operands[i]);
-    red->operands[n + n1 + i] = mapped(outer, r2->operands[n2 + i]);
+    red->operands[n1 + i] = iron_value_map_get(outer, r2->operands[i]);
+    red->operands[n + n1 + i] = iron_value_map_get(outer, r2->operands[n2 + i]);
   }
   for (uint32_t i = 0; i < n; ++i) {
     const iron_ir_op_t *src = i < n1 ? r1 : r2;
     red->results[i] = src->results[i < n1 ? i : i - n1];
     red->results[i].def_op = red;
     red->results[i].index = i;
-    red->results[i].id = c->f->num_values++;
+    red->results[i].id = c->e.f->num_values++;
   }
   const iron_ir_block_t *b1 = &r1->regions[0].blocks[0];
   const iron_ir_block_t *b2 = &r2->regions[0].blocks[0];
   iron_ir_block_t *body =
-      one_block(c, &red->regions[0], 2 * n, b1->num_ops + b2->num_ops);
-  vmap_t *vm = calloc(1, sizeof(*vm));
-  iron_ir_op_t *ret = new_op(c, IRON_OP_RETURN, n, 0, 0);
+      iron_fusion_edit_block(&c->e, &red->regions[0], 2 * n, b1->num_ops + b2->num_ops);
+  iron_value_map_t *vm = calloc(1, sizeof(*vm));
+  iron_ir_op_t *ret = iron_fusion_edit_op(&c->e, IRON_OP_RETURN, n, 0, 0);
   if (!body || !vm || !ret) {
     free(vm);
     return NULL;
   }
   // Arguments: acc1, acc2, x1, x2.
   for (uint32_t i = 0; i < n1; ++i) {
-    vmap_add(vm, &b1->args[i], new_arg(c, body, i, b1->args[i].type));
-    vmap_add(vm, &b1->args[n1 + i],
-             new_arg(c, body, n + i, b1->args[n1 + i].type));
+    iron_value_map_add(vm, &b1->args[i], iron_fusion_edit_arg(&c->e, body, i, b1->args[i].type));
+    iron_value_map_add(vm, &b1->args[n1 + i],
+             iron_fusion_edit_arg(&c->e, body, n + i, b1->args[n1 + i].type));
   }
   for (uint32_t i = 0; i < n2; ++i) {
-    vmap_add(vm, &b2->args[i], new_arg(c, body, n1 + i, b2->args[i].type));
-    vmap_add(vm, &b2->args[n2 + i],
-             new_arg(c, body, n + n1 + i, b2->args[n2 + i].type));
+    iron_value_map_add(vm, &b2->args[i], iron_fusion_edit_arg(&c->e, body, n1 + i, b2->args[i].type));
+    iron_value_map_add(vm, &b2->args[n2 + i],
+             iron_fusion_edit_arg(&c->e, body, n + n1 + i, b2->args[n2 + i].type));
   }
   uint32_t nb = 0;
   for (int s = 0; s < 2; ++s) {
     const iron_ir_block_t *src = s ? b2 : b1;
     uint32_t base = s ? n1 : 0;
     for (uint32_t k = 0; k + 1 < src->num_ops; ++k) {
-      iron_ir_op_t *op = clone_op(c, src->ops[k], body, vm);
+      iron_ir_op_t *op = iron_fusion_edit_clone(&c->e, src->ops[k], body, vm);
       if (!op) {
         free(vm);
         return NULL;
@@ -308,7 +210,7 @@ static iron_ir_op_t *merged_reduce(mr_ctx_t *c, const iron_ir_op_t *r1,
     }
     const iron_ir_op_t *term = src->ops[src->num_ops - 1];
     for (uint32_t i = 0; i < term->num_operands; ++i)
-      ret->operands[base + i] = mapped(vm, term->operands[i]);
+      ret->operands[base + i] = iron_value_map_get(vm, term->operands[i]);
     ret->loc = term->loc;
   }
   free(vm);
@@ -338,11 +240,11 @@ static iron_ir_op_t *merged_fusion(mr_ctx_t *c, iron_ir_block_t *blk,
   const iron_ir_block_t *b1 = k1 == r1 ? NULL : &k1->regions[0].blocks[0];
   const iron_ir_block_t *b2 = k2 == r2 ? NULL : &k2->regions[0].blocks[0];
   uint32_t nmem = (b1 ? b1->num_ops : 0) + (b2 ? b2->num_ops : 0) + 2;
-  iron_ir_op_t *fop = new_op(c, IRON_OP_FUSION, nin, n1 + n2, 1);
+  iron_ir_op_t *fop = iron_fusion_edit_op(&c->e, IRON_OP_FUSION, nin, n1 + n2, 1);
   iron_ir_block_t *body =
-      fop ? one_block(c, &fop->regions[0], nin, nmem) : NULL;
-  vmap_t *vm = calloc(1, sizeof(*vm));
-  iron_ir_op_t *ret = new_op(c, IRON_OP_RETURN, n1 + n2, 0, 0);
+      fop ? iron_fusion_edit_block(&c->e, &fop->regions[0], nin, nmem) : NULL;
+  iron_value_map_t *vm = calloc(1, sizeof(*vm));
+  iron_ir_op_t *ret = iron_fusion_edit_op(&c->e, IRON_OP_RETURN, n1 + n2, 0, 0);
   if (!fop || !body || !vm || !ret) {
     free(ins);
     free(vm);
@@ -352,20 +254,20 @@ static iron_ir_op_t *merged_fusion(mr_ctx_t *c, iron_ir_block_t *blk,
   fop->parent = blk;
   for (uint32_t j = 0; j < nin; ++j) {
     fop->operands[j] = ins[j];
-    iron_ir_value_t *arg = new_arg(c, body, j, ins[j]->type);
+    iron_ir_value_t *arg = iron_fusion_edit_arg(&c->e, body, j, ins[j]->type);
     for (uint32_t k = 0; k < k1->num_operands; ++k)
       if (k1->operands[k] == ins[j])
-        vmap_add(vm, b1 ? &b1->args[k] : ins[j], arg);
+        iron_value_map_add(vm, b1 ? &b1->args[k] : ins[j], arg);
     for (uint32_t k = 0; k < k2->num_operands; ++k)
       if (k2->operands[k] == ins[j])
-        vmap_add(vm, b2 ? &b2->args[k] : ins[j], arg);
+        iron_value_map_add(vm, b2 ? &b2->args[k] : ins[j], arg);
   }
   free(ins);
   uint32_t nb = 0;
   for (int s = 0; s < 2; ++s) {
     const iron_ir_block_t *src = s ? b2 : b1;
     for (uint32_t k = 0; src && k + 2 < src->num_ops; ++k) {
-      iron_ir_op_t *op = clone_op(c, src->ops[k], body, vm);
+      iron_ir_op_t *op = iron_fusion_edit_clone(&c->e, src->ops[k], body, vm);
       if (!op) {
         free(vm);
         return NULL;
@@ -382,27 +284,13 @@ static iron_ir_op_t *merged_fusion(mr_ctx_t *c, iron_ir_block_t *blk,
     fop->results[i] = red->results[i];
     fop->results[i].def_op = fop;
     fop->results[i].index = i;
-    fop->results[i].id = c->f->num_values++;
+    fop->results[i].id = c->e.f->num_values++;
   }
   ret->loc = red->loc;
   ret->parent = body;
   body->ops[nb++] = ret;
   body->num_ops = nb;
   return fop;
-}
-
-// Every use of from[i] in the function becomes to[i].
-static void replace_in_block(iron_ir_block_t *blk, iron_ir_value_t *const *from,
-                             iron_ir_value_t *to, uint32_t n) {
-  for (uint32_t i = 0; i < blk->num_ops; ++i) {
-    iron_ir_op_t *op = blk->ops[i];
-    for (uint32_t k = 0; k < op->num_operands; ++k)
-      for (uint32_t j = 0; j < n; ++j)
-        if (op->operands[k] == from[j]) op->operands[k] = &to[j];
-    for (uint32_t r = 0; r < op->num_regions; ++r)
-      for (uint32_t b = 0; b < op->regions[r].num_blocks; ++b)
-        replace_in_block(&op->regions[r].blocks[b], from, to, n);
-  }
 }
 
 // Tries to merge blk->ops[i2] with an earlier sibling; true when it did.
@@ -430,8 +318,9 @@ static iron_status_t try_merge(mr_ctx_t *c, iron_ir_block_t *blk, uint32_t i2,
     uint32_t n = 0;
     for (uint32_t i = 0; i < k1->num_results; ++i) from[n++] = &k1->results[i];
     for (uint32_t i = 0; i < k2->num_results; ++i) from[n++] = &k2->results[i];
-    for (uint32_t b = 0; b < c->f->body.num_blocks; ++b)
-      replace_in_block(&c->f->body.blocks[b], from, fop->results, n);
+    for (uint32_t b = 0; b < c->e.f->body.num_blocks; ++b)
+      iron_fusion_edit_replace_uses(&c->e.f->body.blocks[b], from,
+                                    fop->results, n);
     // The block without k1 and k2, the merge at the meeting place.
     uint32_t w = 0;
     for (uint32_t i = 0; i < blk->num_ops; ++i) {
@@ -465,11 +354,11 @@ static iron_status_t walk_block(mr_ctx_t *c, iron_ir_block_t *blk) {
 iron_status_t iron_compiler_merge_reduces(iron_ir_module_t *m,
                                           iron_fuse_predicate_t can_fuse,
                                           int *out_merged) {
-  mr_ctx_t c = {.m = m, .can_fuse = can_fuse};
+  mr_ctx_t c = {.e = {.m = m}, .can_fuse = can_fuse};
   for (uint32_t i = 0; i < m->num_funcs; ++i) {
-    c.f = &m->funcs[i];
-    for (uint32_t b = 0; b < c.f->body.num_blocks; ++b)
-      IRON_RETURN_IF_ERROR_PLAIN(walk_block(&c, &c.f->body.blocks[b]));
+    c.e.f = &m->funcs[i];
+    for (uint32_t b = 0; b < c.e.f->body.num_blocks; ++b)
+      IRON_RETURN_IF_ERROR_PLAIN(walk_block(&c, &c.e.f->body.blocks[b]));
   }
   if (out_merged) *out_merged = c.merged;
   return IRON_OK;

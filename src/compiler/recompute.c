@@ -8,8 +8,7 @@ static iron_status_t oom(void) {
   return IRON_ERR(RESOURCE_EXHAUSTED, "out of memory while recomputing");
 }
 
-// Ops cheap enough to compute again in every consumer's kernel.
-static bool cheap_kind(iron_op_kind_t k) {
+bool iron_recompute_cheap_kind(iron_op_kind_t k) {
   switch (k) {
     case IRON_OP_ADD: case IRON_OP_SUBTRACT: case IRON_OP_MULTIPLY:
     case IRON_OP_DIVIDE: case IRON_OP_NEGATE: case IRON_OP_ABS:
@@ -79,7 +78,7 @@ static bool cheap_value(const rc_ctx_t *c, const iron_ir_block_t *blk,
                         const iron_ir_value_t *w) {
   const iron_ir_op_t *d = w->def_op;
   return d && d->parent == blk && d->num_results == 1 && !d->num_regions &&
-         cheap_kind(d->kind) && static_tensor(d->results[0].type) &&
+         iron_recompute_cheap_kind(d->kind) && static_tensor(d->results[0].type) &&
          c->can_fuse(d);
 }
 

@@ -46,6 +46,10 @@ extern "C" {
 #define IRON_RECOMPUTE_MAX_OPS 32
 #define IRON_RECOMPUTE_MIN_BYTES ((size_t)1 << 20)
 
+// Ops cheap enough to compute again in every consumer's kernel (the list
+// above; merge_producers.h uses it too).
+bool iron_recompute_cheap_kind(iron_op_kind_t k);
+
 // Copies the values described above in every block of every function of
 // `m` (function bodies and the regions of control flow that the device
 // does not generate whole; not the regions of kernel ops). `can_fuse` is

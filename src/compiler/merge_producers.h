@@ -1,0 +1,61 @@
+// Element-wise producer kernels merged into the kernels that read them
+// (issue 14; XLA's FusionMerger). After fusion (fuse.h), a value that
+// several kernels read is written by its own kernel and read back by each:
+// batch norm's ReLU gradient `select(y*s+b > 0, g, 0)` is read by the
+// backward sums and by the input gradient. The recompute pass (recompute.h)
+// does not copy it before fusion because its leaves (y and g) take twice
+// its bytes; but both consumers read y anyway, so computing it in each of
+// them reads g instead of the value: no more bytes, and its own kernel
+// (two arrays read, one written) disappears. Only after fusion are the
+// kernels' operands known, so this pass decides there.
+//
+// A producer P is merged into its consumers when all of:
+// - P is an iron.fusion with one result V of at least
+//   IRON_RECOMPUTE_MIN_BYTES whose region holds at most
+//   IRON_RECOMPUTE_MAX_OPS ops, each cheap (iron_recompute_cheap_kind) or
+//   a constant;
+// - every use of V is by a consumer kernel of P's block: an iron.fusion
+//   of element-wise members that may end in one reduce (fuse.c's plain
+//   and reduce fusions: no transposes, slices or dynamic updates, one
+//   reduce at most, just before the return), or a reduce of its own that
+//   `can_fuse` accepts; inside a fusion every use of V's argument is an
+//   element-wise member of V's dims or a reduced operand of V's dims, and
+//   V is not returned;
+// - for each consumer, P's operands of V's element count that the
+//   consumer does not read already take no more bytes than V (the
+//   consumer reads no more than before);
+// - each merged kernel has at most IRON_FUSE_MAX_OPERANDS operands plus
+//   results.
+// Each consumer becomes a fusion computing P's members, then its own,
+// with V's argument replaced by P's result; it keeps its place, results
+// and location. P is removed. Merging repeats until nothing changes.
+#ifndef IRON_COMPILER_MERGE_PRODUCERS_H_
+#define IRON_COMPILER_MERGE_PRODUCERS_H_
+
+#include <stdbool.h>
+
+#include "base/status.h"
+#include "compiler/fuse.h"
+#include "ir/ir.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+// Merges producers as described above in every block of every function of
+// `m` (function bodies and the regions of control flow that the device
+// does not generate whole, as fuse.c). *out_merged (may be NULL) counts
+// the producers merged.
+iron_status_t iron_compiler_merge_producers(iron_ir_module_t *m,
+                                            iron_fuse_predicate_t can_fuse,
+                                            int *out_merged);
+
+// false when IRON_FUSE_MERGE_PRODUCERS=0 (compile time): callers skip the
+// pass.
+bool iron_compiler_merge_producers_on(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif  // IRON_COMPILER_MERGE_PRODUCERS_H_
