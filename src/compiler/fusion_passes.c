@@ -22,10 +22,10 @@ iron_status_t iron_compiler_fusion_passes(iron_ir_module_t *m,
   if (!st)
     st = iron_compiler_fuse_pivots(m, p->fusable, p->pivot_fusable,
                                    &n.fusions);
-  if (!st && iron_compiler_merge_reduces_on())
-    st = iron_compiler_merge_reduces(m, p->fusable, &n.merged);
   if (!st && iron_compiler_merge_producers_on())
     st = iron_compiler_merge_producers(m, p->fusable, &n.producers);
+  if (!st && iron_compiler_merge_reduces_on())
+    st = iron_compiler_merge_reduces(m, p->fusable, &n.merged);
   if (out_counts) *out_counts = n;
   return st;
 }

@@ -35,23 +35,34 @@ static bool static_tensor(const iron_ir_type_t *t) {
   return t->kind == IRON_TYPE_TENSOR && iron_ir_type_is_static(t);
 }
 
-// P's one result when P may be merged into its consumers (cheap members).
-static iron_ir_value_t *producer_value(iron_ir_op_t *p) {
+static size_t value_bytes(const iron_ir_value_t *v) {
+  size_t b = 0;
+  return iron_ir_type_byte_size(v->type, &b) ? b : 0;
+}
+
+// Whether P may be merged into its consumers: a fusion of cheap members
+// with a result of at least IRON_RECOMPUTE_MIN_BYTES.
+static bool producer_ok(const iron_ir_op_t *p) {
   const iron_ir_block_t *b = fusion_block(p);
-  if (!b || p->num_results != 1 || b->num_ops - 1 > IRON_RECOMPUTE_MAX_OPS)
-    return NULL;
-  iron_ir_value_t *v = &p->results[0];
-  size_t bytes = 0;
-  if (!static_tensor(v->type) || !iron_ir_type_byte_size(v->type, &bytes) ||
-      bytes < IRON_RECOMPUTE_MIN_BYTES)
-    return NULL;
+  if (!b || b->num_ops - 1 > IRON_RECOMPUTE_MAX_OPS) return false;
+  size_t largest = 0;
+  for (uint32_t r = 0; r < p->num_results; ++r) {
+    if (!static_tensor(p->results[r].type)) return false;
+    size_t bytes = value_bytes(&p->results[r]);
+    if (bytes > largest) largest = bytes;
+  }
+  if (largest < IRON_RECOMPUTE_MIN_BYTES) return false;
   for (uint32_t i = 0; i + 1 < b->num_ops; ++i) {
     const iron_ir_op_t *op = b->ops[i];
     if (op->num_regions ||
         !(iron_recompute_cheap_kind(op->kind) || op->kind == IRON_OP_CONSTANT))
-      return NULL;
+      return false;
   }
-  return v;
+  return true;
+}
+
+static bool is_result_of(const iron_ir_value_t *v, const iron_ir_op_t *p) {
+  return v->def_op == p;
 }
 
 static bool elementwise_kind(iron_op_kind_t k) {
@@ -71,13 +82,18 @@ static bool reduces_only(const iron_ir_op_t *red, const iron_ir_value_t *w) {
   return true;
 }
 
-// Whether consumer K reads v in a way P's members can be computed in
-// (merge_producers.h).
+// Whether consumer K reads P's results in a way P's members can be
+// computed in (merge_producers.h).
 static bool consumer_ok(const mp_ctx_t *c, const iron_ir_op_t *k,
-                        const iron_ir_value_t *v) {
-  if (k->kind == IRON_OP_REDUCE)
-    return k->num_regions == 1 && k->num_operands == 2 * k->num_results &&
-           reduces_only(k, v) && c->can_fuse(k);
+                        const iron_ir_op_t *p) {
+  if (k->kind == IRON_OP_REDUCE) {
+    if (k->num_regions != 1 || k->num_operands != 2 * k->num_results ||
+        !c->can_fuse(k))
+      return false;
+    for (uint32_t r = 0; r < p->num_results; ++r)
+      if (!reduces_only(k, &p->results[r])) return false;
+    return true;
+  }
   const iron_ir_block_t *b = fusion_block(k);
   if (!b) return false;
   for (uint32_t i = 0; i + 1 < b->num_ops; ++i) {
@@ -92,7 +108,7 @@ static bool consumer_ok(const mp_ctx_t *c, const iron_ir_op_t *k,
   }
   const iron_ir_op_t *term = b->ops[b->num_ops - 1];
   for (uint32_t a = 0; a < k->num_operands; ++a) {
-    if (k->operands[a] != v) continue;
+    if (!is_result_of(k->operands[a], p)) continue;
     const iron_ir_value_t *w = &b->args[a];
     for (uint32_t t = 0; t < term->num_operands; ++t)
       if (term->operands[t] == w) return false;  // V returned as is
@@ -129,33 +145,34 @@ static bool nested_use(const iron_ir_op_t *op, const iron_ir_value_t *v) {
   return false;
 }
 
-// The bytes consumer K would read for P's members: P's operands of V's
-// element count that K does not read.
-static size_t extra_bytes(const iron_ir_op_t *p, const iron_ir_op_t *k,
-                          const iron_ir_value_t *v) {
-  int64_t count = iron_ir_type_num_elements(v->type);
+// The bytes consumer K would read for P's members: P's operands that K
+// does not read (all of them for K = NULL).
+static size_t extra_bytes(const iron_ir_op_t *p, const iron_ir_op_t *k) {
   size_t extra = 0;
   for (uint32_t i = 0; i < p->num_operands; ++i) {
     const iron_ir_value_t *w = p->operands[i];
     bool dup = false;
     for (uint32_t j = 0; j < i && !dup; ++j) dup = p->operands[j] == w;
-    size_t b = 0;
-    if (dup || reads_value(k, w) || w->type->kind != IRON_TYPE_TENSOR ||
-        iron_ir_type_num_elements(w->type) != count ||
-        !iron_ir_type_byte_size(w->type, &b))
-      continue;
-    extra += b;
+    if (!dup && !(k && reads_value(k, w))) extra += value_bytes(w);
   }
   return extra;
 }
 
-// Operands of K and P merged: K's but v, then P's that K does not read.
+// The bytes of P's results that K reads.
+static size_t saved_bytes(const iron_ir_op_t *p, const iron_ir_op_t *k) {
+  size_t saved = 0;
+  for (uint32_t r = 0; r < p->num_results; ++r)
+    if (reads_value(k, &p->results[r])) saved += value_bytes(&p->results[r]);
+  return saved;
+}
+
+// Operands of K and P merged: K's but P's results, then P's that K does
+// not read.
 static uint32_t merged_inputs(const iron_ir_op_t *p, const iron_ir_op_t *k,
-                              const iron_ir_value_t *v,
                               iron_ir_value_t **ins) {
   uint32_t n = 0;
   for (uint32_t i = 0; i < k->num_operands; ++i)
-    if (k->operands[i] != v) ins[n++] = k->operands[i];
+    if (!is_result_of(k->operands[i], p)) ins[n++] = k->operands[i];
   for (uint32_t i = 0; i < p->num_operands; ++i) {
     bool seen = false;
     for (uint32_t j = 0; j < n && !seen; ++j) seen = ins[j] == p->operands[i];
@@ -176,10 +193,9 @@ static bool append_clone(mp_ctx_t *c, const iron_ir_op_t *src,
 }
 
 // The fusion computing P's members, then K's (K a fusion or a reduce of
-// its own), V's uses in K reading P's result.
+// its own), K's uses of P's results reading P's members.
 static iron_ir_op_t *merged(mp_ctx_t *c, iron_ir_block_t *blk,
-                            const iron_ir_op_t *p, iron_ir_op_t *k,
-                            const iron_ir_value_t *v) {
+                            const iron_ir_op_t *p, iron_ir_op_t *k) {
   uint32_t cap = k->num_operands + p->num_operands + 1;
   iron_ir_value_t **ins = calloc(cap, sizeof(*ins));
   iron_value_map_t *vm = calloc(1, sizeof(*vm));
@@ -188,7 +204,7 @@ static iron_ir_op_t *merged(mp_ctx_t *c, iron_ir_block_t *blk,
     free(vm);
     return NULL;
   }
-  uint32_t nin = merged_inputs(p, k, v, ins);
+  uint32_t nin = merged_inputs(p, k, ins);
   const iron_ir_block_t *pb = fusion_block(p);
   const iron_ir_block_t *kb = k->kind == IRON_OP_FUSION ? fusion_block(k) : NULL;
   uint32_t nops = pb->num_ops + (kb ? kb->num_ops : 2);
@@ -210,11 +226,13 @@ static iron_ir_op_t *merged(mp_ctx_t *c, iron_ir_block_t *blk,
   body->num_ops = 0;
   for (uint32_t i = 0; ok && i + 1 < pb->num_ops; ++i)
     ok = append_clone(c, pb->ops[i], body, vm);
-  iron_ir_value_t *pv =
-      ok ? iron_value_map_get(vm, pb->ops[pb->num_ops - 1]->operands[0]) : NULL;
-  for (uint32_t a = 0; ok && a < k->num_operands; ++a)
-    if (k->operands[a] == v)
-      ok = iron_value_map_add(vm, kb ? &kb->args[a] : v, pv);
+  const iron_ir_op_t *pterm = pb->ops[pb->num_ops - 1];
+  for (uint32_t a = 0; ok && a < k->num_operands; ++a) {
+    iron_ir_value_t *w = k->operands[a];
+    if (!is_result_of(w, p)) continue;
+    iron_ir_value_t *pv = iron_value_map_get(vm, pterm->operands[w->index]);
+    ok = iron_value_map_add(vm, kb ? &kb->args[a] : w, pv);
+  }
   if (kb) {
     for (uint32_t i = 0; ok && i < kb->num_ops; ++i)
       ok = append_clone(c, kb->ops[i], body, vm);
@@ -245,33 +263,47 @@ static iron_ir_op_t *merged(mp_ctx_t *c, iron_ir_block_t *blk,
   return fop;
 }
 
+// Whether op reads a result of p, directly or in its regions.
+static bool reads_result(const iron_ir_op_t *op, const iron_ir_op_t *p,
+                         bool nested) {
+  for (uint32_t r = 0; r < p->num_results; ++r)
+    if (nested ? nested_use(op, &p->results[r])
+               : reads_value(op, &p->results[r]))
+      return true;
+  return false;
+}
+
 // Merges blk->ops[i] into its consumers when it qualifies; *out_done when
 // it did (blk->ops[i] is then gone).
 static iron_status_t try_merge(mp_ctx_t *c, iron_ir_block_t *blk, uint32_t i,
                                bool *out_done) {
   *out_done = false;
   iron_ir_op_t *p = blk->ops[i];
-  iron_ir_value_t *v = producer_value(p);
-  if (!v) return IRON_OK;
-  size_t vbytes = 0;
-  iron_ir_type_byte_size(v->type, &vbytes);
+  if (!producer_ok(p)) return IRON_OK;
+  // Bytes moved for P now: its kernel's reads and writes, and its
+  // consumers' reads of its results; after: the consumers' reads of P's
+  // operands they do not read already.
+  size_t before = extra_bytes(p, NULL), after = 0;
+  for (uint32_t r = 0; r < p->num_results; ++r)
+    before += value_bytes(&p->results[r]);
   uint32_t users = 0;
   for (uint32_t j = i + 1; j < blk->num_ops; ++j) {
     const iron_ir_op_t *k = blk->ops[j];
-    if (nested_use(k, v)) return IRON_OK;
-    if (!reads_value(k, v)) continue;
-
-    if (!consumer_ok(c, k, v) || extra_bytes(p, k, v) > vbytes ||
+    if (reads_result(k, p, true)) return IRON_OK;
+    if (!reads_result(k, p, false)) continue;
+    if (!consumer_ok(c, k, p) ||
         k->num_operands + p->num_operands + k->num_results >
             IRON_FUSE_MAX_OPERANDS)
       return IRON_OK;
+    before += saved_bytes(p, k);
+    after += extra_bytes(p, k);
     users++;
   }
-  if (!users) return IRON_OK;
+  if (!users || after > before) return IRON_OK;
   for (uint32_t j = i + 1; j < blk->num_ops; ++j) {
     iron_ir_op_t *k = blk->ops[j];
-    if (!reads_value(k, v)) continue;
-    iron_ir_op_t *fop = merged(c, blk, p, k, v);
+    if (!reads_result(k, p, false)) continue;
+    iron_ir_op_t *fop = merged(c, blk, p, k);
     if (!fop) return oom();
     blk->ops[j] = fop;
     iron_ir_value_t **from = calloc(k->num_results + 1, sizeof(*from));

@@ -1836,6 +1836,60 @@ def _(x, y):
     return (jnp.sum(x * y, 0), jnp.sum(x, 0), jnp.max(y, 0), jnp.min(x, (0, 1)),
             jnp.sum(x, (0, 1)))
 
+
+# ------------------------------------------- producers merged into consumers
+# A value several kernels read, whose consumers read its operands anyway
+# (the ReLU gradient `where(y*s + b > 0, g, 0)` beside `y`): the CUDA
+# device computes it in each consumer's kernel instead of writing it
+# (src/compiler/merge_producers.h). 4 MiB values, so the pass applies.
+
+def _bn_relu_grad(x, g, b, w):
+    def loss(x, g, b):
+        return jnp.sum(jax.nn.relu(_bn(x, g, b)) * w)
+    return jax.value_and_grad(loss, (0, 1, 2))(x, g, b)
+
+
+def _bn_args(dtype, shape=(64, 16, 16, 64)):
+    def make(rng):
+        c = shape[-1]
+        return (rng.standard_normal(shape).astype(np.float32).astype(dtype),
+                rng.uniform(0.5, 1.5, (c,)).astype(np.float32).astype(dtype),
+                rng.standard_normal((c,)).astype(np.float32).astype(dtype),
+                rng.standard_normal(shape).astype(np.float32).astype(dtype))
+    return make
+
+
+@case("merge_bn_relu_grad_f32", _bn_args(np.float32), rtol=1e-4, atol=1e-4)
+def _(x, g, b, w):
+    return _bn_relu_grad(x, g, b, w)
+
+
+@case("merge_bn_relu_grad_bf16", _bn_args(BF16, (32, 16, 16, 128)),
+      rtol=3e-2, atol=3e-1)
+def _(x, g, b, w):
+    # bf16 sums of 32,768 terms: the gradient's order of summation shows
+    # in the last bits; atol is relative to values of O(100).
+    return _bn_relu_grad(x, g, b, w)
+
+
+@case("merge_mask_consumers", lambda rng: (
+    rng.standard_normal((2048, 512)).astype(np.float32),
+    rng.standard_normal((2048, 512)).astype(np.float32),
+    rng.standard_normal((512,)).astype(np.float32)), **ACC["f32"])
+def _(a, g, s):
+    # p is read by two column sums (one of them a reduce of its own) and by
+    # an element-wise kernel; all of them read `a` too.
+    p = jnp.where(a * s > 0, g, 0.0)
+    return jnp.sum(p * a, 0), jnp.sum(p, 0), p * a + a
+
+
+@case("merge_int_consumers", lambda rng: (
+    rng.integers(-100, 100, (2048, 512)).astype(np.int32),
+    rng.integers(-100, 100, (2048, 512)).astype(np.int32)))
+def _(a, g):
+    p = jnp.where(a > 3, g * 3, a - g)
+    return jnp.sum(p ^ a, 0), jnp.max(p - a, 0), (p * a) >> 2
+
 ALL_CASES: list[Case] = CASES + X64_CASES
 
 _names = [c.name for c in ALL_CASES]
