@@ -13,6 +13,7 @@ typedef struct {
   iron_fusion_edit_t e;  // the module and the function being edited
   iron_fuse_predicate_t can_fuse;
   int merged;
+  size_t min_bytes;  // iron_recompute_min_bytes()
 } mp_ctx_t;
 
 static iron_status_t oom(void) {
@@ -41,8 +42,8 @@ static size_t value_bytes(const iron_ir_value_t *v) {
 }
 
 // Whether P may be merged into its consumers: a fusion of cheap members
-// with a result of at least IRON_RECOMPUTE_MIN_BYTES.
-static bool producer_ok(const iron_ir_op_t *p) {
+// with a result of at least `min_bytes`.
+static bool producer_ok(const iron_ir_op_t *p, size_t min_bytes) {
   const iron_ir_block_t *b = fusion_block(p);
   if (!b || b->num_ops - 1 > IRON_RECOMPUTE_MAX_OPS) return false;
   size_t largest = 0;
@@ -51,7 +52,7 @@ static bool producer_ok(const iron_ir_op_t *p) {
     size_t bytes = value_bytes(&p->results[r]);
     if (bytes > largest) largest = bytes;
   }
-  if (largest < IRON_RECOMPUTE_MIN_BYTES) return false;
+  if (largest < min_bytes) return false;
   for (uint32_t i = 0; i + 1 < b->num_ops; ++i) {
     const iron_ir_op_t *op = b->ops[i];
     if (op->num_regions ||
@@ -279,7 +280,7 @@ static iron_status_t try_merge(mp_ctx_t *c, iron_ir_block_t *blk, uint32_t i,
                                bool *out_done) {
   *out_done = false;
   iron_ir_op_t *p = blk->ops[i];
-  if (!producer_ok(p)) return IRON_OK;
+  if (!producer_ok(p, c->min_bytes)) return IRON_OK;
   // Bytes moved for P now: its kernel's reads and writes, and its
   // consumers' reads of its results; after: the consumers' reads of P's
   // operands they do not read already.
@@ -347,7 +348,8 @@ static iron_status_t walk_block(mp_ctx_t *c, iron_ir_block_t *blk) {
 iron_status_t iron_compiler_merge_producers(iron_ir_module_t *m,
                                             iron_fuse_predicate_t can_fuse,
                                             int *out_merged) {
-  mp_ctx_t c = {.e = {.m = m}, .can_fuse = can_fuse};
+  mp_ctx_t c = {.e = {.m = m}, .can_fuse = can_fuse,
+                .min_bytes = iron_recompute_min_bytes()};
   for (uint32_t i = 0; i < m->num_funcs; ++i) {
     c.e.f = &m->funcs[i];
     for (uint32_t b = 0; b < c.e.f->body.num_blocks; ++b)

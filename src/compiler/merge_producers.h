@@ -10,25 +10,29 @@
 // kernels' operands known, so this pass decides there.
 //
 // A producer P is merged into its consumers when all of:
-// - P is an iron.fusion with one result V of at least
-//   IRON_RECOMPUTE_MIN_BYTES whose region holds at most
+// - P is an iron.fusion whose largest result takes at least
+//   iron_recompute_min_bytes() (1 MiB) and whose region holds at most
 //   IRON_RECOMPUTE_MAX_OPS ops, each cheap (iron_recompute_cheap_kind) or
 //   a constant;
-// - every use of V is by a consumer kernel of P's block: an iron.fusion
-//   of element-wise members that may end in one reduce (fuse.c's plain
-//   and reduce fusions: no transposes, slices or dynamic updates, one
-//   reduce at most, just before the return), or a reduce of its own that
-//   `can_fuse` accepts; inside a fusion every use of V's argument is an
-//   element-wise member of V's dims or a reduced operand of V's dims, and
-//   V is not returned;
-// - for each consumer, P's operands of V's element count that the
-//   consumer does not read already take no more bytes than V (the
-//   consumer reads no more than before);
+// - every use of P's results is by a consumer kernel of P's block: an
+//   iron.fusion of element-wise members that may end in one reduce
+//   (fuse.c's plain and reduce fusions: no transposes, slices or dynamic
+//   updates, one reduce at most, just before the return), or a reduce of
+//   its own that `can_fuse` accepts; inside a fusion every use of a result's argument
+//   is an element-wise member of its dims or a reduced operand of its
+//   dims, and no result is returned as is;
+// - the plan moves no more bytes: the consumers' reads of P's operands
+//   that they do not read already take no more bytes than P's kernel
+//   moves (its operands and results) plus the consumers' reads of its
+//   results (a value computed from y and g, read by two kernels that read
+//   y: before, 2+1+1+1 arrays; after, 1+1);
 // - each merged kernel has at most IRON_FUSE_MAX_OPERANDS operands plus
 //   results.
-// Each consumer becomes a fusion computing P's members, then its own,
-// with V's argument replaced by P's result; it keeps its place, results
-// and location. P is removed. Merging repeats until nothing changes.
+// Each consumer becomes a fusion computing P's members, then its own, its
+// arguments for P's results replaced by P's members; it keeps its place,
+// results and location. P is removed. Merging sweeps the block until
+// nothing changes. The sibling-reduce pass (merge_reduces.h) runs after
+// it: consumers that now read the same arrays merge there.
 #ifndef IRON_COMPILER_MERGE_PRODUCERS_H_
 #define IRON_COMPILER_MERGE_PRODUCERS_H_
 

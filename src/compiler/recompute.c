@@ -48,6 +48,7 @@ typedef struct {
   iron_ir_value_t **origin;
   uint32_t norigin, origin_cap;
   int copies;
+  size_t min_bytes;    // iron_recompute_min_bytes()
 } rc_ctx_t;
 
 // Counts every operand slot of `op` and of the ops nested in its regions.
@@ -274,7 +275,7 @@ static iron_status_t rewrite_block(rc_ctx_t *c, iron_ir_block_t *blk) {
       if (c->users[id] < 2 || c->bad_user[id] ||
           c->slots[id] != c->uses[id] ||
           !iron_ir_type_byte_size(v->type, &vbytes) ||
-          vbytes < IRON_RECOMPUTE_MIN_BYTES)
+          vbytes < c->min_bytes)
         continue;
       if (!c->seen[id]) {
         c->seen[id] = true;  // the first user keeps v
@@ -321,7 +322,8 @@ static iron_status_t walk_block(rc_ctx_t *c, iron_ir_block_t *blk) {
 iron_status_t iron_compiler_recompute(iron_ir_module_t *m,
                                       iron_fuse_predicate_t can_fuse,
                                       int *out_copies) {
-  rc_ctx_t c = {.m = m, .can_fuse = can_fuse};
+  rc_ctx_t c = {.m = m, .can_fuse = can_fuse,
+               .min_bytes = iron_recompute_min_bytes()};
   iron_status_t st = IRON_OK;
   for (uint32_t i = 0; i < m->num_funcs && !st; ++i) {
     c.f = &m->funcs[i];
@@ -351,6 +353,14 @@ iron_status_t iron_compiler_recompute(iron_ir_module_t *m,
   }
   if (!st && out_copies) *out_copies = c.copies;
   return st;
+}
+
+size_t iron_recompute_min_bytes(void) {
+  const char *e = getenv("IRON_FUSE_MIN_COPY_BYTES");  // compile time only
+  if (!e || !*e) return IRON_RECOMPUTE_MIN_BYTES;
+  char *end = NULL;
+  unsigned long long v = strtoull(e, &end, 10);
+  return end && *end == '\0' ? (size_t)v : IRON_RECOMPUTE_MIN_BYTES;
 }
 
 bool iron_compiler_recompute_on(void) {

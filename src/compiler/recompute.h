@@ -20,7 +20,7 @@
 //   more than V; broadcast operands are small and not counted): `x - mean`
 //   of an f32 x qualifies, `a + b` of two full arrays or a pred mask of an
 //   f32 array do not;
-// - V takes at least IRON_RECOMPUTE_MIN_BYTES: below that, writing it and
+// - V takes at least iron_recompute_min_bytes() (1 MiB): below that, writing it and
 //   reading it back costs less than the launch a copy adds when the fusion
 //   pass cannot put it into its consumer's kernel (measured on the model
 //   zoo's plans: scalar copies of jax.random's samplers stood alone);
@@ -45,6 +45,12 @@ extern "C" {
 
 #define IRON_RECOMPUTE_MAX_OPS 32
 #define IRON_RECOMPUTE_MIN_BYTES ((size_t)1 << 20)
+
+// The floor on copied (and merged, merge_producers.h) values' bytes:
+// IRON_RECOMPUTE_MIN_BYTES, or IRON_FUSE_MIN_COPY_BYTES when set (compile
+// time; 0 lets the random-program fuzzer's small programs take the
+// passes' paths).
+size_t iron_recompute_min_bytes(void);
 
 // Ops cheap enough to compute again in every consumer's kernel (the list
 // above; merge_producers.h uses it too).
