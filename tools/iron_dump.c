@@ -13,7 +13,7 @@
 // compile, for `nvcc -ptx` or `-cubin` by hand (a result that differs
 // only on the GPU).
 // --traffic (implies --fuse-cuda) prints, instead of the module, one line
-// per kernel-level op of the planned functions (fusions, reduces,
+// per kernel-level op of the planned main function (fusions, reduces,
 // convolutions, dots ...; loop and branch bodies included, once each) with
 // the bytes it reads (its operands) and writes (its results), in plan
 // order (`sort -k3 -n -r` for the largest), then totals per kind: the plan's memory traffic outside library
@@ -132,8 +132,8 @@ static int by_kind(const void *a, const void *b) {
 
 static void print_traffic(const iron_ir_module_t *m) {
   traffic_t t = {0};
-  for (uint32_t fi = 0; fi < m->num_funcs; ++fi)
-    traffic_walk(&m->funcs[fi].body, &t);
+  const iron_ir_func_t *main_fn = iron_ir_module_main(m);  // calls inlined
+  if (main_fn) traffic_walk(&main_fn->body, &t);
   int64_t rd = 0, wr = 0;
   printf("%-24s %6s %12s %12s\n", "kernel", "line", "read MB", "written MB");
   for (size_t i = 0; i < t.n; ++i) {

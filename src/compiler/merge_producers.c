@@ -5,7 +5,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-
 #include "compiler/fusion_edit.h"
 #include "compiler/recompute.h"
 
@@ -41,27 +40,6 @@ static size_t value_bytes(const iron_ir_value_t *v) {
   return iron_ir_type_byte_size(v->type, &b) ? b : 0;
 }
 
-// Whether P may be merged into its consumers: a fusion of cheap members
-// with a result of at least `min_bytes`.
-static bool producer_ok(const iron_ir_op_t *p, size_t min_bytes) {
-  const iron_ir_block_t *b = fusion_block(p);
-  if (!b || b->num_ops - 1 > IRON_RECOMPUTE_MAX_OPS) return false;
-  size_t largest = 0;
-  for (uint32_t r = 0; r < p->num_results; ++r) {
-    if (!static_tensor(p->results[r].type)) return false;
-    size_t bytes = value_bytes(&p->results[r]);
-    if (bytes > largest) largest = bytes;
-  }
-  if (largest < min_bytes) return false;
-  for (uint32_t i = 0; i + 1 < b->num_ops; ++i) {
-    const iron_ir_op_t *op = b->ops[i];
-    if (op->num_regions ||
-        !(iron_recompute_cheap_kind(op->kind) || op->kind == IRON_OP_CONSTANT))
-      return false;
-  }
-  return true;
-}
-
 static bool is_result_of(const iron_ir_value_t *v, const iron_ir_op_t *p) {
   return v->def_op == p;
 }
@@ -71,6 +49,14 @@ static bool elementwise_kind(iron_op_kind_t k) {
   return c == IRON_OP_CLASS_UNARY || c == IRON_OP_CLASS_BINARY ||
          k == IRON_OP_SELECT || k == IRON_OP_CLAMP || k == IRON_OP_COMPARE ||
          k == IRON_OP_CONVERT;
+}
+
+// Members a producer may have: element-wise ops, broadcasts and constants
+// (a plain fusion of fuse.c).
+static bool producer_member(const iron_ir_op_t *op) {
+  return !op->num_regions &&
+         (elementwise_kind(op->kind) || op->kind == IRON_OP_BROADCAST_IN_DIM ||
+          op->kind == IRON_OP_CONSTANT);
 }
 
 // Whether red reads w only as reduced operands of w's dims.
@@ -83,18 +69,13 @@ static bool reduces_only(const iron_ir_op_t *red, const iron_ir_value_t *w) {
   return true;
 }
 
-// Whether consumer K reads P's results in a way P's members can be
-// computed in (merge_producers.h).
+// Whether consumer K reads w (a result of the producer) in a way the
+// producer's members can be computed in (merge_producers.h).
 static bool consumer_ok(const mp_ctx_t *c, const iron_ir_op_t *k,
-                        const iron_ir_op_t *p) {
-  if (k->kind == IRON_OP_REDUCE) {
-    if (k->num_regions != 1 || k->num_operands != 2 * k->num_results ||
-        !c->can_fuse(k))
-      return false;
-    for (uint32_t r = 0; r < p->num_results; ++r)
-      if (!reduces_only(k, &p->results[r])) return false;
-    return true;
-  }
+                        const iron_ir_value_t *w) {
+  if (k->kind == IRON_OP_REDUCE)
+    return k->num_regions == 1 && k->num_operands == 2 * k->num_results &&
+           c->can_fuse(k) && reduces_only(k, w);
   const iron_ir_block_t *b = fusion_block(k);
   if (!b) return false;
   for (uint32_t i = 0; i + 1 < b->num_ops; ++i) {
@@ -109,19 +90,19 @@ static bool consumer_ok(const mp_ctx_t *c, const iron_ir_op_t *k,
   }
   const iron_ir_op_t *term = b->ops[b->num_ops - 1];
   for (uint32_t a = 0; a < k->num_operands; ++a) {
-    if (!is_result_of(k->operands[a], p)) continue;
-    const iron_ir_value_t *w = &b->args[a];
+    if (k->operands[a] != w) continue;
+    const iron_ir_value_t *arg = &b->args[a];
     for (uint32_t t = 0; t < term->num_operands; ++t)
-      if (term->operands[t] == w) return false;  // V returned as is
+      if (term->operands[t] == arg) return false;  // returned as is
     for (uint32_t i = 0; i + 1 < b->num_ops; ++i) {
       const iron_ir_op_t *op = b->ops[i];
       bool uses = false;
       for (uint32_t o = 0; o < op->num_operands && !uses; ++o)
-        uses = op->operands[o] == w;
+        uses = op->operands[o] == arg;
       if (!uses) continue;
-      if (op->kind == IRON_OP_REDUCE ? !reduces_only(op, w)
+      if (op->kind == IRON_OP_REDUCE ? !reduces_only(op, arg)
           : !elementwise_kind(op->kind) || op->num_results != 1 ||
-                !iron_ir_type_same_dims(op->results[0].type, w->type))
+                !iron_ir_type_same_dims(op->results[0].type, arg->type))
         return false;
     }
   }
@@ -146,40 +127,75 @@ static bool nested_use(const iron_ir_op_t *op, const iron_ir_value_t *v) {
   return false;
 }
 
-// The bytes consumer K would read for P's members: P's operands that K
-// does not read (all of them for K = NULL).
-static size_t extra_bytes(const iron_ir_op_t *p, const iron_ir_op_t *k) {
-  size_t extra = 0;
-  for (uint32_t i = 0; i < p->num_operands; ++i) {
-    const iron_ir_value_t *w = p->operands[i];
-    bool dup = false;
-    for (uint32_t j = 0; j < i && !dup; ++j) dup = p->operands[j] == w;
-    if (!dup && !(k && reads_value(k, w))) extra += value_bytes(w);
-  }
-  return extra;
-}
+// The producer being merged: its block, which results go into their
+// consumers, and scratch flags per member.
+typedef struct {
+  iron_ir_op_t *p;
+  const iron_ir_block_t *pb;
+  const iron_ir_op_t *term;
+  uint32_t nmem;   // members (the ops before the return)
+  bool *merge;     // by result: computed in its consumers
+  bool *in;        // by member: in the slice being computed (slice())
+  bool *arg;       // by argument: read by that slice
+} producer_t;
 
-// The bytes of P's results that K reads.
-static size_t saved_bytes(const iron_ir_op_t *p, const iron_ir_op_t *k) {
-  size_t saved = 0;
-  for (uint32_t r = 0; r < p->num_results; ++r)
-    if (reads_value(k, &p->results[r])) saved += value_bytes(&p->results[r]);
-  return saved;
-}
-
-// Operands of K and P merged: K's but P's results, then P's that K does
-// not read.
-static uint32_t merged_inputs(const iron_ir_op_t *p, const iron_ir_op_t *k,
-                              iron_ir_value_t **ins) {
+// Marks in pr->in the members that the results flagged in want[] are
+// computed from, and in pr->arg the arguments they read; returns how many
+// members.
+static uint32_t slice(producer_t *pr, const bool *want) {
+  memset(pr->in, 0, pr->nmem * sizeof(bool));
+  memset(pr->arg, 0, pr->pb->num_args * sizeof(bool));
   uint32_t n = 0;
-  for (uint32_t i = 0; i < k->num_operands; ++i)
-    if (!is_result_of(k->operands[i], p)) ins[n++] = k->operands[i];
-  for (uint32_t i = 0; i < p->num_operands; ++i) {
-    bool seen = false;
-    for (uint32_t j = 0; j < n && !seen; ++j) seen = ins[j] == p->operands[i];
-    if (!seen) ins[n++] = p->operands[i];
+  for (uint32_t r = 0; r < pr->term->num_operands; ++r) {
+    const iron_ir_value_t *v = pr->term->operands[r];
+    if (want[r] && !v->def_op) pr->arg[v->index] = true;
+  }
+  for (uint32_t i = pr->nmem; i-- > 0;) {
+    const iron_ir_op_t *op = pr->pb->ops[i];
+    bool need = false;
+    for (uint32_t r = 0; r < pr->term->num_operands && !need; ++r)
+      need = want[r] && pr->term->operands[r]->def_op == op;
+    for (uint32_t j = i + 1; j < pr->nmem && !need; ++j) {
+      if (!pr->in[j]) continue;
+      const iron_ir_op_t *u = pr->pb->ops[j];
+      for (uint32_t k = 0; k < u->num_operands && !need; ++k)
+        need = u->operands[k]->def_op == op;
+    }
+    if (!need) continue;
+    pr->in[i] = true;
+    n++;
+    for (uint32_t k = 0; k < op->num_operands; ++k)
+      if (!op->operands[k]->def_op &&
+          op->operands[k]->def_block == pr->pb)
+        pr->arg[op->operands[k]->index] = true;
   }
   return n;
+}
+
+// The results of the producer that consumer K reads and that are merged,
+// into want[]; false when none.
+static bool merged_reads(const producer_t *pr, const iron_ir_op_t *k,
+                         bool *want) {
+  bool any = false;
+  for (uint32_t r = 0; r < pr->p->num_results; ++r) {
+    want[r] = pr->merge[r] && reads_value(k, &pr->p->results[r]);
+    any |= want[r];
+  }
+  return any;
+}
+
+// The bytes of the slice's operands (pr->arg) that K does not read (all of
+// them for K = NULL).
+static size_t leaf_bytes(const producer_t *pr, const iron_ir_op_t *k) {
+  size_t bytes = 0;
+  for (uint32_t a = 0; a < pr->pb->num_args; ++a) {
+    const iron_ir_value_t *w = pr->p->operands[a];
+    bool dup = false;
+    for (uint32_t j = 0; j < a && !dup; ++j)
+      dup = pr->arg[j] && pr->p->operands[j] == w;
+    if (pr->arg[a] && !dup && !(k && reads_value(k, w))) bytes += value_bytes(w);
+  }
+  return bytes;
 }
 
 // Appends a clone of `src` (regions shared with src, which is dropped) to
@@ -193,11 +209,23 @@ static bool append_clone(mp_ctx_t *c, const iron_ir_op_t *src,
   return true;
 }
 
-// The fusion computing P's members, then K's (K a fusion or a reduce of
-// its own), K's uses of P's results reading P's members.
-static iron_ir_op_t *merged(mp_ctx_t *c, iron_ir_block_t *blk,
-                            const iron_ir_op_t *p, iron_ir_op_t *k) {
-  uint32_t cap = k->num_operands + p->num_operands + 1;
+// Adds v to ins[0..*n) unless there.
+static void add_input(iron_ir_value_t **ins, uint32_t *n, iron_ir_value_t *v) {
+  for (uint32_t j = 0; j < *n; ++j)
+    if (ins[j] == v) return;
+  ins[(*n)++] = v;
+}
+
+// The fusion computing the slice of the producer's members marked in
+// pr->in (reading the arguments marked in pr->arg), then K's members (K a
+// fusion, a reduce of its own, or NULL: the producer's kept results
+// `want[]` returned), K's reads of merged results reading the slice.
+static iron_ir_op_t *rebuilt(mp_ctx_t *c, iron_ir_block_t *blk,
+                             const producer_t *pr, iron_ir_op_t *k,
+                             const bool *want) {
+  const iron_ir_op_t *p = pr->p;
+  const iron_ir_block_t *pb = pr->pb;
+  uint32_t cap = (k ? k->num_operands : 0) + p->num_operands + 1;
   iron_ir_value_t **ins = calloc(cap, sizeof(*ins));
   iron_value_map_t *vm = calloc(1, sizeof(*vm));
   if (!ins || !vm) {
@@ -205,122 +233,208 @@ static iron_ir_op_t *merged(mp_ctx_t *c, iron_ir_block_t *blk,
     free(vm);
     return NULL;
   }
-  uint32_t nin = merged_inputs(p, k, ins);
-  const iron_ir_block_t *pb = fusion_block(p);
-  const iron_ir_block_t *kb = k->kind == IRON_OP_FUSION ? fusion_block(k) : NULL;
-  uint32_t nops = pb->num_ops + (kb ? kb->num_ops : 2);
-  iron_ir_op_t *fop =
-      iron_fusion_edit_op(&c->e, IRON_OP_FUSION, nin, k->num_results, 1);
+  uint32_t nin = 0;
+  for (uint32_t i = 0; k && i < k->num_operands; ++i) {
+    iron_ir_value_t *w = k->operands[i];
+    if (!(is_result_of(w, p) && pr->merge[w->index])) add_input(ins, &nin, w);
+  }
+  for (uint32_t a = 0; a < pb->num_args; ++a)
+    if (pr->arg[a]) add_input(ins, &nin, p->operands[a]);
+  const iron_ir_block_t *kb = k && k->kind == IRON_OP_FUSION ? fusion_block(k)
+                                                             : NULL;
+  uint32_t nres = 0;
+  for (uint32_t r = 0; !k && r < p->num_results; ++r) nres += want[r];
+  if (k) nres = k->num_results;
+  uint32_t nops = pr->nmem + (kb ? kb->num_ops : 2) + 1;
+  iron_ir_op_t *fop = iron_fusion_edit_op(&c->e, IRON_OP_FUSION, nin, nres, 1);
   iron_ir_block_t *body =
       fop ? iron_fusion_edit_block(&c->e, &fop->regions[0], nin, nops) : NULL;
   bool ok = body != NULL;
   for (uint32_t j = 0; ok && j < nin; ++j) {
     fop->operands[j] = ins[j];
     iron_ir_value_t *arg = iron_fusion_edit_arg(&c->e, body, j, ins[j]->type);
-    for (uint32_t a = 0; ok && a < p->num_operands; ++a)
-      if (p->operands[a] == ins[j])
+    for (uint32_t a = 0; ok && a < pb->num_args; ++a)
+      if (pr->arg[a] && p->operands[a] == ins[j])
         ok = iron_value_map_add(vm, &pb->args[a], arg);
-    for (uint32_t a = 0; ok && a < k->num_operands; ++a)
+    for (uint32_t a = 0; ok && k && a < k->num_operands; ++a)
       if (k->operands[a] == ins[j])
         ok = iron_value_map_add(vm, kb ? &kb->args[a] : ins[j], arg);
   }
-  body->num_ops = 0;
-  for (uint32_t i = 0; ok && i + 1 < pb->num_ops; ++i)
-    ok = append_clone(c, pb->ops[i], body, vm);
-  const iron_ir_op_t *pterm = pb->ops[pb->num_ops - 1];
-  for (uint32_t a = 0; ok && a < k->num_operands; ++a) {
+  if (body) body->num_ops = 0;
+  for (uint32_t i = 0; ok && i < pr->nmem; ++i)
+    if (pr->in[i]) ok = append_clone(c, pb->ops[i], body, vm);
+  for (uint32_t a = 0; ok && k && a < k->num_operands; ++a) {
     iron_ir_value_t *w = k->operands[a];
-    if (!is_result_of(w, p)) continue;
-    iron_ir_value_t *pv = iron_value_map_get(vm, pterm->operands[w->index]);
+    if (!is_result_of(w, p) || !pr->merge[w->index]) continue;
+    iron_ir_value_t *pv = iron_value_map_get(vm, pr->term->operands[w->index]);
     ok = iron_value_map_add(vm, kb ? &kb->args[a] : w, pv);
   }
-  if (kb) {
+  if (ok && kb) {
     for (uint32_t i = 0; ok && i < kb->num_ops; ++i)
       ok = append_clone(c, kb->ops[i], body, vm);
-  } else if (ok) {  // a reduce of its own, then the return of its results
-    ok = append_clone(c, k, body, vm);
+  } else if (ok) {  // a reduce of its own, or the producer's kept results
+    if (k) ok = append_clone(c, k, body, vm);
     iron_ir_op_t *ret =
-        ok ? iron_fusion_edit_op(&c->e, IRON_OP_RETURN, k->num_results, 0, 0)
-           : NULL;
+        ok ? iron_fusion_edit_op(&c->e, IRON_OP_RETURN, nres, 0, 0) : NULL;
     ok = ret != NULL;
-    for (uint32_t r = 0; ok && r < k->num_results; ++r)
-      ret->operands[r] = iron_value_map_get(vm, &k->results[r]);
+    for (uint32_t r = 0, o = 0; ok && r < (k ? k->num_results : p->num_results);
+         ++r) {
+      if (k)
+        ret->operands[o++] = iron_value_map_get(vm, &k->results[r]);
+      else if (want[r])
+        ret->operands[o++] = iron_value_map_get(vm, pr->term->operands[r]);
+    }
     if (ok) {
       ret->parent = body;
-      ret->loc = k->loc;
+      ret->loc = k ? k->loc : pr->term->loc;
       body->ops[body->num_ops++] = ret;
     }
   }
   free(ins);
   free(vm);
   if (!ok) return NULL;
-  fop->loc = k->loc;
+  const iron_ir_op_t *src = k ? k : p;
+  fop->loc = src->loc;
   fop->parent = blk;
-  for (uint32_t r = 0; r < k->num_results; ++r) {
-    fop->results[r] = k->results[r];
-    fop->results[r].def_op = fop;
-    fop->results[r].id = c->e.f->num_values++;
+  for (uint32_t r = 0, o = 0; r < src->num_results; ++r) {
+    if (!k && !want[r]) continue;
+    fop->results[o] = src->results[r];
+    fop->results[o].def_op = fop;
+    fop->results[o].index = o;
+    fop->results[o].id = c->e.f->num_values++;
+    o++;
   }
   return fop;
 }
 
-// Whether op reads a result of p, directly or in its regions.
-static bool reads_result(const iron_ir_op_t *op, const iron_ir_op_t *p,
-                         bool nested) {
+// Every use of `from` (n values) in the function becomes to[].
+static iron_status_t redirect(mp_ctx_t *c, const iron_ir_value_t *from,
+                              const bool *which, iron_ir_value_t *to,
+                              uint32_t n) {
+  iron_ir_value_t **f = calloc(n + 1, sizeof(*f));
+  if (!f) return oom();
+  uint32_t m = 0;
+  for (uint32_t r = 0; r < n; ++r)
+    if (!which || which[r]) f[m++] = (iron_ir_value_t *)&from[r];
+  for (uint32_t b = 0; b < c->e.f->body.num_blocks; ++b)
+    iron_fusion_edit_replace_uses(&c->e.f->body.blocks[b], f, to, m);
+  free(f);
+  return IRON_OK;
+}
+
+// Decides which of P's results go into their consumers (pr->merge) and
+// whether that moves no more bytes; true when something is merged.
+static bool plan_merge(mp_ctx_t *c, const iron_ir_block_t *blk, uint32_t i,
+                       producer_t *pr, bool *want) {
+  const iron_ir_op_t *p = pr->p;
+  size_t largest = 0;
+  uint32_t nmerge = 0;
+  for (uint32_t r = 0; r < p->num_results; ++r) {
+    const iron_ir_value_t *v = &p->results[r];
+    bool ok = static_tensor(v->type) && pr->term->operands[r]->def_op;
+    bool used = false;
+    for (uint32_t j = i + 1; ok && j < blk->num_ops; ++j) {
+      const iron_ir_op_t *k = blk->ops[j];
+      if (nested_use(k, v)) ok = false;
+      else if (reads_value(k, v)) used = true, ok = consumer_ok(c, k, v);
+    }
+    pr->merge[r] = ok && used;
+    if (!pr->merge[r]) continue;
+    nmerge++;
+    if (value_bytes(v) > largest) largest = value_bytes(v);
+  }
+  if (!nmerge || largest < c->min_bytes) return false;
+  // Bytes moved now: the merged results written, and read by each
+  // consumer (with P's operand reads when P goes away); after: each
+  // consumer's reads of its slice's operands that it does not read.
+  size_t before = 0, after = 0;
   for (uint32_t r = 0; r < p->num_results; ++r)
-    if (nested ? nested_use(op, &p->results[r])
-               : reads_value(op, &p->results[r]))
-      return true;
-  return false;
+    if (pr->merge[r]) before += value_bytes(&p->results[r]);
+  if (nmerge == p->num_results) {
+    for (uint32_t a = 0; a < pr->pb->num_args; ++a) pr->arg[a] = true;
+    before += leaf_bytes(pr, NULL);
+  }
+  for (uint32_t j = i + 1; j < blk->num_ops; ++j) {
+    const iron_ir_op_t *k = blk->ops[j];
+    if (!merged_reads(pr, k, want)) continue;
+    if (slice(pr, want) > IRON_RECOMPUTE_MAX_OPS) return false;
+    for (uint32_t m = 0; m < pr->nmem; ++m)
+      if (pr->in[m] && !producer_member(pr->pb->ops[m])) return false;
+    uint32_t nargs = 0;
+    for (uint32_t a = 0; a < pr->pb->num_args; ++a) nargs += pr->arg[a];
+    if (k->num_operands + nargs + k->num_results > IRON_FUSE_MAX_OPERANDS)
+      return false;
+    for (uint32_t r = 0; r < p->num_results; ++r)
+      if (want[r]) before += value_bytes(&p->results[r]);
+    after += leaf_bytes(pr, k);
+  }
+  return after <= before;
 }
 
 // Merges blk->ops[i] into its consumers when it qualifies; *out_done when
-// it did (blk->ops[i] is then gone).
+// it did (blk->ops[i] is then replaced or gone).
 static iron_status_t try_merge(mp_ctx_t *c, iron_ir_block_t *blk, uint32_t i,
                                bool *out_done) {
   *out_done = false;
-  iron_ir_op_t *p = blk->ops[i];
-  if (!producer_ok(p, c->min_bytes)) return IRON_OK;
-  // Bytes moved for P now: its kernel's reads and writes, and its
-  // consumers' reads of its results; after: the consumers' reads of P's
-  // operands they do not read already.
-  size_t before = extra_bytes(p, NULL), after = 0;
-  for (uint32_t r = 0; r < p->num_results; ++r)
-    before += value_bytes(&p->results[r]);
-  uint32_t users = 0;
-  for (uint32_t j = i + 1; j < blk->num_ops; ++j) {
-    const iron_ir_op_t *k = blk->ops[j];
-    if (reads_result(k, p, true)) return IRON_OK;
-    if (!reads_result(k, p, false)) continue;
-    if (!consumer_ok(c, k, p) ||
-        k->num_operands + p->num_operands + k->num_results >
-            IRON_FUSE_MAX_OPERANDS)
-      return IRON_OK;
-    before += saved_bytes(p, k);
-    after += extra_bytes(p, k);
-    users++;
+  producer_t pr = {.p = blk->ops[i]};
+  pr.pb = fusion_block(pr.p);
+  if (!pr.pb) return IRON_OK;
+  pr.term = pr.pb->ops[pr.pb->num_ops - 1];
+  pr.nmem = pr.pb->num_ops - 1;
+  for (uint32_t m = 0; m < pr.nmem; ++m)
+    if (!producer_member(pr.pb->ops[m]) && pr.pb->ops[m]->kind != IRON_OP_IOTA)
+      return IRON_OK;  // a plain fusion only (it may be rebuilt)
+  uint32_t nres = pr.p->num_results;
+  pr.merge = calloc(nres + 1, sizeof(bool));
+  pr.in = calloc(pr.nmem + 1, sizeof(bool));
+  pr.arg = calloc(pr.pb->num_args + 1, sizeof(bool));
+  bool *want = calloc(nres + 1, sizeof(bool));
+  iron_status_t st = IRON_OK;
+  if (!pr.merge || !pr.in || !pr.arg || !want) {
+    st = oom();
+    goto done;
   }
-  if (!users || after > before) return IRON_OK;
-  for (uint32_t j = i + 1; j < blk->num_ops; ++j) {
+  if (!plan_merge(c, blk, i, &pr, want)) goto done;
+  for (uint32_t j = i + 1; j < blk->num_ops && !st; ++j) {
     iron_ir_op_t *k = blk->ops[j];
-    if (!reads_result(k, p, false)) continue;
-    iron_ir_op_t *fop = merged(c, blk, p, k);
-    if (!fop) return oom();
+    if (!merged_reads(&pr, k, want)) continue;
+    slice(&pr, want);
+    iron_ir_op_t *fop = rebuilt(c, blk, &pr, k, want);
+    if (!fop) {
+      st = oom();
+      break;
+    }
     blk->ops[j] = fop;
-    iron_ir_value_t **from = calloc(k->num_results + 1, sizeof(*from));
-    if (!from) return oom();
-    for (uint32_t r = 0; r < k->num_results; ++r) from[r] = &k->results[r];
-    for (uint32_t b = 0; b < c->e.f->body.num_blocks; ++b)
-      iron_fusion_edit_replace_uses(&c->e.f->body.blocks[b], from,
-                                    fop->results, k->num_results);
-    free(from);
+    st = redirect(c, k->results, NULL, fop->results, k->num_results);
   }
-  memmove(&blk->ops[i], &blk->ops[i + 1],
-          (blk->num_ops - i - 1) * sizeof(blk->ops[0]));
-  blk->num_ops--;
-  c->merged++;
-  *out_done = true;
-  return IRON_OK;
+  if (st) goto done;
+  // The producer without its merged results, or gone.
+  bool keep_any = false;
+  for (uint32_t r = 0; r < nres; ++r) keep_any |= (want[r] = !pr.merge[r]);
+  if (keep_any) {
+    slice(&pr, want);
+    iron_ir_op_t *np = rebuilt(c, blk, &pr, NULL, want);
+    if (!np) {
+      st = oom();
+      goto done;
+    }
+    blk->ops[i] = np;
+    st = redirect(c, pr.p->results, want, np->results, nres);
+  } else {
+    memmove(&blk->ops[i], &blk->ops[i + 1],
+            (blk->num_ops - i - 1) * sizeof(blk->ops[0]));
+    blk->num_ops--;
+  }
+  if (!st) {
+    c->merged++;
+    *out_done = true;
+  }
+done:
+  free(pr.merge);
+  free(pr.in);
+  free(pr.arg);
+  free(want);
+  return st;
 }
 
 static iron_status_t walk_block(mp_ctx_t *c, iron_ir_block_t *blk) {

@@ -1890,6 +1890,20 @@ def _(a, g):
     p = jnp.where(a > 3, g * 3, a - g)
     return jnp.sum(p ^ a, 0), jnp.max(p - a, 0), (p * a) >> 2
 
+@case("merge_gelu_mlp_grad", lambda rng: (
+    rng.standard_normal((512, 256)).astype(np.float32),
+    (rng.standard_normal((256, 1024)) / 16).astype(np.float32),
+    (rng.standard_normal((1024, 256)) / 32).astype(np.float32)),
+    rtol=1e-4, atol=1e-4)
+def _(x, w1, w2):
+    # The forward kernel returns gelu(u) for the next dot and tanh terms
+    # that only the backward kernel reads, which reads u too: those are
+    # computed there instead of written (a producer's results merged one by
+    # one, the rest kept).
+    def loss(w1, w2):
+        return jnp.sum(jax.nn.gelu(x @ w1) @ w2)
+    return jax.value_and_grad(loss, (0, 1))(w1, w2)
+
 ALL_CASES: list[Case] = CASES + X64_CASES
 
 _names = [c.name for c in ALL_CASES]
