@@ -209,6 +209,33 @@ def programs():
             s((2, 128, 64), f32), s((64,), f32), s((), jnp.int32)))
 
 
+    # A deep transformer's gradient (six layers unrolled, norms after the
+    # residual adds): the residual stream depends on more groups than the
+    # row pass's dependency sets list, and the later layers' norms must
+    # still be row fusions; a softmax's row sums spread for the backward
+    # pass must leave the forward kernel as row values, not full arrays
+    # (test_cuda_row_fusion_emu checks the plan).
+    def deep_transformer_grad(x, wqkv, wo, w1, w2):
+        L, D, H = wqkv.shape[0], x.shape[-1], 2
+        B, T = x.shape[0], x.shape[1]
+        mask = jnp.tril(jnp.ones((T, T), bool))
+
+        def loss(wqkv, wo, w1, w2):
+            h = x
+            for i in range(L):
+                q, k, v = jnp.split(layer_norm(h, 1.0, 0.0) @ wqkv[i], 3, -1)
+                sh = lambda t: t.reshape(B, T, H, D // H).transpose(0, 2, 1, 3)  # noqa
+                a = sh(q) @ sh(k).transpose(0, 1, 3, 2) / 4.0
+                a = jax.nn.softmax(jnp.where(mask, a, -1e9), -1)
+                o = (a @ sh(v)).transpose(0, 2, 1, 3).reshape(B, T, D)
+                h = h + o @ wo[i]
+                h = h + jax.nn.gelu(layer_norm(h, 1.0, 0.0) @ w1[i]) @ w2[i]
+            return jnp.sum(layer_norm(h, 1.0, 0.0) ** 2)
+        return jax.grad(loss, (0, 1, 2, 3))(wqkv, wo, w1, w2)
+    yield ("whole_deep_transformer_grad_f32", deep_transformer_grad,
+           (s((2, 16, 32), f32), s((6, 32, 96), f32), s((6, 32, 32), f32),
+            s((6, 32, 128), f32), s((6, 128, 32), f32)))
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default=OUT)

@@ -185,13 +185,18 @@ bool iron_row_bcast_row_to_full(const iron_row_shape_t *rs,
 // (tests/data/rowfuse/whole_softmax_decode_layer_f32).
 enum { kMaxDeps = 32 };
 
-// Groups something depends on through ops outside them (representatives
-// when written; find() them when read). `all`: too many to track, treat as
-// every group.
+// Groups something depends on through ops outside them: the groups
+// listed (representatives when written; find() them when read) and, once
+// the list overflowed, every group whose first part was created before
+// group number `below` (all groups that existed then; groups are numbered
+// in the order the block's ops create them, so a value cannot depend on a
+// group created after it). A deep network's residual stream depends on
+// more groups than the list holds; the groups created after it (a later
+// layer's norm) stay distinguishable.
 typedef struct depset {
   int32_t g[kMaxDeps];
   uint8_t n;
-  bool all;
+  int32_t below;  // 0: the list is all
 } depset_t;
 
 typedef struct rgroup {
@@ -203,6 +208,7 @@ typedef struct rgroup {
                                   // have its dims, dtypes may differ)
   uint32_t iota_dims;             // bit d: a member iota along dim d
   uint32_t size, reduces, io;
+  int32_t first;  // the lowest number of the groups merged into it
   depset_t deps;
 } rgroup_t;
 
@@ -234,29 +240,34 @@ static int32_t gfind(rgroup_t *g, int32_t i) {
   return i;
 }
 
-static void dep_add(depset_t *d, int32_t g) {
-  if (d->all) return;
+// Whether d covers representative g through `below`.
+static bool dep_covered(rblock_t *b, const depset_t *d, int32_t g) {
+  return d->below > 0 && b->groups[g].first < d->below;
+}
+
+static void dep_add(rblock_t *b, depset_t *d, int32_t g) {
+  g = gfind(b->groups, g);
+  if (dep_covered(b, d, g)) return;
   for (uint8_t i = 0; i < d->n; ++i)
-    if (d->g[i] == g) return;
-  if (d->n == kMaxDeps) {
-    d->all = true;
+    if (gfind(b->groups, d->g[i]) == g) return;
+  if (d->n == kMaxDeps) {  // every group so far, g included
+    d->below = b->ngroups;
+    d->n = 0;
     return;
   }
   d->g[d->n++] = g;
 }
 
-static void dep_union(rgroup_t *groups, depset_t *d, const depset_t *e) {
-  if (e->all) {
-    d->all = true;
-    return;
-  }
-  for (uint8_t i = 0; i < e->n; ++i) dep_add(d, gfind(groups, e->g[i]));
+static void dep_union(rblock_t *b, depset_t *d, const depset_t *e) {
+  if (e->below > d->below) d->below = e->below;
+  for (uint8_t i = 0; i < e->n; ++i) dep_add(b, d, e->g[i]);
 }
 
-static bool dep_has(rgroup_t *groups, const depset_t *d, int32_t g) {
-  if (d->all) return true;
+static bool dep_has(rblock_t *b, const depset_t *d, int32_t g) {
+  g = gfind(b->groups, g);
+  if (dep_covered(b, d, g)) return true;
   for (uint8_t i = 0; i < d->n; ++i)
-    if (gfind(groups, d->g[i]) == g) return true;
+    if (gfind(b->groups, d->g[i]) == g) return true;
   return false;
 }
 
@@ -277,10 +288,10 @@ static void vdeps(rblock_t *b, const iron_ir_value_t *v, depset_t *out) {
   if (i < 0) return;
   if (b->op_group[i] >= 0) {
     int32_t g = gfind(b->groups, b->op_group[i]);
-    dep_add(out, g);
-    dep_union(b->groups, out, &b->groups[g].deps);
+    dep_add(b, out, g);
+    dep_union(b, out, &b->groups[g].deps);
   } else {
-    dep_union(b->groups, out, &b->op_deps[i]);
+    dep_union(b, out, &b->op_deps[i]);
   }
 }
 
@@ -327,7 +338,7 @@ static void acc_dep(const iron_ir_value_t *v, void *arg) {
   dep_acc_t *a = arg;
   depset_t e;
   vdeps(a->b, v, &e);
-  dep_union(a->b->groups, a->d, &e);
+  dep_union(a->b, a->d, &e);
 }
 
 // Ops that can be members besides reduces (roles checked by the caller).
@@ -422,6 +433,7 @@ static int32_t new_group(rblock_t *b) {
   int32_t g = b->ngroups++;
   memset(&b->groups[g], 0, sizeof(b->groups[g]));
   b->groups[g].parent = g;
+  b->groups[g].first = g;
   return g;
 }
 
@@ -433,7 +445,8 @@ static void merge_into(rblock_t *b, int32_t g, int32_t h) {
   G->io += H->io;
   G->iota_dims |= H->iota_dims;
   G->closed = G->closed || H->closed;
-  dep_union(b->groups, &G->deps, &H->deps);
+  if (H->first < G->first) G->first = H->first;
+  dep_union(b, &G->deps, &H->deps);
 }
 
 // Whether op may join (and merge) the groups J: none of them is closed,
@@ -446,7 +459,7 @@ static bool can_join(rblock_t *b, const iron_ir_op_t *op, const int32_t *J,
     if (b->groups[J[a]].closed) return false;
     io += b->groups[J[a]].io;
     for (uint32_t c = 0; c < nj; ++c)
-      if (a != c && dep_has(b->groups, &b->groups[J[a]].deps, J[c]))
+      if (a != c && dep_has(b, &b->groups[J[a]].deps, J[c]))
         return false;
   }
   if (io > IRON_FUSE_MAX_OPERANDS) return false;
@@ -458,7 +471,7 @@ static bool can_join(rblock_t *b, const iron_ir_op_t *op, const int32_t *J,
     depset_t d;
     vdeps(b, op->operands[k], &d);
     for (uint32_t a = 0; a < nj; ++a)
-      if (dep_has(b->groups, &d, J[a])) return false;
+      if (dep_has(b, &d, J[a])) return false;
   }
   return true;
 }
@@ -477,7 +490,7 @@ static void join(rblock_t *b, uint32_t i, int32_t g, const int32_t *J,
     G->io++;
     depset_t d;
     vdeps(b, op->operands[k], &d);
-    dep_union(b->groups, &G->deps, &d);
+    dep_union(b, &G->deps, &d);
   }
   b->op_group[i] = g;
 }
@@ -609,12 +622,11 @@ static void visit(rblock_t *b, uint32_t i) {
   dep_acc_t a = {b, d};
   each_use(op, acc_dep, &a);
   if (!is_pure(op)) {
-    if (d->all) {
-      for (int32_t g = 0; g < b->ngroups; ++g) b->groups[g].closed = true;
-    } else {
-      for (uint8_t k = 0; k < d->n; ++k)
-        b->groups[gfind(b->groups, d->g[k])].closed = true;
-    }
+    for (int32_t g = 0; d->below > 0 && g < b->ngroups; ++g)
+      if (b->groups[g].parent == g && dep_covered(b, d, g))
+        b->groups[g].closed = true;
+    for (uint8_t k = 0; k < d->n; ++k)
+      b->groups[gfind(b->groups, d->g[k])].closed = true;
   }
 }
 
@@ -987,6 +999,7 @@ static iron_status_t fuse_rows_block(rctx_t *c, iron_ir_block_t *blk) {
   uint32_t *order = calloc(n + 1, sizeof(uint32_t));
   iron_ir_op_t **node_op = calloc(n + 1, sizeof(*node_op));
   iron_ir_op_t **clones = NULL;  // by op index: the copy of a member
+  bool *clone_after = NULL;      // by op index: the copy goes after it
   iron_status_t st = IRON_OK;
   if (!b.op_group || !b.val_op || !b.groups || !b.op_deps || !after ||
       !keep || !escapes || !remap || !node_of || !group_node || !key ||
@@ -1044,8 +1057,13 @@ static iron_status_t fuse_rows_block(rctx_t *c, iron_ir_block_t *blk) {
   // iota, a broadcast of one element: a gradient's ones) and are also used
   // outside: a copy of the op, placed before the fusion, serves the
   // outside uses, so that the fusion does not write the array out.
+  // Likewise a broadcast of a member's (smaller) value used outside (a
+  // softmax's row sums spread over the rows for the backward pass): the
+  // fusion writes the smaller value and a copy placed after it spreads it
+  // (`clone_after[]` marks those).
   clones = calloc(n + 1, sizeof(*clones));
-  if (!clones) {
+  clone_after = calloc(n + 1, sizeof(bool));
+  if (!clones || !clone_after) {
     st = oom();
     goto done;
   }
@@ -1060,6 +1078,15 @@ static iron_status_t fuse_rows_block(rctx_t *c, iron_ir_block_t *blk) {
         vgroup(&b, op->operands[0]) < 0 &&
         iron_ir_type_num_elements(op->operands[0]->type) == 1)
       spread = true;
+    const iron_ir_value_t *src = op->num_operands == 1 ? op->operands[0] : NULL;
+    if (op->kind == IRON_OP_BROADCAST_IN_DIM && src && src->id < ids &&
+        vgroup(&b, src) == b.op_group[i] &&
+        iron_ir_type_num_elements(src->type) <
+            iron_ir_type_num_elements(op->results[0].type)) {
+      spread = true;
+      clone_after[i] = true;
+      escapes[src->id] = true;  // the fusion writes the smaller value
+    }
     if (!spread) continue;
     iron_ir_op_t *cl = iron_arena_alloc(&c->m->arena, sizeof(*cl));
     iron_ir_value_t *res = iron_arena_alloc(&c->m->arena, sizeof(*res));
@@ -1095,16 +1122,22 @@ static iron_status_t fuse_rows_block(rctx_t *c, iron_ir_block_t *blk) {
   uint32_t nn = 0;
   for (uint32_t k = 0; k < nodes; ++k) {
     iron_ir_op_t *op = node_op[order[k]];
-    if (op->kind == IRON_OP_FUSION) {
-      // The copies of its members go first.
+    bool fusion = op->kind == IRON_OP_FUSION;
+    if (fusion) {
+      // The copies of its members go first (those spreading its own
+      // values after it).
       for (uint32_t i = 0; i < n; ++i)
-        if (clones[i] && group_node[b.op_group[i]] == (int32_t)order[k])
+        if (clones[i] && !clone_after[i] &&
+            group_node[b.op_group[i]] == (int32_t)order[k])
           new_ops[nn++] = clones[i];
-      // A group none of whose values is used (dead code left by inlining)
-      // disappears.
-      if (op->num_results == 0) continue;
     }
-    new_ops[nn++] = op;
+    // A group none of whose values is used (dead code left by inlining)
+    // disappears.
+    if (!fusion || op->num_results) new_ops[nn++] = op;
+    for (uint32_t i = 0; fusion && i < n; ++i)
+      if (clones[i] && clone_after[i] &&
+          group_node[b.op_group[i]] == (int32_t)order[k])
+        new_ops[nn++] = clones[i];
   }
   blk->ops = new_ops;
   blk->num_ops = nn;
@@ -1126,6 +1159,7 @@ done:
   free(order);
   free(node_op);
   free(clones);
+  free(clone_after);
   return st;
 }
 

@@ -94,7 +94,10 @@ typedef bool (*iron_row_fuse_predicate_t)(const iron_ir_op_t *reduce);
 // depends on a reduce of the group (a lone reduce is fuse.h's fused
 // reduce). Ops that use a group's values from outside are moved after
 // the fusion when they are pure (a gradient's column reduces); any other
-// op that uses them ends the group's growth. No fusion has more than
+// op that uses them ends the group's growth. A member that spreads a
+// smaller member value (a broadcast_in_dim) and is used outside is copied
+// after the fusion for those uses, so the fusion writes the smaller value
+// (a softmax's row sums for its gradient), not the spread array. No fusion has more than
 // IRON_FUSE_MAX_OPERANDS operands plus results. *out_num_fusions (may be
 // NULL) counts the fusions made.
 iron_status_t iron_compiler_fuse_rows(iron_ir_module_t *m,

@@ -27,6 +27,7 @@
 #include "corpus_files.h"
 #include "cuda_emu_exec.h"
 #include "compiler/fuse_rows.h"
+#include "compiler/fusion_passes.h"
 #include "compiler/inline.h"
 #include "cuda_test_nvrtc.h"
 #include "device/cuda/cuda_compile.h"
@@ -138,12 +139,14 @@ static void test_rowfuse_emulated(void) {
     // kernel, its column sums moved after it); two for two softmaxes, and
     // for a softmax whose value a loop reads before the rest of the row
     // work (the loop stays after the first fusion, which cannot grow past
-    // it); one per step of a 3-step scan.
+    // it); one per step of a 3-step scan; 47 for the six-layer
+    // transformer's gradient (its norms and softmaxes, forward and back).
     int64_t per_run = (g_cuda_emu.row_launches - launches0) / 3;
     int64_t want = !expect_row(p->name)             ? 0
                    : strstr(p->name, "two_softmax")    ? 2
                    : strstr(p->name, "loop_reads_row") ? 2
                    : strstr(p->name, "scan_")          ? 3
+                   : strstr(p->name, "deep_transformer") ? 47
                                                        : 1;
     // Rows of one element are no row fusion, but their gradients' column
     // sums may be (one row of the batch).
@@ -313,10 +316,51 @@ static void test_mask_in_row_fusion(void) {
   }
 }
 
+// A deep transformer's gradient, planned by every fusion pass: each
+// layer norm and softmax is a row fusion although the residual stream
+// depends on more groups than the row pass's dependency sets list, and no
+// value is spread to a larger shape by a kernel of its own (a row sum
+// spread over the rows for the backward pass leaves its row fusion as the
+// row values; the consumers spread it).
+static void test_deep_transformer_plan(void) {
+  iron_ir_module_t *m =
+      test_read_module("rowfuse/whole_deep_transformer_grad_f32.mlirbc");
+  CHECK(m != NULL);
+  if (!m) return;
+  CHECK_OK(iron_compiler_inline_for_compile(m, true));
+  iron_fusion_predicates_t preds = {.fusable = iron_cuda_fusable,
+                                    .row_fusable = iron_cuda_row_fusable,
+                                    .pivot_fusable = iron_cuda_pivot_fusable,
+                                    .vector_dot = iron_cuda_vector_dot};
+  iron_fusion_counts_t n;
+  CHECK_OK(iron_compiler_fusion_passes(m, &preds, &n));
+  const iron_ir_block_t *b = &iron_ir_module_main(m)->body.blocks[0];
+  int spreads = 0, row_reduces = 0;
+  for (uint32_t i = 0; i < b->num_ops; ++i) {
+    const iron_ir_op_t *op = b->ops[i];
+    iron_row_shape_t rs;
+    if (op->kind == IRON_OP_BROADCAST_IN_DIM &&
+        !iron_ir_broadcast_is_reshape(op) &&
+        iron_ir_type_num_elements(op->operands[0]->type) > 1)
+      spreads++;
+    if (op->kind == IRON_OP_REDUCE && iron_row_shape_of_reduce(op, &rs))
+      row_reduces++;
+  }
+  if (getenv("IRON_TEST_VERBOSE"))
+    printf("%d row fusions, %d fusions; %d spreads, %d row reduces alone\n",
+           n.rows, n.fusions, spreads, row_reduces);
+  // 13 norms and 6 softmaxes forward, their gradients backward.
+  CHECK(n.rows >= 38);
+  CHECK_EQ_INT(spreads, 0);
+  CHECK_EQ_INT(row_reduces, 0);
+  iron_ir_module_destroy(m);
+}
+
 static const iron_test_case_t kTests[] = {
     {"rowfuse_emulated", test_rowfuse_emulated},
     {"switch_off", test_switch_off},
     {"whole_softmax_plan", test_whole_softmax_plan},
     {"mask_in_row_fusion", test_mask_in_row_fusion},
+    {"deep_transformer_plan", test_deep_transformer_plan},
 };
 IRON_TEST_MAIN(kTests)
