@@ -68,7 +68,8 @@ static bool traffic_free(iron_op_kind_t k) {
          k == IRON_OP_OPTIMIZATION_BARRIER;
 }
 
-// A fusion's kind from what it holds: "fusion[reduce x2]", "fusion[ew]".
+// A fusion's kind from what it holds: "fusion[reduce:2]", "fusion[ew]"
+// (one word, so that `sort -k3` sorts by bytes read).
 static void fusion_kind(const iron_ir_op_t *op, char *out, size_t cap) {
   int reduces = 0, transposes = 0, dus = 0;
   const iron_ir_block_t *b = &op->regions[0].blocks[0];
@@ -79,7 +80,7 @@ static void fusion_kind(const iron_ir_op_t *op, char *out, size_t cap) {
     dus += k == IRON_OP_DYNAMIC_UPDATE_SLICE;
   }
   if (reduces)
-    snprintf(out, cap, "fusion[reduce x%d]", reduces);
+    snprintf(out, cap, "fusion[reduce:%d]", reduces);
   else if (transposes)
     snprintf(out, cap, "fusion[transpose]");
   else if (dus)

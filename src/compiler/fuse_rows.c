@@ -1054,8 +1054,8 @@ static iron_status_t fuse_rows_block(rctx_t *c, iron_ir_block_t *blk) {
   for (uint32_t k = 0; k < c->f->body.num_blocks; ++k)
     walk_escapes(&e, &c->f->body.blocks[k]);
   // Members that only spread a value from outside (a splat constant, an
-  // iota, a broadcast of one element: a gradient's ones) and are also used
-  // outside: a copy of the op, placed before the fusion, serves the
+  // iota, a broadcast of a value from outside: a gradient's ones, a causal
+  // mask spread over the heads) and are also used outside: a copy of the op, placed before the fusion, serves the
   // outside uses, so that the fusion does not write the array out.
   // Likewise a broadcast of a member's (smaller) value used outside (a
   // softmax's row sums spread over the rows for the backward pass): the
@@ -1075,8 +1075,7 @@ static iron_status_t fuse_rows_block(rctx_t *c, iron_ir_block_t *blk) {
       continue;
     bool spread = op->kind == IRON_OP_CONSTANT || op->kind == IRON_OP_IOTA;
     if (op->kind == IRON_OP_BROADCAST_IN_DIM && op->num_operands == 1 &&
-        vgroup(&b, op->operands[0]) < 0 &&
-        iron_ir_type_num_elements(op->operands[0]->type) == 1)
+        vgroup(&b, op->operands[0]) < 0)
       spread = true;
     const iron_ir_value_t *src = op->num_operands == 1 ? op->operands[0] : NULL;
     if (op->kind == IRON_OP_BROADCAST_IN_DIM && src && src->id < ids &&
