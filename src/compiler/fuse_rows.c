@@ -584,7 +584,15 @@ static void visit(rblock_t *b, uint32_t i) {
         if (op->kind == IRON_OP_IOTA) G->iota_dims |= 1u << iota_dim(op);
         done = true;
       }
-    } else if (iron_ir_type_num_elements(op->results[0].type) >= 2) {
+      nj = 0;
+    }
+    // Not in a row group (none among its operands' groups, or one it
+    // cannot join: a residual add reading an earlier norm's group and a
+    // dot that depends on it starts the next norm's group). A broadcast
+    // that could not join its row group stays outside: a later row group
+    // takes it where it reads it.
+    if (!done && iron_ir_type_num_elements(op->results[0].type) >= 2 &&
+        !(ctx && op->kind == IRON_OP_BROADCAST_IN_DIM)) {
       // A plain group: members of one shape (a mask's pred beside the
       // scores' f32); an operand of another shape is read from memory.
       const iron_ir_type_t *t = op->results[0].type;

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "compiler/fuse_rows.h"
 #include "compiler/fusion_edit.h"
 #include "compiler/recompute.h"
 
@@ -40,8 +41,10 @@ static size_t value_bytes(const iron_ir_value_t *v) {
   return iron_ir_type_byte_size(v->type, &b) ? b : 0;
 }
 
+// Whether v is one of p's results (by address: a lone broadcast's wrapper
+// shares the broadcast's results).
 static bool is_result_of(const iron_ir_value_t *v, const iron_ir_op_t *p) {
-  return v->def_op == p;
+  return v >= p->results && v < p->results + p->num_results;
 }
 
 static bool elementwise_kind(iron_op_kind_t k) {
@@ -69,16 +72,40 @@ static bool reduces_only(const iron_ir_op_t *red, const iron_ir_value_t *w) {
   return true;
 }
 
+// Whether row fusion body b (a member reduce over trailing dims) can spread
+// the value `spread` (a lone broadcast) itself: a row value over the rows,
+// or one element.
+static bool row_spread_ok(const iron_ir_block_t *b, const iron_ir_op_t *spread) {
+  iron_row_shape_t rs;
+  bool found = false;
+  for (uint32_t i = 0; i + 1 < b->num_ops && !found; ++i)
+    found = b->ops[i]->kind == IRON_OP_REDUCE &&
+            iron_row_shape_of_reduce(b->ops[i], &rs);
+  if (!found ||
+      iron_row_role(&rs, spread->results[0].type) != IRON_ROW_FULL)
+    return false;
+  return iron_ir_type_num_elements(spread->operands[0]->type) == 1 ||
+         iron_row_bcast_row_to_full(&rs, spread);
+}
+
 // Whether consumer K reads w (a result of the producer) in a way the
-// producer's members can be computed in (merge_producers.h).
+// producer's members can be computed in (merge_producers.h). `spread`: the
+// producer is this lone broadcast, which a row fusion may take too.
 static bool consumer_ok(const mp_ctx_t *c, const iron_ir_op_t *k,
-                        const iron_ir_value_t *w) {
+                        const iron_ir_value_t *w,
+                        const iron_ir_op_t *spread) {
   if (k->kind == IRON_OP_REDUCE)
     return k->num_regions == 1 && k->num_operands == 2 * k->num_results &&
            c->can_fuse(k) && reduces_only(k, w);
   const iron_ir_block_t *b = fusion_block(k);
   if (!b) return false;
-  for (uint32_t i = 0; i + 1 < b->num_ops; ++i) {
+  uint32_t reduces = 0;
+  for (uint32_t i = 0; i + 1 < b->num_ops; ++i)
+    reduces += b->ops[i]->kind == IRON_OP_REDUCE;
+  bool row = reduces > 1 ||
+             (reduces == 1 && b->ops[b->num_ops - 2]->kind != IRON_OP_REDUCE);
+  if (row && !(spread && row_spread_ok(b, spread))) return false;
+  for (uint32_t i = 0; !row && i + 1 < b->num_ops; ++i) {
     const iron_ir_op_t *op = b->ops[i];
     bool last = i + 2 == b->num_ops;
     if (op->kind == IRON_OP_REDUCE ? !last
@@ -137,6 +164,7 @@ typedef struct {
   bool *merge;     // by result: computed in its consumers
   bool *in;        // by member: in the slice being computed (slice())
   bool *arg;       // by argument: read by that slice
+  const iron_ir_op_t *spread;  // a lone broadcast that p wraps, or NULL
 } producer_t;
 
 // Marks in pr->in the members that the results flagged in want[] are
@@ -336,7 +364,7 @@ static bool plan_merge(mp_ctx_t *c, const iron_ir_block_t *blk, uint32_t i,
     for (uint32_t j = i + 1; ok && j < blk->num_ops; ++j) {
       const iron_ir_op_t *k = blk->ops[j];
       if (nested_use(k, v)) ok = false;
-      else if (reads_value(k, v)) used = true, ok = consumer_ok(c, k, v);
+      else if (reads_value(k, v)) used = true, ok = consumer_ok(c, k, v, pr->spread);
     }
     pr->merge[r] = ok && used;
     if (!pr->merge[r]) continue;
@@ -371,12 +399,60 @@ static bool plan_merge(mp_ctx_t *c, const iron_ir_block_t *blk, uint32_t i,
   return after <= before;
 }
 
+// A broadcast of its own that spreads a smaller value (not one that only
+// adds unit dims): merged like a fusion of itself (spread_wrapper), into
+// plain, reduce and row fusions.
+static bool lone_spread(const iron_ir_op_t *op) {
+  return op->kind == IRON_OP_BROADCAST_IN_DIM && op->num_operands == 1 &&
+         op->num_results == 1 && !op->num_regions &&
+         static_tensor(op->results[0].type) &&
+         !iron_ir_broadcast_is_reshape(op);
+}
+
+// A fusion of broadcast `bc` alone (not placed in any block), whose result
+// is bc's own result value.
+static iron_ir_op_t *spread_wrapper(mp_ctx_t *c, iron_ir_op_t *bc) {
+  iron_ir_op_t *w = iron_fusion_edit_op(&c->e, IRON_OP_FUSION, 1, 0, 1);
+  iron_ir_block_t *b =
+      w ? iron_fusion_edit_block(&c->e, &w->regions[0], 1, 2) : NULL;
+  iron_ir_op_t *ret =
+      b ? iron_fusion_edit_op(&c->e, IRON_OP_RETURN, 1, 0, 0) : NULL;
+  iron_value_map_t *vm = calloc(1, sizeof(*vm));
+  if (!ret || !vm) {
+    free(vm);
+    return NULL;
+  }
+  w->operands[0] = bc->operands[0];
+  w->num_results = 1;
+  w->results = bc->results;
+  w->loc = bc->loc;
+  w->parent = bc->parent;
+  iron_ir_value_t *arg = iron_fusion_edit_arg(&c->e, b, 0, bc->operands[0]->type);
+  iron_ir_op_t *m = iron_value_map_add(vm, bc->operands[0], arg)
+                        ? iron_fusion_edit_clone(&c->e, bc, b, vm)
+                        : NULL;
+  free(vm);
+  if (!m) return NULL;
+  ret->operands[0] = &m->results[0];
+  ret->parent = b;
+  ret->loc = bc->loc;
+  b->ops[0] = m;
+  b->ops[1] = ret;
+  b->num_ops = 2;
+  return w;
+}
+
 // Merges blk->ops[i] into its consumers when it qualifies; *out_done when
 // it did (blk->ops[i] is then replaced or gone).
 static iron_status_t try_merge(mp_ctx_t *c, iron_ir_block_t *blk, uint32_t i,
                                bool *out_done) {
   *out_done = false;
   producer_t pr = {.p = blk->ops[i]};
+  if (lone_spread(pr.p)) {
+    pr.spread = pr.p;
+    pr.p = spread_wrapper(c, pr.p);
+    if (!pr.p) return oom();
+  }
   pr.pb = fusion_block(pr.p);
   if (!pr.pb) return IRON_OK;
   pr.term = pr.pb->ops[pr.pb->num_ops - 1];

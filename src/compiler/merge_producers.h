@@ -28,6 +28,12 @@
 //   y: before, 2+1+1+1 arrays; after, 1+1);
 // - each merged kernel has at most IRON_FUSE_MAX_OPERANDS operands plus
 //   results.
+// A broadcast of its own that spreads a smaller value (the row pass leaves
+// one where a norm's row values are spread for another row fusion, or
+// fuse.c where a row fusion reads it) is such a producer too, merged as a
+// fusion of itself; its consumers may also be row fusions (several
+// reduces) when it spreads a row value over their rows or one element,
+// which they compute as a member (fuse_rows.h's roles).
 // Each consumer becomes a fusion computing P's members, then its own, its
 // arguments for P's results replaced by P's members; it keeps its place,
 // results and location. P is removed. Merging sweeps the block until

@@ -154,20 +154,23 @@ static void test_no_merge_that_reads_more(void) {
   CHECK(kept);
 }
 
-// Over the whole program corpus: the pass never makes a plan move more
-// bytes or launch more kernels.
-static void test_never_more_bytes(void) {
-  const char *dir = IRON_TEST_DATA_DIR "/corpus";
+// Over the program corpus and the row-fusion corpus (each with the 1 MiB
+// floor and without it): the pass never makes a plan move more bytes or
+// launch more kernels.
+static int never_more_bytes_in(const char *sub, int *changed) {
+  char dir[1024];
+  snprintf(dir, sizeof(dir), "%s/%s", IRON_TEST_DATA_DIR, sub);
   DIR *dd = opendir(dir);
   CHECK(dd != NULL);
-  if (!dd) return;
-  int files = 0, changed = 0;
+  if (!dd) return 0;
+  int files = 0;
   struct dirent *e;
   while ((e = readdir(dd)) != NULL) {
     size_t len = strlen(e->d_name);
     if (len < 8 || strcmp(e->d_name + len - 7, ".mlirbc") != 0) continue;
     char rel[512];
-    snprintf(rel, sizeof(rel), "corpus/%s", e->d_name);
+    if (snprintf(rel, sizeof(rel), "%s/%.400s", sub, e->d_name) >= 500)
+      continue;
     iron_ir_module_t *a = test_read_module(rel);
     iron_ir_module_t *b = test_read_module(rel);
     if (!a || !b) {  // the reader's own tests cover refusals
@@ -181,7 +184,7 @@ static void test_never_more_bytes(void) {
     iron_ir_module_destroy(a);
     iron_ir_module_destroy(b);
     files++;
-    changed += merged > 0;
+    *changed += merged > 0;
     if (with.bytes > without.bytes || with.kernels > without.kernels)
       printf("%s: %d kernels, %lld bytes; without the pass %d, %lld\n",
              e->d_name, with.kernels, (long long)with.bytes, without.kernels,
@@ -190,9 +193,21 @@ static void test_never_more_bytes(void) {
     CHECK(with.kernels <= without.kernels);
   }
   closedir(dd);
-  if (getenv("IRON_TEST_VERBOSE"))
-    printf("%d corpus programs, %d changed\n", files, changed);
-  CHECK(files > 300);
+  return files;
+}
+
+static void test_never_more_bytes(void) {
+  for (int floor = 0; floor < 2; ++floor) {
+    if (!floor) setenv("IRON_FUSE_MIN_COPY_BYTES", "0", 1);
+    int changed = 0;
+    int files = never_more_bytes_in("corpus", &changed);
+    files += never_more_bytes_in("rowfuse", &changed);
+    if (getenv("IRON_TEST_VERBOSE"))
+      printf("%s: %d programs, %d changed\n",
+             floor ? "1 MiB floor" : "no floor", files, changed);
+    CHECK(files > 500);
+    if (!floor) unsetenv("IRON_FUSE_MIN_COPY_BYTES");
+  }
 }
 
 static const iron_test_case_t kTests[] = {
