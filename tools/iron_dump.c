@@ -15,8 +15,9 @@
 // --traffic (implies --fuse-cuda) prints, instead of the module, one line
 // per kernel-level op of the planned main function (fusions, reduces,
 // convolutions, dots ...; loop and branch bodies included, once each) with
-// the bytes it reads (its operands) and writes (its results), in plan
-// order (`sort -k3 -n -r` for the largest), then totals per kind: the plan's memory traffic outside library
+// the bytes it reads (its operands; a fusion's sliced operands count the
+// slices, an operand it updates in place nothing) and writes (its results;
+// a dynamic update its update), in plan order (`sort -k3 -n -r` for the largest), then totals per kind: the plan's memory traffic outside library
 // calls' internals, to compare plans without a GPU.
 // Exit status 1 with the reader's error on stderr for unreadable input.
 #include <stdio.h>
@@ -89,6 +90,43 @@ static void fusion_kind(const iron_ir_op_t *op, char *out, size_t cap) {
     snprintf(out, cap, "fusion[ew]");
 }
 
+// The bytes a fusion kernel moves: an argument that its members only
+// slice (slice, dynamic_slice) counts the slices' bytes, one that only a
+// dynamic_update_slice updates in place (its operand 0) nothing; a result
+// computed by a dynamic_update_slice counts the update's bytes.
+static void fusion_bytes(const iron_ir_op_t *op, int64_t *read,
+                         int64_t *written) {
+  const iron_ir_block_t *b = &op->regions[0].blocks[0];
+  for (uint32_t a = 0; a < b->num_args && a < op->num_operands; ++a) {
+    const iron_ir_value_t *arg = &b->args[a];
+    int64_t sliced = 0;
+    bool whole = false, used = false;
+    for (uint32_t i = 0; i < b->num_ops && !whole; ++i) {
+      const iron_ir_op_t *m = b->ops[i];
+      for (uint32_t k = 0; k < m->num_operands && !whole; ++k) {
+        if (m->operands[k] != arg) continue;
+        used = true;
+        if (k == 0 && (m->kind == IRON_OP_SLICE ||
+                       m->kind == IRON_OP_DYNAMIC_SLICE))
+          sliced += value_bytes(&m->results[0]);
+        else if (!(k == 0 && m->kind == IRON_OP_DYNAMIC_UPDATE_SLICE))
+          whole = true;
+      }
+    }
+    *read += whole || !used ? value_bytes(op->operands[a]) : sliced;
+  }
+  const iron_ir_op_t *term = b->ops[b->num_ops - 1];
+  for (uint32_t r = 0; r < op->num_results; ++r) {
+    const iron_ir_value_t *v =
+        r < term->num_operands ? term->operands[r] : NULL;
+    const iron_ir_op_t *d = v ? v->def_op : NULL;
+    *written += d && d->kind == IRON_OP_DYNAMIC_UPDATE_SLICE &&
+                        d->num_operands > 1
+                    ? value_bytes(d->operands[1])
+                    : value_bytes(&op->results[r]);
+  }
+}
+
 static void traffic_walk(const iron_ir_region_t *r, traffic_t *t) {
   for (uint32_t k = 0; k < r->num_blocks; ++k) {
     const iron_ir_block_t *b = &r->blocks[k];
@@ -118,6 +156,10 @@ static void traffic_walk(const iron_ir_region_t *r, traffic_t *t) {
                  strncmp(op->name, "stablehlo.", 10) == 0 ? op->name + 10
                                                           : op->name);
       row->line = op->loc.line;
+      if (op->kind == IRON_OP_FUSION) {
+        fusion_bytes(op, &row->read, &row->written);
+        continue;
+      }
       for (uint32_t i = 0; i < op->num_operands; ++i)
         row->read += value_bytes(op->operands[i]);
       for (uint32_t i = 0; i < op->num_results; ++i)
