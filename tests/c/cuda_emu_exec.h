@@ -28,11 +28,13 @@
 #define IRON_TESTS_CUDA_EMU_EXEC_H_
 
 #include <math.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #if defined(__x86_64__)
 #include <xmmintrin.h>
 #endif
@@ -65,6 +67,12 @@ typedef struct cuda_emu_exec {
   iron_kernel_t kernels[IRON_OP_COUNT];  // the emulated wrappers
   bool emulated[IRON_OP_COUNT];
   iron_device_vtable_t vtable;  // the host's, fusing as CUDA does
+  // The host's destroy, and the devices that use `vtable` and are not
+  // destroyed yet: a device's last runtime reference may be dropped by a
+  // job on its worker after the test released the runtime, and shutdown
+  // must not tear the vtable and the kernels down before that.
+  void (*host_destroy)(iron_device_t *dev);
+  atomic_int live_devices;
   cuda_emu_kernel_t *k;
   size_t num_k, cap_k, built_k;
   cuda_emu_lib_t *libs;  // one per build
@@ -624,6 +632,12 @@ static inline void cuda_emu_exec_init(void) {
   e->flush = iron_cuda_flush_denormals();
 }
 
+// The emulated device's destroy: the host's, then one live device less.
+static inline void cuda_emu_device_destroy(iron_device_t *dev) {
+  g_cuda_emu.host_destroy(dev);
+  atomic_fetch_sub(&g_cuda_emu.live_devices, 1);
+}
+
 // A runtime (on the host device) that plans and runs as described above.
 // Release it with iron_runtime_release.
 static inline iron_status_t cuda_emu_exec_runtime(iron_runtime_t **out_rt) {
@@ -644,6 +658,9 @@ static inline iron_status_t cuda_emu_exec_runtime(iron_runtime_t **out_rt) {
   // A module the scan rewrite breaks fails here instead of compiling
   // again as written (executable.c): the emulation is where that shows.
   setenv("IRON_SCAN_IN_PLACE", "1", 0);
+  g_cuda_emu.host_destroy = dev->vtable->destroy;
+  g_cuda_emu.vtable.destroy = cuda_emu_device_destroy;
+  atomic_fetch_add(&g_cuda_emu.live_devices, 1);
   dev->vtable = &g_cuda_emu.vtable;
   return IRON_OK;
 }
@@ -706,6 +723,16 @@ static inline bool cuda_emu_exec_build(void) {
 
 static inline void cuda_emu_exec_shutdown(void) {
   cuda_emu_exec_t *e = &g_cuda_emu;
+  // Devices whose runtime a job still holds (released by the test, its
+  // last reference dropped on the device's worker): wait for their
+  // destroy, at most 30 s (a leaked runtime is the test's bug: reported).
+  for (int i = 0; i < 30000 && atomic_load(&e->live_devices) > 0; ++i) {
+    struct timespec ts = {0, 1000000};
+    nanosleep(&ts, NULL);
+  }
+  if (atomic_load(&e->live_devices) > 0)
+    fprintf(stderr, "cuda_emu: %d emulated devices never destroyed\n",
+            atomic_load(&e->live_devices));
   for (size_t i = 0; i < e->num_libs; ++i) cuda_emu_close(&e->libs[i]);
   free(e->libs);
   for (size_t i = 0; i < e->num_k; ++i) {
