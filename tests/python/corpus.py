@@ -1865,11 +1865,18 @@ def _(x, g, b, w):
 
 
 @case("merge_bn_relu_grad_bf16", _bn_args(BF16, (32, 16, 16, 128)),
-      rtol=3e-2, atol=3e-1)
+      rtol=3e-2, atol=3e-2)
 def _(x, g, b, w):
-    # bf16 sums of 32,768 terms: the gradient's order of summation shows
-    # in the last bits; atol is relative to values of O(100).
-    return _bn_relu_grad(x, g, b, w)
+    # bf16 activations and parameters, statistics and the ReLU in f32 (as
+    # mixed-precision training computes them): a bf16 ReLU's mask flips
+    # where the normalized value rounds across 0 in another summation
+    # order (27 of 1M gradient elements against XLA:CPU), which no
+    # tolerance covers.
+    f32 = jnp.float32
+    def loss(x, g, b):
+        y = jax.nn.relu(_bn(x.astype(f32), g.astype(f32), b.astype(f32)))
+        return jnp.sum(y * w.astype(f32))
+    return jax.value_and_grad(loss, (0, 1, 2))(x, g, b)
 
 
 @case("merge_mask_consumers", lambda rng: (
