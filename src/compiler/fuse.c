@@ -69,6 +69,20 @@ bool iron_fuse_enters_regions(const iron_ir_op_t *op,
          !can_fuse(op);
 }
 
+iron_status_t iron_fuse_walk_blocks(iron_ir_block_t *blk,
+                                    iron_fuse_predicate_t can_fuse,
+                                    iron_fuse_block_fn_t fn, void *arg) {
+  for (uint32_t i = 0; i < blk->num_ops; ++i) {
+    iron_ir_op_t *op = blk->ops[i];
+    if (!iron_fuse_enters_regions(op, can_fuse)) continue;
+    for (uint32_t r = 0; r < op->num_regions; ++r)
+      for (uint32_t b = 0; b < op->regions[r].num_blocks; ++b)
+        IRON_RETURN_IF_ERROR_PLAIN(iron_fuse_walk_blocks(
+            &op->regions[r].blocks[b], can_fuse, fn, arg));
+  }
+  return fn(arg, blk);
+}
+
 // Calls `fn` on every operand of `op` and of the ops nested in its regions
 // (a use inside a region counts as a use by `op`), except inside fusions.
 typedef void (*operand_fn_t)(iron_ir_value_t **slot, void *arg);
@@ -135,7 +149,6 @@ static void apply_remap(iron_ir_value_t **slot, void *arg) {
     *slot = r->remap[(*slot)->id];
 }
 
-static iron_status_t fuse_block(fuse_ctx_t *c, iron_ir_block_t *blk);
 
 // Builds the fusion op for group `g` (members: ops with op_group == g).
 static iron_status_t make_fusion(fuse_ctx_t *c, iron_ir_block_t *blk,
@@ -604,16 +617,9 @@ static int32_t join_pivot(fuse_ctx_t *c, use_ctx_t *u,
   return h;
 }
 
-static iron_status_t fuse_block(fuse_ctx_t *c, iron_ir_block_t *blk) {
-  // Inner blocks first (loop bodies, branches), except those of a control
-  // flow op that the device generates whole (a CUDA device loop).
-  for (uint32_t i = 0; i < blk->num_ops; ++i) {
-    iron_ir_op_t *op = blk->ops[i];
-    if (!iron_fuse_enters_regions(op, c->can_fuse)) continue;
-    for (uint32_t r = 0; r < op->num_regions; ++r)
-      for (uint32_t b = 0; b < op->regions[r].num_blocks; ++b)
-        IRON_RETURN_IF_ERROR_PLAIN(fuse_block(c, &op->regions[r].blocks[b]));
-  }
+// One block (its inner blocks are done first: iron_fuse_walk_blocks).
+static iron_status_t fuse_block(void *arg, iron_ir_block_t *blk) {
+  fuse_ctx_t *c = arg;
   uint32_t n = blk->num_ops, ids = c->f->num_values;
   if (n < 2) return IRON_OK;
   int32_t *op_group = malloc(sizeof(int32_t) * n);
@@ -847,7 +853,8 @@ iron_status_t iron_compiler_fuse_pivots(iron_ir_module_t *m,
   for (uint32_t i = 0; i < m->num_funcs; ++i) {
     c.f = &m->funcs[i];
     for (uint32_t b = 0; b < c.f->body.num_blocks; ++b)
-      IRON_RETURN_IF_ERROR_PLAIN(fuse_block(&c, &c.f->body.blocks[b]));
+      IRON_RETURN_IF_ERROR_PLAIN(iron_fuse_walk_blocks(
+          &c.f->body.blocks[b], can_fuse, fuse_block, &c));
   }
   if (out_num_fusions) *out_num_fusions = c.fusions;
   return IRON_OK;

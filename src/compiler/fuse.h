@@ -29,12 +29,20 @@ extern "C" {
 typedef bool (*iron_fuse_predicate_t)(const iron_ir_op_t *op);
 
 // Whether the fusion passes (this one, fuse_rows.h, recompute.h,
-// merge_reduces.h) rewrite the blocks of op's regions: those of a while,
+// merge_producers.h, merge_reduces.h) rewrite the blocks of op's regions: those of a while,
 // if or case, unless `can_fuse` accepts the op (the device generates the
 // loop or branch whole and keeps its ops unfused). Kernel ops' regions
 // (reduce bodies, comparators, fusions) never.
 bool iron_fuse_enters_regions(const iron_ir_op_t *op,
                               iron_fuse_predicate_t can_fuse);
+
+// Calls fn(arg, b) on every block b nested in `blk` that the fusion passes
+// rewrite (iron_fuse_enters_regions), inner blocks first, then on `blk`;
+// stops at the first error.
+typedef iron_status_t (*iron_fuse_block_fn_t)(void *arg, iron_ir_block_t *b);
+iron_status_t iron_fuse_walk_blocks(iron_ir_block_t *blk,
+                                    iron_fuse_predicate_t can_fuse,
+                                    iron_fuse_block_fn_t fn, void *arg);
 
 // Rewrites every function of `m` in place (new ops, values and regions come
 // from the module's arena): in each block (function bodies and the regions

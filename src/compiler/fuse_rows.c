@@ -969,22 +969,9 @@ done:
   return st;
 }
 
-static iron_status_t fuse_rows_block(rctx_t *c, iron_ir_block_t *blk);
-
-static iron_status_t fuse_rows_inner(rctx_t *c, iron_ir_block_t *blk) {
-  for (uint32_t i = 0; i < blk->num_ops; ++i) {
-    iron_ir_op_t *op = blk->ops[i];
-    if (!iron_fuse_enters_regions(op, c->can_fuse)) continue;
-    for (uint32_t r = 0; r < op->num_regions; ++r)
-      for (uint32_t k = 0; k < op->regions[r].num_blocks; ++k)
-        IRON_RETURN_IF_ERROR_PLAIN(
-            fuse_rows_block(c, &op->regions[r].blocks[k]));
-  }
-  return IRON_OK;
-}
-
-static iron_status_t fuse_rows_block(rctx_t *c, iron_ir_block_t *blk) {
-  IRON_RETURN_IF_ERROR_PLAIN(fuse_rows_inner(c, blk));
+// One block (its inner blocks are done first: iron_fuse_walk_blocks).
+static iron_status_t fuse_rows_block(void *arg, iron_ir_block_t *blk) {
+  rctx_t *c = arg;
   uint32_t n = blk->num_ops, ids = c->f->num_values;
   if (n < 3) return IRON_OK;
   rblock_t b;
@@ -1180,7 +1167,8 @@ iron_status_t iron_compiler_fuse_rows(iron_ir_module_t *m,
   for (uint32_t i = 0; i < m->num_funcs; ++i) {
     c.f = &m->funcs[i];
     for (uint32_t k = 0; k < c.f->body.num_blocks; ++k)
-      IRON_RETURN_IF_ERROR_PLAIN(fuse_rows_block(&c, &c.f->body.blocks[k]));
+      IRON_RETURN_IF_ERROR_PLAIN(iron_fuse_walk_blocks(
+          &c.f->body.blocks[k], can_fuse, fuse_rows_block, &c));
   }
   if (out_num_fusions) *out_num_fusions = c.fusions;
   return IRON_OK;

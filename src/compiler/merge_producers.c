@@ -513,14 +513,9 @@ done:
   return st;
 }
 
-static iron_status_t walk_block(mp_ctx_t *c, iron_ir_block_t *blk) {
-  for (uint32_t i = 0; i < blk->num_ops; ++i) {
-    iron_ir_op_t *op = blk->ops[i];
-    if (!iron_fuse_enters_regions(op, c->can_fuse)) continue;
-    for (uint32_t r = 0; r < op->num_regions; ++r)
-      for (uint32_t b = 0; b < op->regions[r].num_blocks; ++b)
-        IRON_RETURN_IF_ERROR_PLAIN(walk_block(c, &op->regions[r].blocks[b]));
-  }
+// One block (its inner blocks are done first: iron_fuse_walk_blocks).
+static iron_status_t merge_block(void *arg, iron_ir_block_t *blk) {
+  mp_ctx_t *c = arg;
   // Sweeps until one merges nothing: a merge can make an earlier
   // producer's consumers mergeable.
   for (bool again = true; again;) {
@@ -543,7 +538,8 @@ iron_status_t iron_compiler_merge_producers(iron_ir_module_t *m,
   for (uint32_t i = 0; i < m->num_funcs; ++i) {
     c.e.f = &m->funcs[i];
     for (uint32_t b = 0; b < c.e.f->body.num_blocks; ++b)
-      IRON_RETURN_IF_ERROR_PLAIN(walk_block(&c, &c.e.f->body.blocks[b]));
+      IRON_RETURN_IF_ERROR_PLAIN(iron_fuse_walk_blocks(
+          &c.e.f->body.blocks[b], can_fuse, merge_block, &c));
   }
   if (out_merged) *out_merged = c.merged;
   return IRON_OK;

@@ -335,14 +335,9 @@ static iron_status_t try_merge(mr_ctx_t *c, iron_ir_block_t *blk, uint32_t i2,
   return IRON_OK;
 }
 
-static iron_status_t walk_block(mr_ctx_t *c, iron_ir_block_t *blk) {
-  for (uint32_t i = 0; i < blk->num_ops; ++i) {
-    iron_ir_op_t *op = blk->ops[i];
-    if (!iron_fuse_enters_regions(op, c->can_fuse)) continue;
-    for (uint32_t r = 0; r < op->num_regions; ++r)
-      for (uint32_t b = 0; b < op->regions[r].num_blocks; ++b)
-        IRON_RETURN_IF_ERROR_PLAIN(walk_block(c, &op->regions[r].blocks[b]));
-  }
+// One block (its inner blocks are done first: iron_fuse_walk_blocks).
+static iron_status_t merge_block(void *arg, iron_ir_block_t *blk) {
+  mr_ctx_t *c = arg;
   for (uint32_t i = 0; i < blk->num_ops; ++i) {
     bool done = false;
     IRON_RETURN_IF_ERROR_PLAIN(try_merge(c, blk, i, &done));
@@ -358,7 +353,8 @@ iron_status_t iron_compiler_merge_reduces(iron_ir_module_t *m,
   for (uint32_t i = 0; i < m->num_funcs; ++i) {
     c.e.f = &m->funcs[i];
     for (uint32_t b = 0; b < c.e.f->body.num_blocks; ++b)
-      IRON_RETURN_IF_ERROR_PLAIN(walk_block(&c, &c.e.f->body.blocks[b]));
+      IRON_RETURN_IF_ERROR_PLAIN(iron_fuse_walk_blocks(
+          &c.e.f->body.blocks[b], can_fuse, merge_block, &c));
   }
   if (out_merged) *out_merged = c.merged;
   return IRON_OK;

@@ -234,9 +234,10 @@ static iron_ir_value_t *copy_expr(rc_ctx_t *c, const iron_ir_block_t *blk,
   return copy_value(c, v, ops, n, &map, into, out, nout);
 }
 
-static iron_status_t walk_block(rc_ctx_t *c, iron_ir_block_t *blk);
 
-static iron_status_t rewrite_block(rc_ctx_t *c, iron_ir_block_t *blk) {
+// One block (its inner blocks are done first: iron_fuse_walk_blocks).
+static iron_status_t rewrite_block(void *arg, iron_ir_block_t *blk) {
+  rc_ctx_t *c = arg;
   // Direct users in this block, and whether each is a fused consumer.
   for (uint32_t i = 0; i < blk->num_ops; ++i) {
     const iron_ir_op_t *op = blk->ops[i];
@@ -308,17 +309,6 @@ static iron_status_t rewrite_block(rc_ctx_t *c, iron_ir_block_t *blk) {
   return IRON_OK;
 }
 
-static iron_status_t walk_block(rc_ctx_t *c, iron_ir_block_t *blk) {
-  for (uint32_t i = 0; i < blk->num_ops; ++i) {
-    iron_ir_op_t *op = blk->ops[i];
-    if (!iron_fuse_enters_regions(op, c->can_fuse)) continue;
-    for (uint32_t r = 0; r < op->num_regions; ++r)
-      for (uint32_t b = 0; b < op->regions[r].num_blocks; ++b)
-        IRON_RETURN_IF_ERROR_PLAIN(walk_block(c, &op->regions[r].blocks[b]));
-  }
-  return rewrite_block(c, blk);
-}
-
 iron_status_t iron_compiler_recompute(iron_ir_module_t *m,
                                       iron_fuse_predicate_t can_fuse,
                                       int *out_copies) {
@@ -340,7 +330,8 @@ iron_status_t iron_compiler_recompute(iron_ir_module_t *m,
       for (uint32_t k = 0; k < c.f->body.blocks[b].num_ops; ++k)
         count_uses(&c, c.f->body.blocks[b].ops[k]);
     for (uint32_t b = 0; !st && b < c.f->body.num_blocks; ++b)
-      st = walk_block(&c, &c.f->body.blocks[b]);
+      st = iron_fuse_walk_blocks(&c.f->body.blocks[b], can_fuse, rewrite_block,
+                                 &c);
     free(c.uses);
     free(c.users);
     free(c.slots);

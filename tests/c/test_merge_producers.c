@@ -158,19 +158,15 @@ static void test_no_merge_that_reads_more(void) {
 // floor and without it): the pass never makes a plan move more bytes or
 // launch more kernels.
 static int never_more_bytes_in(const char *sub, int *changed) {
-  char dir[1024];
+  char dir[512];
   snprintf(dir, sizeof(dir), "%s/%s", IRON_TEST_DATA_DIR, sub);
-  DIR *dd = opendir(dir);
-  CHECK(dd != NULL);
-  if (!dd) return 0;
+  int n = 0;
+  char **names = test_artifacts(dir, NULL, &n);
+  CHECK(n >= 0);
   int files = 0;
-  struct dirent *e;
-  while ((e = readdir(dd)) != NULL) {
-    size_t len = strlen(e->d_name);
-    if (len < 8 || strcmp(e->d_name + len - 7, ".mlirbc") != 0) continue;
+  for (int i = 0; i < n; ++i) {
     char rel[512];
-    if (snprintf(rel, sizeof(rel), "%s/%.400s", sub, e->d_name) >= 500)
-      continue;
+    snprintf(rel, sizeof(rel), "%s/%.400s.mlirbc", sub, names[i]);
     iron_ir_module_t *a = test_read_module(rel);
     iron_ir_module_t *b = test_read_module(rel);
     if (!a || !b) {  // the reader's own tests cover refusals
@@ -187,12 +183,12 @@ static int never_more_bytes_in(const char *sub, int *changed) {
     *changed += merged > 0;
     if (with.bytes > without.bytes || with.kernels > without.kernels)
       printf("%s: %d kernels, %lld bytes; without the pass %d, %lld\n",
-             e->d_name, with.kernels, (long long)with.bytes, without.kernels,
+             names[i], with.kernels, (long long)with.bytes, without.kernels,
              (long long)without.bytes);
     CHECK(with.bytes <= without.bytes);
     CHECK(with.kernels <= without.kernels);
   }
-  closedir(dd);
+  test_artifacts_free(names, n);
   return files;
 }
 
