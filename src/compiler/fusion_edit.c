@@ -28,8 +28,7 @@ iron_ir_op_t *iron_fusion_edit_op(iron_fusion_edit_t *e, iron_op_kind_t kind,
   op->kind = kind;
   op->name = iron_op_kind_name(kind);
   op->num_operands = nops;
-  op->operands =
-      iron_arena_alloc_array(a, nops + 1, sizeof(iron_ir_value_t *));
+  op->operands = iron_arena_alloc_array(a, nops + 1, sizeof(iron_ir_value_t *));
   op->num_results = nres;
   op->results = iron_arena_alloc_array(a, nres + 1, sizeof(iron_ir_value_t));
   op->num_regions = nregions;
@@ -60,9 +59,8 @@ iron_ir_block_t *iron_fusion_edit_block(iron_fusion_edit_t *e,
   return b;
 }
 
-iron_ir_value_t *iron_fusion_edit_arg(iron_fusion_edit_t *e,
-                                      iron_ir_block_t *b, uint32_t i,
-                                      const iron_ir_type_t *type) {
+iron_ir_value_t *iron_fusion_edit_arg(iron_fusion_edit_t *e, iron_ir_block_t *b,
+                                      uint32_t i, const iron_ir_type_t *type) {
   iron_ir_value_t *v = &b->args[i];
   memset(v, 0, sizeof(*v));
   v->type = type;

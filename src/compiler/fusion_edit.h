@@ -46,9 +46,8 @@ iron_ir_block_t *iron_fusion_edit_block(iron_fusion_edit_t *e,
                                         iron_ir_region_t *r, uint32_t nargs,
                                         uint32_t nops);
 // Block argument i of b, of `type`, with a new id.
-iron_ir_value_t *iron_fusion_edit_arg(iron_fusion_edit_t *e,
-                                      iron_ir_block_t *b, uint32_t i,
-                                      const iron_ir_type_t *type);
+iron_ir_value_t *iron_fusion_edit_arg(iron_fusion_edit_t *e, iron_ir_block_t *b,
+                                      uint32_t i, const iron_ir_type_t *type);
 // A copy of region-free op `src` in block `into` (not appended): operands
 // mapped through vm, results new values that vm maps src's results to.
 // NULL when out of memory or vm is full.

@@ -47,19 +47,12 @@ static bool is_result_of(const iron_ir_value_t *v, const iron_ir_op_t *p) {
   return v >= p->results && v < p->results + p->num_results;
 }
 
-static bool elementwise_kind(iron_op_kind_t k) {
-  iron_op_class_t c = iron_op_kind_class(k);
-  return c == IRON_OP_CLASS_UNARY || c == IRON_OP_CLASS_BINARY ||
-         k == IRON_OP_SELECT || k == IRON_OP_CLAMP || k == IRON_OP_COMPARE ||
-         k == IRON_OP_CONVERT;
-}
-
 // Members a producer may have: element-wise ops, broadcasts and constants
 // (a plain fusion of fuse.c).
 static bool producer_member(const iron_ir_op_t *op) {
   return !op->num_regions &&
-         (elementwise_kind(op->kind) || op->kind == IRON_OP_BROADCAST_IN_DIM ||
-          op->kind == IRON_OP_CONSTANT);
+         (iron_recompute_elementwise_kind(op->kind) ||
+          op->kind == IRON_OP_BROADCAST_IN_DIM || op->kind == IRON_OP_CONSTANT);
 }
 
 // Whether red reads w only as reduced operands of w's dims.
@@ -75,14 +68,14 @@ static bool reduces_only(const iron_ir_op_t *red, const iron_ir_value_t *w) {
 // Whether row fusion body b (a member reduce over trailing dims) can spread
 // the value `spread` (a lone broadcast) itself: a row value over the rows,
 // or one element.
-static bool row_spread_ok(const iron_ir_block_t *b, const iron_ir_op_t *spread) {
+static bool row_spread_ok(const iron_ir_block_t *b,
+                          const iron_ir_op_t *spread) {
   iron_row_shape_t rs;
   bool found = false;
   for (uint32_t i = 0; i + 1 < b->num_ops && !found; ++i)
     found = b->ops[i]->kind == IRON_OP_REDUCE &&
             iron_row_shape_of_reduce(b->ops[i], &rs);
-  if (!found ||
-      iron_row_role(&rs, spread->results[0].type) != IRON_ROW_FULL)
+  if (!found || iron_row_role(&rs, spread->results[0].type) != IRON_ROW_FULL)
     return false;
   return iron_ir_type_num_elements(spread->operands[0]->type) == 1 ||
          iron_row_bcast_row_to_full(&rs, spread);
@@ -92,8 +85,7 @@ static bool row_spread_ok(const iron_ir_block_t *b, const iron_ir_op_t *spread) 
 // producer's members can be computed in (merge_producers.h). `spread`: the
 // producer is this lone broadcast, which a row fusion may take too.
 static bool consumer_ok(const mp_ctx_t *c, const iron_ir_op_t *k,
-                        const iron_ir_value_t *w,
-                        const iron_ir_op_t *spread) {
+                        const iron_ir_value_t *w, const iron_ir_op_t *spread) {
   if (k->kind == IRON_OP_REDUCE)
     return k->num_regions == 1 && k->num_operands == 2 * k->num_results &&
            c->can_fuse(k) && reduces_only(k, w);
@@ -108,11 +100,12 @@ static bool consumer_ok(const mp_ctx_t *c, const iron_ir_op_t *k,
   for (uint32_t i = 0; !row && i + 1 < b->num_ops; ++i) {
     const iron_ir_op_t *op = b->ops[i];
     bool last = i + 2 == b->num_ops;
-    if (op->kind == IRON_OP_REDUCE ? !last
-        : op->num_regions || !(elementwise_kind(op->kind) ||
-                               op->kind == IRON_OP_BROADCAST_IN_DIM ||
-                               op->kind == IRON_OP_CONSTANT ||
-                               op->kind == IRON_OP_IOTA))
+    if (op->kind == IRON_OP_REDUCE
+            ? !last
+            : op->num_regions ||
+                  !(iron_recompute_elementwise_kind(op->kind) ||
+                    op->kind == IRON_OP_BROADCAST_IN_DIM ||
+                    op->kind == IRON_OP_CONSTANT || op->kind == IRON_OP_IOTA))
       return false;
   }
   const iron_ir_op_t *term = b->ops[b->num_ops - 1];
@@ -127,9 +120,11 @@ static bool consumer_ok(const mp_ctx_t *c, const iron_ir_op_t *k,
       for (uint32_t o = 0; o < op->num_operands && !uses; ++o)
         uses = op->operands[o] == arg;
       if (!uses) continue;
-      if (op->kind == IRON_OP_REDUCE ? !reduces_only(op, arg)
-          : !elementwise_kind(op->kind) || op->num_results != 1 ||
-                !iron_ir_type_same_dims(op->results[0].type, arg->type))
+      if (op->kind == IRON_OP_REDUCE
+              ? !reduces_only(op, arg)
+              : !iron_recompute_elementwise_kind(op->kind) ||
+                    op->num_results != 1 ||
+                    !iron_ir_type_same_dims(op->results[0].type, arg->type))
         return false;
     }
   }
@@ -160,10 +155,10 @@ typedef struct {
   iron_ir_op_t *p;
   const iron_ir_block_t *pb;
   const iron_ir_op_t *term;
-  uint32_t nmem;   // members (the ops before the return)
-  bool *merge;     // by result: computed in its consumers
-  bool *in;        // by member: in the slice being computed (slice())
-  bool *arg;       // by argument: read by that slice
+  uint32_t nmem;  // members (the ops before the return)
+  bool *merge;    // by result: computed in its consumers
+  bool *in;       // by member: in the slice being computed (slice())
+  bool *arg;      // by argument: read by that slice
   const iron_ir_op_t *spread;  // a lone broadcast that p wraps, or NULL
 } producer_t;
 
@@ -193,8 +188,7 @@ static uint32_t slice(producer_t *pr, const bool *want) {
     pr->in[i] = true;
     n++;
     for (uint32_t k = 0; k < op->num_operands; ++k)
-      if (!op->operands[k]->def_op &&
-          op->operands[k]->def_block == pr->pb)
+      if (!op->operands[k]->def_op && op->operands[k]->def_block == pr->pb)
         pr->arg[op->operands[k]->index] = true;
   }
   return n;
@@ -221,7 +215,8 @@ static size_t leaf_bytes(const producer_t *pr, const iron_ir_op_t *k) {
     bool dup = false;
     for (uint32_t j = 0; j < a && !dup; ++j)
       dup = pr->arg[j] && pr->p->operands[j] == w;
-    if (pr->arg[a] && !dup && !(k && reads_value(k, w))) bytes += value_bytes(w);
+    if (pr->arg[a] && !dup && !(k && reads_value(k, w)))
+      bytes += value_bytes(w);
   }
   return bytes;
 }
@@ -268,8 +263,8 @@ static iron_ir_op_t *rebuilt(mp_ctx_t *c, iron_ir_block_t *blk,
   }
   for (uint32_t a = 0; a < pb->num_args; ++a)
     if (pr->arg[a]) add_input(ins, &nin, p->operands[a]);
-  const iron_ir_block_t *kb = k && k->kind == IRON_OP_FUSION ? fusion_block(k)
-                                                             : NULL;
+  const iron_ir_block_t *kb =
+      k && k->kind == IRON_OP_FUSION ? fusion_block(k) : NULL;
   uint32_t nres = 0;
   for (uint32_t r = 0; !k && r < p->num_results; ++r) nres += want[r];
   if (k) nres = k->num_results;
@@ -363,8 +358,10 @@ static bool plan_merge(mp_ctx_t *c, const iron_ir_block_t *blk, uint32_t i,
     bool used = false;
     for (uint32_t j = i + 1; ok && j < blk->num_ops; ++j) {
       const iron_ir_op_t *k = blk->ops[j];
-      if (nested_use(k, v)) ok = false;
-      else if (reads_value(k, v)) used = true, ok = consumer_ok(c, k, v, pr->spread);
+      if (nested_use(k, v))
+        ok = false;
+      else if (reads_value(k, v))
+        used = true, ok = consumer_ok(c, k, v, pr->spread);
     }
     pr->merge[r] = ok && used;
     if (!pr->merge[r]) continue;
@@ -427,7 +424,8 @@ static iron_ir_op_t *spread_wrapper(mp_ctx_t *c, iron_ir_op_t *bc) {
   w->results = bc->results;
   w->loc = bc->loc;
   w->parent = bc->parent;
-  iron_ir_value_t *arg = iron_fusion_edit_arg(&c->e, b, 0, bc->operands[0]->type);
+  iron_ir_value_t *arg =
+      iron_fusion_edit_arg(&c->e, b, 0, bc->operands[0]->type);
   iron_ir_op_t *m = iron_value_map_add(vm, bc->operands[0], arg)
                         ? iron_fusion_edit_clone(&c->e, bc, b, vm)
                         : NULL;
@@ -533,7 +531,8 @@ static iron_status_t merge_block(void *arg, iron_ir_block_t *blk) {
 iron_status_t iron_compiler_merge_producers(iron_ir_module_t *m,
                                             iron_fuse_predicate_t can_fuse,
                                             int *out_merged) {
-  mp_ctx_t c = {.e = {.m = m}, .can_fuse = can_fuse,
+  mp_ctx_t c = {.e = {.m = m},
+                .can_fuse = can_fuse,
                 .min_bytes = iron_recompute_min_bytes()};
   for (uint32_t i = 0; i < m->num_funcs; ++i) {
     c.e.f = &m->funcs[i];

@@ -18,8 +18,8 @@
 //   iron.fusion of element-wise members that may end in one reduce
 //   (fuse.c's plain and reduce fusions: no transposes, slices or dynamic
 //   updates, one reduce at most, just before the return), or a reduce of
-//   its own that `can_fuse` accepts; inside a fusion every use of a result's argument
-//   is an element-wise member of its dims or a reduced operand of its
+//   its own that `can_fuse` accepts; inside a fusion every use of a result's
+//   argument is an element-wise member of its dims or a reduced operand of its
 //   dims, and no result is returned as is;
 // - the plan moves no more bytes: the consumers' reads of P's operands
 //   that they do not read already take no more bytes than P's kernel

@@ -22,7 +22,7 @@ bool iron_recompute_cheap_kind(iron_op_kind_t k) {
   }
 }
 
-static bool elementwise_kind(iron_op_kind_t k) {
+bool iron_recompute_elementwise_kind(iron_op_kind_t k) {
   iron_op_class_t c = iron_op_kind_class(k);
   return c == IRON_OP_CLASS_UNARY || c == IRON_OP_CLASS_BINARY ||
          k == IRON_OP_SELECT || k == IRON_OP_CLAMP || k == IRON_OP_COMPARE ||
@@ -70,7 +70,7 @@ static bool fused_consumer(const rc_ctx_t *c, const iron_ir_op_t *op,
   if (op->num_regions && op->kind != IRON_OP_REDUCE) return false;
   if (op->kind == IRON_OP_REDUCE)
     return k < op->num_operands / 2 && c->can_fuse(op);
-  return elementwise_kind(op->kind) && op->num_results == 1 &&
+  return iron_recompute_elementwise_kind(op->kind) && op->num_results == 1 &&
          c->can_fuse(op);
 }
 

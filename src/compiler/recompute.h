@@ -56,6 +56,10 @@ size_t iron_recompute_min_bytes(void);
 // above; merge_producers.h uses it too).
 bool iron_recompute_cheap_kind(iron_op_kind_t k);
 
+// Element-wise ops (unary, binary, select, clamp, compare, convert): the
+// consumers a copy (or a merged producer, merge_producers.h) goes into.
+bool iron_recompute_elementwise_kind(iron_op_kind_t k);
+
 // Copies the values described above in every block of every function of
 // `m` (function bodies and the regions of control flow that the device
 // does not generate whole; not the regions of kernel ops). `can_fuse` is
